@@ -1,0 +1,76 @@
+"""Helpers of the command tests: running the CLI in-process, tiny jobs and real tuning logs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tunecli.commands import cli
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.autotvm.record import encode
+from tunecli.engine.autotvm.task import create
+
+#: The installed console script (what `make install` puts in .venv/bin).
+TUNECLI = Path(sys.executable).parent / "tunecli"
+
+TINY_JOB = """\
+name: tiny
+target: llvm
+log: {log}
+tasks:
+  - template: tutorial/matmul
+    args: {{N: 16, L: 16, M: 16}}
+tuner: {{kind: {tuner}, n_trial: {n_trial}, seed: 0}}
+measure:
+  builder: {{timeout: 20, n_parallel: 2}}
+  runner: {{number: 1, repeat: 1, min_repeat_ms: {min_repeat_ms}, timeout: 20, check_correctness: true}}
+"""
+
+
+Invoke = Callable[..., Result]
+
+
+def _invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), prog_name="tunecli")
+
+
+@pytest.fixture()
+def invoke() -> Invoke:
+    """``invoke(*args)`` runs ``tunecli ARGS`` in this process and returns click's Result."""
+    return _invoke
+
+
+@pytest.fixture()
+def tiny_job(tmp_path: Path) -> Callable[..., tuple[str, Path]]:
+    """``tiny_job(n_trial=4, tuner="random", min_repeat_ms=0)`` writes a tiny matmul job.
+
+    Returns the job's path and its log's path (the log is under ``tmp_path/logs``).
+    """
+
+    def write(n_trial: int = 4, tuner: str = "random", min_repeat_ms: float = 0) -> tuple[str, Path]:
+        log = tmp_path / "logs" / "tiny.log"
+        path = tmp_path / "tiny.yaml"
+        path.write_text(TINY_JOB.format(log=log, n_trial=n_trial, tuner=tuner, min_repeat_ms=min_repeat_ms))
+        return str(path), log
+
+    return write
+
+
+@pytest.fixture()
+def matmul_log(tmp_path: Path) -> Path:
+    """A log of tutorial/matmul(16, 16, 16): configs 3 (1 ms), 7 (0.5 ms), 9 (runtime error)."""
+    task = create("tutorial/matmul", (16, 16, 16, "float32"), "llvm")
+    now = time.time()
+    rows = [(3, (1e-3,), MeasureErrorNo.NO_ERROR), (7, (5e-4,), MeasureErrorNo.NO_ERROR),
+            (9, ("crash", RuntimeError("crash")), MeasureErrorNo.RUNTIME_DEVICE)]
+    path = tmp_path / "matmul.log"
+    with open(path, "w") as file:
+        for index, costs, error in rows:
+            inp = MeasureInput(task.target, task, task.config_space.get(index))
+            file.write(encode(inp, MeasureResult(costs, error, 0.1, now)) + "\n")
+    return path

@@ -1,0 +1,84 @@
+"""``tunecli inspect``: config spaces and loop nests of a job; summary and plots of a log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import Invoke
+
+SEED_JOB = """\
+name: seed
+tasks:
+  - template: tutorial/conv2d_no_batching
+    args: {N: 1, H: 7, W: 7, CO: 512, CI: 512, KH: 3, KW: 3, stride: [1, 1], padding: [1, 1]}
+  - template: tutorial/matmul
+    args: [16, 16, 16]
+tuner: {kind: xgb, n_trial: 10}
+"""
+
+# What TVM prints for `print(task.config_space)` of the seed's conv2d task.
+SEED_SPACE = """\
+ConfigSpace (len=10454400, space_map=
+   0 tile_f: Split(policy=factors, product=512, num_outputs=4) len=220
+   1 tile_y: Split(policy=factors, product=7, num_outputs=4) len=4
+   2 tile_x: Split(policy=factors, product=7, num_outputs=4) len=4
+   3 tile_rc: Split(policy=factors, product=512, num_outputs=3) len=55
+   4 tile_ry: Split(policy=factors, product=3, num_outputs=3) len=3
+   5 tile_rx: Split(policy=factors, product=3, num_outputs=3) len=3
+   6 auto_unroll_max_step: OtherOption([0, 512, 1500]) len=3
+   7 unroll_explicit: OtherOption([0, 1]) len=2
+)
+"""
+
+
+def test_job_space_prints_like_tvm(invoke: Invoke, tmp_path: Path) -> None:
+    job = tmp_path / "seed.yaml"
+    job.write_text(SEED_JOB)
+    result = invoke("inspect", str(job), "--task", "0")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ("# task 0: tutorial/conv2d_no_batching(1, 7, 7, 512, 512, 3, 3, (1,1), (1,1))  "
+                             "(231211008 FLOP)\n" + SEED_SPACE)
+
+
+def test_job_config_loop_nest(invoke: Invoke, tmp_path: Path) -> None:
+    job = tmp_path / "seed.yaml"
+    job.write_text(SEED_JOB)
+    result = invoke("inspect", str(job), "--task", "1", "--config", "7")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "# task 1: tutorial/matmul(16, 16, 16, float32)  (8192 FLOP)"
+    assert "# config #7 tile_y=[-1,4] tile_x=[-1,2]" in lines
+    nest = "\n".join(lines[lines.index("# config #7 tile_y=[-1,4] tile_x=[-1,2]") + 1:])
+    assert nest.startswith("primfn main(A: float32[16, 16], B: float32[16, 16], C: float32[16, 16])")
+    assert "for (i.outer, 0, 4)" in nest and "for (j.outer, 0, 8)" in nest
+
+    bad = invoke("inspect", str(job), "--task", "1", "--config", "25")
+    assert bad.exit_code == 2
+    assert bad.stderr == (f"error: {job}: --config 25: not a valid config index of task 1 "
+                          "(the space has 25 configs, indices 0..24)\n")
+    missing = invoke("inspect", str(job), "--task", "2")
+    assert missing.exit_code == 2
+    assert missing.stderr == f"error: {job}: --task 2: the job has 2 task(s), numbered 0..1\n"
+
+
+def test_log_summary_plot_and_png(invoke: Invoke, matmul_log: Path, tmp_path: Path) -> None:
+    png = tmp_path / "plot.png"
+    result = invoke("inspect", str(matmul_log), "--png", str(png))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"{matmul_log}: 3 records, errors: RUNTIME_DEVICE 1\n")
+    assert "best GFLOPS so far" in result.stdout
+    assert "0.0164 GFLOPS" in result.stdout  # 2*16^3 FLOP in 0.5 ms
+    assert result.stdout.endswith(f"wrote {png}\n")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    as_json = json.loads(invoke("inspect", str(matmul_log), "--json").stdout)
+    assert as_json["records"] == 3 and as_json["errors"] == {"RUNTIME_DEVICE": 1}
+    [workload] = as_json["workloads"]
+    assert (workload["trials"], workload["unit"], workload["best"]) == (3, "GFLOPS", 2 * 16**3 / 5e-4 / 1e9)
+
+
+def test_options_that_do_not_fit_the_file_kind(invoke: Invoke, matmul_log: Path) -> None:
+    result = invoke("inspect", str(matmul_log), "--config", "1")
+    assert result.exit_code == 2
+    assert "--task and --config apply to job files (.yaml), not to logs" in result.stderr

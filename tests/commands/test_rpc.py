@@ -1,0 +1,86 @@
+"""``tunecli tracker`` / ``server`` / ``query``, and a job measured through them (real sockets)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import TUNECLI, Invoke
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(*args: str) -> tuple[subprocess.Popen, str]:
+    """Start ``tunecli ARGS`` and return it with the first line it prints (its address)."""
+    proc = subprocess.Popen([str(TUNECLI), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+@pytest.fixture()
+def device() -> Iterator[tuple[int, str]]:
+    """A tracker with one device server registered under key "testkey"; yields (tracker port, key)."""
+    port, server_port = free_port(), free_port()
+    procs = []
+    try:
+        tracker, line = start("tracker", "--port", str(port), "--port-end", str(port + 1))
+        procs.append(tracker)
+        assert line == f"tracker listening on 127.0.0.1:{port}"
+        server, line = start("server", "--tracker", f"127.0.0.1:{port}", "--key", "testkey",
+                             "--port", str(server_port), "--port-end", str(server_port + 1))
+        procs.append(server)
+        assert line == f"server 'testkey' listening on 127.0.0.1:{server_port}"
+        yield port, "testkey"
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            proc.communicate(timeout=10)
+
+
+def test_query_and_tune_through_the_tracker(invoke: Invoke, device: tuple[int, str], tmp_path: Path) -> None:
+    port, key = device
+    for _ in range(50):
+        query = invoke("query", "--host", "127.0.0.1", "--port", str(port))
+        assert query.exit_code == 0, query.output
+        if f"server:{key}" in query.stdout and f"{key}   1      1     0" in query.stdout:
+            break  # registered, and its resource is in the queue
+        time.sleep(0.1)
+    assert query.stdout.startswith(f"Tracker address 127.0.0.1:{port}\n\nServer List\n")
+    assert f"{key}   1      1     0" in query.stdout
+    assert invoke("query", "--tracker", f"127.0.0.1:{port}").stdout == query.stdout
+
+    log = tmp_path / "rpc.log"
+    job = tmp_path / "rpc.yaml"
+    job.write_text(f"name: rpc\nlog: {log}\ntasks:\n  - template: tutorial/matmul\n    args: [16, 16, 16]\n"
+                   "tuner: {kind: random, n_trial: 3, seed: 1}\nmeasure:\n  runner: {kind: rpc, key: "
+                   f"{key}, tracker: '127.0.0.1:{port}', number: 1, repeat: 1}}\n")
+    result = invoke("tune", str(job), "--json")
+    assert result.exit_code == 0, result.output
+    task = json.loads(result.stdout)["tasks"][0]
+    assert (task["measured"], task["errors"]) == (3, 0)
+    assert len(log.read_text().splitlines()) == 3
+
+
+def test_bad_tracker_address_is_a_usage_error(invoke: Invoke) -> None:
+    result = invoke("query", "--tracker", "localhost")
+    assert result.exit_code == 2
+    assert "expected HOST:PORT (e.g. 127.0.0.1:9190), got 'localhost'" in result.stderr
+
+
+def test_tracker_and_server_usage_errors(invoke: Invoke) -> None:
+    result = invoke("tracker", "--port", "0")
+    assert result.exit_code == 2
+    assert "Invalid value for '--port': 0 is not in the range 1<=x<=65535." in result.stderr
+    result = invoke("server", "--tracker", "127.0.0.1:9190")
+    assert result.exit_code == 2
+    assert "Missing option '--key'." in result.stderr

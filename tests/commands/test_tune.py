@@ -1,0 +1,78 @@
+"""``tunecli tune``: tuning appends to the log, and a second run resumes where the first stopped."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import TUNECLI, Invoke
+
+
+def log_indices(log: Path) -> list[int]:
+    """Config indices of the log's records, in order."""
+    return [json.loads(line)["config"]["index"] for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_tune_then_resume(invoke: Invoke, tiny_job) -> None:
+    job, log = tiny_job(n_trial=4)
+    first = invoke("tune", job, "--tuner", "gridsearch")
+    assert first.exit_code == 0, first.output
+    assert "tiny: gridsearch tuner, log " in first.stdout
+    assert "│    0 │ tutorial/matmul(16, 16, 16, float32) │    4/4 │   4 │      0 │" in first.stdout
+    assert "task 1/1 tutorial/matmul(16, 16, 16, float32): 4/4 trials, best " in first.stderr
+    assert log_indices(log) == [0, 1, 2, 3]  # grid order
+
+    again = invoke("tune", job, "--json", "--n-trial", "7")
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    task = summary["tasks"][0]
+    assert (summary["ok"], summary["tuner"], summary["seed"]) == (True, "random", 0)
+    assert (task["template"], task["args"], task["space"]) == ("tutorial/matmul", [16, 16, 16, "float32"], 25)
+    assert (task["previous"], task["measured"], task["errors"]) == (4, 3, 0)
+    assert task["best_flops"] > 0 and task["best_index"] in log_indices(log)
+    indices = log_indices(log)
+    assert indices[:4] == [0, 1, 2, 3] and len(indices) == len(set(indices)) == 7
+
+    done = invoke("tune", job, "--json", "--n-trial", "7", "--quiet")
+    assert json.loads(done.stdout)["tasks"][0]["measured"] == 0
+    assert done.stderr == ""
+    assert len(log_indices(log)) == 7
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)],
+                         ids=["term", "kill"])
+def test_killed_tune_resumes_without_measuring_twice(invoke: Invoke, tiny_job, sig: int) -> None:
+    job, log = tiny_job(n_trial=12, min_repeat_ms=50)
+    proc = subprocess.Popen([str(TUNECLI), "tune", job, "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None:
+            if log.exists() and len(log_indices(log)) >= 3:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, f"tune ended before it could be interrupted: {proc.communicate()}"
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 130
+        assert err.endswith("interrupted: the finished measurements are in the log; run the same command "
+                            "again to resume\n")
+    first = log_indices(log)
+    assert 3 <= len(first) < 12
+
+    result = invoke("tune", job, "--json")
+    assert result.exit_code == 0, result.output
+    task = json.loads(result.stdout)["tasks"][0]
+    assert task["previous"] == len(first) and task["measured"] == 12 - len(first)
+    indices = log_indices(log)
+    assert indices[:len(first)] == first
+    assert len(indices) == len(set(indices)) == 12

@@ -1,0 +1,173 @@
+"""Tasks: templates register by name, ``create`` traces the space, tasks re-create themselves by name."""
+
+from __future__ import annotations
+
+import pickle
+
+import autotvm_templates
+import pytest
+
+from tunecli.engine import te
+from tunecli.engine.autotvm.dispatcher import ApplyConfig
+from tunecli.engine.autotvm.space import ConfigSpace
+from tunecli.engine.autotvm.task import (
+    TASK_TABLE,
+    Task,
+    args_to_workload,
+    create,
+    deserialize_args,
+    get_config,
+    serialize_args,
+    template,
+)
+from tunecli.engine.build import lower
+from tunecli.engine.target import Target
+from tunecli.errors import InstantiationError, TuneError
+
+
+def test_create_collects_space_and_counts_flops() -> None:
+    task = create("autotvm_test/matmul", (128, 128, 128, "float32"), "llvm")
+    assert task.name == "autotvm_test/matmul"
+    assert task.args == (128, 128, 128, "float32")
+    assert task.kwargs == {}
+    assert task.flop == 2 * 128**3 == 4194304
+    assert isinstance(task.target, Target) and str(task.target) == "llvm"
+    assert task.target_host is None
+    assert len(task.config_space) == 64
+    assert task.workload == ("autotvm_test/matmul", 128, 128, 128, "float32")
+    assert repr(task) == ("Task(func_name=autotvm_test/matmul, args=(128, 128, 128, 'float32'), kwargs={}, "
+                          "workload=('autotvm_test/matmul', 128, 128, 128, 'float32'))")
+    assert task.template_module == "autotvm_templates"
+    assert task.template_file == autotvm_templates.__file__
+
+
+def test_add_flop_overrides_counting() -> None:
+    task = create("autotvm_test/add_flop", (16,), "llvm")
+    assert task.flop == 12345
+
+
+def test_instantiate_applies_the_config() -> None:
+    task = create("autotvm_test/matmul", (128, 128, 128, "float32"), "llvm")
+    config = task.config_space.get(10)
+    sch, args = task.instantiate(config)
+    assert [t.name for t in args] == ["A", "B", "C"]
+    assert config["tile_y"].size == [-1, 4] and config["tile_x"].size == [-1, 2]
+    loops = str(lower(sch, args))
+    for loop in ("i.outer, 0, 32", "j.outer, 0, 64", "k, 0, 128", "i.inner, 0, 4", "j.inner, 0, 2"):
+        assert loop in loops
+
+
+def test_tensor_args_are_serialized() -> None:
+    A = te.placeholder((4, 8), name="A")
+    B = te.placeholder((4, 8), name="B")
+    task = create("autotvm_test/tensor_args", (A, B), "llvm")
+    assert task.args == (("TENSOR", (4, 8), "float32"), ("TENSOR", (4, 8), "float32"))
+    assert task.flop == 32
+    placeholders = deserialize_args(task.args)
+    assert [p.shape for p in placeholders] == [(4, 8), (4, 8)]
+    sch, args = task.instantiate(task.config_space.get(1))
+    assert args[0].shape == (4, 8)
+
+
+def test_serialize_args() -> None:
+    assert serialize_args([1, [2, 3], (4, [5]), "x", None, 1.5]) == (1, (2, 3), (4, (5,)), "x", None, 1.5)
+    assert args_to_workload((1, [2]), "name") == ("name", 1, (2,))
+    with pytest.raises(TuneError, match="cannot store an argument of type object"):
+        serialize_args([object()])
+
+
+def test_missing_task_fails_only_when_used() -> None:
+    task = Task("no/such/template", (1, 2))
+    assert task.template_module is None
+    with pytest.raises(InstantiationError, match="Attempting to invoke a missing task no/such/template"):
+        task.instantiate(ConfigSpace())
+    with pytest.raises(InstantiationError):
+        create("no/such/template", (1,), "llvm")
+
+
+def test_reregistering_a_name_from_elsewhere_is_an_error() -> None:
+    def other(n: int) -> None:
+        return None
+
+    with pytest.raises(TuneError, match="already registered"):
+        template("autotvm_test/matmul", other)
+    assert TASK_TABLE["autotvm_test/matmul"].func is autotvm_templates.matmul.__wrapped__
+
+
+def test_template_queries_the_dispatch_context_with_its_workload() -> None:
+    space = ConfigSpace()
+    ctx = ApplyConfig(space)
+    with ctx, Target("llvm"):
+        autotvm_templates.matmul(16, 16, 16, "float32")
+    assert ctx.workload == ("autotvm_test/matmul", 16, 16, 16, "float32")
+    assert list(space.space_map) == ["tile_y", "tile_x"]
+    with ApplyConfig(space):
+        assert get_config() is space
+
+
+def test_task_pickles_by_name() -> None:
+    task = create("autotvm_test/matmul", (16, 16, 16, "float32"), "llvm -mcpu=generic")
+    clone = pickle.loads(pickle.dumps(task))
+    assert clone.workload == task.workload
+    assert str(clone.target) == "llvm -mcpu=generic" and isinstance(clone.target, Target)
+    assert clone.func.func is TASK_TABLE["autotvm_test/matmul"].func
+    assert len(clone.config_space) == len(task.config_space)
+    sch, _ = clone.instantiate(clone.config_space.get(3))
+    assert sch is not None
+
+
+TEMPLATE_FILE = '''
+from tunecli.engine import te
+from tunecli.engine.autotvm.task import get_config, template
+from tunecli.engine.schedule import create_schedule
+
+
+@template("autotvm_test/from_file")
+def plus_one(n):
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
+    get_config().define_knob("k", [1, 2])
+    return create_schedule(B.op), [A, B]
+'''
+
+
+def test_unpickling_loads_the_template_file_when_its_module_is_not_importable(tmp_path) -> None:
+    import importlib.util
+    import sys
+
+    path = tmp_path / "tpl_outside_sys_path.py"
+    path.write_text(TEMPLATE_FILE)
+    spec = importlib.util.spec_from_file_location("tpl_outside_sys_path", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    task = create("autotvm_test/from_file", (8,), "llvm")
+    assert task.template_module == "tpl_outside_sys_path" and task.template_file == str(path)
+    blob = pickle.dumps(task)
+    del TASK_TABLE["autotvm_test/from_file"]  # as in a fresh worker process
+    clone = pickle.loads(blob)
+    assert "autotvm_test/from_file" in TASK_TABLE
+    assert clone.flop == 8
+    clone.instantiate(clone.config_space.get(1))
+    assert sys.modules.get("tpl_outside_sys_path") is None
+
+
+def test_entities_apply_to_a_real_schedule() -> None:
+    from tunecli.engine.schedule import create_schedule
+
+    A = te.placeholder((64, 64), name="A")
+    B = te.compute((64, 64), lambda i, j: A[i, j] * 2.0, name="B")
+    cfg = ConfigSpace()
+    s = create_schedule(B.op)
+    i, j = s[B].op.axis
+    cfg.define_split("tile_j", j, num_outputs=2)
+    cfg.define_reorder("order", [i, j], "all")
+    cfg.define_annotate("ann", [i, j], "try_unroll_vec")
+    entity = cfg.get(cfg.knob2point([3, 1, 5]))  # tile_j [-1, 8], order [1, 0], ann [unroll, vec]
+    jo, ji = entity["tile_j"].apply(s, B, j)
+    assert entity["order"].apply(s, B, [i, jo]) == [jo, i]
+    entity["ann"].apply(s, B, [i, ji], axis_lens=[64, 8], max_unroll=16, vec_size=[4, 8], cfg=entity)
+    assert entity.errors == ["Too large factor for unrolling"]
+    text = str(lower(s, [A, B]))
+    assert "for (j.outer, 0, 8)" in text
+    assert "unrolled for (i, 0, 64)" in text
+    assert "vectorized for (j.inner, 0, 8)" in text

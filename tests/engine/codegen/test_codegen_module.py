@@ -1,0 +1,160 @@
+"""Module: argument checks, object files, sources, cross targets, loading in another process, timing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from codegen_kernels import dense_microkernel, loop, matmul_scalar
+
+from tunecli.engine.codegen import ArgSpec, codegen, load_module, time_calls
+from tunecli.engine.ir import Buffer, BufferStore, PrimFunc, const
+from tunecli.engine.target import Target
+from tunecli.errors import ArgumentError, CodegenError, TargetError
+
+EM_X86_64, EM_AARCH64 = 62, 183
+
+
+@pytest.fixture(scope="module")
+def mm():
+    return codegen(matmul_scalar(4, 5, 6))
+
+
+def _elf_machine(obj: bytes) -> int:
+    assert obj[:4] == b"\x7fELF"
+    return int.from_bytes(obj[18:20], "little")
+
+
+def test_module_metadata(mm):
+    assert mm.entry_name == "matmul"
+    assert mm.arg_specs == [ArgSpec("A", (4, 6), "float32"), ArgSpec("B", (6, 5), "float32"),
+                            ArgSpec("C", (4, 5), "float32", is_output=True)]
+    assert mm.target == Target("llvm")
+    assert _elf_machine(mm.object_bytes()) == EM_X86_64
+    assert "define void @matmul(" in mm.get_source("ll")
+    assert "matmul:" in mm.get_source("asm")
+
+
+@pytest.mark.parametrize("args,match", [
+    (lambda a, b, c: (a, b), r"takes 3 arrays \(A, B, C\), got 2"),
+    (lambda a, b, c: (a, b, c.astype("float64")), r"argument 2 \('C'\) must have dtype float32, got float64"),
+    (lambda a, b, c: (a, b.T.copy(), c), r"argument 1 \('B'\) must have shape \(6, 5\), got \(5, 6\)"),
+    (lambda a, b, c: (np.asfortranarray(a), b, c), r"argument 0 \('A'\) must be C-contiguous"),
+    (lambda a, b, c: (a.tolist(), b, c), r"argument 0 \('A'\) must be a numpy array, got list"),
+    (lambda a, b, c: (a, b, a.reshape(-1)[:20].reshape(4, 5)),
+     r"arguments 0 \('A'\) and 2 \('C'\) share memory"),
+])
+def test_call_checks_arguments(mm, args, match):
+    a, b, c = np.ones((4, 6), "float32"), np.ones((6, 5), "float32"), np.zeros((4, 5), "float32")
+    with pytest.raises(ArgumentError, match=match):
+        mm(*args(a, b, c))
+    with pytest.raises(ArgumentError, match=match):
+        mm.time_evaluator(number=1)(*args(a, b, c))
+
+
+def test_save_object_ir_and_assembly(mm, tmp_path):
+    mm.save(tmp_path / "k.o")
+    mm.save(tmp_path / "k.ll")
+    mm.save(tmp_path / "k.s")
+    assert (tmp_path / "k.o").read_bytes() == mm.object_bytes()
+    assert "define void @matmul(" in (tmp_path / "k.ll").read_text()
+    assert "matmul:" in (tmp_path / "k.s").read_text()
+    with pytest.raises(CodegenError, match="k.txt"):
+        mm.save(tmp_path / "k.txt")
+    with pytest.raises(CodegenError, match="unknown format 'ptx'"):
+        mm.get_source("ptx")
+
+
+def test_cross_target_compiles_an_aarch64_object_but_does_not_run():
+    mod = codegen(dense_microkernel(8, 32, 8, mr=4, nr=16), target="llvm -mtriple=aarch64-linux-gnu")
+    assert _elf_machine(mod.object_bytes()) == EM_AARCH64
+    assert "fmla" in mod.get_source("asm")  # NEON FMA
+    a, b, c = np.ones((8, 8), "float32"), np.ones((8, 32), "float32"), np.zeros((8, 32), "float32")
+    with pytest.raises(TargetError, match="aarch64-linux-gnu.*cannot run on this machine"):
+        mod(a, b, c)
+
+
+def test_unknown_triple_is_a_target_error():
+    with pytest.raises(TargetError, match="no-such-arch"):
+        codegen(matmul_scalar(2, 2, 2), target="llvm -mtriple=no-such-arch-linux")
+
+
+def test_two_modules_with_the_same_entry_name_coexist():
+    n = 8
+    outs = []
+    for value in (1.0, 2.0):
+        o = Buffer("o", (n,), "float32")
+        body = loop("i", n, "vectorized", lambda i, o=o, v=value: BufferStore(o, const(v), [i]))
+        outs.append(codegen(PrimFunc("same", [o], body)))
+    r = np.zeros(n, "float32")
+    outs[0](r)
+    assert (r == 1).all()
+    outs[1](r)
+    assert (r == 2).all()
+
+
+CHILD = r'''
+import sys, numpy as np
+from tunecli.engine.codegen import load_module, set_num_threads, ArgSpec
+obj = open(sys.argv[1], "rb").read()
+m, n, k = 16, 64, 24
+mod = load_module(obj, "dense_x", [("A", (m, k), "float32"), ArgSpec("B", (k, n), "float32"),
+                                   ("C", (m, n), "float32")])
+rng = np.random.default_rng(3)
+a, b = rng.standard_normal((m, k)).astype("float32"), rng.standard_normal((k, n)).astype("float32")
+for threads in (1, 2):
+    set_num_threads(threads)
+    c = np.zeros((m, n), "float32")
+    mod(a, b, c)
+    assert np.allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+costs = mod.time_evaluator(number=2, repeat=3)(a, b, c)
+assert len(costs) == 3 and all(t > 0 for t in costs)
+try:
+    mod.get_source("ll")
+except Exception as err:
+    print(type(err).__name__)
+print("child-ok")
+'''
+
+
+def test_object_loads_and_runs_in_another_process(tmp_path):
+    mod = codegen(dense_microkernel(16, 64, 24, mr=4, nr=16, name="dense_x"))
+    path = tmp_path / "dense_x.o"
+    mod.save(path)
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["CodegenError", "child-ok"]
+
+
+def test_load_module_of_garbage_raises_codegen_error_on_first_call():
+    mod = load_module(b"not an object file", "f", [("x", (1,), "float32")])
+    with pytest.raises(CodegenError, match="could not be linked"):
+        mod(np.zeros(1, "float32"))
+
+
+def test_time_calls_follows_tvm_semantics():
+    calls = []
+
+    def func(x):
+        calls.append(x)
+        time.sleep(0.001)
+
+    costs = time_calls(func, [7], number=2, repeat=3, min_repeat_ms=0)
+    assert len(costs) == 3 and len(calls) == 1 + 2 * 3  # one warm-up call, then repeat × number
+    assert all(0.0009 < c < 0.05 for c in costs)
+    calls.clear()
+    costs = time_calls(func, [7], number=1, repeat=2, min_repeat_ms=15)
+    assert len(costs) == 2 and len(calls) > 1 + 2 * 10  # number grew until a batch lasted 15 ms
+    with pytest.raises(ArgumentError):
+        time_calls(func, [7], number=0)
+
+
+def test_time_evaluator_on_a_module(mm):
+    a, b, c = np.ones((4, 6), "float32"), np.ones((6, 5), "float32"), np.zeros((4, 5), "float32")
+    costs = mm.time_evaluator(number=5, repeat=2, min_repeat_ms=1)(a, b, c)
+    assert len(costs) == 2 and all(0 < t < 1e-3 for t in costs)
+    assert (c == 6).all()

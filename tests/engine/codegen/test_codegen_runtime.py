@@ -1,0 +1,64 @@
+"""Runtime: libgomp, the thread count of parallel loops (set_num_threads, TUNECLI_NUM_THREADS)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tunecli.engine.codegen import get_num_threads, set_num_threads
+from tunecli.engine.codegen.runtime import find_libgomp
+from tunecli.errors import ArgumentError
+
+THREADS_SCRIPT = r'''
+import os
+import numpy as np
+from tunecli.engine.codegen import codegen, get_num_threads, set_num_threads
+from tunecli.engine.ir import Buffer, BufferLoad, BufferStore, For, PrimFunc, Var, const
+
+assert get_num_threads() == 3, get_num_threads()  # from TUNECLI_NUM_THREADS
+o = Buffer("o", (64,), "float32")
+i = Var("i")
+body = For(i, 0, 64, "parallel", BufferStore(o, BufferLoad(o, [i]) + const(1.0), [i]))
+mod = codegen(PrimFunc("par", [o], body))
+tasks = lambda: len(os.listdir("/proc/self/task"))
+before = tasks()
+r = np.zeros(64, "float32")
+set_num_threads(1)
+mod(r)
+one = tasks()
+set_num_threads(3)
+mod(r)
+three = tasks()
+mod.time_evaluator(number=2, repeat=1)(r)
+assert (r == 5).all()
+print(one - before, three - before, os.environ.get("GOMP_SPINCOUNT"))
+'''
+
+
+def test_thread_count_reaches_libgomp_and_env_sets_the_default():
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env["TUNECLI_NUM_THREADS"] = "3"
+    proc = subprocess.run([sys.executable, "-c", THREADS_SCRIPT], capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # 1 thread: the caller only; 3 threads: two more OS threads; libgomp spins briefly at barriers
+    assert proc.stdout.split() == ["0", "2", "10000"]
+
+
+def test_bad_env_value_and_bad_counts_raise_argument_error():
+    env = dict(os.environ, TUNECLI_NUM_THREADS="zero")
+    code = "from tunecli.engine.codegen import get_num_threads; get_num_threads()"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode != 0 and "TUNECLI_NUM_THREADS='zero' must be a positive integer" in proc.stderr
+    before = get_num_threads()
+    for bad in (0, -2, 1.5, True, "2"):
+        with pytest.raises(ArgumentError):
+            set_num_threads(bad)
+    assert get_num_threads() == before
+
+
+def test_libgomp_is_found():
+    assert "gomp" in find_libgomp()

@@ -1,0 +1,18 @@
+"""A template as a TVM user writes it, imports changed to tunecli (used by the job tests)."""
+
+from tunecli import autotvm, te
+
+
+@autotvm.template("test_job/scaled_add")
+def scaled_add(n, factor, dtype="float32"):
+    a = te.placeholder((n,), name="a", dtype=dtype)
+    b = te.compute((n,), lambda i: a[i] * factor + 1, name="b")
+    s = te.create_schedule(b.op)
+    cfg = autotvm.get_config()
+    cfg.define_split("tile", s[b].op.axis[0], num_outputs=2)
+    cfg["tile"].apply(s, b, s[b].op.axis[0])
+    return s, [a, b]
+
+
+def not_a_template(n):
+    return n

@@ -1,0 +1,49 @@
+"""The job files shipped in jobs/ are valid and describe the workloads they claim."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tunecli.engine.job.spec import load_job
+from tunecli.engine.job.tasks import create_tasks
+
+ROOT = Path(__file__).resolve().parents[3]
+JOBS = sorted((ROOT / "jobs").glob("*.yaml"))
+
+
+def test_there_are_jobs() -> None:
+    assert {p.name for p in JOBS} >= {"quickstart.yaml", "seed_conv2d.yaml", "resnet18_conv2d.yaml",
+                                      "dense_layers.yaml", "mobilenet_depthwise.yaml"}
+
+
+@pytest.mark.parametrize("path", JOBS, ids=[p.stem for p in JOBS])
+def test_job_is_valid(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # template files are relative to the repository root
+    job = load_job(path.relative_to(ROOT))
+    tasks = create_tasks(job)
+    assert job.log == f"logs/{job.name}.log"
+    assert all(len(t.config_space) > 0 and t.flop > 0 for t in tasks)
+
+
+# (H=W, CI, CO, K, stride, padding) of ResNet-18's distinct conv2d layers (224x224 input).
+RESNET18 = [(224, 3, 64, 7, 2, 3), (56, 64, 64, 3, 1, 1), (56, 64, 64, 1, 1, 0), (56, 64, 128, 3, 2, 1),
+            (56, 64, 128, 1, 2, 0), (28, 128, 128, 3, 1, 1), (28, 128, 256, 3, 2, 1), (28, 128, 256, 1, 2, 0),
+            (14, 256, 256, 3, 1, 1), (14, 256, 512, 3, 2, 1), (14, 256, 512, 1, 2, 0), (7, 512, 512, 3, 1, 1)]
+
+
+def test_resnet18_has_its_twelve_conv2d_layers() -> None:
+    tasks = create_tasks(load_job(ROOT / "jobs" / "resnet18_conv2d.yaml"))
+    expected = [(1, h, h, ci, co, k, k, s, p, 1, "float32") for h, ci, co, k, s, p in RESNET18]
+    assert [t.args for t in tasks] == expected
+    for task, (h, ci, co, k, s, p) in zip(tasks, RESNET18, strict=True):
+        out = (h + 2 * p - k) // s + 1
+        assert task.flop == 2 * co * out * out * ci * k * k
+
+
+def test_seed_conv2d_is_the_seed_workload() -> None:
+    tutorial, x86 = create_tasks(load_job(ROOT / "jobs" / "seed_conv2d.yaml"))
+    assert tutorial.args == (1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1))
+    assert len(tutorial.config_space) == 10454400
+    assert tutorial.flop == x86.flop == 2 * 512 * 7 * 7 * 512 * 3 * 3

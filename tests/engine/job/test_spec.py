@@ -1,0 +1,146 @@
+"""The job schema: every kind of mistake is reported with the file, the line and the field."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tunecli.engine.job.spec import BuilderSpec, RunnerSpec, load_job, parse_host_port
+from tunecli.errors import JobError
+
+GOOD = """\
+name: small
+target: llvm
+tasks:
+  - template: tutorial/matmul
+    args: [64, 64, 64, float32]
+  - template: dense.x86
+    args: {N: 16, K: 32, M: 16}
+tuner:
+  kind: ga
+  n_trial: 20
+  early_stopping: 10
+  seed: 3
+  pop_size: 8
+measure:
+  builder: {timeout: 5, n_parallel: 2}
+  runner: {number: 2, repeat: 1, min_repeat_ms: 0.5, check_correctness: true}
+"""
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "job.yaml"
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_good_job_is_read_with_defaults(tmp_path: Path) -> None:
+    job = load_job(write(tmp_path, GOOD))
+    assert job.name == "small" and job.target == "llvm"
+    assert job.log == str(Path("logs") / "small.log")
+    assert [t.template for t in job.tasks] == ["tutorial/matmul", "dense.x86"]
+    assert job.tasks[0].args == [64, 64, 64, "float32"]
+    assert job.tasks[1].args == {"N": 16, "K": 32, "M": 16}
+    assert (job.tuner.kind, job.tuner.n_trial, job.tuner.early_stopping, job.tuner.seed) == ("ga", 20, 10, 3)
+    assert job.tuner.options == {"pop_size": 8}
+    assert job.builder == BuilderSpec(timeout=5.0, n_parallel=2)
+    assert job.runner == RunnerSpec(number=2, repeat=1, min_repeat_ms=0.5, check_correctness=True)
+
+
+def test_rpc_runner_and_overrides(tmp_path: Path) -> None:
+    text = GOOD.replace("runner: {number: 2, repeat: 1, min_repeat_ms: 0.5, check_correctness: true}",
+                        "runner: {kind: rpc, key: rk3399, tracker: '10.0.0.1:9190', priority: 2}")
+    job = load_job(write(tmp_path, text))
+    assert (job.runner.kind, job.runner.key, job.runner.tracker, job.runner.priority) == (
+        "rpc", "rk3399", ("10.0.0.1", 9190), 2)
+    changed = job.with_overrides(n_trial=5, tuner="random", log="x.log", seed=9)
+    assert (changed.tuner.kind, changed.tuner.n_trial, changed.tuner.seed) == ("random", 5, 9)
+    assert changed.log == "x.log"
+    assert changed.tuner.options == {}
+    assert job.with_overrides(n_trial=7).tuner.options == {"pop_size": 8}
+
+
+def test_parse_host_port() -> None:
+    assert parse_host_port("localhost:9190") == ("localhost", 9190)
+    for bad in ("localhost", ":9190", "host:0", "host:99999", "host:abc"):
+        with pytest.raises(ValueError, match="expected HOST:PORT"):
+            parse_host_port(bad)
+
+
+BAD = [
+    # (replace this, with this, expected message after "<path>:")
+    ("  n_trial: 20", "  n_trial: many", "10: tuner.n_trial: expected an integer, got 'many'"),
+    ("  n_trial: 20", "  n_trial: 0", "10: tuner.n_trial: expected an integer >= 1, got 0"),
+    ("  n_trial: 20", "  n_trial: true", "10: tuner.n_trial: expected an integer, got 'true'"),
+    ("  n_trial: 20\n", "", "8: tuner: missing required field 'n_trial'"),
+    ("  kind: ga", "  kind: annealing",
+     "9: tuner.kind: expected one of random, gridsearch, ga, xgb, got 'annealing'"),
+    ("  pop_size: 8", "  plan_size: 8",
+     "13: tuner.plan_size: unknown field (expected one of: kind, n_trial, early_stopping, seed, pop_size, "
+     "elite_num, mutation_prob)"),
+    ("  seed: 3", "  seed: -1", "12: tuner.seed: expected an integer >= 0, got -1"),
+    ("  pop_size: 8", "  pop_size: 8\n  elite_num: 9",
+     "14: tuner.elite_num: elite_num (9) must not exceed pop_size (8)"),
+    ("  pop_size: 8", "  pop_size: 2", "13: tuner.pop_size: elite_num (3) must not exceed pop_size (2)"),
+    ("name: small", "name: small\nnmae: typo",
+     "2: nmae: unknown field (expected one of: name, target, log, tasks, tuner, measure)"),
+    ("name: small\n", "", "1: missing required field 'name'"),
+    ("name: small", "name: a/b",
+     "1: name: expected a name made of letters, digits, '_', '.', '-', got 'a/b'"),
+    ("name: small", "name: [x]", "1: name: expected a string, got a list"),
+    ("target: llvm", "target: 42", "2: target: expected a string, got '42'"),
+    ("target: llvm", "target: cuda -model=v100",
+     "2: target: tunecli compiles for llvm targets only, got 'cuda -model=v100'"),
+    ("target: llvm", "target: -mcpu=x",
+     "2: target: target string '-mcpu=x' must start with a kind such as 'llvm'"),
+    ("  - template: dense.x86\n", "  - templat: dense.x86\n",
+     "6: tasks[1].templat: unknown field (expected one of: template, args)"),
+    ("    args: {N: 16, K: 32, M: 16}", "    args: 16",
+     "7: tasks[1].args: expected a mapping or a list, got '16'"),
+    ("    args: {N: 16, K: 32, M: 16}", "    args: {N: {a: 1}, K: 32, M: 16}",
+     "7: tasks[1].args.N: expected a number, a string or a list, got a mapping"),
+    ("tasks:\n", "tasks: []\nx:\n",
+     "4: x: unknown field (expected one of: name, target, log, tasks, tuner, measure)"),
+    ("  builder: {timeout: 5, n_parallel: 2}", "  builder: {timeout: 0, n_parallel: 2}",
+     "15: measure.builder.timeout: expected a number > 0, got 0"),
+    ("  builder: {timeout: 5, n_parallel: 2}", "  builder: {timeout: 5, n_parallel: 2.5}",
+     "15: measure.builder.n_parallel: expected an integer, got '2.5'"),
+    ("check_correctness: true", "check_correctness: yes please",
+     "16: measure.runner.check_correctness: expected true or false, got 'yes please'"),
+    ("check_correctness: true}", "enable_cpu_cache_flush: true, kind: rpc}",
+     "16: measure.runner: missing required field 'key' (runner kind rpc)"),
+    ("{number: 2,", "{key: abc, number: 2,",
+     "16: measure.runner.key: unknown field (expected one of: kind, number, repeat, min_repeat_ms, timeout, "
+     "enable_cpu_cache_flush, check_correctness)"),
+    ("{number: 2,", "{kind: rpc, key: k, tracker: 'h:1', number: 2,",
+     "16: measure.runner.check_correctness: unknown field (expected one of: kind, number, repeat, "
+     "min_repeat_ms, timeout, enable_cpu_cache_flush, key, tracker, priority)"),
+    ("check_correctness: true}", "kind: rpc, key: k, tracker: nowhere}",
+     "16: measure.runner.tracker: expected HOST:PORT (e.g. 127.0.0.1:9190), got 'nowhere'"),
+    ("  seed: 3", "  seed: 3\n  seed: 4", "13: tuner.seed: duplicate field"),
+    ("  kind: ga", "  kind: ga\n bad indent", "10: invalid YAML: expected <block end>, but found '<scalar>'"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), BAD, ids=[m.split(":")[1] + m[:3] for _, _, m in BAD])
+def test_bad_job_names_file_line_and_field(tmp_path: Path, old: str, new: str, message: str) -> None:
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new, 1))
+    with pytest.raises(JobError) as info:
+        load_job(path)
+    assert str(info.value) == f"{path}:{message}"
+
+
+def test_missing_and_empty_files(tmp_path: Path) -> None:
+    with pytest.raises(JobError, match=r"nope\.yaml: no such job file$"):
+        load_job(tmp_path / "nope.yaml")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing\n")
+    with pytest.raises(JobError, match=r"empty\.yaml: the job file is empty$"):
+        load_job(empty)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- 1\n")
+    with pytest.raises(JobError, match=r"list\.yaml:1: expected a mapping, got a list$"):
+        load_job(listed)

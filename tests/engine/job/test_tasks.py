@@ -1,0 +1,99 @@
+"""Templates and arguments of a job: built-ins, user template files, and their errors."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tunecli.engine.job.spec import load_job
+from tunecli.engine.job.tasks import create_task, create_tasks
+from tunecli.errors import JobError
+
+TEMPLATE = Path(__file__).parent / "data" / "scaled_add.py"
+
+
+def job_file(tmp_path: Path, tasks: str) -> str:
+    path = tmp_path / "job.yaml"
+    path.write_text("name: t\ntasks:\n" + textwrap.indent(textwrap.dedent(tasks), "  ")
+                    + "tuner: {kind: random, n_trial: 2}\n")
+    return str(path)
+
+
+def test_builtin_by_name_and_by_position_give_the_same_workload(tmp_path: Path) -> None:
+    path = job_file(tmp_path, """\
+        - template: dense.x86
+          args: {M: 8, N: 16, K: 4}
+        - template: dense.x86
+          args: [8, 16, 4]
+        """)
+    first, second = create_tasks(load_job(path))
+    assert first.workload == second.workload == ("dense.x86", 8, 16, 4, "float32")
+    assert first.flop == 2 * 8 * 16 * 4
+
+
+def test_seed_workload_space_prints_like_tvm(tmp_path: Path) -> None:
+    path = job_file(tmp_path, """\
+        - template: tutorial/conv2d_no_batching
+          args: {N: 1, H: 7, W: 7, CO: 512, CI: 512, KH: 3, KW: 3, stride: [1, 1], padding: [1, 1]}
+        """)
+    task = create_task(load_job(path), 0)
+    assert task.args[-2:] == ((1, 1), (1, 1))
+    assert str(task.config_space).splitlines()[0] == "ConfigSpace (len=10454400, space_map="
+
+
+def test_user_template_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(TEMPLATE.parent)
+    path = job_file(tmp_path, """\
+        - template: scaled_add.py:scaled_add
+          args: {n: 64, factor: 2.0}
+        - template: scaled_add.py:scaled_add
+          args: [32, 3.0, float32]
+        """)
+    first, second = create_tasks(load_job(path))
+    assert first.name == second.name == "test_job/scaled_add"
+    assert first.args == (64, 2.0, "float32") and second.args == (32, 3.0, "float32")
+    assert len(first.config_space) == 7  # 2-way splits of 64
+
+
+@pytest.mark.parametrize(("tasks", "message"), [
+    ("- template: dense.x68\n  args: [1, 2, 3]\n",
+     "3: tasks[0].template: unknown template 'dense.x68' (built-in templates: dense.x86, batch_matmul.x86, "
+     "conv2d_nchw.x86, depthwise_conv2d_nchw.x86, tutorial/matmul, tutorial/conv2d_no_batching; or use "
+     "\"path/to/file.py:function\")"),
+    ("- template: dense.x86\n  args: {M: 16, N: 16}\n",
+     "4: tasks[0].args: dense.x86: missing arguments ['K']; expected ('M', 'N', 'K', 'dtype')"),
+    ("- template: dense.x86\n  args: {M: 16, N: 16, K: 8, L: 3}\n",
+     "4: tasks[0].args: dense.x86: unknown arguments ['L']; expected ('M', 'N', 'K', 'dtype')"),
+    ("- template: dense.x86\n  args: {M: -16, N: 16, K: 8}\n",
+     "4: tasks[0].args: template dense.x86 rejects (-16, 16, 8, 'float32'): placeholder data: shape entries "
+     "must be positive, got (-16, 8)"),
+    ("- template: conv2d_nchw.x86\n"
+     "  args: {N: 1, H: 4, W: 4, CI: 8, CO: 8, KH: 7, KW: 7, stride: 1, padding: 0}\n",
+     "4: tasks[0].args: template conv2d_nchw.x86 rejects (1, 4, 4, 8, 8, 7, 7, 1, 0, 1, 'float32'): window "
+     "(7, 7) (dilation 1) does not fit input (4, 4) with padding 0"),
+    ("- template: nowhere.py:f\n", "3: tasks[0].template: no such template file 'nowhere.py'"),
+    ("- template: scaled_add.py:missing\n", "3: tasks[0].template: scaled_add.py has no function 'missing'"),
+    ("- template: scaled_add.py:not_a_template\n",
+     "3: tasks[0].template: scaled_add.py:not_a_template is not decorated with @autotvm.template(\"name\")"),
+    ("- template: scaled_add.py:scaled_add\n  args: {n: 8}\n",
+     "4: tasks[0].args: template test_job/scaled_add(n, factor, dtype='float32'): missing a required "
+     "argument: 'factor'"),
+])
+def test_bad_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tasks: str, message: str) -> None:
+    monkeypatch.chdir(TEMPLATE.parent)
+    path = job_file(tmp_path, tasks)
+    with pytest.raises(JobError) as info:
+        create_tasks(load_job(path))
+    assert str(info.value) == f"{path}:{message}"
+
+
+def test_broken_template_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "broken.py").write_text("import no_such_module_here\n")
+    monkeypatch.chdir(tmp_path)
+    path = job_file(tmp_path, "- template: broken.py:f\n")
+    with pytest.raises(JobError) as info:
+        create_tasks(load_job(path))
+    assert str(info.value) == (f"{path}:3: tasks[0].template: importing broken.py failed: "
+                               "ModuleNotFoundError: No module named 'no_such_module_here'")

@@ -1,0 +1,47 @@
+"""Functions the worker tests run in child processes (importable by name there)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+
+def square(x: float) -> float:
+    """x * x."""
+    return x * x
+
+
+def pid(_: object) -> int:
+    """Process id of the child."""
+    return os.getpid()
+
+
+def boom(message: str) -> None:
+    """Raise ValueError(message)."""
+    raise ValueError(message)
+
+
+def segfault(_: object) -> None:
+    """Die the way a crashing kernel does."""
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def nap(seconds: float) -> float:
+    """Sleep, then return the seconds slept."""
+    time.sleep(seconds)
+    return seconds
+
+
+def unpicklable(_: object) -> object:
+    """Return something that cannot be sent back."""
+    return lambda: None
+
+
+def rss_kib(_: object) -> int:
+    """Resident memory of the child in KiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1

@@ -1,0 +1,63 @@
+"""Tiny real templates for the measurement tests (registered on import, also in workers).
+
+``measure_test/matmul`` is a small tiled matmul; ``measure_test/faulty`` has one knob ``mode``
+whose values make the template or its kernel fail in each way a candidate can fail.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.autotvm.task import get_config, template
+from tunecli.engine.schedule import create_schedule
+
+#: Values of the ``mode`` knob of ``measure_test/faulty``, in index order.
+MODES = ["ok", "raise", "invalid", "wrong", "sleep", "die", "badtype"]
+
+
+@template("measure_test/matmul")
+def matmul(n: int, dtype: str = "float32") -> tuple[Any, list]:
+    """C[i, j] = sum_k A[i, k] * B[k, j] with split knobs on i and j."""
+    A = te.placeholder((n, n), dtype=dtype, name="A")
+    B = te.placeholder((n, n), dtype=dtype, name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = create_schedule(C.op)
+    cfg = get_config()
+    y, x = s[C].op.axis
+    cfg.define_split("tile_y", y, num_outputs=2)
+    cfg.define_split("tile_x", x, num_outputs=2)
+    yo, yi = cfg["tile_y"].apply(s, C, y)
+    xo, xi = cfg["tile_x"].apply(s, C, x)
+    s[C].reorder(yo, xo, k, yi, xi)
+    return s, [A, B, C]
+
+
+@template("measure_test/faulty")
+def faulty(n: int) -> tuple[Any, list]:
+    """C = A + B, unless the ``mode`` knob says to fail (see MODES)."""
+    cfg = get_config()
+    cfg.define_knob("mode", MODES)
+    mode = cfg["mode"].val
+    dtype = "float32"
+    if mode == "raise":
+        raise ValueError("measure_test/faulty: this config raises")
+    if mode == "invalid":
+        cfg.raise_error("measure_test/faulty: this config is invalid")
+    if mode == "sleep":
+        time.sleep(60)
+    if mode == "die":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "badtype":
+        dtype = "float16"
+    A = te.placeholder((n,), dtype=dtype, name="A")
+    B = te.placeholder((n,), dtype=dtype, name="B")
+    if mode == "wrong":
+        C = te.compute((n,), lambda i: A[i] - B[i], name="C")
+    else:
+        C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    return create_schedule(C.op), [A, B, C]

@@ -1,0 +1,127 @@
+"""measure_option / create_measure_batch: a real small tuning measurement, end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from measure_templates import MODES
+
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput
+from tunecli.engine.autotvm.task import create
+from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+
+
+def test_measure_option_accepts_local_and_rejects_other_strings():
+    opt = measure_option("local", "local")
+    assert set(opt) == {"builder", "runner"}
+    assert isinstance(opt["builder"], LocalBuilder) and isinstance(opt["runner"], LocalRunner)
+    builder = LocalBuilder(n_parallel=1)
+    assert measure_option(builder, "local")["builder"] is builder
+    with pytest.raises(ValueError, match="Invalid builder: rpc"):
+        measure_option("rpc", "local")
+    with pytest.raises(ValueError, match="Invalid runner: remote"):
+        measure_option("local", "remote")
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_measure_batch_measures_a_matmul_task(overlap):
+    task = create("measure_test/matmul", (32,), "llvm")
+    builder = LocalBuilder(n_parallel=2)
+    runner = LocalRunner(number=2, repeat=3, cooldown_interval=0)
+    try:
+        measure_batch = create_measure_batch(task, measure_option(builder, runner), overlap=overlap)
+        assert measure_batch.n_parallel == 2 and measure_batch.overlap is overlap
+        configs = [task.config_space.get(i) for i in (0, 5, 11, 35)]
+        results = measure_batch([MeasureInput(task.target, task, c) for c in configs])
+    finally:
+        builder.close()
+        runner.close()
+    assert [r.error_no for r in results] == [MeasureErrorNo.NO_ERROR] * 4
+    assert all(len(r.costs) == 1 and 0 < r.costs[0] < 0.1 for r in results)
+    assert all(r.all_cost > r.costs[0] for r in results)
+
+
+def test_auto_overlap_only_when_builders_leave_a_core_free():
+    task = create("measure_test/matmul", (16,), "llvm")
+    cores = os.cpu_count() or 1
+    for n_parallel in (1, cores):
+        builder, runner = LocalBuilder(n_parallel=n_parallel), LocalRunner()
+        try:
+            batch = create_measure_batch(task, measure_option(builder, runner))
+            assert batch.overlap is (n_parallel < cores)
+        finally:
+            builder.close()
+            runner.close()
+
+
+def test_check_correctness_against_a_reference_build():
+    task = create("measure_test/faulty", (64,), "llvm")  # config 0 ("ok") is the reference
+    builder = LocalBuilder(n_parallel=2, timeout=5)
+    runner = LocalRunner(cooldown_interval=0, check_correctness=True)
+    try:
+        measure_batch = create_measure_batch(task, measure_option(builder, runner))
+        modes = ["ok", "wrong", "raise", "ok"]
+        results = measure_batch([MeasureInput(task.target, task, task.config_space.get(MODES.index(m)))
+                                 for m in modes])
+    finally:
+        builder.close()
+        runner.close()
+    assert [r.error_no for r in results] == [MeasureErrorNo.NO_ERROR, MeasureErrorNo.WRONG_ANSWER,
+                                             MeasureErrorNo.INSTANTIATION_ERROR, MeasureErrorNo.NO_ERROR]
+
+
+SCRIPT = '''
+from tunecli.engine import te
+from tunecli.engine.autotvm.measure_types import MeasureInput
+from tunecli.engine.autotvm.task import create, get_config, template
+from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+from tunecli.engine.schedule import create_schedule
+
+
+@template("user_script/scale")
+def scale(n):
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    s = create_schedule(B.op)
+    cfg = get_config()
+    cfg.define_split("t", s[B].op.axis[0], num_outputs=2)
+    cfg["t"].apply(s, B, s[B].op.axis[0])
+    return s, [A, B]
+
+
+if __name__ == "__main__":
+    task = create("user_script/scale", (256,), "llvm")
+    opt = measure_option(LocalBuilder(n_parallel=1), LocalRunner(cooldown_interval=0, check_correctness=True))
+    batch = create_measure_batch(task, opt)
+    res = batch([MeasureInput(task.target, task, task.config_space.get(i)) for i in range(3)])
+    print(task.template_module, [int(r.error_no) for r in res])
+'''
+
+
+def test_template_defined_in_a_main_script(tmp_path):
+    """Spawned workers re-import the user's script as __mp_main__ and find its template."""
+    script = tmp_path / "user_script.py"
+    script.write_text(SCRIPT)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "__main__ [0, 0, 0]"
+
+
+def test_check_correctness_against_the_tasks_numpy_reference():
+    task = create("measure_test/faulty", (64,), "llvm")
+    task.reference = lambda a, b: a + b  # a lambda: never sent to the builder processes
+    builder = LocalBuilder(n_parallel=1)
+    runner = LocalRunner(cooldown_interval=0, check_correctness=True)
+    try:
+        measure_batch = create_measure_batch(task, measure_option(builder, runner))
+        results = measure_batch([MeasureInput(task.target, task, task.config_space.get(MODES.index(m)))
+                                 for m in ("wrong", "ok")])
+    finally:
+        builder.close()
+        runner.close()
+    assert [r.error_no for r in results] == [MeasureErrorNo.WRONG_ANSWER, MeasureErrorNo.NO_ERROR]
+    assert "differ from the reference" in results[0].costs[0]

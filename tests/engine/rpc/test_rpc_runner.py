@@ -1,0 +1,152 @@
+"""RPCRunner over a real tracker and real server processes: spreading, failures, priorities."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import types
+
+import pytest
+from conftest import free_servers, wait_for
+from rpc_kernels import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir
+
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.measure.builder import BuildResult
+from tunecli.engine.rpc.client import connect_tracker
+from tunecli.engine.rpc.runner import RPCRunner
+from tunecli.engine.rpc.session import MeasureRequest
+from tunecli.engine.rpc.tracker import Tracker
+from tunecli.errors import RPCError, TuneError
+
+
+def built(ir: str, entry: str) -> BuildResult:
+    return BuildResult(compile_ir(ir), entry, ARG_SPECS, 0.01, (2,))
+
+
+def inputs(n: int) -> list[MeasureInput]:
+    return [MeasureInput("llvm", None, i) for i in range(n)]
+
+
+def start_servers(procs, tracker, key: str, count: int) -> list:
+    servers = [procs(key, tracker_port=tracker.port) for _ in range(count)]
+    wait_for(lambda: free_servers(tracker, key) == count, what=f"{count} servers registered")
+    return servers
+
+
+def test_batch_spreads_over_two_servers_and_passes_failed_builds_through(procs, tracker):
+    servers = start_servers(procs, tracker, "cpu2", 2)
+    runner = RPCRunner("cpu2", "127.0.0.1", tracker.port, timeout=5, number=1, repeat=4,
+                       min_repeat_ms=25, cooldown_interval=0)
+    runner.set_task(None)
+    assert runner.get_build_kwargs() == {}
+    failed = MeasureResult(("tb", RuntimeError("x")), MeasureErrorNo.COMPILE_HOST, 0.5, 1.0)
+    builds = [built(VADD, "vadd") for _ in range(8)]
+    builds.insert(3, failed)
+    results = runner.run(inputs(9), builds)
+    assert len(results) == 9 and results[3] is failed
+    for i, res in enumerate(results):
+        if i != 3:
+            assert res.error_no == MeasureErrorNo.NO_ERROR, res
+            assert len(res.costs) == 2 and 0 < res.costs[0] <= res.costs[1] < 1e-3  # min, max dropped
+            assert res.all_cost >= 0.09 and res.timestamp <= time.time()
+    used = {dev for i, dev in enumerate(runner.last_devices) if i != 3}
+    assert used == {f"127.0.0.1:{s.port}" for s in servers}
+    wait_for(lambda: free_servers(tracker, "cpu2") == 2, what="devices free after the batch")
+
+
+def test_crash_and_hang_become_error_results(procs, tracker):
+    start_servers(procs, tracker, "one", 1)
+    runner = RPCRunner("one", "127.0.0.1", tracker.port, timeout=0.5, cooldown_interval=0)
+    start = time.monotonic()
+    results = runner.run(inputs(4), [built(VADD, "vadd"), built(CRASH, "crash"), built(HANG, "hang"),
+                                     built(VADD, "vadd")])
+    assert [int(r.error_no) for r in results] == [0, 4, 7, 0]
+    assert isinstance(results[1].costs[1], TuneError) and "SIGSEGV" in results[1].costs[0]
+    assert time.monotonic() - start < 10
+
+
+def test_check_correctness_with_the_tasks_numpy_reference(procs, tracker):
+    start_servers(procs, tracker, "chk", 1)
+    task = types.SimpleNamespace(name="vadd", reference=lambda a, b: a + b)
+    runner = RPCRunner("chk", "127.0.0.1", tracker.port, cooldown_interval=0, check_correctness=True)
+    runner.set_task(task)
+    results = runner.run([MeasureInput("llvm", task, i) for i in range(2)],
+                         [built(VADD, "vadd"), built(VSUB, "vsub")])
+    assert [int(r.error_no) for r in results] == [0, 5]
+
+
+def test_server_killed_mid_batch_loses_no_input(procs, tracker, caplog):
+    caplog.set_level(logging.WARNING, logger="tunecli.rpc.runner")
+    victim, survivor = start_servers(procs, tracker, "flaky", 2)
+    runner = RPCRunner("flaky", "127.0.0.1", tracker.port, timeout=5, number=1, repeat=3,
+                       min_repeat_ms=40, cooldown_interval=0)
+    box = {}
+    thread = threading.Thread(target=lambda: box.setdefault("res", runner.run(
+        inputs(12), [built(VADD, "vadd") for _ in range(12)])))
+    thread.start()
+    wait_for(lambda: free_servers(tracker, "flaky") == 0, what="both devices busy")
+    time.sleep(0.3)
+    victim.kill()
+    thread.join(60)
+    assert not thread.is_alive()
+    results = box["res"]
+    assert len(results) == 12
+    assert all(r.error_no == MeasureErrorNo.NO_ERROR for r in results), results
+    assert f"device 127.0.0.1:{victim.port} lost" in caplog.text     # its config went elsewhere
+    assert runner.last_devices.count(f"127.0.0.1:{survivor.port}") > 6
+    wait_for(lambda: [s["addr"][1] for s in tracker.summary()["server_info"]] == [survivor.port],
+             what="dead server dropped by the tracker")
+
+
+def test_no_device_left_gives_errors_quickly(procs, tracker):
+    (server,) = start_servers(procs, tracker, "gone", 1)
+    server.kill()
+    wait_for(lambda: tracker.summary()["server_info"] == [], what="server dropped")
+    runner = RPCRunner("gone", "127.0.0.1", tracker.port, timeout=2)
+    with pytest.raises(RPCError, match="Cannot get remote devices"):
+        runner.set_task(None)
+    start = time.monotonic()
+    results = runner.run(inputs(3), [built(VADD, "vadd")] * 3)
+    assert [r.error_no for r in results] == [MeasureErrorNo.RUNTIME_DEVICE] * 3
+    assert time.monotonic() - start < 8
+
+
+def test_waiting_requests_get_a_freed_device_by_priority(procs, tracker):
+    start_servers(procs, tracker, "busy", 1)
+    holder = connect_tracker("127.0.0.1", tracker.port).request("busy")
+    order = []
+
+    def client(name: str, priority: int) -> None:
+        with connect_tracker("127.0.0.1", tracker.port) as trk:
+            session = trk.request("busy", priority=priority, wait_timeout=30)
+            order.append(name)
+            request = MeasureRequest(compile_ir(VADD), "vadd", ARG_SPECS, min_repeat_ms=50)
+            assert session.measure(request).error_no == 0
+            session.close()
+
+    threads = []
+    for pending, (name, prio) in enumerate([("low", 1), ("high", 5)], start=1):
+        threads.append(threading.Thread(target=client, args=(name, prio)))
+        threads[-1].start()
+        wait_for(lambda n=pending: tracker.summary()["queue_info"]["busy"].get("pending") == n)
+    assert order == []
+    holder.close()
+    for thread in threads:
+        thread.join(30)
+    assert order == ["high", "low"]
+
+
+def test_runner_with_token(procs):
+    trk = Tracker("127.0.0.1", 0, 0, token="tok")
+    try:
+        procs("sec", tracker_port=trk.port, token="tok")
+        wait_for(lambda: free_servers(trk, "sec") == 1, what="server registered with token")
+        results = RPCRunner("sec", "127.0.0.1", trk.port, token="tok", cooldown_interval=0).run(
+            inputs(2), [built(VADD, "vadd")] * 2)
+        assert [r.error_no for r in results] == [0, 0]
+        wrong = RPCRunner("sec", "127.0.0.1", trk.port, token="bad")
+        with pytest.raises(RPCError):
+            wrong.set_task(None)
+    finally:
+        trk.stop()

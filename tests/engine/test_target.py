@@ -1,0 +1,64 @@
+"""Target strings: parsing, keys, the LLVM view (triple/cpu/features) and the current target."""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+import pytest
+
+from tunecli.engine.target import Target, as_target, host_triple
+from tunecli.errors import TargetError
+
+
+def test_parse_options_and_canonical_string():
+    t = Target("llvm  -mcpu=skylake-avx512   -mattr=+avx512f,+fma -model=x1")
+    assert t.kind == "llvm" and t.mcpu == "skylake-avx512" and t.mattr == ["+avx512f", "+fma"]
+    assert t.model == "x1" and str(t) == "llvm -mcpu=skylake-avx512 -mattr=+avx512f,+fma -model=x1"
+    assert Target(str(t)) == t and hash(Target(str(t))) == hash(t) and Target(t) == t
+    assert Target("llvm").model == "unknown"
+    assert Target("llvm -target=aarch64-linux-gnu").mtriple == "aarch64-linux-gnu"
+
+
+@pytest.mark.parametrize("text,keys", [
+    ("llvm", ["cpu"]),
+    ("llvm -mtriple=aarch64-linux-gnu", ["arm_cpu", "cpu"]),
+    ("llvm -device=arm_cpu -mtriple=aarch64-linux-gnu", ["arm_cpu", "cpu"]),
+    ("llvm -device=foo", ["foo", "cpu"]),
+    ("llvm -keys=a,b", ["a", "b"]),
+    ("cuda", ["cuda", "gpu"]),
+])
+def test_keys_follow_tvm_rules(text, keys):
+    assert Target(text).keys == keys
+
+
+@pytest.mark.parametrize("text", ["", "   ", "-mcpu=x", "llvm mcpu", "llvm -mcpu", "llvm -x='unclosed"])
+def test_malformed_strings_raise_target_error(text):
+    with pytest.raises(TargetError):
+        Target(text)
+
+
+def test_host_target_resolves_to_this_machine():
+    t = Target("llvm")
+    assert t.is_host and t.llvm_triple == host_triple() == llvm.get_process_triple()
+    assert t.llvm_cpu == llvm.get_host_cpu_name()
+    assert t.llvm_features == llvm.get_host_cpu_features().flatten()
+    pinned = Target("llvm -mcpu=x86-64 -mattr=+avx2")
+    assert pinned.llvm_cpu == "x86-64" and pinned.llvm_features == "+avx2" and pinned.vector_bits == 256
+
+
+def test_cross_target_is_not_host_and_uses_generic_cpu():
+    t = Target("llvm -mtriple=aarch64-linux-gnu")
+    assert not t.is_host and t.llvm_cpu == "generic" and t.llvm_features == "" and t.vector_bits == 128
+
+
+def test_current_target_stack_and_as_target():
+    assert Target.current() is None
+    with pytest.raises(TargetError):
+        Target.current(allow_none=False)
+    outer, inner = Target("llvm"), Target("llvm -mcpu=x86-64")
+    with outer:
+        assert Target.current() is outer and as_target(None) is outer
+        with inner:
+            assert Target.current() is inner
+        assert Target.current() is outer
+    assert Target.current() is None
+    assert as_target(None) == Target("llvm") and as_target("llvm -mcpu=znver4").mcpu == "znver4"

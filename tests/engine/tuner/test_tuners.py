@@ -1,0 +1,148 @@
+"""Every tuner: finishes a run, finds a config, never measures one twice, reproduces with a seed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from tuner_helpers import SyntheticMeasure, kernel_cost, make_task
+
+from tunecli.engine.autotvm.callback import log_to_file
+from tunecli.engine.autotvm.record import load_from_file
+from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
+from tunecli.engine.tuner.tuner import Tuner
+
+TUNERS: dict[str, Callable[[Any, int | None], Tuner]] = {
+    "random": lambda task, seed: RandomTuner(task, seed=seed),
+    "gridsearch": lambda task, seed: GridSearchTuner(task, seed=seed),
+    "ga": lambda task, seed: GATuner(task, pop_size=8, elite_num=2, seed=seed),
+    "xgb_knob_reg": lambda task, seed: XGBTuner(task, plan_size=8, feature_type="knob", loss_type="reg",
+                                                num_threads=1, seed=seed),
+    "xgb_knob_rank": lambda task, seed: XGBTuner(task, plan_size=8, feature_type="knob", loss_type="rank",
+                                                 num_threads=1, seed=seed),
+    "xgb_knob_rank_binary": lambda task, seed: XGBTuner(task, plan_size=8, feature_type="knob",
+                                                        loss_type="rank-binary", num_threads=1, seed=seed),
+}
+SEEDED = ["random", "ga", "xgb_knob_reg", "xgb_knob_rank"]
+
+
+@pytest.fixture(scope="module")
+def task() -> Any:
+    return make_task()
+
+
+@pytest.mark.parametrize("name", TUNERS)
+def test_tuner_finishes_with_a_best_config_and_no_repeats(name: str, task: Any, tmp_path) -> None:
+    tuner = TUNERS[name](task, 0)
+    measure = SyntheticMeasure(n_parallel=4)
+    log = tmp_path / "run.log"
+    tuner.tune(n_trial=24, measure_option=measure, callbacks=[log_to_file(str(log))])
+    assert len(measure.measured) == 24
+    assert len(set(measure.measured)) == 24
+    assert tuner.best_flops > 0
+    assert tuner.best_config.index in measure.measured
+    best_inp, best_res = tuner.best_measure_pair
+    assert best_res.costs[0] == pytest.approx(kernel_cost(tuner.best_config))
+    assert tuner.best_flops == pytest.approx(task.flop / best_res.costs[0])
+    assert [inp.config.index for inp, _ in load_from_file(log)] == measure.measured
+
+
+@pytest.mark.parametrize("name", SEEDED)
+def test_same_seed_gives_the_same_sequence(name: str, task: Any) -> None:
+    runs = []
+    for seed in (7, 7, 8):
+        measure = SyntheticMeasure(n_parallel=4)
+        TUNERS[name](task, seed).tune(n_trial=20, measure_option=measure)
+        runs.append(measure.measured)
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+@pytest.mark.parametrize("name", TUNERS)
+def test_resumed_run_skips_configs_in_the_log(name: str, task: Any, tmp_path) -> None:
+    log = tmp_path / "resume.log"
+    first = SyntheticMeasure(n_parallel=4)
+    TUNERS[name](task, 1).tune(n_trial=12, measure_option=first, callbacks=[log_to_file(str(log))])
+    tuner = TUNERS[name](task, 1)
+    tuner.load_history(load_from_file(log), min_seed_records=500)
+    second = SyntheticMeasure(n_parallel=4)
+    tuner.tune(n_trial=12, measure_option=second)
+    assert len(second.measured) == 12
+    assert not set(first.measured) & set(second.measured)
+
+
+@pytest.mark.parametrize("name", TUNERS)
+def test_tuner_exhausts_a_small_space_without_repeats(name: str) -> None:
+    small = make_task(n=8, parts=2)  # 4 x 4 x 2 = 32 configs
+    measure = SyntheticMeasure(n_parallel=3)
+    tuner = TUNERS[name](small, 3)
+    tuner.tune(n_trial=100, measure_option=measure)
+    assert sorted(measure.measured) == list(range(32))
+    assert not tuner.has_next()
+
+
+def test_grid_search_order_and_range(task: Any) -> None:
+    measure = SyntheticMeasure(n_parallel=5)
+    GridSearchTuner(task, range_idx=(100, 109)).tune(n_trial=50, measure_option=measure)
+    assert measure.measured == list(range(100, 110))
+    measure = SyntheticMeasure(n_parallel=5)
+    RandomTuner(task, range_idx=(100, 109), seed=0).tune(n_trial=50, measure_option=measure)
+    assert sorted(measure.measured) == list(range(100, 110))
+
+
+@pytest.mark.parametrize("bad", [(5, 2000), (-1, 3), [0, 3], (7, 6)])
+def test_index_tuner_rejects_bad_range(task: Any, bad: Any) -> None:
+    with pytest.raises(Exception, match="range_idx"):
+        RandomTuner(task, range_idx=bad)
+
+
+def test_early_stopping_stops_after_no_improvement(task: Any) -> None:
+    measure = SyntheticMeasure(n_parallel=2)
+    tuner = GridSearchTuner(task)
+    tuner.tune(n_trial=400, measure_option=measure, early_stopping=10)
+    assert tuner.best_iter + 10 <= len(measure.measured) < tuner.best_iter + 10 + 2
+    assert len(measure.measured) < 400
+
+
+def test_all_failures_write_an_error_file(task: Any, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="autotvm")
+    measure = SyntheticMeasure(n_parallel=4, fail_all=True)
+    tuner = RandomTuner(task, seed=0)
+    tuner.tune(n_trial=8, measure_option=measure)
+    assert tuner.best_config is None and tuner.best_flops == 0
+    messages = [r.getMessage() for r in caplog.records]
+    message = next(m for m in messages if "Could not find any valid schedule" in m)
+    path = message.rsplit(" ", 1)[-1].rstrip(".")
+    with open(path) as file:
+        assert "every config fails in this measurement" in file.read()
+    assert logging.getLogger("autotvm").level == logging.WARNING  # the level caplog set is restored
+
+
+def test_invalid_si_prefix_is_rejected_before_measuring(task: Any) -> None:
+    measure = SyntheticMeasure()
+    with pytest.raises(Exception, match="Invalid SI prefix"):
+        RandomTuner(task).tune(n_trial=4, measure_option=measure, si_prefix="Q")
+    assert measure.measured == []
+
+
+def test_ga_rejects_elite_num_above_pop_size(task: Any) -> None:
+    with pytest.raises(Exception, match="elite_num"):
+        GATuner(task, pop_size=4, elite_num=5)
+
+
+def test_history_of_a_changed_space_is_not_trusted(task: Any, tmp_path) -> None:
+    log = tmp_path / "old.log"
+    RandomTuner(task, seed=0).tune(n_trial=8, measure_option=SyntheticMeasure(),
+                                   callbacks=[log_to_file(str(log))])
+    trusting = RandomTuner(task, seed=0)
+    trusting.load_history(load_from_file(log))
+    assert len(trusting.visited) == 8
+    text = log.read_text()
+    for value in ("0", "1"):
+        text = text.replace(f'"unroll", "ot", {value}', '"unroll", "ot", 7')
+    log.write_text(text)  # as if the template's knob had other values when the log was written
+    tuner = RandomTuner(task, seed=0)
+    tuner.load_history(load_from_file(log))
+    assert tuner.visited == set()

@@ -1,0 +1,90 @@
+"""The package's import order is part of its design: lower layers never import higher ones.
+
+errors → ir/target → te → schedule → lower → codegen → build → autotvm → ops → measure → tuner
+→ rpc → job → commands.  Only ``tunecli/commands/`` may import click or rich's console, and engine
+code never imports the public faces (``tunecli.te``, ``tunecli.autotvm``, ...).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "tunecli"
+
+LAYERS = [
+    ["tunecli.errors"],
+    ["tunecli.engine.ir", "tunecli.engine.target"],
+    ["tunecli.engine.te"],
+    ["tunecli.engine.schedule"],
+    ["tunecli.engine.lower"],
+    ["tunecli.engine.codegen"],
+    ["tunecli.engine.build"],
+    ["tunecli.engine.autotvm"],
+    ["tunecli.engine.ops"],
+    ["tunecli.engine.measure"],
+    ["tunecli.engine.tuner"],
+    ["tunecli.engine.rpc"],
+    ["tunecli.engine.job"],
+    ["tunecli.commands"],
+]
+FACES = ("tunecli.te", "tunecli.topi", "tunecli.autotvm", "tunecli.rpc", "tunecli.target")
+
+
+def _rank(module: str) -> int | None:
+    for rank, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    return None
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.append((node.lineno, module))
+            found.extend((node.lineno, f"{module}.{alias.name}") for alias in node.names)
+    return found
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+def test_imports_only_go_down_the_layers(path: Path) -> None:
+    me = _module_name(path)
+    my_rank = _rank(me)
+    problems = []
+    for lineno, target in _imports(path):
+        top = target.split(".")[0]
+        if top in ("click",) or target.startswith("rich"):
+            if not me.startswith("tunecli.commands"):
+                problems.append(f"line {lineno}: {target} may only be imported in tunecli.commands")
+        if my_rank is None or not target.startswith("tunecli"):
+            continue
+        if any(target == f or target.startswith(f + ".") for f in FACES):
+            problems.append(f"line {lineno}: engine code imports the public face {target}")
+            continue
+        rank = _rank(target)
+        if rank is not None and rank > my_rank:
+            problems.append(f"line {lineno}: {me} (layer {my_rank}) imports {target} (layer {rank})")
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,27 @@
+"""``tunecli.autotvm.measure``: TVM's ``autotvm.measure`` names (re-exported from the engine)."""
+
+from tunecli.engine.measure import (
+    Builder,
+    BuildResult,
+    LocalBuilder,
+    LocalRunner,
+    MeasureErrorNo,
+    MeasureInput,
+    MeasureResult,
+    Runner,
+    create_measure_batch,
+    measure_option,
+)
+
+__all__ = [
+    "Builder",
+    "BuildResult",
+    "LocalBuilder",
+    "LocalRunner",
+    "MeasureErrorNo",
+    "MeasureInput",
+    "MeasureResult",
+    "Runner",
+    "create_measure_batch",
+    "measure_option",
+]

@@ -1,0 +1,17 @@
+"""tunecli.autotvm.record: tuning-log records (TVM's ``autotvm.record``)."""
+
+from tunecli.engine.autotvm.history_best import pick_best
+from tunecli.engine.autotvm.record import (
+    AUTOTVM_LOG_VERSION,
+    decode,
+    encode,
+    load_from_buffer,
+    load_from_file,
+    measure_str_key,
+    split_workload,
+)
+
+__all__ = [
+    "AUTOTVM_LOG_VERSION", "decode", "encode", "load_from_buffer", "load_from_file", "measure_str_key",
+    "pick_best", "split_workload",
+]

@@ -1,0 +1,30 @@
+"""tunecli.autotvm.task: tasks, config spaces and dispatch contexts (TVM's ``autotvm.task``)."""
+
+from tunecli.autotvm.task import space
+from tunecli.engine.autotvm.dispatcher import (
+    ApplyConfig,
+    DispatchContext,
+    FallbackContext,
+    clear_fallback_cache,
+)
+from tunecli.engine.autotvm.flop import FlopCalculationError, compute_flop
+from tunecli.engine.autotvm.history_best import ApplyHistoryBest
+from tunecli.engine.autotvm.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.autotvm.task import (
+    TASK_TABLE,
+    MissingTask,
+    Task,
+    args_to_workload,
+    create,
+    deserialize_args,
+    get_config,
+    serialize_args,
+    template,
+)
+
+__all__ = [
+    "TASK_TABLE", "ApplyConfig", "ApplyHistoryBest", "ConfigEntity", "ConfigSpace", "DispatchContext",
+    "FallbackConfigEntity", "FallbackContext", "FlopCalculationError", "MissingTask", "Task",
+    "args_to_workload", "clear_fallback_cache", "compute_flop", "create", "deserialize_args", "get_config",
+    "serialize_args", "space", "template",
+]

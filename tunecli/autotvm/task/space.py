@@ -1,0 +1,25 @@
+"""tunecli.autotvm.task.space: config spaces and their knobs (TVM's ``autotvm.task.space``)."""
+
+from tunecli.engine.autotvm.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.autotvm.space_entities import (
+    AnnotateEntity,
+    AnnotateSpace,
+    Axis,
+    OtherOptionEntity,
+    OtherOptionSpace,
+    ReorderEntity,
+    ReorderSpace,
+    SplitEntity,
+    SplitSpace,
+    TransformSpace,
+    VirtualAxis,
+    get_factors,
+    get_pow2s,
+)
+from tunecli.engine.autotvm.space_index import SpaceIndexError
+
+__all__ = [
+    "AnnotateEntity", "AnnotateSpace", "Axis", "ConfigEntity", "ConfigSpace", "FallbackConfigEntity",
+    "OtherOptionEntity", "OtherOptionSpace", "ReorderEntity", "ReorderSpace", "SpaceIndexError",
+    "SplitEntity", "SplitSpace", "TransformSpace", "VirtualAxis", "get_factors", "get_pow2s",
+]

@@ -1,0 +1,118 @@
+"""What every command shares: the application object, error handling and exit codes.
+
+Exit codes (documented in the README):
+
+==== =========================================================
+0    success
+1    tuning failed (a task has no valid config) or an engine error
+2    bad job file or bad command-line usage
+130  interrupted (Ctrl-C); finished measurements are in the log
+==== =========================================================
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+from rich.console import Console
+
+from tunecli.engine.job.spec import parse_host_port
+from tunecli.errors import JobError, TuneError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Width of tables written to a file or a pipe.
+PIPE_WIDTH = 160
+
+
+class App:
+    """State shared by the commands of one invocation (``@click.pass_obj``).
+
+    Parameters
+    ----------
+    verbose : bool
+        Show tracebacks and debug logging.
+    """
+
+    def __init__(self, verbose: bool = False):
+        self.verbose = verbose
+        self.console = _console(stderr=False)
+        self.err = _console(stderr=True)
+
+    def echo(self, text: str = "") -> None:
+        """Print plain text to stdout (no markup, no wrapping)."""
+        click.echo(text)
+
+    def warn(self, text: str) -> None:
+        """Print a warning to stderr."""
+        click.echo(f"warning: {text}", err=True)
+
+
+def _console(stderr: bool) -> Console:
+    """A rich console; output to a file or pipe gets a wide fixed width (unless COLUMNS is set)."""
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, highlight=False, width=PIPE_WIDTH)
+    return console
+
+
+class _WarningHandler(logging.Handler):
+    """Prints the engine's log warnings as ``warning: ...`` lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        prefix = "warning: " if record.levelno >= logging.WARNING else ""
+        click.echo(prefix + record.getMessage(), err=True)
+
+
+def configure_logging(verbose: bool) -> None:
+    """Route the engine's loggers to stderr (only the command layer configures handlers)."""
+    for name in ("autotvm", "tunecli"):
+        logger = logging.getLogger(name)
+        logger.handlers = [h for h in logger.handlers if not isinstance(h, _WarningHandler)]
+        logger.addHandler(_WarningHandler())
+        logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
+        logger.propagate = False
+
+
+class TuneGroup(click.Group):
+    """A click group that turns tunecli's errors into messages and exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TuneError as err:
+            _report(ctx, f"error: {err}")
+            ctx.exit(EXIT_USAGE if isinstance(err, JobError) else EXIT_FAILED)
+        except OSError as err:  # a log or export path that cannot be written, a full disk
+            _report(ctx, f"error: {err}")
+            ctx.exit(EXIT_FAILED)
+        except KeyboardInterrupt:
+            _report(ctx, "interrupted")
+            ctx.exit(EXIT_INTERRUPTED)
+
+
+def _report(ctx: click.Context, message: str) -> None:
+    app = ctx.find_object(App)
+    if app is not None and app.verbose:
+        traceback.print_exc(file=sys.stderr)
+    click.echo(message, err=True)
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> None:
+    """Print ``error: message`` and exit with ``code`` (for outcomes, not exceptions)."""
+    click.echo(f"error: {message}", err=True)
+    click.get_current_context().exit(code)
+
+
+def host_port(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, int] | None:
+    """Click callback parsing ``HOST:PORT`` options."""
+    if value is None:
+        return None
+    try:
+        return parse_host_port(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None

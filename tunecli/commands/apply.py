@@ -1,0 +1,63 @@
+"""``tunecli apply``: build a job's tasks with their best configs, check and benchmark them."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from tunecli.commands.app import EXIT_FAILED, App
+from tunecli.engine.job.apply import ApplyReport, apply_job
+
+
+def _ms(seconds: float | None) -> str:
+    return f"{seconds * 1e3:.4f}" if seconds is not None else "-"
+
+
+def _ratio(num: float | None, den: float | None) -> str:
+    return f"{num / den:.2f}x" if num and den else "-"
+
+
+def _table(report: ApplyReport) -> Table:
+    table = Table(title=f"{report.job}: best configs of {report.log} on {report.target}")
+    for name in ("task", "workload", "check", "tuned ms", "GFLOPS", "default ms", "speedup", "numpy ms",
+                 "speedup", "config"):
+        table.add_column(name, justify="left" if name in ("workload", "check", "config") else "right",
+                         overflow="fold")
+    for t in report.tasks:
+        check = "-" if t.correct is None else (f"ok ({t.checked_against})" if t.correct else
+                                                f"WRONG ({t.checked_against}, err {t.max_error:.2g})")
+        table.add_row(str(t.index), t.label, check, _ms(t.tuned), f"{t.gflops:.2f}" if t.gflops else "-",
+                      _ms(t.default), _ratio(t.default, t.tuned), _ms(t.numpy), _ratio(t.numpy, t.tuned),
+                      t.config)
+    return table
+
+
+@click.command()
+@click.argument("job", type=click.Path(exists=True, dir_okay=False))
+@click.option("--log", "log", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Tuning log with the configs to apply.")
+@click.option("--export", type=click.Path(file_okay=False),
+              help="Write .o, .ll and .s of each tuned kernel here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def apply(app: App, job: str, log: str, export: str | None, as_json: bool) -> None:
+    """Build every task of JOB with its best config in LOG, check it and benchmark it.
+
+    Each kernel is checked against the numpy reference (built-in templates) or the untuned
+    default config, and timed next to the default config and numpy. Tasks without a record
+    use the fallback config, with a warning. Exit code 1 when a kernel gives a wrong answer.
+    """
+    report = apply_job(job, log, export=export)
+    if as_json:
+        app.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        app.console.print(_table(report))
+        for t in report.tasks:
+            for path in t.files:
+                app.echo(f"wrote {path}")
+        if not report.runs_here:
+            app.echo(f"note: {report.target} does not run on this machine: kernels were built, not run")
+    if not report.ok:
+        click.get_current_context().exit(EXIT_FAILED)

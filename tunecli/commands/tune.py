@@ -1,0 +1,119 @@
+"""``tunecli tune``: tune every task of a job, resuming from its log."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from tunecli.commands.app import EXIT_FAILED, EXIT_INTERRUPTED, App
+from tunecli.engine.job.spec import TUNER_KINDS
+from tunecli.engine.job.text import workload_text
+from tunecli.engine.job.tune import TuneEvent, TuneSummary, tune_job
+
+
+class _ProgressView:
+    """Renders ``TuneEvent``s as one rich progress line per task (on stderr)."""
+
+    def __init__(self, app: App):
+        self.progress = Progress(
+            TextColumn("[bold]task {task.fields[n]}[/]"), TextColumn("{task.description}"), BarColumn(),
+            MofNCompleteColumn(), TextColumn("{task.fields[flops]}"), TextColumn("{task.fields[errors]}"),
+            TimeElapsedColumn(), TimeRemainingColumn(), console=app.err)
+        self.ids: dict[int, Any] = {}
+
+    def __call__(self, event: TuneEvent) -> None:
+        fields = dict(n=f"{event.index + 1}/{event.n_tasks}", errors=f"{event.errors} err",
+                      flops=f"{event.cur_flops / 1e9:8.2f}/{event.best_flops / 1e9:8.2f} GFLOPS")
+        if event.kind == "start":
+            self.ids[event.index] = self.progress.add_task(event.label, total=event.total,
+                                                           completed=event.done, **fields)
+        elif event.kind == "batch":
+            self.progress.update(self.ids[event.index], completed=event.done, **fields)
+        else:
+            self.progress.update(self.ids[event.index], completed=event.total)
+
+
+def _plain_progress(app: App) -> Callable[[TuneEvent], None]:
+    """One line per finished task, for logs and pipes (stderr is not a terminal)."""
+
+    def show(event: TuneEvent) -> None:
+        if event.kind == "end":
+            app.err.print(f"task {event.index + 1}/{event.n_tasks} {event.label}: {event.done}/{event.total} "
+                          f"trials, best {event.best_flops / 1e9:.2f} GFLOPS, {event.errors} errors, "
+                          f"{event.elapsed:.1f} s", markup=False, soft_wrap=True)
+
+    return show
+
+
+def _table(summary: TuneSummary) -> Table:
+    table = Table(title=f"{summary.job}: {summary.tuner} tuner, log {summary.log}")
+    for name in ("task", "workload", "trials", "new", "errors", "best GFLOPS", "best ms", "config"):
+        table.add_column(name, justify="left" if name in ("workload", "config") else "right", overflow="fold")
+    for t in summary.tasks:
+        table.add_row(str(t.index), workload_text(t.template, t.args),
+                      f"{t.previous + t.measured}/{t.n_trial}", str(t.measured), str(t.errors),
+                      f"{t.best_flops / 1e9:.2f}" if t.ok else "-",
+                      f"{t.best_cost * 1e3:.4f}" if t.best_cost is not None else "-",
+                      t.best_config if t.ok else "no valid config")
+    return table
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@click.command()
+@click.argument("job", type=click.Path(dir_okay=False))
+@click.option("--n-trial", type=click.IntRange(min=1), help="Trials per task (overrides tuner.n_trial).")
+@click.option("--tuner", type=click.Choice(TUNER_KINDS), help="Tuner kind (overrides tuner.kind).")
+@click.option("--log", "log", type=click.Path(dir_okay=False), help="Log to append to (overrides log).")
+@click.option("--seed", type=click.IntRange(min=0), help="Seed of the tuner (overrides tuner.seed).")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@click.pass_obj
+def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | None, seed: int | None,
+         as_json: bool, quiet: bool) -> None:
+    """Tune every task of JOB, appending each measurement to the log.
+
+    Running again resumes: configs already in the log are not measured again and count
+    toward n_trial; the tuner starts from what the log holds. Ctrl-C (exit code 130) loses no
+    finished batch. Exit code 1 when a task has no valid config.
+    """
+    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        if quiet or not app.err.is_terminal:
+            on_event = None if quiet else _plain_progress(app)
+            summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed, on_event=on_event)
+        else:
+            view = _ProgressView(app)
+            with view.progress:
+                summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed, on_event=view)
+    except KeyboardInterrupt:
+        click.echo("interrupted: the finished measurements are in the log; run the same command again "
+                   "to resume", err=True)
+        click.get_current_context().exit(EXIT_INTERRUPTED)
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+    if as_json:
+        app.echo(json.dumps(summary.as_dict(), indent=2))
+    else:
+        app.console.print(_table(summary))
+    failed = [t for t in summary.tasks if not t.ok]
+    for t in failed:
+        app.err.print(f"error: task {t.index} ({t.template}): no valid config found; see the errors in "
+                      f"{summary.log} (`tunecli inspect {summary.log}`)", markup=False, highlight=False)
+    if failed:
+        click.get_current_context().exit(EXIT_FAILED)

@@ -1,0 +1,206 @@
+"""Callbacks run by ``Tuner.tune`` after every measured batch: ``cb(tuner, inputs, results)``.
+
+``log_to_file`` appends one record per measurement and flushes it at once (the log is the
+database: a crash loses nothing measured).  ``progress_bar`` prints TVM's one-line progress.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+import numpy as np
+
+from tunecli.engine.autotvm.record import encode
+from tunecli.errors import TuneError
+
+logger = logging.getLogger("autotvm")
+
+SI_PREFIXES = "yzafpn\xb5m kMGTPEZY"
+
+
+def format_si_prefix(x: float, si_prefix: str) -> float:
+    """Scale ``x`` by an SI prefix (``"G"`` divides by 1e9, ``" "`` by 1).
+
+    Parameters
+    ----------
+    x : float
+    si_prefix : str
+        One of ``yzafpnµm kMGTPEZY``.
+
+    Returns
+    -------
+    float
+    """
+    if len(si_prefix) != 1 or si_prefix not in SI_PREFIXES:
+        raise TuneError(f"Invalid SI prefix: {si_prefix!r} (use one of {SI_PREFIXES!r})")
+    return float(x) / 10 ** (SI_PREFIXES.index(si_prefix) * 3 - 24)
+
+
+def _flops(inp: Any, res: Any) -> float:
+    return inp.task.flop / float(np.mean(res.costs)) if res.error_no == 0 else 0.0
+
+
+def log_to_file(file_out: str | os.PathLike | IO[str], protocol: str = "json") -> Callable[..., None]:
+    """Return a callback appending every record to ``file_out`` (flushed per record).
+
+    Parameters
+    ----------
+    file_out : str, path or writable text file object
+        A path is opened in append mode on every call.
+    protocol : {"json"}
+
+    Returns
+    -------
+    callable
+    """
+
+    def _write(file: IO[str], inputs: list, results: list) -> None:
+        for inp, res in zip(inputs, results, strict=True):
+            file.write(encode(inp, res, protocol) + "\n")
+            file.flush()
+
+    def _callback(_tuner: Any, inputs: list, results: list) -> None:
+        if isinstance(file_out, (str, os.PathLike)):
+            with open(file_out, "a", encoding="utf-8") as file:
+                _write(file, inputs, results)
+        else:
+            _write(file_out, inputs, results)
+
+    _callback.file_out = file_out
+    return _callback
+
+
+def log_to_database(db: Any) -> Callable[..., None]:
+    """Return a callback saving every record with ``db.save(inp, res)``.
+
+    Parameters
+    ----------
+    db : object with ``save(inp, res)``
+
+    Returns
+    -------
+    callable
+    """
+
+    def _callback(_tuner: Any, inputs: list, results: list) -> None:
+        for inp, res in zip(inputs, results, strict=True):
+            db.save(inp, res)
+
+    return _callback
+
+
+class Monitor:
+    """A callback recording the FLOPS (0 on error) and timestamp of every measurement."""
+
+    def __init__(self) -> None:
+        self.scores: list[float] = []
+        self.timestamps: list[float] = []
+
+    def __call__(self, tuner: Any, inputs: list, results: list) -> None:
+        for inp, res in zip(inputs, results, strict=True):
+            self.scores.append(_flops(inp, res))
+            self.timestamps.append(res.timestamp)
+
+    def reset(self) -> None:
+        """Forget everything recorded."""
+        self.scores = []
+        self.timestamps = []
+
+    def trial_scores(self) -> np.ndarray:
+        """Return the FLOPS of every trial in order.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        return np.array(self.scores)
+
+    def trial_timestamps(self) -> np.ndarray:
+        """Return the timestamp of every trial in order.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        return np.array(self.timestamps)
+
+
+class _ProgressBar:
+    """TVM's progress line, rewritten in place after every batch."""
+
+    def __init__(self, total: int, prefix: str, si_prefix: str, out: IO[str] | None):
+        format_si_prefix(0, si_prefix)
+        self.total, self.prefix, self.si_prefix = total, prefix, si_prefix
+        self.out = out
+        self.ct = 0
+        self.cur_flops = 0.0
+        self.best_flops = 0.0
+        self.tic = time.time()
+        self.finished = False
+        self._show()
+
+    def _stream(self) -> IO[str]:
+        return self.out if self.out is not None else sys.stdout
+
+    def _enabled(self) -> bool:
+        return not logger.isEnabledFor(logging.DEBUG)
+
+    def _show(self) -> None:
+        if not self._enabled():
+            return
+        stream = self._stream()
+        stream.write("\r%s Current/Best: %7.2f/%7.2f %sFLOPS | Progress: (%d/%d) | %.2f s" % (  # noqa: UP031
+            self.prefix, format_si_prefix(self.cur_flops, self.si_prefix),
+            format_si_prefix(self.best_flops, self.si_prefix), self.si_prefix, self.ct, self.total,
+            time.time() - self.tic))
+        stream.flush()
+
+    def __call__(self, tuner: Any, inputs: list, results: list) -> None:
+        self.ct += len(inputs)
+        flops = 0.0
+        for inp, res in zip(inputs, results, strict=True):
+            if res.error_no == 0:
+                flops = _flops(inp, res)
+        self.cur_flops = flops
+        self.best_flops = tuner.best_flops
+        self._show()
+
+    def done(self) -> None:
+        """Finish the line with `` Done.`` (also done when the callback is garbage-collected)."""
+        if not self.finished:
+            self.finished = True
+            if self._enabled():
+                self._stream().write(" Done.\n")
+
+    def __del__(self) -> None:
+        try:
+            self.done()
+        except (ValueError, AttributeError):  # stream already closed at interpreter exit
+            pass
+
+
+def progress_bar(total: int, prefix: str = "", si_prefix: str = "G",
+                 out: IO[str] | None = None) -> Callable[..., None]:
+    """Return a callback printing ``<prefix> Current/Best: ... | Progress: (ct/total) | s``.
+
+    Parameters
+    ----------
+    total : int
+        Number of trials planned.
+    prefix : str
+    si_prefix : str
+        Unit prefix of the FLOPS shown (``"G"``: GFLOPS).
+    out : text stream, optional
+        Defaults to ``sys.stdout`` at the time of writing.
+
+    Returns
+    -------
+    callable
+        Also has ``done()`` to finish the line explicitly.
+    """
+    return _ProgressBar(total, prefix, si_prefix, out)

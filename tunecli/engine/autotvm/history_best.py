@@ -1,0 +1,160 @@
+"""ApplyHistoryBest: a dispatch context answering with the best records of tuning logs.
+
+Records with an error are ignored.  The best record (smallest mean cost; ties keep the first
+seen) is kept per (target key, workload) for every key of the record's target, and per
+(model, workload) when the target names a model.  A query looks up the target's model first,
+then each of its keys in order; configs set with ``update`` win over records.  ``pick_best``
+writes those best records of a log to another log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from typing import IO, Any
+
+import numpy as np
+
+from tunecli.engine.autotvm.dispatcher import DispatchContext
+from tunecli.engine.autotvm.record import encode, load_from_buffer, load_from_file, measure_str_key
+from tunecli.engine.autotvm.space import ConfigSpace
+from tunecli.errors import TuneError
+
+logger = logging.getLogger("autotvm")
+
+
+def _mean_cost(res: Any) -> float:
+    return float(np.mean(res.costs))
+
+
+class ApplyHistoryBest(DispatchContext):
+    """Answer queries with the best measured config of tuning logs.
+
+    Parameters
+    ----------
+    records : path, file object, iterable of (MeasureInput, MeasureResult), or nested iterables
+        Sources to load; more can be added with ``load``.
+    """
+
+    def __init__(self, records: Any = None):
+        super().__init__()
+        self.best_by_targetkey: dict[tuple, tuple] = {}
+        self.best_by_model: dict[tuple, tuple] = {}
+        self._best_user_defined: dict[tuple, ConfigSpace] = {}
+        if records:
+            self.load(records)
+
+    def load(self, records: Any) -> None:
+        """Add the records of ``records`` (same forms as the constructor).
+
+        Parameters
+        ----------
+        records : path, file object, iterable of (MeasureInput, MeasureResult), or nested iterables
+        """
+        for inp, res in _iter_records(records):
+            if res.error_no != 0:
+                continue
+            workload = inp.task.workload
+            cost = _mean_cost(res)
+            for key in inp.target.keys:
+                _keep_best(self.best_by_targetkey, (key, workload), inp, res, cost)
+            if inp.target.model != "unknown":
+                _keep_best(self.best_by_model, (inp.target.model, workload), inp, res, cost)
+        logger.debug("Finished loading history best: %d target keys, %d models",
+                     len(self.best_by_targetkey), len(self.best_by_model))
+
+    def _query_inside(self, target: Any, workload: tuple | None) -> Any:
+        if target is None:
+            raise TuneError(
+                "ApplyHistoryBest.query: Need a target context to find the history best. Hint: If your "
+                "target is llvm, use `with tvm.target.Target('llvm'):` above the dispatcher call. "
+                "So does other target. ")
+        key = (target.model, workload)
+        if key in self._best_user_defined:
+            return self._best_user_defined[key]
+        if key in self.best_by_model:
+            return self.best_by_model[key][0].config
+        for k in target.keys:
+            key = (k, workload)
+            if key in self._best_user_defined:
+                return self._best_user_defined[key]
+            if key in self.best_by_targetkey:
+                return self.best_by_targetkey[key][0].config
+        return None
+
+    def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
+        """Make ``cfg`` the best config for ``workload`` under the target's model and keys."""
+        cfg.cost = 0
+        self._best_user_defined[(target.model, workload)] = cfg
+        for k in target.keys:
+            self._best_user_defined[(k, workload)] = cfg
+
+
+apply_history_best = ApplyHistoryBest
+
+
+def _keep_best(table: dict, key: tuple, inp: Any, res: Any, cost: float) -> None:
+    """Store (inp, res) under key unless a record at least as fast is there (ties keep the first)."""
+    old = table.get(key)
+    if old is None or cost < _mean_cost(old[1]):
+        table[key] = (inp, res)
+
+
+def _iter_records(records: Any) -> Iterable[tuple[Any, Any]]:
+    """Flatten paths, file objects and (nested) iterables of records into (inp, res) pairs."""
+    if records is None:
+        return
+    if isinstance(records, (str, bytes, os.PathLike)):
+        yield from load_from_file(os.fsdecode(records))
+        return
+    if hasattr(records, "read"):
+        yield from load_from_buffer(records)
+        return
+    for item in records:
+        if _is_record_pair(item):
+            yield item
+        else:
+            yield from _iter_records(item)
+
+
+def _is_record_pair(item: Any) -> bool:
+    return (isinstance(item, tuple) and len(item) == 2 and hasattr(item[0], "config")
+            and hasattr(item[1], "error_no"))
+
+
+def pick_best(in_file: str | os.PathLike, out_file: str | os.PathLike | IO[str]) -> int:
+    """Write the best record per (target key, workload) and per (model, workload) of a log.
+
+    Records of ``out_file``, when it is an existing path, compete too.  Lines are written in
+    input order, each once.
+
+    Parameters
+    ----------
+    in_file : str or path
+    out_file : str, path or writable file object
+
+    Returns
+    -------
+    int
+        Number of records written.
+    """
+    sources: list[Any] = [in_file]
+    if isinstance(out_file, (str, os.PathLike)) and os.path.isfile(out_file):
+        sources.append(out_file)
+    records = [pair for src in sources for pair in load_from_file(src)]
+    context = ApplyHistoryBest(records)
+    best = {measure_str_key(inp) for table in (context.best_by_model, context.best_by_targetkey)
+            for inp, _ in table.values()}
+    lines = []
+    for inp, res in records:
+        key = measure_str_key(inp)
+        if key in best:
+            lines.append(encode(inp, res) + "\n")
+            best.remove(key)
+    if hasattr(out_file, "write"):
+        out_file.writelines(lines)
+    else:
+        with open(out_file, "w", encoding="utf-8") as file:
+            file.writelines(lines)
+    return len(lines)

@@ -1,0 +1,408 @@
+"""The knobs of a config space: one ``*Space`` (all values) and one ``*Entity`` (one value) per kind.
+
+TVM's enumeration orders are part of the log format (a config is stored as an index), so every
+space here enumerates exactly as ``tvm.autotvm.task.space`` does:
+
+* ``SplitSpace``: depth-first over the candidate factors, the *innermost* factor slowest,
+  ``size[0] == -1``; ``verbose`` uses CPython's iteration order of ``set(divisors) | set(pow2s)``.
+* ``ReorderSpace``: lexicographic permutations.
+* ``AnnotateSpace``: Cartesian product with axis 0 slowest, at most one ``vec``.
+* ``OtherOptionSpace``: the candidate list in order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tunecli.errors import SpaceError
+
+Axis = namedtuple("Axis", ["space", "index"])
+
+ANN_TO_NUMBER = {
+    "none": 0, "vec": 1, "unroll": 2, "blockIdx.x": 3, "blockIdx.y": 4, "blockIdx.z": 5,
+    "threadIdx.x": 6, "threadIdx.y": 7, "threadIdx.z": 8, "vthread": 9, "fuse": 10,
+}
+
+
+def const_int(value: Any, where: str) -> int:
+    """Return ``value`` (an int, or an int-valued expression with ``.value``) as a Python int."""
+    if isinstance(value, bool):
+        raise SpaceError(f"{where}: expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    inner = getattr(value, "value", None)
+    if isinstance(inner, int) and not isinstance(inner, bool):
+        return inner
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise SpaceError(f"{where}: expected a constant integer, got {value!r}") from None
+
+
+def get_factors(n: int) -> list[int]:
+    """Return all divisors of ``n`` in ascending order (``12 -> [1, 2, 3, 4, 6, 12]``).
+
+    Parameters
+    ----------
+    n : int
+        A positive integer.
+
+    Returns
+    -------
+    list of int
+    """
+    if n < 1:
+        raise SpaceError(f"get_factors: {n} is not a positive integer")
+    small = [i for i in range(1, math.isqrt(n) + 1) if n % i == 0]
+    return sorted(set(small) | {n // i for i in small})
+
+
+def get_pow2s(n: int) -> list[int]:
+    """Return the powers of two ``<= n`` in ascending order (``10 -> [1, 2, 4, 8]``).
+
+    Parameters
+    ----------
+    n : int
+        A positive integer.
+
+    Returns
+    -------
+    list of int
+    """
+    if n < 1:
+        raise SpaceError(f"get_pow2s: {n} is not a positive integer")
+    return [2**x for x in range(n.bit_length())]
+
+
+class TransformSpace:
+    """Base class of a knob: an ordered list of entities."""
+
+    def __init__(self) -> None:
+        self.ins: list = []
+        self.num_output = 0
+        self.entities: list = []
+
+    def __len__(self) -> int:
+        return len(self.entities)
+
+    def __getitem__(self, index: int):
+        return self.entities[index]
+
+
+class VirtualAxis(TransformSpace):
+    """An axis placeholder of known length used while defining a space.
+
+    Parameters
+    ----------
+    var : int, VirtualAxis or IterVar-like
+        An int gives the length; an IterVar (anything with ``.dom.extent`` and ``.var.name``)
+        gives its extent and name.
+    name : str, optional
+        Defaults to ``axis_<n>`` from a global counter.
+    """
+
+    name_ct = 0
+
+    def __init__(self, var: Any, name: str | None = None):
+        super().__init__()
+        self.num_output = 1
+        if name is None:
+            name = f"axis_{VirtualAxis.name_ct}"
+            VirtualAxis.name_ct += 1
+        self.name = name
+        if isinstance(var, int) and not isinstance(var, bool):
+            self.length = var
+        elif isinstance(var, VirtualAxis):
+            self.length = var.length
+        elif hasattr(var, "dom") and hasattr(var, "var"):
+            self.name = str(var.var.name)
+            dom = var.dom
+            self.length = -1 if dom is None else const_int(dom.extent, f"axis {self.name}")
+        else:
+            raise SpaceError(f"cfg.axis: invalid type of axis: {type(var).__name__}")
+
+    def __repr__(self) -> str:
+        return f"vaxis({self.name})"
+
+
+class SplitEntity:
+    """One way to split an axis: ``size`` lists the extent of every output axis (``size[0] == -1``)."""
+
+    def __init__(self, size: Sequence[int]):
+        self.size = list(size)
+
+    def apply(self, sch, op, axis):
+        """Split ``axis`` of stage ``sch[op]`` into ``len(size)`` axes, outermost first.
+
+        Parameters
+        ----------
+        sch : Schedule
+        op : Operation or Tensor
+        axis : IterVar
+
+        Returns
+        -------
+        list of IterVar
+        """
+        ret = []
+        for i in range(1, len(self.size)):
+            outer, inner = sch[op].split(axis, factor=math.prod(self.size[i:]))
+            ret.append(outer)
+            axis = inner
+        return ret + [axis]
+
+    def __repr__(self) -> str:
+        return str(self.size)
+
+
+class SplitSpace(TransformSpace):
+    """All splits of one axis under a policy (``factors``, ``power2``, ``verbose``, ``candidate``)."""
+
+    def __init__(self, axes: Sequence[VirtualAxis], policy: str, **kwargs: Any):
+        super().__init__()
+        self.policy = policy
+        self.product = axes[0].length
+        self.num_output = kwargs.get("num_outputs", 0)
+        if not isinstance(self.num_output, int) or self.num_output <= 0:
+            raise SpaceError(f"define_split: num_outputs must be a positive int, got {self.num_output!r}")
+        fil = kwargs.get("filter", lambda x: True)
+        if policy == "candidate":
+            for size in kwargs["candidate"]:
+                if len(size) != self.num_output:
+                    raise SpaceError(f"define_split: candidate {size} does not have {self.num_output} sizes")
+                self.entities.append(SplitEntity(size))
+        else:
+            if self.product < 1:
+                raise SpaceError(f"define_split: axis length {self.product} is not positive")
+            max_factor = kwargs.get("max_factor", 1 << 31)
+            if policy == "verbose":
+                # CPython's set order, exactly as TVM computes it: log indices depend on it.
+                union = list(set(get_factors(self.product)) | set(get_pow2s(self.product)))
+                factors = [x for x in union if x <= max_factor]
+            elif policy == "factors":
+                factors = [x for x in get_factors(self.product) if x <= max_factor]
+            elif policy == "power2":
+                factors = [x for x in get_pow2s(self.product) if x <= max_factor]
+            else:
+                raise SpaceError(f"define_split: invalid policy: {policy}")
+            self.factors = factors
+            no_tail = kwargs.get("no_tail", policy == "factors")
+            if self.num_output == 1:
+                self.entities = [SplitEntity([-1])]
+            else:
+                self._generate(0, [0] * (self.num_output - 1), no_tail)
+        self.entities = list(filter(fil, self.entities))
+
+    def _generate(self, level: int, stack: list[int], no_tail: bool) -> None:
+        """Depth-first enumeration; level 0 is the innermost factor (slowest varying)."""
+        if level == self.num_output - 1:
+            prod = math.prod(stack)
+            if prod > self.product:
+                return
+            if self.product % prod == 0 or (not no_tail and prod < self.product):
+                self.entities.append(SplitEntity([-1] + stack[::-1]))
+            return
+        for factor in self.factors:
+            stack[level] = factor
+            self._generate(level + 1, stack, no_tail)
+
+    def __repr__(self) -> str:
+        return (f"Split(policy={self.policy}, product={self.product}, "
+                f"num_outputs={self.num_output}) len={len(self)}")
+
+
+class ReorderEntity:
+    """One permutation of a list of axes."""
+
+    def __init__(self, perm: Sequence[int]):
+        self.perm = list(perm)
+
+    def apply(self, sch, op, axes):
+        """Reorder ``axes`` of stage ``sch[op]`` by this permutation and return the new order.
+
+        Parameters
+        ----------
+        sch : Schedule
+        op : Operation or Tensor
+        axes : list of IterVar
+
+        Returns
+        -------
+        list of IterVar
+        """
+        new_order = [axes[i] for i in self.perm if i < len(axes)]
+        sch[op].reorder(*new_order)
+        return new_order
+
+    def __repr__(self) -> str:
+        return str(self.perm)
+
+
+class ReorderSpace(TransformSpace):
+    """Permutations of axes under a policy (``identity``, ``all``, ``interval_all``, ``candidate``)."""
+
+    def __init__(self, axes: Sequence[Any], policy: str, **kwargs: Any):
+        super().__init__()
+        self.ins = list(axes)
+        self.policy = policy
+        n = self.num_output = len(axes)
+        if policy == "identity":
+            self.entities = [ReorderEntity(range(n))]
+        elif policy == "all":
+            self.entities = [ReorderEntity(p) for p in itertools.permutations(range(n))]
+        elif policy == "interval_all":
+            begin, end = kwargs["interval"]
+            prefix, suffix = tuple(range(begin)), tuple(range(end, n))
+            self.entities = [ReorderEntity(prefix + p + suffix)
+                             for p in itertools.permutations(range(begin, end))]
+        elif policy == "candidate":
+            for cand in kwargs["candidate"]:
+                try:
+                    self.entities.append(ReorderEntity([_index_of(axes, x) for x in cand]))
+                except ValueError:
+                    raise SpaceError("define_reorder: a candidate names an axis not in axes") from None
+        else:
+            raise SpaceError(f"define_reorder: invalid policy: {policy}")
+
+    def __repr__(self) -> str:
+        return f"Reorder(policy={self.policy}) len={len(self)}"
+
+
+def _index_of(axes: Sequence[Any], axis: Any) -> int:
+    """Position of ``axis`` in ``axes`` by identity (IterVars may overload ``==``)."""
+    for i, candidate in enumerate(axes):
+        if candidate is axis:
+            return i
+    raise ValueError(axis)
+
+
+class AnnotateEntity:
+    """One annotation per axis (``none``/``unroll``/``vec``/...), or anchor positions (locate_cache)."""
+
+    def __init__(self, anns: Sequence[Any]):
+        self.anns = list(anns) if not isinstance(anns, tuple) else anns
+
+    def apply(self, sch, op, axes, axis_lens=None, max_unroll=None, vec_size=None, cfg=None,
+              source=None):
+        """Apply the annotations to ``axes`` of stage ``sch[op]``.
+
+        Parameters
+        ----------
+        sch : Schedule
+        op : Operation or Tensor
+        axes : list of IterVar
+        axis_lens : list of int, optional
+            Extents of ``axes``, checked against ``max_unroll`` and ``vec_size``.
+        max_unroll : int, optional
+            Larger unrolls call ``cfg.raise_error``.
+        vec_size : list of int, optional
+            Allowed vector lengths; others call ``cfg.raise_error``.
+        cfg : ConfigSpace, optional
+            Receives the errors above.
+        source : list of list of Tensor, optional
+            For ``locate_cache``: tensors to ``compute_at`` the chosen anchors.
+
+        Returns
+        -------
+        list of IterVar
+        """
+        if source is not None:
+            for src, to in zip(source, self.anns, strict=False):
+                for t in src:
+                    sch[t].compute_at(sch[op], axes[to])
+            return axes
+        for i, ann in enumerate(self.anns):
+            if ann == "none":
+                continue
+            if ann == "unroll":
+                if max_unroll and axis_lens[i] > max_unroll:
+                    cfg.raise_error("Too large factor for unrolling")
+                sch[op].unroll(axes[i])
+            elif ann == "vec":
+                if vec_size and axis_lens[i] not in vec_size:
+                    cfg.raise_error("Wrong size of lanes in vectorization")
+                sch[op].vectorize(axes[i])
+            elif ann == "fuse":
+                axes[i + 1] = sch[op].fuse(axes[i], axes[i + 1])
+            else:
+                raise SpaceError(f"AnnotateEntity.apply: annotation {ann!r} is not supported on CPU")
+        return axes
+
+    def __repr__(self) -> str:
+        return str(self.anns)
+
+
+_GPU_BIND = {
+    "bind_gpu": {6: ["blockIdx.z", "blockIdx.y", "blockIdx.x", "threadIdx.z", "threadIdx.y", "threadIdx.x"],
+                 4: ["blockIdx.y", "blockIdx.x", "threadIdx.y", "threadIdx.x"],
+                 2: ["blockIdx.x", "threadIdx.x"]},
+    "bind_gpu_virtual": {
+        9: ["blockIdx.z", "blockIdx.y", "blockIdx.x", "vthread", "vthread", "vthread",
+            "threadIdx.z", "threadIdx.y", "threadIdx.x"],
+        6: ["blockIdx.y", "blockIdx.x", "vthread", "vthread", "threadIdx.y", "threadIdx.x"],
+        3: ["blockIdx.x", "vthread", "threadIdx.x"]},
+}
+
+
+class AnnotateSpace(TransformSpace):
+    """Annotations of axes: generic ``try_*`` policies, ``locate_cache``, ``bind_gpu*``."""
+
+    def __init__(self, axes: Sequence[Any], policy: str, **kwargs: Any):
+        super().__init__()
+        self.ins = list(axes)
+        self.policy = policy
+        n = self.num_output = self.num_axis = len(axes)
+        if policy in _GPU_BIND:
+            for width, tail in _GPU_BIND[policy].items():
+                if n >= width:
+                    self.entities = [AnnotateEntity(["fuse"] * (n - width) + tail)]
+                    break
+            else:
+                raise SpaceError(f"define_annotate: {policy} needs more axes than {n}")
+        elif policy == "locate_cache":
+            self.anns = list(itertools.combinations(range(n), kwargs["num_anchor"]))
+            self.entities = [AnnotateEntity(x) for x in self.anns]
+        else:
+            tokens = policy.replace("try", "none").split("_")
+            if any(t not in ("none", "unroll", "vec") for t in tokens):
+                raise SpaceError(f"define_annotate: invalid policy: {policy}")
+            self.anns = [tokens] * n
+            for combo in itertools.product(tokens, repeat=n):
+                if combo.count("vec") <= 1:
+                    self.entities.append(AnnotateEntity(list(combo)))
+
+    def __repr__(self) -> str:
+        return f"Annotate(policy={self.policy}) len={len(self)}"
+
+
+class OtherOptionEntity:
+    """One value of a ``define_knob`` knob (``.val``)."""
+
+    def __init__(self, val: Any):
+        self.val = val
+
+    def __repr__(self) -> str:
+        return str(self.val)
+
+
+class OtherOptionSpace(TransformSpace):
+    """The candidate values of a ``define_knob`` knob, in list order."""
+
+    def __init__(self, axes: Sequence[Any], policy: str | None, **kwargs: Any):
+        super().__init__()
+        self.entities = [OtherOptionEntity(x) for x in kwargs["candidate"]]
+
+    def __repr__(self) -> str:
+        return f"OtherOption({self.entities}) len={len(self)}"
+
+
+SPACE_TAGS: dict[str, tuple[type, Callable[[Any], Any]]] = {
+    "sp": (SplitEntity, lambda e: e.size),
+    "re": (ReorderEntity, lambda e: e.perm),
+    "an": (AnnotateEntity, lambda e: e.anns),
+    "ot": (OtherOptionEntity, lambda e: e.val),
+}

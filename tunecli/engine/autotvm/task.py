@@ -1,0 +1,309 @@
+"""Tuning tasks: a registered template plus its arguments and target.
+
+``@template("name")`` registers a function ``f(*args) -> (schedule, tensors)`` that reads its
+knobs from ``get_config()``.  ``create(name, args, target)`` traces it once with a fresh
+``ConfigSpace`` to collect the space and count FLOPs.  A task pickles by name: the receiving
+process imports ``task.template_module`` (or the template's source file) and looks the template
+up again, so templates need not be picklable.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.autotvm.dispatcher import ApplyConfig, DispatchContext
+from tunecli.engine.autotvm.flop import compute_flop
+from tunecli.engine.autotvm.space import ConfigSpace
+from tunecli.engine.target import Target
+from tunecli.errors import InstantiationError, TuneError
+
+
+class TaskTemplate:
+    """A registered template function and where it came from.
+
+    Parameters
+    ----------
+    name : str
+    func : callable
+        ``func(*args) -> (schedule, tensors)``.
+    """
+
+    def __init__(self, name: str, func: Callable[..., Any]):
+        self.name = name
+        self.func = func
+        self.module = func.__module__
+        try:
+            self.source_file: str | None = inspect.getsourcefile(func)
+        except TypeError:
+            self.source_file = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*deserialize_args(args), **kwargs)
+
+
+class MissingTask:
+    """Stands in for a template whose name is not registered in this process.
+
+    Parameters
+    ----------
+    name : str
+    """
+
+    module = None
+    source_file = None
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise InstantiationError(
+            f"Attempting to invoke a missing task {self.name}. It is possible that the function is "
+            "registered in a Python module that is not imported in this run, or the log is out-of-date.")
+
+
+TASK_TABLE: dict[str, TaskTemplate] = {}
+
+
+def _same_function(old: TaskTemplate, f: Callable[..., Any]) -> bool:
+    """True when ``f`` is the registered template again (a module re-imported, maybe by path)."""
+    if old.func.__qualname__ != f.__qualname__:
+        return False
+    try:
+        source = inspect.getsourcefile(f)
+    except TypeError:
+        source = None
+    return old.module == f.__module__ or (source is not None and source == old.source_file)
+
+
+def template(task_name: str, func: Callable[..., Any] | None = None) -> Any:
+    """Register a tunable template under ``task_name`` (usable as ``@template(name)``).
+
+    Parameters
+    ----------
+    task_name : str
+    func : callable, optional
+        The template; when omitted a decorator is returned.
+
+    Returns
+    -------
+    callable
+        A wrapper that runs the template with the config of the current dispatch context.
+    """
+
+    def _decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        old = TASK_TABLE.get(task_name)
+        if old is not None and not _same_function(old, f):
+            raise TuneError(f"template {task_name!r} is already registered by {old.module}."
+                            f"{old.func.__qualname__}; cannot register {f.__module__}.{f.__qualname__}")
+        TASK_TABLE[task_name] = TaskTemplate(task_name, f)
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                raise TuneError(f"template {task_name!r}: keyword arguments are not supported")
+            workload = args_to_workload(args, task_name)
+            cfg = DispatchContext.current.query(Target.current(), workload)
+            with ApplyConfig(cfg):
+                return f(*args)
+
+        return wrapper
+
+    return _decorate(func) if func is not None else _decorate
+
+
+def get_config() -> ConfigSpace:
+    """Return the config of the current dispatch context (inside a template).
+
+    Returns
+    -------
+    ConfigSpace
+        A ConfigSpace while collecting, a ConfigEntity when measuring, or a fallback config.
+    """
+    return DispatchContext.current.query(Target.current(), None)
+
+
+def serialize_args(args: Any) -> tuple:
+    """Return ``args`` in hashable log form: tensors as ``("TENSOR", shape, dtype)``, lists as tuples.
+
+    Parameters
+    ----------
+    args : sequence
+
+    Returns
+    -------
+    tuple
+    """
+    return tuple(_serialize(x) for x in args)
+
+
+def _serialize(x: Any) -> Any:
+    if x is None or isinstance(x, (str, int, float)):
+        return x
+    if isinstance(x, (list, tuple)):
+        return tuple(_serialize(y) for y in x)
+    if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "op"):
+        shape = tuple(int(getattr(s, "value", s)) for s in x.shape)
+        return ("TENSOR", shape, str(x.dtype))
+    if hasattr(x, "value") and isinstance(x.value, (int, float, str)):
+        return x.value
+    if type(x).__name__ == "Var":
+        return x
+    raise TuneError(f"serialize_args: cannot store an argument of type {type(x).__name__} in a workload")
+
+
+def deserialize_args(args: Any) -> list:
+    """Turn ``("TENSOR", shape, dtype)`` arguments back into placeholders.
+
+    Parameters
+    ----------
+    args : sequence
+
+    Returns
+    -------
+    list
+    """
+    out = []
+    for x in args:
+        if isinstance(x, (tuple, list)) and len(x) == 3 and x[0] == "TENSOR":
+            out.append(te.placeholder(tuple(x[1]), dtype=x[2]))
+        else:
+            out.append(x)
+    return out
+
+
+def args_to_workload(args: Any, task_name: str | None = None) -> tuple:
+    """Return the workload key ``(task_name,) + serialize_args(args)``.
+
+    Parameters
+    ----------
+    args : sequence
+    task_name : str, optional
+
+    Returns
+    -------
+    tuple
+    """
+    return ((task_name,) if task_name is not None else ()) + serialize_args(args)
+
+
+def _find_template(name: str, module: str | None, source_file: str | None) -> TaskTemplate | MissingTask:
+    """Look a template up by name, importing the module that registers it when needed."""
+    if name not in TASK_TABLE and module and module != "__main__":
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    if name not in TASK_TABLE and source_file:
+        spec = importlib.util.spec_from_file_location(f"_tunecli_template_{abs(hash(source_file))}",
+                                                      source_file)
+        if spec is not None and spec.loader is not None:
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = mod
+            spec.loader.exec_module(mod)
+    return TASK_TABLE.get(name) or MissingTask(name)
+
+
+class Task:
+    """A tuning task: template name, serialized args, target, config space and FLOPs.
+
+    Parameters
+    ----------
+    name : str
+    args : tuple
+        Serialized arguments (see ``serialize_args``).
+    """
+
+    def __init__(self, name: str, args: Any):
+        self.name = name
+        self.args = tuple(args)
+        self.kwargs: dict = {}
+        self.func: TaskTemplate | MissingTask = TASK_TABLE.get(name) or MissingTask(name)
+        self.config_space: ConfigSpace | None = None
+        self.flop: float | None = None
+        self.target: Any = None
+        self.target_host: Any = None
+        self.template_module: str | None = self.func.module
+        self.template_file: str | None = self.func.source_file
+
+    @property
+    def workload(self) -> tuple:
+        """The key of this task in dispatch contexts: ``(name,) + args``."""
+        return args_to_workload(self.args, self.name)
+
+    def instantiate(self, config: ConfigSpace) -> tuple[Any, list]:
+        """Run the template with ``config`` and return ``(schedule, tensors)``.
+
+        Parameters
+        ----------
+        config : ConfigEntity
+
+        Returns
+        -------
+        tuple
+        """
+        config.flop = 0
+        with ApplyConfig(config):
+            if self.target is not None:
+                with self.target:
+                    sch, arg_bufs = self.func(*self.args, **self.kwargs)
+            else:
+                sch, arg_bufs = self.func(*self.args, **self.kwargs)
+        if not self.flop:
+            config.flop = config.flop or compute_flop(sch)
+            self.flop = config.flop
+        return sch, arg_bufs
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k != "func"}
+        for key in ("target", "target_host"):
+            state[key] = None if state[key] is None else str(state[key])
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for key in ("target", "target_host"):
+            if state[key] is not None:
+                setattr(self, key, Target(state[key]))
+        self.func = _find_template(self.name, self.template_module, self.template_file)
+
+    def __repr__(self) -> str:
+        return (f"Task(func_name={self.name}, args={self.args}, kwargs={self.kwargs}, "
+                f"workload={self.workload})")
+
+
+def create(task_name: str, args: Any, target: Any, target_host: Any = None) -> Task:
+    """Create a tuning task: trace template ``task_name`` with ``args`` to collect its space.
+
+    Parameters
+    ----------
+    task_name : str
+        A name registered with ``@template``.
+    args : sequence
+        Template arguments (tensors are serialized).
+    target : str or Target
+    target_host : str or Target, optional
+
+    Returns
+    -------
+    Task
+    """
+    args = serialize_args(args)
+    task = Task(task_name, args)
+    target = target if isinstance(target, Target) else Target(target)
+    if target_host is not None and not isinstance(target_host, Target):
+        target_host = Target(target_host)
+    task.config_space = ConfigSpace()
+    with ApplyConfig(task.config_space), target:
+        sch, _ = task.func(*args)
+    task.config_space.code_hash = getattr(sch, "code_hash", None)
+    task.flop = task.config_space.flop or compute_flop(sch)
+    task.target = target
+    task.target_host = target_host
+    return task

@@ -1,0 +1,67 @@
+"""``build`` and ``lower``: a schedule (or a lowered PrimFunc) → a compiled :class:`Module`.
+
+``lower`` is the compiler front's (``tunecli.engine.lower``); ``build`` lowers and then runs
+codegen (``tunecli.engine.codegen``) for the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import tunecli.engine.lower as lowering
+from tunecli.engine.codegen import Module, codegen
+from tunecli.engine.ir.stmt import PrimFunc
+from tunecli.engine.target import Target, as_target
+from tunecli.errors import CodegenError
+
+
+def lower(sch: Any, args: Sequence[Any], name: str = "main", simple_mode: bool = False) -> PrimFunc:
+    """Lower schedule ``sch`` with arguments ``args`` to a loop nest (``str()`` prints it).
+
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule (``te.create_schedule``).
+    args : sequence of Tensor
+        The kernel's arguments, in call order.
+    name : str
+        Name of the lowered function.
+    simple_mode : bool
+        Accepted for TVM compatibility; the printed form is always the simple one.
+
+    Returns
+    -------
+    PrimFunc
+    """
+    return lowering.lower(sch, list(args), name)
+
+
+def build(sch: Any, args: Sequence[Any] | None = None, target: str | Target | None = None,
+          name: str = "default_function") -> Module:
+    """Compile a schedule for ``target`` (default: the current target, else the host).
+
+    Parameters
+    ----------
+    sch : Schedule or PrimFunc
+        What to compile; a PrimFunc (already lowered) is compiled as is.
+    args : sequence of Tensor
+        The kernel's arguments in call order (ignored for a PrimFunc).
+    target : str or Target, optional
+        For example ``"llvm"``, ``"llvm -mcpu=znver4"``, ``"llvm -mtriple=aarch64-linux-gnu"``.
+    name : str
+        Symbol of the kernel in the object file.
+
+    Returns
+    -------
+    Module
+        Callable on numpy arrays when the target is the host.
+    """
+    t = as_target(target)
+    if isinstance(sch, PrimFunc):
+        func = sch
+    else:
+        if args is None:
+            raise CodegenError("build: the kernel's arguments (args=[...]) are required for a schedule")
+        func = lowering.lower(sch, list(args), name)
+    return codegen(func, t)

@@ -1,0 +1,99 @@
+"""LLVM IR text → optimised module → object file / assembly, for a Target.
+
+One target machine per (triple, cpu, features) is created and cached; all LLVM calls go through
+one lock (llvmlite is not re-entrant across threads for a shared target machine).  Optimisation
+is LLVM's O3 pipeline (new pass manager) with the loop and SLP vectorizers on.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+from tunecli.engine.target import Target
+from tunecli.errors import CodegenError, TargetError
+
+LOCK = threading.RLock()
+
+
+@functools.cache
+def _init_llvm() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.initialize_native_asmparser()
+
+
+@functools.cache
+def target_machine(triple: str, cpu: str, features: str) -> llvm.TargetMachine:
+    """The (cached) LLVM target machine for ``triple``/``cpu``/``features``, O3, PIC."""
+    _init_llvm()
+    try:
+        tgt = llvm.Target.from_triple(triple)
+    except RuntimeError as err:
+        raise TargetError(f"codegen: LLVM cannot compile for triple {triple!r}: {err}") from None
+    return tgt.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
+
+
+def machine_for(target: Target) -> llvm.TargetMachine:
+    """The cached target machine of ``target`` (an ``llvm`` target)."""
+    if target.kind != "llvm":
+        raise TargetError(f"codegen: only 'llvm' targets compile here, got {str(target)!r}")
+    return target_machine(target.llvm_triple, target.llvm_cpu, target.llvm_features)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """Result of compiling one module: optimised IR text and the object file."""
+
+    ir: str
+    obj: bytes
+    triple: str
+
+
+def compile_ir(ir_text: str, target: Target, slp: bool = True) -> Compiled:
+    """Parse, verify, optimise (O3 + vectorizers) and emit an object file for ``target``.
+
+    Parameters
+    ----------
+    ir_text : str
+        LLVM IR of the module (any triple; it is replaced by the target's).
+    target : Target
+        What to compile for.
+    slp : bool
+        Run LLVM's SLP vectorizer.  Codegen turns it off for kernels that already hold explicit
+        vector code: there it only regroups the scalar remainders of odd-width vector loops into
+        shuffles and gathers (measured: conv2d 512×7×7 3.9 ms without, 6.5 ms with).
+
+    Returns
+    -------
+    Compiled
+        Optimised IR text and relocatable object bytes.
+    """
+    tm = machine_for(target)
+    with LOCK:
+        try:
+            mod = llvm.parse_assembly(ir_text)
+            mod.triple = target.llvm_triple
+            mod.data_layout = str(tm.target_data)
+            mod.verify()
+        except RuntimeError as err:
+            raise CodegenError(f"codegen: generated LLVM IR is invalid: {err}") from None
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = slp
+        pb = llvm.create_pass_builder(tm, pto)
+        pm = pb.getModulePassManager()
+        pm.run(mod, pb)
+        obj = tm.emit_object(mod)
+        return Compiled(str(mod), bytes(obj), target.llvm_triple)
+
+
+def assembly(ir_text: str, target: Target) -> str:
+    """Assembly of already optimised IR text for ``target`` (no further optimisation)."""
+    tm = machine_for(target)
+    with LOCK:
+        mod = llvm.parse_assembly(ir_text)
+        return tm.emit_assembly(mod)

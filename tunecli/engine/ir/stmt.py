@@ -1,0 +1,166 @@
+"""Statement nodes of the lowered loop nest, plus Buffer and PrimFunc.
+
+After lowering, every BufferLoad/BufferStore has exactly one (flat, row-major) index; a
+vectorized loop is either still a ``For`` of kind ``vectorized`` (codegen turns it into vector
+code) or has already been rewritten to Ramp/Broadcast expressions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .dtype import parse_dtype
+from .expr import Expr, Node, Var, _init, convert
+
+SERIAL = "serial"
+PARALLEL = "parallel"
+VECTORIZED = "vectorized"
+UNROLLED = "unrolled"
+FOR_KINDS = (SERIAL, PARALLEL, VECTORIZED, UNROLLED)
+
+
+class Buffer:
+    """A named region of memory: a function argument (scope ``global``) or a temporary.
+
+    Parameters
+    ----------
+    name : str
+        Name used in printing and in generated code.
+    shape : sequence of int
+        Extent of each dimension (constants).
+    dtype : str
+        Element type.
+    scope : str
+        ``global`` for arguments and heap temporaries, ``local`` for small stack arrays that
+        codegen keeps in registers.
+    """
+
+    __slots__ = ("name", "shape", "dtype", "scope")
+
+    def __init__(self, name: str, shape: Sequence[Any], dtype: str, scope: str = "global"):
+        parse_dtype(dtype)
+        self.name = name
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+        self.scope = scope
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name}, {list(self.shape)}, {self.dtype}, {self.scope})"
+
+
+class Stmt(Node):
+    """Base of statements."""
+
+    __slots__ = ()
+
+
+class For(Stmt):
+    """``for loop_var in [min, min + extent)`` with kind serial, parallel, vectorized or unrolled."""
+
+    __slots__ = ("loop_var", "min", "extent", "kind", "body")
+    _fields = ("min", "extent", "body")
+
+    def __init__(self, loop_var: Var, min: Any, extent: Any, kind: str, body: Stmt):
+        if kind not in FOR_KINDS:
+            raise ValueError(f"unknown loop kind {kind!r}")
+        _init(self, loop_var=loop_var, min=convert(min), extent=convert(extent), kind=kind, body=body)
+
+
+class BufferStore(Stmt):
+    """``buffer[indices] = value``."""
+
+    __slots__ = ("buffer", "value", "indices")
+    _fields = ("value", "indices")
+
+    def __init__(self, buffer: Buffer, value: Expr, indices: Sequence[Any]):
+        _init(self, buffer=buffer, value=convert(value), indices=tuple(convert(i) for i in indices))
+
+
+class Allocate(Stmt):
+    """``buffer`` exists (uninitialised) while ``body`` runs."""
+
+    __slots__ = ("buffer", "body")
+    _fields = ("body",)
+
+    def __init__(self, buffer: Buffer, body: Stmt):
+        _init(self, buffer=buffer, body=body)
+
+
+class SeqStmt(Stmt):
+    """Statements run one after the other."""
+
+    __slots__ = ("stmts",)
+    _fields = ("stmts",)
+
+    def __init__(self, stmts: Sequence[Stmt]):
+        flat: list[Stmt] = []
+        for s in stmts:
+            if isinstance(s, SeqStmt):
+                flat.extend(s.stmts)
+            elif s is not None:
+                flat.append(s)
+        _init(self, stmts=tuple(flat))
+
+
+class IfThenElse(Stmt):
+    """``if condition: then_case else: else_case`` (else_case may be None)."""
+
+    __slots__ = ("condition", "then_case", "else_case")
+    _fields = ("condition", "then_case", "else_case")
+
+    def __init__(self, condition: Expr, then_case: Stmt, else_case: Stmt | None = None):
+        _init(self, condition=convert(condition), then_case=then_case, else_case=else_case)
+
+
+class LetStmt(Stmt):
+    """``body`` with ``var`` bound to ``value``."""
+
+    __slots__ = ("var", "value", "body")
+    _fields = ("value", "body")
+
+    def __init__(self, var: Var, value: Any, body: Stmt):
+        _init(self, var=var, value=convert(value), body=body)
+
+
+class Evaluate(Stmt):
+    """Evaluate an expression for its effect (a call)."""
+
+    __slots__ = ("value",)
+    _fields = ("value",)
+
+    def __init__(self, value: Any):
+        _init(self, value=convert(value))
+
+
+def seq(*stmts: Stmt | None) -> Stmt:
+    """A SeqStmt of the non-None statements, or the single statement itself."""
+    items = [s for s in stmts if s is not None]
+    return items[0] if len(items) == 1 else SeqStmt(items)
+
+
+class PrimFunc:
+    """A lowered kernel: ``params`` are the argument buffers in call order; ``body`` the loop nest."""
+
+    __slots__ = ("name", "params", "body", "attrs")
+
+    def __init__(self, name: str, params: Sequence[Buffer], body: Stmt, attrs: dict | None = None):
+        self.name = name
+        self.params = list(params)
+        self.body = body
+        self.attrs = dict(attrs or {})
+
+    def __str__(self) -> str:
+        from .printer import func_str
+
+        return func_str(self)
+
+    __repr__ = __str__

@@ -1,0 +1,101 @@
+"""Generic walkers over IR nodes.
+
+A visitor calls ``visit_<ClassName>`` when it defines one, else ``generic_visit`` which walks
+the node's ``_fields``.  A mutator's ``generic_visit`` rebuilds a node only when a child
+changed, so unchanged subtrees are shared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .expr import Node
+
+
+class Visitor:
+    """Walk a tree of nodes (expressions and statements) without changing it."""
+
+    def visit(self, node: Any) -> Any:
+        if node is None:
+            return None
+        if isinstance(node, tuple):
+            for item in node:
+                self.visit(item)
+            return None
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        return method(node) if method else self.generic_visit(node)
+
+    def generic_visit(self, node: Any) -> Any:
+        for field in getattr(node, "_fields", ()):
+            self.visit(getattr(node, field))
+        return None
+
+
+class Mutator:
+    """Rewrite a tree of nodes; return the node itself where nothing changed."""
+
+    def visit(self, node: Any) -> Any:
+        if node is None:
+            return None
+        if isinstance(node, tuple):
+            items = tuple(self.visit(item) for item in node)
+            return node if all(a is b for a, b in zip(items, node, strict=True)) else items
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        return method(node) if method else self.generic_visit(node)
+
+    def generic_visit(self, node: Any) -> Any:
+        if not isinstance(node, Node):
+            return node
+        changes = {}
+        for field in node._fields:
+            old = getattr(node, field)
+            new = self.visit(old)
+            if new is not old:
+                changes[field] = new
+        if not changes:
+            return node
+        return _rebuild(node, changes)
+
+
+def _rebuild(node: Node, changes: dict[str, Any]) -> Node:
+    """Copy ``node`` with ``changes``, recomputing dtypes that depend on children."""
+    from . import expr as E
+
+    if isinstance(node, E.BinaryOp):
+        a, b = changes.get("a", node.a), changes.get("b", node.b)
+        return E._binary(type(node), a, b)
+    if isinstance(node, E.Not):
+        return E.Not(changes["a"])
+    if isinstance(node, E.Select):
+        return E.Select(changes.get("condition", node.condition), changes.get("true_value", node.true_value),
+                        changes.get("false_value", node.false_value))
+    if isinstance(node, E.Ramp):
+        return E.Ramp(changes.get("base", node.base), changes.get("stride", node.stride), node.lanes)
+    if isinstance(node, E.Broadcast):
+        return E.Broadcast(changes["value"], node.lanes)
+    if isinstance(node, E.BufferLoad):
+        return E.BufferLoad(node.buffer, changes["indices"])
+    if isinstance(node, E.Let):
+        return E.Let(node.var, changes.get("value", node.value), changes.get("body", node.body))
+    return node.replace(**changes)
+
+
+def post_order(node: Any, fn) -> None:
+    """Call ``fn`` on every node of the tree, children first."""
+
+    class _Walker(Visitor):
+        def generic_visit(self, n: Any) -> None:
+            super().generic_visit(n)
+            fn(n)
+
+    _Walker().visit(node)
+
+
+def substitute(node: Any, mapping: dict) -> Any:
+    """Replace variables (by identity) according to ``mapping`` {Var: Expr}."""
+
+    class _Subst(Mutator):
+        def visit_Var(self, v):
+            return mapping.get(v, v)
+
+    return _Subst().visit(node) if mapping else node

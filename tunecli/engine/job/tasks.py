@@ -1,0 +1,183 @@
+"""Turning the ``tasks`` of a job into AutoTVM tasks, with line-numbered errors.
+
+A task's ``template`` is either a built-in template name (``dense.x86``; see
+``tunecli.engine.ops.registry``) or ``"path/to/file.py:function"``: the file is imported and the
+template registered by ``@autotvm.template("name")`` on ``function`` is used.  ``args`` is a
+list in parameter order or a mapping by parameter name; defaults of the template fill the rest,
+so the workload written to the log is always complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+from tunecli.engine.autotvm.task import TASK_TABLE, Task, TaskTemplate, create
+from tunecli.engine.job.spec import Job, TaskSpec
+from tunecli.engine.ops.registry import BUILTIN_TEMPLATES, builtin_names, make_args
+from tunecli.errors import InstantiationError, JobError, TuneError
+
+#: Exceptions a template may raise for arguments it cannot handle (shapes that do not fit).
+_TEMPLATE_ERRORS = (TuneError, ValueError, TypeError, AssertionError, ZeroDivisionError, IndexError)
+
+
+def resolve_template(spec: TaskSpec) -> TaskTemplate:
+    """Find the registered template a task entry names, importing a template file if needed.
+
+    Parameters
+    ----------
+    spec : TaskSpec
+
+    Returns
+    -------
+    TaskTemplate
+
+    Raises
+    ------
+    JobError
+        When the name is unknown, the file cannot be imported, or the function is not a template.
+    """
+    where = spec.node.items()["template"]
+    if ":" in spec.template and spec.template.split(":", 1)[0].endswith(".py"):
+        file, func_name = spec.template.rsplit(":", 1)
+        module = _import_file(file, where)
+        func = getattr(module, func_name, None)
+        if func is None:
+            raise where.error(f"{file} has no function {func_name!r}")
+        original = getattr(func, "__wrapped__", func)
+        for template in TASK_TABLE.values():
+            if template.func is original:
+                return template
+        raise where.error(f"{file}:{func_name} is not decorated with @autotvm.template(\"name\")")
+    if spec.template in BUILTIN_TEMPLATES:
+        return TASK_TABLE[spec.template]
+    raise where.error(f"unknown template {spec.template!r} (built-in templates: "
+                      f"{', '.join(builtin_names())}; or use \"path/to/file.py:function\")")
+
+
+def _import_file(file: str, where: Any) -> Any:
+    """Import a template file once per process under a name derived from its path."""
+    path = Path(file).resolve()
+    if not path.is_file():
+        raise where.error(f"no such template file {file!r}")
+    name = "_tunecli_template_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise where.error(f"cannot import {file!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # a user's file: any failure is reported as a job error
+        del sys.modules[name]
+        raise where.error(f"importing {file} failed: {type(err).__name__}: {err}") from err
+    return module
+
+
+def bind_args(spec: TaskSpec, template: TaskTemplate) -> tuple:
+    """Return the task's arguments in parameter order, with the template's defaults filled in.
+
+    Parameters
+    ----------
+    spec : TaskSpec
+    template : TaskTemplate
+
+    Returns
+    -------
+    tuple
+        Lists in the job become tuples (as TVM serializes them).
+    """
+    args = _tuples(spec.args)
+    if template.name in BUILTIN_TEMPLATES:
+        try:
+            return make_args(template.name, args)
+        except InstantiationError as err:
+            raise spec.node.items().get("args", spec.node).error(str(err)) from None
+    signature = inspect.signature(template.func)
+    try:
+        bound = signature.bind(**args) if isinstance(args, dict) else signature.bind(*args)
+    except TypeError as err:
+        fields = spec.node.items()
+        where = fields.get("args", spec.node)
+        raise where.error(f"template {template.name}{signature}: {err}") from None
+    bound.apply_defaults()
+    return tuple(bound.args)
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return value
+
+
+def create_task(job: Job, index: int) -> Task:
+    """Create the AutoTVM task of ``job.tasks[index]`` (traces the template once).
+
+    Parameters
+    ----------
+    job : Job
+    index : int
+
+    Returns
+    -------
+    Task
+
+    Raises
+    ------
+    JobError
+        When the template is unknown or rejects the arguments (an impossible shape).
+    """
+    spec = job.tasks[index]
+    template = resolve_template(spec)
+    args = bind_args(spec, template)
+    where = spec.node.items().get("args", spec.node)
+    try:
+        task = create(template.name, args, job.target)
+    except _TEMPLATE_ERRORS as err:
+        raise where.error(f"template {template.name} rejects {_show(args)}: {err}") from err
+    if task.config_space is None or len(task.config_space) == 0:
+        raise where.error(f"template {template.name} has an empty config space for {_show(args)}")
+    return task
+
+
+def create_tasks(job: Job) -> list[Task]:
+    """Create every task of a job, so that all are checked before any is tuned.
+
+    Parameters
+    ----------
+    job : Job
+
+    Returns
+    -------
+    list of Task
+    """
+    return [create_task(job, i) for i in range(len(job.tasks))]
+
+
+def _show(args: tuple) -> str:
+    return "(" + ", ".join(repr(a) for a in args) + ")"
+
+
+def check_task_index(job: Job, index: int | None) -> list[int]:
+    """Return the task indices selected by ``--task`` (all when None).
+
+    Raises
+    ------
+    JobError
+        When ``index`` is out of range.
+    """
+    if index is None:
+        return list(range(len(job.tasks)))
+    if not 0 <= index < len(job.tasks):
+        raise JobError(f"{job.path}: --task {index}: the job has {len(job.tasks)} task(s), "
+                       f"numbered 0..{len(job.tasks) - 1}")
+    return [index]

@@ -1,0 +1,103 @@
+"""Storage: a Buffer per tensor and flat row-major indices (temporaries offset by their region)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ir import stmt as S
+from tunecli.engine.ir.visitor import Mutator
+from tunecli.engine.te.operation import PlaceholderOp
+from tunecli.engine.te.tensor import Tensor, TensorRead
+from tunecli.errors import LoweringError
+
+from .bound import BoundInfo, const_upper
+
+
+class Storage:
+    """Buffers of arguments (params) and temporaries, and the flattening of tensor accesses."""
+
+    def __init__(self, sch: Any, args: list[Tensor], info: BoundInfo):
+        self.sch = sch
+        self.info = info
+        self.params: list[S.Buffer] = []
+        self._param_of: dict[int, S.Buffer] = {}
+        for t in args:
+            if not isinstance(t, Tensor):
+                raise LoweringError(f"lower: arguments must be tensors, got {t!r}")
+            stage = sch[t]
+            if id(stage) in self._param_of:
+                raise LoweringError(f"lower: tensor {t.name} is given twice in args")
+            buf = S.Buffer(t.name, t.shape, t.dtype, "global")
+            self.params.append(buf)
+            self._param_of[id(stage)] = buf
+        self._temp: dict[int, tuple[S.Buffer, list[E.Expr]]] = {}
+        self._names: set[str] = {b.name for b in self.params}
+
+    def is_param(self, stage: Any) -> bool:
+        """True when ``stage`` writes a kernel argument."""
+        return id(stage) in self._param_of
+
+    def temp_buffer(self, stage: Any) -> S.Buffer | None:
+        """The Allocate'd buffer of a computed stage that is not an argument (else None)."""
+        if self.is_param(stage):
+            return None
+        key = id(stage)
+        if key not in self._temp:
+            dom = self.info.dom[id(stage)]
+            shape, mins = [], []
+            for iv in stage.op.axis:
+                lo, ext = dom[iv]
+                n = const_upper(ext, self.info, f"buffer of stage {stage.name}, axis {iv.var.name}")
+                shape.append(max(1, n))  # not clamped to the domain: a region may start below 0
+                mins.append(lo)
+            out = stage.op.output(0)
+            name, n = stage.op.name, 1
+            while name in self._names:  # two stages named "compute": keep buffer names distinct
+                name, n = f"{stage.op.name}_{n}", n + 1
+            self._names.add(name)
+            self._temp[key] = (S.Buffer(name, shape, out.dtype, stage.scope), mins)
+        return self._temp[key][0]
+
+    def _resolve(self, tensor: Tensor) -> tuple[S.Buffer, list[E.Expr] | None]:
+        stage = self.sch[tensor]
+        if id(stage) in self._param_of:
+            return self._param_of[id(stage)], None
+        if isinstance(stage.op, PlaceholderOp):
+            raise LoweringError(f"lower: placeholder {tensor.name} is read but not given in args")
+        if id(stage) not in self._temp:
+            self.temp_buffer(stage)
+        buf, mins = self._temp[id(stage)]
+        return buf, mins
+
+    def flat_index(self, tensor: Tensor, indices: Any) -> tuple[S.Buffer, E.Expr]:
+        """The buffer of ``tensor`` and the row-major index of ``indices`` in it."""
+        buf, mins = self._resolve(tensor)
+        flat: E.Expr = E.IntImm(0)
+        for d, (idx, n) in enumerate(zip(indices, buf.shape, strict=True)):
+            rel = idx if mins is None else idx - mins[d]
+            flat = rel if d == 0 else flat * n + rel
+        return buf, flat
+
+    def load(self, tensor: Tensor, indices: Any) -> E.Expr:
+        """A BufferLoad of ``tensor`` at ``indices``."""
+        buf, flat = self.flat_index(tensor, indices)
+        return E.BufferLoad(buf, [flat])
+
+    def store(self, tensor: Tensor, value: E.Expr, indices: Any) -> S.Stmt:
+        """A BufferStore of ``value`` into ``tensor`` at ``indices``."""
+        buf, flat = self.flat_index(tensor, indices)
+        if value.dtype != buf.dtype:
+            value = E.cast(buf.dtype, value)
+        return S.BufferStore(buf, value, [flat])
+
+    def lower_expr(self, e: E.Expr) -> E.Expr:
+        """Replace every tensor read in ``e`` by a flat BufferLoad."""
+        outer = self
+
+        class _Flatten(Mutator):
+            def visit_TensorRead(self, node: TensorRead) -> E.Expr:
+                idx = tuple(self.visit(i) for i in node.indices)
+                return outer.load(node.tensor, idx)
+
+        return _Flatten().visit(e)

@@ -1,0 +1,132 @@
+"""Schedule → loop nest: loops per stage, attach points, reductions (init + update), guards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ir import stmt as S
+from tunecli.engine.ir.visitor import post_order, substitute
+from tunecli.engine.te.reduction import Reduce
+from tunecli.engine.te.tensor import COMM_REDUCE
+from tunecli.errors import LoweringError
+
+from .bound import BoundInfo, attach_of
+from .flatten import Storage
+
+
+class NestBuilder:
+    """Build the statement of every stage and place attached stages inside their parents' loops."""
+
+    def __init__(self, stages: list[Any], bodies: Any, info: BoundInfo, storage: Storage):
+        self.stages = stages
+        self.bodies = bodies
+        self.info = info
+        self.storage = storage
+        self.children: dict[tuple[int, int], list[Any]] = {}
+        self.roots: list[Any] = []
+        for st in stages:
+            a = attach_of(st)
+            if a is None:
+                self.roots.append(st)
+            else:
+                parent, iv = a
+                if all(parent is not s for s in stages):
+                    raise LoweringError(f"stage {st.name} is computed at stage {parent.name}, which is "
+                                        "inlined or not part of the schedule")
+                self.children.setdefault((id(parent), id(iv)), []).append(st)
+
+    def build(self) -> S.Stmt:
+        """The whole loop nest."""
+        return self._place(self.roots, None)
+
+    def _place(self, stages: list[Any], rest: S.Stmt | None) -> S.Stmt:
+        stmt = rest
+        for st in reversed(stages):
+            stmt = S.seq(self._stage(st), stmt)
+            buf = self.storage.temp_buffer(st)
+            if buf is not None:
+                stmt = S.Allocate(buf, stmt)
+        return stmt if stmt is not None else S.SeqStmt([])
+
+    def _loops(self, stage: Any, leaves: list[Any], body: S.Stmt, attach: bool = True,
+               conds: list[E.Expr] | None = None) -> S.Stmt:
+        """Loops over ``leaves`` around ``body``; each guard in ``conds`` sits just inside the
+        innermost loop whose variable it uses (so invariant guards leave vectorized loops)."""
+        dom = self.info.loop_ext[id(stage)]
+        placed = _place_guards(conds or [], leaves)
+        body = _guard(placed.get(len(leaves), []), body)
+        for n in range(len(leaves) - 1, -1, -1):
+            iv = leaves[n]
+            if n < len(leaves) - 1:
+                body = _guard(placed.get(n + 1, []), body)
+            if attach:
+                kids = self.children.get((id(stage), id(iv)), [])
+                if kids:
+                    body = self._place(kids, body)
+            ext = dom[iv]
+            if isinstance(ext, E.IntImm) and ext.value == 1:
+                body = substitute(body, {iv.var: E.IntImm(0)})
+                continue
+            kind = stage.iter_var_attrs.get(iv, S.SERIAL)
+            body = S.For(iv.var, E.IntImm(0), ext, kind, body)
+        return _guard(placed.get(0, []), body)
+
+    def _stage(self, stage: Any) -> S.Stmt:
+        body = self.bodies.of(stage)[0]
+        vals = self.info.root_values(stage)
+        store_idx = [vals[iv.var] for iv in stage.op.axis]
+        out = stage.op.output(0)
+        leaves = stage.leaf_iter_vars
+        data_guards = self.info.guards(stage, reduce=False)
+        if not isinstance(body, Reduce):
+            value = self.storage.lower_expr(substitute(body, vals))
+            store = self.storage.store(out, value, store_idx)
+            return self._loops(stage, leaves, store, conds=data_guards)
+        red_guards = self.info.guards(stage, reduce=True)
+        first = next((n for n, iv in enumerate(leaves) if iv.iter_type == COMM_REDUCE), len(leaves))
+        outer, inner = leaves[:first], leaves[first:]
+        init_leaves = [iv for iv in inner if iv.iter_type != COMM_REDUCE]
+        vi = body.value_index
+        identity = body.init[vi] if body.init else body.combiner.identity_element[vi]
+        if body.init:
+            identity = self.storage.lower_expr(substitute(identity, vals))
+        init_store = self.storage.store(out, identity, store_idx)
+        init = self._loops(stage, init_leaves, init_store, attach=False, conds=data_guards)
+        acc = self.storage.load(out, store_idx)
+        src = self.storage.lower_expr(substitute(body.source[body.value_index], vals))
+        update = self.storage.store(out, body.combiner.combine(acc, src), store_idx)
+        cond = self.storage.lower_expr(substitute(body.condition, vals))
+        conds = data_guards + red_guards + ([] if isinstance(cond, E.IntImm) and cond.value else [cond])
+        update_nest = self._loops(stage, inner, update, conds=conds)
+        return self._loops(stage, outer, S.seq(init, update_nest))
+
+
+def _place_guards(conds: list[E.Expr], leaves: list[Any]) -> dict[int, list[E.Expr]]:
+    """``{k: guards}``: guard goes inside the first ``k`` loops (k = 1 + its innermost loop)."""
+    pos = {id(iv.var): n for n, iv in enumerate(leaves)}
+    placed: dict[int, list[E.Expr]] = {}
+    for c in conds:
+        used = _positions(c, pos)
+        placed.setdefault(max(used) + 1 if used else 0, []).append(c)
+    return placed
+
+
+def _positions(cond: E.Expr, pos: dict[int, int]) -> list[int]:
+    used: list[int] = []
+
+    def see(x: Any) -> None:
+        if isinstance(x, E.Var) and id(x) in pos:
+            used.append(pos[id(x)])
+
+    post_order(cond, see)
+    return used
+
+
+def _guard(conds: list[E.Expr], stmt: S.Stmt) -> S.Stmt:
+    if not conds:
+        return stmt
+    cond = conds[0]
+    for c in conds[1:]:
+        cond = cond & c
+    return S.IfThenElse(cond, stmt)

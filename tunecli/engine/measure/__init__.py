@@ -1,0 +1,24 @@
+"""Measurement: build candidates in worker processes, time them in another (TVM's autotvm.measure).
+
+See ``measure`` (``measure_option``, ``create_measure_batch``), ``builder`` (``LocalBuilder``),
+``runner`` (``LocalRunner``), ``timing`` (``measure_object``, shared with the RPC device
+server) and ``worker`` (persistent, replaceable worker processes).
+"""
+
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.measure.builder import Builder, BuildResult, LocalBuilder
+from tunecli.engine.measure.measure import create_measure_batch, measure_option
+from tunecli.engine.measure.runner import LocalRunner, Runner
+
+__all__ = [
+    "Builder",
+    "BuildResult",
+    "LocalBuilder",
+    "LocalRunner",
+    "MeasureErrorNo",
+    "MeasureInput",
+    "MeasureResult",
+    "Runner",
+    "create_measure_batch",
+    "measure_option",
+]

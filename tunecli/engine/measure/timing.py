@@ -1,0 +1,211 @@
+"""Load a kernel object, check its answer and time it — the code behind every worker boundary.
+
+:func:`measure_object` takes and returns pure data (:class:`MeasureRequest` →
+:class:`MeasureReply`), so the local runner's worker and an RPC device server's worker run the
+same function. It follows TVM's ``time_evaluator``:
+
+1. link the object into this process's LLJIT (``codegen.module.load_module``, ≈1 ms) and
+   make the arguments: random inputs
+   from ``seed``, outputs placed before a guard page (:mod:`tunecli.engine.measure.arrays`);
+2. one untimed warm-up call. With a reference (``ref_outputs``) or ``return_outputs`` the
+   outputs are first poisoned (NaN), so an element the kernel never writes is caught;
+3. ``repeat`` rounds of ``number`` calls, timing each round; while a round lasts less than
+   ``min_repeat_ms``, ``number`` grows to ``max(min_repeat_ms / per_call + 1, number * 1.618)``
+   and the round is re-timed (the grown ``number`` carries over); each round gives seconds per
+   call. With ``enable_cpu_cache_flush`` a 64 MiB buffer is written before each round (TVM's
+   flush preprocessor; meant for ``number=1``). The flush is bounded on purpose: this machine
+   reports a 480 MiB L3, and flushing "more than the L3" would cost more than the kernel.
+
+Post-processing (dropping the min and max of more than two costs) is the runner's job, as in
+TVM. A kernel that crashes or hangs takes this process with it, so always call this in a
+:class:`tunecli.engine.measure.worker.Worker`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo
+from tunecli.engine.codegen.module import load_module
+from tunecli.engine.codegen.timer import time_calls
+from tunecli.engine.measure.arrays import ArgSpecT, kernel_arguments, normalize_arg_specs, poison
+from tunecli.engine.measure.worker import CallStatus, Worker
+
+#: Bytes written by the cache flush before each timed round.
+FLUSH_BYTES = 64 * 1024 * 1024
+#: ``"module:function"`` of :func:`measure_object`, for :class:`Worker` calls.
+MEASURE_FUNC = "tunecli.engine.measure.timing:measure_object"
+_state: dict[str, Any] = {}
+#: What a measurement that produced no reply means (the child died: a crashing kernel).
+_WORKER_FAILURES = {CallStatus.DIED: MeasureErrorNo.RUNTIME_DEVICE,
+                    CallStatus.TIMEOUT: MeasureErrorNo.RUN_TIMEOUT}
+
+
+@dataclass(frozen=True)
+class MeasureRequest:
+    """One kernel to load, check and time.
+
+    Attributes
+    ----------
+    obj : bytes
+        Relocatable object file for this host holding the kernel.
+    entry_name : str
+        Symbol of ``void entry(void* arg0, void* arg1, ...)``.
+    arg_specs : tuple of (shape, dtype)
+        One entry per argument, in call order (ArgSpec objects are accepted too).
+    number, repeat, min_repeat_ms :
+        TVM's ``time_evaluator`` parameters.
+    enable_cpu_cache_flush : bool
+        Write :data:`FLUSH_BYTES` before each timed round.
+    timeout : float
+        Seconds the caller allows (enforced by the worker's parent, not here).
+    seed : int
+        Seed of the random inputs (:func:`tunecli.engine.measure.arrays.random_arguments`).
+    ref_outputs : tuple of (arg index, raw bytes)
+        Expected contents of outputs after one call on the seeded inputs; a mismatch gives
+        WRONG_ANSWER.
+    rtol : float
+        Relative tolerance of the check (``numpy.allclose``).
+    atol : float, optional
+        Absolute tolerance; None means ``1e-4 * max|expected|``. Integers must match exactly.
+    output_indices : tuple of int
+        Which arguments are outputs (placed before guard pages, poisoned before the checked
+        call); empty means the last one.
+    return_outputs : bool
+        Send the outputs of the warm-up call back (to make a reference).
+    """
+
+    obj: bytes
+    entry_name: str
+    arg_specs: tuple[ArgSpecT, ...]
+    number: int = 4
+    repeat: int = 3
+    min_repeat_ms: float = 0.0
+    enable_cpu_cache_flush: bool = False
+    timeout: float = 10.0
+    seed: int = 0
+    ref_outputs: tuple[tuple[int, bytes], ...] = field(default=())
+    rtol: float = 1e-4
+    atol: float | None = None
+    output_indices: tuple[int, ...] = ()
+    return_outputs: bool = False
+
+
+@dataclass(frozen=True)
+class MeasureReply:
+    """What :func:`measure_object` answers.
+
+    Attributes
+    ----------
+    costs : tuple of float
+        Seconds per call, one per repeat (empty on error).
+    error_no : int
+        A :class:`MeasureErrorNo` value: NO_ERROR, RUNTIME_DEVICE (the object cannot be
+        loaded or the arguments made) or WRONG_ANSWER.
+    error : str
+        What went wrong ("" on success).
+    run_time : float
+        Seconds spent in :func:`measure_object`.
+    outputs : tuple of (arg index, raw bytes)
+        Outputs of the warm-up call when ``return_outputs`` was set.
+    """
+
+    costs: tuple[float, ...]
+    error_no: int = int(MeasureErrorNo.NO_ERROR)
+    error: str = ""
+    run_time: float = 0.0
+    outputs: tuple[tuple[int, bytes], ...] = field(default=())
+
+
+def _flush() -> None:
+    """Evict caches by writing :data:`FLUSH_BYTES` of scratch memory."""
+    if "scratch" not in _state:
+        _state["scratch"] = np.empty(FLUSH_BYTES // 8, dtype=np.float64)
+    _state["scratch"].fill(1.0)
+
+
+def compare_outputs(arrays: list[np.ndarray], ref_outputs: tuple[tuple[int, bytes], ...],
+                    rtol: float, atol: float | None) -> str:
+    """Compare outputs with raw expected bytes; return "" or a description of the first mismatch."""
+    for index, raw in ref_outputs:
+        actual = arrays[index].reshape(-1)
+        expected = np.frombuffer(raw, dtype=actual.dtype)
+        if expected.size != actual.size:
+            return f"reference of argument {index} has {expected.size} elements, the kernel {actual.size}"
+        if actual.dtype.kind in "fc":
+            scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+            tol = atol if atol is not None else 1e-4 * (scale if np.isfinite(scale) and scale else 1.0)
+            ok = np.isclose(actual, expected, rtol=rtol, atol=tol)
+        else:
+            ok = actual == expected
+        if not ok.all():
+            bad = int(np.argmin(ok))
+            return (f"argument {index}: {int(ok.size - ok.sum())} of {ok.size} elements differ from the "
+                    f"reference (first at flat index {bad}: {actual[bad]!r} vs {expected[bad]!r})")
+    return ""
+
+
+def measure_object(request: MeasureRequest) -> MeasureReply:
+    """Load, check and time one kernel; failures that do not kill the process become replies.
+
+    Parameters
+    ----------
+    request : MeasureRequest
+
+    Returns
+    -------
+    MeasureReply
+        Costs in seconds per call; or RUNTIME_DEVICE when the object cannot be loaded or its
+        arguments made, WRONG_ANSWER when an output differs from ``ref_outputs``.
+    """
+    start = time.perf_counter()
+    specs = normalize_arg_specs(request.arg_specs)
+    outputs = request.output_indices or ((len(specs) - 1,) if specs else ())
+    try:
+        module = load_module(request.obj, request.entry_name,
+                             [(f"arg{i}", shape, dtype) for i, (shape, dtype) in enumerate(specs)])
+        func = module.func  # links the object into this process
+        arrays = kernel_arguments(specs, request.seed, outputs)
+    except Exception as err:  # noqa: BLE001 - a kernel that cannot be loaded is data
+        return MeasureReply((), int(MeasureErrorNo.RUNTIME_DEVICE), f"{type(err).__name__}: {err}",
+                            time.perf_counter() - start)
+    if request.ref_outputs or request.return_outputs:
+        for index in outputs:
+            poison(arrays[index])
+    module(*arrays)  # the warm-up call; also sets the thread count of parallel loops
+    mismatch = compare_outputs(arrays, request.ref_outputs, request.rtol, request.atol)
+    if mismatch:
+        return MeasureReply((), int(MeasureErrorNo.WRONG_ANSWER), mismatch, time.perf_counter() - start)
+    returned = tuple((i, arrays[i].tobytes()) for i in outputs) if request.return_outputs else ()
+    costs = time_calls(func, module.pointers(arrays), max(1, request.number), max(1, request.repeat),
+                       max(0.0, request.min_repeat_ms), warmup=0,
+                       before_repeat=_flush if request.enable_cpu_cache_flush else None)
+    return MeasureReply(tuple(costs), int(MeasureErrorNo.NO_ERROR), "", time.perf_counter() - start,
+                        returned)
+
+
+def measure_in_worker(worker: Worker, request: MeasureRequest) -> MeasureReply:
+    """Run :func:`measure_object` in ``worker`` (the parent's side of the worker boundary).
+
+    Parameters
+    ----------
+    worker : Worker
+        Replaced by a fresh child when the kernel kills or hangs it.
+    request : MeasureRequest
+        ``request.timeout`` bounds the call.
+
+    Returns
+    -------
+    MeasureReply
+        The child's reply; RUNTIME_DEVICE when the child died (a crashing kernel), RUN_TIMEOUT
+        when it was killed for running past the timeout, UNKNOWN_ERROR when it raised.
+    """
+    outcome = worker.call(MEASURE_FUNC, request, request.timeout)
+    if outcome.status is CallStatus.OK:
+        return outcome.value
+    error_no = _WORKER_FAILURES.get(outcome.status, MeasureErrorNo.UNKNOWN_ERROR)
+    return MeasureReply((), int(error_no), outcome.detail, outcome.elapsed)

@@ -1,0 +1,102 @@
+"""Batched matrix multiply (TVM's ``topi.nn.batch_matmul``, y transposed)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.errors import ExprError
+
+
+def batch_matmul(tensor_a: te.Tensor, tensor_b: te.Tensor, oshape: Sequence[int] | None = None,
+                 out_dtype: str | None = None, transpose_a: bool = False,
+                 transpose_b: bool = True) -> te.Tensor:
+    """``out[b, i, j] = sum_k A[b, i, k] * B[b, j, k]`` (TVM's default layouts).
+
+    Parameters
+    ----------
+    tensor_a : te.Tensor
+        ``[batch, M, K]`` (``[batch, K, M]`` with ``transpose_a``).
+    tensor_b : te.Tensor
+        ``[batch, N, K]`` (TVM's default ``transpose_b=True``; ``[batch, K, N]`` otherwise). A
+        batch of 1 on either side is broadcast.
+    oshape : sequence of int, optional
+        Expected output shape (checked when given).
+    out_dtype : str, optional
+        Accumulation and output type (default ``tensor_a.dtype``).
+    transpose_a, transpose_b : bool
+
+    Returns
+    -------
+    te.Tensor
+        ``[max(batch_a, batch_b), M, N]``.
+    """
+    ab, a1, a2 = _shape3(tensor_a, "tensor_a")
+    bb, b1, b2 = _shape3(tensor_b, "tensor_b")
+    (m, ka) = (a2, a1) if transpose_a else (a1, a2)
+    (n, kb) = (b1, b2) if transpose_b else (b2, b1)
+    if ka != kb:
+        raise ExprError(f"batch_matmul: reduction sizes differ: {tensor_a.shape} and {tensor_b.shape}")
+    if ab != bb and 1 not in (ab, bb):
+        raise ExprError(f"batch_matmul: batch sizes {ab} and {bb} do not broadcast")
+    shape = (max(ab, bb), m, n)
+    if oshape is not None and tuple(int(d) for d in oshape) != shape:
+        raise ExprError(f"batch_matmul: oshape {tuple(oshape)} differs from the output shape {shape}")
+    out_dtype = tensor_a.dtype if out_dtype is None else out_dtype
+    k = te.reduce_axis((0, ka), name="k")
+
+    def _a(b: Any, i: Any) -> Any:
+        b = b if ab != 1 else 0
+        return tensor_a[b, k, i] if transpose_a else tensor_a[b, i, k]
+
+    def _b(b: Any, j: Any) -> Any:
+        b = b if bb != 1 else 0
+        return tensor_b[b, j, k] if transpose_b else tensor_b[b, k, j]
+
+    name = "T_batch_matmul_" + ("T" if transpose_a else "N") + ("T" if transpose_b else "N")
+    return te.compute(
+        shape, lambda b, i, j: te.sum(_a(b, i).astype(out_dtype) * _b(b, j).astype(out_dtype), axis=k),
+        name=name, tag="batch_matmul")
+
+
+def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None = None) -> te.Tensor:
+    """Batch matmul with ``y`` packed into ``[B, N // bn, K, bn]`` panels (input 1 of the result).
+
+    Parameters
+    ----------
+    x, y : te.Tensor
+        ``[B, M, K]`` and ``[B, N, K]`` with equal batch sizes.
+    bn : int
+        Panel width; divides N.
+    out_dtype : str, optional
+        Accumulation and output type.
+
+    Returns
+    -------
+    te.Tensor
+        ``[B, M, N]``.
+    """
+    xb, m, kdim = _shape3(x, "x")
+    yb, n, ky = _shape3(y, "y")
+    if xb != yb or kdim != ky:
+        raise ExprError(f"batch_matmul_pack: shapes {x.shape} and {y.shape} do not match")
+    if n % bn:
+        raise ExprError(f"batch_matmul_pack: panel width {bn} does not divide {n}")
+    out_dtype = x.dtype if out_dtype is None else out_dtype
+    packed = te.compute((yb, n // bn, kdim, bn), lambda b, z, kk, v: y[b, z * bn + v, kk], name="packed_y",
+                        tag="injective,layout_transform")
+    k = te.reduce_axis((0, kdim), name="k")
+    return te.compute(
+        (xb, m, n),
+        lambda b, i, j: te.sum(x[b, i, k].astype(out_dtype) * packed[b, j // bn, k, j % bn].astype(out_dtype),
+                               axis=k),
+        name="T_batch_matmul_pack",
+        tag="batch_matmul",
+    )
+
+
+def _shape3(t: te.Tensor, what: str) -> tuple[int, int, int]:
+    if len(t.shape) != 3:
+        raise ExprError(f"batch_matmul: {what} must be 3-D, got {t.shape}")
+    return t.shape[0], t.shape[1], t.shape[2]

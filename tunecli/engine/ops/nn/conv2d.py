@@ -1,0 +1,72 @@
+"""2-D convolution in NCHW layout (TVM's ``topi.nn.conv2d_nchw``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.errors import ExprError
+
+from .pad import get_pad_tuple, pad, pair
+
+
+def conv2d_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stride: Any, padding: Any,
+                        dilation: Any) -> tuple[int, int, tuple[int, int, int, int]]:
+    """Output height/width and ``(top, left, bottom, right)`` padding of a 2-D window op."""
+    stride_h, stride_w = pair(stride, "stride")
+    dilation_h, dilation_w = pair(dilation, "dilation")
+    dk_h = (kernel_hw[0] - 1) * dilation_h + 1
+    dk_w = (kernel_hw[1] - 1) * dilation_w + 1
+    pads = get_pad_tuple(padding, (dk_h, dk_w))
+    out_h = (in_hw[0] - dk_h + pads[0] + pads[2]) // stride_h + 1
+    out_w = (in_hw[1] - dk_w + pads[1] + pads[3]) // stride_w + 1
+    if out_h < 1 or out_w < 1:
+        raise ExprError(f"window {kernel_hw} (dilation {dilation}) does not fit input {in_hw} with "
+                        f"padding {padding}")
+    return out_h, out_w, pads
+
+
+def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, dilation: Any,
+                out_dtype: str | None = None) -> te.Tensor:
+    """Convolution of an NCHW input with an OIHW filter.
+
+    Parameters
+    ----------
+    Input : te.Tensor
+        ``[batch, in_channel, in_height, in_width]``.
+    Filter : te.Tensor
+        ``[num_filter, in_channel, filter_height, filter_width]``.
+    stride, dilation : int or (int, int)
+    padding : int, 2- or 4-tuple, "VALID" or "SAME"
+    out_dtype : str, optional
+        Accumulation and output type (default ``Input.dtype``; use ``int32`` for int8 inputs).
+
+    Returns
+    -------
+    te.Tensor
+        ``[batch, num_filter, out_height, out_width]``; its input 0 is the padding stage
+        ``pad_temp``.
+    """
+    out_dtype = Input.dtype if out_dtype is None else out_dtype
+    stride_h, stride_w = pair(stride, "stride")
+    dilation_h, dilation_w = pair(dilation, "dilation")
+    batch, in_channel, in_height, in_width = Input.shape
+    num_filter, channel, kernel_h, kernel_w = Filter.shape
+    if channel != in_channel:
+        raise ExprError(f"conv2d_nchw: filter has {channel} input channels, input has {in_channel}")
+    out_height, out_width, (pad_top, pad_left, pad_down, pad_right) = conv2d_output_shape(
+        (in_height, in_width), (kernel_h, kernel_w), stride, padding, dilation)
+    temp = pad(Input, [0, 0, pad_top, pad_left], [0, 0, pad_down, pad_right], name="pad_temp")
+    rc = te.reduce_axis((0, in_channel), name="rc")
+    ry = te.reduce_axis((0, kernel_h), name="ry")
+    rx = te.reduce_axis((0, kernel_w), name="rx")
+    return te.compute(
+        (batch, num_filter, out_height, out_width),
+        lambda nn, ff, yy, xx: te.sum(
+            temp[nn, rc, yy * stride_h + ry * dilation_h, xx * stride_w + rx * dilation_w].astype(out_dtype)
+            * Filter[ff, rc, ry, rx].astype(out_dtype),
+            axis=[rc, ry, rx],
+        ),
+        name="conv2d_nchw",
+        tag="conv2d_nchw",
+    )

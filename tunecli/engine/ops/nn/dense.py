@@ -1,0 +1,95 @@
+"""Fully connected layer (TVM's ``topi.nn.dense``) and its weight-packed x86 form."""
+
+from __future__ import annotations
+
+from tunecli.engine import te
+from tunecli.errors import ExprError
+
+
+def dense(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None = None,
+          out_dtype: str | None = None) -> te.Tensor:
+    """``out[i, j] = sum_k data[i, k] * weight[j, k] (+ bias[j])``.
+
+    Parameters
+    ----------
+    data : te.Tensor
+        ``[batch, in_dim]``.
+    weight : te.Tensor
+        ``[out_dim, in_dim]`` (TVM's layout: one row per output feature).
+    bias : te.Tensor, optional
+        ``[out_dim]``.
+    out_dtype : str, optional
+        Accumulation and output type (default ``data.dtype``; ``int32`` for int8 inputs).
+
+    Returns
+    -------
+    te.Tensor
+        ``[batch, out_dim]``.
+    """
+    _check_dense_shapes(data, weight, bias)
+    out_dtype = data.dtype if out_dtype is None else out_dtype
+    batch, in_dim = data.shape
+    out_dim = weight.shape[0]
+    k = te.reduce_axis((0, in_dim), name="k")
+    matmul = te.compute(
+        (batch, out_dim),
+        lambda i, j: te.sum(data[i, k].astype(out_dtype) * weight[j, k].astype(out_dtype), axis=k),
+        name="T_dense",
+        tag="dense",
+    )
+    if bias is not None:
+        matmul = te.compute((batch, out_dim), lambda i, j: matmul[i, j] + bias[j].astype(out_dtype),
+                            name="T_add", tag="broadcast")
+    return matmul
+
+
+def pack_weight(weight: te.Tensor, bn: int, name: str = "packed_weight") -> te.Tensor:
+    """Re-layout a ``[N, K]`` weight into ``[N // bn, K, bn]`` panels (``bn`` must divide N)."""
+    n, k = weight.shape
+    if n % bn:
+        raise ExprError(f"pack_weight: panel width {bn} does not divide {n}")
+    return te.compute((n // bn, k, bn), lambda z, y, x: weight[z * bn + x, y], name=name,
+                      tag="injective,layout_transform")
+
+
+def dense_pack(data: te.Tensor, weight: te.Tensor, bn: int, out_dtype: str | None = None) -> te.Tensor:
+    """Dense with the weight packed into ``bn``-wide panels (TVM's ``dense_pack.x86`` compute).
+
+    Parameters
+    ----------
+    data : te.Tensor
+        ``[M, K]``.
+    weight : te.Tensor
+        ``[N, K]``.
+    bn : int
+        Panel width; divides N.
+    out_dtype : str, optional
+        Accumulation and output type.
+
+    Returns
+    -------
+    te.Tensor
+        ``[M, N]``; its input 1 is the ``packed_weight`` stage ``[N // bn, K, bn]``.
+    """
+    _check_dense_shapes(data, weight, None)
+    out_dtype = data.dtype if out_dtype is None else out_dtype
+    m, kdim = data.shape
+    n = weight.shape[0]
+    packw = pack_weight(weight, bn)
+    k = te.reduce_axis((0, kdim), name="k")
+    return te.compute(
+        (m, n),
+        lambda y, x: te.sum(
+            data[y, k].astype(out_dtype) * packw[x // bn, k, x % bn].astype(out_dtype), axis=k),
+        name="T_dense_pack",
+        tag="dense_pack",
+    )
+
+
+def _check_dense_shapes(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None) -> None:
+    if len(data.shape) != 2 or len(weight.shape) != 2:
+        raise ExprError(f"dense: data and weight must be 2-D, got {data.shape} and {weight.shape}")
+    if data.shape[1] != weight.shape[1]:
+        raise ExprError(f"dense: reduction sizes differ: data {data.shape}, weight {weight.shape}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ExprError(f"dense: bias must have shape ({weight.shape[0]},), got {bias.shape}")

@@ -1,0 +1,94 @@
+"""2-D max / average pooling in NCHW layout (TVM's ``topi.nn.pool2d``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.ir import expr as E
+from tunecli.errors import ExprError
+
+from .pad import get_pad_tuple, pad, pair
+
+
+def pool2d(data: te.Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str = "max",
+           ceil_mode: bool = False, layout: str = "NCHW", out_layout: str = "",
+           count_include_pad: bool = True) -> te.Tensor:
+    """Max or average pooling over the H and W axes of an NCHW tensor.
+
+    Parameters
+    ----------
+    data : te.Tensor
+        ``[batch, channel, height, width]``.
+    kernel, stride, dilation : int or (int, int)
+    padding : int, (pad_h, pad_w) or (top, left, bottom, right)
+        Max pooling pads with the dtype's lowest value, average pooling with zeros.
+    pool_type : {"max", "avg"}
+    ceil_mode : bool
+        Round the output size up instead of down (windows may hang over the bottom/right edge).
+    layout, out_layout : str
+        Only ``"NCHW"`` (``out_layout`` empty or equal to ``layout``).
+    count_include_pad : bool
+        Average pooling: divide by the window size including padded elements (True) or by the
+        number of real elements only (False).  Small integer types are summed in int32 and the
+        quotient truncated.
+
+    Returns
+    -------
+    te.Tensor
+        ``[batch, channel, out_height, out_width]``.
+    """
+    if layout != "NCHW" or out_layout not in ("", layout):
+        raise ExprError(f"pool2d: only the NCHW layout is supported, got {layout!r} -> {out_layout!r}")
+    if pool_type not in ("max", "avg"):
+        raise ExprError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    batch, channel, height, width = data.shape
+    kh, kw = pair(kernel, "kernel")
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    dkh, dkw = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    pt, pl, pb, pr = get_pad_tuple(padding, (dkh, dkw))
+    off_h, off_w = (sh - 1, sw - 1) if ceil_mode else (0, 0)
+    out_h = (height + pt + pb + off_h - dkh) // sh + 1
+    out_w = (width + pl + pr + off_w - dkw) // sw + 1
+    if out_h < 1 or out_w < 1:
+        raise ExprError(f"pool2d: window {kernel} does not fit input {data.shape} with padding {padding}")
+    # the padded tensor must cover every window, including the ones ceil_mode adds
+    need_h = (out_h - 1) * sh + dkh
+    need_w = (out_w - 1) * sw + dkw
+    after_h, after_w = max(need_h - height - pt, 0), max(need_w - width - pl, 0)
+    fill = E.min_value(data.dtype) if pool_type == "max" else E.const(0, data.dtype)
+    padded = pad(data, [0, 0, pt, pl], [0, 0, after_h, after_w], pad_value=fill, name="pad_temp")
+    rh = te.reduce_axis((0, kh), name="rv0")
+    rw = te.reduce_axis((0, kw), name="rv1")
+    if pool_type == "max":
+        return te.compute(
+            (batch, channel, out_h, out_w),
+            lambda n, c, h, w: te.max(padded[n, c, h * sh + rh * dh, w * sw + rw * dw], axis=[rh, rw]),
+            name="pool_max", tag="pool_max")
+    acc = "int32" if data.dtype in ("int8", "uint8", "int16", "uint16") else data.dtype
+    pool_sum = te.compute(
+        (batch, channel, out_h, out_w),
+        lambda n, c, h, w: te.sum(padded[n, c, h * sh + rh * dh, w * sw + rw * dw].astype(acc),
+                                  axis=[rh, rw]),
+        name="pool_sum", tag="pool_sum")
+
+    def _count(o: E.Expr, s: int, before: int, after: int, k: int, d: int, size: int) -> E.Expr:
+        start = o * s - before
+        end = start + (k - 1) * d
+        if count_include_pad:
+            end = te.min(end, E.const(size + after - 1))
+            return (end - start) // d + 1
+        jumps = te.max((d - 1 - start) // d, E.const(0))
+        end = te.min(end, E.const(size - 1))
+        return te.max((end - (start + jumps * d)) // d + 1, E.const(0))
+
+    def _avg(n: E.Expr, c: E.Expr, h: E.Expr, w: E.Expr) -> E.Expr:
+        if count_include_pad and not ceil_mode:
+            num = E.const(kh * kw)
+        else:
+            num = (_count(h, sh, pt, pb, kh, dh, height) * _count(w, sw, pl, pr, kw, dw, width))
+            num = te.max(num, E.const(1))
+        return (pool_sum[n, c, h, w] / num.astype(acc)).astype(data.dtype)
+
+    return te.compute((batch, channel, out_h, out_w), _avg, name="pool_avg", tag="elemwise,pool_avg")

@@ -1,0 +1,169 @@
+"""numpy reference implementations of the operators (exposed as ``tunecli.topi.testing``).
+
+Integer inputs are accumulated in ``out_dtype`` (int8 inputs with ``out_dtype="int32"`` give exact
+int32 results); float inputs in float64 and then rounded to ``out_dtype``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .nn.conv2d import conv2d_output_shape
+from .nn.pad import get_pad_tuple, pair
+
+
+def _acc_dtype(dtype: Any, out_dtype: Any) -> np.dtype:
+    out = np.dtype(out_dtype if out_dtype is not None else dtype)
+    return np.dtype(np.float64) if out.kind == "f" else out
+
+
+def _window(padded: np.ndarray, y0: int, x0: int, oh: int, ow: int, sh: int, sw: int) -> np.ndarray:
+    """The ``[.., oh, ow]`` strided view of ``padded`` starting at row y0, column x0."""
+    return padded[..., y0: y0 + (oh - 1) * sh + 1: sh, x0: x0 + (ow - 1) * sw + 1: sw]
+
+
+def pad_python(data: np.ndarray, pad_before: Any, pad_after: Any = None, pad_value: Any = 0) -> np.ndarray:
+    """``np.pad`` with a constant, in ``topi.nn.pad``'s argument form."""
+    pad_after = pad_after if pad_after else pad_before
+    return np.pad(data, list(zip(pad_before, pad_after, strict=True)), constant_values=pad_value)
+
+
+def conv2d_nchw_python(a_np: np.ndarray, w_np: np.ndarray, stride: Any, padding: Any, dilation: Any = 1,
+                       out_dtype: Any = None) -> np.ndarray:
+    """NCHW x OIHW convolution (TVM's ``topi.testing.conv2d_nchw_python``, groups=1).
+
+    Parameters
+    ----------
+    a_np : numpy.ndarray
+        ``[batch, in_channel, in_height, in_width]``.
+    w_np : numpy.ndarray
+        ``[num_filter, in_channel, filter_height, filter_width]``.
+    stride, dilation : int or (int, int)
+    padding : int, 2- or 4-tuple, "VALID" or "SAME"
+    out_dtype : dtype, optional
+        Default ``a_np.dtype``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[batch, num_filter, out_height, out_width]``.
+    """
+    out_dtype = a_np.dtype if out_dtype is None else np.dtype(out_dtype)
+    acc = _acc_dtype(a_np.dtype, out_dtype)
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    n, ci, h, w = a_np.shape
+    co, _, kh, kw = w_np.shape
+    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    padded = np.pad(a_np.astype(acc), [(0, 0), (0, 0), (pt, pb), (pl, pr)])
+    out = np.zeros((n, co, oh, ow), dtype=acc)
+    weight = w_np.astype(acc)
+    for y in range(kh):
+        for x in range(kw):
+            window = _window(padded, y * dh, x * dw, oh, ow, sh, sw)
+            out += np.einsum("nchw,oc->nohw", window, weight[:, :, y, x])
+    return out.astype(out_dtype)
+
+
+def depthwise_conv2d_python_nchw(input_np: np.ndarray, filter_np: np.ndarray, stride: Any, padding: Any,
+                                 dilation: Any = 1, out_dtype: Any = None) -> np.ndarray:
+    """Depthwise NCHW convolution with a ``[in_channel, multiplier, kh, kw]`` filter.
+
+    Output channel ``c`` uses input channel ``c // multiplier`` and filter ``[c // m, c % m]``.
+    """
+    out_dtype = input_np.dtype if out_dtype is None else np.dtype(out_dtype)
+    acc = _acc_dtype(input_np.dtype, out_dtype)
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    n, c, h, w = input_np.shape
+    _, m, kh, kw = filter_np.shape
+    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    padded = np.pad(input_np.astype(acc), [(0, 0), (0, 0), (pt, pb), (pl, pr)])
+    padded = np.repeat(padded, m, axis=1)  # channel c*m + j reads input channel c
+    weight = filter_np.astype(acc).reshape(c * m, kh, kw)
+    out = np.zeros((n, c * m, oh, ow), dtype=acc)
+    for y in range(kh):
+        for x in range(kw):
+            window = _window(padded, y * dh, x * dw, oh, ow, sh, sw)
+            out += window * weight[None, :, y, x, None, None]
+    return out.astype(out_dtype)
+
+
+def dense_python(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None,
+                 out_dtype: Any = None) -> np.ndarray:
+    """``data @ weight.T (+ bias)`` with weight ``[out_dim, in_dim]``."""
+    out_dtype = data.dtype if out_dtype is None else np.dtype(out_dtype)
+    acc = _acc_dtype(data.dtype, out_dtype)
+    out = data.astype(acc) @ weight.astype(acc).T
+    if bias is not None:
+        out = out + bias.astype(acc)
+    return out.astype(out_dtype)
+
+
+def batch_matmul(x: np.ndarray, y: np.ndarray, out_dtype: Any = None, trans_x: bool = False,
+                 trans_y: bool = True) -> np.ndarray:
+    """Batched ``x @ y^T`` (TVM's ``topi.testing.batch_matmul``); a batch of 1 broadcasts."""
+    out_dtype = x.dtype if out_dtype is None else np.dtype(out_dtype)
+    acc = _acc_dtype(x.dtype, out_dtype)
+    xx = np.swapaxes(x, 1, 2) if trans_x else x
+    yy = np.swapaxes(y, 1, 2) if trans_y else y
+    return np.matmul(xx.astype(acc), yy.astype(acc)).astype(out_dtype)
+
+
+def pool2d_nchw_python(data: np.ndarray, kernel: Any, stride: Any, dilation: Any, padding: Any,
+                       pool_type: str = "max", ceil_mode: bool = False,
+                       count_include_pad: bool = True) -> np.ndarray:
+    """Max / average pooling over H and W of an NCHW array (semantics of ``topi.nn.pool2d``)."""
+    n, c, h, w = data.shape
+    kh, kw = pair(kernel, "kernel")
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    dkh, dkw = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    pt, pl, pb, pr = get_pad_tuple(padding, (dkh, dkw))
+    off_h, off_w = (sh - 1, sw - 1) if ceil_mode else (0, 0)
+    oh = (h + pt + pb + off_h - dkh) // sh + 1
+    ow = (w + pl + pr + off_w - dkw) // sw + 1
+    big_h, big_w = (oh - 1) * sh + dkh, (ow - 1) * sw + dkw
+    after_h, after_w = max(big_h - h - pt, 0), max(big_w - w - pl, 0)
+    acc = np.float64 if data.dtype.kind == "f" else np.int64
+    if pool_type == "max":
+        fill = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
+    else:
+        fill = 0
+    padded = np.pad(data.astype(acc), [(0, 0), (0, 0), (pt, after_h), (pl, after_w)], constant_values=fill)
+    # which padded positions count for avg: real data, or anything inside the declared padding
+    real = np.zeros(padded.shape[2:], dtype=np.int64)
+    if count_include_pad:
+        real[: pt + h + pb, : pl + w + pr] = 1
+    else:
+        real[pt: pt + h, pl: pl + w] = 1
+    out = np.full((n, c, oh, ow), fill if pool_type == "max" else 0, dtype=acc)
+    count = np.zeros((oh, ow), dtype=np.int64)
+    for y in range(kh):
+        for x in range(kw):
+            rows = slice(y * dh, y * dh + (oh - 1) * sh + 1, sh)
+            cols = slice(x * dw, x * dw + (ow - 1) * sw + 1, sw)
+            window = padded[:, :, rows, cols]
+            if pool_type == "max":
+                out = np.maximum(out, window)
+            else:
+                out = out + window
+                count += real[rows, cols]
+    if pool_type == "avg":
+        out = out / np.maximum(count, 1) if data.dtype.kind == "f" else np.trunc(out / np.maximum(count, 1))
+    return out.astype(data.dtype)
+
+
+def relu_python(x: np.ndarray) -> np.ndarray:
+    """``max(x, 0)``."""
+    return np.maximum(x, np.zeros((), dtype=x.dtype))
+
+
+def bias_add_python(data: np.ndarray, bias: np.ndarray, axis: int = 1) -> np.ndarray:
+    """Add ``bias`` along ``axis``."""
+    ax = axis % data.ndim
+    shape = [1] * data.ndim
+    shape[ax] = bias.shape[0]
+    return (data + bias.astype(data.dtype).reshape(shape)).astype(data.dtype)

@@ -1,0 +1,149 @@
+"""``conv2d_nchw.x86``: NCHW convolution scheduled NCHWc-style (TVM's ``conv2d_avx_common``).
+
+The kernel is re-laid out to ``[CO / VC, CI, KH, KW, VC]`` and the convolution computes an
+``[N, CO / VC, OH, OW, VC]`` block layout whose ``RW x VC`` output tile (RW output columns x VC
+output channels) is accumulated in a ``cache_write(.., "local")`` stage: VC is vectorized, RW
+unrolled, so each tile is ``RW * VC / lanes`` vector registers.  A last stage unpacks to NCHW.
+
+Template arguments, in order: ``N, H, W, CI, CO, KH, KW, stride, padding, dilation, dtype``
+(stride/dilation an int or pair, padding as ``topi.nn.conv2d_nchw``; dtype "float32" or "int8"
+which accumulates in int32).  Kernel arguments: ``data [N, CI, H, W]``, ``kernel [CO, CI, KH,
+KW]``, output ``[N, CO, OH, OW]``.
+
+Knobs: ``tile_oc`` (split of CO, inner = VC, a multiple of 16 up to 64 when CO allows),
+``tile_ow`` (split of OW, inner = RW <= 16), ``tile_ic`` (split of the CI reduction),
+``unroll_kw`` (0/1: unroll the KW reduction inside the CI block), ``compute_pad`` ("root":
+padded input materialised first; "inline": bounds checks inside the convolution; "at_row": the
+padded rows one output row needs, computed inside the fused outer loop; only defined when there
+is padding), ``parallel`` (0/1: fused outer loops on all cores).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.autotvm.task import get_config, template
+from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
+from tunecli.engine.ops.nn.pad import pad, pair
+from tunecli.engine.ops.x86.dense import out_dtype_for
+from tunecli.engine.ops.x86.gemm import panel_filter
+from tunecli.engine.schedule import create_schedule
+
+MAX_RW = 16
+
+
+def conv2d_nchwc_compute(data: te.Tensor, kernel: te.Tensor, vc: int, stride: Any, padding: Any,
+                         dilation: Any, out_dtype: str) -> te.Tensor:
+    """Convolution through the packed-kernel block layout; returns the NCHW unpack stage.
+
+    Parameters
+    ----------
+    data, kernel : te.Tensor
+        ``[N, CI, H, W]`` and ``[CO, CI, KH, KW]``.
+    vc : int
+        Output-channel block; divides CO.
+    stride, padding, dilation
+        As ``nn.conv2d_nchw``.
+    out_dtype : str
+
+    Returns
+    -------
+    te.Tensor
+        ``[N, CO, OH, OW]`` reading ``conv2d_NCHWc [N, CO/vc, OH, OW, vc]``, which reads the
+        padded input (when there is padding) and ``kernel_vec [CO/vc, CI, KH, KW, vc]``.
+    """
+    n, ci, h, w = data.shape
+    co, _, kh, kw = kernel.shape
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    data_pad = data
+    if pt or pl or pb or pr:
+        data_pad = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
+    kernel_vec = te.compute((co // vc, ci, kh, kw, vc), lambda c, i, y, x, v: kernel[c * vc + v, i, y, x],
+                            name="kernel_vec", tag="injective,layout_transform")
+    ric = te.reduce_axis((0, ci), name="ic")
+    rkh = te.reduce_axis((0, kh), name="kh")
+    rkw = te.reduce_axis((0, kw), name="kw")
+    conv = te.compute(
+        (n, co // vc, oh, ow, vc),
+        lambda b, c, y, x, v: te.sum(
+            data_pad[b, ric, y * sh + rkh * dh, x * sw + rkw * dw].astype(out_dtype)
+            * kernel_vec[c, ric, rkh, rkw, v].astype(out_dtype),
+            axis=[ric, rkh, rkw],
+        ),
+        name="conv2d_NCHWc", tag="conv2d_NCHWc")
+    return te.compute((n, co, oh, ow), lambda b, c, y, x: conv[b, c // vc, y, x, c % vc], name="conv2d_nchw",
+                      tag="injective,unpack_nchwc")
+
+
+@template("conv2d_nchw.x86")
+def conv2d_nchw_x86(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: Any, padding: Any,
+                    dilation: Any, dtype: str = "float32") -> tuple[Any, list]:
+    """NCHWc-style convolution template (see the module docstring)."""
+    data = te.placeholder((N, CI, H, W), dtype=dtype, name="data")
+    kernel = te.placeholder((CO, CI, KH, KW), dtype=dtype, name="kernel")
+    oh, ow, pads = conv2d_output_shape((H, W), (KH, KW), stride, padding, dilation)
+    cfg = get_config()
+    cfg.define_split("tile_oc", CO, num_outputs=2, filter=panel_filter(CO))
+    cfg.define_split("tile_ow", ow, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_RW)
+    cfg.define_split("tile_ic", CI, num_outputs=2)
+    cfg.define_knob("unroll_kw", [0, 1])
+    if any(pads):
+        cfg.define_knob("compute_pad", ["root", "inline", "at_row"])
+    cfg.define_knob("parallel", [0, 1])
+    cfg.add_flop(2 * N * CO * oh * ow * CI * KH * KW)
+    out = conv2d_nchwc_compute(data, kernel, cfg["tile_oc"].size[-1], stride, padding, dilation,
+                               out_dtype_for(dtype))
+    s = create_schedule(out.op)
+    _schedule_conv2d_nchwc(cfg, s, out)
+    return s, [data, kernel, out]
+
+
+def _schedule_conv2d_nchwc(cfg: Any, s: Any, out: te.Tensor) -> None:
+    """Schedule the stages built by ``conv2d_nchwc_compute``."""
+    parallel = bool(cfg["parallel"].val)
+    (conv,) = out.op.input_tensors
+    (kernel_vec,) = [t for t in conv.op.input_tensors if "layout_transform" in t.op.tag]
+    (data_pad,) = [t for t in conv.op.input_tensors if t is not kernel_vec]
+    if parallel:
+        s[kernel_vec].parallel(s[kernel_vec].op.axis[0])
+
+    CC = s.cache_write(conv, "local")
+    b, c, y, x, v = s[conv].op.axis
+    xo, xi = cfg["tile_ow"].apply(s, conv, x)
+    s[conv].reorder(b, c, y, xo, xi, v)
+    fused = s[conv].fuse(b, c, y)
+    if parallel:
+        s[conv].parallel(fused)
+    s[conv].vectorize(v)
+
+    if "pad" in data_pad.op.tag:
+        where = cfg["compute_pad"].val
+        if where == "inline":
+            s[data_pad].compute_inline()
+        elif where == "at_row":
+            s[data_pad].compute_at(s[conv], fused)
+        else:
+            pb, pc, py, _ = s[data_pad].op.axis
+            pfused = s[data_pad].fuse(pb, pc, py)
+            if parallel:
+                s[data_pad].parallel(pfused)
+
+    s[CC].compute_at(s[conv], xo)
+    b, c, y, x, v = s[CC].op.axis
+    ic, kh, kw = s[CC].op.reduce_axis
+    ico, ici = cfg["tile_ic"].apply(s, CC, ic)
+    if cfg["unroll_kw"].val:
+        s[CC].reorder(b, c, y, ico, kh, ici, kw, x, v)
+        s[CC].unroll(kw)
+    else:
+        s[CC].reorder(b, c, y, ico, kh, kw, ici, x, v)
+    s[CC].unroll(x)
+    s[CC].vectorize(v)
+
+    b, c, y, x = s[out].op.axis
+    fused = s[out].fuse(b, c, y)
+    if parallel:
+        s[out].parallel(fused)

@@ -1,0 +1,91 @@
+"""``depthwise_conv2d_nchw.x86``: depthwise NCHW convolution with register-tiled output blocks.
+
+The output is tiled into ``CB x HB x WB`` blocks (channels x rows x columns) accumulated in a
+``cache_write(.., "local")`` stage computed at the block loop, with the two window reductions
+outside the block so the accumulators stay in registers: WB is vectorized (along the output
+row), CB and HB unrolled.
+
+Template arguments, in order: ``N, H, W, C, multiplier, KH, KW, stride, padding, dilation,
+dtype``.  Kernel arguments: ``data [N, C, H, W]``, ``kernel [C, multiplier, KH, KW]``, output
+``[N, C * multiplier, OH, OW]``.
+
+Knobs: ``tile_c`` (split of the output channels, inner CB <= 8), ``tile_h`` (split of OH, inner
+HB <= 4), ``tile_w`` (split of OW, inner WB <= 32), ``unroll_kw`` (0/1), ``compute_pad``
+("root" / "inline"; only defined when there is padding), ``parallel`` (0/1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.autotvm.task import get_config, template
+from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
+from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
+from tunecli.engine.ops.x86.dense import out_dtype_for
+from tunecli.engine.schedule import create_schedule
+
+MAX_CB = 8
+MAX_HB = 4
+MAX_WB = 32
+
+
+@template("depthwise_conv2d_nchw.x86")
+def depthwise_conv2d_nchw_x86(N: int, H: int, W: int, C: int, multiplier: int, KH: int, KW: int, stride: Any,
+                              padding: Any, dilation: Any, dtype: str = "float32") -> tuple[Any, list]:
+    """Register-tiled depthwise convolution template (see the module docstring)."""
+    data = te.placeholder((N, C, H, W), dtype=dtype, name="data")
+    kernel = te.placeholder((C, multiplier, KH, KW), dtype=dtype, name="kernel")
+    oh, ow, pads = conv2d_output_shape((H, W), (KH, KW), stride, padding, dilation)
+    cfg = get_config()
+    cfg.define_split("tile_c", C * multiplier, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_CB)
+    cfg.define_split("tile_h", oh, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_HB)
+    cfg.define_split("tile_w", ow, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_WB)
+    cfg.define_knob("unroll_kw", [0, 1])
+    if any(pads):
+        cfg.define_knob("compute_pad", ["root", "inline"])
+    cfg.define_knob("parallel", [0, 1])
+    cfg.add_flop(2 * N * C * multiplier * oh * ow * KH * KW)
+    out = depthwise_conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype_for(dtype))
+    s = create_schedule(out.op)
+    _schedule_depthwise(cfg, s, out)
+    return s, [data, kernel, out]
+
+
+def _schedule_depthwise(cfg: Any, s: Any, out: te.Tensor) -> None:
+    """Schedule the padding, accumulator and output stages of a depthwise convolution."""
+    parallel = bool(cfg["parallel"].val)
+    padded = out.op.input_tensors[0]
+    if "pad" not in padded.op.tag:
+        padded = out.op.input_tensors[1]
+    pads_anything = padded.shape != padded.op.input_tensors[0].shape
+    if not pads_anything or cfg["compute_pad"].val == "inline":
+        s[padded].compute_inline()
+    else:
+        b, c, y, _ = s[padded].op.axis
+        fused = s[padded].fuse(b, c, y)
+        if parallel:
+            s[padded].parallel(fused)
+
+    OL = s.cache_write(out, "local")
+    b, c, y, x = s[out].op.axis
+    co, ci = cfg["tile_c"].apply(s, out, c)
+    yo, yi = cfg["tile_h"].apply(s, out, y)
+    xo, xi = cfg["tile_w"].apply(s, out, x)
+    s[out].reorder(b, co, yo, xo, ci, yi, xi)
+    fused = s[out].fuse(b, co, yo)
+    if parallel:
+        s[out].parallel(fused)
+    s[out].unroll(ci)
+    s[out].unroll(yi)
+    s[out].vectorize(xi)
+
+    s[OL].compute_at(s[out], xo)
+    b, c, y, x = s[OL].op.axis
+    di, dj = s[OL].op.reduce_axis
+    s[OL].reorder(b, di, dj, c, y, x)
+    if cfg["unroll_kw"].val:
+        s[OL].unroll(dj)
+    s[OL].unroll(c)
+    s[OL].unroll(y)
+    s[OL].vectorize(x)

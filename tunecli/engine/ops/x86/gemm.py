@@ -1,0 +1,85 @@
+"""The register-tiled GEMM schedule shared by ``dense.x86`` and ``batch_matmul.x86``.
+
+The weight is packed into ``[N / NR, K, NR]`` panels; the output is tiled into ``MR x NR`` blocks
+whose accumulators live in a ``cache_write(C, "local")`` stage computed at the tile loop, with
+the reduction outermost, MR unrolled and NR vectorized (so the accumulators are ``MR * NR / lanes``
+vector registers).  Knobs (first defined varies fastest in the flat index):
+
+``tile_y``  split of M into ``[-1, tiles per task, MR]`` (MR <= 16)
+``tile_x``  split of N into ``[-1, tiles per task, NR]`` (NR a multiple of 16 up to 64 when N allows)
+``tile_k``  split of K into ``[-1, kk]`` (kk <= 16, the unroll factor of the reduction)
+``parallel``  0/1: run the fused outer tile loop (and the packing) on all cores
+``unroll_k``  0/1: unroll the inner ``kk`` reduction loop
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunecli.engine.autotvm.space import ConfigSpace
+
+PANEL_LANES = 16
+MAX_PANEL = 64
+MAX_MR = 16
+MAX_KK = 16
+
+
+def panel_filter(n: int) -> Any:
+    """Filter for the innermost ``tile_x`` factor: vector-friendly panel widths for ``n``."""
+    aligned = any(n % w == 0 for w in range(PANEL_LANES, MAX_PANEL + 1, PANEL_LANES))
+    if aligned:
+        return lambda e: e.size[-1] % PANEL_LANES == 0 and e.size[-1] <= MAX_PANEL
+    return lambda e: e.size[-1] <= MAX_PANEL
+
+
+def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
+    """Define the knobs of the packed GEMM schedule on ``cfg`` (see the module docstring)."""
+    cfg.define_split("tile_y", m, num_outputs=3, filter=lambda e: e.size[-1] <= MAX_MR)
+    cfg.define_split("tile_x", n, num_outputs=3, filter=panel_filter(n))
+    cfg.define_split("tile_k", k, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_KK)
+    cfg.define_knob("parallel", [0, 1])
+    cfg.define_knob("unroll_k", [0, 1])
+
+
+def schedule_gemm(cfg: ConfigSpace, s: Any, C: Any, batch: bool = False) -> None:
+    """Schedule ``C[(b,) y, x] = sum_k A[(b,) y, k] * packed[(b,) x // NR, k, x % NR]``.
+
+    Parameters
+    ----------
+    cfg : ConfigSpace
+        Holds the knobs of ``define_gemm_space``.
+    s : Schedule
+    C : te.Tensor
+        The GEMM output (the kernel's output); one of its inputs is the panel-packing stage.
+    batch : bool
+        ``C`` has a leading batch axis (fused into the parallel loop).
+    """
+    (packed,) = [t for t in C.op.input_tensors if "layout_transform" in t.op.tag]
+    CC = s.cache_write(C, "local")
+    axes = list(s[C].op.axis)
+    b_axes, (y, x) = axes[:-2], axes[-2:]
+    yt, yo, yi = cfg["tile_y"].apply(s, C, y)
+    xt, xo, xi = cfg["tile_x"].apply(s, C, x)
+    s[C].reorder(*b_axes, xt, yt, yo, xo, yi, xi)
+    outer = s[C].fuse(*b_axes, xt, yt)
+    if cfg["parallel"].val:
+        s[C].parallel(outer)
+    tile = s[C].fuse(yo, xo)
+    s[C].unroll(yi)
+    s[C].vectorize(xi)
+
+    s[CC].compute_at(s[C], tile)
+    cy, cx = list(s[CC].op.axis)[-2:]
+    (kaxis,) = s[CC].op.reduce_axis
+    ko, ki = cfg["tile_k"].apply(s, CC, kaxis)
+    s[CC].reorder(ko, ki, cy, cx)
+    if cfg["unroll_k"].val:
+        s[CC].unroll(ki)
+    s[CC].unroll(cy)
+    s[CC].vectorize(cx)
+
+    paxes = list(s[packed].op.axis)
+    pouter = s[packed].fuse(*paxes[:-2]) if batch else paxes[0]
+    if cfg["parallel"].val:
+        s[packed].parallel(pouter)
+    s[packed].vectorize(paxes[-1])  # contiguous panel stores, strided (gathered) weight loads

@@ -1,0 +1,276 @@
+"""The tracker client (control plane) and TVM's ``query_rpc_tracker`` text.
+
+``connect_tracker(host, port)`` gives a :class:`TrackerSession` (TVM's API: ``request``,
+``summary``, ``text_summary``); ``request(key)`` waits for a free device of that key and
+returns a :class:`tunecli.engine.rpc.remote.RemoteSession` connected to it, through which
+kernels are measured.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+
+from tunecli.engine.rpc.protocol import (
+    RPC_TRACKER_MAGIC,
+    TOKEN_CODE,
+    TrackerCode,
+    pack_int,
+    recv_int,
+    recv_json,
+    resolve_token,
+    send_json,
+)
+from tunecli.engine.rpc.remote import RemoteSession, connect
+from tunecli.errors import RPCError
+
+__all__ = ["RemoteSession", "TrackerSession", "connect", "connect_tracker", "connect_with_retry",
+           "format_summary", "query_tracker"]
+
+
+def connect_with_retry(host: str, port: int, timeout: float = 10.0, period: float = 0.5) -> socket.socket:
+    """Open a TCP connection, retrying refused connections for up to ``timeout`` seconds.
+
+    Raises
+    ------
+    RPCError
+        When no connection could be made in time.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return socket.create_connection((host, port), timeout=max(1.0, min(timeout, 10.0)))
+        except OSError as err:
+            if time.monotonic() + period > deadline:
+                raise RPCError(f"rpc connect: cannot connect to {host}:{port} ({err})") from None
+            time.sleep(period)
+
+
+class TrackerSession:
+    """A connection to a tracker (TVM's ``TrackerSession``).
+
+    Parameters
+    ----------
+    addr : tuple of (str, int)
+        The tracker's address.
+    token : str or None
+        Shared token (None reads ``TUNECLI_RPC_TOKEN``).
+    timeout : float
+        Seconds to keep retrying a refused connection.
+    """
+
+    def __init__(self, addr: tuple[str, int], token: str | None = None, timeout: float = 10.0) -> None:
+        self._addr = addr
+        self._token = resolve_token(token)
+        self._timeout = timeout
+        self._sock: socket.socket | None = None
+        self._connect()
+
+    def _connect(self) -> None:
+        host, port = self._addr
+        sock = connect_with_retry(host, port, self._timeout)
+        try:
+            sock.settimeout(10.0)
+            sock.sendall(pack_int(RPC_TRACKER_MAGIC))
+            if recv_int(sock) != RPC_TRACKER_MAGIC:
+                raise RPCError(f"{host}:{port} is not RPC Tracker")
+            if self._token:
+                send_json(sock, [TOKEN_CODE, self._token])
+                if recv_json(sock) != TrackerCode.SUCCESS:
+                    raise RPCError(f"tracker {host}:{port}: token refused")
+        except (OSError, RPCError) as err:
+            sock.close()
+            raise RPCError(str(err) if isinstance(err, RPCError) else f"tracker {host}:{port}: {err}") \
+                from None
+        self._sock = sock
+
+    def call(self, msg: list) -> object:
+        """Send one raw tracker request and return its reply (reconnecting first if needed).
+
+        Raises
+        ------
+        RPCError
+            When the connection fails; the session is closed then.
+        """
+        if self._sock is None:
+            self._connect()
+        assert self._sock is not None
+        try:
+            self._sock.settimeout(10.0)
+            send_json(self._sock, msg)
+            return recv_json(self._sock)
+        except (OSError, RPCError) as err:
+            self.close()
+            raise RPCError(f"tracker {self._addr[0]}:{self._addr[1]}: {err}") from None
+
+    def close(self) -> None:
+        """Close the tracker connection (idempotent)."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+    def abort(self) -> None:
+        """Break the connection from another thread (a blocked :meth:`request` raises)."""
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def summary(self) -> dict:
+        """Return the tracker's summary ``{"queue_info": ..., "server_info": ...}``.
+
+        Raises
+        ------
+        RPCError
+            When the tracker answers anything but ``[0, {...}]``.
+        """
+        value = self.call([TrackerCode.SUMMARY])
+        if not isinstance(value, list) or len(value) != 2 or value[0] != TrackerCode.SUCCESS \
+                or not isinstance(value[1], dict):
+            raise RPCError(f"tracker {self._addr[0]}:{self._addr[1]}: Invalid return value {value!s}")
+        return value[1]
+
+    def text_summary(self) -> str:
+        """Return the summary as TVM v0.14's ``query_rpc_tracker`` prints it."""
+        return format_summary(self.summary())
+
+    def request(self, key: str, priority: int = 1, session_timeout: float = 0, max_retry: int = 5,
+                wait_timeout: float | None = None) -> RemoteSession:
+        """Wait for a free device of ``key`` and connect to it.
+
+        Parameters
+        ----------
+        key : str
+            The device key.
+        priority : int
+            Higher is served first.
+        session_timeout : float
+            Seconds after which the server may end the session (0: no limit).
+        max_retry : int
+            Attempts (tracker or server failures) before giving up.
+        wait_timeout : float, optional
+            Seconds to wait in the tracker's queue; None waits indefinitely (TVM's behaviour).
+
+        Returns
+        -------
+        RemoteSession
+            A session with the matched server.
+
+        Raises
+        ------
+        RPCError
+            After ``max_retry`` failures, or when ``wait_timeout`` elapsed (the tracker
+            connection is then closed, which withdraws the request).
+        """
+        last_err: Exception | None = None
+        deadline = None if wait_timeout is None else time.monotonic() + wait_timeout
+        for _ in range(max(1, max_retry)):
+            try:
+                if self._sock is None:
+                    self._connect()
+                assert self._sock is not None
+                self._sock.settimeout(10.0)
+                send_json(self._sock, [TrackerCode.REQUEST, key, "", priority])
+                self._wait_readable(deadline, key)
+                value = recv_json(self._sock)
+                if not (isinstance(value, list) and len(value) == 2 and value[0] == TrackerCode.SUCCESS
+                        and isinstance(value[1], list) and len(value[1]) == 3):
+                    raise RPCError(f"Invalid return value {value!s}")
+                host, port, matchkey = value[1]
+                return connect(host, port, matchkey, session_timeout, self._token)
+            except TimeoutError as err:
+                self.close()
+                raise RPCError(f"tracker {self._addr[0]}:{self._addr[1]}: {err}") from None
+            except (OSError, RPCError) as err:
+                self.close()
+                last_err = err
+        raise RPCError(f"Cannot request {key} after {max_retry} retry, last_error:{last_err!s}")
+
+    def _wait_readable(self, deadline: float | None, key: str) -> None:
+        """Block until the deferred REQUEST reply arrives or ``deadline`` passes."""
+        assert self._sock is not None
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError(f"no free device of key {key!r} within the wait timeout")
+            ready, _, _ = select.select([self._sock], [], [], 1.0 if left is None else min(left, 1.0))
+            if ready:
+                return
+
+    def __enter__(self) -> TrackerSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect_tracker(host: str, port: int, token: str | None = None, timeout: float = 10.0) -> TrackerSession:
+    """Connect to a tracker.
+
+    Parameters
+    ----------
+    host, port : str, int
+        The tracker's address.
+    token : str or None
+        Shared token (None reads ``TUNECLI_RPC_TOKEN``).
+    timeout : float
+        Seconds to keep retrying a refused connection.
+
+    Returns
+    -------
+    TrackerSession
+        The connected session.
+    """
+    return TrackerSession((host, port), token, timeout)
+
+
+def format_summary(data: dict) -> str:
+    """Render a tracker summary exactly like TVM v0.14's ``TrackerSession.text_summary``."""
+    total_ct: dict[str, int] = {}
+    res = "Server List\n"
+    res += "------------------------------\n"
+    res += "server-address           key\n"
+    res += "------------------------------\n"
+    for item in sorted(data["server_info"], key=lambda x: x["key"]):
+        res += f"{':'.join(map(str, item['addr'])):>21}    "
+        res += item["key"] + "\n"
+        key = item["key"].split(":")[1]
+        total_ct[key] = total_ct.get(key, 0) + 1
+    res += "------------------------------\n"
+    res += "\n"
+    queue_info = data["queue_info"]
+    keys = sorted(queue_info)
+    width = max((len(k) for k in keys), default=0)
+    res += "Queue Status\n"
+    title = f"{'key':<{width}}   total  free  pending\n"
+    separate_line = "-" * len(title) + "\n"
+    res += separate_line + title + separate_line
+    for k in keys:
+        total = total_ct.get(k, 0)
+        free, pending = queue_info[k]["free"], queue_info[k]["pending"]
+        if total or pending:
+            res += f"{k:<{width}}   {total:<5d}  {free:<4d}  {pending:<7d}\n"
+    res += separate_line
+    return res
+
+
+def query_tracker(host: str = "127.0.0.1", port: int = 9190, token: str | None = None) -> str:
+    """Return what TVM's ``python -m tvm.exec.query_rpc_tracker`` prints (minus print's last newline).
+
+    Parameters
+    ----------
+    host, port : str, int
+        The tracker's address.
+    token : str or None
+        Shared token (None reads ``TUNECLI_RPC_TOKEN``).
+
+    Returns
+    -------
+    str
+        ``"Tracker address HOST:PORT\\n\\n"`` followed by the text summary.
+    """
+    with connect_tracker(host, port, token) as session:
+        return f"Tracker address {host}:{int(port)}\n\n{session.text_summary()}"

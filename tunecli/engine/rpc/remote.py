@@ -1,0 +1,160 @@
+"""The data-plane client: TVM's handshake with a device server, then a measurement session.
+
+``connect(host, port, key)`` performs the handshake of :mod:`tunecli.engine.rpc.protocol`
+and returns a :class:`RemoteSession`; ``session.measure(request)`` sends one kernel and returns
+the device's reply (:mod:`tunecli.engine.rpc.session` frames).
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+
+from tunecli.engine.rpc.protocol import (
+    MAX_HEADER,
+    RPC_CODE_DUPLICATE,
+    RPC_CODE_MISMATCH,
+    RPC_CODE_SUCCESS,
+    RPC_MAGIC,
+    check_length,
+    pack_int,
+    recv_all,
+    recv_frame,
+    recv_int,
+    resolve_token,
+    send_frame,
+)
+from tunecli.engine.rpc.session import MeasureReply, MeasureRequest, decode_reply, encode_request
+from tunecli.errors import RPCError
+
+
+class RemoteSession:
+    """A measurement session with one device server (after the handshake).
+
+    Attributes
+    ----------
+    remote_key : str
+        What the server announced, ``"server:<key>"``.
+    addr : tuple of (str, int)
+        The server's address.
+    """
+
+    def __init__(self, sock: socket.socket, remote_key: str, addr: tuple[str, int]) -> None:
+        self._sock: socket.socket | None = sock
+        self.remote_key = remote_key
+        self.addr = addr
+
+    def measure(self, request: MeasureRequest, timeout: float | None = None) -> MeasureReply:
+        """Send one kernel to the device and wait for its reply.
+
+        Parameters
+        ----------
+        request : MeasureRequest
+            The kernel and its timing parameters.
+        timeout : float, optional
+            Seconds to wait for the reply (default: the request's timeout plus 30 s, since
+            the server enforces the request's timeout itself).
+
+        Raises
+        ------
+        RPCError
+            When the connection fails or the server answers with a session error; the session
+            is closed then.
+        """
+        if self._sock is None:
+            raise RPCError(f"rpc session {self.addr[0]}:{self.addr[1]}: session is closed")
+        header, payload = encode_request(request)
+        try:
+            self._sock.settimeout(timeout if timeout is not None else request.timeout + 30.0)
+            if select.select([self._sock], [], [], 0)[0]:  # the server ended the session meanwhile
+                decode_reply(*recv_frame(self._sock))
+                raise RPCError("server sent an unexpected frame")
+            send_frame(self._sock, header, payload)
+            return decode_reply(*recv_frame(self._sock))
+        except (OSError, RPCError) as err:
+            self.close()
+            raise RPCError(f"rpc session {self.addr[0]}:{self.addr[1]}: {err}") from None
+
+    def abort(self) -> None:
+        """Break the connection from another thread (a blocked :meth:`measure` raises)."""
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """End the session politely (idempotent); the server then frees the device."""
+        sock, self._sock = self._sock, None
+        if sock is None:
+            return
+        try:
+            sock.settimeout(2.0)
+            send_frame(sock, {"op": "close"})
+        except OSError:
+            pass
+        sock.close()
+
+    def __enter__(self) -> RemoteSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(host: str, port: int, key: str = "", session_timeout: float = 0,
+            token: str | None = None, timeout: float = 10.0) -> RemoteSession:
+    """Connect to a device server with TVM's data-plane handshake.
+
+    Parameters
+    ----------
+    host, port : str, int
+        The server's address.
+    key : str
+        The match key given by the tracker (or the device key of a server without tracker).
+    session_timeout : float
+        Seconds after which the server may end the session (0: no limit).
+    token : str or None
+        Shared token (None reads ``TUNECLI_RPC_TOKEN``).
+    timeout : float
+        Seconds allowed for connecting and the handshake.
+
+    Returns
+    -------
+    RemoteSession
+        The connected session.
+
+    Raises
+    ------
+    RPCError
+        When the server refuses the key, is not an RPC server, or cannot be reached.
+    """
+    token = resolve_token(token)
+    keystr = "client:" + key
+    if session_timeout:
+        keystr += f" -timeout={session_timeout}"
+    if token:
+        keystr += f" -token={token}"
+    where = f"rpc connect {host}:{port}"
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as err:
+        raise RPCError(f"{where}: {err}") from None
+    try:
+        data = keystr.encode()
+        sock.sendall(pack_int(RPC_MAGIC) + pack_int(len(data)) + data)
+        code = recv_int(sock)
+        if code == RPC_CODE_MISMATCH:
+            raise RPCError(f"{where}: cannot find server that matches key {key}")
+        if code == RPC_CODE_DUPLICATE:
+            raise RPCError(f"{where}: server already have key {key}")
+        if code != RPC_CODE_SUCCESS:
+            raise RPCError(f"{where}: is not TVM RPC server")
+        length = recv_int(sock)
+        check_length(length, MAX_HEADER, where)
+        remote_key = recv_all(sock, length).decode("utf-8", "replace")
+    except (OSError, RPCError) as err:
+        sock.close()
+        raise RPCError(str(err) if isinstance(err, RPCError) else f"{where}: {err}") from None
+    return RemoteSession(sock, remote_key, (host, port))

@@ -1,0 +1,325 @@
+"""RPCRunner: measure built kernels on every free device of a key registered with a tracker.
+
+``run(inputs, build_results)`` starts one thread per device (or ``n_parallel``). Each thread
+asks the tracker for a session and pulls configs from a shared queue until it is empty, so a
+batch spreads over the devices. A device that dies mid-measurement costs one attempt: its
+config goes back to the queue for another device (after ``max_attempts`` attempts it becomes a
+RUNTIME_DEVICE / RUN_TIMEOUT result). An overall deadline and a check that devices of the key
+are still registered bound the wait, so every input gets exactly one result.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureResult
+from tunecli.engine.measure import reference
+from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, output_indices_of
+from tunecli.engine.measure.runner import SEED, result_from_reply
+from tunecli.engine.rpc.client import TrackerSession, connect_tracker
+from tunecli.engine.rpc.remote import RemoteSession
+from tunecli.engine.rpc.session import MeasureRequest
+from tunecli.errors import RPCError, TuneError
+
+logger = logging.getLogger("tunecli.rpc.runner")
+
+
+def error_result(error_no: MeasureErrorNo, message: str, all_cost: float) -> MeasureResult:
+    """Make a failed MeasureResult whose costs are ``(message, RPCError(message))`` like TVM's."""
+    return MeasureResult((message, RPCError(message)), error_no, all_cost, time.time())
+
+
+class _Batch:
+    """Shared state of one ``run`` call: the queue, the results and the live connections."""
+
+    def __init__(self, todo: list[int], n_inputs: int) -> None:
+        self.lock = threading.Lock()
+        self.queue = collections.deque(todo)
+        self.results: list[MeasureResult | None] = [None] * n_inputs
+        self.devices: list[str | None] = [None] * n_inputs
+        self.attempts = [0] * n_inputs
+        self.stop = threading.Event()
+        self.busy = 0
+        self.failure: BaseException | None = None
+        self.connections: set[TrackerSession | RemoteSession] = set()
+
+    def abort_all(self) -> None:
+        """Stop the threads and break every connection they may be blocked on."""
+        self.stop.set()
+        with self.lock:
+            conns = list(self.connections)
+        for conn in conns:
+            conn.abort()
+
+
+class RPCRunner:
+    """Run measurements on remote devices found through a tracker (TVM's ``RPCRunner``).
+
+    Parameters
+    ----------
+    key : str
+        Device key the servers registered with.
+    host, port : str, int
+        The tracker's address.
+    priority : int
+        Priority of this runner's requests (higher is served first).
+    timeout : float
+        Seconds one measurement may take on the device.
+    n_parallel : int, optional
+        Devices used at once (default: every registered device of the key).
+    number, repeat, min_repeat_ms : int, int, float
+        Timing parameters (TVM's ``time_evaluator``).
+    cooldown_interval : float
+        Seconds a device rests after each measurement.
+    enable_cpu_cache_flush : bool
+        Flush the CPU caches before each repeat.
+    token : str or None
+        Shared token (None reads ``TUNECLI_RPC_TOKEN``).
+    max_attempts : int
+        Devices a config is tried on before a lost device is reported as its result.
+    check_correctness : bool
+        Compare outputs with the task's numpy ``reference`` (when it has one) on the seeded
+        inputs; a mismatch gives WRONG_ANSWER.
+    """
+
+    def __init__(self, key: str, host: str, port: int, priority: int = 1, timeout: float = 10,
+                 n_parallel: int | None = None, number: int = 4, repeat: int = 3,
+                 min_repeat_ms: float = 0, cooldown_interval: float = 0.1,
+                 enable_cpu_cache_flush: bool = False, token: str | None = None,
+                 max_attempts: int = 2, check_correctness: bool = False) -> None:
+        self.key, self.host, self.port = key, host, port
+        self.priority = priority
+        self.timeout = timeout
+        self.n_parallel = n_parallel
+        self.number, self.repeat, self.min_repeat_ms = number, repeat, min_repeat_ms
+        self.cooldown_interval = cooldown_interval
+        self.enable_cpu_cache_flush = enable_cpu_cache_flush
+        self.token = token
+        self.max_attempts = max(1, max_attempts)
+        self.check_correctness = check_correctness
+        self._refs: dict[tuple, tuple[object, tuple[tuple[int, bytes], ...]]] = {}
+        self.task = None
+        self.last_devices: list[str | None] = []
+
+    def set_task(self, task: object) -> None:
+        """Remember the task and check that the tracker has devices of the key.
+
+        Raises
+        ------
+        RPCError
+            When no server of the key is registered.
+        """
+        self.task = task
+        self._refs.clear()
+        if self._count_devices() == 0:
+            raise RPCError(
+                f"RPCRunner: Cannot get remote devices from the tracker {self.host}:{self.port} for key "
+                f"{self.key!r}. Please check the status of tracker by 'tunecli query --host {self.host} "
+                f"--port {self.port}' and make sure you have free devices on the queue status.")
+
+    def get_build_kwargs(self) -> dict:
+        """Return extra builder arguments (none are needed for CPU devices)."""
+        return {}
+
+    def _count_devices(self) -> int:
+        """Number of servers registered with the key (0 when the tracker cannot be reached)."""
+        try:
+            with connect_tracker(self.host, self.port, self.token, timeout=2.0) as tracker:
+                servers = tracker.summary()["server_info"]
+        except (RPCError, KeyError, TypeError):
+            return 0
+        return sum(1 for info in servers if info.get("key") == "server:" + self.key)
+
+    def run(self, measure_inputs: list, build_results: list) -> list[MeasureResult]:
+        """Measure every successful build on the devices; pass failed builds through.
+
+        Parameters
+        ----------
+        measure_inputs : list of MeasureInput
+            What was built (only the count is used here).
+        build_results : list of BuildResult or MeasureResult
+            ``BuildResult(obj, entry_name, arg_specs, time_cost)`` or a failed MeasureResult.
+
+        Returns
+        -------
+        list of MeasureResult
+            One per input, in input order.
+        """
+        n = len(build_results)
+        if len(measure_inputs) != n:
+            raise RPCError(f"RPCRunner.run: {len(measure_inputs)} inputs but {n} build results")
+        todo = [i for i, res in enumerate(build_results) if not isinstance(res, MeasureResult)]
+        batch = _Batch(todo, n)
+        requests: dict[int, MeasureRequest] = {}
+        for i, res in enumerate(build_results):
+            if isinstance(res, MeasureResult):
+                batch.results[i] = res
+            else:
+                requests[i] = self._request(res, getattr(measure_inputs[i], "task", None))
+        if todo:
+            self._measure_all(batch, build_results, requests)
+        self.last_devices = batch.devices
+        return [res for res in batch.results if res is not None]
+
+    def _measure_all(self, batch: _Batch, build_results: list, requests: dict[int, MeasureRequest]) -> None:
+        n_workers = min(len(batch.queue), self.n_parallel or max(1, self._count_devices()))
+        deadline = time.monotonic() + (self.timeout + self.cooldown_interval + 2.0) * (len(batch.queue) + 2)
+        threads = [threading.Thread(target=self._device_loop, args=(batch, build_results, requests, deadline),
+                                    name=f"tunecli-rpcrunner-{i}", daemon=True) for i in range(n_workers)]
+        for thread in threads:
+            thread.start()
+        reason, last_check = MeasureErrorNo.RUNTIME_DEVICE, time.monotonic()
+        while any(t.is_alive() for t in threads):
+            time.sleep(0.05)
+            with batch.lock:
+                finished = not batch.queue and batch.busy == 0
+                idle = batch.busy == 0
+            if finished or batch.failure is not None:
+                break
+            if time.monotonic() > deadline:
+                reason = MeasureErrorNo.RUN_TIMEOUT
+                break
+            if idle and time.monotonic() - last_check > 2.0:
+                last_check = time.monotonic()
+                if self._count_devices() == 0:
+                    break
+        batch.abort_all()
+        for thread in threads:
+            thread.join(5.0)
+        if batch.failure is not None:  # a bug, not a device failure: let it propagate
+            raise batch.failure
+        message = ("measurement deadline passed" if reason == MeasureErrorNo.RUN_TIMEOUT
+                   else f"no device of key {self.key!r} could measure this config")
+        with batch.lock:
+            for i, res in enumerate(batch.results):
+                if res is None:
+                    batch.results[i] = error_result(reason, message, self.timeout)
+
+    def _device_loop(self, batch: _Batch, build_results: list, requests: dict[int, MeasureRequest],
+                     deadline: float) -> None:
+        """One device's worth of work; an unexpected exception is handed to :meth:`run`."""
+        try:
+            self._serve_queue(batch, build_results, requests, deadline)
+        except Exception as err:  # noqa: BLE001 - re-raised in the caller's thread
+            batch.failure = err
+            batch.stop.set()
+
+    def _serve_queue(self, batch: _Batch, build_results: list, requests: dict[int, MeasureRequest],
+                     deadline: float) -> None:
+        """Get a session, measure queued configs until the queue is empty or the device fails, repeat."""
+        failures = 0
+        while not batch.stop.is_set() and failures < 5:
+            with batch.lock:
+                if not batch.queue:
+                    return
+            session = self._request_session(batch, deadline)
+            if session is None:
+                failures += 1
+                batch.stop.wait(0.2)
+                continue
+            failures = 0
+            try:
+                self._measure_on(session, batch, build_results, requests)
+            finally:
+                with batch.lock:
+                    batch.connections.discard(session)
+                session.close()
+
+    def _request_session(self, batch: _Batch, deadline: float) -> RemoteSession | None:
+        try:
+            tracker = connect_tracker(self.host, self.port, self.token, timeout=2.0)
+        except RPCError as err:
+            logger.warning("RPCRunner: %s", err)
+            return None
+        with batch.lock:
+            batch.connections.add(tracker)
+        try:
+            if batch.stop.is_set():
+                return None
+            session = tracker.request(self.key, self.priority, max_retry=1,
+                                      wait_timeout=max(0.1, deadline - time.monotonic()))
+        except RPCError as err:
+            if not batch.stop.is_set():
+                logger.info("RPCRunner: %s", err)
+            return None
+        finally:
+            with batch.lock:
+                batch.connections.discard(tracker)
+            tracker.close()
+        with batch.lock:
+            batch.connections.add(session)
+        if batch.stop.is_set():
+            session.abort()
+        return session
+
+    def _measure_on(self, session: RemoteSession, batch: _Batch, build_results: list,
+                    requests: dict[int, MeasureRequest]) -> None:
+        """Measure queued configs through ``session`` until the queue is empty or the device fails."""
+        device = f"{session.addr[0]}:{session.addr[1]}"
+        while not batch.stop.is_set():
+            with batch.lock:
+                if not batch.queue:
+                    return
+                index = batch.queue.popleft()
+                batch.attempts[index] += 1
+                batch.busy += 1
+            build = build_results[index]
+            start = time.monotonic()
+            try:
+                reply = session.measure(requests[index], timeout=self.timeout + 10.0)
+            except RPCError as err:
+                self._device_lost(batch, index, device, err, time.monotonic() - start)
+                return
+            result = result_from_reply(reply, float(build.time_cost), time.monotonic() - start, self.timeout)
+            if result.error_no == MeasureErrorNo.WRONG_ANSWER:
+                logger.warning("Wrong Answer! %s", reply.error)
+            with batch.lock:
+                batch.results[index] = result
+                batch.devices[index] = device
+                batch.busy -= 1
+            if self.cooldown_interval > 0:
+                batch.stop.wait(self.cooldown_interval)
+
+    def _device_lost(self, batch: _Batch, index: int, device: str, err: RPCError, elapsed: float) -> None:
+        """Give a config whose device failed to another device, or record the failure."""
+        logger.warning("RPCRunner: device %s lost: %s", device, err)
+        with batch.lock:
+            batch.busy -= 1
+            if batch.attempts[index] < self.max_attempts and not batch.stop.is_set():
+                batch.queue.appendleft(index)
+                return
+            code = MeasureErrorNo.RUN_TIMEOUT if elapsed >= self.timeout else MeasureErrorNo.RUNTIME_DEVICE
+            batch.results[index] = error_result(code, f"device {device} failed: {err}", elapsed)
+            batch.devices[index] = device
+
+    def _request(self, build: object, task: object) -> MeasureRequest:
+        """The request that measures ``build`` (with reference outputs when checking)."""
+        specs = normalize_arg_specs(build.arg_specs)
+        outputs = tuple(getattr(build, "output_indices", ()) or output_indices_of(build.arg_specs))
+        return MeasureRequest(
+            obj=build.obj, entry_name=build.entry_name, arg_specs=specs, number=self.number,
+            repeat=self.repeat, min_repeat_ms=self.min_repeat_ms,
+            enable_cpu_cache_flush=self.enable_cpu_cache_flush, timeout=self.timeout, seed=SEED,
+            output_indices=outputs, ref_outputs=self._reference(task, specs, outputs))
+
+    def _reference(self, task: object, specs: tuple[ArgSpecT, ...],
+                   outputs: tuple[int, ...]) -> tuple[tuple[int, bytes], ...]:
+        """Reference outputs from the task's numpy ``reference`` (made once per layout)."""
+        if not self.check_correctness:
+            return ()
+        key = (id(task), specs, outputs)
+        if key not in self._refs:
+            func = getattr(task, "reference", None)
+            refs: tuple[tuple[int, bytes], ...] = ()
+            if not callable(func):
+                logger.warning("RPCRunner: the task has no numpy reference; correctness is not checked")
+            else:
+                try:
+                    refs = reference.numpy_reference(func, specs, outputs, SEED)
+                except TuneError as err:
+                    logger.warning("RPCRunner: %s; correctness is not checked for this task", err)
+            self._refs[key] = (task, refs)  # holding the task keeps its id() unique
+        return self._refs[key][1]

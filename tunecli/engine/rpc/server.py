@@ -1,0 +1,347 @@
+"""A device server: registers with a tracker like TVM's and measures kernels for one client at a time.
+
+Registration (TVM's ``rpc/server.py``): connect to the tracker, ``UPDATE_INFO`` with
+``{"key": "server:<key>", "addr": [custom_addr, port]}``, then ``PUT`` a fresh match key
+``"<key>:<random>"``. While waiting for a client, every ``ping_period`` seconds the server asks
+``GET_PENDING_MATCHKEYS``; when its match key has been handed out but no client came for more
+than ``unmatch_timeout`` seconds it PUTs a new one. A lost tracker connection is re-established
+(every ``retry_period`` seconds). Without a tracker the match key is the device key itself.
+
+A client connects with TVM's handshake (``client:<matchkey>``, options ``-timeout=`` and, when
+the server has a token, ``-token=``), then runs a measurement session
+(:mod:`tunecli.engine.rpc.session`). Kernels run in a persistent
+:class:`tunecli.engine.measure.worker.Worker` child process, replaced when it dies, so a
+crashing kernel becomes a RUNTIME_DEVICE reply and a hanging one a RUN_TIMEOUT reply. When the
+session ends the server PUTs a new match key and is free again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from tunecli.engine.measure.timing import MEASURE_FUNC, measure_in_worker
+from tunecli.engine.measure.worker import Worker
+from tunecli.engine.rpc.client import TrackerSession
+from tunecli.engine.rpc.protocol import (
+    MAX_HEADER,
+    RPC_CODE_MISMATCH,
+    RPC_CODE_SUCCESS,
+    RPC_MAGIC,
+    TrackerCode,
+    bind_first_free,
+    pack_int,
+    parse_key_options,
+    random_key,
+    recv_all,
+    recv_frame,
+    recv_int,
+    resolve_token,
+    send_frame,
+    token_matches,
+)
+from tunecli.engine.rpc.session import MeasureReply, MeasureRequest, decode_request, encode_reply
+from tunecli.errors import RPCError
+
+logger = logging.getLogger("tunecli.rpc.server")
+
+#: Seconds a connecting client has to complete the handshake.
+HANDSHAKE_TIMEOUT = 5.0
+
+
+class Server:
+    """A device server for one device key.
+
+    Parameters
+    ----------
+    host : str
+        Address to bind.
+    port, port_end : int
+        The first free port in ``[port, port_end)`` is used.
+    key : str
+        Device key (required with a tracker).
+    tracker_addr : tuple of (str, int), optional
+        The tracker to register with.
+    custom_addr : str, optional
+        Address announced to the tracker instead of the one it sees.
+    token : str or None
+        Shared token, for the tracker and required from clients (None reads
+        ``TUNECLI_RPC_TOKEN``; ``""`` disables it).
+    ping_period, unmatch_timeout, retry_period : float
+        Tracker polling period, how long a handed-out match key may stay unused, and the
+        pause between tracker reconnection attempts, in seconds.
+    idle_timeout : float
+        A session whose client stays silent this long is closed.
+
+    Attributes
+    ----------
+    port : int
+        The bound port.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: str = "",
+                 tracker_addr: tuple[str, int] | None = None, custom_addr: str | None = None,
+                 token: str | None = None, ping_period: float = 2.0, unmatch_timeout: float = 4.0,
+                 retry_period: float = 5.0, idle_timeout: float = 600.0) -> None:
+        if tracker_addr is not None and not key:
+            raise RPCError("rpc server: Need key to present type of resource when tracker is available")
+        self.key = key
+        self.tracker_addr = tracker_addr
+        self.custom_addr = custom_addr
+        self.token = resolve_token(token)
+        self.ping_period = ping_period
+        self.unmatch_timeout = unmatch_timeout
+        self.retry_period = retry_period
+        self.idle_timeout = idle_timeout
+        self._listen = bind_first_free(host, port, port_end)
+        self.host = host
+        self.port = self._listen.getsockname()[1]
+        self._worker = Worker(preload=(MEASURE_FUNC.partition(":")[0],), name="tunecli-rpc-worker")
+        self._stop = threading.Event()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._tracker: TrackerSession | None = None
+        self._used_keys: set[str] = set()
+        self._thread: threading.Thread | None = None
+        self._session_conn: socket.socket | None = None
+        self.sessions_served = 0
+
+    def start(self) -> Server:
+        """Serve in a background thread of this process; returns self."""
+        self._thread = threading.Thread(target=self.serve_forever, name=f"tunecli-server-{self.port}",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop a server started with :meth:`start`; it releases its worker and sockets."""
+        self._stop.set()
+        try:
+            self._wake_w.send(b"x")
+            if self._session_conn is not None:
+                self._session_conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if self._thread is not None:
+            self._thread.join(10.0)
+
+    def serve_forever(self) -> None:
+        """Register, wait for clients and serve their sessions until :meth:`stop`."""
+        logger.info("server %s listening on %s:%d", self.key, self.host, self.port)
+        self._worker.start()
+        try:
+            while not self._stop.is_set():
+                matchkey = self._register()
+                if matchkey is None:
+                    continue
+                client = self._wait_for_client(matchkey)
+                if client is not None:
+                    conn, session_timeout = client
+                    self._serve_session(conn, session_timeout)
+        finally:
+            self._close_tracker()
+            self._worker.close()
+            self._listen.close()
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def _register(self) -> str | None:
+        """Make sure the tracker knows us and PUT a fresh match key; None means retry."""
+        if self.tracker_addr is None:
+            return self.key
+        try:
+            if self._tracker is None:
+                tracker = TrackerSession(self.tracker_addr, self.token or "", timeout=self.retry_period)
+                self._tracker = tracker
+                info = {"key": "server:" + self.key, "addr": [self.custom_addr, self.port]}
+                self._expect_success(tracker.call([TrackerCode.UPDATE_INFO, info]), "UPDATE_INFO")
+            return self._put_new_key()
+        except RPCError as err:
+            self._close_tracker()
+            logger.warning("Cannot connect to tracker %s:%d (%s), retry in %g secs...",
+                           *self.tracker_addr, err, self.retry_period)
+            self._stop.wait(self.retry_period)
+            return None
+
+    def _put_new_key(self) -> str:
+        assert self._tracker is not None
+        if len(self._used_keys) > 10000:  # bound the memory of long-lived servers
+            self._used_keys.clear()
+        matchkey = random_key(self.key, self._used_keys)
+        self._used_keys.add(matchkey)
+        reply = self._tracker.call([TrackerCode.PUT, self.key, [self.port, matchkey], self.custom_addr])
+        self._expect_success(reply, "PUT")
+        return matchkey
+
+    @staticmethod
+    def _expect_success(reply: object, what: str) -> None:
+        if reply != TrackerCode.SUCCESS:
+            raise RPCError(f"rpc server: tracker answered {reply!r} to {what}")
+
+    def _close_tracker(self) -> None:
+        if self._tracker is not None:
+            self._tracker.close()
+            self._tracker = None
+
+    def _wait_for_client(self, matchkey: str) -> tuple[socket.socket, float] | None:
+        """Accept connections until one presents ``matchkey``; poll the tracker meanwhile."""
+        unmatched = 0
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self._listen, self._wake_r], [], [], self.ping_period)
+            if self._listen in ready:
+                conn, addr = self._listen.accept()
+                session_timeout = self._handshake(conn, addr, matchkey)
+                if session_timeout is not None:
+                    return conn, session_timeout
+            elif not ready and self._tracker is not None:
+                try:
+                    pending = self._tracker.call([TrackerCode.GET_PENDING_MATCHKEYS])
+                    unmatched = 0 if isinstance(pending, list) and matchkey in pending else unmatched + 1
+                    if unmatched * self.ping_period > self.unmatch_timeout + self.ping_period:
+                        logger.info("no incoming connections, regenerate key ...")
+                        matchkey = self._put_new_key()
+                        unmatched = 0
+                except RPCError as err:
+                    logger.warning("lost the tracker (%s), reconnecting", err)
+                    self._close_tracker()
+                    return None
+        return None
+
+    def _handshake(self, conn: socket.socket, addr: tuple, matchkey: str) -> float | None:
+        """TVM's server handshake; returns the session timeout, or None after refusing."""
+        try:
+            conn.settimeout(HANDSHAKE_TIMEOUT)
+            if recv_int(conn) != RPC_MAGIC:
+                conn.close()
+                return None
+            length = recv_int(conn)
+            if length < 0 or length > MAX_HEADER:
+                conn.close()
+                return None
+            keystr = recv_all(conn, length).decode("utf-8", "replace")
+            first, options = parse_key_options(keystr)
+            if first != "client:" + matchkey or not token_matches(self.token, options.get("token")):
+                logger.warning("mismatch key from %s", addr)
+                conn.sendall(pack_int(RPC_CODE_MISMATCH))
+                conn.close()
+                return None
+            server_key = ("server:" + self.key).encode()
+            conn.sendall(pack_int(RPC_CODE_SUCCESS) + pack_int(len(server_key)) + server_key)
+            try:
+                return max(0.0, float(options.get("timeout", 0)))
+            except ValueError:
+                return 0.0
+        except (OSError, RPCError):
+            conn.close()
+            return None
+
+    def _serve_session(self, conn: socket.socket, session_timeout: float) -> None:
+        """Serve measurement frames until the client closes, errs, idles or runs out of time."""
+        deadline = time.monotonic() + session_timeout if session_timeout else None
+        self.sessions_served += 1
+        self._session_conn = conn
+        try:
+            while not self._stop.is_set():
+                left = self.idle_timeout if deadline is None else deadline - time.monotonic()
+                if left <= 0:
+                    self._send_error(conn, f"RPCSessionTimeoutError: Your {session_timeout:g}s session has "
+                                           "expired, try to increase the \"session_timeout\" value.")
+                    return
+                conn.settimeout(min(left, self.idle_timeout))
+                try:
+                    header, payload = recv_frame(conn)
+                except TimeoutError:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        continue  # reported as expired at the top of the loop
+                    self._send_error(conn, f"session idle for {self.idle_timeout:g} s, closed")
+                    return
+                op = header.get("op")
+                if op == "close":
+                    return
+                if op != "measure":
+                    self._send_error(conn, f"unknown session op {op!r}")
+                    return
+                request = decode_request(header, payload)
+                if deadline is not None:
+                    budget = max(0.1, deadline - time.monotonic())
+                    request = dataclasses.replace(request, timeout=min(request.timeout, budget))
+                send_frame(conn, *encode_reply(self.measure(request)))
+        except RPCError as err:
+            logger.warning("session ended: %s", err)
+            self._send_error(conn, str(err))
+        except OSError as err:
+            logger.info("session ended: %s", err)
+        finally:
+            self._session_conn = None
+            conn.close()
+
+    def measure(self, request: MeasureRequest) -> MeasureReply:
+        """Run one request in the worker process (see :func:`measure_in_worker`).
+
+        Parameters
+        ----------
+        request : MeasureRequest
+            The kernel to measure; ``request.timeout`` bounds the call.
+
+        Returns
+        -------
+        MeasureReply
+            The worker's reply; RUNTIME_DEVICE when the kernel killed the worker, RUN_TIMEOUT
+            when it was killed for running past the timeout.
+        """
+        return measure_in_worker(self._worker, request)
+
+    @staticmethod
+    def _send_error(conn: socket.socket, message: str) -> None:
+        try:
+            conn.settimeout(2.0)
+            send_frame(conn, {"op": "error", "error": message})
+        except OSError:
+            pass
+
+
+def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = "127.0.0.1", port: int = 9090,
+               port_end: int = 9199, token: str | None = None, custom_addr: str | None = None,
+               ping_period: float = 2.0, unmatch_timeout: float = 4.0, retry_period: float = 5.0,
+               idle_timeout: float = 600.0, on_ready: Callable[[str, int], None] | None = None) -> None:
+    """Run a device server in the foreground until interrupted.
+
+    Parameters
+    ----------
+    tracker_addr : tuple of (str, int) or None
+        The tracker to register with (``("10.0.0.1", 9190)``); None serves clients that
+        connect with the plain device key.
+    key : str
+        Device key, e.g. ``"rk3399"``.
+    host : str
+        Address to bind.
+    port, port_end : int
+        The first free port in ``[port, port_end)`` is used.
+    token : str or None
+        Shared token (None reads ``TUNECLI_RPC_TOKEN``).
+    custom_addr : str, optional
+        Address announced to the tracker.
+    ping_period, unmatch_timeout, retry_period, idle_timeout : float
+        Tracker polling period, how long a handed-out match key may stay unused, the pause
+        between tracker reconnection attempts and the idle limit of a session, in seconds.
+    on_ready : callable, optional
+        Called as ``on_ready(host, port)`` once the port is bound.
+
+    Raises
+    ------
+    RPCError
+        When no port is free, or a tracker is given without a key.
+    """
+    server = Server(host, port, port_end, key, tracker_addr, custom_addr, token,
+                    ping_period=ping_period, unmatch_timeout=unmatch_timeout, retry_period=retry_period,
+                    idle_timeout=idle_timeout)
+    if on_ready is not None:
+        on_ready(server.host, server.port)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass

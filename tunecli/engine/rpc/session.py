@@ -1,0 +1,172 @@
+"""The measurement session spoken on a device server's connection after the TVM handshake.
+
+Frames are :func:`tunecli.engine.rpc.protocol.send_frame` frames (JSON header + raw payload):
+
+* client → server ``{"op": "measure", "request": {...}}`` with payload = object file bytes
+  followed by the reference outputs (their lengths in ``request["ref_lengths"]``);
+* server → client ``{"op": "result", "reply": {...}}`` with payload = the outputs returned
+  when the request set ``return_outputs`` (lengths in ``reply["output_lengths"]``);
+* client → server ``{"op": "close"}`` ends the session (so does closing the socket);
+* server → client ``{"op": "error", "error": message}`` before closing on a bad frame.
+
+Several measurements may go through one session, one at a time. The request and reply are
+:class:`tunecli.engine.measure.timing.MeasureRequest` / ``MeasureReply``, the same records the
+local runner hands to its worker; every field received from the network is validated here.
+"""
+
+from __future__ import annotations
+
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo
+from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
+from tunecli.errors import RPCError
+
+__all__ = ["MeasureReply", "MeasureRequest", "decode_reply", "decode_request", "encode_reply",
+           "encode_request", "wire_arg_specs"]
+
+ArgSpecT = tuple[tuple[int, ...], str]
+_ERROR_NOS = {int(e) for e in MeasureErrorNo}
+
+
+def wire_arg_specs(specs: object) -> tuple[ArgSpecT, ...]:
+    """Validate argument specs received from the network: a list of ``[shape, dtype]``.
+
+    Raises
+    ------
+    RPCError
+        When an entry is not a list of non-negative ints and a dtype string.
+    """
+    if not isinstance(specs, list):
+        raise RPCError(f"rpc session: arg_specs {specs!r} is not a list")
+    out = []
+    for spec in specs:
+        if not (isinstance(spec, list) and len(spec) == 2 and isinstance(spec[0], list)
+                and isinstance(spec[1], str) and all(type(d) is int and d >= 0 for d in spec[0])):
+            raise RPCError(f"rpc session: argument spec {spec!r} is not [shape of ints, dtype]")
+        out.append((tuple(spec[0]), spec[1]))
+    return tuple(out)
+
+
+def _pack_blobs(blobs: tuple[tuple[int, bytes], ...]) -> tuple[list[int], list[int], bytes]:
+    """Split ``((index, bytes), ...)`` into indices, lengths and the concatenated bytes."""
+    return [i for i, _ in blobs], [len(b) for _, b in blobs], b"".join(b for _, b in blobs)
+
+
+def _unpack_blobs(indices: object, lengths: object, data: bytes, where: str) -> tuple[tuple[int, bytes], ...]:
+    """Inverse of :func:`_pack_blobs`; the lengths must add up to ``len(data)``."""
+    if not (isinstance(indices, list) and isinstance(lengths, list) and len(indices) == len(lengths)):
+        raise RPCError(f"rpc session: {where} indices/lengths are not two lists of equal length")
+    ints = [_int(v, where) for v in [*indices, *lengths]]
+    if any(v < 0 for v in ints) or sum(lengths) != len(data):
+        raise RPCError(f"rpc session: {where} lengths do not match the payload")
+    out, offset = [], 0
+    for index, length in zip(indices, lengths, strict=True):
+        out.append((index, data[offset:offset + length]))
+        offset += length
+    return tuple(out)
+
+
+def encode_request(req: MeasureRequest) -> tuple[dict, bytes]:
+    """Return the frame header and payload (object bytes + reference outputs) that carry ``req``."""
+    ref_indices, ref_lengths, refs = _pack_blobs(req.ref_outputs)
+    meta = {
+        "entry_name": req.entry_name,
+        "arg_specs": [[list(shape), dtype] for shape, dtype in req.arg_specs],
+        "number": req.number,
+        "repeat": req.repeat,
+        "min_repeat_ms": req.min_repeat_ms,
+        "enable_cpu_cache_flush": req.enable_cpu_cache_flush,
+        "timeout": req.timeout,
+        "seed": req.seed,
+        "output_indices": list(req.output_indices),
+        "rtol": req.rtol,
+        "atol": req.atol,
+        "return_outputs": req.return_outputs,
+        "obj_len": len(req.obj),
+        "ref_indices": ref_indices,
+        "ref_lengths": ref_lengths,
+    }
+    return {"op": "measure", "request": meta}, req.obj + refs
+
+
+def decode_request(header: dict, payload: bytes) -> MeasureRequest:
+    """Rebuild a :class:`MeasureRequest` from a received frame, validating every field.
+
+    Raises
+    ------
+    RPCError
+        When a field is missing, has the wrong type, or the payload lengths do not add up.
+    """
+    meta = header.get("request")
+    if not isinstance(meta, dict):
+        raise RPCError("rpc session: measure frame without a request object")
+    try:
+        obj_len = _int(meta["obj_len"], "obj_len")
+        if not 0 <= obj_len <= len(payload):
+            raise RPCError("rpc session: obj_len exceeds the payload")
+        refs = _unpack_blobs(meta["ref_indices"], meta["ref_lengths"], payload[obj_len:], "ref_outputs")
+        atol = meta["atol"]
+        req = MeasureRequest(
+            obj=payload[:obj_len],
+            entry_name=str(meta["entry_name"]),
+            arg_specs=wire_arg_specs(meta["arg_specs"]),
+            number=max(1, _int(meta["number"], "number")),
+            repeat=max(1, _int(meta["repeat"], "repeat")),
+            min_repeat_ms=float(meta["min_repeat_ms"]),
+            enable_cpu_cache_flush=bool(meta["enable_cpu_cache_flush"]),
+            timeout=float(meta["timeout"]),
+            seed=_int(meta["seed"], "seed"),
+            output_indices=tuple(_int(i, "output_indices") for i in meta["output_indices"]),
+            ref_outputs=refs,
+            rtol=float(meta["rtol"]),
+            atol=None if atol is None else float(atol),
+            return_outputs=bool(meta["return_outputs"]),
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise RPCError(f"rpc session: malformed measure request ({err!r})") from None
+    n_args = len(req.arg_specs)
+    if any(not 0 <= i < n_args for i in [*req.output_indices, *(i for i, _ in req.ref_outputs)]):
+        raise RPCError("rpc session: output index outside the argument list")
+    return req
+
+
+def encode_reply(reply: MeasureReply) -> tuple[dict, bytes]:
+    """Return the frame header and payload (returned outputs) that carry ``reply``."""
+    indices, lengths, data = _pack_blobs(reply.outputs)
+    body = {"costs": list(reply.costs), "error_no": int(reply.error_no), "error": reply.error,
+            "run_time": reply.run_time, "output_indices": indices, "output_lengths": lengths}
+    return {"op": "result", "reply": body}, data
+
+
+def decode_reply(header: dict, payload: bytes = b"") -> MeasureReply:
+    """Rebuild a :class:`MeasureReply` from a received frame.
+
+    Raises
+    ------
+    RPCError
+        When the server reported a session error or the reply is malformed.
+    """
+    if header.get("op") == "error":
+        raise RPCError(f"rpc session: server error: {header.get('error', '')}")
+    data = header.get("reply")
+    if header.get("op") != "result" or not isinstance(data, dict):
+        raise RPCError(f"rpc session: unexpected frame {header.get('op')!r} instead of a result")
+    try:
+        error_no = _int(data["error_no"], "error_no")
+        if error_no not in _ERROR_NOS:
+            raise RPCError(f"rpc session: unknown error_no {error_no}")
+        return MeasureReply(
+            costs=tuple(float(c) for c in data["costs"]),
+            error_no=error_no,
+            error=str(data.get("error", "")),
+            run_time=float(data.get("run_time", 0.0)),
+            outputs=_unpack_blobs(data.get("output_indices", []), data.get("output_lengths", []),
+                                  payload, "outputs"),
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise RPCError(f"rpc session: malformed measure reply ({err!r})") from None
+
+
+def _int(value: object, name: str) -> int:
+    if type(value) is not int:
+        raise RPCError(f"rpc session: field {name} must be an integer, got {value!r}")
+    return value

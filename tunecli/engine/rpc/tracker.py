@@ -1,0 +1,378 @@
+"""The RPC tracker: a registry of device servers that hands them out to clients by key.
+
+Wire protocol (TVM v0.14's, see :mod:`tunecli.engine.rpc.protocol` for the framing and the
+token extension). After the magic exchange each request is a JSON array:
+
+==============================================  =============================================
+request                                         reply
+==============================================  =============================================
+``[1]`` PING                                    ``0``
+``[2, stop_key]`` STOP                          ``0`` and shut down if the key matches, ``-1``
+``[3, key, [port, matchkey], addr_or_null]``    ``0``; the server's slot becomes free
+``[4, key, user, priority]`` REQUEST            deferred until matched: ``[0, [host, port,
+                                                matchkey]]``
+``[5, {"key": "server:K", "addr": [h, p]}]``    ``0``; ``h = null`` means the peer address
+``[6]`` SUMMARY                                 ``[0, {"queue_info": {...}, "server_info":
+                                                [...]}]``
+``[7]`` GET_PENDING_MATCHKEYS                   this connection's match keys not handed out
+``[100, token]`` (tunecli)                      ``0``, or ``-1`` and close on a wrong token
+==============================================  =============================================
+
+An unknown code, a malformed or oversized message closes that connection only. When a server
+connection that sent UPDATE_INFO closes, its free slots leave the pool; waiting requests of
+a closed client are dropped (TVM keeps them until a resource is offered to them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import threading
+from collections.abc import Callable
+
+from tunecli.engine.rpc.protocol import (
+    MAX_TRACKER_MESSAGE,
+    RPC_TRACKER_MAGIC,
+    TOKEN_CODE,
+    TrackerCode,
+    bind_first_free,
+    encode_json,
+    pack_int,
+    random_key,
+    resolve_token,
+    token_matches,
+    unpack_int,
+)
+from tunecli.engine.rpc.scheduler import PriorityScheduler, Resource
+from tunecli.errors import RPCError
+
+logger = logging.getLogger("tunecli.rpc.tracker")
+
+#: Seconds a new connection has to send the magic.
+HANDSHAKE_TIMEOUT = 10.0
+
+
+class _Conn:
+    """State of one tracker connection."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername") or ("", 0)
+        self.writer = writer
+        self.host = str(peer[0])
+        self.info: dict = {"addr": [self.host, peer[1]]}
+        self.pending_matchkeys: set[str] = set()
+        self.put_values: list[Resource] = []
+        self.closed = False
+
+    def send(self, obj: object) -> bool:
+        """Queue one framed JSON message; False when the connection is gone."""
+        if self.closed or self.writer.is_closing():
+            return False
+        self.writer.write(encode_json(obj))
+        return True
+
+
+class TrackerServer:
+    """The tracker's state and asyncio protocol handlers (one event loop, no locks).
+
+    Parameters
+    ----------
+    sock : socket.socket
+        A bound listening socket.
+    token : str or None
+        Shared token required from every connection (None: no authentication).
+    """
+
+    def __init__(self, sock: socket.socket, token: str | None = None) -> None:
+        self.sock = sock
+        self.token = token
+        self.stop_key = random_key("tracker")
+        self._schedulers: dict[str, PriorityScheduler] = {}
+        self._conns: dict[_Conn, None] = {}  # insertion-ordered set
+        self._stopped: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._handlers: dict[int, Callable[[_Conn, list], bool]] = {
+            TrackerCode.PING: self._on_ping,
+            TrackerCode.STOP: self._on_stop,
+            TrackerCode.PUT: self._on_put,
+            TrackerCode.REQUEST: self._on_request,
+            TrackerCode.UPDATE_INFO: self._on_update_info,
+            TrackerCode.SUMMARY: self._on_summary,
+            TrackerCode.GET_PENDING_MATCHKEYS: self._on_pending,
+        }
+
+    async def serve(self, started: Callable[[], None] | None = None) -> None:
+        """Serve until :meth:`request_stop` (or a STOP with the stop key)."""
+        self._stopped = asyncio.Event()
+        server = await asyncio.start_server(self._handle, sock=self.sock)
+        if started is not None:
+            started()
+        try:
+            await self._stopped.wait()
+        finally:
+            server.close()
+            for conn in list(self._conns):
+                conn.writer.close()
+            if self._tasks:  # closed transports end the handlers; cancel only stragglers
+                _, pending = await asyncio.wait(list(self._tasks), timeout=2.0)
+                for task in pending:
+                    task.cancel()
+
+    def request_stop(self) -> None:
+        """Ask :meth:`serve` to return (call inside the event loop)."""
+        if self._stopped is not None:
+            self._stopped.set()
+
+    def summary(self) -> dict:
+        """Return the SUMMARY payload: queue state per key and the registered servers."""
+        servers = [c.info for c in self._conns if str(c.info.get("key", "")).startswith("server")]
+        queues = {key: sched.summary() for key, sched in self._schedulers.items()}
+        return {"queue_info": queues, "server_info": servers}
+
+    def _scheduler(self, key: str) -> PriorityScheduler:
+        if key not in self._schedulers:
+            self._schedulers[key] = PriorityScheduler(key)
+        return self._schedulers[key]
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = _Conn(writer)
+        self._conns[conn] = None
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            magic = unpack_int(await asyncio.wait_for(reader.readexactly(4), HANDSHAKE_TIMEOUT))
+            if magic != RPC_TRACKER_MAGIC:
+                logger.warning("tracker: invalid magic from %s, closing", conn.host)
+                return
+            writer.write(pack_int(RPC_TRACKER_MAGIC))
+            authenticated = self.token is None
+            while True:
+                msg = await self._read_message(reader, conn)
+                if msg is None:
+                    return
+                if msg[0] == TOKEN_CODE:
+                    authenticated = len(msg) == 2 and token_matches(self.token, msg[1])
+                    conn.send(TrackerCode.SUCCESS if authenticated else TrackerCode.FAIL)
+                    if not authenticated:
+                        logger.warning("tracker: wrong token from %s, closing", conn.host)
+                        return
+                elif not authenticated:
+                    logger.warning("tracker: unauthenticated request from %s, closing", conn.host)
+                    conn.send(TrackerCode.FAIL)
+                    return
+                else:
+                    handler = self._handlers.get(msg[0])
+                    if handler is None:
+                        logger.warning("tracker: unknown tracker code %r from %s", msg[0], conn.host)
+                        return
+                    if not handler(conn, msg):
+                        logger.warning("tracker: malformed request %.200r from %s", msg, conn.host)
+                        return
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError, OSError):
+            pass
+        finally:
+            self._close(conn)
+            writer.close()
+            self._tasks.discard(task)
+
+    async def _read_message(self, reader: asyncio.StreamReader, conn: _Conn) -> list | None:
+        """Read one request; None (after logging) on an oversized or malformed message."""
+        length = unpack_int(await reader.readexactly(4))
+        if length < 1 or length > MAX_TRACKER_MESSAGE:
+            logger.warning("tracker: message length %d from %s outside [1, %d], closing",
+                           length, conn.host, MAX_TRACKER_MESSAGE)
+            return None
+        data = await reader.readexactly(length)
+        try:
+            msg = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            logger.warning("tracker: malformed JSON from %s, closing", conn.host)
+            return None
+        if not isinstance(msg, list) or not msg or type(msg[0]) is not int:
+            logger.warning("tracker: request from %s is not [code, ...], closing", conn.host)
+            return None
+        return msg
+
+    def _close(self, conn: _Conn) -> None:
+        conn.closed = True
+        self._conns.pop(conn, None)
+        for sched in self._schedulers.values():
+            sched.drop_requests(conn)
+        if "key" in conn.info:
+            for value in conn.put_values:
+                self._scheduler(value.key).remove(value)
+        conn.put_values.clear()
+
+    def _on_ping(self, conn: _Conn, msg: list) -> bool:
+        conn.send(TrackerCode.SUCCESS)
+        return True
+
+    def _on_stop(self, conn: _Conn, msg: list) -> bool:
+        if len(msg) == 2 and msg[1] == self.stop_key:
+            conn.send(TrackerCode.SUCCESS)
+            asyncio.get_running_loop().call_soon(self.request_stop)
+        else:
+            conn.send(TrackerCode.FAIL)
+        return True
+
+    def _on_put(self, conn: _Conn, msg: list) -> bool:
+        if len(msg) not in (3, 4) or not isinstance(msg[1], str):
+            return False
+        slot, addr = msg[2], (msg[3] if len(msg) == 4 else None)
+        if not (isinstance(slot, list) and len(slot) == 2 and type(slot[0]) is int
+                and isinstance(slot[1], str) and (addr is None or isinstance(addr, str))):
+            return False
+        value = Resource(conn, msg[1], addr or conn.host, slot[0], slot[1])
+        conn.pending_matchkeys.add(value.matchkey)
+        conn.put_values.append(value)
+        self._scheduler(value.key).put(value)
+        conn.send(TrackerCode.SUCCESS)
+        return True
+
+    def _on_request(self, conn: _Conn, msg: list) -> bool:
+        if len(msg) != 4 or not isinstance(msg[1], str) or type(msg[3]) is not int:
+            return False
+
+        def assign(value: Resource) -> bool:
+            if not conn.send([TrackerCode.SUCCESS, [value.host, value.port, value.matchkey]]):
+                return False
+            owner = value.owner
+            if isinstance(owner, _Conn):
+                owner.pending_matchkeys.discard(value.matchkey)
+                if value in owner.put_values:
+                    owner.put_values.remove(value)
+            return True
+
+        self._scheduler(msg[1]).request(conn, msg[3], assign)
+        return True
+
+    def _on_update_info(self, conn: _Conn, msg: list) -> bool:
+        info = msg[1] if len(msg) == 2 else None
+        if not isinstance(info, dict) or not isinstance(info.get("key", ""), str):
+            return False
+        addr = info.get("addr")
+        if addr is not None:
+            if not isinstance(addr, list) or len(addr) != 2:
+                return False
+            if addr[0] is None:
+                addr[0] = conn.host
+        conn.info.update(info)
+        conn.send(TrackerCode.SUCCESS)
+        return True
+
+    def _on_summary(self, conn: _Conn, msg: list) -> bool:
+        conn.send([TrackerCode.SUCCESS, self.summary()])
+        return True
+
+    def _on_pending(self, conn: _Conn, msg: list) -> bool:
+        conn.send(sorted(conn.pending_matchkeys))
+        return True
+
+
+class Tracker:
+    """A tracker serving in a background thread of this process.
+
+    Parameters
+    ----------
+    host : str
+        Address to bind (``"127.0.0.1"`` by default; ``"0.0.0.0"`` to accept remote devices).
+    port, port_end : int
+        The first free port in ``[port, port_end)`` is used.
+    token : str or None
+        Shared token; None reads ``TUNECLI_RPC_TOKEN``, ``""`` disables authentication.
+
+    Attributes
+    ----------
+    host, port : str, int
+        Where the tracker listens.
+    stop_key : str
+        Key that makes a STOP request shut the tracker down.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 9190, port_end: int = 9199,
+                 token: str | None = None) -> None:
+        sock = bind_first_free(host, port, port_end)
+        self.host = host
+        self.port = sock.getsockname()[1]
+        self._server = TrackerServer(sock, resolve_token(token))
+        self.stop_key = self._server.stop_key
+        self._loop = asyncio.new_event_loop()
+        started = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(started,), name=f"tunecli-tracker-{self.port}", daemon=True)
+        self._thread.start()
+        if not started.wait(10.0):
+            raise RPCError(f"tracker {host}:{self.port}: event loop did not start")
+
+    def _run(self, started: threading.Event) -> None:
+        try:
+            self._loop.run_until_complete(self._server.serve(started.set))
+        finally:
+            self._loop.close()
+            self._server.sock.close()
+
+    def summary(self) -> dict:
+        """Return the current SUMMARY payload (thread-safe)."""
+        future = asyncio.run_coroutine_threadsafe(self._summary(), self._loop)
+        return future.result(timeout=10.0)
+
+    async def _summary(self) -> dict:
+        return json.loads(json.dumps(self._server.summary()))
+
+    def stop(self) -> None:
+        """Stop serving, close every connection and join the thread (idempotent)."""
+        if self._thread.is_alive():
+            try:
+                self._loop.call_soon_threadsafe(self._server.request_stop)
+            except RuntimeError:
+                pass
+            self._thread.join(10.0)
+
+    terminate = stop
+
+    def __enter__(self) -> Tracker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_tracker(host: str = "0.0.0.0", port: int = 9190, port_end: int = 9199,
+                token: str | None = None, on_ready: Callable[[str, int], None] | None = None) -> None:
+    """Run a tracker in the foreground until interrupted or stopped with its stop key.
+
+    Parameters
+    ----------
+    host : str
+        Address to bind.
+    port, port_end : int
+        The first free port in ``[port, port_end)`` is used.
+    token : str or None
+        Shared token; None reads ``TUNECLI_RPC_TOKEN``, ``""`` disables authentication.
+    on_ready : callable, optional
+        Called as ``on_ready(host, port)`` once the tracker accepts connections.
+
+    Raises
+    ------
+    RPCError
+        When no port in the range is free.
+    """
+    sock = bind_first_free(host, port, port_end)
+    bound = sock.getsockname()[1]
+    server = TrackerServer(sock, resolve_token(token))
+
+    def started() -> None:
+        logger.info("tracker listening on %s:%d", host, bound)
+        if on_ready is not None:
+            on_ready(host, bound)
+
+    try:
+        asyncio.run(server.serve(started))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()

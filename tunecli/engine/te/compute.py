@@ -1,0 +1,124 @@
+"""``placeholder`` and ``compute``: the two ways to define a tensor."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ir.dtype import parse_dtype
+from tunecli.engine.ir.visitor import Visitor
+from tunecli.errors import ExprError
+
+from .operation import ComputeOp, PlaceholderOp
+from .reduction import Reduce
+from .tensor import DATA_PAR, Tensor, make_iter_var
+
+
+def _shape_tuple(shape: Any, what: str) -> tuple[int, ...]:
+    if isinstance(shape, (int, E.IntImm)) or hasattr(shape, "__index__"):
+        shape = (shape,)
+    out = []
+    for s in shape:
+        try:
+            n = int(E.convert(s)) if not isinstance(s, int) else s
+        except Exception as exc:
+            raise ExprError(f"{what}: shape entries must be integer constants, got {s!r}") from exc
+        if isinstance(E.convert(s), E.ConstExpr) and not isinstance(E.convert(s), E.IntImm):
+            raise ExprError(f"{what}: shape entries must be integers, got {s!r}")
+        if n < 1:
+            raise ExprError(f"{what}: shape entries must be positive, got {tuple(shape)}")
+        out.append(n)
+    return tuple(out)
+
+
+def placeholder(shape: Any, dtype: str = "float32", name: str = "placeholder") -> Tensor:
+    """An input tensor.
+
+    Parameters
+    ----------
+    shape : int or sequence of int
+        Constant extents.
+    dtype : str
+        Element type, e.g. ``float32`` or ``int8``.
+    name : str
+        Name of the tensor (and of the kernel argument).
+
+    Returns
+    -------
+    Tensor
+    """
+    parse_dtype(dtype)
+    return PlaceholderOp(name, _shape_tuple(shape, f"placeholder {name}"), dtype).output(0)
+
+
+def compute(shape: Any, fcompute: Callable, name: str = "compute", tag: str = "",
+            attrs: dict | None = None) -> Tensor:
+    """A tensor defined elementwise by ``fcompute``.
+
+    Parameters
+    ----------
+    shape : int or sequence of int
+        Output extents.
+    fcompute : callable
+        Receives one index variable per dimension and returns an expression (or one reduction).
+    name, tag : str
+        Name of the operation; tag for operator-level dispatch.
+    attrs : dict, optional
+        Free-form attributes kept on the operation.
+
+    Returns
+    -------
+    Tensor
+    """
+    dims = _shape_tuple(shape, f"compute {name}")
+    names = _arg_names(fcompute, len(dims), name)
+    axis = [make_iter_var(0, n, v, DATA_PAR) for n, v in zip(dims, names, strict=True)]
+    try:
+        value = fcompute(*[iv.var for iv in axis])
+    except TypeError as exc:
+        raise ExprError(f"compute {name}: fcompute failed: {exc}") from exc
+    bodies = list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(bodies) != 1:
+        raise ExprError(f"compute {name}: fcompute must return one expression, got {len(bodies)}")
+    body = E.convert(bodies[0])
+    _check_reduce_top_level(body, name)
+    return ComputeOp(name, tag, attrs, axis, [body]).output(0)
+
+
+def _arg_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
+    try:
+        sig = inspect.signature(fcompute)
+    except (TypeError, ValueError):
+        return [f"i{d}" for d in range(ndim)]
+    params = list(sig.parameters.values())
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return [f"i{d}" for d in range(ndim)]
+    if len(params) != ndim:
+        raise ExprError(f"compute {name}: fcompute takes {len(params)} arguments but the shape has {ndim} "
+                        "dimensions")
+    return [p.name for p in params]
+
+
+def _check_reduce_top_level(body: E.Expr, name: str) -> None:
+    class _Find(Visitor):
+        def visit_Reduce(self, node: Reduce) -> None:
+            raise ExprError(f"compute {name}: a reduction must be the whole body, not part of an expression")
+
+    if isinstance(body, Reduce):
+        for s in body.source:
+            _Find().visit(s)
+        _Find().visit(body.condition)
+    else:
+        _Find().visit(body)
+
+
+def tensor_inputs(tensors: Sequence[Tensor]) -> list[Tensor]:
+    """The tensors read by the operations of ``tensors``."""
+    out: list[Tensor] = []
+    for t in tensors:
+        for i in t.op.input_tensors:
+            if all(i is not o for o in out):
+                out.append(i)
+    return out

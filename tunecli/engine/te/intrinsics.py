@@ -1,0 +1,125 @@
+"""Elementwise intrinsics (exp, sqrt, ...), ``if_then_else``, ``all``/``any`` and casts.
+
+Math functions become ``ir.expr.Call`` nodes named after the C math function: ``exp``, ``exp2``,
+``log``, ``log2``, ``log10``, ``sqrt``, ``rsqrt``, ``tanh``, ``sigmoid``, ``fabs``, ``pow``,
+``floor``, ``ceil``, ``round``, ``trunc``, ``sin``, ``cos``, ``erf``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ir.dtype import parse_dtype, promote
+from tunecli.errors import ExprError
+
+
+def _float_arg(x: Any, fname: str) -> E.Expr:
+    e = E.convert(x)
+    if not parse_dtype(e.dtype).is_float:
+        e = E.cast("float32", e)
+    return e
+
+
+def _unary(fname: str):
+    def fn(x: Any) -> E.Expr:
+        e = _float_arg(x, fname)
+        return E.Call(e.dtype, fname, [e])
+
+    fn.__name__ = fname
+    fn.__doc__ = f"Elementwise ``{fname}`` (float; integer arguments are cast to float32)."
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+sin = _unary("sin")
+cos = _unary("cos")
+erf = _unary("erf")
+
+
+def _rounding(fname: str):
+    def fn(x: Any) -> E.Expr:
+        e = E.convert(x)
+        if not parse_dtype(e.dtype).is_float:
+            return e
+        return E.Call(e.dtype, fname, [e])
+
+    fn.__name__ = fname
+    fn.__doc__ = f"Elementwise ``{fname}`` (identity on integers)."
+    return fn
+
+
+floor = _rounding("floor")
+ceil = _rounding("ceil")
+round = _rounding("round")  # noqa: A001
+trunc = _rounding("trunc")
+
+
+def abs(x: Any) -> E.Expr:  # noqa: A001
+    """Elementwise absolute value (``fabs`` for floats, a select for integers)."""
+    e = E.convert(x)
+    if parse_dtype(e.dtype).is_float:
+        return E.Call(e.dtype, "fabs", [e])
+    return E.Select(e < 0, -e, e)
+
+
+def power(x: Any, y: Any) -> E.Expr:
+    """``x ** y`` in floating point."""
+    a, b = E.convert(x), E.convert(y)
+    dtype = promote(a.dtype, b.dtype)
+    if not parse_dtype(dtype).is_float:
+        dtype = "float32"
+    return E.Call(dtype, "pow", [E.cast(dtype, a), E.cast(dtype, b)])
+
+
+def if_then_else(cond: Any, t: Any, f: Any) -> E.Expr:
+    """``t`` where ``cond`` holds else ``f``; lazy, so a guarded out-of-bounds read is safe."""
+    c = E.convert(cond)
+    if c.dtype != "bool":
+        raise ExprError(f"if_then_else: condition must be bool, got {c} ({c.dtype})")
+    if isinstance(c, E.IntImm):
+        return E.convert(t) if c.value else E.convert(f)
+    tv, fv = E.convert(t), E.convert(f) if isinstance(f, E.Expr) or hasattr(f, "as_expr") else f
+    if not isinstance(fv, E.Expr):
+        fv = E.convert(fv, tv.dtype)
+    if not isinstance(t, E.Expr) and not hasattr(t, "as_expr"):
+        tv = E.convert(t, fv.dtype)
+    if tv.dtype != fv.dtype:
+        common = promote(tv.dtype, fv.dtype)
+        tv, fv = E.cast(common, tv), E.cast(common, fv)
+    return E.Select(c, tv, fv)
+
+
+def all(*conds: Any) -> E.Expr:  # noqa: A001
+    """Logical and of the conditions (also accepts one list)."""
+    items = list(conds[0]) if len(conds) == 1 and isinstance(conds[0], (list, tuple)) else list(conds)
+    if not items:
+        raise ExprError("te.all needs at least one condition")
+    out = E.convert(items[0])
+    for c in items[1:]:
+        out = out & E.convert(c)
+    return out
+
+
+def any(*conds: Any) -> E.Expr:  # noqa: A001
+    """Logical or of the conditions (also accepts one list)."""
+    items = list(conds[0]) if len(conds) == 1 and isinstance(conds[0], (list, tuple)) else list(conds)
+    if not items:
+        raise ExprError("te.any needs at least one condition")
+    out = E.convert(items[0])
+    for c in items[1:]:
+        out = out | E.convert(c)
+    return out
+
+
+def var(name: str = "tindex", dtype: str = "int32") -> E.Var:
+    """A free scalar variable."""
+    return E.Var(name, dtype)

@@ -1,0 +1,89 @@
+"""Operations: the producers of tensors (placeholders and computes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ir.visitor import Visitor
+
+from .tensor import IterVar, Tensor, TensorRead
+
+
+class Operation:
+    """Base of operations; ``output(i)`` is the i-th produced tensor (the same object each time)."""
+
+    name: str
+    tag: str
+    attrs: dict
+
+    def __init__(self, name: str, tag: str = "", attrs: dict | None = None):
+        self.name = name
+        self.tag = tag
+        self.attrs = dict(attrs or {})
+        self._outputs: list[Tensor] = []
+
+    @property
+    def num_outputs(self) -> int:
+        """Number of output tensors."""
+        return len(self._outputs)
+
+    def output(self, index: int) -> Tensor:
+        """The tensor produced as output ``index``."""
+        return self._outputs[index]
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        """Tensors this operation reads, in order of first appearance."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+
+class PlaceholderOp(Operation):
+    """An input tensor given by the caller."""
+
+    def __init__(self, name: str, shape: Sequence[int], dtype: str):
+        super().__init__(name)
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+        self._outputs = [Tensor(self, 0, self.shape, dtype)]
+
+
+class ComputeOp(Operation):
+    """A tensor defined elementwise: output[axis] = body (an expression or one Reduce)."""
+
+    def __init__(self, name: str, tag: str, attrs: dict | None, axis: Sequence[IterVar],
+                 body: Sequence[E.Expr]):
+        super().__init__(name, tag, attrs)
+        self.axis = list(axis)
+        self.body = list(body)
+        from .reduction import Reduce
+
+        first = self.body[0]
+        self.reduce_axis: list[IterVar] = list(first.axis) if isinstance(first, Reduce) else []
+        shape = [int(iv.dom.extent) for iv in self.axis]
+        self._outputs = [Tensor(self, i, shape, b.dtype) for i, b in enumerate(self.body)]
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        """Tensors this operation reads, in order of first appearance."""
+        return collect_reads(self.body)
+
+
+def collect_reads(body: Any) -> list[Tensor]:
+    """The distinct tensors read in ``body`` (expressions), in order of first appearance."""
+    found: list[Tensor] = []
+
+    class _Reads(Visitor):
+        def visit_TensorRead(self, node: TensorRead) -> None:
+            if all(t is not node.tensor for t in found):
+                found.append(node.tensor)
+            self.generic_visit(node)
+
+    walker = _Reads()
+    for b in body:
+        walker.visit(b)
+    return found

@@ -1,0 +1,216 @@
+"""Tensors, iteration variables and the tensor-read expression node.
+
+A :class:`Tensor` is one output of an operation (placeholder or compute).  ``A[i, j]`` builds a
+:class:`TensorRead` node, which lives in compute bodies until lowering replaces it by a
+``BufferLoad``.  An :class:`IterVar` is a loop axis with a domain (:class:`Range`); it can be
+used directly in expressions (it converts to its ``var``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ir.expr import _init
+from tunecli.errors import ExprError
+
+DATA_PAR = "data_par"
+COMM_REDUCE = "comm_reduce"
+ORDERED = "ordered"
+OPAQUE = "opaque"
+
+
+class Range:
+    """A half-open interval ``[min, min + extent)`` with expression endpoints."""
+
+    __slots__ = ("min", "extent")
+
+    def __init__(self, min: Any, extent: Any):
+        self.min = E.convert(min)
+        self.extent = E.convert(extent)
+
+    @staticmethod
+    def from_min_extent(min: Any, extent: Any) -> Range:
+        """Build a range from its minimum and extent."""
+        return Range(min, extent)
+
+    def __repr__(self) -> str:
+        return f"range(min={self.min}, ext={self.extent})"
+
+
+class _ExprLike:
+    """Arithmetic and comparison operators that delegate to ``self.as_expr()``."""
+
+    def as_expr(self) -> E.Expr:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __add__(self, o): return self.as_expr() + o
+    def __radd__(self, o): return E.convert(o) + self.as_expr()
+    def __sub__(self, o): return self.as_expr() - o
+    def __rsub__(self, o): return E.convert(o) - self.as_expr()
+    def __mul__(self, o): return self.as_expr() * o
+    def __rmul__(self, o): return E.convert(o) * self.as_expr()
+    def __truediv__(self, o): return self.as_expr() / o
+    def __rtruediv__(self, o): return E.convert(o) / self.as_expr()
+    def __floordiv__(self, o): return self.as_expr() // o
+    def __rfloordiv__(self, o): return E.convert(o) // self.as_expr()
+    def __mod__(self, o): return self.as_expr() % o
+    def __rmod__(self, o): return E.convert(o) % self.as_expr()
+    def __neg__(self): return -self.as_expr()
+    def __lt__(self, o): return self.as_expr() < o
+    def __le__(self, o): return self.as_expr() <= o
+    def __gt__(self, o): return self.as_expr() > o
+    def __ge__(self, o): return self.as_expr() >= o
+    def __eq__(self, o): return self.as_expr() == o  # type: ignore[override]
+    def __ne__(self, o): return self.as_expr() != o  # type: ignore[override]
+    def astype(self, dtype: str) -> E.Expr:
+        """Return this value cast to ``dtype``."""
+        return self.as_expr().astype(dtype)
+
+    __hash__ = object.__hash__
+
+
+class IterVar(_ExprLike):
+    """A loop axis: ``var`` ranges over ``dom``; ``iter_type`` is data_par or comm_reduce.
+
+    Parameters
+    ----------
+    dom : Range or None
+        The domain (None for axes created by schedule relations before bound inference).
+    var : Var
+        The loop variable.
+    iter_type : str
+        ``data_par`` (spatial), ``comm_reduce`` (reduction) or ``ordered``.
+    """
+
+    __slots__ = ("dom", "var", "iter_type")
+
+    def __init__(self, dom: Range | None, var: E.Var, iter_type: str = DATA_PAR):
+        self.dom = dom
+        self.var = var
+        self.iter_type = iter_type
+
+    @property
+    def name(self) -> str:
+        """Name of the variable / tensor."""
+        return self.var.name
+
+    @property
+    def dtype(self) -> str:
+        """dtype of the loop variable (int32)."""
+        return self.var.dtype
+
+    def as_expr(self) -> E.Var:
+        """The loop variable (what ``ir.expr.convert`` uses)."""
+        return self.var
+
+    def __repr__(self) -> str:
+        return f"iter_var({self.var.name}, {self.dom!r}, {self.iter_type})"
+
+
+def make_iter_var(lo: Any, hi: Any, name: str, iter_type: str) -> IterVar:
+    """An IterVar over ``[lo, hi)`` with a fresh int32 variable."""
+    lo_e, hi_e = E.convert(lo), E.convert(hi)
+    if isinstance(lo_e, E.IntImm) and isinstance(hi_e, E.IntImm):
+        extent: E.Expr = E.IntImm(hi_e.value - lo_e.value)
+    else:
+        extent = hi_e - lo_e
+    return IterVar(Range(lo_e, extent), E.Var(name, "int32"), iter_type)
+
+
+class Tensor(_ExprLike):
+    """Output ``value_index`` of ``op``: a multi-dimensional array of ``dtype`` with ``shape``."""
+
+    __slots__ = ("op", "value_index", "shape", "dtype")
+
+    def __init__(self, op: Any, value_index: int, shape: Sequence[int], dtype: str):
+        self.op = op
+        self.value_index = value_index
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+
+    @property
+    def name(self) -> str:
+        """Name of the variable / tensor."""
+        return self.op.name if self.op.num_outputs == 1 else f"{self.op.name}.v{self.value_index}"
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    def __call__(self, *indices: Any) -> E.Expr:
+        return self.__getitem__(tuple(indices))
+
+    def __getitem__(self, indices: Any) -> E.Expr:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) < len(self.shape):
+            return TensorSlice(self, tuple(indices))
+        if len(indices) != len(self.shape):
+            raise ExprError(
+                f"tensor {self.name} has {len(self.shape)} dimensions but was indexed with {len(indices)}"
+            )
+        idx = []
+        for i in indices:
+            e = E.convert(i)
+            if not E.parse_dtype(e.dtype).is_int:
+                raise ExprError(f"index of tensor {self.name} must be an integer, got {e} ({e.dtype})")
+            idx.append(e if e.dtype == "int32" else E.cast("int32", e))
+        return TensorRead(self, tuple(idx))
+
+    def as_expr(self) -> E.Expr:
+        """A zero-dimensional tensor used as a scalar."""
+        if self.shape:
+            raise ExprError(f"tensor {self.name} with shape {self.shape} used as a scalar; index it")
+        return TensorRead(self, ())
+
+    def __repr__(self) -> str:
+        return f"Tensor(name={self.name}, shape={self.shape}, dtype={self.dtype})"
+
+    def __eq__(self, other: Any):  # type: ignore[override]
+        if isinstance(other, Tensor):
+            return self.op is other.op and self.value_index == other.value_index
+        return self.as_expr() == other
+
+    def __ne__(self, other: Any):  # type: ignore[override]
+        if isinstance(other, Tensor):
+            return not self.__eq__(other)
+        return self.as_expr() != other
+
+    def __hash__(self) -> int:
+        return hash((id(self.op), self.value_index))
+
+
+class TensorRead(E.Expr):
+    """``tensor[indices]`` inside a compute definition (becomes a BufferLoad when lowered)."""
+
+    __slots__ = ("tensor", "indices")
+    _fields = ("indices",)
+
+    def __init__(self, tensor: Tensor, indices: tuple[E.Expr, ...]):
+        _init(self, tensor=tensor, indices=tuple(indices), dtype=tensor.dtype)
+
+    def text(self) -> str:
+        """Printable form, e.g. ``A[i, k]``."""
+        from tunecli.engine.ir.printer import expr_str
+
+        return f"{self.tensor.name}[{', '.join(expr_str(i) for i in self.indices)}]"
+
+
+class TensorSlice(_ExprLike):
+    """``A[i]`` of a multi-dimensional tensor: index it further (``A[i][j]``) before use."""
+
+    def __init__(self, tensor: Tensor, indices: tuple[Any, ...]):
+        self.tensor = tensor
+        self.indices = indices
+
+    def __getitem__(self, more: Any) -> Any:
+        if not isinstance(more, tuple):
+            more = (more,)
+        return self.tensor[self.indices + more]
+
+    def as_expr(self) -> E.Expr:
+        raise ExprError(f"tensor {self.tensor.name} has {len(self.tensor.shape)} dimensions but was indexed "
+                        f"with {len(self.indices)}")

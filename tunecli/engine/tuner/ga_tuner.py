@@ -1,0 +1,134 @@
+"""Genetic-algorithm tuner (TVM's ``GATuner``).
+
+Genes are knob-position vectors (``point2knob``).  Each generation of ``pop_size`` genes is
+measured; the next one keeps ``elite_num`` elites as parents, picks parent pairs with
+probability proportional to their score, crosses them over at one point and mutates each knob
+with ``mutation_prob``.  Unlike TVM, a child that was already visited is discarded (and the
+generation topped up with random unvisited configs), so no config is measured twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.tuner.tuner import Tuner
+from tunecli.errors import TuneError
+
+_ATTEMPTS_PER_CHILD = 20
+
+
+class GATuner(Tuner):
+    """Tuner with a genetic algorithm.
+
+    Parameters
+    ----------
+    task : Task
+    pop_size : int
+        Genes per generation.
+    elite_num : int
+        Best genes kept as parents for the next generation.
+    mutation_prob : float
+        Probability that a knob of a child is set to a random value.
+    seed : int, optional
+    """
+
+    def __init__(self, task: Any, pop_size: int = 100, elite_num: int = 3, mutation_prob: float = 0.1,
+                 seed: int | None = None):
+        super().__init__(task, seed=seed)
+        if elite_num > pop_size:
+            raise TuneError(f"GATuner: elite_num ({elite_num}) must not exceed pop_size ({pop_size})")
+        self.pop_size = min(pop_size, len(self.space))
+        self.elite_num = min(self.pop_size, elite_num)
+        self.mutation_prob = mutation_prob
+        self.genes: list[list[int]] = []
+        self.scores: list[float] = []
+        self.elites: list[list[int]] = []
+        self.elite_scores: list[float] = []
+        self.trial_pt = 0
+        self._started = False
+
+    def _unvisited_count(self) -> int:
+        return len(self.space) - len(self.visited)
+
+    def _remaining(self) -> list[int]:
+        return [i for i in range(self.space.range_length)
+                if i not in self.visited and self.space.is_index_valid(i)]
+
+    def _take(self, indices: list[int]) -> list[list[int]]:
+        self.visited.update(indices)
+        return [self.space.point2knob(i) for i in indices]
+
+    def _random_genes(self, n: int) -> list[list[int]]:
+        if self._unvisited_count() <= n:
+            return self._take(self._remaining())
+        picked = []
+        for _ in range(n):
+            index = self.space.get_rand_index(to_exclude=self.visited, rng=self.rng)
+            self.visited.add(index)
+            picked.append(index)
+        return [self.space.point2knob(i) for i in picked]
+
+    def _start(self) -> None:
+        self._started = True
+        self.genes = self._random_genes(self.pop_size)
+
+    def has_next(self) -> bool:
+        """Return True while a gene of this generation is unmeasured or the space is not exhausted."""
+        return self.trial_pt < len(self.genes) or self._unvisited_count() > 0
+
+    def next_batch(self, batch_size: int) -> list:
+        """Return the next unmeasured genes of the current generation."""
+        if not self._started:
+            self._start()
+        ret = []
+        while len(ret) < batch_size and self.trial_pt < len(self.genes):
+            ret.append(self.space.get(self.space.knob2point(self.genes[self.trial_pt])))
+            self.trial_pt += 1
+        return ret
+
+    def update(self, inputs: list, results: list) -> None:
+        """Score the measured genes; breed the next generation once all are measured."""
+        for _inp, res in zip(inputs, results, strict=True):
+            self.scores.append(self.task.flop / float(np.mean(res.costs)) if res.error_no == 0 else 0.0)
+        if len(self.scores) < len(self.genes) or self._unvisited_count() == 0:
+            return
+        if self._unvisited_count() <= self.pop_size:
+            next_genes = self._take(self._remaining())
+        else:
+            next_genes = self._breed()
+        self.genes = next_genes
+        self.trial_pt = 0
+        self.scores = []
+
+    def _breed(self) -> list[list[int]]:
+        genes = self.genes + self.elites
+        scores = np.array(self.scores[: len(self.genes)] + self.elite_scores, dtype=np.float64)
+        elite_idx = np.argpartition(scores, -self.elite_num)[-self.elite_num:]
+        self.elites = [genes[i] for i in elite_idx]
+        self.elite_scores = [float(scores[i]) for i in elite_idx]
+        probs = scores + 1e-8
+        probs /= np.max(probs)
+        probs /= np.sum(probs)
+        dims = self.space.dims
+        children: list[list[int]] = []
+        chosen: set[int] = set()
+        for _ in range(self.pop_size * _ATTEMPTS_PER_CHILD):
+            if len(children) >= self.pop_size:
+                break
+            if len(genes) >= 2:
+                i1, i2 = self.rng.choice(len(genes), size=2, replace=False, p=probs)
+                point = int(self.rng.integers(len(dims)))
+                child = genes[i1][:point] + genes[i2][point:]
+            else:
+                child = list(genes[0])
+            for j, dim in enumerate(dims):
+                if self.rng.random() < self.mutation_prob:
+                    child[j] = int(self.rng.integers(dim))
+            index = self.space.knob2point(child)
+            if index not in self.visited and index not in chosen and self.space.is_index_valid(index):
+                chosen.add(index)
+                children.append(child)
+        self.visited.update(chosen)
+        return children + self._random_genes(self.pop_size - len(children))

@@ -1,0 +1,241 @@
+"""Model-based tuning: a cost model ranks configs, an optimizer searches the model's maxima.
+
+Every ``plan_size`` measurements the cost model is refitted on all (index, flops) pairs and the
+optimizer plans the next ``plan_size`` trials; the last 5 % of a plan (and everything before
+the first plan) are random unvisited configs (epsilon-greedy exploration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.autotvm.env import GLOBAL_SCOPE
+from tunecli.engine.tuner.tuner import Tuner
+from tunecli.errors import TuneError
+
+
+class CostModel:
+    """Predicts a score (higher is better) for config indices of one task."""
+
+    def fit(self, xs: Sequence[int], ys: Sequence[float], plan_size: int) -> None:
+        """Fit on config indices ``xs`` with FLOPS ``ys`` (0 for failures).
+
+        Parameters
+        ----------
+        xs : sequence of int
+        ys : sequence of float
+        plan_size : int
+        """
+        raise NotImplementedError
+
+    def fit_log(self, records: Iterable[tuple], plan_size: int, min_seed_records: int = 500) -> bool:
+        """Fit on records of earlier runs; return False when there are too few.
+
+        Parameters
+        ----------
+        records : iterable of (MeasureInput, MeasureResult)
+        plan_size : int
+        min_seed_records : int
+
+        Returns
+        -------
+        bool
+        """
+        raise NotImplementedError
+
+    def predict(self, xs: Sequence[int], output_margin: bool = False) -> np.ndarray:
+        """Return the predicted score of every index in ``xs``.
+
+        Parameters
+        ----------
+        xs : sequence of int
+        output_margin : bool
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        raise NotImplementedError
+
+    def load_basemodel(self, base_model: CostModel) -> None:
+        """Use ``base_model`` (trained on history) as a prior.
+
+        Parameters
+        ----------
+        base_model : CostModel
+        """
+        raise NotImplementedError
+
+    def spawn_base_model(self) -> CostModel:
+        """Return a fresh model of the same kind, to be trained as a base model.
+
+        Returns
+        -------
+        CostModel
+        """
+        raise NotImplementedError
+
+
+class ModelOptimizer:
+    """Searches the config space for the indices a cost model scores highest."""
+
+    def find_maximums(self, model: CostModel, num: int, exclusive: set[int]) -> list[int]:
+        """Return up to ``num`` indices not in ``exclusive``, best first.
+
+        Parameters
+        ----------
+        model : CostModel
+        num : int
+        exclusive : set of int
+
+        Returns
+        -------
+        list of int
+        """
+        raise NotImplementedError
+
+
+def submodular_pick(scores: np.ndarray, knobs: list[list[int]], n_pick: int,
+                    knob_weight: float = 1.0) -> list[int]:
+    """Greedily pick ``n_pick`` items maximising score plus the number of distinct knob values.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+    knobs : list of list of int
+        Knob positions of every item.
+    n_pick : int
+    knob_weight : float
+
+    Returns
+    -------
+    list of int
+        Positions of the picked items.
+    """
+    n = len(scores)
+    remain = list(range(n))
+    seen: list[set[int]] = [set() for _ in range(len(knobs[0]) if knobs else 0)]
+    picked: list[int] = []
+    for _ in range(min(n_pick, n)):
+        best, best_score = -1, -1e9
+        for i in remain:
+            gain = scores[i] + knob_weight * sum(knobs[i][j] not in seen[j] for j in range(len(seen)))
+            if gain > best_score:
+                best, best_score = i, gain
+        picked.append(best)
+        remain.remove(best)
+        for j, value in enumerate(knobs[best]):
+            seen[j].add(value)
+    return picked
+
+
+class ModelBasedTuner(Tuner):
+    """A tuner driven by a cost model and a model optimizer.
+
+    Parameters
+    ----------
+    task : Task
+    cost_model : CostModel
+    model_optimizer : ModelOptimizer
+    plan_size : int
+        Trials per plan; the model is refitted after each ``plan_size`` measurements.
+    diversity_filter_ratio : int or float, optional
+        When given (>= 1), plan from ``plan_size * ratio`` candidates the most diverse ``plan_size``.
+    seed : int, optional
+    """
+
+    def __init__(self, task: Any, cost_model: CostModel, model_optimizer: ModelOptimizer, plan_size: int,
+                 diversity_filter_ratio: float | None = None, seed: int | None = None):
+        super().__init__(task, seed=seed)
+        if diversity_filter_ratio is not None and diversity_filter_ratio < 1:
+            raise TuneError(f"{type(self).__name__}: diversity_filter_ratio must be >= 1, "
+                            f"got {diversity_filter_ratio}")
+        self.target = task.target
+        self.plan_size = plan_size
+        self.cost_model = cost_model
+        self.model_optimizer = model_optimizer
+        self.diversity_filter_ratio = diversity_filter_ratio
+        self.dims = self.space.dims
+        self.trials: list[int] = []
+        self.trial_pt = 0
+        self.xs: list[int] = []
+        self.ys: list[float] = []
+        self.flops_max = 0.0
+        self.train_ct = 0
+
+    def has_next(self) -> bool:
+        """Return True while an unvisited valid config is left."""
+        return len(self.visited) < len(self.space)
+
+    def next_batch(self, batch_size: int) -> list:
+        """Return the next planned configs (random ones outside a plan or in its last 5 %)."""
+        ret = []
+        while len(ret) < batch_size and self.has_next():
+            while self.trial_pt < len(self.trials):
+                index = self.trials[self.trial_pt]
+                if index not in self.visited and self.space.is_index_valid(index):
+                    break
+                self.trial_pt += 1
+            if self.trial_pt >= len(self.trials) - int(0.05 * self.plan_size):
+                index = self.space.get_rand_index(to_exclude=self.visited, rng=self.rng)
+            ret.append(self.space.get(index))
+            self.visited.add(int(index))
+        return ret
+
+    def update(self, inputs: list, results: list) -> None:
+        """Record (index, flops) pairs; refit and replan once a plan's worth of new data is in."""
+        for inp, res in zip(inputs, results, strict=True):
+            index = int(inp.config.index)
+            # this task's FLOPs: records replayed from a log carry a task without a FLOP count
+            flops = self.task.flop / float(np.mean(res.costs)) if res.error_no == 0 else 0.0
+            self.flops_max = max(self.flops_max, flops)
+            self.xs.append(index)
+            self.ys.append(flops)
+            if self.space.is_index_valid(index):
+                self.visited.add(index)
+        if len(self.xs) >= self.plan_size * (self.train_ct + 1) and self.flops_max > 1e-6:
+            self.cost_model.fit(self.xs, self.ys, self.plan_size)
+            self.trials = self._plan(self.cost_model)
+            self.trial_pt = 0
+            self.train_ct += 1
+
+    def _plan(self, model: CostModel) -> list[int]:
+        if not self.diversity_filter_ratio:
+            return [int(x) for x in self.model_optimizer.find_maximums(model, self.plan_size, self.visited)]
+        n_candidates = int(self.plan_size * self.diversity_filter_ratio)
+        candidate = self.model_optimizer.find_maximums(model, n_candidates, self.visited)
+        if not candidate:
+            return []
+        knobs = [self.space.point2knob(x) for x in candidate]
+        pick = submodular_pick(np.zeros(len(candidate)), knobs, self.plan_size, knob_weight=1)
+        return [int(candidate[i]) for i in pick]
+
+    def load_history(self, data_set: Iterable[tuple], min_seed_records: int = 500) -> None:
+        """Replay records of this task (marked visited, used as training data) and, with at least
+        ``min_seed_records`` records of the same template, train a transfer-learning base model.
+
+        Parameters
+        ----------
+        data_set : iterable of (MeasureInput, MeasureResult)
+        min_seed_records : int
+        """
+        records = list(data_set)
+        same = self._same_task_records(records)
+        if same:
+            self.update([inp for inp, _ in same], [res for _, res in same])
+        old = GLOBAL_SCOPE.in_tuning
+        GLOBAL_SCOPE.in_tuning = True
+        try:
+            base_model = self.cost_model.spawn_base_model()
+            if not base_model.fit_log(records, self.plan_size, min_seed_records):
+                return
+            if not self.trials:
+                self.trials = [int(x) for x in
+                               self.model_optimizer.find_maximums(base_model, self.plan_size, self.visited)]
+                self.trial_pt = 0
+            self.cost_model.load_basemodel(base_model)
+        finally:
+            GLOBAL_SCOPE.in_tuning = old

@@ -1,0 +1,270 @@
+"""The tuning loop shared by every tuner (TVM's ``Tuner.tune``).
+
+A tuner proposes configs (``next_batch``), the loop measures them, feeds the results back
+(``update``) and runs the callbacks; it tracks the best config and stops early after
+``early_stopping`` trials without improvement.  Every tuner keeps ``visited`` (indices already
+proposed or measured) and never proposes a visited index again: ``mark_visited`` and
+``load_history`` add indices measured in an earlier run, so a resumed run skips them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.autotvm.callback import format_si_prefix
+from tunecli.engine.autotvm.env import GLOBAL_SCOPE
+from tunecli.engine.autotvm.measure_types import MeasureInput, MeasureResult
+
+logger = logging.getLogger("autotvm")
+
+MeasureBatch = Callable[[list[MeasureInput]], list[MeasureResult]]
+
+
+def make_measure_batch(task: Any, measure_option: Any) -> MeasureBatch:
+    """Return ``measure_batch(inputs) -> results`` (with ``.n_parallel``) for ``measure_option``.
+
+    Parameters
+    ----------
+    task : Task
+    measure_option : dict or callable
+        The dict of ``measure_option(builder, runner)``, or a ready ``measure_batch`` callable.
+
+    Returns
+    -------
+    callable
+    """
+    if callable(measure_option):
+        return measure_option
+    from tunecli.engine.measure import create_measure_batch  # TODO(integration): import at top
+
+    return create_measure_batch(task, measure_option)
+
+
+def _error_text(res: MeasureResult) -> str:
+    costs = res.costs
+    if isinstance(costs, (tuple, list)) and len(costs) == 2 and isinstance(costs[0], str):
+        return f"{costs[0]}\n{costs[1]}"
+    return f"{res.error_no!r}: {costs}"
+
+
+def _normalised_entities(config: Any) -> list:
+    """The log form of a config's entities, with split outer extents written as -1."""
+    out = []
+    for name, tag, value in config.to_json_dict()["entity"]:
+        value = json.loads(json.dumps(value))
+        if tag == "sp":
+            value = [-1] + value[1:]
+        out.append([name, tag, value])
+    return out
+
+
+def _denotes(space: Any, config: Any) -> bool:
+    """True when ``config.index`` decodes to ``config``'s entities in ``space``."""
+    index = int(config.index)
+    if not 0 <= index < space.range_length or not space.is_index_valid(index):
+        return False
+    return _normalised_entities(space.get(index)) == _normalised_entities(config)
+
+
+class Tuner:
+    """Base class of tuners.
+
+    Parameters
+    ----------
+    task : Task
+    seed : int, optional
+        Seed of the tuner's random generator: the same seed gives the same sequence.
+    """
+
+    def __init__(self, task: Any, seed: int | None = None, **kwargs: Any):
+        self.param = kwargs
+        self.task = task
+        self.space = task.config_space
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.visited: set[int] = set()
+        self.recorder = None
+        self.best_config: Any = None
+        self.best_flops = 0.0
+        self.best_measure_pair: tuple | None = None
+        self.best_iter = 0
+        self.error_ct_threshold = 150
+        self.ttl: int | None = None
+        self.n_trial: int | None = None
+        self.early_stopping: int | None = None
+
+    # --------------------------------------------------------------- to implement
+    def has_next(self) -> bool:
+        """Return True while there are configs left to propose.
+
+        Returns
+        -------
+        bool
+        """
+        raise NotImplementedError
+
+    def next_batch(self, batch_size: int) -> list:
+        """Return up to ``batch_size`` new configs to measure (never a visited one).
+
+        Parameters
+        ----------
+        batch_size : int
+
+        Returns
+        -------
+        list of ConfigEntity
+        """
+        raise NotImplementedError
+
+    def update(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
+        """Learn from measured results.
+
+        Parameters
+        ----------
+        inputs : list of MeasureInput
+        results : list of MeasureResult
+        """
+
+    # --------------------------------------------------------------- history
+    def mark_visited(self, indices: Iterable[int]) -> None:
+        """Never propose these config indices (measured earlier, e.g. in the log being resumed).
+
+        Parameters
+        ----------
+        indices : iterable of int
+        """
+        for index in indices:
+            index = int(index)
+            if 0 <= index < self.space.range_length and self.space.is_index_valid(index):
+                self.visited.add(index)
+
+    def _same_task_records(self, records: Iterable[tuple]) -> list[tuple]:
+        """Records of this task whose index still denotes the logged config in this space."""
+        target = str(self.task.target)
+        workload = self.task.workload
+        same = []
+        for inp, res in records:
+            if inp.task.workload != workload or str(inp.target) != target:
+                continue
+            if _denotes(self.space, inp.config):
+                same.append((inp, res))
+            else:
+                logger.debug("history record %d of %s does not match this config space; ignored",
+                             inp.config.index, self.task.name)
+        return same
+
+    def load_history(self, data_set: Iterable[tuple], min_seed_records: int = 500) -> None:
+        """Load earlier records: configs of this task (same workload and target) are marked visited.
+
+        Parameters
+        ----------
+        data_set : iterable of (MeasureInput, MeasureResult)
+        min_seed_records : int
+            Minimum number of records to train a transfer-learning model (model-based tuners).
+        """
+        self.mark_visited(inp.config.index for inp, _ in self._same_task_records(data_set))
+
+    def set_error_threshold(self, threshold: int) -> None:
+        """Switch the ``autotvm`` logger to DEBUG after this many consecutive errors.
+
+        Parameters
+        ----------
+        threshold : int
+        """
+        self.error_ct_threshold = threshold
+
+    def reset(self) -> None:
+        """Forget the best config found."""
+        self.best_config = None
+        self.best_flops = 0.0
+        self.best_measure_pair = None
+
+    # --------------------------------------------------------------- the loop
+    def tune(self, n_trial: int, measure_option: Any, early_stopping: int | None = None,
+             callbacks: Sequence[Callable[..., None]] = (), si_prefix: str = "G") -> None:
+        """Measure up to ``n_trial`` configs proposed by this tuner.
+
+        Parameters
+        ----------
+        n_trial : int
+        measure_option : dict or callable
+            From ``measure_option(builder, runner)``, or a ``measure_batch`` callable.
+        early_stopping : int, optional
+            Stop after this many trials without a better config.
+        callbacks : sequence of callable
+            Each is called as ``cb(tuner, inputs, results)`` after every batch.
+        si_prefix : str
+            Unit prefix of FLOPS in log messages.
+        """
+        format_si_prefix(0, si_prefix)  # reject a bad prefix before starting any worker
+        measure_batch = make_measure_batch(self.task, measure_option)
+        n_parallel = getattr(measure_batch, "n_parallel", 1) or 1
+        early_stopping = early_stopping or 10**9
+        self.n_trial = n_trial
+        self.early_stopping = early_stopping
+        old_level = logger.level
+        GLOBAL_SCOPE.in_tuning = True
+        try:
+            i, error_ct, errors = self._loop(measure_batch, n_parallel, n_trial, early_stopping,
+                                             callbacks, si_prefix, old_level)
+        finally:
+            GLOBAL_SCOPE.in_tuning = False
+            logger.setLevel(old_level)
+        if i > 0 and error_ct == i:
+            fd, path = tempfile.mkstemp(prefix="tvm_tuning_errors_", suffix=".log", text=True)
+            with open(fd, "w", encoding="utf-8") as file:
+                file.write("\n".join(errors))
+            logger.warning("Could not find any valid schedule for task %s. A file containing the errors "
+                           "has been written to %s.", self.task, path)
+
+    def _loop(self, measure_batch: MeasureBatch, n_parallel: int, n_trial: int, early_stopping: int,
+              callbacks: Sequence[Callable[..., None]], si_prefix: str, old_level: int) -> tuple:
+        i = error_ct = 0
+        errors: list[str] = []
+        while i < n_trial:
+            if not self.has_next():
+                break
+            configs = self.next_batch(min(n_parallel, n_trial - i))
+            if not configs:
+                break
+            inputs = [MeasureInput(self.task.target, self.task, config) for config in configs]
+            results = measure_batch(inputs)
+            for k, (inp, res) in enumerate(zip(inputs, results, strict=True)):
+                config = inp.config
+                if res.error_no == 0:
+                    flops = inp.task.flop / float(np.mean(res.costs))
+                    error_ct = 0
+                    result_msg: Any = res
+                else:
+                    flops = 0.0
+                    error_ct += 1
+                    errors.append(_error_text(res))
+                    result_msg = errors[-1]
+                if flops > self.best_flops:
+                    self.best_flops = flops
+                    self.best_config = config
+                    self.best_measure_pair = (inp, res)
+                    self.best_iter = i + k
+                logger.debug("No: %d\t%sFLOPS: %.2f/%.2f\tresult: %s\t%s", i + k + 1, si_prefix,
+                             format_si_prefix(flops, si_prefix),
+                             format_si_prefix(self.best_flops, si_prefix), result_msg, config)
+            i += len(results)
+            self.ttl = min(early_stopping + self.best_iter, n_trial) - i
+            self.update(inputs, results)
+            for callback in callbacks:
+                callback(self, inputs, results)
+            if i >= self.best_iter + early_stopping:
+                logger.debug("Early stopped. Best iter: %d.", self.best_iter)
+                break
+            if error_ct > self.error_ct_threshold:
+                logger.warning("Too many errors happen in the tuning. Switching to debug mode.")
+                logger.setLevel(logging.DEBUG)
+            else:
+                logger.setLevel(old_level)
+        return i, error_ct, errors

@@ -1,0 +1,245 @@
+"""XGBoost cost model (TVM's ``XGBoostCostModel``), with transfer learning from old logs.
+
+Training uses TVM's parameters and stops when the average recall of the top ``plan_size``
+predictions (``a-recall@N``) has not improved for 20 rounds (evaluated every 2nd round).  A
+*base model* trained on earlier records of the same template adds its (discounted) margin to
+this model's predictions until enough own samples exist.  xgboost is imported when a model is
+created, with an actionable message when it is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.autotvm.features import FEATURE_TYPES, config_features, get_features
+from tunecli.engine.tuner.model_based_tuner import CostModel
+from tunecli.errors import TuneError
+
+logger = logging.getLogger("autotvm")
+
+LOSS_TYPES = ("reg", "rank", "rank-binary")
+_CACHE_LIMIT = 100_000
+
+
+def _import_xgboost() -> Any:
+    try:
+        import xgboost
+    except ImportError as err:
+        raise ImportError("XGBTuner needs the xgboost package: install it with "
+                          "`pip install xgboost-cpu` (or `pip install tunecli[...]` with xgboost)") from err
+    return xgboost
+
+
+def get_rank(values: np.ndarray) -> np.ndarray:
+    """Return the rank of every value (0 = largest).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+
+    Returns
+    -------
+    numpy.ndarray of int
+    """
+    order = np.argsort(-values, kind="stable")
+    ranks = np.empty_like(order)
+    ranks[order] = np.arange(len(order))
+    return ranks
+
+
+def average_recall(preds: np.ndarray, labels: np.ndarray, n: int) -> float:
+    """Return ``a-recall@n``: mean over i < n of the share of the true top-(i+1) among the
+    first i predicted trials (TVM's ``recall_curve``).
+
+    Parameters
+    ----------
+    preds : numpy.ndarray
+    labels : numpy.ndarray
+    n : int
+
+    Returns
+    -------
+    float
+    """
+    trials = np.argsort(preds, kind="stable")[::-1]
+    ranks = get_rank(labels[trials])
+    curve = [np.sum(ranks[:i] <= i) / (i + 1) for i in range(min(n, len(ranks)))]
+    return float(np.sum(curve) / n)
+
+
+class XGBoostCostModel(CostModel):
+    """A gradient-boosted-trees model of config quality.
+
+    Parameters
+    ----------
+    task : Task
+    feature_type : {"knob", "itervar", "curve"}
+    loss_type : {"reg", "rank", "rank-binary"}
+    num_threads : int, optional
+    log_interval : int
+    upper_model : XGBoostCostModel, optional
+        The model this one is the base model of (shares its feature cache).
+    rng : numpy.random.Generator, optional
+    """
+
+    def __init__(self, task: Any, feature_type: str, loss_type: str = "reg", num_threads: int | None = None,
+                 log_interval: int = 25, upper_model: XGBoostCostModel | None = None,
+                 rng: np.random.Generator | None = None):
+        self.xgb = _import_xgboost()
+        if loss_type not in LOSS_TYPES:
+            raise TuneError(f"XGBoostCostModel: Invalid loss type: {loss_type} (use one of {LOSS_TYPES})")
+        if feature_type not in FEATURE_TYPES:
+            raise TuneError(f"XGBoostCostModel: Invalid feature type: {feature_type} "
+                            f"(use one of {FEATURE_TYPES})")
+        self.task = task
+        self.space = task.config_space
+        self.fea_type = feature_type
+        self.loss_type = loss_type
+        self.num_threads = num_threads
+        self.log_interval = log_interval
+        self.rng = rng if rng is not None else np.random.default_rng()
+        self.xgb_params: dict[str, Any] = {
+            "max_depth": 3, "gamma": 0.0001, "min_child_weight": 1, "subsample": 1.0, "eta": 0.3,
+            "lambda": 1.00, "alpha": 0,
+            "objective": "reg:squarederror" if loss_type == "reg" else "rank:pairwise",
+            "verbosity": 0, "seed": int(self.rng.integers(2**31)),
+        }
+        if num_threads:
+            self.xgb_params["nthread"] = num_threads
+        self._dmatrix_threads = num_threads or -1
+        self.bst: Any = None
+        self.upper_model = upper_model
+        self.feature_cache: dict[int, np.ndarray] = upper_model.feature_cache if upper_model else {}
+        self.base_model: XGBoostCostModel | None = None
+        self._sample_size = 0
+
+    # ----------------------------------------------------------------- features
+    def _get_feature(self, indexes: Sequence[int]) -> np.ndarray:
+        if self.fea_type == "knob":
+            return get_features(self.task, indexes, "knob")
+        if len(self.feature_cache) >= _CACHE_LIMIT:
+            self.feature_cache.clear()
+        need = sorted({int(i) for i in indexes} - self.feature_cache.keys())
+        if need:
+            for i, row in zip(need, get_features(self.task, need, self.fea_type), strict=True):
+                self.feature_cache[i] = row
+        rows = [self.feature_cache[int(i)] for i in indexes]
+        width = max((len(r) for r in rows), default=0)
+        out = np.zeros((len(rows), width), dtype=np.float32)
+        for k, r in enumerate(rows):
+            out[k, : len(r)] = r
+        return out
+
+    def _base_model_discount(self) -> float:
+        return 1.0 / (2 ** (self._sample_size / 64.0))
+
+    # ----------------------------------------------------------------- training
+    def _train(self, x: np.ndarray, y: np.ndarray, plan_size: int, rounds: int, stopping_rounds: int,
+               base_margin: np.ndarray | None = None) -> Any:
+        order = self.rng.permutation(len(x))
+        dtrain = self.xgb.DMatrix(x[order], y[order], nthread=self._dmatrix_threads)
+        if base_margin is not None:
+            dtrain.set_base_margin(base_margin[order])
+        labels = y[order]
+        if self.loss_type == "rank-binary":
+            labels = (labels >= 0.5).astype(np.float64)
+        callback = _recall_early_stop(self.xgb, dtrain, labels, plan_size, stopping_rounds, self.log_interval)
+        return self.xgb.train(self.xgb_params, dtrain, num_boost_round=rounds, callbacks=[callback])
+
+    def fit(self, xs: Sequence[int], ys: Sequence[float], plan_size: int) -> None:
+        """Fit on config indices ``xs`` with FLOPS ``ys`` (see ``CostModel.fit``)."""
+        tic = time.time()
+        x_train = self._get_feature(xs)
+        y_train = np.asarray(ys, dtype=np.float64)
+        y_train = y_train / max(float(np.max(y_train)), 1e-8)
+        self._sample_size = len(x_train)
+        margin = None
+        if self.base_model is not None:
+            discount = self._base_model_discount()
+            if discount < 0.05:
+                self.base_model.upper_model = None
+                self.base_model = None
+            else:
+                margin = discount * self.base_model.predict(xs, output_margin=True)
+        self.bst = self._train(x_train, y_train, plan_size, 8000, 20, margin)
+        logger.debug("XGB train: %.2f\tobs: %d\terror: %d", time.time() - tic, len(xs),
+                     int(np.sum(y_train <= 1e-6)))
+
+    def fit_log(self, records: Iterable[tuple], plan_size: int, min_seed_records: int = 500) -> bool:
+        """Train on records of the same template; False (no model) with fewer than
+        ``min_seed_records`` usable records."""
+        xs, ys = [], []
+        flop_of: dict[tuple, float] = {self.task.workload: self.task.flop}
+        width = self._get_feature([0]).shape[1]
+        for inp, res in records:
+            if inp.task.name != self.task.name:
+                continue
+            try:
+                x = config_features(inp.task, inp.config, self.fea_type)
+                y = 0.0
+                if res.error_no == 0:
+                    flop = flop_of.get(inp.task.workload)
+                    if flop is None:
+                        inp.task.instantiate(inp.config)
+                        flop = flop_of[inp.task.workload] = inp.task.flop
+                    y = flop / float(np.mean(res.costs))
+            except Exception as err:  # noqa: BLE001 - a record that cannot be replayed is skipped
+                logger.debug("XGB skips a history record: %s", err)
+                continue
+            if len(x) != width:
+                continue
+            xs.append(x)
+            ys.append(y)
+        logger.debug("XGB load %d entries from history log file", len(xs))
+        if len(xs) < min_seed_records or not xs:
+            return False
+        y_train = np.asarray(ys, dtype=np.float64)
+        y_train = y_train / max(float(np.max(y_train)), 1e-8)
+        self.bst = self._train(np.array(xs, dtype=np.float32), y_train, plan_size * 2, 400, 100)
+        return True
+
+    def predict(self, xs: Sequence[int], output_margin: bool = False) -> np.ndarray:
+        """Return predicted scores of config indices ``xs``."""
+        dtest = self.xgb.DMatrix(self._get_feature(xs), nthread=self._dmatrix_threads)
+        if self.base_model is not None:
+            margin = self.base_model.predict(xs, output_margin=True)
+            dtest.set_base_margin(self._base_model_discount() * margin)
+        return self.bst.predict(dtest, output_margin=output_margin)
+
+    def load_basemodel(self, base_model: CostModel) -> None:
+        """Use ``base_model`` as a prior (see ``CostModel.load_basemodel``)."""
+        self.base_model = base_model
+        base_model.upper_model = self
+
+    def spawn_base_model(self) -> XGBoostCostModel:
+        """Return a new model sharing this one's task, settings and feature cache."""
+        return XGBoostCostModel(self.task, self.fea_type, self.loss_type, self.num_threads,
+                                self.log_interval, self, self.rng)
+
+
+def _recall_early_stop(xgb: Any, dmat: Any, labels: np.ndarray, n: int, stopping_rounds: int,
+                       log_interval: int) -> Any:
+    """Return an xgboost callback that stops when ``a-recall@n`` has not improved for
+    ``stopping_rounds`` rounds (evaluated every 2nd round, as TVM does)."""
+
+    class RecallEarlyStop(xgb.callback.TrainingCallback):  # xgboost is only importable lazily
+        best_score = -1.0
+        best_iteration = 0
+
+        def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+            if epoch % 2 == 1:
+                return False
+            score = average_recall(model.predict(dmat, iteration_range=(0, epoch + 1)), labels, n)
+            if log_interval and epoch % log_interval == 0:
+                logger.debug("XGB iter: %3d\ttr-a-recall@%d: %.6f", epoch, n, score)
+            if score > self.best_score:
+                self.best_score, self.best_iteration = score, epoch
+                return False
+            return epoch - self.best_iteration >= stopping_rounds
+
+    return RecallEarlyStop()

@@ -1,0 +1,56 @@
+"""The one exception hierarchy of tunecli.
+
+Engine code raises these; only ``tunecli/commands/`` turns them into exit codes and messages.
+Expected failures of a tuning candidate (a config that does not build, a kernel that crashes)
+are *data* (a ``MeasureResult`` with an error number), not exceptions.
+"""
+
+from __future__ import annotations
+
+
+class TuneError(Exception):
+    """Base class of every error tunecli raises on purpose."""
+
+
+class ExprError(TuneError):
+    """A tensor expression is malformed (bad dtype, wrong index count, symbolic value used as bool)."""
+
+
+class ScheduleError(TuneError):
+    """A schedule primitive was used illegally (unknown axis, reorder across stages, ...)."""
+
+
+class LoweringError(TuneError):
+    """A schedule could not be lowered to a loop nest (bounds cannot be inferred, ...)."""
+
+
+class CodegenError(TuneError):
+    """The loop nest could not be turned into machine code."""
+
+
+class TargetError(TuneError):
+    """A target string is malformed or names something this machine cannot compile for."""
+
+
+class ArgumentError(TuneError):
+    """A compiled function was called with arrays of the wrong number, shape or dtype."""
+
+
+class InstantiationError(TuneError):
+    """A template could not be instantiated with a config (invalid config, template bug)."""
+
+
+class SpaceError(TuneError):
+    """A config space was defined or indexed illegally."""
+
+
+class RecordError(TuneError):
+    """A tuning-log record is malformed."""
+
+
+class JobError(TuneError):
+    """A YAML job file is invalid; the message names the file, line and field."""
+
+
+class RPCError(TuneError):
+    """A tracker or device server failed, refused a request, or sent a malformed message."""

@@ -1,0 +1,56 @@
+"""TVM-style ``te`` namespace: tensor expressions and schedules (re-exports of tunecli.engine)."""
+
+from tunecli.engine.ir.expr import Var, const, max_value, min_value
+from tunecli.engine.ir.expr import cast as _cast
+from tunecli.engine.schedule import Schedule, Stage, create_schedule
+from tunecli.engine.te import (
+    ComputeOp,
+    IterVar,
+    Operation,
+    PlaceholderOp,
+    Reduce,
+    Tensor,
+    abs,
+    all,
+    any,
+    ceil,
+    comm_reducer,
+    compute,
+    cos,
+    erf,
+    exp,
+    exp2,
+    floor,
+    if_then_else,
+    log,
+    log2,
+    log10,
+    max,
+    min,
+    placeholder,
+    power,
+    reduce_axis,
+    round,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    sum,
+    tanh,
+    trunc,
+    var,
+)
+
+
+def cast(value, dtype: str):
+    """``value`` converted to ``dtype`` (TVM's argument order: value first)."""
+    return _cast(dtype, value)
+
+
+__all__ = [
+    "Var", "const", "max_value", "min_value", "cast", "Schedule", "Stage", "create_schedule",
+    "ComputeOp", "IterVar", "Operation", "PlaceholderOp", "Reduce", "Tensor", "abs", "all", "any",
+    "ceil", "comm_reducer", "compute", "cos", "erf", "exp", "exp2", "floor", "if_then_else", "log",
+    "log2", "log10", "max", "min", "placeholder", "power", "reduce_axis", "round", "rsqrt", "sigmoid",
+    "sin", "sqrt", "sum", "tanh", "trunc", "var",
+]

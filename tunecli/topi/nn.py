@@ -1,0 +1,16 @@
+"""``topi.nn``: compute definitions of the neural-network operators."""
+
+from tunecli.engine.ops.nn import (
+    batch_matmul,
+    bias_add,
+    conv2d_nchw,
+    dense,
+    depthwise_conv2d_nchw,
+    get_pad_tuple,
+    pad,
+    pool2d,
+    relu,
+)
+
+__all__ = ["batch_matmul", "bias_add", "conv2d_nchw", "dense", "depthwise_conv2d_nchw", "get_pad_tuple",
+           "pad", "pool2d", "relu"]
