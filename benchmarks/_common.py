@@ -45,10 +45,12 @@ def load_line() -> str:
 
 
 def blas_description() -> str:
-    """Which BLAS numpy uses (library, version, kernel architecture, threads)."""
+    """The BLAS libraries loaded (file, version, kernel architecture, threads); numpy's is the one
+    under ``numpy.libs`` (xgboost's scipy brings a second OpenBLAS once a model is trained)."""
     from threadpoolctl import threadpool_info
 
-    parts = [f"{i.get('internal_api')} {i.get('version')} kernel={i.get('architecture')} "
-             f"threads={i.get('num_threads')}" for i in threadpool_info() if i.get("user_api") == "blas"]
+    parts = [f"{os.path.basename(i.get('filepath', '?'))} ({i.get('internal_api')} {i.get('version')}) "
+             f"kernel={i.get('architecture')} threads={i.get('num_threads')}"
+             for i in threadpool_info() if i.get("user_api") == "blas"]
     removed = ", ".join(f"{k}={v}" for k, v in REMOVED_BLAS_ENV.items()) or "none set"
     return f"BLAS: {'; '.join(parts) or 'none found'} (unset before numpy loaded: {removed})"

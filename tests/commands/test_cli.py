@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from pathlib import Path
 
@@ -52,3 +53,14 @@ def test_unwritable_log_is_an_error_not_a_traceback(invoke: Invoke, tiny_job, tm
     result = invoke("tune", job, "--log", str(blocker / "x.log"))
     assert result.exit_code == 1
     assert result.stderr == f"error: [Errno 17] File exists: '{blocker}'\n"
+
+
+def test_logging_is_restored_after_a_command(invoke: Invoke, tmp_path: Path) -> None:
+    logger = logging.getLogger("autotvm")
+    before = (logger.level, logger.propagate, list(logger.handlers))
+    broken = tmp_path / "broken.log"
+    broken.write_text("{not json\n")
+    result = invoke("--verbose", "best", str(broken))
+    assert result.exit_code == 0
+    assert f"warning: {broken}:1: skipping" in result.stderr
+    assert (logger.level, logger.propagate, list(logger.handlers)) == before

@@ -76,3 +76,20 @@ def test_killed_tune_resumes_without_measuring_twice(invoke: Invoke, tiny_job, s
     indices = log_indices(log)
     assert indices[:len(first)] == first
     assert len(indices) == len(set(indices)) == 12
+
+
+def test_task_without_valid_config_exits_1(invoke: Invoke, tmp_path: Path) -> None:
+    template = Path(__file__).parents[1] / "engine" / "job" / "data" / "scaled_add.py"
+    log = tmp_path / "never.log"
+    job = tmp_path / "never.yaml"
+    job.write_text(f"name: never\nlog: {log}\ntasks:\n  - template: {template}:never_builds\n    args: [8]\n"
+                   "tuner: {kind: gridsearch, n_trial: 2}\nmeasure:\n  builder: {n_parallel: 1}\n")
+    result = invoke("tune", str(job), "--json")
+    assert result.exit_code == 1, result.output
+    task = json.loads(result.stdout)["tasks"][0]
+    assert (task["measured"], task["errors"], task["ok"]) == (2, 2, False)
+    assert result.stderr.endswith(
+        "task 0 (test_job/never_builds): first error: INSTANTIATION_ERROR: never_builds: config 0 is refused "
+        "on purpose\nerror: no valid config found for task 0 (test_job/never_builds); errors by kind: "
+        f"`tunecli inspect {log}`\n")
+    assert [json.loads(line)["result"][1] for line in log.read_text().splitlines()] == [1, 1]

@@ -23,7 +23,7 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 
     Exit codes: 0 ok, 1 tuning failed or engine error, 2 bad job file or usage, 130 interrupted.
     """
-    configure_logging(verbose)
+    ctx.call_on_close(configure_logging(verbose))
     ctx.obj = App(verbose)
 
 

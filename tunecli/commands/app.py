@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -68,14 +69,28 @@ class _WarningHandler(logging.Handler):
         click.echo(prefix + record.getMessage(), err=True)
 
 
-def configure_logging(verbose: bool) -> None:
-    """Route the engine's loggers to stderr (only the command layer configures handlers)."""
+def configure_logging(verbose: bool) -> Callable[[], None]:
+    """Route the engine's loggers to stderr; return a function that undoes it.
+
+    Only the command layer configures handlers; undoing keeps an in-process caller (tests,
+    ``CliRunner``) with the logging it had.
+    """
+    saved = []
     for name in ("autotvm", "tunecli"):
         logger = logging.getLogger(name)
-        logger.handlers = [h for h in logger.handlers if not isinstance(h, _WarningHandler)]
-        logger.addHandler(_WarningHandler())
+        handler = _WarningHandler()
+        saved.append((logger, handler, logger.level, logger.propagate))
+        logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
         logger.propagate = False
+
+    def restore() -> None:
+        for logger, handler, level, propagate in saved:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+    return restore
 
 
 class TuneGroup(click.Group):

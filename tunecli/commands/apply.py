@@ -7,7 +7,7 @@ import json
 import click
 from rich.table import Table
 
-from tunecli.commands.app import EXIT_FAILED, App
+from tunecli.commands.app import App, fail
 from tunecli.engine.job.apply import ApplyReport, apply_job
 
 
@@ -59,5 +59,6 @@ def apply(app: App, job: str, log: str, export: str | None, as_json: bool) -> No
                 app.echo(f"wrote {path}")
         if not report.runs_here:
             app.echo(f"note: {report.target} does not run on this machine: kernels were built, not run")
-    if not report.ok:
-        click.get_current_context().exit(EXIT_FAILED)
+    wrong = [str(t.index) for t in report.tasks if t.correct is False]
+    if wrong:
+        fail(f"wrong answer from task {', '.join(wrong)} (compared with its reference)")

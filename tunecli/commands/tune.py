@@ -18,7 +18,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from tunecli.commands.app import EXIT_FAILED, EXIT_INTERRUPTED, App
+from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
 from tunecli.engine.job.spec import TUNER_KINDS
 from tunecli.engine.job.text import workload_text
 from tunecli.engine.job.tune import TuneEvent, TuneSummary, tune_job
@@ -43,7 +43,7 @@ class _ProgressView:
         elif event.kind == "batch":
             self.progress.update(self.ids[event.index], completed=event.done, **fields)
         else:
-            self.progress.update(self.ids[event.index], completed=event.total)
+            self.progress.update(self.ids[event.index], completed=event.done)
 
 
 def _plain_progress(app: App) -> Callable[[TuneEvent], None]:
@@ -113,7 +113,8 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
         app.console.print(_table(summary))
     failed = [t for t in summary.tasks if not t.ok]
     for t in failed:
-        app.err.print(f"error: task {t.index} ({t.template}): no valid config found; see the errors in "
-                      f"{summary.log} (`tunecli inspect {summary.log}`)", markup=False, highlight=False)
+        app.err.print(f"task {t.index} ({t.template}): first error: {t.first_error or 'none in this run'}",
+                      markup=False, highlight=False, soft_wrap=True)
     if failed:
-        click.get_current_context().exit(EXIT_FAILED)
+        names = ", ".join(f"task {t.index} ({t.template})" for t in failed)
+        fail(f"no valid config found for {names}; errors by kind: `tunecli inspect {summary.log}`")

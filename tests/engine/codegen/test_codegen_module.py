@@ -87,7 +87,7 @@ def test_two_modules_with_the_same_entry_name_coexist():
     outs = []
     for value in (1.0, 2.0):
         o = Buffer("o", (n,), "float32")
-        body = loop("i", n, "vectorized", lambda i, o=o, v=value: BufferStore(o, const(v), [i]))
+        body = loop("i", n, "parallel", lambda i, o=o, v=value: BufferStore(o, const(v), [i]))
         outs.append(codegen(PrimFunc("same", [o], body)))
     r = np.zeros(n, "float32")
     outs[0](r)

@@ -28,9 +28,14 @@ def test_builtin_by_name_and_by_position_give_the_same_workload(tmp_path: Path) 
         - template: dense.x86
           args: [8, 16, 4]
         """)
-    first, second = create_tasks(load_job(path))
+    job = load_job(path)
+    first, second = create_task(job, 0), create_task(job, 1)
     assert first.workload == second.workload == ("dense.x86", 8, 16, 4, "float32")
     assert first.flop == 2 * 8 * 16 * 4
+    with pytest.raises(JobError) as info:
+        create_tasks(job)
+    assert str(info.value) == f"{path}:5: tasks[1]: the same task as tasks[0] (dense.x86(8, 16, 4, " \
+        "'float32'))"
 
 
 def test_seed_workload_space_prints_like_tvm(tmp_path: Path) -> None:

@@ -45,3 +45,19 @@ def rss_kib(_: object) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return -1
+
+
+def _refuse() -> None:
+    raise RuntimeError("refusing to be unpickled")
+
+
+class Unloadable:
+    """Pickles fine, but unpickling it raises."""
+
+    def __reduce__(self):
+        return (_refuse, ())
+
+
+def unloadable(_: object) -> Unloadable:
+    """Return something that is sent but cannot be received."""
+    return Unloadable()

@@ -16,7 +16,7 @@ from tunecli.engine.autotvm.task import get_config, template
 from tunecli.engine.schedule import create_schedule
 
 #: Values of the ``mode`` knob of ``measure_test/faulty``, in index order.
-MODES = ["ok", "raise", "invalid", "wrong", "sleep", "die", "badtype"]
+MODES = ["ok", "raise", "invalid", "wrong", "sleep", "die", "noarg"]
 
 
 @template("measure_test/matmul")
@@ -43,7 +43,6 @@ def faulty(n: int) -> tuple[Any, list]:
     cfg = get_config()
     cfg.define_knob("mode", MODES)
     mode = cfg["mode"].val
-    dtype = "float32"
     if mode == "raise":
         raise ValueError("measure_test/faulty: this config raises")
     if mode == "invalid":
@@ -52,12 +51,12 @@ def faulty(n: int) -> tuple[Any, list]:
         time.sleep(60)
     if mode == "die":
         os.kill(os.getpid(), signal.SIGKILL)
-    if mode == "badtype":
-        dtype = "float16"
-    A = te.placeholder((n,), dtype=dtype, name="A")
-    B = te.placeholder((n,), dtype=dtype, name="B")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
     if mode == "wrong":
         C = te.compute((n,), lambda i: A[i] - B[i], name="C")
     else:
         C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    if mode == "noarg":  # B is read but not an argument: the compiler (lowering) rejects it
+        return create_schedule(C.op), [A, C]
     return create_schedule(C.op), [A, B, C]

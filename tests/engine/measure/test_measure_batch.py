@@ -12,6 +12,7 @@ from measure_templates import MODES
 from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput
 from tunecli.engine.autotvm.task import create
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+from tunecli.engine.tuner.index_tuners import RandomTuner
 
 
 def test_measure_option_accepts_local_and_rejects_other_strings():
@@ -125,3 +126,19 @@ def test_check_correctness_against_the_tasks_numpy_reference():
         runner.close()
     assert [r.error_no for r in results] == [MeasureErrorNo.WRONG_ANSWER, MeasureErrorNo.NO_ERROR]
     assert "differ from the reference" in results[0].costs[0]
+
+
+def test_a_tuner_drives_the_local_measurement():
+    task = create("measure_test/matmul", (32,), "llvm")
+    builder = LocalBuilder(n_parallel=2)
+    runner = LocalRunner(number=2, repeat=3, cooldown_interval=0)
+    seen: list = []
+    try:
+        tuner = RandomTuner(task)
+        tuner.tune(n_trial=6, measure_option=measure_option(builder, runner),
+                   callbacks=[lambda t, inputs, results: seen.extend(results)])
+    finally:
+        builder.close()
+        runner.close()
+    assert len(seen) == 6 and all(r.error_no == MeasureErrorNo.NO_ERROR for r in seen)
+    assert tuner.best_flops > 0 and tuner.best_config is not None

@@ -10,6 +10,7 @@ from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, M
 from tunecli.engine.autotvm.task import create
 from tunecli.engine.codegen.module import load_module
 from tunecli.engine.measure import BuildResult, LocalBuilder
+from tunecli.errors import TuneError
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def test_builds_real_kernels_that_compute_the_right_thing(matmul_task):
 def test_every_failure_is_a_result_and_the_batch_completes(faulty_task):
     builder = LocalBuilder(timeout=3, n_parallel=2)
     builder.set_task(faulty_task)
-    modes = ["ok", "raise", "invalid", "sleep", "die", "badtype", "wrong"]
+    modes = ["ok", "raise", "invalid", "sleep", "die", "noarg", "wrong"]
     try:
         results = builder.build(inputs(faulty_task, [MODES.index(m) for m in modes]))
         by_mode = dict(zip(modes, results, strict=True))
@@ -55,7 +56,7 @@ def test_every_failure_is_a_result_and_the_batch_completes(faulty_task):
         assert isinstance(by_mode["wrong"], BuildResult)  # only a runner can tell
         E = MeasureErrorNo
         expected = {"raise": E.INSTANTIATION_ERROR, "invalid": E.INSTANTIATION_ERROR,
-                    "sleep": E.BUILD_TIMEOUT, "die": E.RUNTIME_DEVICE, "badtype": E.COMPILE_HOST}
+                    "sleep": E.BUILD_TIMEOUT, "die": E.RUNTIME_DEVICE, "noarg": E.COMPILE_HOST}
         for mode, error_no in expected.items():
             res = by_mode[mode]
             assert isinstance(res, MeasureResult), mode
@@ -65,6 +66,7 @@ def test_every_failure_is_a_result_and_the_batch_completes(faulty_task):
         assert "this config raises" in by_mode["raise"].costs[0]
         assert isinstance(by_mode["raise"].costs[1], ValueError)
         assert "invalid" in by_mode["invalid"].costs[0]
+        assert isinstance(by_mode["noarg"].costs[1], TuneError)  # the compiler's own error, kept
         assert by_mode["sleep"].all_cost == 3
         assert sum(w.restarts for w in builder.pool.workers) == 2  # killed sleeper, died one
         again = builder.build(inputs(faulty_task, [0]))  # the replaced workers build fine

@@ -34,6 +34,9 @@ def test_exception_is_reported_and_worker_survives(worker):
     assert worker.pid == before
     out = worker.call(f"{H}:unpicklable", None, timeout=5)
     assert out.status is CallStatus.RAISED and worker.pid == before
+    out = worker.call(f"{H}:unloadable", None, timeout=5)
+    assert out.status is CallStatus.RAISED and "refusing to be unpickled" in out.detail
+    assert worker.call(f"{H}:square", 4.0, timeout=5).value == 16.0 and worker.pid == before
 
 
 def test_crash_is_reported_and_worker_replaced(worker):

@@ -19,7 +19,8 @@ from tunecli.engine.ir import stmt as S
 from tunecli.errors import CodegenError
 
 from . import intrinsics, parallel
-from .emit_expr import ExprEmitter, convert, single_index, to_memory, unit_stride
+from .convert import convert, to_memory
+from .emit_expr import ExprEmitter, single_index, unit_stride
 from .llvm_types import I64, PTR, VOID, dtype_of, element_bytes, memory_type, value_type
 
 ALIGN = 64

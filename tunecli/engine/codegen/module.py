@@ -18,7 +18,7 @@ from typing import Any
 import llvmlite.binding as llvm
 import numpy as np
 
-from tunecli.engine.target import Target, as_target
+from tunecli.engine.target import Target, as_target, host_arch
 from tunecli.errors import ArgumentError, CodegenError, TargetError
 
 from . import compile as cc
@@ -88,6 +88,7 @@ class Module:
 
     def get_source(self, fmt: str = "ll") -> str:
         """Optimised LLVM IR (``"ll"``) or assembly (``"asm"``/``"s"``) of the kernel."""
+        fmt = fmt or "ll"
         if fmt not in ("ll", "asm", "s"):
             raise CodegenError(f"Module.get_source: unknown format {fmt!r}; use 'll' or 'asm'")
         if self._ir is None:
@@ -128,6 +129,7 @@ class Module:
         if not self.target.is_host:
             raise TargetError(f"module {self.entry_name!r} was compiled for {str(self.target)!r} "
                               f"({self.target.llvm_triple}) and cannot run on this machine")
+        _check_object_machine(self._obj, self.entry_name)
         jit = _jit()
         if b"GOMP_parallel" in self._obj:
             load_libgomp()  # parallel loops: the JIT resolves GOMP_* from the process
@@ -204,6 +206,21 @@ def _check_disjoint(entry: str, arrays: Sequence[np.ndarray], specs: Sequence[Ar
             first, second = sorted((k, j))
             raise ArgumentError(f"{entry}: arguments {first} ({specs[first].name!r}) and {second} "
                                 f"({specs[second].name!r}) share memory; pass separate arrays")
+
+
+_ELF_MACHINES = {3: "x86", 40: "ARM", 62: "x86_64", 183: "AArch64", 243: "RISC-V"}
+_HOST_ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "arm": 40, "armv7l": 40, "riscv64": 243}
+
+
+def _check_object_machine(obj: bytes, entry_name: str) -> None:
+    """Refuse an ELF object built for another processor: LLVM's JIT would crash on it."""
+    if obj[:4] != b"\x7fELF" or len(obj) < 20:
+        return
+    machine = int.from_bytes(obj[18:20], "little" if obj[5] == 1 else "big")
+    host = _HOST_ELF_MACHINE.get(host_arch())
+    if host is not None and machine != host:
+        raise TargetError(f"module {entry_name!r}: the object file is for {_ELF_MACHINES.get(machine, machine)}, "
+                          f"but this machine is {host_arch()}; build it for this machine's target")
 
 
 def load_module(obj: bytes, entry_name: str, arg_specs: Sequence[ArgSpec | tuple],

@@ -63,8 +63,6 @@ class _Captures(Visitor):
 
 def emit_parallel_for(em: StmtEmitter, s: S.For) -> None:
     """Emit ``s`` (a parallel loop) as an outlined body run by ``GOMP_parallel``."""
-    from .emit_stmt import StmtEmitter
-
     ctx = em.ctx
     uses = _Captures()
     uses.visit(s.body)
@@ -84,7 +82,7 @@ def emit_parallel_for(em: StmtEmitter, s: S.For) -> None:
     body_fn.linkage = "internal"
     for arg in body_fn.args[:len(buf_list)]:
         arg.add_attribute("noalias")
-    child = StmtEmitter(ctx, body_fn, in_parallel=True)
+    child = type(em)(ctx, body_fn, in_parallel=True)
     child.buffers.update(zip(buf_list, body_fn.args[:len(buf_list)], strict=True))
     child.vars.update(zip(var_list, body_fn.args[len(buf_list):-2], strict=True))
     begin, end = body_fn.args[-2], body_fn.args[-1]

@@ -159,8 +159,20 @@ def create_tasks(job: Job) -> list[Task]:
     Returns
     -------
     list of Task
+
+    Raises
+    ------
+    JobError
+        Also when two entries describe the same task (same template and arguments).
     """
-    return [create_task(job, i) for i in range(len(job.tasks))]
+    tasks: list[Task] = []
+    for i in range(len(job.tasks)):
+        task = create_task(job, i)
+        for j, other in enumerate(tasks):
+            if other.workload == task.workload:
+                raise job.tasks[i].node.error(f"the same task as tasks[{j}] ({task.name}{_show(task.args)})")
+        tasks.append(task)
+    return tasks
 
 
 def _show(args: tuple) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.autotvm.callback import log_to_file
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo
 from tunecli.engine.autotvm.record import load_from_file
 from tunecli.engine.job.measure import close_measure_option, make_measure_option
 from tunecli.engine.job.spec import Job, load_job
@@ -84,6 +85,7 @@ class TaskOutcome:
     best_cost: float | None = None
     best_index: int | None = None
     best_config: str | None = None
+    first_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -202,6 +204,7 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tupl
                 outcome.measured += 1
                 if res.error_no != 0:
                     outcome.errors += 1
+                    outcome.first_error = outcome.first_error or _error_text(res)
                 else:
                     cur = _consider(outcome, task, inp, res)
             emit(event("batch", cur))
@@ -210,6 +213,15 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tupl
                    early_stopping=job.tuner.early_stopping, callbacks=[log_to_file(job.log), progress])
     emit(event("end"))
     return outcome
+
+
+def _error_text(res: Any) -> str:
+    """``KIND: message`` of a failed measurement (its exception, when the result carries one)."""
+    kind = MeasureErrorNo(int(res.error_no)).name
+    costs = res.costs
+    if isinstance(costs, (tuple, list)) and len(costs) == 2 and isinstance(costs[1], BaseException):
+        return f"{kind}: {costs[1]}"
+    return kind
 
 
 def _consider(outcome: TaskOutcome, task: Any, inp: Any, res: Any) -> float:

@@ -5,8 +5,8 @@
 same function. It follows TVM's ``time_evaluator``:
 
 1. link the object into this process's LLJIT (``codegen.module.load_module``, ≈1 ms) and
-   make the arguments: random inputs
-   from ``seed``, outputs placed before a guard page (:mod:`tunecli.engine.measure.arrays`);
+   make the arguments: random inputs from ``seed``, each output placed just before a guard
+   page (:mod:`tunecli.engine.measure.arrays`);
 2. one untimed warm-up call. With a reference (``ref_outputs``) or ``return_outputs`` the
    outputs are first poisoned (NaN), so an element the kernel never writes is caught;
 3. ``repeat`` rounds of ``number`` calls, timing each round; while a round lasts less than

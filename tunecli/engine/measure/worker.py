@@ -253,6 +253,9 @@ class Worker:
                     return self._finish(CallStatus.OK if kind == "ok" else CallStatus.RAISED, value)
             except (EOFError, OSError):
                 return self._finish(CallStatus.DIED, self._how_it_died())
+            except Exception:  # noqa: BLE001 - a reply this process cannot unpickle
+                return self._finish(CallStatus.RAISED, "the reply could not be unpickled:\n"
+                                    + traceback.format_exc())
             if self.seconds_left() <= 0.0:
                 if self._sent_at is None:
                     return self._finish(CallStatus.DIED, f"worker did not start within "
@@ -262,12 +265,20 @@ class Worker:
                 return None
 
     def call(self, func_ref: str, payload: Any, timeout: float) -> CallOutcome:
-        """Run ``func_ref(payload)`` in the child and wait for its outcome (see :meth:`submit`)."""
+        """Run ``func_ref(payload)`` in the child and wait for its outcome (see :meth:`submit`).
+
+        If the wait is interrupted (KeyboardInterrupt), the child is stopped before re-raising,
+        so the worker is usable again.
+        """
         self.submit(func_ref, payload, timeout)
-        while True:
-            outcome = self.poll(max(self.seconds_left(), 0.0) + 0.05)
-            if outcome is not None:
-                return outcome
+        try:
+            while True:
+                outcome = self.poll(max(self.seconds_left(), 0.0) + 0.05)
+                if outcome is not None:
+                    return outcome
+        except BaseException:
+            self.close()
+            raise
 
     def _how_it_died(self) -> str:
         assert self._proc is not None

@@ -1,6 +1,7 @@
 """A template as a TVM user writes it, imports changed to tunecli (used by the job tests)."""
 
 from tunecli import autotvm, te
+from tunecli.errors import InstantiationError
 
 
 @autotvm.template("test_job/scaled_add")
@@ -16,3 +17,15 @@ def scaled_add(n, factor, dtype="float32"):
 
 def not_a_template(n):
     return n
+
+
+@autotvm.template("test_job/never_builds")
+def never_builds(n):
+    """A template whose every config fails to instantiate (a space is still collected)."""
+    a = te.placeholder((n,), name="a")
+    b = te.compute((n,), lambda i: a[i] + 1, name="b")
+    cfg = autotvm.get_config()
+    cfg.define_knob("k", [0, 1, 2])
+    if isinstance(cfg, autotvm.ConfigEntity):
+        raise InstantiationError(f"never_builds: config {cfg.index} is refused on purpose")
+    return te.create_schedule(b.op), [a, b]

@@ -1,0 +1,59 @@
+"""Cross-compilation: the builder compiles for the job's target and the object file is what travels.
+
+A tuner on x86 can build for an AArch64 board; a device server that receives an object it cannot
+load reports an error result and keeps serving.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from conftest import free_servers, wait_for
+from rpc_kernels import ARG_SPECS, VADD, compile_ir
+
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput
+from tunecli.engine.autotvm.task import create
+from tunecli.engine.measure.builder import BuildResult, LocalBuilder
+from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
+from tunecli.engine.rpc.runner import RPCRunner
+
+AARCH64 = "llvm -mtriple=aarch64-linux-gnu"
+EM_AARCH64 = 183
+EM_X86_64 = 62
+
+
+def elf_machine(obj: bytes) -> int:
+    assert obj[:4] == b"\x7fELF", "not an ELF object"
+    return struct.unpack_from("<H", obj, 18)[0]
+
+
+def test_builder_compiles_for_the_tasks_cross_target():
+    task = create("tutorial/matmul", args=(32, 32, 32, "float32"), target=AARCH64)
+    builder = LocalBuilder(timeout=60, n_parallel=1)
+    try:
+        builder.set_task(task)
+        configs = [task.config_space.get(i) for i in (0, 5)]
+        results = builder.build([MeasureInput(task.target, task, c) for c in configs])
+    finally:
+        builder.close()
+    assert all(isinstance(r, BuildResult) for r in results), results
+    assert {elf_machine(r.obj) for r in results} == {EM_AARCH64}
+
+
+def test_server_reports_an_object_for_another_machine_as_an_error_and_keeps_serving(procs, tracker):
+    procs("x86", tracker_port=tracker.port)
+    wait_for(lambda: free_servers(tracker, "x86") == 1, what="server registered")
+    task = create("tutorial/matmul", args=(32, 32, 32, "float32"), target=AARCH64)
+    builder = LocalBuilder(timeout=60, n_parallel=1)
+    try:
+        builder.set_task(task)
+        (foreign,) = builder.build([MeasureInput(task.target, task, task.config_space.get(0))])
+    finally:
+        builder.close()
+    native = BuildResult(compile_ir(VADD), "vadd", ARG_SPECS, 0.01, (2,))
+    assert elf_machine(native.obj) == EM_X86_64
+    runner = RPCRunner("x86", "127.0.0.1", tracker.port, timeout=10, cooldown_interval=0)
+    results = runner.run([MeasureInput(AARCH64, task, 0), MeasureInput("llvm", None, 1)], [foreign, native])
+    assert results[0].error_no == MeasureErrorNo.RUNTIME_DEVICE
+    assert "the object file is for AArch64" in str(results[0].costs), results[0]
+    assert results[1].error_no == MeasureErrorNo.NO_ERROR
