@@ -219,7 +219,8 @@ def _check_object_machine(obj: bytes, entry_name: str) -> None:
     machine = int.from_bytes(obj[18:20], "little" if obj[5] == 1 else "big")
     host = _HOST_ELF_MACHINE.get(host_arch())
     if host is not None and machine != host:
-        raise TargetError(f"module {entry_name!r}: the object file is for {_ELF_MACHINES.get(machine, machine)}, "
+        built_for = _ELF_MACHINES.get(machine, machine)
+        raise TargetError(f"module {entry_name!r}: the object file is for {built_for}, "
                           f"but this machine is {host_arch()}; build it for this machine's target")
 
 
