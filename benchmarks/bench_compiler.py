@@ -17,23 +17,20 @@ kernel for this CPU (printed).  Run: ``.venv/bin/python benchmarks/bench_compile
 
 from __future__ import annotations
 
+import argparse
 import os
+import resource
+import statistics
+import time
 
-for _var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-    os.environ.pop(_var, None)
+import _common  # noqa: F401  (before numpy: unsets the OpenBLAS variables)
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
 
-import argparse  # noqa: E402
-import resource  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
-
-from tunecli.engine import te  # noqa: E402
-from tunecli.engine.codegen import codegen, set_num_threads  # noqa: E402
-from tunecli.engine.lower import lower  # noqa: E402
-from tunecli.engine.schedule import create_schedule  # noqa: E402
+from tunecli.engine import te
+from tunecli.engine.codegen import codegen, set_num_threads
+from tunecli.engine.lower import lower
+from tunecli.engine.schedule import create_schedule
 
 
 def dense_schedule(m: int, n: int, k: int, mr: int = 4, nr: int = 64):

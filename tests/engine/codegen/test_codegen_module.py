@@ -9,13 +9,12 @@ import time
 import numpy as np
 import pytest
 from codegen_kernels import dense_microkernel, loop, matmul_scalar
+from kernels_ir import EM_AARCH64, EM_X86_64, elf_machine
 
 from tunecli.engine.codegen import ArgSpec, codegen, load_module, time_calls
 from tunecli.engine.ir import Buffer, BufferStore, PrimFunc, const
 from tunecli.engine.target import Target
 from tunecli.errors import ArgumentError, CodegenError, TargetError
-
-EM_X86_64, EM_AARCH64 = 62, 183
 
 
 @pytest.fixture(scope="module")
@@ -23,17 +22,12 @@ def mm():
     return codegen(matmul_scalar(4, 5, 6))
 
 
-def _elf_machine(obj: bytes) -> int:
-    assert obj[:4] == b"\x7fELF"
-    return int.from_bytes(obj[18:20], "little")
-
-
 def test_module_metadata(mm):
     assert mm.entry_name == "matmul"
     assert mm.arg_specs == [ArgSpec("A", (4, 6), "float32"), ArgSpec("B", (6, 5), "float32"),
                             ArgSpec("C", (4, 5), "float32", is_output=True)]
     assert mm.target == Target("llvm")
-    assert _elf_machine(mm.object_bytes()) == EM_X86_64
+    assert elf_machine(mm.object_bytes()) == EM_X86_64
     assert "define void @matmul(" in mm.get_source("ll")
     assert "matmul:" in mm.get_source("asm")
 
@@ -70,7 +64,7 @@ def test_save_object_ir_and_assembly(mm, tmp_path):
 
 def test_cross_target_compiles_an_aarch64_object_but_does_not_run():
     mod = codegen(dense_microkernel(8, 32, 8, mr=4, nr=16), target="llvm -mtriple=aarch64-linux-gnu")
-    assert _elf_machine(mod.object_bytes()) == EM_AARCH64
+    assert elf_machine(mod.object_bytes()) == EM_AARCH64
     assert "fmla" in mod.get_source("asm")  # NEON FMA
     a, b, c = np.ones((8, 8), "float32"), np.ones((8, 32), "float32"), np.zeros((8, 32), "float32")
     with pytest.raises(TargetError, match="aarch64-linux-gnu.*cannot run on this machine"):

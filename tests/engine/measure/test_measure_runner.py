@@ -5,7 +5,7 @@ from __future__ import annotations
 import measure_templates  # noqa: F401  (registers the templates)
 import numpy as np
 import pytest
-from measure_kernels import ARG_SPECS, CRASH, HANG, OVERRUN, VADD, VSUB, compile_ir, vadd_expected
+from kernels_ir import ARG_SPECS, CRASH, HANG, OVERRUN, VADD, VSUB, compile_ir, vadd_expected
 
 from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.autotvm.task import create

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from measure_kernels import ARG_SPECS, CRASH, OVERRUN, SHORT, VADD, VSUB, compile_ir, vadd_expected
+from kernels_ir import ARG_SPECS, CRASH, OVERRUN, SHORT, VADD, VSUB, compile_ir, vadd_expected
 
 from tunecli.engine.autotvm.measure_types import MeasureErrorNo
 from tunecli.engine.measure.arrays import guarded_empty, random_arguments

@@ -6,10 +6,8 @@ load reports an error result and keeps serving.
 
 from __future__ import annotations
 
-import struct
-
 from conftest import free_servers, wait_for
-from rpc_kernels import ARG_SPECS, VADD, compile_ir
+from kernels_ir import ARG_SPECS, EM_AARCH64, EM_X86_64, VADD, compile_ir, elf_machine
 
 from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput
 from tunecli.engine.autotvm.task import create
@@ -18,13 +16,6 @@ from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in t
 from tunecli.engine.rpc.runner import RPCRunner
 
 AARCH64 = "llvm -mtriple=aarch64-linux-gnu"
-EM_AARCH64 = 183
-EM_X86_64 = 62
-
-
-def elf_machine(obj: bytes) -> int:
-    assert obj[:4] == b"\x7fELF", "not an ELF object"
-    return struct.unpack_from("<H", obj, 18)[0]
 
 
 def test_builder_compiles_for_the_tasks_cross_target():

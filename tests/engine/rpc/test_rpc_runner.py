@@ -9,7 +9,7 @@ import types
 
 import pytest
 from conftest import free_servers, wait_for
-from rpc_kernels import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir
+from kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir
 
 from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.builder import BuildResult

@@ -7,7 +7,7 @@ import time
 
 import pytest
 from conftest import free_servers, wait_for
-from rpc_kernels import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir, vadd_reference
+from kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir, vadd_expected
 from test_rpc_tracker import assert_closed
 
 from tunecli.engine.rpc.client import connect, connect_tracker
@@ -41,7 +41,7 @@ def lone_server(procs):
 def test_measure_crash_hang_and_wrong_answer_in_one_session(lone_server):
     with connect("127.0.0.1", lone_server.port, "dev") as session:
         assert session.remote_key == "server:dev"
-        ok = session.measure(vadd_request(number=3, repeat=4, seed=5, ref_outputs=((2, vadd_reference(5)),)))
+        ok = session.measure(vadd_request(number=3, repeat=4, seed=5, ref_outputs=((2, vadd_expected(5)),)))
         assert ok.error_no == 0 and len(ok.costs) == 4 and all(0 < c < 1e-3 for c in ok.costs)
         crash = session.measure(MeasureRequest(compile_ir(CRASH), "crash", ARG_SPECS))
         assert (crash.error_no, crash.costs) == (4, ())
@@ -50,7 +50,7 @@ def test_measure_crash_hang_and_wrong_answer_in_one_session(lone_server):
         hang = session.measure(MeasureRequest(compile_ir(HANG), "hang", ARG_SPECS, timeout=0.3))
         assert hang.error_no == 7 and time.monotonic() - start < 5
         wrong = session.measure(MeasureRequest(compile_ir(VSUB), "vsub", ARG_SPECS, seed=5,
-                                               ref_outputs=((2, vadd_reference(5)),)))
+                                               ref_outputs=((2, vadd_expected(5)),)))
         assert wrong.error_no == 5
         missing = session.measure(MeasureRequest(compile_ir(VADD), "nosuch", ARG_SPECS))
         assert missing.error_no == 4 and "nosuch" in missing.error

@@ -118,6 +118,12 @@ def _buffer_names(func: Any) -> list[str]:
     return sorted(b.name for b in func.params)
 
 
+def _check_feature_type(feature_type: str) -> None:
+    """Raise SpaceError unless ``feature_type`` is one of FEATURE_TYPES."""
+    if feature_type not in FEATURE_TYPES:
+        raise SpaceError(f"Invalid feature type: {feature_type} (use one of {FEATURE_TYPES})")
+
+
 def _lowered(task: Any, config: Any) -> Any:
     if task.target is not None:
         with task.target:
@@ -214,8 +220,7 @@ def config_features(task: Any, config: Any, feature_type: str) -> np.ndarray:
     -------
     numpy.ndarray of float32
     """
-    if feature_type not in FEATURE_TYPES:
-        raise SpaceError(f"Invalid feature type: {feature_type} (use one of {FEATURE_TYPES})")
+    _check_feature_type(feature_type)
     if feature_type == "knob":
         return config.get_flatten_feature()
     func = _lowered(task, config)
@@ -258,8 +263,7 @@ def get_features(task: Any, config_indices: Sequence[int], feature_type: str) ->
     -------
     numpy.ndarray of float32
     """
-    if feature_type not in FEATURE_TYPES:
-        raise SpaceError(f"Invalid feature type: {feature_type} (use one of {FEATURE_TYPES})")
+    _check_feature_type(feature_type)
     if feature_type == "knob":
         return knob_features(task.config_space, config_indices)
     rows = []

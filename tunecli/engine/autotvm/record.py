@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import IO, Any
 
 import numpy as np
@@ -206,14 +206,3 @@ def split_workload(in_file: str | os.PathLike, clean: bool = True) -> list[str]:
             file.writelines(encode(inp, res) + "\n" for inp, res in records)
         written.append(path)
     return written
-
-
-def save_records(records: Iterable[tuple[MeasureInput, MeasureResult]], out: IO[str]) -> None:
-    """Write records to an open text file, one line each.
-
-    Parameters
-    ----------
-    records : iterable of (MeasureInput, MeasureResult)
-    out : writable text file object
-    """
-    out.writelines(encode(inp, res) + "\n" for inp, res in records)

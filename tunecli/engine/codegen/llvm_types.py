@@ -74,8 +74,3 @@ def constant(dtype: str, value: float | int) -> ir.Constant:
     if t.lanes == 1:
         return c
     return ir.Constant(ir.VectorType(scalar, t.lanes), [c] * t.lanes)
-
-
-def is_signed(dtype: str) -> bool:
-    """True for signed integer dtypes."""
-    return dtype_of(dtype).code == "int"

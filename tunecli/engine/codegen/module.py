@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -184,18 +185,82 @@ class Module:
         pointers = self.pointers(arrays)
         self._prepare()(*pointers)
 
-    def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0.0
-                       ) -> Callable[..., list[float]]:
-        """A function ``f(*arrays) -> [seconds per call, one per repeat]`` (TVM's semantics)."""
+    def time_evaluator(self, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+        """A timing function, in either of two forms (TVM's semantics for both).
 
+        ``time_evaluator(number=10, repeat=1, min_repeat_ms=0)`` (also positional) returns
+        ``f(*arrays) -> [seconds per call, one per repeat]``.
+
+        ``time_evaluator(func_name, dev, number=10, repeat=1, min_repeat_ms=0, ...)`` is TVM's
+        ``Module.time_evaluator``: ``func_name`` must be :attr:`entry_name`, ``dev`` the CPU
+        (``tunecli.cpu()``), and the returned function gives a :class:`BenchmarkResult` with
+        ``.mean``, ``.median``, ``.std``, ``.min``, ``.max`` and ``.results``.
+        """
+        if (args and isinstance(args[0], str)) or "func_name" in kwargs:
+            return self._tvm_time_evaluator(*args, **kwargs)
+        return self._list_time_evaluator(*args, **kwargs)
+
+    def _list_time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0.0
+                             ) -> Callable[..., list[float]]:
         def evaluate(*arrays: np.ndarray) -> list[float]:
             pointers = self.pointers(arrays)
             return time_calls(self._prepare(), pointers, number, repeat, min_repeat_ms)
 
         return evaluate
 
+    def _tvm_time_evaluator(self, func_name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                            min_repeat_ms: float = 0.0, limit_zero_time_iterations: int = 100,
+                            cooldown_interval_ms: float = 0.0, repeats_to_cooldown: int = 1,
+                            cache_flush_bytes: int = 0, f_preproc: str = ""
+                            ) -> Callable[..., BenchmarkResult]:
+        where = f"time_evaluator of {self.entry_name!r}"
+        if func_name != self.entry_name:
+            raise ArgumentError(f"{where}: no function named {func_name!r}; this module's function is "
+                                f"{self.entry_name!r} (use mod.entry_name)")
+        not_cpu = (dev.split()[:1] not in (["cpu"], ["llvm"]) if isinstance(dev, str)
+                   else dev is not None and getattr(dev, "device_type", 1) != 1)
+        if not_cpu:
+            raise ArgumentError(f"{where}: kernels run on the CPU; got device {dev!r}")
+        if cache_flush_bytes or f_preproc:
+            raise ArgumentError(f"{where}: cache_flush_bytes and f_preproc are not supported")
+        if cooldown_interval_ms < 0 or repeats_to_cooldown < 1:
+            raise ArgumentError(f"{where}: need cooldown_interval_ms >= 0 and repeats_to_cooldown >= 1, got "
+                                f"{cooldown_interval_ms} and {repeats_to_cooldown}")
+        del limit_zero_time_iterations  # the timer never measures zero time: nothing to limit
+
+        def evaluate(*arrays: np.ndarray) -> BenchmarkResult:
+            pointers = self.pointers(arrays)
+            batches = itertools.count()
+
+            def cooldown() -> None:
+                k = next(batches)
+                if cooldown_interval_ms > 0 and k > 0 and k % repeats_to_cooldown == 0:
+                    time.sleep(cooldown_interval_ms / 1e3)
+
+            return BenchmarkResult(time_calls(self._prepare(), pointers, number, repeat, min_repeat_ms,
+                                              before_repeat=cooldown))
+
+        return evaluate
+
     def __repr__(self) -> str:
         return f"Module({self.entry_name!r}, target={str(self.target)!r}, args={len(self.arg_specs)})"
+
+
+class BenchmarkResult:
+    """What TVM's ``time_evaluator`` returns: seconds per call, one per repeat, and their statistics."""
+
+    def __init__(self, results: Sequence[float]):
+        self.results: tuple[float, ...] = tuple(float(r) for r in results)
+        arr = np.asarray(self.results)
+        self.mean = float(arr.mean())
+        self.median = float(np.median(arr))
+        self.std = float(arr.std())
+        self.min = float(arr.min())
+        self.max = float(arr.max())
+
+    def __repr__(self) -> str:
+        return (f"BenchmarkResult(min={self.min:.6g}, mean={self.mean:.6g}, median={self.median:.6g}, "
+                f"max={self.max:.6g}, std={self.std:.6g}, results={list(self.results)})")
 
 
 def _check_disjoint(entry: str, arrays: Sequence[np.ndarray], specs: Sequence[ArgSpec]) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import expr as E
 from .dtype import parse_dtype
+from .visitor import post_order
 
 Bound = tuple[int | None, int | None]
 Ranges = dict[Any, tuple[E.Expr, E.Expr]]
@@ -200,8 +201,6 @@ class _Interval:
             if isinstance(n, E.Var) and n in self.relax:
                 found = True
 
-        from .visitor import post_order
-
         post_order(e, check)
         return found or not _pure(e)
 
@@ -214,8 +213,6 @@ def _pure(e: E.Expr) -> bool:
         nonlocal impure
         if isinstance(n, E.BufferLoad) or type(n).__name__ in ("TensorRead", "Reduce"):
             impure = True
-
-    from .visitor import post_order
 
     post_order(e, check)
     return not impure

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import expr as E
 from .expr import Node
 
 
@@ -59,8 +60,6 @@ class Mutator:
 
 def _rebuild(node: Node, changes: dict[str, Any]) -> Node:
     """Copy ``node`` with ``changes``, recomputing dtypes that depend on children."""
-    from . import expr as E
-
     if isinstance(node, E.BinaryOp):
         a, b = changes.get("a", node.a), changes.get("b", node.b)
         return E._binary(type(node), a, b)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from tunecli.engine.ir import expr as E
-from tunecli.engine.ir.visitor import Mutator, Visitor, substitute
+from tunecli.engine.ir.visitor import Mutator, substitute
 from tunecli.engine.schedule.stage import INLINE
+from tunecli.engine.te.operation import tensor_reads
 from tunecli.engine.te.tensor import TensorRead
 from tunecli.errors import LoweringError
 
@@ -47,32 +48,14 @@ class InlinedBodies:
 
 def reads_of(body: Any, sch: Any, producer: Any) -> list[tuple[E.Expr, ...]]:
     """Index tuples of every read of ``producer``'s output in ``body``."""
-    found: list[tuple[E.Expr, ...]] = []
-
-    class _Reads(Visitor):
-        def visit_TensorRead(self, node: TensorRead) -> None:
-            if sch[node.tensor] is producer:
-                found.append(node.indices)
-            self.generic_visit(node)
-
-    walker = _Reads()
-    for b in body:
-        walker.visit(b)
-    return found
+    return [read.indices for read in tensor_reads(body) if sch[read.tensor] is producer]
 
 
 def read_stages(body: Any, sch: Any) -> list[Any]:
     """Stages whose outputs are read in ``body``."""
     found: list[Any] = []
-
-    class _Reads(Visitor):
-        def visit_TensorRead(self, node: TensorRead) -> None:
-            st = sch[node.tensor]
-            if all(st is not f for f in found):
-                found.append(st)
-            self.generic_visit(node)
-
-    walker = _Reads()
-    for b in body:
-        walker.visit(b)
+    for read in tensor_reads(body):
+        st = sch[read.tensor]
+        if all(st is not f for f in found):
+            found.append(st)
     return found

@@ -24,6 +24,13 @@ def _window(padded: np.ndarray, y0: int, x0: int, oh: int, ow: int, sh: int, sw:
     return padded[..., y0: y0 + (oh - 1) * sh + 1: sh, x0: x0 + (ow - 1) * sw + 1: sw]
 
 
+def _pad_nchw_window(data: np.ndarray, kernel_hw: tuple[int, int], stride: Any, padding: Any, dilation: Any,
+                     acc: np.dtype) -> tuple[np.ndarray, int, int]:
+    """``data`` (NCHW) in ``acc``, H and W padded for a 2-D window op; ``(padded, oh, ow)``."""
+    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape(data.shape[2:], kernel_hw, stride, padding, dilation)
+    return np.pad(data.astype(acc), [(0, 0), (0, 0), (pt, pb), (pl, pr)]), oh, ow
+
+
 def pad_python(data: np.ndarray, pad_before: Any, pad_after: Any = None, pad_value: Any = 0) -> np.ndarray:
     """``np.pad`` with a constant, in ``topi.nn.pad``'s argument form."""
     pad_after = pad_after if pad_after else pad_before
@@ -54,10 +61,9 @@ def conv2d_nchw_python(a_np: np.ndarray, w_np: np.ndarray, stride: Any, padding:
     acc = _acc_dtype(a_np.dtype, out_dtype)
     sh, sw = pair(stride, "stride")
     dh, dw = pair(dilation, "dilation")
-    n, ci, h, w = a_np.shape
+    n, _, _, _ = a_np.shape
     co, _, kh, kw = w_np.shape
-    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
-    padded = np.pad(a_np.astype(acc), [(0, 0), (0, 0), (pt, pb), (pl, pr)])
+    padded, oh, ow = _pad_nchw_window(a_np, (kh, kw), stride, padding, dilation, acc)
     out = np.zeros((n, co, oh, ow), dtype=acc)
     weight = w_np.astype(acc)
     for y in range(kh):
@@ -77,10 +83,9 @@ def depthwise_conv2d_python_nchw(input_np: np.ndarray, filter_np: np.ndarray, st
     acc = _acc_dtype(input_np.dtype, out_dtype)
     sh, sw = pair(stride, "stride")
     dh, dw = pair(dilation, "dilation")
-    n, c, h, w = input_np.shape
+    n, c, _, _ = input_np.shape
     _, m, kh, kw = filter_np.shape
-    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
-    padded = np.pad(input_np.astype(acc), [(0, 0), (0, 0), (pt, pb), (pl, pr)])
+    padded, oh, ow = _pad_nchw_window(input_np, (kh, kw), stride, padding, dilation, acc)
     padded = np.repeat(padded, m, axis=1)  # channel c*m + j reads input channel c
     weight = filter_np.astype(acc).reshape(c * m, kh, kw)
     out = np.zeros((n, c * m, oh, ow), dtype=acc)

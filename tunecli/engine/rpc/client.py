@@ -16,11 +16,13 @@ from tunecli.engine.rpc.protocol import (
     RPC_TRACKER_MAGIC,
     TOKEN_CODE,
     TrackerCode,
+    closing_on_failure,
     pack_int,
     recv_int,
     recv_json,
     resolve_token,
     send_json,
+    shutdown_socket,
 )
 from tunecli.engine.rpc.remote import RemoteSession, connect
 from tunecli.errors import RPCError
@@ -70,7 +72,7 @@ class TrackerSession:
     def _connect(self) -> None:
         host, port = self._addr
         sock = connect_with_retry(host, port, self._timeout)
-        try:
+        with closing_on_failure(sock, f"tracker {host}:{port}"):
             sock.settimeout(10.0)
             sock.sendall(pack_int(RPC_TRACKER_MAGIC))
             if recv_int(sock) != RPC_TRACKER_MAGIC:
@@ -79,10 +81,6 @@ class TrackerSession:
                 send_json(sock, [TOKEN_CODE, self._token])
                 if recv_json(sock) != TrackerCode.SUCCESS:
                     raise RPCError(f"tracker {host}:{port}: token refused")
-        except (OSError, RPCError) as err:
-            sock.close()
-            raise RPCError(str(err) if isinstance(err, RPCError) else f"tracker {host}:{port}: {err}") \
-                from None
         self._sock = sock
 
     def call(self, msg: list) -> object:
@@ -112,12 +110,7 @@ class TrackerSession:
 
     def abort(self) -> None:
         """Break the connection from another thread (a blocked :meth:`request` raises)."""
-        sock = self._sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        shutdown_socket(self._sock)
 
     def summary(self) -> dict:
         """Return the tracker's summary ``{"queue_info": ..., "server_info": ...}``.

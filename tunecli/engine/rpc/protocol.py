@@ -39,6 +39,7 @@ Token authentication (tunecli extension)
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import hmac
 import json
@@ -46,6 +47,7 @@ import os
 import random
 import socket
 import struct
+from collections.abc import Iterator
 
 from tunecli.errors import RPCError
 
@@ -367,6 +369,25 @@ def bind_first_free(host: str, port: int, port_end: int) -> socket.socket:
         sock.listen(128)
         return sock
     raise RPCError(f"rpc bind: cannot bind to any port in [{port}, {port_end}) on {host}")
+
+
+@contextlib.contextmanager
+def closing_on_failure(sock: socket.socket, where: str) -> Iterator[None]:
+    """Close ``sock`` when the block fails with OSError or RPCError, raised as RPCError naming ``where``."""
+    try:
+        yield
+    except (OSError, RPCError) as err:
+        sock.close()
+        raise RPCError(str(err) if isinstance(err, RPCError) else f"{where}: {err}") from None
+
+
+def shutdown_socket(sock: socket.socket | None) -> None:
+    """Break ``sock`` from another thread, so that a call blocked on it raises (None: nothing)."""
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def _peer(sock: socket.socket) -> str:

@@ -17,12 +17,14 @@ from tunecli.engine.rpc.protocol import (
     RPC_CODE_SUCCESS,
     RPC_MAGIC,
     check_length,
+    closing_on_failure,
     pack_int,
     recv_all,
     recv_frame,
     recv_int,
     resolve_token,
     send_frame,
+    shutdown_socket,
 )
 from tunecli.engine.rpc.session import MeasureReply, MeasureRequest, decode_reply, encode_request
 from tunecli.errors import RPCError
@@ -77,12 +79,7 @@ class RemoteSession:
 
     def abort(self) -> None:
         """Break the connection from another thread (a blocked :meth:`measure` raises)."""
-        sock = self._sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        shutdown_socket(self._sock)
 
     def close(self) -> None:
         """End the session politely (idempotent); the server then frees the device."""
@@ -141,7 +138,7 @@ def connect(host: str, port: int, key: str = "", session_timeout: float = 0,
         sock = socket.create_connection((host, port), timeout=timeout)
     except OSError as err:
         raise RPCError(f"{where}: {err}") from None
-    try:
+    with closing_on_failure(sock, where):
         data = keystr.encode()
         sock.sendall(pack_int(RPC_MAGIC) + pack_int(len(data)) + data)
         code = recv_int(sock)
@@ -154,7 +151,4 @@ def connect(host: str, port: int, key: str = "", session_timeout: float = 0,
         length = recv_int(sock)
         check_length(length, MAX_HEADER, where)
         remote_key = recv_all(sock, length).decode("utf-8", "replace")
-    except (OSError, RPCError) as err:
-        sock.close()
-        raise RPCError(str(err) if isinstance(err, RPCError) else f"{where}: {err}") from None
     return RemoteSession(sock, remote_key, (host, port))

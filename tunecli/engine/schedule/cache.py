@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tunecli.engine.ir.expr import Var
 from tunecli.engine.ir.visitor import Mutator, substitute
 from tunecli.engine.te.operation import ComputeOp, Operation
 from tunecli.engine.te.reduction import Reduce
@@ -21,8 +22,6 @@ def _check_scope(scope: str, what: str) -> None:
 
 
 def _copy_axis(axis: list[IterVar], suffix: str) -> list[IterVar]:
-    from tunecli.engine.ir.expr import Var
-
     return [IterVar(Range(iv.dom.min, iv.dom.extent), Var(iv.var.name + suffix, "int32"), DATA_PAR)
             for iv in axis]
 
@@ -74,8 +73,6 @@ def cache_read(sch: Any, tensor: Tensor, scope: str, readers: Any) -> Tensor:
 
 
 def _var(name: str):
-    from tunecli.engine.ir.expr import Var
-
     return Var(name, "int32")
 
 

@@ -12,10 +12,11 @@ from typing import Any
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.visitor import substitute
 from tunecli.engine.te.operation import ComputeOp
-from tunecli.engine.te.reduction import Reduce
+from tunecli.engine.te.reduction import Reduce, is_const_true
 from tunecli.engine.te.tensor import COMM_REDUCE, DATA_PAR, IterVar, Range, Tensor, TensorRead
 from tunecli.errors import ScheduleError
 
+from .cache import _replace_op, check_not_attached_to
 from .relations import Fuse, Split
 from .stage import Stage
 
@@ -61,8 +62,6 @@ def rfactor(sch: Any, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Te
         if any(iv.iter_type != COMM_REDUCE for iv in touched):
             raise ScheduleError(f"rfactor of {tensor.name}: call rfactor before splitting or fusing the "
                                 f"data axes of stage {stage.name}")
-    from .cache import check_not_attached_to
-
     check_not_attached_to(sch, stage, f"rfactor of {tensor.name}")
     ext = _const_extents(stage)
     red: Reduce = op.body[0]
@@ -88,7 +87,7 @@ def rfactor(sch: Any, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Te
     body = Reduce(red.combiner, source, new_red if new_red else [], substitute(cond, vmap))
     if not new_red:  # nothing left to reduce: the factored stage is elementwise
         body = (E.Select(body.condition, source[0], red.combiner.identity_element[0])
-                if not _is_true(body.condition) else source[0])
+                if not is_const_true(body.condition) else source[0])
     rf_op = ComputeOp(f"{op.name}.rf", op.tag, op.attrs, rf_axis, [body])
     rf = rf_op.output(0)
     rf_stage = Stage(rf_op, sch)
@@ -105,11 +104,5 @@ def rfactor(sch: Any, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Te
     stage.iter_var_attrs = {}
     stage.all_iter_vars = out_axis + [kv]
     stage.leaf_iter_vars = out_axis + [kv]
-    from .cache import _replace_op
-
     _replace_op(sch, stage, new_op)
     return rf
-
-
-def _is_true(e: E.Expr) -> bool:
-    return isinstance(e, E.IntImm) and e.value == 1

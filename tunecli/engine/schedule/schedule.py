@@ -9,6 +9,8 @@ from tunecli.engine.te.operation import ComputeOp, Operation
 from tunecli.engine.te.tensor import Tensor
 from tunecli.errors import ScheduleError
 
+from .cache import cache_read, cache_write
+from .rfactor import rfactor
 from .stage import INLINE, SCOPE, Stage
 
 
@@ -68,18 +70,10 @@ class Schedule:
             raise ScheduleError(f"{name} is not part of this schedule (it does not feed its outputs)")
         return stage
 
-    def stage_of(self, tensor: Tensor) -> Stage:
-        """The stage that computes ``tensor`` (following ops replaced by cache_write/cache_read)."""
-        return self[tensor]
-
     def register(self, op: Operation, stage: Stage) -> None:
         """Map ``op`` to ``stage`` (ops created by schedule primitives)."""
         self.stage_map[id(op)] = stage
         self._keep.append(op)
-
-    def current_tensor(self, tensor: Tensor) -> Tensor:
-        """The tensor that now holds ``tensor``'s values (its stage's current op)."""
-        return self[tensor].op.output(tensor.value_index)
 
     def reads(self, stage: Stage) -> list[Stage]:
         """Stages whose outputs ``stage``'s operation reads."""
@@ -136,20 +130,14 @@ class Schedule:
     # primitives implemented elsewhere --------------------------------------------------------
     def cache_read(self, tensor: Tensor, scope: str, readers: Any) -> Tensor:
         """Read ``tensor`` through a copy in ``scope`` for ``readers``; returns the copy."""
-        from .cache import cache_read
-
         return cache_read(self, tensor, scope, readers)
 
     def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
         """Compute ``tensor`` into a ``scope`` buffer then copy it out; returns the cache tensor."""
-        from .cache import cache_write
-
         return cache_write(self, tensor, scope)
 
     def rfactor(self, tensor: Tensor, axis: Any, factor_axis: int = 0) -> Tensor:
         """Factor the reduction over ``axis`` into a new stage; returns its tensor."""
-        from .rfactor import rfactor
-
         return rfactor(self, tensor, axis, factor_axis)
 
     def create_group(self, outputs: Any, inputs: Any, include_inputs: bool = False) -> Stage:

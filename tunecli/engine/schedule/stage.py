@@ -12,7 +12,6 @@ from tunecli.errors import ScheduleError
 from .relations import Fuse, Split, index_of
 
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
-LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
 
 
 class Stage:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from tunecli.engine.ir import expr as E
@@ -112,13 +112,3 @@ def _check_reduce_top_level(body: E.Expr, name: str) -> None:
         _Find().visit(body.condition)
     else:
         _Find().visit(body)
-
-
-def tensor_inputs(tensors: Sequence[Tensor]) -> list[Tensor]:
-    """The tensors read by the operations of ``tensors``."""
-    out: list[Tensor] = []
-    for t in tensors:
-        for i in t.op.input_tensors:
-            if all(i is not o for o in out):
-                out.append(i)
-    return out

@@ -7,6 +7,8 @@ Math functions become ``ir.expr.Call`` nodes named after the C math function: ``
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any
 
 from tunecli.engine.ir import expr as E
@@ -14,16 +16,11 @@ from tunecli.engine.ir.dtype import parse_dtype, promote
 from tunecli.errors import ExprError
 
 
-def _float_arg(x: Any, fname: str) -> E.Expr:
-    e = E.convert(x)
-    if not parse_dtype(e.dtype).is_float:
-        e = E.cast("float32", e)
-    return e
-
-
 def _unary(fname: str):
     def fn(x: Any) -> E.Expr:
-        e = _float_arg(x, fname)
+        e = E.convert(x)
+        if not parse_dtype(e.dtype).is_float:
+            e = E.cast("float32", e)
         return E.Call(e.dtype, fname, [e])
 
     fn.__name__ = fname
@@ -98,26 +95,25 @@ def if_then_else(cond: Any, t: Any, f: Any) -> E.Expr:
     return E.Select(c, tv, fv)
 
 
-def all(*conds: Any) -> E.Expr:  # noqa: A001
-    """Logical and of the conditions (also accepts one list)."""
+def _combine(name: str, conds: tuple[Any, ...], op: Callable[[E.Expr, E.Expr], E.Expr]) -> E.Expr:
+    """Fold the conditions (or one list of them) left to right with ``op``."""
     items = list(conds[0]) if len(conds) == 1 and isinstance(conds[0], (list, tuple)) else list(conds)
     if not items:
-        raise ExprError("te.all needs at least one condition")
+        raise ExprError(f"te.{name} needs at least one condition")
     out = E.convert(items[0])
     for c in items[1:]:
-        out = out & E.convert(c)
+        out = op(out, E.convert(c))
     return out
+
+
+def all(*conds: Any) -> E.Expr:  # noqa: A001
+    """Logical and of the conditions (also accepts one list)."""
+    return _combine("all", conds, operator.and_)
 
 
 def any(*conds: Any) -> E.Expr:  # noqa: A001
     """Logical or of the conditions (also accepts one list)."""
-    items = list(conds[0]) if len(conds) == 1 and isinstance(conds[0], (list, tuple)) else list(conds)
-    if not items:
-        raise ExprError("te.any needs at least one condition")
-    out = E.convert(items[0])
-    for c in items[1:]:
-        out = out | E.convert(c)
-    return out
+    return _combine("any", conds, operator.or_)
 
 
 def var(name: str = "tindex", dtype: str = "int32") -> E.Var:

@@ -8,6 +8,7 @@ from typing import Any
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.visitor import Visitor
 
+from .reduction import Reduce
 from .tensor import IterVar, Tensor, TensorRead
 
 
@@ -60,8 +61,6 @@ class ComputeOp(Operation):
         super().__init__(name, tag, attrs)
         self.axis = list(axis)
         self.body = list(body)
-        from .reduction import Reduce
-
         first = self.body[0]
         self.reduce_axis: list[IterVar] = list(first.axis) if isinstance(first, Reduce) else []
         shape = [int(iv.dom.extent) for iv in self.axis]
@@ -73,17 +72,25 @@ class ComputeOp(Operation):
         return collect_reads(self.body)
 
 
-def collect_reads(body: Any) -> list[Tensor]:
-    """The distinct tensors read in ``body`` (expressions), in order of first appearance."""
-    found: list[Tensor] = []
+def tensor_reads(body: Any) -> list[TensorRead]:
+    """Every tensor read in ``body`` (expressions), in pre-order."""
+    found: list[TensorRead] = []
 
     class _Reads(Visitor):
         def visit_TensorRead(self, node: TensorRead) -> None:
-            if all(t is not node.tensor for t in found):
-                found.append(node.tensor)
+            found.append(node)
             self.generic_visit(node)
 
     walker = _Reads()
     for b in body:
         walker.visit(b)
+    return found
+
+
+def collect_reads(body: Any) -> list[Tensor]:
+    """The distinct tensors read in ``body`` (expressions), in order of first appearance."""
+    found: list[Tensor] = []
+    for read in tensor_reads(body):
+        if all(t is not read.tensor for t in found):
+            found.append(read.tensor)
     return found

@@ -7,6 +7,7 @@ from typing import Any
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.expr import _init
+from tunecli.engine.ir.printer import expr_str
 from tunecli.engine.ir.visitor import substitute
 from tunecli.errors import ExprError
 
@@ -72,14 +73,13 @@ class Reduce(E.Expr):
 
     def text(self) -> str:
         """Printable form, e.g. ``sum((A[i, k] * B[k, j]), axis=[k])``."""
-        from tunecli.engine.ir.printer import expr_str
-
         axes = ", ".join(iv.var.name for iv in self.axis)
-        cond = "" if _is_true(self.condition) else f", where={expr_str(self.condition)}"
+        cond = "" if is_const_true(self.condition) else f", where={expr_str(self.condition)}"
         return f"{self.combiner.name}({expr_str(self.source[self.value_index])}, axis=[{axes}]{cond})"
 
 
-def _is_true(e: E.Expr) -> bool:
+def is_const_true(e: E.Expr) -> bool:
+    """Whether ``e`` is the constant true (a reduction's condition when it has none)."""
     return isinstance(e, E.IntImm) and e.value == 1
 
 

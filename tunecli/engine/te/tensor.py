@@ -13,6 +13,7 @@ from typing import Any
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.expr import _init
+from tunecli.engine.ir.printer import expr_str
 from tunecli.errors import ExprError
 
 DATA_PAR = "data_par"
@@ -194,8 +195,6 @@ class TensorRead(E.Expr):
 
     def text(self) -> str:
         """Printable form, e.g. ``A[i, k]``."""
-        from tunecli.engine.ir.printer import expr_str
-
         return f"{self.tensor.name}[{', '.join(expr_str(i) for i in self.indices)}]"
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from tunecli.engine.autotvm.callback import format_si_prefix
 from tunecli.engine.autotvm.env import GLOBAL_SCOPE
 from tunecli.engine.autotvm.measure_types import MeasureInput, MeasureResult
+from tunecli.engine.measure import create_measure_batch
 
 logger = logging.getLogger("autotvm")
 
@@ -41,8 +42,6 @@ def make_measure_batch(task: Any, measure_option: Any) -> MeasureBatch:
     """
     if callable(measure_option):
         return measure_option
-    from tunecli.engine.measure import create_measure_batch  # TODO(integration): import at top
-
     return create_measure_batch(task, measure_option)
 
 

@@ -26,6 +26,14 @@ def conv2d_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stri
     return out_h, out_w, pads
 
 
+def pad_nchw_window(data: te.Tensor, kernel_hw: tuple[int, int], stride: Any, padding: Any, dilation: Any,
+                    name: str) -> tuple[te.Tensor, int, int]:
+    """Pad H and W of an NCHW tensor for a 2-D window op; return ``(padded, out_height, out_width)``."""
+    out_h, out_w, (top, left, bottom, right) = conv2d_output_shape(data.shape[2:], kernel_hw, stride, padding,
+                                                                   dilation)
+    return pad(data, [0, 0, top, left], [0, 0, bottom, right], name=name), out_h, out_w
+
+
 def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, dilation: Any,
                 out_dtype: str | None = None) -> te.Tensor:
     """Convolution of an NCHW input with an OIHW filter.
@@ -50,13 +58,12 @@ def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, 
     out_dtype = Input.dtype if out_dtype is None else out_dtype
     stride_h, stride_w = pair(stride, "stride")
     dilation_h, dilation_w = pair(dilation, "dilation")
-    batch, in_channel, in_height, in_width = Input.shape
+    batch, in_channel, _, _ = Input.shape
     num_filter, channel, kernel_h, kernel_w = Filter.shape
     if channel != in_channel:
         raise ExprError(f"conv2d_nchw: filter has {channel} input channels, input has {in_channel}")
-    out_height, out_width, (pad_top, pad_left, pad_down, pad_right) = conv2d_output_shape(
-        (in_height, in_width), (kernel_h, kernel_w), stride, padding, dilation)
-    temp = pad(Input, [0, 0, pad_top, pad_left], [0, 0, pad_down, pad_right], name="pad_temp")
+    temp, out_height, out_width = pad_nchw_window(Input, (kernel_h, kernel_w), stride, padding, dilation,
+                                                  "pad_temp")
     rc = te.reduce_axis((0, in_channel), name="rc")
     ry = te.reduce_axis((0, kernel_h), name="ry")
     rx = te.reduce_axis((0, kernel_w), name="rx")

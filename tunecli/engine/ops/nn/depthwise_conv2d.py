@@ -7,8 +7,8 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.errors import ExprError
 
-from .conv2d import conv2d_output_shape
-from .pad import pad, pair
+from .conv2d import pad_nchw_window
+from .pad import pair
 
 
 def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, dilation: Any,
@@ -35,14 +35,13 @@ def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padd
     out_dtype = Input.dtype if out_dtype is None else out_dtype
     stride_h, stride_w = pair(stride, "stride")
     dilation_h, dilation_w = pair(dilation, "dilation")
-    batch, in_channel, in_height, in_width = Input.shape
+    batch, in_channel, _, _ = Input.shape
     filter_channel, multiplier, filter_height, filter_width = Filter.shape
     if filter_channel != in_channel:
         raise ExprError(f"depthwise_conv2d_nchw: filter has {filter_channel} channels, input has "
                         f"{in_channel}")
-    out_height, out_width, (pad_top, pad_left, pad_down, pad_right) = conv2d_output_shape(
-        (in_height, in_width), (filter_height, filter_width), stride, padding, dilation)
-    padded = pad(Input, [0, 0, pad_top, pad_left], [0, 0, pad_down, pad_right], name="PaddedInput")
+    padded, out_height, out_width = pad_nchw_window(Input, (filter_height, filter_width), stride, padding,
+                                                    dilation, "PaddedInput")
     di = te.reduce_axis((0, filter_height), name="di")
     dj = te.reduce_axis((0, filter_width), name="dj")
     return te.compute(

@@ -1,15 +1,21 @@
-"""Hand-written kernels for the measurement tests: LLVM IR compiled to real host objects.
+"""Hand-written test kernels: LLVM IR compiled to real host objects with llvmlite.
 
 Each kernel takes three float32[64] pointers ``(a, b, c)`` and is meant to compute ``c = a + b``;
 the broken ones crash, hang, compute the wrong answer or write one element past ``c``.
+:func:`elf_machine` tells which processor an object file is for.  Test folders import this
+module by name (``tests/engine/conftest.py`` puts ``tests/engine`` on ``sys.path``).
 """
 
 from __future__ import annotations
 
 import functools
+import struct
 
 import llvmlite.binding as llvm
 import numpy as np
+
+#: ELF ``e_machine`` codes of the targets the tests compile for.
+EM_X86_64, EM_AARCH64 = 62, 183
 
 N = 64
 ARG_SPECS = (((N,), "float32"), ((N,), "float32"), ((N,), "float32"))
@@ -80,6 +86,12 @@ def compile_ir(ir_text: str) -> bytes:
     module = llvm.parse_assembly(ir_text)
     module.verify()
     return machine.emit_object(module)
+
+
+def elf_machine(obj: bytes) -> int:
+    """The ``e_machine`` field of an ELF object (which processor it is for)."""
+    assert obj[:4] == b"\x7fELF", "not an ELF object"
+    return struct.unpack_from("<H", obj, 18)[0]
 
 
 def vadd_expected(seed: int) -> bytes:
