@@ -62,3 +62,10 @@ def test_current_target_stack_and_as_target():
         assert Target.current() is outer
     assert Target.current() is None
     assert as_target(None) == Target("llvm") and as_target("llvm -mcpu=znver4").mcpu == "znver4"
+
+
+def test_tvm_spellings_of_kind_and_host():
+    t = Target("cuda -model=v100", host="llvm -mcpu=skylake-avx512")
+    assert t.kind == "cuda" and t.kind.name == "cuda"
+    assert t.host is not None and t.host.kind.name == "llvm" and t.host.mcpu == "skylake-avx512"
+    assert Target(t).host == t.host and Target("llvm").host is None

@@ -59,6 +59,14 @@ def _arch(triple: str) -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
 
 
+class TargetKind(str):
+    """The kind of a target (``llvm``, ``cuda``, ...): a string that also has TVM's ``.name``."""
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+
 class Target:
     """A parsed target string.
 
@@ -66,6 +74,8 @@ class Target:
     ----------
     target : str or Target
         A TVM-style target string such as ``"llvm -mcpu=znver4"``.
+    host : str or Target, optional
+        The host target of a device target (TVM's ``Target(target, host=...)``).
 
     Attributes
     ----------
@@ -79,8 +89,10 @@ class Target:
         Every ``-name=value`` option as written (lists for mattr, keys, libs).
     """
 
-    def __init__(self, target: str | Target):
+    def __init__(self, target: str | Target, host: str | Target | None = None):
+        self.host = None if host is None else Target(host)
         if isinstance(target, Target):
+            self.host = self.host or target.host
             target = str(target)
         if not isinstance(target, str) or not target.strip():
             raise TargetError(f"a target must be a non-empty string, got {target!r}")
@@ -89,7 +101,7 @@ class Target:
         except ValueError as err:
             raise TargetError(f"cannot parse target string {target!r}: {err}") from None
         self._text = " ".join(words)
-        self.kind = words[0]
+        self.kind = TargetKind(words[0])
         if self.kind.startswith("-"):
             raise TargetError(f"target string {target!r} must start with a kind such as 'llvm'")
         self.attrs: dict[str, object] = {}

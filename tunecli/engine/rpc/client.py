@@ -123,8 +123,15 @@ class TrackerSession:
         value = self.call([TrackerCode.SUMMARY])
         if not isinstance(value, list) or len(value) != 2 or value[0] != TrackerCode.SUCCESS \
                 or not isinstance(value[1], dict):
-            raise RPCError(f"tracker {self._addr[0]}:{self._addr[1]}: Invalid return value {value!s}")
+            raise RPCError(f"tracker {self._addr[0]}:{self._addr[1]}: {self._invalid_reply(value)}")
         return value[1]
+
+    def _invalid_reply(self, value: object) -> str:
+        """Explain a reply that is not a success: a refusal for want of a token, or garbage."""
+        if value == TrackerCode.FAIL and not self._token:
+            return ("the tracker refused the request: it requires a token "
+                    "(pass --token or set TUNECLI_RPC_TOKEN)")
+        return f"Invalid return value {value!s}"
 
     def text_summary(self) -> str:
         """Return the summary as TVM v0.14's ``query_rpc_tracker`` prints it."""
@@ -171,7 +178,7 @@ class TrackerSession:
                 value = recv_json(self._sock)
                 if not (isinstance(value, list) and len(value) == 2 and value[0] == TrackerCode.SUCCESS
                         and isinstance(value[1], list) and len(value[1]) == 3):
-                    raise RPCError(f"Invalid return value {value!s}")
+                    raise RPCError(self._invalid_reply(value))
                 host, port, matchkey = value[1]
                 return connect(host, port, matchkey, session_timeout, self._token)
             except TimeoutError as err:
