@@ -30,7 +30,8 @@ LAYERS = [
     ["tunecli.engine.job"],
     ["tunecli.commands"],
 ]
-FACES = ("tunecli.te", "tunecli.topi", "tunecli.autotvm", "tunecli.rpc", "tunecli.target")
+FACES = ("tunecli.te", "tunecli.tir", "tunecli.topi", "tunecli.autotvm", "tunecli.rpc", "tunecli.target",
+         "tunecli.nd", "tunecli.runtime", "tunecli.testing")
 
 
 def _rank(module: str) -> int | None:

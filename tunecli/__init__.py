@@ -21,7 +21,7 @@ from tunecli.runtime import Device, cpu, device
 
 __version__ = "0.1.0"
 
-_LAZY_FACES = ("autotvm", "topi", "rpc", "target", "nd", "runtime", "testing")
+_LAZY_FACES = ("autotvm", "topi", "rpc", "target", "nd", "runtime", "testing", "tir")
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -37,6 +37,7 @@ from tunecli.engine.te import (
     sqrt,
     sum,
     tanh,
+    thread_axis,
     trunc,
     var,
 )
@@ -52,5 +53,5 @@ __all__ = [
     "ComputeOp", "IterVar", "Operation", "PlaceholderOp", "Reduce", "Tensor", "abs", "all", "any",
     "ceil", "comm_reducer", "compute", "cos", "erf", "exp", "exp2", "floor", "if_then_else", "log",
     "log2", "log10", "max", "min", "placeholder", "power", "reduce_axis", "round", "rsqrt", "sigmoid",
-    "sin", "sqrt", "sum", "tanh", "trunc", "var",
+    "sin", "sqrt", "sum", "tanh", "thread_axis", "trunc", "var",
 ]

@@ -27,7 +27,7 @@ tasks:
     args: {{N: 16, L: 16, M: 16}}
 tuner: {{kind: {tuner}, n_trial: {n_trial}, seed: 0}}
 measure:
-  builder: {{timeout: 20, n_parallel: 2}}
+  builder: {{timeout: 20, n_parallel: {n_parallel}}}
   runner: {{number: 1, repeat: 1, min_repeat_ms: {min_repeat_ms}, timeout: 20, check_correctness: true}}
 """
 
@@ -47,15 +47,18 @@ def invoke() -> Invoke:
 
 @pytest.fixture()
 def tiny_job(tmp_path: Path) -> Callable[..., tuple[str, Path]]:
-    """``tiny_job(n_trial=4, tuner="random", min_repeat_ms=0)`` writes a tiny matmul job.
+    """``tiny_job(n_trial=4, tuner="random", min_repeat_ms=0, n_parallel=2)`` writes a tiny matmul job
+    (``n_parallel``: configs built, so measured, per batch).
 
     Returns the job's path and its log's path (the log is under ``tmp_path/logs``).
     """
 
-    def write(n_trial: int = 4, tuner: str = "random", min_repeat_ms: float = 0) -> tuple[str, Path]:
+    def write(n_trial: int = 4, tuner: str = "random", min_repeat_ms: float = 0,
+              n_parallel: int = 2) -> tuple[str, Path]:
         log = tmp_path / "logs" / "tiny.log"
         path = tmp_path / "tiny.yaml"
-        path.write_text(TINY_JOB.format(log=log, n_trial=n_trial, tuner=tuner, min_repeat_ms=min_repeat_ms))
+        path.write_text(TINY_JOB.format(log=log, n_trial=n_trial, tuner=tuner, min_repeat_ms=min_repeat_ms,
+                                        n_parallel=n_parallel))
         return str(path), log
 
     return write

@@ -84,3 +84,39 @@ def test_tracker_and_server_usage_errors(invoke: Invoke) -> None:
     result = invoke("server", "--tracker", "127.0.0.1:9190")
     assert result.exit_code == 2
     assert "Missing option '--key'." in result.stderr
+
+
+def test_rpc_runner_reports_each_result_as_it_is_measured(device: tuple[int, str]) -> None:
+    # RPCRunner.run(inputs, builds, on_result=hook): a failed build is reported at once, each
+    # measurement as soon as it is back — in the caller's thread, each index exactly once.
+    import threading
+
+    from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
+    from tunecli.engine.autotvm.task import create
+    from tunecli.engine.measure import LocalBuilder
+    from tunecli.engine.rpc.runner import RPCRunner
+
+    port, key = device
+    task = create("tutorial/matmul", (16, 16, 16, "float32"), "llvm")
+    builder = LocalBuilder(n_parallel=1)
+    try:
+        builder.set_task(task)
+        inputs = [MeasureInput(task.target, task, task.config_space.get(i)) for i in (0, 1, 2)]
+        builds = builder.build(inputs)
+    finally:
+        builder.close()
+    failed = ("build failed", RuntimeError("build failed"))
+    builds[1] = MeasureResult(failed, MeasureErrorNo.COMPILE_HOST, 0.1, time.time())
+    runner = RPCRunner(key, "127.0.0.1", port, number=1, repeat=1, cooldown_interval=0.5)
+    deadline = time.time() + 10
+    while runner._count_devices() == 0 and time.time() < deadline:
+        time.sleep(0.1)
+    runner.set_task(task)
+    reports: list[tuple[int, float, bool]] = []
+    results = runner.run(inputs, builds, on_result=lambda i, r: reports.append(
+        (i, time.time(), threading.current_thread() is threading.main_thread())))
+    assert [i for i, _, _ in reports] in ([1, 0, 2], [1, 2, 0])
+    assert all(in_main for _, _, in_main in reports)
+    assert [int(r.error_no) for r in results] == [0, int(MeasureErrorNo.COMPILE_HOST), 0]
+    first_measured, last = reports[1], results[reports[2][0]]
+    assert first_measured[1] < last.timestamp  # reported while the other config was still measuring

@@ -46,28 +46,36 @@ def test_tune_then_resume(invoke: Invoke, tiny_job) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)],
                          ids=["term", "kill"])
-def test_killed_tune_resumes_without_measuring_twice(invoke: Invoke, tiny_job, sig: int) -> None:
-    job, log = tiny_job(n_trial=12, min_repeat_ms=50)
+def test_killed_tune_keeps_every_finished_measurement_and_resumes(invoke: Invoke, tiny_job, sig: int) -> None:
+    # Batches of 4 configs (builder n_parallel 4); each measurement lasts >= 0.15 s (50 ms timing,
+    # 0.1 s cooldown). Each record reaches the log when its measurement finishes, so the log grows
+    # one record at a time in the middle of a batch — and the kill lands while a batch is in flight.
+    job, log = tiny_job(n_trial=12, min_repeat_ms=50, n_parallel=4)
     proc = subprocess.Popen([str(TUNECLI), "tune", job, "--quiet"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    seen: list[int] = []  # record counts observed while tune was running
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + 90
         while time.time() < deadline and proc.poll() is None:
-            if log.exists() and len(log_indices(log)) >= 3:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, f"tune ended before it could be interrupted: {proc.communicate()}"
+            count = len(log_indices(log)) if log.exists() else 0
+            if not seen or seen[-1] != count:
+                seen.append(count)
+            if count >= 5 and count % 4 != 0:
+                break  # mid-batch: the batch of configs 5..8 is being measured
+            time.sleep(0.02)
+        assert proc.poll() is None, f"tune ended before it could be interrupted (log sizes seen: {seen})"
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
+    assert seen[-1] % 4 != 0, f"the log only grew by whole batches: {seen}"
     if sig == signal.SIGTERM:
         assert proc.returncode == 130
         assert err.endswith("interrupted: the finished measurements are in the log; run the same command "
                             "again to resume\n")
     first = log_indices(log)
-    assert 3 <= len(first) < 12
+    assert seen[-1] <= len(first) < 12  # nothing written before the kill is lost
 
     result = invoke("tune", job, "--json")
     assert result.exit_code == 0, result.output

@@ -23,6 +23,7 @@ import pytest
 
 import tunecli as tvm
 import tunecli.testing  # noqa: F401  (the tutorial's ``import tvm.testing``)
+import tunecli.tir  # noqa: F401  (``tvm.tir`` is loaded by ``import tvm``)
 from tunecli import te
 from tunecli.errors import ArgumentError
 
@@ -227,11 +228,10 @@ def test_matrix_multiplication_optimizations() -> None:
 
     # Optimization 4: Array Packing
     # We have to re-write the algorithm slightly.
-    # EDIT: N // bn (the tutorial's N / bn is a float) and y % bn (tvm.tir.indexmod(y, bn))
-    packedB = te.compute((N // bn, K, bn), lambda x, y, z: B[y, x * bn + z], name="packedB")
+    packedB = te.compute((N / bn, K, bn), lambda x, y, z: B[y, x * bn + z], name="packedB")
     C = te.compute(
         (M, N),
-        lambda x, y: te.sum(A[x, k] * packedB[y // bn, k, y % bn], axis=k),
+        lambda x, y: te.sum(A[x, k] * packedB[y // bn, k, tvm.tir.indexmod(y, bn)], axis=k),
         name="C",
     )
 
@@ -259,9 +259,7 @@ def test_matrix_multiplication_optimizations() -> None:
     # Allocate write cache
     CC = s.cache_write(C, "global")
 
-    # EDIT: s[C].op.axis — tunecli's cache_write gives s[C] new axes, so C.op.axis (what the
-    # tutorial passes) no longer belongs to the stage; in TVM the new op keeps the old axes.
-    xo, yo, xi, yi = s[C].tile(s[C].op.axis[0], s[C].op.axis[1], bn, bn)
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
 
     # Write cache is computed at yo
     s[CC].compute_at(s[C], yo)

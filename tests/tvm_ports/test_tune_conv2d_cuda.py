@@ -3,10 +3,9 @@
 ``import tvm`` / ``from tvm import te, topi, autotvm`` become the tunecli equivalents; the
 template body is the tutorial's.  Edits other than imports are marked ``# EDIT:``:
 
-* the GPU thread bindings (``s[...].bind(axis, te.thread_axis(...))``) are removed: tunecli
-  compiles for CPUs and has neither ``te.thread_axis`` nor ``Stage.bind``, so those axes stay
-  serial loops (the ``"shared"`` / ``"local"`` cache stages and ``s[output].pragma(...)`` are kept
-  and accepted as they are);
+* none in the template: on ``llvm`` the GPU thread bindings (``s[...].bind(axis,
+  te.thread_axis(...))``) keep their loops as serial loops, the ``"shared"`` / ``"local"``
+  cache stages are ordinary buffers and ``auto_unroll_max_step`` unrolls as TVM's UnrollLoop;
 * the template name gets a ``tvm_port/`` prefix (tunecli's job engine registers
   ``tutorial/conv2d_no_batching`` itself, see ``tunecli.engine.ops.tutorial``);
 * the seed's resnet shapes are only used to print the space (``target="cuda"`` as in the
@@ -32,7 +31,7 @@ from tunecli.topi.testing import conv2d_nchw_python
 @autotvm.template("tvm_port/conv2d_no_batching")  # EDIT: template name
 def conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: int, stride: tuple,
                        padding: tuple) -> tuple:
-    """The tutorial's template, less its GPU thread bindings."""
+    """The tutorial's template."""
     assert N == 1, "Only consider batch_size = 1 in this template"
 
     data = te.placeholder((N, CI, H, W), name="data")
@@ -76,7 +75,15 @@ def conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: in
     bx, vx, tx, xi = cfg["tile_x"].apply(s, output, x)
     kernel_scope = n  # this is the scope to attach global config inside this kernel
 
-    # EDIT: nine s[output].bind(..., te.thread_axis("blockIdx.z" ... "threadIdx.x")) lines removed
+    s[output].bind(bf, te.thread_axis("blockIdx.z"))
+    s[output].bind(by, te.thread_axis("blockIdx.y"))
+    s[output].bind(bx, te.thread_axis("blockIdx.x"))
+    s[output].bind(vf, te.thread_axis("vthread"))
+    s[output].bind(vy, te.thread_axis("vthread"))
+    s[output].bind(vx, te.thread_axis("vthread"))
+    s[output].bind(tf, te.thread_axis("threadIdx.z"))
+    s[output].bind(ty, te.thread_axis("threadIdx.y"))
+    s[output].bind(tx, te.thread_axis("threadIdx.x"))
     s[output].reorder(n, bf, by, bx, vf, vy, vx, tf, ty, tx, fi, yi, xi)
     s[OL].compute_at(s[output], tx)
 
@@ -100,7 +107,9 @@ def conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: in
         tz, fused = s[load].split(fused, nparts=cfg["tile_f"].size[2])
         ty, fused = s[load].split(fused, nparts=cfg["tile_y"].size[2])
         tx, fused = s[load].split(fused, nparts=cfg["tile_x"].size[2])
-        # EDIT: three s[load].bind(tz/ty/tx, te.thread_axis("threadIdx.z/y/x")) lines removed
+        s[load].bind(tz, te.thread_axis("threadIdx.z"))
+        s[load].bind(ty, te.thread_axis("threadIdx.y"))
+        s[load].bind(tx, te.thread_axis("threadIdx.x"))
 
     # tune unroll
     s[output].pragma(kernel_scope, "auto_unroll_max_step", cfg["auto_unroll_max_step"].val)

@@ -89,8 +89,8 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
     """Tune every task of JOB, appending each measurement to the log.
 
     Running again resumes: configs already in the log are not measured again and count
-    toward n_trial; the tuner starts from what the log holds. Ctrl-C (exit code 130) loses no
-    finished batch. Exit code 1 when a task has no valid config.
+    toward n_trial; the tuner starts from what the log holds. Ctrl-C or kill (exit code 130) loses
+    no finished measurement. Exit code 1 when a task has no valid config.
     """
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

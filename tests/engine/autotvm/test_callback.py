@@ -94,3 +94,30 @@ def test_log_to_database_saves_every_record() -> None:
     inputs, results = batch()
     log_to_database(db)(None, inputs, results)
     assert db.lines == [encode(i, r) for i, r in zip(inputs, results, strict=True)]
+
+
+def test_progress_bar_says_done_once() -> None:
+    import gc
+
+    out = io.StringIO()
+    bar = progress_bar(3, out=out)
+    bar.done()
+    del bar  # finished explicitly: garbage collection writes nothing more
+    gc.collect()
+    assert out.getvalue().endswith("Progress: (0/3) | 0.00 s Done.\n") and out.getvalue().count("Done.") == 1
+    out = io.StringIO()
+    bar = progress_bar(3, out=out)
+    del bar  # TVM's way: the line is finished when the callback is collected
+    gc.collect()
+    assert out.getvalue().count(" Done.\n") == 1
+
+
+def test_log_to_file_streams_one_record_per_on_result(tmp_path) -> None:
+    # Tuner.tune calls on_result as each measurement finishes; the batch call stays TVM's.
+    path = tmp_path / "s.log"
+    cb = log_to_file(path)
+    inputs, results = batch()
+    cb.on_result(None, inputs[2], results[2])
+    assert [inp.config.index for inp, _ in load_from_file(path)] == [2]
+    cb(None, inputs[:2], results[:2])
+    assert [inp.config.index for inp, _ in load_from_file(path)] == [2, 0, 1]

@@ -171,3 +171,87 @@ def test_entities_apply_to_a_real_schedule() -> None:
     assert "for (j.outer, 0, 8)" in text
     assert "unrolled for (i, 0, 64)" in text
     assert "vectorized for (j.inner, 0, 8)" in text
+
+
+TUTORIAL_PORT = '''
+from tunecli import autotvm, te
+
+
+@autotvm.template("tutorial/matmul")  # TVM's tune_simple_template tutorial, imports changed
+def matmul(N, L, M, dtype):
+    A = te.placeholder((N, L), name="A", dtype=dtype)
+    B = te.placeholder((L, M), name="B", dtype=dtype)
+    k = te.reduce_axis((0, L), name="k")
+    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    y, x = s[C].op.axis
+    cfg = autotvm.get_config()
+    cfg.define_knob("tile_y", [1, 2, 4, 8, 16])
+    cfg.define_knob("tile_x", [1, 2, 4, 8, 16])
+    yo, yi = s[C].split(y, cfg["tile_y"].val)
+    xo, xi = s[C].split(x, cfg["tile_x"].val)
+    s[C].reorder(yo, xo, k, yi, xi)
+    return s, [A, B, C]
+'''
+
+
+def import_file(path, name: str):
+    """Import a file under ``name`` without making it importable by name (like a user's script)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture()
+def builtin_matmul(monkeypatch: pytest.MonkeyPatch):
+    """The built-in ``tutorial/matmul`` template; TASK_TABLE's entry is restored after the test."""
+    from tunecli.engine.ops import registry
+
+    monkeypatch.setitem(TASK_TABLE, "tutorial/matmul", TASK_TABLE["tutorial/matmul"])
+    assert registry.is_builtin("tutorial/matmul")
+    return TASK_TABLE["tutorial/matmul"]
+
+
+def test_a_user_template_replaces_a_builtin_of_the_same_name(builtin_matmul, tmp_path, caplog) -> None:
+    import logging
+
+    from tunecli.engine.ops import registry
+
+    caplog.set_level(logging.DEBUG, logger="autotvm")
+    path = tmp_path / "tune_simple_template.py"
+    path.write_text(TUTORIAL_PORT)
+    port = import_file(path, "tune_simple_template_port")  # no error: "tutorial/matmul" was built in
+    assert TASK_TABLE["tutorial/matmul"].func is port.matmul.__wrapped__
+    assert "replaces the built-in one" in caplog.text
+    assert not registry.is_builtin("tutorial/matmul")
+
+    task = create("tutorial/matmul", (16, 16, 16, "float32"), "llvm")
+    assert task.template_module == "tune_simple_template_port" and len(task.config_space) == 25
+    assert not hasattr(registry.attach_reference(task), "reference")  # not the built-in's reference
+
+    # a worker where the built-in templates are registered first still runs the user's template
+    TASK_TABLE["tutorial/matmul"] = builtin_matmul
+    clone = pickle.loads(pickle.dumps(task))
+    assert clone.func.source_file == str(path) and not clone.func.builtin
+    assert list(clone.config_space.space_map) == ["tile_y", "tile_x"]
+    clone.instantiate(clone.config_space.get(7))
+
+
+def test_two_user_templates_of_a_builtin_name_still_conflict(builtin_matmul, tmp_path) -> None:
+    for name in ("first_port", "second_port"):
+        (tmp_path / f"{name}.py").write_text(TUTORIAL_PORT)
+    import_file(tmp_path / "first_port.py", "first_port")
+    with pytest.raises(TuneError, match="'tutorial/matmul' is already registered by first_port.matmul"):
+        import_file(tmp_path / "second_port.py", "second_port")
+
+
+def test_a_builtin_does_not_replace_a_user_template(builtin_matmul, tmp_path) -> None:
+    path = tmp_path / "port.py"
+    path.write_text(TUTORIAL_PORT)
+    del TASK_TABLE["tutorial/matmul"]  # the user's module is imported before the built-ins
+    port = import_file(path, "early_port")
+    template("tutorial/matmul", builtin_matmul.func)  # what importing tunecli.engine.ops.tutorial does
+    assert TASK_TABLE["tutorial/matmul"].func is port.matmul.__wrapped__

@@ -102,3 +102,50 @@ def test_broken_template_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         create_tasks(load_job(path))
     assert str(info.value) == (f"{path}:3: tasks[0].template: importing broken.py failed: "
                                "ModuleNotFoundError: No module named 'no_such_module_here'")
+
+
+def test_builtin_tasks_carry_a_numpy_reference_that_pickles(tmp_path: Path) -> None:
+    # so a runner with check_correctness compares with numpy, in the worker processes too
+    import pickle
+
+    import numpy as np
+
+    path = job_file(tmp_path, """\
+        - template: dense.x86
+          args: {M: 4, N: 8, K: 16}
+        - template: tutorial/matmul
+          args: [4, 16, 8]
+        """)
+    dense, matmul = create_tasks(load_job(path))
+    rng = np.random.default_rng(0)
+    a, w, b = (rng.random(shape, dtype=np.float32) for shape in ((4, 16), (8, 16), (16, 8)))
+    for task, inputs, want in ((dense, (a, w), a @ w.T), (matmul, (a, b), a @ b)):
+        clone = pickle.loads(pickle.dumps(task))
+        assert clone.workload == task.workload
+        np.testing.assert_allclose(clone.reference(*inputs), want, rtol=1e-5)
+
+
+def test_a_template_file_may_reuse_a_builtin_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tunecli.engine.autotvm.task import TASK_TABLE
+
+    monkeypatch.setitem(TASK_TABLE, "tutorial/matmul", TASK_TABLE["tutorial/matmul"])  # restored after
+    (tmp_path / "port.py").write_text(textwrap.dedent('''\
+        from tunecli import autotvm, te
+
+
+        @autotvm.template("tutorial/matmul")
+        def matmul(N, L, M, dtype="float32"):
+            A = te.placeholder((N, L), name="A", dtype=dtype)
+            B = te.placeholder((L, M), name="B", dtype=dtype)
+            k = te.reduce_axis((0, L), name="k")
+            C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+            s = te.create_schedule(C.op)
+            autotvm.get_config().define_knob("unused", [0, 1, 2])
+            return s, [A, B, C]
+        '''))
+    monkeypatch.chdir(tmp_path)
+    path = job_file(tmp_path, "- template: port.py:matmul\n  args: {N: 4, L: 4, M: 4}\n")
+    (task,) = create_tasks(load_job(path))
+    assert task.workload == ("tutorial/matmul", 4, 4, 4, "float32")
+    assert list(task.config_space.space_map) == ["unused"]  # the user's template, not the built-in
+    assert not hasattr(task, "reference")  # checked against its config 0, not the built-in's numpy

@@ -33,7 +33,8 @@ def check(sch, args, arrays, expected, outputs):
 
 
 def annotate(data, stage, leaves):
-    """Randomly vectorize the innermost data axis, parallelize the outermost, unroll one axis."""
+    """Randomly vectorize the innermost data axis, parallelize the outermost, unroll one axis,
+    bind axes to GPU threads and put an ``auto_unroll_max_step`` pragma on one axis."""
     if data.draw(st.booleans(), "vectorize") and leaves[-1].iter_type == "data_par":
         stage.vectorize(leaves[-1])
     if data.draw(st.booleans(), "parallel") and leaves[0].iter_type == "data_par":
@@ -42,6 +43,14 @@ def annotate(data, stage, leaves):
         pick = data.draw(st.sampled_from(leaves[1:-1] or leaves), "unrolled axis")
         if pick not in stage.iter_var_attrs:
             stage.unroll(pick)
+    if data.draw(st.booleans(), "bind"):
+        stage.bind(leaves[0], te.thread_axis("blockIdx.x"))
+        if len(leaves) > 1:
+            pick = data.draw(st.sampled_from(leaves[1:]), "threadIdx axis")
+            stage.bind(pick, te.thread_axis(data.draw(st.sampled_from(["threadIdx.x", "vthread"]), "tag")))
+    if data.draw(st.booleans(), "auto_unroll"):
+        at = data.draw(st.sampled_from(leaves), "pragma axis")
+        stage.pragma(at, "auto_unroll_max_step", data.draw(st.sampled_from([0, 4, 16, 64, 512]), "max step"))
 
 
 @SETTINGS

@@ -9,7 +9,7 @@ import sys
 import pytest
 from measure_templates import MODES
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput
+from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.autotvm.task import create
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.tuner.index_tuners import RandomTuner
@@ -142,3 +142,54 @@ def test_a_tuner_drives_the_local_measurement():
         runner.close()
     assert len(seen) == 6 and all(r.error_no == MeasureErrorNo.NO_ERROR for r in seen)
     assert tuner.best_flops > 0 and tuner.best_config is not None
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["sequential", "overlapped"])
+def test_on_result_reports_each_result_as_soon_as_it_is_ready(overlap):
+    # measure_batch(inputs, on_result=hook): hook(index, result) once per input, each measured
+    # result right after its measurement (before the next one starts), all before the batch returns.
+    task = create("measure_test/faulty", (64,), "llvm")
+    builder = LocalBuilder(n_parallel=2, timeout=5)
+    runner = LocalRunner(cooldown_interval=0)
+    measured: list[int] = []  # configs whose measurement started
+    reports: list[tuple[int, int, int]] = []  # (index, error_no, measurements started so far)
+    run_one = runner.run_one
+
+    def counting_run_one(inp, built):
+        if not isinstance(built, MeasureResult):
+            measured.append(inp.config.index)
+        return run_one(inp, built)
+
+    runner.run_one = counting_run_one
+    modes = ["ok", "raise", "ok", "ok"]
+    try:
+        measure_batch = create_measure_batch(task, measure_option(builder, runner), overlap=overlap)
+        inputs = [MeasureInput(task.target, task, task.config_space.get(MODES.index(m))) for m in modes]
+        results = measure_batch(inputs,
+                                on_result=lambda i, r: reports.append((i, int(r.error_no), len(measured))))
+    finally:
+        builder.close()
+        runner.close()
+    assert sorted(i for i, _, _ in reports) == [0, 1, 2, 3]
+    assert [(i, e) for i, e, _ in sorted(reports)] == [(i, int(r.error_no)) for i, r in enumerate(results)]
+    assert results[1].error_no == MeasureErrorNo.INSTANTIATION_ERROR
+    ok_reports = [n for _, e, n in reports if e == 0]
+    assert ok_reports == [1, 2, 3]  # the k-th measured result is reported before the (k+1)-th run
+
+
+def test_runner_without_the_hook_still_reports_every_result():
+    class OldRunner(LocalRunner):  # a runner written before on_result existed
+        def run(self, measure_inputs, build_results):
+            return [self.run_one(i, b) for i, b in zip(measure_inputs, build_results, strict=True)]
+
+    task = create("measure_test/matmul", (16,), "llvm")
+    builder, runner = LocalBuilder(n_parallel=2), OldRunner(cooldown_interval=0)
+    reports: list[int] = []
+    try:
+        measure_batch = create_measure_batch(task, measure_option(builder, runner), overlap=False)
+        inputs = [MeasureInput(task.target, task, task.config_space.get(i)) for i in (1, 2)]
+        results = measure_batch(inputs, on_result=lambda i, r: reports.append(i))
+    finally:
+        builder.close()
+        runner.close()
+    assert reports == [0, 1] and len(results) == 2

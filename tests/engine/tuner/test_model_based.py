@@ -131,3 +131,25 @@ def test_mark_visited_is_respected(task: Any, cls: type) -> None:
     measure = SyntheticMeasure(n_parallel=4)
     tuner.tune(n_trial=40, measure_option=measure)
     assert all(i % 2 == 1 for i in measure.measured) and len(set(measure.measured)) == 40
+
+
+def test_xgb_defaults_are_knob_features_and_one_thread(task: Any) -> None:
+    # TVM's default is itervar; ours is knob (a lowering per config is too slow in Python for the
+    # annealer's tens of thousands of predictions), and xgboost runs on one thread.
+    tuner = XGBTuner(task)
+    assert tuner.cost_model.fea_type == "knob" and tuner.search_model is None
+    assert tuner.cost_model.xgb_params["nthread"] == 1
+
+
+def test_itervar_model_reranks_what_annealing_a_knob_model_finds(task: Any) -> None:
+    # The loop-nest features are computed (one lowering each) only for measured configs and for
+    # the rerank_factor * plan_size candidates of each plan — never for every config annealed.
+    tuner = XGBTuner(task, plan_size=8, feature_type="itervar", rerank_factor=2, seed=0)
+    assert tuner.search_model is not None and tuner.search_model.fea_type == "knob"
+    measure = SyntheticMeasure(n_parallel=4)
+    tuner.tune(n_trial=40, measure_option=measure)
+    assert tuner.train_ct >= 4 and len(set(measure.measured)) == 40
+    assert len(tuner.cost_model.feature_cache) <= 40 + tuner.train_ct * 2 * 8
+    assert tuner.best_flops > 0
+    plain = XGBTuner(task, plan_size=8, feature_type="itervar", rerank_factor=None)
+    assert plain.search_model is None  # TVM's way: anneal the itervar model itself

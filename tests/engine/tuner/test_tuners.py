@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tuner_helpers import SyntheticMeasure, kernel_cost, make_task
+from tuner_helpers import StreamingMeasure, SyntheticMeasure, kernel_cost, make_task
 
 from tunecli.engine.autotvm.callback import log_to_file
 from tunecli.engine.autotvm.record import load_from_file
@@ -146,3 +146,36 @@ def test_history_of_a_changed_space_is_not_trusted(task: Any, tmp_path) -> None:
     tuner = RandomTuner(task, seed=0)
     tuner.load_history(load_from_file(log))
     assert tuner.visited == set()
+
+
+def log_lines(path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_log_to_file_writes_each_measurement_before_its_batch_ends(task: Any, tmp_path) -> None:
+    # A kill during a batch must lose no finished measurement: Tuner.tune hands each result to
+    # log_to_file (a streaming callback) as the measurement reports it; other callbacks keep
+    # TVM's protocol: one call per batch.
+    log = tmp_path / "stream.log"
+    after_each_result: list[int] = []
+    at_batch_end: list[tuple[int, int]] = []
+    measure = StreamingMeasure(n_parallel=4, probe=lambda: after_each_result.append(log_lines(log)))
+
+    def batch_callback(_tuner: Any, inputs: list, results: list) -> None:
+        at_batch_end.append((len(results), log_lines(log)))
+
+    RandomTuner(task, seed=0).tune(n_trial=10, measure_option=measure,
+                                   callbacks=[log_to_file(str(log)), batch_callback])
+    assert after_each_result == list(range(1, 11))  # record k is on disk when result k is reported
+    assert at_batch_end == [(4, 4), (4, 8), (2, 10)]
+    assert [inp.config.index for inp, _ in load_from_file(log)] == measure.measured
+
+
+def test_streamed_records_are_written_once_in_report_order(task: Any, tmp_path) -> None:
+    # Results may be reported out of order (RPC devices), twice, or not at all (a measurement
+    # without the hook): each record is written exactly once, unreported ones at the batch end.
+    log = tmp_path / "order.log"
+    measure = StreamingMeasure(n_parallel=4, order=lambda n: [n - 1, 0, 0] if n > 2 else [])
+    GridSearchTuner(task).tune(n_trial=6, measure_option=measure, callbacks=[log_to_file(str(log))])
+    assert measure.measured == [0, 1, 2, 3, 4, 5]
+    assert [inp.config.index for inp, _ in load_from_file(log)] == [3, 0, 1, 2, 4, 5]

@@ -84,3 +84,26 @@ class SyntheticMeasure:
 def make_task(n: int = 64, parts: int = 3) -> Any:
     """The tuning task of ``tuner_test/matmul`` (64, 3): 28 x 28 x 2 = 1568 configs."""
     return create("tuner_test/matmul", (n, parts), "llvm")
+
+
+class StreamingMeasure(SyntheticMeasure):
+    """``SyntheticMeasure`` that also hands results to ``on_result(index, result)`` before the
+    batch returns, like ``create_measure_batch``; ``probe()`` runs after each hand-over.
+
+    ``order`` lists the batch positions reported, in report order (a callable of the batch
+    size); positions left out are not reported through the hook, repeated ones are reported twice.
+    """
+
+    def __init__(self, n_parallel: int = 4, probe: Any = None, order: Any = None):
+        super().__init__(n_parallel)
+        self.probe = probe
+        self.order = order or (lambda n: list(range(n)))
+
+    def __call__(self, inputs: list, on_result: Any = None) -> list[MeasureResult]:
+        results = super().__call__(inputs)
+        for index in self.order(len(inputs)):
+            if on_result is not None:
+                on_result(index, results[index])
+            if self.probe is not None:
+                self.probe()
+        return results

@@ -1,7 +1,10 @@
 """Callbacks run by ``Tuner.tune`` after every measured batch: ``cb(tuner, inputs, results)``.
 
-``log_to_file`` appends one record per measurement and flushes it at once (the log is the
-database: a crash loses nothing measured).  ``progress_bar`` prints TVM's one-line progress.
+A callback may also *stream*: when it has an ``on_result(tuner, inp, res)`` method,
+``Tuner.tune`` calls that as soon as each measurement of a batch finishes and does not call the
+callback for the batch (each record reaches it exactly once).  ``log_to_file`` streams: it
+appends each record and flushes it the moment it is measured (the log is the database: a crash
+or kill loses no finished measurement).  ``progress_bar`` prints TVM's one-line progress.
 """
 
 from __future__ import annotations
@@ -45,34 +48,50 @@ def _flops(inp: Any, res: Any) -> float:
     return inp.task.flop / float(np.mean(res.costs)) if res.error_no == 0 else 0.0
 
 
-def log_to_file(file_out: str | os.PathLike | IO[str], protocol: str = "json") -> Callable[..., None]:
-    """Return a callback appending every record to ``file_out`` (flushed per record).
+class LogToFile:
+    """The callback of :func:`log_to_file`: ``cb(tuner, inputs, results)`` appends a batch,
+    ``cb.on_result(tuner, inp, res)`` one record (what ``Tuner.tune`` calls per measurement)."""
+
+    def __init__(self, file_out: str | os.PathLike | IO[str], protocol: str = "json") -> None:
+        self.file_out = file_out
+        self.protocol = protocol
+
+    def _write(self, pairs: Any) -> None:
+        if isinstance(self.file_out, (str, os.PathLike)):
+            with open(self.file_out, "a", encoding="utf-8") as file:
+                self._write_to(file, pairs)
+        else:
+            self._write_to(self.file_out, pairs)
+
+    def _write_to(self, file: IO[str], pairs: Any) -> None:
+        for inp, res in pairs:
+            file.write(encode(inp, res, self.protocol) + "\n")
+            file.flush()
+
+    def __call__(self, _tuner: Any, inputs: list, results: list) -> None:
+        self._write(zip(inputs, results, strict=True))
+
+    def on_result(self, _tuner: Any, inp: Any, res: Any) -> None:
+        """Append one record and flush it."""
+        self._write([(inp, res)])
+
+
+def log_to_file(file_out: str | os.PathLike | IO[str], protocol: str = "json") -> LogToFile:
+    """Return a callback appending every record to ``file_out``, flushed as soon as it is measured.
 
     Parameters
     ----------
     file_out : str, path or writable text file object
-        A path is opened in append mode on every call.
+        A path is opened in append mode on every write.
     protocol : {"json"}
 
     Returns
     -------
-    callable
+    LogToFile
+        Callable as ``cb(tuner, inputs, results)`` (TVM's protocol); ``Tuner.tune`` uses its
+        ``on_result(tuner, inp, res)`` to write each record the moment its measurement finishes.
     """
-
-    def _write(file: IO[str], inputs: list, results: list) -> None:
-        for inp, res in zip(inputs, results, strict=True):
-            file.write(encode(inp, res, protocol) + "\n")
-            file.flush()
-
-    def _callback(_tuner: Any, inputs: list, results: list) -> None:
-        if isinstance(file_out, (str, os.PathLike)):
-            with open(file_out, "a", encoding="utf-8") as file:
-                _write(file, inputs, results)
-        else:
-            _write(file_out, inputs, results)
-
-    _callback.file_out = file_out
-    return _callback
+    return LogToFile(file_out, protocol)
 
 
 def log_to_database(db: Any) -> Callable[..., None]:

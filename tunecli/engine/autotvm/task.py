@@ -5,6 +5,10 @@ knobs from ``get_config()``.  ``create(name, args, target)`` traces it once with
 ``ConfigSpace`` to collect the space and count FLOPs.  A task pickles by name: the receiving
 process imports ``task.template_module`` (or the template's source file) and looks the template
 up again, so templates need not be picklable.
+
+Registering a name twice is an error, as in TVM — except over a *built-in* template (one
+defined in ``tunecli.engine.ops``, e.g. ``tutorial/matmul``): a user template of the same name
+replaces it (whichever is imported first), so a port of TVM's tutorial runs unchanged.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +28,11 @@ from tunecli.engine.autotvm.flop import compute_flop
 from tunecli.engine.autotvm.space import ConfigSpace
 from tunecli.engine.target import Target
 from tunecli.errors import InstantiationError, TuneError
+
+logger = logging.getLogger("autotvm")
+
+#: Templates defined in modules under this package are tunecli's built-in templates.
+BUILTIN_PACKAGE = "tunecli.engine.ops."
 
 
 class TaskTemplate:
@@ -43,6 +53,11 @@ class TaskTemplate:
             self.source_file: str | None = inspect.getsourcefile(func)
         except TypeError:
             self.source_file = None
+
+    @property
+    def builtin(self) -> bool:
+        """True for tunecli's own templates (a user template of the same name replaces them)."""
+        return (self.module or "").startswith(BUILTIN_PACKAGE)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*deserialize_args(args), **kwargs)
@@ -98,11 +113,7 @@ def template(task_name: str, func: Callable[..., Any] | None = None) -> Any:
     """
 
     def _decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-        old = TASK_TABLE.get(task_name)
-        if old is not None and not _same_function(old, f):
-            raise TuneError(f"template {task_name!r} is already registered by {old.module}."
-                            f"{old.func.__qualname__}; cannot register {f.__module__}.{f.__qualname__}")
-        TASK_TABLE[task_name] = TaskTemplate(task_name, f)
+        _register(TaskTemplate(task_name, f))
 
         @functools.wraps(f)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -116,6 +127,23 @@ def template(task_name: str, func: Callable[..., Any] | None = None) -> Any:
         return wrapper
 
     return _decorate(func) if func is not None else _decorate
+
+
+def _register(new: TaskTemplate) -> None:
+    """Put ``new`` in TASK_TABLE; a user template replaces a built-in one of the same name."""
+    old = TASK_TABLE.get(new.name)
+    if old is None or _same_function(old, new.func):
+        TASK_TABLE[new.name] = new
+    elif old.builtin and not new.builtin:
+        logger.debug("template %r of %s.%s replaces the built-in one", new.name, new.module,
+                     new.func.__qualname__)
+        TASK_TABLE[new.name] = new
+    elif new.builtin and not old.builtin:
+        logger.debug("built-in template %r not registered: %s.%s holds the name", new.name, old.module,
+                     old.func.__qualname__)
+    else:
+        raise TuneError(f"template {new.name!r} is already registered by {old.module}."
+                        f"{old.func.__qualname__}; cannot register {new.module}.{new.func.__qualname__}")
 
 
 def get_config() -> ConfigSpace:
@@ -194,13 +222,19 @@ def args_to_workload(args: Any, task_name: str | None = None) -> tuple:
 
 
 def _find_template(name: str, module: str | None, source_file: str | None) -> TaskTemplate | MissingTask:
-    """Look a template up by name, importing the module that registers it when needed."""
-    if name not in TASK_TABLE and module and module != "__main__":
+    """Look a template up by name, importing the module that registers it when needed (also when
+    only a built-in template of that name is registered here but the task's template is a user's)."""
+
+    def missing() -> bool:
+        found = TASK_TABLE.get(name)
+        return found is None or (found.builtin and found.module != module)
+
+    if missing() and module and module != "__main__":
         try:
             importlib.import_module(module)
         except ImportError:
             pass
-    if name not in TASK_TABLE and source_file:
+    if missing() and source_file:
         spec = importlib.util.spec_from_file_location(f"_tunecli_template_{abs(hash(source_file))}",
                                                       source_file)
         if spec is not None and spec.loader is not None:

@@ -126,20 +126,27 @@ class ConstExpr(Expr):
 
 
 class IntImm(ConstExpr):
-    """An integer (or bool) constant."""
+    """An integer (or bool) constant: ``IntImm(5)``, ``IntImm(5, "int64")``.
+
+    TVM's argument order ``IntImm("int64", 5)`` (``tvm.tir.IntImm``) is accepted too.
+    """
 
     __slots__ = ()
 
     def __init__(self, value: int, dtype: str = "int32"):
+        if isinstance(value, str) and not isinstance(dtype, str):
+            value, dtype = dtype, value
         _init(self, value=int(value), dtype=dtype)
 
 
 class FloatImm(ConstExpr):
-    """A floating-point constant."""
+    """A floating-point constant: ``FloatImm(0.5)``; TVM's order ``FloatImm("float32", 0.5)`` too."""
 
     __slots__ = ()
 
     def __init__(self, value: float, dtype: str = "float32"):
+        if isinstance(value, str) and not isinstance(dtype, str):
+            value, dtype = dtype, value
         _init(self, value=float(value), dtype=dtype)
 
 
@@ -252,8 +259,30 @@ class Select(Expr):
     _fields = ("condition", "true_value", "false_value")
 
     def __init__(self, condition: Expr, true_value: Expr, false_value: Expr):
+        if not (isinstance(condition, Expr) and isinstance(true_value, Expr)
+                and isinstance(false_value, Expr)):  # user code (tir.Select) may pass numbers
+            condition, true_value, false_value = _select_operands(condition, true_value, false_value)
+        if true_value.dtype != false_value.dtype:
+            raise ExprError(f"Select: the branches have different dtypes ({true_value.dtype} and "
+                            f"{false_value.dtype})")
         _init(self, condition=condition, true_value=true_value, false_value=false_value,
               dtype=true_value.dtype)
+
+
+def _select_operands(condition: Any, t: Any, f: Any) -> tuple[Expr, Expr, Expr]:
+    """Convert Select's operands: a number takes the dtype of the other branch's expression."""
+    c = convert(condition)
+    if not isinstance(t, Expr) and isinstance(f, Expr):
+        tv, fv = convert(t, f.dtype if _is_number(t) else None), f
+    elif isinstance(t, Expr) and not isinstance(f, Expr):
+        tv, fv = t, convert(f, t.dtype if _is_number(f) else None)
+    else:
+        tv, fv = convert(t), convert(f)
+    return c, tv, fv
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 class Call(Expr):

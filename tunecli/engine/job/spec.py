@@ -69,6 +69,7 @@ TUNER_OPTIONS: dict[str, dict[str, Any]] = {
         "num_threads": _pos_int,
         "diversity_filter_ratio": lambda n: n.as_float(minimum=1),
         "log_interval": _pos_int,
+        "rerank_factor": _pos_int,
     },
 }
 

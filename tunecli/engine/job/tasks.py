@@ -4,7 +4,9 @@ A task's ``template`` is either a built-in template name (``dense.x86``; see
 ``tunecli.engine.ops.registry``) or ``"path/to/file.py:function"``: the file is imported and the
 template registered by ``@autotvm.template("name")`` on ``function`` is used.  ``args`` is a
 list in parameter order or a mapping by parameter name; defaults of the template fill the rest,
-so the workload written to the log is always complete.
+so the workload written to the log is always complete.  Tasks of built-in templates carry
+their numpy ``reference`` (``registry.attach_reference``), so a runner with
+``check_correctness`` compares against numpy rather than against config 0.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from typing import Any
 
 from tunecli.engine.autotvm.task import TASK_TABLE, Task, TaskTemplate, create
 from tunecli.engine.job.spec import Job, TaskSpec
-from tunecli.engine.ops.registry import BUILTIN_TEMPLATES, builtin_names, make_args
+from tunecli.engine.ops.registry import (
+    BUILTIN_TEMPLATES,
+    attach_reference,
+    builtin_names,
+    is_builtin,
+    make_args,
+)
 from tunecli.errors import InstantiationError, JobError, TuneError
 
 #: Exceptions a template may raise for arguments it cannot handle (shapes that do not fit).
@@ -95,7 +103,7 @@ def bind_args(spec: TaskSpec, template: TaskTemplate) -> tuple:
         Lists in the job become tuples (as TVM serializes them).
     """
     args = _tuples(spec.args)
-    if template.name in BUILTIN_TEMPLATES:
+    if is_builtin(template.name):
         try:
             return make_args(template.name, args)
         except InstantiationError as err:
@@ -122,6 +130,8 @@ def _tuples(value: Any) -> Any:
 def create_task(job: Job, index: int) -> Task:
     """Create the AutoTVM task of ``job.tasks[index]`` (traces the template once).
 
+    A built-in template's task gets its numpy ``reference`` (see ``registry.attach_reference``).
+
     Parameters
     ----------
     job : Job
@@ -146,7 +156,7 @@ def create_task(job: Job, index: int) -> Task:
         raise where.error(f"template {template.name} rejects {_show(args)}: {err}") from err
     if task.config_space is None or len(task.config_space) == 0:
         raise where.error(f"template {template.name} has an empty config space for {_show(args)}")
-    return task
+    return attach_reference(task)
 
 
 def create_tasks(job: Job) -> list[Task]:

@@ -5,8 +5,9 @@ read the records the log already holds for it (same workload and target), and ha
 tuner with ``load_history`` — the tuner never proposes a config index that is in the log, and a
 model-based tuner starts from what those records taught it.  Configs in the log count toward
 ``n_trial``: a task is done when the log holds ``n_trial`` of its configs (or its whole space).
-Every measurement is appended to the log and flushed as soon as its batch is back, so an
-interrupted run loses nothing measured before the batch being measured.
+Every measurement is appended to the log and flushed as soon as it finishes — not when its
+batch is over (``log_to_file`` streams through the ``on_result`` hook of ``measure_batch``) — so
+an interrupted or killed run loses no finished measurement, only the ones still in flight.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class TuneEvent:
     Attributes
     ----------
     kind : {"start", "batch", "end"}
+        ``"batch"`` is sent after every finished measurement (not only at the end of a batch).
     index, n_tasks : int
         Which task of how many (0-based index).
     label : str
@@ -49,7 +51,7 @@ class TuneEvent:
     done : int
         Trials in the log for this task, including those of this run.
     cur_flops, best_flops : float
-        FLOPS of the last successful measurement of the batch, and the best so far (log included).
+        FLOPS of the last measurement (0 when it failed), and the best so far (log included).
     errors : int
         Failed measurements in this run.
     elapsed : float
@@ -129,7 +131,7 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
     n_trial, tuner, log, seed : optional
         Command-line overrides of the job's values.
     on_event : callable, optional
-        Receives a ``TuneEvent`` when a task starts, after every measured batch, and at its end.
+        Receives a ``TuneEvent`` when a task starts, after every measurement, and at its end.
 
     Returns
     -------
@@ -198,21 +200,29 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tupl
         if history:
             tuner.load_history(history)
 
-        def progress(_tuner: Any, inputs: list, results: list) -> None:
-            cur = 0.0
-            for inp, res in zip(inputs, results, strict=True):
-                outcome.measured += 1
-                if res.error_no != 0:
-                    outcome.errors += 1
-                    outcome.first_error = outcome.first_error or _error_text(res)
-                else:
-                    cur = _consider(outcome, task, inp, res)
-            emit(event("batch", cur))
+        def on_result(_tuner: Any, inp: Any, res: Any) -> None:
+            outcome.measured += 1
+            if res.error_no != 0:
+                outcome.errors += 1
+                outcome.first_error = outcome.first_error or _error_text(res)
+            emit(event("batch", _consider(outcome, task, inp, res)))
 
         tuner.tune(n_trial=remaining, measure_option=measure_option(),
-                   early_stopping=job.tuner.early_stopping, callbacks=[log_to_file(job.log), progress])
+                   early_stopping=job.tuner.early_stopping,
+                   callbacks=[log_to_file(job.log), _Streaming(on_result)])
     emit(event("end"))
     return outcome
+
+
+class _Streaming:
+    """A tuner callback that takes each measurement as it finishes (``Tuner.tune`` streams to it)."""
+
+    def __init__(self, on_result: Callable[[Any, Any, Any], None]) -> None:
+        self.on_result = on_result
+
+    def __call__(self, tuner: Any, inputs: list, results: list) -> None:
+        for inp, res in zip(inputs, results, strict=True):
+            self.on_result(tuner, inp, res)
 
 
 def _error_text(res: Any) -> str:

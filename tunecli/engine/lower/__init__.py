@@ -1,4 +1,4 @@
-"""Lowering: bound inference, schedule → loop nest, inlining, flattening."""
+"""Lowering: bound inference, schedule → loop nest, inlining, flattening, auto-unroll pragmas."""
 
 from .lower import lower
 

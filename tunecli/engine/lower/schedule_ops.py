@@ -11,6 +11,7 @@ from tunecli.engine.te.reduction import Reduce
 from tunecli.engine.te.tensor import COMM_REDUCE
 from tunecli.errors import LoweringError
 
+from .auto_unroll import auto_unroll, pragma_max_step
 from .bound import BoundInfo, attach_of
 from .flatten import Storage
 
@@ -25,6 +26,7 @@ class NestBuilder:
         self.storage = storage
         self.children: dict[tuple[int, int], list[Any]] = {}
         self.roots: list[Any] = []
+        self.bound_vars = {iv.var for st in stages for iv in st.bindings}
         for st in stages:
             a = attach_of(st)
             if a is None:
@@ -67,10 +69,20 @@ class NestBuilder:
             ext = dom[iv]
             if isinstance(ext, E.IntImm) and ext.value == 1:
                 body = substitute(body, {iv.var: E.IntImm(0)})
-                continue
-            kind = stage.iter_var_attrs.get(iv, S.SERIAL)
-            body = S.For(iv.var, E.IntImm(0), ext, kind, body)
+            else:
+                body = S.For(iv.var, E.IntImm(0), ext, self._kind(stage, iv), body)
+            max_step = pragma_max_step(stage.pragmas.get(iv, []))
+            if max_step is not None:  # TVM: the pragma scope holds the loop of iv itself
+                body = auto_unroll(body, max_step, keep=self.bound_vars)
         return _guard(placed.get(0, []), body)
+
+    @staticmethod
+    def _kind(stage: Any, iv: Any) -> str:
+        """Loop kind of ``iv``: ``serial`` for a thread-bound axis (``Stage.bind``: its
+        annotations are ignored, as TVM ignores them on bound axes), else its annotation."""
+        if iv in stage.bindings:
+            return S.SERIAL
+        return stage.iter_var_attrs.get(iv, S.SERIAL)
 
     def _stage(self, stage: Any) -> S.Stmt:
         body = self.bodies.of(stage)[0]

@@ -14,10 +14,16 @@ the built kernels one at a time (in the runner's worker process). Two schedules:
 (``builder.n_parallel < os.cpu_count()``), else it is sequential. On this project's 2-core
 machines the default ``LocalBuilder()`` uses both cores, so tuning is sequential unless the
 builder is given ``n_parallel=1`` (``benchmarks/bench_measure_throughput.py`` compares both).
+
+Either way ``measure_batch(inputs, on_result=hook)`` calls ``hook(index, result)`` as soon as
+each result is ready (a failed build once it is known, a measurement once it is timed), in the
+caller's thread, before the batch returns — so a tuner can log every finished measurement
+without waiting for the batch.  Each index is reported exactly once.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -65,7 +71,31 @@ def should_overlap(builder: Builder, runner: Runner, overlap: bool | str = "auto
     return overlap and hasattr(builder, "iter_build") and hasattr(runner, "run_one")
 
 
-MeasureBatch = Callable[[Sequence[MeasureInput]], list[MeasureResult]]
+MeasureBatch = Callable[..., list[MeasureResult]]
+#: ``on_result(index, result)``: one result of a batch is ready (``index`` into its inputs).
+OnResult = Callable[[int, MeasureResult], None]
+
+
+def accepts_on_result(func: Callable[..., Any]) -> bool:
+    """True when ``func`` takes an ``on_result`` keyword (a runner's ``run``, a ``measure_batch``)."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return "on_result" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _run_batch(runner: Runner, inputs: Sequence[MeasureInput], built: list,
+               on_result: OnResult | None) -> list[MeasureResult]:
+    """``runner.run`` with the per-result hook (called after the batch by runners without one)."""
+    if on_result is None:
+        return runner.run(inputs, built)
+    if accepts_on_result(runner.run):
+        return runner.run(inputs, built, on_result=on_result)
+    results = runner.run(inputs, built)
+    for index, result in enumerate(results):
+        on_result(index, result)
+    return results
 
 
 def create_measure_batch(task: Any, option: dict, overlap: bool | str = "auto") -> MeasureBatch:
@@ -82,20 +112,25 @@ def create_measure_batch(task: Any, option: dict, overlap: bool | str = "auto") 
     Returns
     -------
     callable
-        With attributes ``n_parallel`` (the builder's; tuners propose that many configs per
-        batch) and ``attach_objects`` (what ``runner.set_task`` returned).
+        ``measure_batch(inputs, on_result=None) -> [MeasureResult]`` (input order); ``on_result
+        (index, result)`` is called as each result is ready.  With attributes ``n_parallel``
+        (the builder's; tuners propose that many configs per batch) and ``attach_objects``
+        (what ``runner.set_task`` returned).
     """
     builder, runner = option["builder"], option["runner"]
     attach_objects = runner.set_task(task)
     builder.set_task(task, runner.get_build_kwargs())
     pipelined = should_overlap(builder, runner, overlap)
 
-    def measure_batch(measure_inputs: Sequence[MeasureInput]) -> list[MeasureResult]:
+    def measure_batch(measure_inputs: Sequence[MeasureInput],
+                      on_result: OnResult | None = None) -> list[MeasureResult]:
         if not pipelined:
-            return runner.run(measure_inputs, builder.build(measure_inputs))
+            return _run_batch(runner, measure_inputs, builder.build(measure_inputs), on_result)
         results: list[Any] = [None] * len(measure_inputs)
         for index, built in builder.iter_build(measure_inputs):
             results[index] = runner.run_one(measure_inputs[index], built)
+            if on_result is not None:
+                on_result(index, results[index])
         return results
 
     measure_batch.n_parallel = builder.n_parallel  # type: ignore[attr-defined]

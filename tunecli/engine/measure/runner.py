@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
@@ -98,8 +98,12 @@ class Runner:
         return {}
 
     def run(self, measure_inputs: Sequence[MeasureInput],
-            build_results: Sequence[BuildResult | MeasureResult]) -> list[MeasureResult]:
-        """Measure each built kernel; failed builds are passed through."""
+            build_results: Sequence[BuildResult | MeasureResult],
+            on_result: Callable[[int, MeasureResult], None] | None = None) -> list[MeasureResult]:
+        """Measure each built kernel; failed builds are passed through.
+
+        ``on_result(index, result)``, when given, is called as each result is ready.
+        """
         raise NotImplementedError
 
 
@@ -151,19 +155,27 @@ class LocalRunner(Runner):
         self.worker.close()
 
     def run(self, measure_inputs: Sequence[MeasureInput],
-            build_results: Sequence[BuildResult | MeasureResult]) -> list[MeasureResult]:
+            build_results: Sequence[BuildResult | MeasureResult],
+            on_result: Callable[[int, MeasureResult], None] | None = None) -> list[MeasureResult]:
         """Measure each built kernel in turn; failed builds are passed through unchanged.
 
         Parameters
         ----------
         measure_inputs : sequence of MeasureInput
         build_results : sequence of BuildResult or MeasureResult
+        on_result : callable, optional
+            ``on_result(index, result)`` is called as soon as each result is ready.
 
         Returns
         -------
         list of MeasureResult
         """
-        return [self.run_one(inp, res) for inp, res in zip(measure_inputs, build_results, strict=True)]
+        results = []
+        for index, (inp, built) in enumerate(zip(measure_inputs, build_results, strict=True)):
+            results.append(self.run_one(inp, built))
+            if on_result is not None:
+                on_result(index, results[-1])
+        return results
 
     def run_one(self, measure_input: MeasureInput,
                 build_result: BuildResult | MeasureResult) -> MeasureResult:

@@ -7,6 +7,10 @@ the module that defines each one, which a worker process imports to find it agai
 Every template returns ``(schedule, [inputs..., output])``: the kernel's last argument is its
 only output.  ``reference_outputs`` computes the expected output from the input arrays, for the
 runner's correctness check.
+
+A user template registered under a built-in name (``@autotvm.template("tutorial/matmul")`` in
+a port of TVM's tutorial) replaces the built-in one (see ``autotvm.task``); ``is_builtin(name)``
+tells whether the template registered under ``name`` is still tunecli's.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from tunecli.engine.autotvm.task import TASK_TABLE
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import tutorial
 from tunecli.engine.ops.x86 import batch_matmul, conv2d, dense, depthwise_conv2d
@@ -116,6 +121,25 @@ def builtin_names() -> list[str]:
     return list(BUILTIN_TEMPLATES)
 
 
+def is_builtin(name: str) -> bool:
+    """True when the template registered under ``name`` is a built-in one (not a user's that
+    replaced it).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    bool
+    """
+    info = BUILTIN_TEMPLATES.get(name)
+    registered = TASK_TABLE.get(name)
+    if info is None or registered is None:
+        return False
+    return registered.func is getattr(info.func, "__wrapped__", info.func)
+
+
 def get_template_info(name: str) -> TemplateInfo:
     """The built-in template called ``name`` (InstantiationError when there is none)."""
     try:
@@ -183,6 +207,9 @@ def reference_outputs(name: str, args: Sequence[Any], arrays: Sequence[np.ndarra
 def attach_reference(task: Any) -> Any:
     """Set ``task.reference`` (input arrays -> expected output) when ``task`` is a built-in template.
 
+    The reference is a picklable ``functools.partial``, so the task still pickles for the build
+    and measurement workers.
+
     Parameters
     ----------
     task : Task
@@ -190,12 +217,19 @@ def attach_reference(task: Any) -> Any:
     Returns
     -------
     Task
-        The same task; unchanged when its template is not built in.
+        The same task; unchanged when its template is not built in (also when a user template
+        replaced the built-in one of its name).
     """
     info = BUILTIN_TEMPLATES.get(task.name)
-    if info is not None:
+    if info is not None and _task_is_builtin(task, info):
         task.reference = info.reference(*make_args(task.name, list(task.args)))
     return task
+
+
+def _task_is_builtin(task: Any, info: TemplateInfo) -> bool:
+    """True when ``task`` was made from the built-in template ``info`` (not a user's of that name)."""
+    func = getattr(task, "func", None)
+    return getattr(func, "func", None) is getattr(info.func, "__wrapped__", info.func)
 
 
 def tolerance(dtype: Any) -> tuple[float, float]:

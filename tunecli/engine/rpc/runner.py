@@ -6,6 +6,9 @@ batch spreads over the devices. A device that dies mid-measurement costs one att
 config goes back to the queue for another device (after ``max_attempts`` attempts it becomes a
 RUNTIME_DEVICE / RUN_TIMEOUT result). An overall deadline and a check that devices of the key
 are still registered bound the wait, so every input gets exactly one result.
+
+``run(..., on_result=hook)`` calls ``hook(index, result)`` in the caller's thread as each
+result is ready (the device threads queue finished indices; the waiting loop reports them).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import collections
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureResult
 from tunecli.engine.measure import reference
@@ -39,6 +43,8 @@ class _Batch:
         self.lock = threading.Lock()
         self.queue = collections.deque(todo)
         self.results: list[MeasureResult | None] = [None] * n_inputs
+        self.ready: collections.deque[int] = collections.deque()  # finished, not yet reported
+        self.reported: set[int] = set()
         self.devices: list[str | None] = [None] * n_inputs
         self.attempts = [0] * n_inputs
         self.stop = threading.Event()
@@ -53,6 +59,21 @@ class _Batch:
             conns = list(self.connections)
         for conn in conns:
             conn.abort()
+
+
+def _report_ready(batch: _Batch, on_result: Callable[[int, MeasureResult], None] | None) -> None:
+    """Hand every result finished since the last call to ``on_result`` (in the caller's thread)."""
+    while True:
+        with batch.lock:
+            if not batch.ready:
+                return
+            index = batch.ready.popleft()
+            result = batch.results[index]
+            if index in batch.reported or result is None:
+                continue
+            batch.reported.add(index)
+        if on_result is not None:
+            on_result(index, result)
 
 
 class RPCRunner:
@@ -133,7 +154,8 @@ class RPCRunner:
             return 0
         return sum(1 for info in servers if info.get("key") == "server:" + self.key)
 
-    def run(self, measure_inputs: list, build_results: list) -> list[MeasureResult]:
+    def run(self, measure_inputs: list, build_results: list,
+            on_result: Callable[[int, MeasureResult], None] | None = None) -> list[MeasureResult]:
         """Measure every successful build on the devices; pass failed builds through.
 
         Parameters
@@ -142,6 +164,9 @@ class RPCRunner:
             What was built (only the count is used here).
         build_results : list of BuildResult or MeasureResult
             ``BuildResult(obj, entry_name, arg_specs, time_cost)`` or a failed MeasureResult.
+        on_result : callable, optional
+            ``on_result(index, result)``, called in this thread as soon as each result is ready
+            (failed builds first, then measurements in the order they finish).
 
         Returns
         -------
@@ -157,14 +182,17 @@ class RPCRunner:
         for i, res in enumerate(build_results):
             if isinstance(res, MeasureResult):
                 batch.results[i] = res
+                batch.ready.append(i)
             else:
                 requests[i] = self._request(res, getattr(measure_inputs[i], "task", None))
+        _report_ready(batch, on_result)
         if todo:
-            self._measure_all(batch, build_results, requests)
+            self._measure_all(batch, build_results, requests, on_result)
         self.last_devices = batch.devices
         return [res for res in batch.results if res is not None]
 
-    def _measure_all(self, batch: _Batch, build_results: list, requests: dict[int, MeasureRequest]) -> None:
+    def _measure_all(self, batch: _Batch, build_results: list, requests: dict[int, MeasureRequest],
+                     on_result: Callable[[int, MeasureResult], None] | None = None) -> None:
         n_workers = min(len(batch.queue), self.n_parallel or max(1, self._count_devices()))
         deadline = time.monotonic() + (self.timeout + self.cooldown_interval + 2.0) * (len(batch.queue) + 2)
         threads = [threading.Thread(target=self._device_loop, args=(batch, build_results, requests, deadline),
@@ -172,23 +200,26 @@ class RPCRunner:
         for thread in threads:
             thread.start()
         reason, last_check = MeasureErrorNo.RUNTIME_DEVICE, time.monotonic()
-        while any(t.is_alive() for t in threads):
-            time.sleep(0.05)
-            with batch.lock:
-                finished = not batch.queue and batch.busy == 0
-                idle = batch.busy == 0
-            if finished or batch.failure is not None:
-                break
-            if time.monotonic() > deadline:
-                reason = MeasureErrorNo.RUN_TIMEOUT
-                break
-            if idle and time.monotonic() - last_check > 2.0:
-                last_check = time.monotonic()
-                if self._count_devices() == 0:
+        try:
+            while any(t.is_alive() for t in threads):
+                time.sleep(0.05)
+                _report_ready(batch, on_result)
+                with batch.lock:
+                    finished = not batch.queue and batch.busy == 0
+                    idle = batch.busy == 0
+                if finished or batch.failure is not None:
                     break
-        batch.abort_all()
-        for thread in threads:
-            thread.join(5.0)
+                if time.monotonic() > deadline:
+                    reason = MeasureErrorNo.RUN_TIMEOUT
+                    break
+                if idle and time.monotonic() - last_check > 2.0:
+                    last_check = time.monotonic()
+                    if self._count_devices() == 0:
+                        break
+        finally:  # also when the hook raises (Ctrl-C while reporting): never leave threads measuring
+            batch.abort_all()
+            for thread in threads:
+                thread.join(5.0)
         if batch.failure is not None:  # a bug, not a device failure: let it propagate
             raise batch.failure
         message = ("measurement deadline passed" if reason == MeasureErrorNo.RUN_TIMEOUT
@@ -197,6 +228,8 @@ class RPCRunner:
             for i, res in enumerate(batch.results):
                 if res is None:
                     batch.results[i] = error_result(reason, message, self.timeout)
+                    batch.ready.append(i)
+        _report_ready(batch, on_result)
 
     def _device_loop(self, batch: _Batch, build_results: list, requests: dict[int, MeasureRequest],
                      deadline: float) -> None:
@@ -279,6 +312,7 @@ class RPCRunner:
             with batch.lock:
                 batch.results[index] = result
                 batch.devices[index] = device
+                batch.ready.append(index)
                 batch.busy -= 1
             if self.cooldown_interval > 0:
                 batch.stop.wait(self.cooldown_interval)
@@ -294,6 +328,7 @@ class RPCRunner:
             code = MeasureErrorNo.RUN_TIMEOUT if elapsed >= self.timeout else MeasureErrorNo.RUNTIME_DEVICE
             batch.results[index] = error_result(code, f"device {device} failed: {err}", elapsed)
             batch.devices[index] = device
+            batch.ready.append(index)
 
     def _request(self, build: object, task: object) -> MeasureRequest:
         """The request that measures ``build`` (with reference outputs when checking)."""

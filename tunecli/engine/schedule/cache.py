@@ -96,7 +96,7 @@ def cache_write(sch: Any, tensor: Tensor, scope: str) -> Tensor:
     op = stage.op
     if not isinstance(op, ComputeOp):
         raise ScheduleError(f"cache_write of {tensor.name}: only computed tensors can be cached")
-    if stage.relations or stage.attach_type != ROOT or stage.iter_var_attrs:
+    if stage.relations or stage.attach_type != ROOT or stage.iter_var_attrs or stage.bindings:
         raise ScheduleError(f"cache_write of {tensor.name}: stage {stage.name} was already scheduled; call "
                             "cache_write before split/reorder/compute_at on it")
     check_not_attached_to(sch, stage, f"cache_write of {tensor.name}")
@@ -109,7 +109,9 @@ def cache_write(sch: Any, tensor: Tensor, scope: str) -> Tensor:
     cache_stage.scope = scope
     sch.register(cache_op, cache_stage)
     _insert_stage(sch, cache_stage, before=stage)
-    out_axis = _copy_axis(op.axis, "")
+    # As TVM: the copy op reuses the original op's axis IterVars, so ``C.op.axis`` (the user's
+    # old handle) still names the axes of ``s[C]``; the reduce axes now belong to the cache op.
+    out_axis = list(op.axis)
     copy_op = ComputeOp(op.name, op.tag, op.attrs, out_axis,
                         [TensorRead(cache, tuple(iv.var for iv in out_axis))])
     stage.all_iter_vars = list(out_axis)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.te.operation import ComputeOp, Operation, PlaceholderOp
-from tunecli.engine.te.tensor import COMM_REDUCE, IterVar, Range
+from tunecli.engine.te.tensor import COMM_REDUCE, DATA_PAR, THREAD_INDEX, IterVar, Range
 from tunecli.errors import ScheduleError
 
 from .relations import Fuse, Split, index_of
 
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
+
+logger = logging.getLogger("tunecli.schedule")
 
 
 class Stage:
@@ -29,6 +32,8 @@ class Stage:
         Split/Fuse relations in creation order.
     iter_var_attrs : dict
         ``{IterVar: kind}`` for parallel/vectorized/unrolled axes.
+    bindings : dict
+        ``{IterVar: thread axis}`` set by :meth:`bind`.
     attach_type : str
         ``root``, ``inline`` or ``scope`` (computed at ``attach_stage``'s ``attach_ivar``).
     """
@@ -46,6 +51,7 @@ class Stage:
         self.leaf_iter_vars: list[IterVar] = list(root)
         self.iter_var_attrs: dict[IterVar, str] = {}
         self.pragmas: dict[IterVar, list[tuple[str, Any]]] = {}
+        self.bindings: dict[IterVar, IterVar] = {}
         self.attach_type = ROOT
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
@@ -188,13 +194,56 @@ class Stage:
         self._annotate(var, "parallel", "parallel")
 
     def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = None) -> None:
-        """Attach a pragma to ``var`` (``unroll``/``vectorize``/``parallel`` act as annotations)."""
+        """Attach a pragma to loop ``var``.
+
+        * ``unroll``, ``vectorize``, ``parallel``: the same as ``s.unroll(var)`` etc.
+        * ``auto_unroll_max_step`` (an int N): TVM's UnrollLoop under this loop — serial loops with
+          constant extents in its scope (itself included) are unrolled while the unrolled copies
+          hold at most N statements (see ``engine.lower.auto_unroll``).
+        * ``unroll_explicit``: accepted; a no-op on the CPU target (TVM's 0 only leaves unrolling
+          to the backend, and loops marked here are always expanded by tunecli's codegen).
+        * any other pragma (``debug_skip_region``, ``import_llvm`` ...): stored and ignored.
+        """
         self._check_compute("pragma")
         self._check_leaf(var, "pragma")
+        if pragma_type in ("auto_unroll_max_step", "unroll_explicit") and pragma_value is not None:
+            try:
+                pragma_value = int(E.convert(pragma_value))
+            except Exception as exc:
+                raise ScheduleError(f"pragma {pragma_type} on axis {var.var.name} of stage {self.name}: the "
+                                    f"value must be a constant integer, got {pragma_value!r}") from exc
         kinds = {"unroll": "unrolled", "vectorize": "vectorized", "parallel": "parallel"}
         if pragma_type in kinds:
             self._annotate(var, kinds[pragma_type], "pragma")
         self.pragmas.setdefault(var, []).append((pragma_type, pragma_value))
+
+    def bind(self, ivar: IterVar, thread_ivar: IterVar) -> None:
+        """Bind loop ``ivar`` to a GPU thread axis (``te.thread_axis``), as TVM's ``Stage.bind``.
+
+        On the CPU target a bound axis stays a loop, with the extent bound inference gives it
+        (a thread axis's own range is not used), and that loop is ``serial`` whatever the tag
+        (``blockIdx.*``, ``threadIdx.*``, ``vthread``, ``cthread``): each "thread" runs in turn,
+        so stages computed inside it (``shared``/``local`` caches) are computed per iteration and
+        results are the same as on a GPU.  Annotations on a bound axis (``parallel`` ...) are
+        ignored, as TVM ignores them, and ``auto_unroll_max_step`` never unrolls a bound loop
+        (in TVM it is not a loop).  Use ``s[C].parallel(axis)`` on an unbound axis for threads.
+
+        As in TVM, a reduction axis may be bound (TVM's cross-thread reduction; here a serial
+        loop), and binding an axis again to another thread replaces the binding with a warning.
+        """
+        self._check_compute("bind")
+        if not isinstance(thread_ivar, IterVar) or thread_ivar.iter_type != THREAD_INDEX:
+            raise ScheduleError(f"bind on stage {self.name}: the second argument must be a thread axis "
+                                f"(te.thread_axis(\"threadIdx.x\")), got {thread_ivar!r}")
+        self._check_leaf(ivar, "bind")
+        if ivar.iter_type not in (DATA_PAR, COMM_REDUCE):
+            raise ScheduleError(f"bind on stage {self.name}: cannot bind axis {ivar.var.name} of type "
+                                f"{ivar.iter_type} to a thread")
+        old = self.bindings.get(ivar)
+        if old is not None and old is not thread_ivar:
+            logger.warning("bind on stage %s: axis %s is already bound to thread %s; now bound to %s",
+                           self.name, ivar.var.name, old.thread_tag, thread_ivar.thread_tag)
+        self.bindings[ivar] = thread_ivar
 
     # placement -------------------------------------------------------------------------------
     def compute_at(self, parent: Stage, scope: IterVar) -> None:

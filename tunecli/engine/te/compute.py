@@ -16,17 +16,33 @@ from .reduction import Reduce
 from .tensor import DATA_PAR, Tensor, make_iter_var
 
 
+def _shape_entry(s: Any, what: str) -> int:
+    """One extent as an int; integral floats (``64 / 32``) are accepted, as TVM does."""
+    if isinstance(s, (float, E.FloatImm)):
+        value = float(s)
+        if not value.is_integer():
+            raise ExprError(f"{what}: shape entry {value!r} is not an integer")
+        return int(value)
+    if isinstance(s, int):
+        return s
+    try:
+        c = E.convert(s)
+    except Exception as exc:
+        raise ExprError(f"{what}: shape entries must be integer constants, got {s!r}") from exc
+    if isinstance(c, E.FloatImm):
+        return _shape_entry(c, what)
+    if not isinstance(c, E.IntImm):
+        raise ExprError(f"{what}: shape entries must be integer constants, got {s!r}")
+    return int(c.value)
+
+
 def _shape_tuple(shape: Any, what: str) -> tuple[int, ...]:
-    if isinstance(shape, (int, E.IntImm)) or hasattr(shape, "__index__"):
+    if isinstance(shape, (int, float, E.ConstExpr)) or hasattr(shape, "__index__") or (
+            hasattr(shape, "dtype") and getattr(shape, "ndim", None) == 0):  # numpy scalars
         shape = (shape,)
     out = []
     for s in shape:
-        try:
-            n = int(E.convert(s)) if not isinstance(s, int) else s
-        except Exception as exc:
-            raise ExprError(f"{what}: shape entries must be integer constants, got {s!r}") from exc
-        if isinstance(E.convert(s), E.ConstExpr) and not isinstance(E.convert(s), E.IntImm):
-            raise ExprError(f"{what}: shape entries must be integers, got {s!r}")
+        n = _shape_entry(s, what)
         if n < 1:
             raise ExprError(f"{what}: shape entries must be positive, got {tuple(shape)}")
         out.append(n)

@@ -20,6 +20,9 @@ DATA_PAR = "data_par"
 COMM_REDUCE = "comm_reduce"
 ORDERED = "ordered"
 OPAQUE = "opaque"
+THREAD_INDEX = "thread_index"
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
+               "vthread", "cthread")
 
 
 class Range:
@@ -82,15 +85,19 @@ class IterVar(_ExprLike):
     var : Var
         The loop variable.
     iter_type : str
-        ``data_par`` (spatial), ``comm_reduce`` (reduction) or ``ordered``.
+        ``data_par`` (spatial), ``comm_reduce`` (reduction), ``ordered`` or ``thread_index``
+        (a thread axis from :func:`thread_axis`).
+    thread_tag : str
+        For thread axes: ``blockIdx.x`` ... ``threadIdx.z``, ``vthread``, ``cthread``; else "".
     """
 
-    __slots__ = ("dom", "var", "iter_type")
+    __slots__ = ("dom", "var", "iter_type", "thread_tag")
 
-    def __init__(self, dom: Range | None, var: E.Var, iter_type: str = DATA_PAR):
+    def __init__(self, dom: Range | None, var: E.Var, iter_type: str = DATA_PAR, thread_tag: str = ""):
         self.dom = dom
         self.var = var
         self.iter_type = iter_type
+        self.thread_tag = thread_tag
 
     @property
     def name(self) -> str:
@@ -118,6 +125,38 @@ def make_iter_var(lo: Any, hi: Any, name: str, iter_type: str) -> IterVar:
     else:
         extent = hi_e - lo_e
     return IterVar(Range(lo_e, extent), E.Var(name, "int32"), iter_type)
+
+
+def thread_axis(dom: Any = None, tag: str = "", name: str = "") -> IterVar:
+    """A GPU thread axis (TVM's ``te.thread_axis``), for ``Stage.bind``.
+
+    ``thread_axis("blockIdx.x")``, ``thread_axis((0, 8), "threadIdx.x")``,
+    ``thread_axis("vthread", name="vx")``.  ``dom`` (a range or ``(min, max)`` pair) is kept but
+    not used by the CPU target: a bound loop keeps the extent bound inference gives it.
+
+    Raises
+    ------
+    ExprError
+        When the tag is missing or not one of ``blockIdx.x/y/z``, ``threadIdx.x/y/z``,
+        ``vthread``, ``cthread``.
+    """
+    if isinstance(dom, str):
+        tag, dom = dom, None
+    if not tag:
+        raise ExprError("thread_axis: the tag must be given, e.g. thread_axis(\"threadIdx.x\")")
+    if tag not in THREAD_TAGS:
+        raise ExprError(f"thread_axis: unknown thread tag {tag!r}; use one of {THREAD_TAGS}")
+    rng = None
+    if isinstance(dom, Range):
+        rng = dom
+    elif dom is not None:
+        try:
+            lo, hi = dom
+        except (TypeError, ValueError) as exc:
+            raise ExprError(f"thread_axis {tag}: dom must be a Range or a (min, max) pair, "
+                            f"got {dom!r}") from exc
+        rng = make_iter_var(lo, hi, tag, DATA_PAR).dom
+    return IterVar(rng, E.Var(name or tag, "int32"), THREAD_INDEX, tag)
 
 
 class Tensor(_ExprLike):

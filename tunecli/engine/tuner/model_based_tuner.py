@@ -3,6 +3,12 @@
 Every ``plan_size`` measurements the cost model is refitted on all (index, flops) pairs and the
 optimizer plans the next ``plan_size`` trials; the last 5 % of a plan (and everything before
 the first plan) are random unvisited configs (epsilon-greedy exploration).
+
+With a *search model* (a cheap model fitted on the same data, e.g. knob features while the
+cost model uses loop-nest features that cost a lowering per config), the optimizer explores
+the search model and the cost model only re-ranks the ``rerank_factor * plan_size`` best
+candidates found: the plan is still chosen by the cost model, but the optimizer's tens of
+thousands of predictions stay cheap.
 """
 
 from __future__ import annotations
@@ -145,14 +151,23 @@ class ModelBasedTuner(Tuner):
     diversity_filter_ratio : int or float, optional
         When given (>= 1), plan from ``plan_size * ratio`` candidates the most diverse ``plan_size``.
     seed : int, optional
+    search_model : CostModel, optional
+        A cheap model the optimizer explores instead of ``cost_model`` (see the module doc).
+    rerank_factor : int
+        With a search model: candidates per planned trial that ``cost_model`` re-ranks.
     """
 
     def __init__(self, task: Any, cost_model: CostModel, model_optimizer: ModelOptimizer, plan_size: int,
-                 diversity_filter_ratio: float | None = None, seed: int | None = None):
+                 diversity_filter_ratio: float | None = None, seed: int | None = None,
+                 search_model: CostModel | None = None, rerank_factor: int = 4):
         super().__init__(task, seed=seed)
         if diversity_filter_ratio is not None and diversity_filter_ratio < 1:
             raise TuneError(f"{type(self).__name__}: diversity_filter_ratio must be >= 1, "
                             f"got {diversity_filter_ratio}")
+        if int(rerank_factor) < 1:
+            raise TuneError(f"{type(self).__name__}: rerank_factor must be >= 1, got {rerank_factor}")
+        self.search_model = search_model
+        self.rerank_factor = int(rerank_factor)
         self.target = task.target
         self.plan_size = plan_size
         self.cost_model = cost_model
@@ -198,15 +213,29 @@ class ModelBasedTuner(Tuner):
                 self.visited.add(index)
         if len(self.xs) >= self.plan_size * (self.train_ct + 1) and self.flops_max > 1e-6:
             self.cost_model.fit(self.xs, self.ys, self.plan_size)
-            self.trials = self._plan(self.cost_model)
+            if self.search_model is not None:
+                self.search_model.fit(self.xs, self.ys, self.plan_size)
+            self.trials = self._plan(self.cost_model, self.search_model)
             self.trial_pt = 0
             self.train_ct += 1
 
-    def _plan(self, model: CostModel) -> list[int]:
+    def _candidates(self, model: CostModel, search_model: CostModel | None, num: int) -> list[int]:
+        """The ``num`` unvisited indices ``model`` scores best (searched through ``search_model``)."""
+        if search_model is None:
+            return [int(x) for x in self.model_optimizer.find_maximums(model, num, self.visited)]
+        pool = [int(x) for x in self.model_optimizer.find_maximums(search_model, num * self.rerank_factor,
+                                                                   self.visited)]
+        if not pool:
+            return []
+        scores = np.asarray(model.predict(pool), dtype=np.float64)
+        order = np.argsort(-scores, kind="stable")[:num]
+        return [pool[i] for i in order]
+
+    def _plan(self, model: CostModel, search_model: CostModel | None = None) -> list[int]:
         if not self.diversity_filter_ratio:
-            return [int(x) for x in self.model_optimizer.find_maximums(model, self.plan_size, self.visited)]
+            return self._candidates(model, search_model, self.plan_size)
         n_candidates = int(self.plan_size * self.diversity_filter_ratio)
-        candidate = self.model_optimizer.find_maximums(model, n_candidates, self.visited)
+        candidate = self._candidates(model, search_model, n_candidates)
         if not candidate:
             return []
         knobs = [self.space.point2knob(x) for x in candidate]
@@ -232,10 +261,16 @@ class ModelBasedTuner(Tuner):
             base_model = self.cost_model.spawn_base_model()
             if not base_model.fit_log(records, self.plan_size, min_seed_records):
                 return
+            search_base = None
+            if self.search_model is not None:
+                search_base = self.search_model.spawn_base_model()
+                if not search_base.fit_log(records, self.plan_size, min_seed_records):
+                    search_base = None
             if not self.trials:
-                self.trials = [int(x) for x in
-                               self.model_optimizer.find_maximums(base_model, self.plan_size, self.visited)]
+                self.trials = self._candidates(base_model, search_base, self.plan_size)
                 self.trial_pt = 0
             self.cost_model.load_basemodel(base_model)
+            if self.search_model is not None and search_base is not None:
+                self.search_model.load_basemodel(search_base)
         finally:
             GLOBAL_SCOPE.in_tuning = old

@@ -5,6 +5,11 @@ A tuner proposes configs (``next_batch``), the loop measures them, feeds the res
 ``early_stopping`` trials without improvement.  Every tuner keeps ``visited`` (indices already
 proposed or measured) and never proposes a visited index again: ``mark_visited`` and
 ``load_history`` add indices measured in an earlier run, so a resumed run skips them.
+
+Callbacks follow TVM's protocol, ``cb(tuner, inputs, results)`` after every batch, except
+*streaming* callbacks — those with an ``on_result(tuner, inp, res)`` method, like
+``log_to_file`` — which get each measurement as soon as it finishes (the ``on_result`` hook of
+``measure_batch``), before the batch is over, and are not called again for the batch.
 """
 
 from __future__ import annotations
@@ -21,10 +26,16 @@ from tunecli.engine.autotvm.callback import format_si_prefix
 from tunecli.engine.autotvm.env import GLOBAL_SCOPE
 from tunecli.engine.autotvm.measure_types import MeasureInput, MeasureResult
 from tunecli.engine.measure import create_measure_batch
+from tunecli.engine.measure.measure import accepts_on_result
 
 logger = logging.getLogger("autotvm")
 
-MeasureBatch = Callable[[list[MeasureInput]], list[MeasureResult]]
+MeasureBatch = Callable[..., list[MeasureResult]]
+
+
+def _streams(callback: Any) -> bool:
+    """True when ``callback`` takes results one by one (has an ``on_result`` method)."""
+    return callable(getattr(callback, "on_result", None))
 
 
 def make_measure_batch(task: Any, measure_option: Any) -> MeasureBatch:
@@ -39,6 +50,8 @@ def make_measure_batch(task: Any, measure_option: Any) -> MeasureBatch:
     Returns
     -------
     callable
+        ``measure_batch(inputs)``; also ``measure_batch(inputs, on_result=hook)`` when it streams
+        (see :func:`tunecli.engine.measure.create_measure_batch`).
     """
     if callable(measure_option):
         return measure_option
@@ -197,7 +210,9 @@ class Tuner:
         early_stopping : int, optional
             Stop after this many trials without a better config.
         callbacks : sequence of callable
-            Each is called as ``cb(tuner, inputs, results)`` after every batch.
+            Each is called as ``cb(tuner, inputs, results)`` after every batch; one with an
+            ``on_result`` method (``log_to_file``) instead gets ``cb.on_result(tuner, inp, res)``
+            as soon as each measurement finishes.
         si_prefix : str
             Unit prefix of FLOPS in log messages.
         """
@@ -226,6 +241,8 @@ class Tuner:
               callbacks: Sequence[Callable[..., None]], si_prefix: str, old_level: int) -> tuple:
         i = error_ct = 0
         errors: list[str] = []
+        streaming = [cb for cb in callbacks if _streams(cb)]
+        batch_callbacks = [cb for cb in callbacks if not _streams(cb)]
         while i < n_trial:
             if not self.has_next():
                 break
@@ -233,7 +250,7 @@ class Tuner:
             if not configs:
                 break
             inputs = [MeasureInput(self.task.target, self.task, config) for config in configs]
-            results = measure_batch(inputs)
+            results = self._measure(measure_batch, inputs, streaming)
             for k, (inp, res) in enumerate(zip(inputs, results, strict=True)):
                 config = inp.config
                 if res.error_no == 0:
@@ -256,7 +273,7 @@ class Tuner:
             i += len(results)
             self.ttl = min(early_stopping + self.best_iter, n_trial) - i
             self.update(inputs, results)
-            for callback in callbacks:
+            for callback in batch_callbacks:
                 callback(self, inputs, results)
             if i >= self.best_iter + early_stopping:
                 logger.debug("Early stopped. Best iter: %d.", self.best_iter)
@@ -267,3 +284,25 @@ class Tuner:
             else:
                 logger.setLevel(old_level)
         return i, error_ct, errors
+
+    def _measure(self, measure_batch: MeasureBatch, inputs: list[MeasureInput],
+                 streaming: Sequence[Any]) -> list[MeasureResult]:
+        """Measure a batch, handing each result to the streaming callbacks once, when it is ready."""
+        if not streaming:
+            return measure_batch(inputs)
+        reported: set[int] = set()
+
+        def on_result(index: int, result: MeasureResult) -> None:
+            if index in reported:
+                return
+            reported.add(index)
+            for callback in streaming:
+                callback.on_result(self, inputs[index], result)
+
+        if accepts_on_result(measure_batch):
+            results = measure_batch(inputs, on_result=on_result)
+        else:
+            results = measure_batch(inputs)
+        for index, result in enumerate(results):  # those the measurement did not report
+            on_result(index, result)
+        return results

@@ -117,9 +117,12 @@ class XGBoostCostModel(CostModel):
         self.feature_cache: dict[int, np.ndarray] = upper_model.feature_cache if upper_model else {}
         self.base_model: XGBoostCostModel | None = None
         self._sample_size = 0
+        self._width: int | None = None  # feature columns of the trained booster
 
     # ----------------------------------------------------------------- features
-    def _get_feature(self, indexes: Sequence[int]) -> np.ndarray:
+    def _get_feature(self, indexes: Sequence[int], width: int | None = None) -> np.ndarray:
+        """Feature rows of ``indexes``; loop-nest rows (whose length depends on the loop nest of
+        each config) are zero-padded, or cut, to ``width`` (default: the longest row)."""
         if self.fea_type == "knob":
             return get_features(self.task, indexes, "knob")
         if len(self.feature_cache) >= _CACHE_LIMIT:
@@ -129,10 +132,11 @@ class XGBoostCostModel(CostModel):
             for i, row in zip(need, get_features(self.task, need, self.fea_type), strict=True):
                 self.feature_cache[i] = row
         rows = [self.feature_cache[int(i)] for i in indexes]
-        width = max((len(r) for r in rows), default=0)
+        if width is None:
+            width = max((len(r) for r in rows), default=0)
         out = np.zeros((len(rows), width), dtype=np.float32)
         for k, r in enumerate(rows):
-            out[k, : len(r)] = r
+            out[k, : min(len(r), width)] = r[:width]
         return out
 
     def _base_model_discount(self) -> float:
@@ -155,6 +159,7 @@ class XGBoostCostModel(CostModel):
         """Fit on config indices ``xs`` with FLOPS ``ys`` (see ``CostModel.fit``)."""
         tic = time.time()
         x_train = self._get_feature(xs)
+        self._width = x_train.shape[1]
         y_train = np.asarray(ys, dtype=np.float64)
         y_train = y_train / max(float(np.max(y_train)), 1e-8)
         self._sample_size = len(x_train)
@@ -192,7 +197,9 @@ class XGBoostCostModel(CostModel):
                 logger.debug("XGB skips a history record: %s", err)
                 continue
             if len(x) != width:
-                continue
+                if self.fea_type != "itervar":  # another knob structure: not comparable
+                    continue
+                x = np.pad(x[:width], (0, max(0, width - len(x))))  # loop nests vary per config
             xs.append(x)
             ys.append(y)
         logger.debug("XGB load %d entries from history log file", len(xs))
@@ -200,12 +207,13 @@ class XGBoostCostModel(CostModel):
             return False
         y_train = np.asarray(ys, dtype=np.float64)
         y_train = y_train / max(float(np.max(y_train)), 1e-8)
+        self._width = width
         self.bst = self._train(np.array(xs, dtype=np.float32), y_train, plan_size * 2, 400, 100)
         return True
 
     def predict(self, xs: Sequence[int], output_margin: bool = False) -> np.ndarray:
         """Return predicted scores of config indices ``xs``."""
-        dtest = self.xgb.DMatrix(self._get_feature(xs), nthread=self._dmatrix_threads)
+        dtest = self.xgb.DMatrix(self._get_feature(xs, self._width), nthread=self._dmatrix_threads)
         if self.base_model is not None:
             margin = self.base_model.predict(xs, output_margin=True)
             dtest.set_base_margin(self._base_model_discount() * margin)

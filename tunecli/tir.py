@@ -1,0 +1,59 @@
+"""TVM-style ``tir`` namespace: scalar expressions and index arithmetic (re-exports of tunecli.engine).
+
+``tvm.tir.indexmod(y, bn)``, ``tvm.tir.floordiv(x, 4)``, ``tvm.tir.const(0, "float32")``,
+``tvm.tir.IntImm("int32", 4)`` (TVM's argument order; ``IntImm(4)`` works too),
+``tvm.tir.Select(cond, a, b)`` (the node ``if_then_else`` builds: only the branch taken is
+evaluated, where TVM's Select may evaluate both), ``tvm.tir.exp`` ...
+"""
+
+from tunecli.engine.ir.expr import (
+    Cast,
+    Expr,
+    FloatImm,
+    IntImm,
+    Select,
+    StringImm,
+    Var,
+    const,
+    max_value,
+    min_value,
+)
+from tunecli.engine.te import (
+    IterVar,
+    abs,
+    all,
+    any,
+    ceil,
+    cos,
+    erf,
+    exp,
+    exp2,
+    floor,
+    floordiv,
+    floormod,
+    if_then_else,
+    indexdiv,
+    indexmod,
+    log,
+    log2,
+    log10,
+    power,
+    round,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+    trunc,
+    truncdiv,
+    truncmod,
+)
+
+PrimExpr = Expr
+
+__all__ = [
+    "Cast", "Expr", "PrimExpr", "FloatImm", "IntImm", "Select", "StringImm", "Var", "const", "max_value",
+    "min_value", "IterVar", "abs", "all", "any", "ceil", "cos", "erf", "exp", "exp2", "floor", "floordiv",
+    "floormod", "if_then_else", "indexdiv", "indexmod", "log", "log2", "log10", "power", "round", "rsqrt",
+    "sigmoid", "sin", "sqrt", "tanh", "trunc", "truncdiv", "truncmod",
+]
