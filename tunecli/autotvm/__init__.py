@@ -1,5 +1,6 @@
 """tunecli.autotvm: TVM's ``tvm.autotvm`` API (re-exports of ``tunecli.engine``)."""
 
+import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates, e.g. dense.x86)
 from tunecli.autotvm import callback, env, measure, record, task, tuner
 from tunecli.engine.autotvm.dispatcher import ApplyConfig, DispatchContext, FallbackContext
 from tunecli.engine.autotvm.env import GLOBAL_SCOPE

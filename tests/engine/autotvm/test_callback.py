@@ -47,6 +47,16 @@ def test_log_to_file_appends_each_call(tmp_path) -> None:
     assert len(buf.getvalue().splitlines()) == 3
 
 
+def test_log_to_file_starts_a_fresh_line_after_a_cut_off_record(tmp_path) -> None:
+    path = tmp_path / "cut.log"
+    inputs, results = batch()
+    whole = encode(inputs[0], results[0])
+    path.write_text(whole + "\n" + whole[:50])  # a crash mid-write left half a line
+    log_to_file(str(path)).on_result(None, inputs[1], results[1])
+    assert path.read_text().splitlines()[2] == encode(inputs[1], results[1])
+    assert [inp.config.index for inp, _ in load_from_file(path)] == [0, 1]
+
+
 def test_monitor_records_scores_and_timestamps() -> None:
     mon = Monitor()
     inputs, results = batch()

@@ -37,3 +37,10 @@ def test_virtual_axis_of_an_itervar_takes_its_name_and_extent() -> None:
     cfg = space.ConfigSpace()
     cfg.define_split("tile_j", B.op.axis[1], num_outputs=2)
     assert repr(cfg.space_map["tile_j"]) == "Split(policy=factors, product=5, num_outputs=2) len=2"
+
+
+def test_built_in_templates_are_reachable_from_the_public_api() -> None:
+    from tunecli import autotvm
+
+    task = autotvm.task.create("dense.x86", args=(16, 32, 16, "float32"), target="llvm")
+    assert task.flop == 2 * 16 * 32 * 16 and len(task.config_space) > 1

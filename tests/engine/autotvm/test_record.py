@@ -95,6 +95,16 @@ def test_malformed_lines_are_skipped_with_one_warning_each(tmp_path, caplog) -> 
     assert [inp.config.index for inp, _ in load_from_buffer(io.StringIO(text))] == [1, 2]
 
 
+def test_a_line_of_binary_garbage_is_skipped_and_the_rest_is_read(tmp_path, caplog) -> None:
+    good = encode(sample_input(1), MeasureResult((1.0,), 0, 1.0, 0.0))
+    good2 = encode(sample_input(2), MeasureResult((2.0,), 0, 1.0, 0.0))
+    path = tmp_path / "binary.log"
+    path.write_bytes(good.encode() + b"\n\x00\x01\xff\xfe\n" + good2.encode() + b"\n")
+    caplog.set_level(logging.WARNING, logger="autotvm")
+    assert [inp.config.index for inp, _ in load_from_file(path)] == [1, 2]
+    assert [r.getMessage() for r in caplog.records] == [f"{path}:2: skipping a line that is not UTF-8 text"]
+
+
 def test_decode_of_a_malformed_line_raises_record_error() -> None:
     with pytest.raises(RecordError, match="malformed record"):
         decode('{"input": ["llvm", "x", [], {}], "config": {"index": 0}}')

@@ -40,6 +40,8 @@ def test_module_metadata(mm):
     (lambda a, b, c: (a.tolist(), b, c), r"argument 0 \('A'\) must be a numpy array, got list"),
     (lambda a, b, c: (a, b, a.reshape(-1)[:20].reshape(4, 5)),
      r"arguments 0 \('A'\) and 2 \('C'\) share memory"),
+    (lambda a, b, c: (a, b, np.frombuffer(bytes(80), "float32").reshape(4, 5)),
+     r"argument 2 \('C'\) is an output and must be a writable array"),
 ])
 def test_call_checks_arguments(mm, args, match):
     a, b, c = np.ones((4, 6), "float32"), np.ones((6, 5), "float32"), np.zeros((4, 5), "float32")

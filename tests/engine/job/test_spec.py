@@ -93,6 +93,16 @@ BAD = [
     ("target: llvm", "target: 42", "2: target: expected a string, got '42'"),
     ("target: llvm", "target: cuda -model=v100",
      "2: target: tunecli compiles for llvm targets only, got 'cuda -model=v100'"),
+    ("target: llvm", "target: llvm -mcpu=notacpu",
+     "2: target: LLVM cannot compile for 'llvm -mcpu=notacpu': 'notacpu' is not a recognized processor "
+     "for this target (ignoring processor); LLVM ERROR: 64-bit code requested on a subtarget that "
+     "doesn't support it!"),
+    ("target: llvm", "target: llvm -mattr=+bogus",
+     "2: target: LLVM cannot compile for 'llvm -mattr=+bogus': '+bogus' is not a recognized feature "
+     "for this target (ignoring feature)"),
+    ("target: llvm", "target: llvm -mtriple=aarch64-linux-gnu",
+     "2: target: code for 'llvm -mtriple=aarch64-linux-gnu' cannot run on this machine: measure it on "
+     "a device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`"),
     ("target: llvm", "target: -mcpu=x",
      "2: target: target string '-mcpu=x' must start with a kind such as 'llvm'"),
     ("  - template: dense.x86\n", "  - templat: dense.x86\n",

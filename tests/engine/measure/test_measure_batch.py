@@ -74,7 +74,7 @@ def test_check_correctness_against_a_reference_build():
                                              MeasureErrorNo.INSTANTIATION_ERROR, MeasureErrorNo.NO_ERROR]
 
 
-SCRIPT = '''
+TEMPLATE = """
 from tunecli.engine import te
 from tunecli.engine.autotvm.measure_types import MeasureInput
 from tunecli.engine.autotvm.task import create, get_config, template
@@ -92,22 +92,30 @@ def scale(n):
     cfg["t"].apply(s, B, s[B].op.axis[0])
     return s, [A, B]
 
+"""
 
-if __name__ == "__main__":
-    task = create("user_script/scale", (256,), "llvm")
-    opt = measure_option(LocalBuilder(n_parallel=1), LocalRunner(cooldown_interval=0, check_correctness=True))
-    batch = create_measure_batch(task, opt)
-    res = batch([MeasureInput(task.target, task, task.config_space.get(i)) for i in range(3)])
-    print(task.template_module, [int(r.error_no) for r in res])
-'''
+MAIN = """task = create("user_script/scale", (256,), "llvm")
+opt = measure_option(LocalBuilder(n_parallel=1), LocalRunner(cooldown_interval=0, check_correctness=True))
+batch = create_measure_batch(task, opt)
+res = batch([MeasureInput(task.target, task, task.config_space.get(i)) for i in range(3)])
+print(task.template_module, [int(r.error_no) for r in res])
+"""
 
 
-def test_template_defined_in_a_main_script(tmp_path):
-    """Spawned workers re-import the user's script as __mp_main__ and find its template."""
+@pytest.mark.parametrize("form", ["guarded", "top-level", "stdin"])
+def test_template_defined_in_a_main_script(tmp_path, form):
+    """A template of the user's script reaches the workers by value: with or without an
+    ``if __name__ == "__main__"`` guard (TVM's tutorials have none), and read from stdin."""
+    if form == "guarded":
+        guarded = "".join(f"    {line}\n" for line in MAIN.splitlines())
+        code = TEMPLATE + 'if __name__ == "__main__":\n' + guarded
+    else:
+        code = TEMPLATE + MAIN
     script = tmp_path / "user_script.py"
-    script.write_text(SCRIPT)
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path)
+    script.write_text(code)
+    argv = [sys.executable, "-"] if form == "stdin" else [sys.executable, str(script)]
+    out = subprocess.run(argv, input=code if form == "stdin" else None, capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "__main__ [0, 0, 0]"
 

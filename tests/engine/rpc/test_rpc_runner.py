@@ -99,16 +99,22 @@ def test_server_killed_mid_batch_loses_no_input(procs, tracker, caplog):
              what="dead server dropped by the tracker")
 
 
-def test_no_device_left_gives_errors_quickly(procs, tracker):
+def test_no_device_left_stops_quickly_and_leaves_the_configs_unmeasured(procs, tracker):
+    """Losing every device is not the configs' fault: they get no error record (which would count
+    as a trial) but an RPCError, after the results that are ready have been reported."""
     (server,) = start_servers(procs, tracker, "gone", 1)
     server.kill()
     wait_for(lambda: tracker.summary()["server_info"] == [], what="server dropped")
     runner = RPCRunner("gone", "127.0.0.1", tracker.port, timeout=2)
     with pytest.raises(RPCError, match="Cannot get remote devices"):
         runner.set_task(None)
+    failed = MeasureResult(("tb", RuntimeError("x")), MeasureErrorNo.COMPILE_HOST, 0.5, 1.0)
+    reported = []
     start = time.monotonic()
-    results = runner.run(inputs(3), [built(VADD, "vadd")] * 3)
-    assert [r.error_no for r in results] == [MeasureErrorNo.RUNTIME_DEVICE] * 3
+    with pytest.raises(RPCError, match="no device of key 'gone' is available: 3 config.s. of this batch"):
+        runner.run(inputs(4), [failed] + [built(VADD, "vadd")] * 3,
+                   on_result=lambda i, res: reported.append((i, res)))
+    assert reported == [(0, failed)]
     assert time.monotonic() - start < 8
 
 
@@ -146,7 +152,10 @@ def test_runner_with_token(procs):
             inputs(2), [built(VADD, "vadd")] * 2)
         assert [r.error_no for r in results] == [0, 0]
         wrong = RPCRunner("sec", "127.0.0.1", trk.port, token="bad")
-        with pytest.raises(RPCError):
+        with pytest.raises(RPCError, match="token refused"):
             wrong.set_task(None)
+        missing = RPCRunner("sec", "127.0.0.1", trk.port, token="")
+        with pytest.raises(RPCError, match="requires a token"):
+            missing.set_task(None)
     finally:
         trk.stop()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -99,6 +102,23 @@ def test_server_token(procs):
         connect("127.0.0.1", server.port, "sec", token="guess")
     with connect("127.0.0.1", server.port, "sec", token="s3cret") as session:
         assert session.measure(vadd_request()).error_no == 0
+
+
+@pytest.mark.parametrize("token,message", [("wrong", "token refused"), ("", "requires a token")])
+def test_server_with_a_bad_token_stops_with_a_clear_error(token, message):
+    """A refused token is a setup mistake: the server says why and exits instead of retrying forever."""
+    trk = Tracker("127.0.0.1", 0, 0, token="tk")
+    try:
+        code = ("import sys\nfrom tunecli.engine.rpc.server import run_server\n"
+                "run_server(('127.0.0.1', int(sys.argv[1])), 'k', host='127.0.0.1', port=0, port_end=0, "
+                "token=sys.argv[2], retry_period=0.2)")
+        out = subprocess.run([sys.executable, "-c", code, str(trk.port), token], capture_output=True,
+                             text=True, timeout=60, env={**os.environ, "TUNECLI_RPC_TOKEN": ""})
+        assert out.returncode != 0
+        assert message in out.stderr.splitlines()[-1]
+        assert trk.summary() == {"queue_info": {}, "server_info": []}
+    finally:
+        trk.stop()
 
 
 def test_registration_rekey_and_reconnection(procs, tracker):

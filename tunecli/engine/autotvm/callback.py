@@ -58,7 +58,10 @@ class LogToFile:
 
     def _write(self, pairs: Any) -> None:
         if isinstance(self.file_out, (str, os.PathLike)):
+            cut_off = _ends_inside_a_line(self.file_out)
             with open(self.file_out, "a", encoding="utf-8") as file:
+                if cut_off:  # a crash mid-write left half a line: start ours on a fresh one
+                    file.write("\n")
                 self._write_to(file, pairs)
         else:
             self._write_to(self.file_out, pairs)
@@ -74,6 +77,19 @@ class LogToFile:
     def on_result(self, _tuner: Any, inp: Any, res: Any) -> None:
         """Append one record and flush it."""
         self._write([(inp, res)])
+
+
+def _ends_inside_a_line(path: str | os.PathLike) -> bool:
+    """True when the file exists, is not empty, and its last byte is not a newline."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(0, os.SEEK_END)
+            if file.tell() == 0:
+                return False
+            file.seek(-1, os.SEEK_END)
+            return file.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
 
 
 def log_to_file(file_out: str | os.PathLike | IO[str], protocol: str = "json") -> LogToFile:

@@ -138,6 +138,11 @@ def load_from_buffer(file: IO[str], name: str | None = None) -> Iterator[tuple[M
         if not text or text.startswith("#"):
             continue
         try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            logger.warning("%s:%d: skipping a line that is not UTF-8 text", name, lineno)
+            continue
+        try:
             yield decode(text)
         except RecordError as err:
             logger.warning("%s:%d: skipping %s", name, lineno, err)
@@ -155,7 +160,8 @@ def load_from_file(filename: str | os.PathLike) -> Iterator[tuple[MeasureInput, 
     tuple of (MeasureInput, MeasureResult)
     """
     try:
-        with open(filename, encoding="utf-8") as file:
+        # surrogateescape: a stray non-UTF-8 byte spoils its own line only (skipped with a warning)
+        with open(filename, encoding="utf-8", errors="surrogateescape") as file:
             yield from load_from_buffer(file, os.fspath(filename))
     except OSError as err:
         raise RecordError(f"cannot read log {os.fspath(filename)}: {err.strerror}") from None

@@ -18,9 +18,12 @@ import importlib
 import importlib.util
 import inspect
 import logging
+import pickle
 import sys
 from collections.abc import Callable
 from typing import Any
+
+import cloudpickle
 
 from tunecli.engine import te
 from tunecli.engine.autotvm.dispatcher import ApplyConfig, DispatchContext
@@ -298,14 +301,22 @@ class Task:
         state = {k: v for k, v in self.__dict__.items() if k != "func"}
         for key in ("target", "target_host"):
             state[key] = None if state[key] is None else str(state[key])
+        if self.template_module == "__main__" and isinstance(self.func, TaskTemplate):
+            # A template of the user's script (or notebook, or stdin) cannot be imported by a
+            # worker: it travels by value, as TVM's tasks do.
+            state["template_by_value"] = cloudpickle.dumps(self.func.func)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        by_value = state.pop("template_by_value", None)
         self.__dict__.update(state)
         for key in ("target", "target_host"):
             if state[key] is not None:
                 setattr(self, key, Target(state[key]))
-        self.func = _find_template(self.name, self.template_module, self.template_file)
+        if by_value is not None:
+            self.func = TaskTemplate(self.name, pickle.loads(by_value))
+        else:
+            self.func = _find_template(self.name, self.template_module, self.template_file)
 
     def __repr__(self) -> str:
         return (f"Task(func_name={self.name}, args={self.args}, kwargs={self.kwargs}, "

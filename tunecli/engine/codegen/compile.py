@@ -8,6 +8,8 @@ is LLVM's O3 pipeline (new pass manager) with the loop and SLP vectorizers on.
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -97,3 +99,35 @@ def assembly(ir_text: str, target: Target) -> str:
     with LOCK:
         mod = llvm.parse_assembly(ir_text)
         return tm.emit_assembly(mod)
+
+
+_PROBE = """
+import sys
+from tunecli.engine.codegen.compile import compile_ir
+from tunecli.engine.target import Target
+compile_ir("define void @probe() {\\n  ret void\\n}\\n", Target(sys.argv[1]))
+"""
+
+
+@functools.cache
+def target_problem(target: str) -> str | None:
+    """Why LLVM cannot compile for ``target`` (an unknown CPU, feature or triple), or None.
+
+    LLVM only prints a warning for an unknown ``-mcpu`` and aborts the process on some wrong
+    combinations, so the check compiles an empty function in a child process.
+    """
+    t = Target(target)
+    if t.kind != "llvm" or not (t.mcpu or t.mattr or t.mtriple):
+        return None
+    proc = subprocess.run([sys.executable, "-c", _PROBE, str(t)], capture_output=True, text=True,
+                          timeout=120)
+    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+    llvm_says = [line for line in lines if "not a recognized" in line or line.startswith("LLVM ERROR")]
+    if llvm_says:
+        return "; ".join(dict.fromkeys(llvm_says))
+    if proc.returncode != 0:
+        if not lines:
+            return f"LLVM failed (exit code {proc.returncode})"
+        last = lines[-1]
+        return last.split(": ", 1)[1] if last.startswith("tunecli.errors.") else last
+    return None

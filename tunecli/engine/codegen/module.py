@@ -168,6 +168,8 @@ class Module:
                 raise ArgumentError(f"{where} must have shape {tuple(spec.shape)}, got {tuple(arr.shape)}")
             if not arr.flags.c_contiguous:
                 raise ArgumentError(f"{where} must be C-contiguous (use np.ascontiguousarray)")
+            if spec.is_output and not arr.flags.writeable:
+                raise ArgumentError(f"{where} is an output and must be a writable array")
             out.append(arr.ctypes.data)
         _check_disjoint(self.entry_name, arrays, self.arg_specs)
         return out

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tunecli.engine.codegen.compile import target_problem
 from tunecli.engine.job.nodes import Node, load_document
 from tunecli.engine.target import Target
 from tunecli.errors import TargetError
@@ -196,12 +197,16 @@ def load_job(path: str | Path) -> Job:
     target = _target(top["target"]) if "target" in top else "llvm"
     log = top["log"].as_str() if "log" in top else str(Path("logs") / f"{name}.log")
     measure = top["measure"].items(("builder", "runner")) if "measure" in top else {}
+    runner = _runner(measure["runner"]) if "runner" in measure else RunnerSpec()
+    if runner.kind == "local" and not Target(target).is_host:
+        raise top["target"].error(f"code for {target!r} cannot run on this machine: measure it on a "
+                                  "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
     return Job(
         path=str(path), name=name, target=target, log=log,
         tasks=_tasks(top["tasks"]),
         tuner=_tuner(top["tuner"]),
         builder=_builder(measure["builder"]) if "builder" in measure else BuilderSpec(),
-        runner=_runner(measure["runner"]) if "runner" in measure else RunnerSpec(),
+        runner=runner,
     )
 
 
@@ -213,6 +218,9 @@ def _target(n: Node) -> str:
         raise n.error(str(err)) from None
     if target.kind != "llvm":
         raise n.error(f"tunecli compiles for llvm targets only, got {text!r}")
+    problem = target_problem(text)
+    if problem:
+        raise n.error(f"LLVM cannot compile for {text!r}: {problem}")
     return text
 
 

@@ -3,7 +3,7 @@
 A kernel that segfaults or loops forever, or an LLVM assertion that aborts, must only take down
 a child process, and llvmlite leaks memory with every compile, so builds and measurements run
 in :class:`Worker` children started with the ``spawn`` method (a fresh interpreter: no state
-inherited from the tuner; a ``__main__`` script is re-imported as ``__mp_main__``).
+inherited from the tuner; the user's ``__main__`` script is deliberately not re-imported).
 
 Protocol over one duplex pipe per child::
 
@@ -21,13 +21,16 @@ ask Linux to kill them when their parent exits.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import multiprocessing
 import os
 import signal
+import sys
 import time
 import traceback
+import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -102,6 +105,24 @@ def _child_main(conn: Connection, parent_pid: int, preload: Sequence[str]) -> No
             conn.send(("raised", traceback.format_exc()))
 
 
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Start children without re-running the user's ``__main__`` script in them.
+
+    ``spawn`` re-imports the parent's main module in every child; a script that tunes at top
+    level (as TVM's tutorials do, with no ``if __name__ == "__main__"`` guard) would then start
+    tuning again inside each worker, and a script read from stdin cannot be re-imported at all.
+    Workers need nothing from ``__main__``: templates defined there travel by value with the task.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
 def _reap(proc: multiprocessing.process.BaseProcess, conn: Connection) -> None:
     """Close ``conn`` and kill and join ``proc`` (also used as a finalizer)."""
     conn.close()
@@ -160,7 +181,8 @@ class Worker:
         parent_conn, child_conn = self._ctx.Pipe()
         proc = self._ctx.Process(target=_child_main, args=(child_conn, os.getpid(), self.preload),
                                  name=self.name, daemon=True)
-        proc.start()
+        with _main_module_hidden():
+            proc.start()
         child_conn.close()  # so that the parent sees EOF as soon as the child dies
         self._proc, self._conn, self._ready = proc, parent_conn, False
         self._started_at = time.perf_counter()

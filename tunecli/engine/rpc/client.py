@@ -13,8 +13,10 @@ import socket
 import time
 
 from tunecli.engine.rpc.protocol import (
+    NEEDS_TOKEN,
     RPC_TRACKER_MAGIC,
     TOKEN_CODE,
+    AuthenticationError,
     TrackerCode,
     closing_on_failure,
     pack_int,
@@ -80,7 +82,7 @@ class TrackerSession:
             if self._token:
                 send_json(sock, [TOKEN_CODE, self._token])
                 if recv_json(sock) != TrackerCode.SUCCESS:
-                    raise RPCError(f"tracker {host}:{port}: token refused")
+                    raise AuthenticationError(f"tracker {host}:{port}: token refused")
         self._sock = sock
 
     def call(self, msg: list) -> object:
@@ -98,6 +100,9 @@ class TrackerSession:
             self._sock.settimeout(10.0)
             send_json(self._sock, msg)
             return recv_json(self._sock)
+        except AuthenticationError:
+            self.close()
+            raise
         except (OSError, RPCError) as err:
             self.close()
             raise RPCError(f"tracker {self._addr[0]}:{self._addr[1]}: {err}") from None
@@ -123,15 +128,15 @@ class TrackerSession:
         value = self.call([TrackerCode.SUMMARY])
         if not isinstance(value, list) or len(value) != 2 or value[0] != TrackerCode.SUCCESS \
                 or not isinstance(value[1], dict):
-            raise RPCError(f"tracker {self._addr[0]}:{self._addr[1]}: {self._invalid_reply(value)}")
+            raise self._invalid_reply(value)
         return value[1]
 
-    def _invalid_reply(self, value: object) -> str:
+    def _invalid_reply(self, value: object) -> RPCError:
         """Explain a reply that is not a success: a refusal for want of a token, or garbage."""
+        where = f"tracker {self._addr[0]}:{self._addr[1]}"
         if value == TrackerCode.FAIL and not self._token:
-            return ("the tracker refused the request: it requires a token "
-                    "(pass --token or set TUNECLI_RPC_TOKEN)")
-        return f"Invalid return value {value!s}"
+            return AuthenticationError(f"{where}: the tracker refused the request: {NEEDS_TOKEN}")
+        return RPCError(f"{where}: Invalid return value {value!s}")
 
     def text_summary(self) -> str:
         """Return the summary as TVM v0.14's ``query_rpc_tracker`` prints it."""
@@ -178,12 +183,15 @@ class TrackerSession:
                 value = recv_json(self._sock)
                 if not (isinstance(value, list) and len(value) == 2 and value[0] == TrackerCode.SUCCESS
                         and isinstance(value[1], list) and len(value[1]) == 3):
-                    raise RPCError(self._invalid_reply(value))
+                    raise self._invalid_reply(value)
                 host, port, matchkey = value[1]
                 return connect(host, port, matchkey, session_timeout, self._token)
             except TimeoutError as err:
                 self.close()
                 raise RPCError(f"tracker {self._addr[0]}:{self._addr[1]}: {err}") from None
+            except AuthenticationError:
+                self.close()
+                raise
             except (OSError, RPCError) as err:
                 self.close()
                 last_err = err

@@ -72,6 +72,13 @@ TOKEN_ENV = "TUNECLI_RPC_TOKEN"
 _INT = struct.Struct("<i")
 
 
+class AuthenticationError(RPCError):
+    """A tracker or server refused our token, or wants one we did not give."""
+
+
+NEEDS_TOKEN = "it requires a token (pass --token or set TUNECLI_RPC_TOKEN)"
+
+
 class TrackerCode(enum.IntEnum):
     """Request codes of the tracker protocol (TVM's ``TrackerCode``)."""
 
@@ -376,9 +383,12 @@ def closing_on_failure(sock: socket.socket, where: str) -> Iterator[None]:
     """Close ``sock`` when the block fails with OSError or RPCError, raised as RPCError naming ``where``."""
     try:
         yield
-    except (OSError, RPCError) as err:
+    except RPCError:
         sock.close()
-        raise RPCError(str(err) if isinstance(err, RPCError) else f"{where}: {err}") from None
+        raise
+    except OSError as err:
+        sock.close()
+        raise RPCError(f"{where}: {err}") from None
 
 
 def shutdown_socket(sock: socket.socket | None) -> None:

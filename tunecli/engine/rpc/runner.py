@@ -24,6 +24,7 @@ from tunecli.engine.measure import reference
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, output_indices_of
 from tunecli.engine.measure.runner import SEED, result_from_reply
 from tunecli.engine.rpc.client import TrackerSession, connect_tracker
+from tunecli.engine.rpc.protocol import AuthenticationError
 from tunecli.engine.rpc.remote import RemoteSession
 from tunecli.engine.rpc.session import MeasureRequest
 from tunecli.errors import RPCError, TuneError
@@ -150,6 +151,8 @@ class RPCRunner:
         try:
             with connect_tracker(self.host, self.port, self.token, timeout=2.0) as tracker:
                 servers = tracker.summary()["server_info"]
+        except AuthenticationError:
+            raise
         except (RPCError, KeyError, TypeError):
             return 0
         return sum(1 for info in servers if info.get("key") == "server:" + self.key)
@@ -222,8 +225,15 @@ class RPCRunner:
                 thread.join(5.0)
         if batch.failure is not None:  # a bug, not a device failure: let it propagate
             raise batch.failure
-        message = ("measurement deadline passed" if reason == MeasureErrorNo.RUN_TIMEOUT
-                   else f"no device of key {self.key!r} could measure this config")
+        _report_ready(batch, on_result)
+        unmeasured = sum(1 for res in batch.results if res is None)
+        if unmeasured and reason == MeasureErrorNo.RUNTIME_DEVICE:
+            # Not the configs' fault: leave them unmeasured (a resumed tune measures them) rather
+            # than logging errors that would count as trials.
+            raise RPCError(f"RPCRunner: no device of key {self.key!r} is available: {unmeasured} "
+                           "config(s) of this batch were not measured; start a server "
+                           f"(tunecli server --key {self.key} ...) and run again to resume")
+        message = "measurement deadline passed"
         with batch.lock:
             for i, res in enumerate(batch.results):
                 if res is None:

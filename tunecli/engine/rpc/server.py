@@ -30,9 +30,11 @@ from tunecli.engine.measure.worker import Worker
 from tunecli.engine.rpc.client import TrackerSession
 from tunecli.engine.rpc.protocol import (
     MAX_HEADER,
+    NEEDS_TOKEN,
     RPC_CODE_MISMATCH,
     RPC_CODE_SUCCESS,
     RPC_MAGIC,
+    AuthenticationError,
     TrackerCode,
     bind_first_free,
     pack_int,
@@ -160,6 +162,9 @@ class Server:
                 info = {"key": "server:" + self.key, "addr": [self.custom_addr, self.port]}
                 self._expect_success(tracker.call([TrackerCode.UPDATE_INFO, info]), "UPDATE_INFO")
             return self._put_new_key()
+        except AuthenticationError:
+            self._close_tracker()
+            raise  # a setup mistake, not a passing fault: retrying cannot fix it
         except RPCError as err:
             self._close_tracker()
             logger.warning("Cannot connect to tracker %s:%d (%s), retry in %g secs...",
@@ -177,8 +182,9 @@ class Server:
         self._expect_success(reply, "PUT")
         return matchkey
 
-    @staticmethod
-    def _expect_success(reply: object, what: str) -> None:
+    def _expect_success(self, reply: object, what: str) -> None:
+        if reply == TrackerCode.FAIL and not self.token:
+            raise AuthenticationError(f"rpc server: the tracker refused {what}: {NEEDS_TOKEN}")
         if reply != TrackerCode.SUCCESS:
             raise RPCError(f"rpc server: tracker answered {reply!r} to {what}")
 
