@@ -35,6 +35,8 @@ def test_tune_then_resume(invoke: Invoke, tiny_job) -> None:
     assert (task["template"], task["args"], task["space"]) == ("tutorial/matmul", [16, 16, 16, "float32"], 25)
     assert (task["previous"], task["measured"], task["errors"]) == (4, 3, 0)
     assert task["best_flops"] > 0 and task["best_index"] in log_indices(log)
+    assert ("task 1/1 tutorial/matmul(16, 16, 16, float32): resuming, 4 of 7 trials are already in the log"
+            in again.stderr)
     indices = log_indices(log)
     assert indices[:4] == [0, 1, 2, 3] and len(indices) == len(set(indices)) == 7
 

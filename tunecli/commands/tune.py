@@ -38,7 +38,10 @@ class _ProgressView:
         fields = dict(n=f"{event.index + 1}/{event.n_tasks}", errors=f"{event.errors} err",
                       flops=f"{event.cur_flops / 1e9:8.2f}/{event.best_flops / 1e9:8.2f} GFLOPS")
         if event.kind == "start":
-            self.ids[event.index] = self.progress.add_task(event.label, total=event.total,
+            if event.done:
+                self.progress.console.print(_resume_line(event), markup=False, soft_wrap=True)
+            label = event.label if len(event.label) <= 48 else event.label[:47] + "…"
+            self.ids[event.index] = self.progress.add_task(label, total=event.total,
                                                            completed=event.done, **fields)
         elif event.kind == "batch":
             self.progress.update(self.ids[event.index], completed=event.done, **fields)
@@ -50,12 +53,19 @@ def _plain_progress(app: App) -> Callable[[TuneEvent], None]:
     """One line per finished task, for logs and pipes (stderr is not a terminal)."""
 
     def show(event: TuneEvent) -> None:
+        if event.kind == "start" and event.done:
+            app.err.print(_resume_line(event), markup=False, soft_wrap=True)
         if event.kind == "end":
             app.err.print(f"task {event.index + 1}/{event.n_tasks} {event.label}: {event.done}/{event.total} "
                           f"trials, best {event.best_flops / 1e9:.2f} GFLOPS, {event.errors} errors, "
                           f"{event.elapsed:.1f} s", markup=False, soft_wrap=True)
 
     return show
+
+
+def _resume_line(event: TuneEvent) -> str:
+    return (f"task {event.index + 1}/{event.n_tasks} {event.label}: resuming, {event.done} of "
+            f"{event.total} trials are already in the log")
 
 
 def _table(summary: TuneSummary) -> Table:

@@ -72,6 +72,10 @@ TOKEN_ENV = "TUNECLI_RPC_TOKEN"
 _INT = struct.Struct("<i")
 
 
+class PeerClosed(RPCError):
+    """The peer closed the connection between two frames: the normal end of a session."""
+
+
 class AuthenticationError(RPCError):
     """A tracker or server refused our token, or wants one we did not give."""
 
@@ -310,7 +314,10 @@ def recv_frame(sock: socket.socket) -> tuple[dict, bytes]:
         On EOF, oversize header or payload, or a header that is not a JSON object.
     """
     where = f"rpc session ({_peer(sock)})"
-    length = recv_int(sock)
+    first = sock.recv(1)
+    if not first:
+        raise PeerClosed(f"{where}: closed by the peer")
+    length = struct.unpack("<i", first + recv_all(sock, 3))[0]
     check_length(length, MAX_HEADER, where)
     header = decode_json(recv_all(sock, length), where)
     if not isinstance(header, dict):

@@ -35,6 +35,7 @@ from tunecli.engine.rpc.protocol import (
     RPC_CODE_SUCCESS,
     RPC_MAGIC,
     AuthenticationError,
+    PeerClosed,
     TrackerCode,
     bind_first_free,
     pack_int,
@@ -276,6 +277,8 @@ class Server:
                     budget = max(0.1, deadline - time.monotonic())
                     request = dataclasses.replace(request, timeout=min(request.timeout, budget))
                 send_frame(conn, *encode_reply(self.measure(request)))
+        except PeerClosed:
+            logger.debug("session ended by the client")
         except RPCError as err:
             logger.warning("session ended: %s", err)
             self._send_error(conn, str(err))
