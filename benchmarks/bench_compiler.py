@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import time
 
-import _common  # noqa: F401  (before numpy: unsets the OpenBLAS variables)
+import _common  # before numpy: unsets the OpenBLAS variables
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_info
 
 from tunecli.engine import te
 from tunecli.engine.codegen import codegen, set_num_threads
@@ -120,33 +119,6 @@ def compile_timed(sch, args, name):
     return mod, (t1 - t0) * 1e3, (t2 - t1) * 1e3
 
 
-def batch_seconds(fn, number: int) -> tuple[float, float]:
-    """Wall seconds per call and the process's CPU seconds per wall second (cores busy) of a batch."""
-    start, cpu = time.perf_counter(), time.process_time()
-    for _ in range(number):
-        fn()
-    wall = time.perf_counter() - start
-    return wall / number, (time.process_time() - cpu) / wall
-
-
-def compare(label: str, flops: float, ours, theirs, rounds: int, number: int) -> None:
-    """Interleave the two sides at 1 and 2 threads and print medians."""
-    for threads in (1, 2):
-        set_num_threads(threads)
-        with threadpool_limits(threads):
-            ours(), theirs()  # warm-up
-            t_ours, t_np, busy = [], [], []
-            for _ in range(rounds):
-                wall, cores = batch_seconds(ours, number)
-                t_ours.append(wall)
-                busy.append(cores)
-                t_np.append(batch_seconds(theirs, number)[0])
-        mo, mn = statistics.median(t_ours), statistics.median(t_np)
-        print(f"{label:<28} threads={threads}  ours {flops / mo / 1e9:7.1f} GFLOP/s ({mo * 1e3:7.3f} ms, "
-              f"{statistics.median(busy):.2f} cores busy)  numpy {flops / mn / 1e9:7.1f} GFLOP/s "
-              f"({mn * 1e3:7.3f} ms)  ratio {mn / mo:5.2f}x")
-
-
 def compile_time_report(reps: int) -> None:
     """Median lower/codegen time of small dense micro-kernels (what a tuner compiles)."""
     for mr, nr, size in ((4, 64, 256), (6, 64, 384), (8, 32, 256)):
@@ -179,7 +151,8 @@ def main() -> None:
     c = np.zeros((n, n), "float32")
     mod(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
-    compare("dense 1024^3 fp32", 2.0 * n ** 3, lambda: mod(a, b, c), lambda: np.matmul(a, b), rounds, number)
+    _common.interleaved_compare("dense 1024^3 fp32", 2.0 * n ** 3, lambda: mod(a, b, c),
+                                lambda: np.matmul(a, b), set_num_threads, rounds, number)
 
     s, args = conv2d_schedule()
     mod2, lo, cg = compile_timed(s, args, "conv2d")
@@ -190,12 +163,11 @@ def main() -> None:
     mod2(data, weight, out)
     np.testing.assert_allclose(out, numpy_conv2d(data, weight), rtol=1e-3, atol=1e-2)
     flops = 2.0 * 512 * 49 * 512 * 9
-    compare("conv2d 512x7x7 3x3 (im2col)", flops, lambda: mod2(data, weight, out),
-            lambda: numpy_conv2d(data, weight), rounds, number * 4)
+    _common.interleaved_compare("conv2d 512x7x7 3x3 (im2col)", flops, lambda: mod2(data, weight, out),
+                                lambda: numpy_conv2d(data, weight), set_num_threads, rounds, number * 4)
 
     compile_time_report(3 if opts.quick else 7)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak memory (max RSS) {peak:.0f} MiB; GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}")
+    print(f"{_common.peak_memory_line()}; GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}")
 
 
 if __name__ == "__main__":

@@ -7,15 +7,16 @@
    achieve) and of the whole loop (with the tuner's model fitting and search).
 2. Builds the best config of the log through ``apply_history_best`` (the user-facing way),
    checks it against numpy, and times it against ``numpy.matmul(data, weight.T)`` on the same
-   arrays at 1 and 2 threads, interleaved round by round, medians and the ratio
-   (``bench_compiler.compare``: ``runtime.set_num_threads`` for ours, ``threadpoolctl`` for
-   numpy).  OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset before numpy loads; the OpenBLAS
-   kernel in use is printed.
+   arrays at 1 and 2 threads (``runtime.set_num_threads`` for ours, ``threadpoolctl`` for
+   numpy), interleaved round by round with a ``--settle`` pause before each batch
+   (``_common.interleaved_compare``: OpenBLAS's threads spin after a call and would take a core
+   from our 2-thread kernel); medians and the ratio.  OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are
+   unset before numpy loads; the OpenBLAS kernel in use is printed.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_dense_tuned.py --quick          # 100 trials, 3 rounds
-    .venv/bin/python benchmarks/bench_dense_tuned.py --trials 200     # ~5-10 min on 2 free cores
+    .venv/bin/python benchmarks/bench_dense_tuned.py --trials 200     # a few minutes on 2 free cores
     .venv/bin/python benchmarks/bench_dense_tuned.py --no-tune        # reuse --log, compare only
 """
 
@@ -29,7 +30,6 @@ from typing import Any
 
 import _common  # before numpy: unsets the OpenBLAS variables
 import numpy as np
-from bench_compiler import compare
 
 import tunecli.engine.ops.registry as registry
 from tunecli.engine.autotvm import record
@@ -37,6 +37,7 @@ from tunecli.engine.autotvm.callback import log_to_file
 from tunecli.engine.autotvm.history_best import apply_history_best
 from tunecli.engine.autotvm.task import create
 from tunecli.engine.build import build
+from tunecli.engine.codegen import set_num_threads
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.ops.x86.dense import dense_x86
 from tunecli.engine.tuner import XGBTuner
@@ -95,6 +96,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds per trial while tuning")
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 9; --quick 3)")
+    parser.add_argument("--settle", type=float, default=0.5,
+                        help="pause (s) before each timed batch: the other side's threads stop spinning")
     parser.add_argument("--log", type=Path, default=DEFAULT_LOG)
     parser.add_argument("--no-tune", action="store_true", help="use the existing --log")
     parser.add_argument("--quick", action="store_true", help="100 trials, 3 comparison rounds")
@@ -122,8 +125,9 @@ def main() -> None:
     out = np.zeros((SIZE, SIZE), "float32")
     mod(data, weight, out)
     np.testing.assert_allclose(out, data @ weight.T, rtol=1e-3, atol=1e-3)
-    compare("tuned dense.x86 1024^3 fp32", 2.0 * SIZE ** 3, lambda: mod(data, weight, out),
-            lambda: np.matmul(data, weight.T), rounds, 5)
+    _common.interleaved_compare("tuned dense.x86 1024^3 fp32", 2.0 * SIZE ** 3,
+                                lambda: mod(data, weight, out), lambda: np.matmul(data, weight.T),
+                                set_num_threads, rounds, 5, opts.settle)
     print(_common.blas_description())
     print(f"{_common.peak_memory_line()}; {_common.load_line()}")
 

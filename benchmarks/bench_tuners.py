@@ -15,9 +15,11 @@ LocalRunner with the correctness check) and stored as a TVM-format log under
 ``benchmarks/cache/`` (one file per task and target); a later visit of the same config by any
 tuner, seed or run replays the stored result.  So all tuners are compared on identical costs,
 and the real measurement time is bounded by the number of *distinct* configs visited (a run
-on a warm cache costs only the tuners' own CPU time).  The cache is filled in the order the
-configs are first visited, seeds outermost, so load changes on a shared machine spread over
-all tuners.  Delete the cache files to measure afresh.
+on a warm cache costs only the tuners' own CPU time).  All runs (tuner × seed) advance in lock
+step, one batch each per round, and a round's cache misses are measured together: a config's
+cost is fixed when it is first visited, so running the tuners one after another would let a
+busy spell on a shared machine penalise whichever tuner ran during it.  Delete the cache files
+to measure afresh.
 
 Printed per task: tuner × checkpoint best GFLOPS (median over seeds, with min–max), the
 tuner's own time (wall seconds outside real measurements), and the number of trials each XGB
@@ -27,7 +29,7 @@ AutoTVM's paper: about half or fewer).
 Usage::
 
     .venv/bin/python benchmarks/bench_tuners.py --quick            # conv28, 100 trials, 2 repeats
-    .venv/bin/python benchmarks/bench_tuners.py --repeats 3        # all tasks, 200 trials (~1 h cold)
+    .venv/bin/python benchmarks/bench_tuners.py --repeats 3        # all tasks, 200 trials (~25 min cold)
     .venv/bin/python benchmarks/bench_tuners.py --tasks conv28 --trials 100 --repeats 5
 """
 
@@ -46,6 +48,7 @@ import numpy as np
 
 import tunecli.engine.ops.registry as registry
 from tunecli.engine.autotvm import record
+from tunecli.engine.autotvm.env import GLOBAL_SCOPE
 from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.autotvm.task import create
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
@@ -113,7 +116,8 @@ class ReplayMeasure:
         return self._real
 
     def __call__(self, inputs: Sequence[MeasureInput]) -> list[MeasureResult]:
-        missing = [inp for inp in inputs if int(inp.config.index) not in self.cache]
+        missing = list({int(inp.config.index): inp for inp in inputs
+                        if int(inp.config.index) not in self.cache}.values())
         self.hits += len(inputs) - len(missing)
         if missing:
             real = self._real_batch()
@@ -146,25 +150,65 @@ def cache_path(task: Any) -> Path:
     return CACHE_DIR / (re.sub(r"[^A-Za-z0-9.+=-]+", "_", raw)[:180] + ".log")
 
 
-def run_tuner(kind: str, task: Any, seed: int, n_trial: int,
-              measure: ReplayMeasure) -> tuple[list[float], float]:
-    """Tune; return the best-so-far GFLOPS after each trial and the tuner's own seconds (wall time
-    outside real measurements: proposing, model fitting, replaying)."""
-    curve: list[float] = []
-    best = [0.0]
+class Run:
+    """One tuner run driven batch by batch (the loop of ``Tuner.tune``: ``has_next``,
+    ``next_batch``, measure, ``update``), recording the best-so-far GFLOPS after each trial."""
 
-    def track(tuner: Any, inputs: list, results: list) -> None:
+    def __init__(self, kind: str, seed: int, task: Any, n_trial: int, batch: int):
+        self.kind, self.seed, self.task, self.n_trial, self.batch = kind, seed, task, n_trial, batch
+        self.tuner = make_tuner(kind, task, tuner_seed(kind, seed))
+        self.curve: list[float] = []
+        self.best = 0.0
+        self.own = 0.0  # seconds spent in the tuner (proposing, fitting, searching)
+        self.done = False
+
+    def propose(self) -> list[MeasureInput]:
+        """The next batch to measure (empty, and ``done`` set, when the run is over)."""
+        start = time.perf_counter()
+        configs = []
+        if len(self.curve) < self.n_trial and self.tuner.has_next():
+            configs = self.tuner.next_batch(min(self.batch, self.n_trial - len(self.curve)))
+        self.own += time.perf_counter() - start
+        if not configs:
+            self.done = True
+            self.curve += [self.best] * (self.n_trial - len(self.curve))  # out of configs: keeps its best
+        return [MeasureInput(self.task.target, self.task, c) for c in configs]
+
+    def feed(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
+        """Give the tuner the results of its batch."""
         for res in results:
             if res.error_no == 0:
-                best[0] = max(best[0], task.flop / float(np.mean(res.costs)) / 1e9)
-            curve.append(best[0])
+                self.best = max(self.best, self.task.flop / float(np.mean(res.costs)) / 1e9)
+            self.curve.append(self.best)
+        start = time.perf_counter()
+        self.tuner.update(inputs, results)
+        self.own += time.perf_counter() - start
 
-    real_before = measure.real_seconds
-    start = time.perf_counter()
-    make_tuner(kind, task, tuner_seed(kind, seed)).tune(n_trial, measure, callbacks=[track])
-    own = time.perf_counter() - start - (measure.real_seconds - real_before)
-    curve += [best[0]] * (n_trial - len(curve))  # a tuner that ran out of configs keeps its best
-    return curve, own
+
+def run_lockstep(runs: list[Run], measure: ReplayMeasure, progress_every: int = 25) -> None:
+    """Advance all runs together, one batch each per round, their cache misses measured in one
+    go: measurement conditions that drift over time (a shared machine's load) then affect
+    every tuner alike instead of whichever happened to run during a busy spell."""
+    GLOBAL_SCOPE.in_tuning = True
+    try:
+        rounds = 0
+        while True:
+            batches = [(run, run.propose()) for run in runs if not run.done]
+            batches = [(run, inputs) for run, inputs in batches if inputs]
+            if not batches:
+                break
+            results = measure([inp for _, inputs in batches for inp in inputs])
+            k = 0
+            for run, inputs in batches:
+                run.feed(inputs, results[k:k + len(inputs)])
+                k += len(inputs)
+            rounds += 1
+            if rounds % progress_every == 0:
+                done = min(len(run.curve) for run in runs)
+                print(f"    {done} trials per run; {measure.misses} configs measured for real "
+                      f"({measure.real_seconds:.0f} s)", flush=True)
+    finally:
+        GLOBAL_SCOPE.in_tuning = False
 
 
 def trials_to_reach(curve: Sequence[float], target: float) -> int | None:
@@ -231,22 +275,15 @@ def main() -> None:
         task = registry.attach_reference(create(name, args, "llvm"))
         measure = ReplayMeasure(task, cache_path(task), opts.batch, {})
         print(f"\n[{key}] cache {measure.path.name}: {measure.loaded} configs already measured")
-        curves: dict[str, list[list[float]]] = {k: [] for k in tuners}
-        own: dict[str, list[float]] = {k: [] for k in tuners}
+        runs = [Run(kind, seed, task, trials, opts.batch) for seed in range(repeats) for kind in tuners
+                if not (kind == "gridsearch" and seed > 0)]  # grid search is deterministic
         start = time.perf_counter()
         try:
-            for seed in range(repeats):
-                for kind in tuners:
-                    if kind == "gridsearch" and seed > 0:
-                        continue  # deterministic
-                    curve, cpu = run_tuner(kind, task, seed, trials, measure)
-                    curves[kind].append(curve)
-                    own[kind].append(cpu)
-                    print(f"  seed {seed} {kind:<12} best {curve[-1]:7.1f} GFLOPS  tuner {cpu:6.1f} s  "
-                          f"(real measurements so far {measure.misses}, {measure.real_seconds:.0f} s)",
-                          flush=True)
+            run_lockstep(runs, measure, max(1, 50 // opts.batch))
         finally:
             measure.close()
+        curves = {k: [r.curve for r in runs if r.kind == k] for k in tuners}
+        own = {k: [r.own for r in runs if r.kind == k] for k in tuners}
         wall = time.perf_counter() - start
         report(key, task, curves, own, checkpoints)
         rate = 60 * measure.misses / measure.real_seconds if measure.real_seconds else float("nan")

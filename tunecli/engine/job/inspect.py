@@ -180,19 +180,25 @@ def write_png(view: LogView, png: str | os.PathLike) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     units = sorted({w.unit for w in view.workloads}) or ["GFLOPS"]
-    fig, axes = plt.subplots(len(units), 1, figsize=(8, 4 * len(units)), squeeze=False)
+    fig, axes = plt.subplots(len(units), 1, figsize=(12, 4 * len(units)), squeeze=False)
     try:
         for ax, unit in zip(axes[:, 0], units, strict=True):
             for curve in (w for w in view.workloads if w.unit == unit):
                 ys = [np.nan if y is None else y for y in curve.best_so_far()]
-                ax.plot(range(1, len(ys) + 1), ys, label=curve.label[:60])
+                # markers keep a workload with a single record (e.g. a pick_best log) visible
+                ax.plot(range(1, len(ys) + 1), ys, label=curve.label[:90], marker="o" if len(ys) < 30 else None,
+                        markersize=3)
             ax.set_xlabel("trial")
             ax.set_ylabel(f"best {unit}")
             ax.grid(True, alpha=0.3)
+            longest = max((len(w.costs) for w in view.workloads if w.unit == unit), default=1)
+            ax.set_xlim(0.5, longest + 0.5)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
             if len(view.workloads) <= 12:
-                ax.legend(fontsize=7)
+                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         axes[0, 0].set_title(f"convergence of {Path(view.path).name}")
         fig.tight_layout()
         Path(png).parent.mkdir(parents=True, exist_ok=True)
