@@ -189,8 +189,8 @@ def write_png(view: LogView, png: str | os.PathLike) -> None:
             for curve in (w for w in view.workloads if w.unit == unit):
                 ys = [np.nan if y is None else y for y in curve.best_so_far()]
                 # markers keep a workload with a single record (e.g. a pick_best log) visible
-                ax.plot(range(1, len(ys) + 1), ys, label=curve.label[:90], marker="o" if len(ys) < 30 else None,
-                        markersize=3)
+                ax.plot(range(1, len(ys) + 1), ys, label=curve.label[:90],
+                        marker="o" if len(ys) < 30 else None, markersize=3)
             ax.set_xlabel("trial")
             ax.set_ylabel(f"best {unit}")
             ax.grid(True, alpha=0.3)
