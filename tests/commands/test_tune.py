@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import signal
 import subprocess
@@ -103,3 +104,20 @@ def test_task_without_valid_config_exits_1(invoke: Invoke, tmp_path: Path) -> No
         "on purpose\nerror: no valid config found for task 0 (test_job/never_builds); errors by kind: "
         f"`tunecli inspect {log}`\n")
     assert [json.loads(line)["result"][1] for line in log.read_text().splitlines()] == [1, 1]
+
+
+def test_a_second_tune_on_the_same_log_is_refused(invoke: Invoke, tiny_job) -> None:
+    """Two tunes appending to one log would measure the same configs twice: the second one stops."""
+    job, log = tiny_job(n_trial=2)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log.with_name("tiny.log.lock"), "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242")
+        held.flush()
+        second = invoke("tune", job)
+    assert second.exit_code != 0
+    assert second.stderr == (f"error: {log}: another tunecli tune (pid 4242) is writing this log; "
+                             "wait for it or use another --log\n")
+    assert not log.exists()
+    assert invoke("tune", job).exit_code == 0  # the lock is free again
+    assert len(log_indices(log)) == 2

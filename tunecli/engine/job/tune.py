@@ -12,8 +12,11 @@ an interrupted or killed run loses no finished measurement, only the ones still 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
+from tunecli.errors import JobError
 
 TUNERS: dict[str, Any] = {
     "random": RandomTuner, "gridsearch": GridSearchTuner, "ga": GATuner, "xgb": XGBTuner,
@@ -146,6 +150,35 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
     tasks = create_tasks(job)
     log_path = Path(job.log)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive_log(log_path):
+        return _tune_tasks(job, tasks, log_path, on_event)
+
+
+@contextlib.contextmanager
+def _exclusive_log(log_path: Path) -> Iterator[None]:
+    """Hold ``<log>.lock`` while tuning: two tunes appending to one log would measure configs twice."""
+    lock_path = log_path.with_name(log_path.name + ".lock")
+    with open(lock_path, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise JobError(f"{log_path}: another tunecli tune ({holder}) is writing this log; "
+                           "wait for it or use another --log") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"pid {os.getpid()}")
+        lock.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _tune_tasks(job: Job, tasks: list, log_path: Path,
+                on_event: Callable[[TuneEvent], None] | None) -> TuneSummary:
+    """Tune ``tasks`` of ``job`` in order, resuming from the records in ``log_path``."""
     history = list(load_from_file(log_path)) if log_path.exists() else []
     summary = TuneSummary(job.name, job.log, str(tasks[0].target), job.tuner.kind, job.tuner.seed)
     emit = on_event or (lambda event: None)
