@@ -14,23 +14,14 @@ from tunecli.engine.ir import stmt as S
 from tunecli.engine.lower import lower
 from tunecli.errors import ScheduleError
 
-from .workloads import matmul, rand
+from .workloads import loops, matmul, rand
 
 
 def kinds(func):
     """``{loop variable name: [kinds, outer to inner]}`` over the whole nest."""
     out: dict[str, list[str]] = {}
-
-    def walk(s):
-        if isinstance(s, S.For):
-            out.setdefault(s.loop_var.name, []).append(s.kind)
-        for f in getattr(s, "_fields", ()):
-            v = getattr(s, f)
-            for item in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(item, S.Stmt):
-                    walk(item)
-
-    walk(func.body)
+    for loop in loops(func):
+        out.setdefault(loop.loop_var.name, []).append(loop.kind)
     return out
 
 

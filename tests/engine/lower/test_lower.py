@@ -11,29 +11,13 @@ from tunecli.engine.lower import lower
 from tunecli.errors import LoweringError
 
 from .ir_interpreter import run
-from .workloads import conv2d, conv2d_ref, matmul, rand, run_lowered
+from .workloads import conv2d, conv2d_ref, loops, matmul, rand, run_lowered
 
 
 def nodes(func, cls):
     found = []
     post_order(func.body, lambda n: found.append(n) if isinstance(n, cls) else None)
     return found
-
-
-def loops(func):
-    out = []
-
-    def walk(s):
-        if isinstance(s, S.For):
-            out.append(s)
-        for f in getattr(s, "_fields", ()):
-            v = getattr(s, f)
-            for item in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(item, S.Stmt):
-                    walk(item)
-
-    walk(func.body)
-    return out
 
 
 def test_default_matmul_nest():

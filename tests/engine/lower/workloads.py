@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from tunecli.engine import te
+from tunecli.engine.ir import stmt as S
+from tunecli.engine.ir.visitor import Visitor
 from tunecli.engine.lower import lower
 
 from .ir_interpreter import run
@@ -67,3 +69,16 @@ def rand(shape, dtype="float32", seed=0):
     if dtype.startswith("int"):
         return rng.integers(-8, 8, size=shape).astype(dtype)
     return rng.random(shape, dtype=np.float64).astype(dtype)
+
+
+def loops(func) -> list[S.For]:
+    """Every ``For`` of a lowered function, outer loops before the loops inside them."""
+    found: list[S.For] = []
+
+    class _Loops(Visitor):
+        def visit_For(self, node: S.For) -> None:
+            found.append(node)
+            self.generic_visit(node)
+
+    _Loops().visit(func.body)
+    return found

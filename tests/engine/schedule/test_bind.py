@@ -9,6 +9,7 @@ import logging
 
 import numpy as np
 import pytest
+from lower.workloads import loops
 
 from tunecli import te
 from tunecli.engine.build import build
@@ -24,19 +25,7 @@ def add_one(n=64):
 
 
 def for_kinds(func):
-    kinds = {}
-
-    def walk(s):
-        if isinstance(s, S.For):
-            kinds[s.loop_var.name] = s.kind
-        for f in getattr(s, "_fields", ()):
-            v = getattr(s, f)
-            for item in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(item, S.Stmt):
-                    walk(item)
-
-    walk(func.body)
-    return kinds
+    return {loop.loop_var.name: loop.kind for loop in loops(func)}
 
 
 def test_thread_axis_forms():
