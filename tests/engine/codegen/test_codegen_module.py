@@ -149,6 +149,21 @@ def test_time_calls_follows_tvm_semantics():
         time_calls(func, [7], number=0)
 
 
+def test_time_calls_warms_up_for_warmup_ms():
+    calls = []
+
+    def func(x):
+        calls.append(time.perf_counter())
+        time.sleep(0.001)
+
+    start = time.perf_counter()
+    time_calls(func, [7], number=1, repeat=1, warmup=0, warmup_ms=30)
+    untimed = calls[:-1]  # the last call is the timed round
+    assert len(untimed) > 5 and untimed[-1] - start < 0.03 <= calls[-1] - start
+    with pytest.raises(ArgumentError, match="warmup_ms"):
+        time_calls(func, [7], warmup_ms=-1)
+
+
 def test_time_evaluator_on_a_module(mm):
     a, b, c = np.ones((4, 6), "float32"), np.ones((6, 5), "float32"), np.zeros((4, 5), "float32")
     costs = mm.time_evaluator(number=5, repeat=2, min_repeat_ms=1)(a, b, c)

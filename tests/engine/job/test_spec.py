@@ -123,10 +123,10 @@ BAD = [
      "16: measure.runner: missing required field 'key' (runner kind rpc)"),
     ("{number: 2,", "{key: abc, number: 2,",
      "16: measure.runner.key: unknown field (expected one of: kind, number, repeat, min_repeat_ms, timeout, "
-     "enable_cpu_cache_flush, check_correctness)"),
+     "enable_cpu_cache_flush, warmup_ms, cooldown_interval, check_correctness)"),
     ("{number: 2,", "{kind: rpc, key: k, tracker: 'h:1', number: 2,",
      "16: measure.runner.check_correctness: unknown field (expected one of: kind, number, repeat, "
-     "min_repeat_ms, timeout, enable_cpu_cache_flush, key, tracker, priority)"),
+     "min_repeat_ms, timeout, enable_cpu_cache_flush, warmup_ms, cooldown_interval, key, tracker, priority)"),
     ("check_correctness: true}", "kind: rpc, key: k, tracker: nowhere}",
      "16: measure.runner.tracker: expected HOST:PORT (e.g. 127.0.0.1:9190), got 'nowhere'"),
     ("  seed: 3", "  seed: 3\n  seed: 4", "13: tuner.seed: duplicate field"),

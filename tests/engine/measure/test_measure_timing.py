@@ -40,6 +40,13 @@ def test_min_repeat_ms_grows_the_rounds():
     assert time.perf_counter() - start >= 0.06  # every round lasted at least 20 ms
 
 
+def test_timing_starts_after_warmup_ms_of_untimed_calls():
+    quick = measure_object(request(VADD, "vadd", number=1, repeat=1, warmup_ms=0))
+    warmed = measure_object(request(VADD, "vadd", number=1, repeat=1, warmup_ms=40))
+    assert quick.run_time < 0.04 <= warmed.run_time
+    assert len(warmed.costs) == 1 and warmed.costs[0] < 1e-3  # the warm-up is not in the cost
+
+
 def test_correct_answer_passes_and_outputs_come_back():
     reply = measure_object(request(VADD, "vadd", ref_outputs=((2, vadd_expected(7)),), seed=7,
                                    return_outputs=True))

@@ -7,6 +7,7 @@ import struct
 
 import pytest
 
+from tunecli.engine.measure.timing import WARMUP_MS
 from tunecli.engine.rpc import protocol
 from tunecli.engine.rpc.scheduler import PriorityScheduler, Resource
 from tunecli.engine.rpc.session import (
@@ -111,9 +112,12 @@ def test_match_keys_and_key_options():
 
 def test_measure_request_roundtrip_and_validation():
     req = MeasureRequest(b"OBJ", "k", (((4,), "float32"), ((2, 2), "int8")), number=2, seed=9,
-                         output_indices=(1,), ref_outputs=((1, b"abcd"),), atol=0.5, return_outputs=True)
+                         output_indices=(1,), ref_outputs=((1, b"abcd"),), atol=0.5, return_outputs=True,
+                         warmup_ms=12.5)
     header, payload = encode_request(req)
     assert decode_request(header, payload) == req
+    old_client = dict(header, request={k: v for k, v in header["request"].items() if k != "warmup_ms"})
+    assert decode_request(old_client, payload).warmup_ms == WARMUP_MS  # a client without the field
     with pytest.raises(RPCError, match="do not match the payload"):
         decode_request(header, payload + b"x")
     bad_specs = dict(header, request=dict(header["request"], arg_specs=[[[4], 7]]))

@@ -13,7 +13,7 @@ GOLDEN_RATIO = 1.618
 
 def time_calls(func: Callable[..., Any], args: Sequence[Any], number: int = 10, repeat: int = 1,
                min_repeat_ms: float = 0.0, warmup: int = 1,
-               before_repeat: Callable[[], None] | None = None) -> list[float]:
+               before_repeat: Callable[[], None] | None = None, warmup_ms: float = 0.0) -> list[float]:
     """Time ``func(*args)`` like TVM: ``warmup`` untimed calls, then ``repeat`` batches.
 
     Parameters
@@ -34,16 +34,23 @@ def time_calls(func: Callable[..., Any], args: Sequence[Any], number: int = 10, 
         Untimed calls before the first batch.
     before_repeat : callable, optional
         Called (untimed) before each batch, e.g. to flush caches.
+    warmup_ms : float
+        After the ``warmup`` calls, keep calling (untimed) until this many milliseconds have
+        passed since the warm-up began.
 
     Returns
     -------
     list of float
         Mean seconds per call of each batch.
     """
-    if number < 1 or repeat < 1 or min_repeat_ms < 0 or warmup < 0:
-        raise ArgumentError(f"timer: need number >= 1, repeat >= 1, min_repeat_ms >= 0, got "
-                            f"number={number}, repeat={repeat}, min_repeat_ms={min_repeat_ms}")
+    if number < 1 or repeat < 1 or min_repeat_ms < 0 or warmup < 0 or warmup_ms < 0:
+        raise ArgumentError(f"timer: need number >= 1, repeat >= 1, min_repeat_ms >= 0, warmup >= 0 and "
+                            f"warmup_ms >= 0, got number={number}, repeat={repeat}, "
+                            f"min_repeat_ms={min_repeat_ms}, warmup={warmup}, warmup_ms={warmup_ms}")
+    warm_until = time.perf_counter() + warmup_ms / 1e3
     for _ in range(warmup):
+        func(*args)
+    while time.perf_counter() < warm_until:
         func(*args)
     results = []
     for _ in range(repeat):

@@ -24,7 +24,8 @@ def make_measure_option(job: Job) -> dict[str, Any]:
     b, r = job.builder, job.runner
     builder = LocalBuilder(timeout=b.timeout, n_parallel=b.n_parallel)
     common = dict(timeout=r.timeout, number=r.number, repeat=r.repeat, min_repeat_ms=r.min_repeat_ms,
-                  enable_cpu_cache_flush=r.enable_cpu_cache_flush)
+                  enable_cpu_cache_flush=r.enable_cpu_cache_flush, warmup_ms=r.warmup_ms,
+                  cooldown_interval=r.cooldown_interval)
     if r.kind == "rpc":
         assert r.key is not None and r.tracker is not None  # guaranteed by the schema
         host, port = r.tracker

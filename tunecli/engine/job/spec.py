@@ -17,7 +17,8 @@ A job names the tasks to tune, the tuner and how to measure::
     measure:
       builder: {timeout: 10, n_parallel: 2}
       runner: {kind: local, number: 4, repeat: 3, min_repeat_ms: 0, timeout: 10,
-               enable_cpu_cache_flush: false, check_correctness: false}
+               enable_cpu_cache_flush: false, check_correctness: false,
+               warmup_ms: 50, cooldown_interval: 0}
       # runner kind rpc takes key, tracker "HOST:PORT", priority instead of check_correctness
 
 Every error names the file, the line and the field (``jobs/bad.yaml:7: tuner.n_trial:
@@ -34,6 +35,7 @@ from typing import Any
 
 from tunecli.engine.codegen.compile import target_problem
 from tunecli.engine.job.nodes import Node, load_document
+from tunecli.engine.measure.timing import WARMUP_MS
 from tunecli.engine.target import Target
 from tunecli.errors import TargetError
 
@@ -123,6 +125,8 @@ class RunnerSpec:
     min_repeat_ms: float = 0.0
     timeout: float = 10.0
     enable_cpu_cache_flush: bool = False
+    warmup_ms: float = WARMUP_MS
+    cooldown_interval: float = 0.0
     check_correctness: bool = False
     key: str | None = None
     tracker: tuple[str, int] | None = None
@@ -295,6 +299,8 @@ _RUNNER_FIELDS: dict[str, Any] = {
     "min_repeat_ms": _nonneg_float,
     "timeout": lambda n: n.as_float(positive=True),
     "enable_cpu_cache_flush": Node.as_bool,
+    "warmup_ms": _nonneg_float,
+    "cooldown_interval": _nonneg_float,
 }
 _LOCAL_FIELDS: dict[str, Any] = {"check_correctness": Node.as_bool}
 _RPC_FIELDS: dict[str, Any] = {

@@ -8,6 +8,13 @@ with each other for cores. The worker runs :func:`tunecli.engine.measure.timing.
 costs the minimum and maximum are dropped, ``all_cost`` is the run's wall time plus the build
 time, ``timestamp`` the time it finished, and the runner sleeps ``cooldown_interval`` after
 each measurement.
+
+Two defaults differ from TVM's on purpose: every measurement first runs the kernel, untimed,
+for ``warmup_ms`` (50 ms), and ``cooldown_interval`` is 0 (TVM: 0.1 s). On these machines a
+core left idle runs slowly for the first tens of milliseconds of work, so TVM's pause before
+each measurement made parallel kernels time at about a third of their speed (see
+:mod:`tunecli.engine.measure.timing`); the warm-up removes that, and the pause only cost
+0.1 s per trial.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, M
 from tunecli.engine.measure import reference
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, output_indices_of
 from tunecli.engine.measure.builder import BuildResult
-from tunecli.engine.measure.timing import MeasureReply, MeasureRequest, measure_in_worker
+from tunecli.engine.measure.timing import WARMUP_MS, MeasureReply, MeasureRequest, measure_in_worker
 from tunecli.engine.measure.worker import Worker
 from tunecli.errors import TuneError
 
@@ -121,18 +128,23 @@ class LocalRunner(Runner):
     min_repeat_ms : float
         Grow ``number`` until a round lasts at least this long.
     cooldown_interval : float
-        Seconds to sleep after each measurement.
+        Seconds to sleep after each measurement (TVM's default is 0.1; see the module doc).
     enable_cpu_cache_flush : bool
         Flush the caches (64 MiB written) before each round; use with ``number=1``.
     check_correctness : bool
         Compare outputs with a reference (the task's numpy ``reference`` if it has one, else
         the first config of its space): mismatch → WRONG_ANSWER.
+    warmup_ms : float
+        Milliseconds of untimed calls before the timed rounds (not in TVM; see the module doc).
     """
 
     def __init__(self, timeout: float = 10, number: int = 4, repeat: int = 3, min_repeat_ms: float = 0,
-                 cooldown_interval: float = 0.1, enable_cpu_cache_flush: bool = False,
-                 check_correctness: bool = False) -> None:
+                 cooldown_interval: float = 0.0, enable_cpu_cache_flush: bool = False,
+                 check_correctness: bool = False, warmup_ms: float = WARMUP_MS) -> None:
         super().__init__(timeout, 1)
+        if warmup_ms < 0:
+            raise TuneError(f"LocalRunner: warmup_ms must be >= 0, got {warmup_ms}")
+        self.warmup_ms = float(warmup_ms)
         self.number = number
         self.repeat = repeat
         self.min_repeat_ms = min_repeat_ms
@@ -188,7 +200,8 @@ class LocalRunner(Runner):
         request = MeasureRequest(build_result.obj, build_result.entry_name, specs, number=self.number,
                                  repeat=self.repeat, min_repeat_ms=self.min_repeat_ms,
                                  enable_cpu_cache_flush=self.enable_cpu_cache_flush, timeout=self.timeout,
-                                 seed=SEED, ref_outputs=ref or (), output_indices=tuple(outputs))
+                                 seed=SEED, ref_outputs=ref or (), output_indices=tuple(outputs),
+                                 warmup_ms=self.warmup_ms)
         start = time.perf_counter()
         reply = measure_in_worker(self.worker, request)
         result = result_from_reply(reply, build_result.time_cost, time.perf_counter() - start, self.timeout)

@@ -8,13 +8,23 @@ same function. It follows TVM's ``time_evaluator``:
    make the arguments: random inputs from ``seed``, each output placed just before a guard
    page (:mod:`tunecli.engine.measure.arrays`);
 2. one untimed warm-up call. With a reference (``ref_outputs``) or ``return_outputs`` the
-   outputs are first poisoned (NaN), so an element the kernel never writes is caught;
+   outputs are first poisoned (NaN), so an element the kernel never writes is caught. Then
+   untimed calls until ``warmup_ms`` have passed (TVM has no such step; see below);
 3. ``repeat`` rounds of ``number`` calls, timing each round; while a round lasts less than
    ``min_repeat_ms``, ``number`` grows to ``max(min_repeat_ms / per_call + 1, number * 1.618)``
    and the round is re-timed (the grown ``number`` carries over); each round gives seconds per
    call. With ``enable_cpu_cache_flush`` a 64 MiB buffer is written before each round (TVM's
    flush preprocessor; meant for ``number=1``). The flush is bounded on purpose: this machine
    reports a 480 MiB L3, and flushing "more than the L3" would cost more than the kernel.
+
+Why the timed warm-up: on this project's (virtual) 2-core machines a core that has been idle for
+a while runs at a fraction of its speed for the first tens of milliseconds of work. A
+2-thread kernel timed right after a 0.1 s pause (TVM's default ``cooldown_interval``) then
+ran at about a third of its speed: the same conv2d configs measured 300 GFLOPS or 100 GFLOPS
+depending only on whether a build or a pause came just before (16 of 16 such measurements
+were slow with no warm-up, 2 of 16 after 20 ms of warm-up, 0 of 16 after 30 and 50 ms;
+``benchmarks/bench_measure_stability.py`` measures it). Timing rounds of a few milliseconds
+(TVM's ``number``/``repeat`` defaults) fall entirely inside that slow start.
 
 Post-processing (dropping the min and max of more than two costs) is the runner's job, as in
 TVM. A kernel that crashes or hangs takes this process with it, so always call this in a
@@ -35,6 +45,8 @@ from tunecli.engine.codegen.timer import time_calls
 from tunecli.engine.measure.arrays import ArgSpecT, kernel_arguments, normalize_arg_specs, poison
 from tunecli.engine.measure.worker import CallStatus, Worker
 
+#: Default milliseconds of untimed calls before the timed rounds (see the module doc).
+WARMUP_MS = 50.0
 #: Bytes written by the cache flush before each timed round.
 FLUSH_BYTES = 64 * 1024 * 1024
 #: ``"module:function"`` of :func:`measure_object`, for :class:`Worker` calls.
@@ -77,6 +89,9 @@ class MeasureRequest:
         call); empty means the last one.
     return_outputs : bool
         Send the outputs of the warm-up call back (to make a reference).
+    warmup_ms : float
+        Keep calling the kernel, untimed, until this many milliseconds have passed since the
+        warm-up call, so the cores are at speed when timing starts.
     """
 
     obj: bytes
@@ -93,6 +108,7 @@ class MeasureRequest:
     atol: float | None = None
     output_indices: tuple[int, ...] = ()
     return_outputs: bool = False
+    warmup_ms: float = WARMUP_MS
 
 
 @dataclass(frozen=True)
@@ -176,14 +192,17 @@ def measure_object(request: MeasureRequest) -> MeasureReply:
     if request.ref_outputs or request.return_outputs:
         for index in outputs:
             poison(arrays[index])
+    warm_start = time.perf_counter()
     module(*arrays)  # the warm-up call; also sets the thread count of parallel loops
     mismatch = compare_outputs(arrays, request.ref_outputs, request.rtol, request.atol)
     if mismatch:
         return MeasureReply((), int(MeasureErrorNo.WRONG_ANSWER), mismatch, time.perf_counter() - start)
     returned = tuple((i, arrays[i].tobytes()) for i in outputs) if request.return_outputs else ()
+    warmup_left_ms = max(0.0, request.warmup_ms - (time.perf_counter() - warm_start) * 1e3)
     costs = time_calls(func, module.pointers(arrays), max(1, request.number), max(1, request.repeat),
                        max(0.0, request.min_repeat_ms), warmup=0,
-                       before_repeat=_flush if request.enable_cpu_cache_flush else None)
+                       before_repeat=_flush if request.enable_cpu_cache_flush else None,
+                       warmup_ms=warmup_left_ms)
     return MeasureReply(tuple(costs), int(MeasureErrorNo.NO_ERROR), "", time.perf_counter() - start,
                         returned)
 

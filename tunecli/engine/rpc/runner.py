@@ -23,6 +23,7 @@ from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureResult
 from tunecli.engine.measure import reference
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, output_indices_of
 from tunecli.engine.measure.runner import SEED, result_from_reply
+from tunecli.engine.measure.timing import WARMUP_MS
 from tunecli.engine.rpc.client import TrackerSession, connect_tracker
 from tunecli.engine.rpc.protocol import AuthenticationError
 from tunecli.engine.rpc.remote import RemoteSession
@@ -95,7 +96,8 @@ class RPCRunner:
     number, repeat, min_repeat_ms : int, int, float
         Timing parameters (TVM's ``time_evaluator``).
     cooldown_interval : float
-        Seconds a device rests after each measurement.
+        Seconds a device rests after each measurement (TVM's default is 0.1; ours is 0, see
+        :mod:`tunecli.engine.measure.runner`).
     enable_cpu_cache_flush : bool
         Flush the CPU caches before each repeat.
     token : str or None
@@ -105,13 +107,16 @@ class RPCRunner:
     check_correctness : bool
         Compare outputs with the task's numpy ``reference`` (when it has one) on the seeded
         inputs; a mismatch gives WRONG_ANSWER.
+    warmup_ms : float
+        Milliseconds the device runs each kernel untimed before timing it (not in TVM).
     """
 
     def __init__(self, key: str, host: str, port: int, priority: int = 1, timeout: float = 10,
                  n_parallel: int | None = None, number: int = 4, repeat: int = 3,
-                 min_repeat_ms: float = 0, cooldown_interval: float = 0.1,
+                 min_repeat_ms: float = 0, cooldown_interval: float = 0.0,
                  enable_cpu_cache_flush: bool = False, token: str | None = None,
-                 max_attempts: int = 2, check_correctness: bool = False) -> None:
+                 max_attempts: int = 2, check_correctness: bool = False,
+                 warmup_ms: float = WARMUP_MS) -> None:
         self.key, self.host, self.port = key, host, port
         self.priority = priority
         self.timeout = timeout
@@ -122,6 +127,9 @@ class RPCRunner:
         self.token = token
         self.max_attempts = max(1, max_attempts)
         self.check_correctness = check_correctness
+        if warmup_ms < 0:
+            raise RPCError(f"RPCRunner: warmup_ms must be >= 0, got {warmup_ms}")
+        self.warmup_ms = float(warmup_ms)
         self._refs: dict[tuple, tuple[object, tuple[tuple[int, bytes], ...]]] = {}
         self.task = None
         self.last_devices: list[str | None] = []
@@ -348,7 +356,8 @@ class RPCRunner:
             obj=build.obj, entry_name=build.entry_name, arg_specs=specs, number=self.number,
             repeat=self.repeat, min_repeat_ms=self.min_repeat_ms,
             enable_cpu_cache_flush=self.enable_cpu_cache_flush, timeout=self.timeout, seed=SEED,
-            output_indices=outputs, ref_outputs=self._reference(task, specs, outputs))
+            output_indices=outputs, ref_outputs=self._reference(task, specs, outputs),
+            warmup_ms=self.warmup_ms)
 
     def _reference(self, task: object, specs: tuple[ArgSpecT, ...],
                    outputs: tuple[int, ...]) -> tuple[tuple[int, bytes], ...]:

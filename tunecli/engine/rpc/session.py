@@ -17,7 +17,7 @@ local runner hands to its worker; every field received from the network is valid
 from __future__ import annotations
 
 from tunecli.engine.autotvm.measure_types import MeasureErrorNo
-from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
+from tunecli.engine.measure.timing import WARMUP_MS, MeasureReply, MeasureRequest
 from tunecli.errors import RPCError
 
 __all__ = ["MeasureReply", "MeasureRequest", "decode_reply", "decode_request", "encode_reply",
@@ -74,6 +74,7 @@ def encode_request(req: MeasureRequest) -> tuple[dict, bytes]:
         "number": req.number,
         "repeat": req.repeat,
         "min_repeat_ms": req.min_repeat_ms,
+        "warmup_ms": req.warmup_ms,
         "enable_cpu_cache_flush": req.enable_cpu_cache_flush,
         "timeout": req.timeout,
         "seed": req.seed,
@@ -112,6 +113,7 @@ def decode_request(header: dict, payload: bytes) -> MeasureRequest:
             number=max(1, _int(meta["number"], "number")),
             repeat=max(1, _int(meta["repeat"], "repeat")),
             min_repeat_ms=float(meta["min_repeat_ms"]),
+            warmup_ms=max(0.0, float(meta.get("warmup_ms", WARMUP_MS))),
             enable_cpu_cache_flush=bool(meta["enable_cpu_cache_flush"]),
             timeout=float(meta["timeout"]),
             seed=_int(meta["seed"], "seed"),

@@ -1,0 +1,111 @@
+"""Timing stability of parallel kernels: TVM's runner settings against ours.
+
+The measured kernels are eight configs of ``conv2d_nchw.x86`` (ResNet-18 28×28, 128→128, 3×3)
+that use both cores (``parallel=1``, 16×14 register block, padding inlined, KW unrolled) and
+differ only in ``tile_ic``; they run at nearly the same speed when timed back to back in one
+process. They are measured through ``LocalBuilder`` + ``LocalRunner`` in batches of 2 (the
+builder's default on 2 cores: build both, then time both), under two settings, alternating
+round by round so that both see the same machine:
+
+* ``tvm``:  ``warmup_ms=0, cooldown_interval=0.1`` (TVM's LocalRunner: one warm-up call, a
+  0.1 s pause after each measurement);
+* ``ours``: ``warmup_ms=50, cooldown_interval=0`` (the defaults).
+
+Printed per setting: median GFLOPS, the share of measurements below 60 % of the fastest
+measurement of the same config (the "slow start" outliers), the same share for the first and
+the second kernel of a batch, and wall seconds per measured trial. Then peak memory.
+
+Usage: ``.venv/bin/python benchmarks/bench_measure_stability.py [--rounds 6]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from collections import defaultdict
+
+import _common
+import numpy as np
+
+import tunecli.engine.ops.registry as registry
+from tunecli.engine.autotvm.env import GLOBAL_SCOPE
+from tunecli.engine.autotvm.measure_types import MeasureInput
+from tunecli.engine.autotvm.task import create
+from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+
+SETTINGS = {"tvm": {"warmup_ms": 0.0, "cooldown_interval": 0.1},
+            "ours": {"warmup_ms": 50.0, "cooldown_interval": 0.0}}
+ARGS = (1, 28, 28, 128, 128, 3, 3, 1, 1, 1, "float32")
+FIXED = {"tile_oc": 16, "tile_ow": 14, "parallel": 1, "compute_pad": "inline", "unroll_kw": 1}
+SLOW = 0.6
+
+
+def _value(entity: object) -> object:
+    size = getattr(entity, "size", None)
+    return size[-1] if size is not None else entity.val
+
+
+def chosen_configs(task: object) -> list:
+    """The configs of ``task`` matching :data:`FIXED` (one per ``tile_ic``)."""
+    space = task.config_space
+    out = []
+    for index in range(len(space)):
+        config = space.get(index)
+        if all(_value(config[name]) == value for name, value in FIXED.items()):
+            out.append(config)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=6, help="rounds per setting")
+    opts = parser.parse_args()
+    logging.getLogger("autotvm").setLevel(logging.ERROR)
+    task = registry.attach_reference(create("conv2d_nchw.x86", ARGS, "llvm"))
+    configs = chosen_configs(task)
+    print(f"bench_measure_stability: {len(configs)} parallel conv2d configs, batches of 2, "
+          f"{opts.rounds} rounds per setting; {_common.load_line()}")
+    batches = {}
+    for name, kwargs in SETTINGS.items():
+        builder = LocalBuilder(n_parallel=2)
+        runner = LocalRunner(check_correctness=True, **kwargs)
+        batches[name] = (builder, runner, create_measure_batch(task, measure_option(builder, runner)))
+    gflops: dict[str, dict[int, list[tuple[int, float]]]] = {name: defaultdict(list) for name in SETTINGS}
+    wall = dict.fromkeys(SETTINGS, 0.0)
+    GLOBAL_SCOPE.in_tuning = True
+    try:
+        for rnd in range(opts.rounds):
+            order = configs[rnd % 2:] + configs[:rnd % 2]  # every config is first and second in a batch
+            for name in SETTINGS:
+                measure = batches[name][2]
+                start = time.perf_counter()
+                for k in range(0, len(order), 2):
+                    chunk = order[k:k + 2]
+                    results = measure([MeasureInput(task.target, task, c) for c in chunk])
+                    for position, (config, res) in enumerate(zip(chunk, results, strict=True)):
+                        value = task.flop / float(np.mean(res.costs)) / 1e9 if res.error_no == 0 else 0.0
+                        gflops[name][config.index].append((position, value))
+                wall[name] += time.perf_counter() - start
+    finally:
+        GLOBAL_SCOPE.in_tuning = False
+        for builder, runner, _ in batches.values():
+            builder.close()
+            runner.close()
+    best = {c.index: max(v for name in SETTINGS for _, v in gflops[name][c.index]) for c in configs}
+    print(f"  {'setting':<8}{'median GFLOPS':>15}{'slow (<60% of best)':>22}{'as 1st':>9}{'as 2nd':>9}"
+          f"{'s/trial':>9}")
+    for name, kwargs in SETTINGS.items():
+        rows = [(i, p, v) for i, seen in gflops[name].items() for p, v in seen]
+        slow = [(p, v < SLOW * best[i]) for i, p, v in rows]
+
+        def share(pos: int | None, slow: list = slow) -> str:
+            picked = [s for p, s in slow if pos is None or p == pos]
+            return f"{sum(picked)}/{len(picked)}"
+        print(f"  {name:<8}{_common.median([v for _, _, v in rows]):15.1f}{share(None):>22}{share(0):>9}"
+              f"{share(1):>9}{wall[name] / len(rows):9.3f}   {kwargs}")
+    print(f"\n{_common.peak_memory_line()}; {_common.load_line()}")
+
+
+if __name__ == "__main__":
+    main()
