@@ -1,7 +1,7 @@
 """Measurement throughput: trials per minute of LocalBuilder + LocalRunner on a small dense task.
 
 Measures random configs of ``dense.x86`` (M=N=K=64 by default) with the default runner
-settings (number=4, repeat=3, min_repeat_ms=0, cooldown_interval=0.1) in batches of
+settings (number=4, repeat=3, min_repeat_ms=0, warmup_ms=50, cooldown_interval=0) in batches of
 ``builder.n_parallel``, for each scheduling mode:
 
 * ``sequential``  LocalBuilder(n_parallel=cores), build the batch then measure (TVM's way);
@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     print(f"dense.x86 {tuple(args.shape)}, {args.trials} trials per mode, {os.cpu_count()} cores, "
-          "LocalRunner defaults (number=4, repeat=3, cooldown 0.1 s)")
+          "LocalRunner defaults (number=4, repeat=3, warm-up 50 ms, no cooldown)")
     for mode in args.modes.split(","):
         r = run_mode(mode.strip(), tuple(args.shape), args.trials, args.seed)
         flops = 2 * args.shape[0] * args.shape[1] * args.shape[2]

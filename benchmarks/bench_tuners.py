@@ -7,8 +7,9 @@ Tasks (``--tasks``, comma separated):
 * ``conv28``    ``conv2d_nchw.x86`` ResNet-18 layer 28×28, 128→128, 3×3, stride 1, pad 1.
 
 Tuners (``--tuners``): ``random``, ``gridsearch`` (deterministic: run once), ``ga``, ``xgb-knob``
-and ``xgb-itervar`` (``XGBTuner`` with that ``feature_type``); repeat r of the tuner with position
-t in that list gets ``seed=1000*t + r`` (distinct seeds, so tuners do not share random draws).
+and ``xgb-itervar`` (``XGBTuner`` with that ``feature_type``, other options at their defaults);
+repeat r of the tuner with position t in that list gets ``seed=1000*t + r`` (distinct seeds, so
+tuners do not share random draws).
 
 Measurements are *replayed*: every config of a task is measured for real once (LocalBuilder +
 LocalRunner with the correctness check) and stored as a TVM-format log under
@@ -252,6 +253,8 @@ def main() -> None:
     parser.add_argument("--tuners", default=",".join(TUNERS))
     parser.add_argument("--trials", type=int, default=None, help="trials per run (default 200)")
     parser.add_argument("--repeats", type=int, default=None, help="seeds per tuner (default 3)")
+    parser.add_argument("--first-repeat", type=int, default=0,
+                        help="number of the first repeat (another seed set: e.g. 100)")
     parser.add_argument("--batch", type=int, default=2, help="configs per measure batch (tuner's n_parallel)")
     parser.add_argument("--quick", action="store_true",
                         help="conv28 only, 100 trials, 2 repeats (about 5 minutes on a cold cache)")
@@ -267,7 +270,8 @@ def main() -> None:
     checkpoints = sorted({max(1, trials // 4), max(1, trials // 2), trials})
     logging.getLogger("autotvm").setLevel(logging.DEBUG if opts.verbose else logging.ERROR)
     CACHE_DIR.mkdir(exist_ok=True)
-    print(f"bench_tuners: tasks {tasks}, tuners {tuners}, {trials} trials, repeats 0..{repeats - 1} "
+    print(f"bench_tuners: tasks {tasks}, tuners {tuners}, {trials} trials, "
+          f"repeats {opts.first_repeat}..{opts.first_repeat + repeats - 1} "
           f"(tuner seed 1000*tuner+repeat), "
           f"batch {opts.batch}; {_common.load_line()}")
     for key in tasks:
@@ -275,8 +279,9 @@ def main() -> None:
         task = registry.attach_reference(create(name, args, "llvm"))
         measure = ReplayMeasure(task, cache_path(task), opts.batch, {})
         print(f"\n[{key}] cache {measure.path.name}: {measure.loaded} configs already measured")
-        runs = [Run(kind, seed, task, trials, opts.batch) for seed in range(repeats) for kind in tuners
-                if not (kind == "gridsearch" and seed > 0)]  # grid search is deterministic
+        seeds = range(opts.first_repeat, opts.first_repeat + repeats)
+        runs = [Run(kind, seed, task, trials, opts.batch) for seed in seeds for kind in tuners
+                if not (kind == "gridsearch" and seed > seeds[0])]  # grid search is deterministic
         start = time.perf_counter()
         try:
             run_lockstep(runs, measure, max(1, 50 // opts.batch))

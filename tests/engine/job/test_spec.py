@@ -131,6 +131,8 @@ BAD = [
      "16: measure.runner.tracker: expected HOST:PORT (e.g. 127.0.0.1:9190), got 'nowhere'"),
     ("  seed: 3", "  seed: 3\n  seed: 4", "13: tuner.seed: duplicate field"),
     ("  kind: ga", "  kind: ga\n bad indent", "10: invalid YAML: expected <block end>, but found '<scalar>'"),
+    ("n_parallel: 2}", "n_parallel: 2",  # an unclosed brace is noticed on the next line
+     "16: invalid YAML: expected ',' or '}', but got ':' (while parsing a flow mapping on line 15)"),
 ]
 
 

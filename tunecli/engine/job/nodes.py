@@ -197,7 +197,13 @@ def load_document(path: str | Path) -> Node:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = f"{mark.line + 1}:" if mark is not None else ""
-        raise JobError(f"{name}:{line} invalid YAML: {err.problem or err.context}") from None
+        where = ""
+        # YAML notices an unclosed bracket only at the next token, often a line later: name the
+        # line where the bracket was opened too
+        opened, noticed = err.context_mark, err.problem_mark
+        if "flow" in (err.context or "") and opened and noticed and opened.line != noticed.line:
+            where = f" ({err.context} on line {err.context_mark.line + 1})"
+        raise JobError(f"{name}:{line} invalid YAML: {err.problem or err.context}{where}") from None
     except yaml.YAMLError as err:
         raise JobError(f"{name}: invalid YAML: {err}") from None
     if root is None:
