@@ -60,7 +60,12 @@ def chosen_configs(task: object) -> list:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6, help="rounds per setting")
+    parser.add_argument("--also-warmup-ms", type=float, default=None,
+                        help="add a third setting: ours with this warm-up")
     opts = parser.parse_args()
+    if opts.also_warmup_ms is not None:
+        extra = {"warmup_ms": opts.also_warmup_ms, "cooldown_interval": 0.0}
+        SETTINGS[f"ours-{opts.also_warmup_ms:g}"] = extra
     logging.getLogger("autotvm").setLevel(logging.ERROR)
     task = registry.attach_reference(create("conv2d_nchw.x86", ARGS, "llvm"))
     configs = chosen_configs(task)
