@@ -50,8 +50,8 @@ def test_tune_then_resume(invoke: Invoke, tiny_job) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)],
                          ids=["term", "kill"])
 def test_killed_tune_keeps_every_finished_measurement_and_resumes(invoke: Invoke, tiny_job, sig: int) -> None:
-    # Batches of 4 configs (builder n_parallel 4); each measurement lasts >= 0.15 s (50 ms timing,
-    # 0.1 s cooldown). Each record reaches the log when its measurement finishes, so the log grows
+    # Batches of 4 configs (builder n_parallel 4); each measurement lasts >= 0.1 s (50 ms warm-up,
+    # one round of >= 50 ms). Each record reaches the log when its measurement finishes, so the log grows
     # one record at a time in the middle of a batch — and the kill lands while a batch is in flight.
     job, log = tiny_job(n_trial=12, min_repeat_ms=50, n_parallel=4)
     proc = subprocess.Popen([str(TUNECLI), "tune", job, "--quiet"], stdout=subprocess.PIPE,
