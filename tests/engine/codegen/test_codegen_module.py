@@ -168,4 +168,7 @@ def test_time_evaluator_on_a_module(mm):
     a, b, c = np.ones((4, 6), "float32"), np.ones((6, 5), "float32"), np.zeros((4, 5), "float32")
     costs = mm.time_evaluator(number=5, repeat=2, min_repeat_ms=1)(a, b, c)
     assert len(costs) == 2 and all(0 < t < 1e-3 for t in costs)
+    start = time.perf_counter()
+    costs = mm.time_evaluator(number=1, repeat=1, warmup_ms=30)(a, b, c)
+    assert time.perf_counter() - start >= 0.03 and costs[0] < 1e-3  # warmed up, untimed
     assert (c == 6).all()

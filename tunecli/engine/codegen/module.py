@@ -190,8 +190,9 @@ class Module:
     def time_evaluator(self, *args: Any, **kwargs: Any) -> Callable[..., Any]:
         """A timing function, in either of two forms (TVM's semantics for both).
 
-        ``time_evaluator(number=10, repeat=1, min_repeat_ms=0)`` (also positional) returns
-        ``f(*arrays) -> [seconds per call, one per repeat]``.
+        ``time_evaluator(number=10, repeat=1, min_repeat_ms=0, warmup_ms=0)`` (also positional)
+        returns ``f(*arrays) -> [seconds per call, one per repeat]``; ``warmup_ms`` (not in TVM)
+        runs the kernel untimed that long first (see :mod:`tunecli.engine.measure.timing`).
 
         ``time_evaluator(func_name, dev, number=10, repeat=1, min_repeat_ms=0, ...)`` is TVM's
         ``Module.time_evaluator``: ``func_name`` must be :attr:`entry_name`, ``dev`` the CPU
@@ -202,11 +203,11 @@ class Module:
             return self._tvm_time_evaluator(*args, **kwargs)
         return self._list_time_evaluator(*args, **kwargs)
 
-    def _list_time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0.0
-                             ) -> Callable[..., list[float]]:
+    def _list_time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0.0,
+                             warmup_ms: float = 0.0) -> Callable[..., list[float]]:
         def evaluate(*arrays: np.ndarray) -> list[float]:
             pointers = self.pointers(arrays)
-            return time_calls(self._prepare(), pointers, number, repeat, min_repeat_ms)
+            return time_calls(self._prepare(), pointers, number, repeat, min_repeat_ms, warmup_ms=warmup_ms)
 
         return evaluate
 

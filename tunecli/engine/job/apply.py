@@ -11,8 +11,7 @@ schedule gives without tuning) and the numpy reference.  ``export`` writes ``.o`
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 from tunecli.engine.autotvm.history_best import ApplyHistoryBest
 from tunecli.engine.autotvm.space import FallbackConfigEntity
 from tunecli.engine.build import build
+from tunecli.engine.codegen.timer import time_calls
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.job.text import config_text
@@ -143,10 +143,11 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
         out.checked_against = "default config"
     out.correct, out.max_error = _compare(got, expected)
     r = job.runner
-    out.tuned = _mean(tuned.time_evaluator(r.number, r.repeat, r.min_repeat_ms)(*arrays))
-    out.default = _mean(default.time_evaluator(r.number, r.repeat, r.min_repeat_ms)(*arrays))
+    timing = (r.number, r.repeat, r.min_repeat_ms)
+    out.tuned = _mean(tuned.time_evaluator(*timing, warmup_ms=r.warmup_ms)(*arrays))
+    out.default = _mean(default.time_evaluator(*timing, warmup_ms=r.warmup_ms)(*arrays))
     if reference is not None:
-        out.numpy = _time_python(lambda: reference(*inputs), r.number, r.repeat, r.min_repeat_ms)
+        out.numpy = _mean(time_calls(lambda: reference(*inputs), (), *timing, warmup_ms=r.warmup_ms))
     return out
 
 
@@ -175,23 +176,6 @@ def _compare(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tuple[bool, 
 
 def _mean(costs: Sequence[float]) -> float:
     return float(np.mean(costs))
-
-
-def _time_python(func: Callable[[], Any], number: int, repeat: int, min_repeat_ms: float) -> float:
-    """Mean seconds per call of ``func`` timed like ``time_evaluator`` (one warm-up call)."""
-    func()
-    costs = []
-    for _ in range(repeat):
-        while True:
-            tic = time.perf_counter()
-            for _ in range(number):
-                func()
-            elapsed = time.perf_counter() - tic
-            if elapsed * 1e3 >= min_repeat_ms:
-                break
-            number = max(int(min_repeat_ms / 1e3 / max(elapsed / number, 1e-9)) + 1, int(number * 1.618))
-        costs.append(elapsed / number)
-    return _mean(costs)
 
 
 def _export(module: Any, directory: str, index: int, name: str) -> list[str]:
