@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import signal
 import subprocess
@@ -10,6 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+
+from tunecli.commands.tune import _ProgressView
+from tunecli.engine.job.tune import TuneEvent
 
 from .conftest import TUNECLI, Invoke
 
@@ -121,3 +126,23 @@ def test_a_second_tune_on_the_same_log_is_refused(invoke: Invoke, tiny_job) -> N
     assert not log.exists()
     assert invoke("tune", job).exit_code == 0  # the lock is free again
     assert len(log_indices(log)) == 2
+
+
+class _Terminal:
+    def __init__(self, width: int):
+        self.err = Console(file=io.StringIO(), width=width, force_terminal=True, color_system=None)
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120, 200])
+def test_progress_line_fits_the_terminal_and_keeps_the_numbers(width: int) -> None:
+    label = "conv2d_nchw.x86(1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 'float32')"
+    view = _ProgressView(_Terminal(width))
+    view(TuneEvent("start", 0, 12, label, 2000, 0, 0.0, 0.0, 0, 0.0))
+    view(TuneEvent("batch", 0, 12, label, 2000, 1057, 1234.5e9, 1305.7e9, 17, 12.0))
+    out = Console(file=io.StringIO(), width=width, color_system=None)
+    out.print(view.progress.make_tasks_table(view.progress.tasks))
+    line = out.file.getvalue().rstrip("\n")
+    assert len(line) <= width and "\n" not in line
+    for part in ("task 1/12", "1057/2000", "1234.5/1305.7 GFLOPS", "17 err"):
+        assert part in line, (width, line)
+    assert ("conv2d_nchw.x86(1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 'float32')" in line) == (width >= 200)

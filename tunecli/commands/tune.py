@@ -24,23 +24,36 @@ from tunecli.engine.job.text import workload_text
 from tunecli.engine.job.tune import TuneEvent, TuneSummary, tune_job
 
 
+def _progress_layout(width: int) -> tuple[list[Any], int]:
+    """The progress columns for a terminal ``width`` columns wide, and the longest task label
+    that still fits: the bar narrows, then the clocks go, before the counts would be cut."""
+    bar = 40 if width >= 160 else 20 if width >= 120 else 10 if width >= 72 else 0
+    bars: list[Any] = [BarColumn(bar_width=bar)] if bar else []
+    clocks: list[Any] = [TimeElapsedColumn(), TimeRemainingColumn()] if width >= 100 else []
+    columns = [TextColumn("[bold]task {task.fields[n]}[/]"), TextColumn("{task.description}"), *bars,
+               MofNCompleteColumn(), TextColumn("{task.fields[flops]}"), TextColumn("{task.fields[errors]}"),
+               *clocks]
+    # "task 12/12", "2000/2000", "1234.5/1234.5 GFLOPS", "99 err", two clocks, one space between
+    others = 10 + 9 + 20 + 6 + 8 * len(clocks) + bar + len(columns) - 1
+    return columns, max(8, min(80, width - others - 1))
+
+
 class _ProgressView:
     """Renders ``TuneEvent``s as one rich progress line per task (on stderr)."""
 
     def __init__(self, app: App):
-        self.progress = Progress(
-            TextColumn("[bold]task {task.fields[n]}[/]"), TextColumn("{task.description}"), BarColumn(),
-            MofNCompleteColumn(), TextColumn("{task.fields[flops]}"), TextColumn("{task.fields[errors]}"),
-            TimeElapsedColumn(), TimeRemainingColumn(), console=app.err)
+        columns, self.label_max = _progress_layout(app.err.width)
+        self.progress = Progress(*columns, console=app.err)
         self.ids: dict[int, Any] = {}
 
     def __call__(self, event: TuneEvent) -> None:
         fields = dict(n=f"{event.index + 1}/{event.n_tasks}", errors=f"{event.errors} err",
-                      flops=f"{event.cur_flops / 1e9:8.2f}/{event.best_flops / 1e9:8.2f} GFLOPS")
+                      flops=f"{event.cur_flops / 1e9:.1f}/{event.best_flops / 1e9:.1f} GFLOPS")
         if event.kind == "start":
             if event.done:
                 self.progress.console.print(_resume_line(event), markup=False, soft_wrap=True)
-            label = event.label if len(event.label) <= 48 else event.label[:47] + "…"
+            n = self.label_max
+            label = event.label if len(event.label) <= n else event.label[:n - 1] + "…"
             self.ids[event.index] = self.progress.add_task(label, total=event.total,
                                                            completed=event.done, **fields)
         elif event.kind == "batch":
