@@ -71,13 +71,22 @@ def batch_seconds(fn: Callable[[], object], number: int) -> tuple[float, float]:
     return wall / number, (time.process_time() - cpu) / wall
 
 
+def warm_up(fn: Callable[[], object], seconds: float = 0.05) -> None:
+    """Call ``fn`` untimed for ``seconds`` (at least once)."""
+    end = time.perf_counter() + seconds
+    fn()
+    while time.perf_counter() < end:
+        fn()
+
+
 def interleaved_compare(label: str, flops: float, ours: Callable[[], object], theirs: Callable[[], object],
                         set_threads: Callable[[int], None], rounds: int, number: int,
                         settle: float = 0.5, threads: Sequence[int] = (1, 2)) -> dict[int, float]:
     """Time ``ours`` and ``theirs`` (numpy) alternately at each thread count; print medians.
 
     ``set_threads(n)`` sets our runtime's threads; numpy's are limited with threadpoolctl.  Each
-    round times ``number`` calls of one side after a ``settle``-second pause, then the other.
+    round times ``number`` calls of one side after a ``settle``-second pause and 50 ms of untimed
+    calls (an idle core runs slowly for its first tens of milliseconds of work), then the other.
 
     Returns
     -------
@@ -94,10 +103,12 @@ def interleaved_compare(label: str, flops: float, ours: Callable[[], object], th
             t_ours, t_np, busy = [], [], []
             for _ in range(rounds):
                 time.sleep(settle)
+                warm_up(ours)
                 wall, cores = batch_seconds(ours, number)
                 t_ours.append(wall)
                 busy.append(cores)
                 time.sleep(settle)
+                warm_up(theirs)
                 t_np.append(batch_seconds(theirs, number)[0])
         mo, mn = median(t_ours), median(t_np)
         ratios[n] = mn / mo

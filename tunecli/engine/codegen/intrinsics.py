@@ -1,7 +1,8 @@
 """Math calls (``exp``, ``sqrt``, ``fma``, ...) as LLVM intrinsics, and intrinsic declaration.
 
-Each IR ``Call`` name maps to an emitter in ``_CALLS``; scalar and vector operands are handled
-alike (LLVM's vector intrinsics, ``llvm.exp.v16f32``).  Functions without an LLVM intrinsic
+Scalar and vector operands are handled alike (LLVM's vector intrinsics, ``llvm.sqrt.v16f32``),
+except ``exp`` and ``tanh`` of float32 vectors, which LLVM would split into one libm call per
+lane: :mod:`.vector_math` computes all lanes at once.  Functions without an LLVM intrinsic
 (``erf``) call libm per lane.
 """
 
@@ -16,6 +17,7 @@ from tunecli.engine.ir.dtype import DataType
 from tunecli.errors import CodegenError
 
 from .llvm_types import constant, dtype_of, value_type
+from .vector_math import emit_exp, emit_tanh, is_vector_f32
 
 if TYPE_CHECKING:
     from .emit_expr import ExprEmitter
@@ -29,6 +31,7 @@ _FLOAT_INTRINSICS = {
     "pow": ("llvm.pow", 2), "fma": ("llvm.fma", 3),
 }
 _LIBM = {"erf": {32: "erff", 64: "erf"}}
+_VECTOR_MATH = {"exp": emit_exp, "tanh": emit_tanh}
 
 
 def suffix(ty: ir.Type) -> str:
@@ -59,6 +62,8 @@ def call_float_intrinsic(em: ExprEmitter, name: str, dtype: str, args: list[ir.V
     """Call the LLVM intrinsic for IR call ``name`` on float operands of ``dtype``."""
     base, _ = _FLOAT_INTRINSICS[name]
     ty = value_type(dtype)
+    if name in _VECTOR_MATH and is_vector_f32(ty):
+        return _VECTOR_MATH[name](em, args[0])
     fn = declare(em, base, ty, [ty] * len(args), [ty])
     return em.builder.call(fn, args)
 

@@ -1,0 +1,96 @@
+"""``exp`` and ``tanh`` of float32 vectors in straight-line SIMD code.
+
+LLVM has no vector math library here: ``llvm.exp.v16f32`` becomes sixteen calls of libm's
+``expf``, one lane at a time. These emitters compute every lane at once instead, with the
+Cephes single-precision algorithms (a few ulp from libm, tested against numpy):
+
+* ``exp(x) = 2**n * e**r`` with ``n = round(x / ln 2)``, ``r = x - n ln 2`` (ln 2 split in two
+  parts so ``r`` is exact) and a degree-7 polynomial for ``e**r``; ``2**n`` is built from the
+  exponent bits in two halves so results down to the denormals are right. Above 88.72…
+  gives ``inf``, below -103.97… gives 0, NaN stays NaN.
+* ``tanh(x)``: an odd polynomial for ``|x| < 0.625`` (where ``1 - 2/(e**2x + 1)`` would lose
+  digits to cancellation), ``sign(x) * (1 - 2 / (exp(2|x|) + 1))`` elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+if TYPE_CHECKING:
+    from .emit_expr import ExprEmitter
+
+_EXP_HI = 88.72283905206835  # above: overflow to inf
+_EXP_LO = -103.97208  # below: underflow to 0
+_LOG2E = 1.44269504088896341
+_LN2_HI = 0.693359375
+_LN2_LO = -2.12194440e-4
+_EXP_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+             5.0000001201e-1)
+_TANH_POLY = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+              -3.33332819422e-1)
+_TANH_SMALL = 0.625
+
+
+def is_vector_f32(ty: ir.Type) -> bool:
+    """True for ``<N x float>`` with N > 1, the types these emitters handle."""
+    return isinstance(ty, ir.VectorType) and isinstance(ty.element, ir.FloatType) and ty.count > 1
+
+
+def _splat(ty: ir.VectorType, value: float | int) -> ir.Constant:
+    scalar = ty.element(value)
+    return ir.Constant(ty, [scalar] * ty.count)
+
+
+def _poly(em: ExprEmitter, x: ir.Value, coefficients: tuple[float, ...]) -> ir.Value:
+    """Horner's rule: ``c0 * x**(k-1) + ... + c(k-1)``."""
+    b = em.builder
+    acc = _splat(x.type, coefficients[0])
+    for c in coefficients[1:]:
+        acc = b.fadd(b.fmul(acc, x), _splat(x.type, c))
+    return acc
+
+
+def _pow2(em: ExprEmitter, n: ir.Value, fty: ir.VectorType) -> ir.Value:
+    """``2.0 ** n`` for integer lanes ``n`` with ``|n| <= 126`` (built from the exponent bits)."""
+    b = em.builder
+    ity = n.type
+    bits = b.shl(b.add(n, _splat(ity, 127)), _splat(ity, 23))
+    return b.bitcast(bits, fty)
+
+
+def emit_exp(em: ExprEmitter, x: ir.Value) -> ir.Value:
+    """``exp`` of every lane of the float32 vector ``x``."""
+    b = em.builder
+    fty = x.type
+    ity = ir.VectorType(ir.IntType(32), fty.count)
+    clamped = b.select(b.fcmp_ordered(">", x, _splat(fty, _EXP_HI)), _splat(fty, _EXP_HI), x)
+    clamped = b.select(b.fcmp_ordered("<", clamped, _splat(fty, _EXP_LO)), _splat(fty, _EXP_LO), clamped)
+    nearest = em.declare(f"llvm.roundeven.v{fty.count}f32", fty, [fty])
+    nf = b.call(nearest, [b.fmul(clamped, _splat(fty, _LOG2E))])
+    r = b.fsub(clamped, b.fmul(nf, _splat(fty, _LN2_HI)))
+    r = b.fsub(r, b.fmul(nf, _splat(fty, _LN2_LO)))
+    r2 = b.fmul(r, r)
+    er = b.fadd(b.fadd(b.fmul(_poly(em, r, _EXP_POLY), r2), r), _splat(fty, 1.0))
+    n = b.fptosi(nf, ity)
+    half = b.ashr(n, _splat(ity, 1))  # 2**n = 2**half * 2**(n - half), each factor a normal float
+    y = b.fmul(b.fmul(er, _pow2(em, half, fty)), _pow2(em, b.sub(n, half), fty))
+    y = b.select(b.fcmp_ordered(">", x, _splat(fty, _EXP_HI)), _splat(fty, float("inf")), y)
+    y = b.select(b.fcmp_ordered("<", x, _splat(fty, _EXP_LO)), _splat(fty, 0.0), y)
+    return b.select(b.fcmp_unordered("uno", x, x), x, y)
+
+
+def emit_tanh(em: ExprEmitter, x: ir.Value) -> ir.Value:
+    """``tanh`` of every lane of the float32 vector ``x``."""
+    b = em.builder
+    fty = x.type
+    fabs = em.declare(f"llvm.fabs.v{fty.count}f32", fty, [fty])
+    copysign = em.declare(f"llvm.copysign.v{fty.count}f32", fty, [fty, fty])
+    ax = b.call(fabs, [x])
+    z = b.fmul(x, x)
+    small = b.fadd(x, b.fmul(b.fmul(x, z), _poly(em, z, _TANH_POLY)))
+    e2 = emit_exp(em, b.fadd(ax, ax))
+    large = b.fsub(_splat(fty, 1.0), b.fdiv(_splat(fty, 2.0), b.fadd(e2, _splat(fty, 1.0))))
+    chosen = b.select(b.fcmp_ordered("<", ax, _splat(fty, _TANH_SMALL)), small, large)
+    return b.call(copysign, [chosen, x])  # tanh is odd; also keeps -0.0 (small gives +0.0 there)
