@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from .llvm_types import constant
+
 if TYPE_CHECKING:
     from .emit_expr import ExprEmitter
 
@@ -38,25 +40,21 @@ def is_vector_f32(ty: ir.Type) -> bool:
     return isinstance(ty, ir.VectorType) and isinstance(ty.element, ir.FloatType) and ty.count > 1
 
 
-def _splat(ty: ir.VectorType, value: float | int) -> ir.Constant:
-    scalar = ty.element(value)
-    return ir.Constant(ty, [scalar] * ty.count)
-
-
 def _poly(em: ExprEmitter, x: ir.Value, coefficients: tuple[float, ...]) -> ir.Value:
     """Horner's rule: ``c0 * x**(k-1) + ... + c(k-1)``."""
     b = em.builder
-    acc = _splat(x.type, coefficients[0])
+    f32 = f"float32x{x.type.count}"
+    acc = constant(f32, coefficients[0])
     for c in coefficients[1:]:
-        acc = b.fadd(b.fmul(acc, x), _splat(x.type, c))
+        acc = b.fadd(b.fmul(acc, x), constant(f32, c))
     return acc
 
 
 def _pow2(em: ExprEmitter, n: ir.Value, fty: ir.VectorType) -> ir.Value:
     """``2.0 ** n`` for integer lanes ``n`` with ``|n| <= 126`` (built from the exponent bits)."""
     b = em.builder
-    ity = n.type
-    bits = b.shl(b.add(n, _splat(ity, 127)), _splat(ity, 23))
+    i32 = f"int32x{fty.count}"
+    bits = b.shl(b.add(n, constant(i32, 127)), constant(i32, 23))
     return b.bitcast(bits, fty)
 
 
@@ -64,20 +62,20 @@ def emit_exp(em: ExprEmitter, x: ir.Value) -> ir.Value:
     """``exp`` of every lane of the float32 vector ``x``."""
     b = em.builder
     fty = x.type
-    ity = ir.VectorType(ir.IntType(32), fty.count)
-    clamped = b.select(b.fcmp_ordered(">", x, _splat(fty, _EXP_HI)), _splat(fty, _EXP_HI), x)
-    clamped = b.select(b.fcmp_ordered("<", clamped, _splat(fty, _EXP_LO)), _splat(fty, _EXP_LO), clamped)
+    f32, i32 = f"float32x{fty.count}", f"int32x{fty.count}"
+    over = b.fcmp_ordered(">", x, constant(f32, _EXP_HI))
+    under = b.fcmp_ordered("<", x, constant(f32, _EXP_LO))
+    clamped = b.select(over, constant(f32, _EXP_HI), b.select(under, constant(f32, _EXP_LO), x))
     nearest = em.declare(f"llvm.roundeven.v{fty.count}f32", fty, [fty])
-    nf = b.call(nearest, [b.fmul(clamped, _splat(fty, _LOG2E))])
-    r = b.fsub(clamped, b.fmul(nf, _splat(fty, _LN2_HI)))
-    r = b.fsub(r, b.fmul(nf, _splat(fty, _LN2_LO)))
+    nf = b.call(nearest, [b.fmul(clamped, constant(f32, _LOG2E))])
+    r = b.fsub(clamped, b.fmul(nf, constant(f32, _LN2_HI)))
+    r = b.fsub(r, b.fmul(nf, constant(f32, _LN2_LO)))
     r2 = b.fmul(r, r)
-    er = b.fadd(b.fadd(b.fmul(_poly(em, r, _EXP_POLY), r2), r), _splat(fty, 1.0))
-    n = b.fptosi(nf, ity)
-    half = b.ashr(n, _splat(ity, 1))  # 2**n = 2**half * 2**(n - half), each factor a normal float
+    er = b.fadd(b.fadd(b.fmul(_poly(em, r, _EXP_POLY), r2), r), constant(f32, 1.0))
+    n = b.fptosi(nf, ir.VectorType(ir.IntType(32), fty.count))
+    half = b.ashr(n, constant(i32, 1))  # 2**n = 2**half * 2**(n - half), each factor a normal float
     y = b.fmul(b.fmul(er, _pow2(em, half, fty)), _pow2(em, b.sub(n, half), fty))
-    y = b.select(b.fcmp_ordered(">", x, _splat(fty, _EXP_HI)), _splat(fty, float("inf")), y)
-    y = b.select(b.fcmp_ordered("<", x, _splat(fty, _EXP_LO)), _splat(fty, 0.0), y)
+    y = b.select(over, constant(f32, float("inf")), b.select(under, constant(f32, 0.0), y))
     return b.select(b.fcmp_unordered("uno", x, x), x, y)
 
 
@@ -85,12 +83,13 @@ def emit_tanh(em: ExprEmitter, x: ir.Value) -> ir.Value:
     """``tanh`` of every lane of the float32 vector ``x``."""
     b = em.builder
     fty = x.type
+    f32 = f"float32x{fty.count}"
     fabs = em.declare(f"llvm.fabs.v{fty.count}f32", fty, [fty])
     copysign = em.declare(f"llvm.copysign.v{fty.count}f32", fty, [fty, fty])
     ax = b.call(fabs, [x])
     z = b.fmul(x, x)
     small = b.fadd(x, b.fmul(b.fmul(x, z), _poly(em, z, _TANH_POLY)))
     e2 = emit_exp(em, b.fadd(ax, ax))
-    large = b.fsub(_splat(fty, 1.0), b.fdiv(_splat(fty, 2.0), b.fadd(e2, _splat(fty, 1.0))))
-    chosen = b.select(b.fcmp_ordered("<", ax, _splat(fty, _TANH_SMALL)), small, large)
+    large = b.fsub(constant(f32, 1.0), b.fdiv(constant(f32, 2.0), b.fadd(e2, constant(f32, 1.0))))
+    chosen = b.select(b.fcmp_ordered("<", ax, constant(f32, _TANH_SMALL)), small, large)
     return b.call(copysign, [chosen, x])  # tanh is odd; also keeps -0.0 (small gives +0.0 there)
