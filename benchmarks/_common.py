@@ -81,8 +81,10 @@ def warm_up(fn: Callable[[], object], seconds: float = 0.05) -> None:
 
 def interleaved_compare(label: str, flops: float, ours: Callable[[], object], theirs: Callable[[], object],
                         set_threads: Callable[[int], None], rounds: int, number: int,
-                        settle: float = 0.5, threads: Sequence[int] = (1, 2)) -> dict[int, float]:
-    """Time ``ours`` and ``theirs`` (numpy) alternately at each thread count; print medians.
+                        settle: float = 0.5, threads: Sequence[int] = (1, 2),
+                        theirs_name: str = "numpy") -> dict[int, float]:
+    """Time ``ours`` and ``theirs`` (numpy, or what ``theirs_name`` says) alternately at each
+    thread count; print medians.
 
     ``set_threads(n)`` sets our runtime's threads; numpy's are limited with threadpoolctl.  Each
     round times ``number`` calls of one side after a ``settle``-second pause and 50 ms of untimed
@@ -91,7 +93,7 @@ def interleaved_compare(label: str, flops: float, ours: Callable[[], object], th
     Returns
     -------
     dict
-        threads -> median speed ratio ours/numpy (> 1: ours is faster).
+        threads -> median speed ratio ours/theirs (> 1: ours is faster).
     """
     from threadpoolctl import threadpool_limits
 
@@ -113,6 +115,7 @@ def interleaved_compare(label: str, flops: float, ours: Callable[[], object], th
         mo, mn = median(t_ours), median(t_np)
         ratios[n] = mn / mo
         print(f"{label:<28} threads={n}  ours {flops / mo / 1e9:7.1f} GFLOP/s ({mo * 1e3:7.3f} ms, "
-              f"{median(busy):.2f} cores busy)  numpy {flops / mn / 1e9:7.1f} GFLOP/s ({mn * 1e3:7.3f} ms)  "
+              f"{median(busy):.2f} cores busy)  {theirs_name} {flops / mn / 1e9:7.1f} GFLOP/s "
+              f"({mn * 1e3:7.3f} ms)  "
               f"ratio {ratios[n]:5.2f}x  (medians of {rounds} rounds x {number} calls)")
     return ratios
