@@ -32,15 +32,15 @@ import _common  # before numpy: unsets the OpenBLAS variables
 import numpy as np
 
 import tunecli.engine.ops.registry as registry
-from tunecli.engine.autotvm import record
-from tunecli.engine.autotvm.callback import log_to_file
-from tunecli.engine.autotvm.history_best import apply_history_best
-from tunecli.engine.autotvm.task import create
 from tunecli.engine.build import build
 from tunecli.engine.codegen import set_num_threads
+from tunecli.engine.log import record
+from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.ops.x86.dense import dense_x86
+from tunecli.engine.task.task import create
 from tunecli.engine.tuner import XGBTuner
+from tunecli.engine.tuner.callback import log_to_file
 
 SIZE = 1024
 DEFAULT_LOG = Path(__file__).resolve().parent / "cache" / "dense1024_xgb.log"

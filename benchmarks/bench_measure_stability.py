@@ -29,10 +29,10 @@ import _common
 import numpy as np
 
 import tunecli.engine.ops.registry as registry
-from tunecli.engine.autotvm.env import GLOBAL_SCOPE
-from tunecli.engine.autotvm.measure_types import MeasureInput
-from tunecli.engine.autotvm.task import create
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.task import create
 
 SETTINGS = {"tvm": {"warmup_ms": 0.0, "cooldown_interval": 0.1},
             "ours": {"warmup_ms": 50.0, "cooldown_interval": 0.0}}

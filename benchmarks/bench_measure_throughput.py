@@ -26,9 +26,9 @@ import resource
 import time
 
 import tunecli.engine.ops.x86.dense  # noqa: F401  (registers dense.x86)
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput
-from tunecli.engine.autotvm.task import create
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput
+from tunecli.engine.task.task import create
 
 #: A config measured every 20 trials: the spread of its costs shows how noisy timing is.
 PROBE = 0

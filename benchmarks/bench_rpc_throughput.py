@@ -5,7 +5,7 @@ per minute and the ratio to direct measurement:
 
 * direct: one persistent measurement worker in this process (what a LocalRunner does);
 * 1 server / 2 servers: an in-process tracker and device servers on 127.0.0.1, driven by
-  :class:`tunecli.engine.rpc.runner.RPCRunner` (each server has its own worker process).
+  :class:`tunecli.engine.rpc.rpc_runner.RPCRunner` (each server has its own worker process).
 
 With ``--min-repeat-ms 0`` the kernels take microseconds, so the numbers show the per-trial
 overhead of the protocol; with a few milliseconds per repeat they show how well a batch
@@ -21,11 +21,11 @@ import time
 
 import llvmlite.binding as llvm
 
-from tunecli.engine.autotvm.measure_types import MeasureInput
 from tunecli.engine.measure.builder import BuildResult
+from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureRequest, measure_in_worker
 from tunecli.engine.measure.worker import Worker
-from tunecli.engine.rpc.runner import RPCRunner
+from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.rpc.server import Server
 from tunecli.engine.rpc.tracker import Tracker
 

@@ -48,11 +48,11 @@ import _common
 import numpy as np
 
 import tunecli.engine.ops.registry as registry
-from tunecli.engine.autotvm import record
-from tunecli.engine.autotvm.env import GLOBAL_SCOPE
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.autotvm.task import create
+from tunecli.engine.log import record
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.task import create
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
 
 TASKS: dict[str, tuple[str, tuple]] = {

@@ -1,8 +1,8 @@
 """The package's import order is part of its design: lower layers never import higher ones.
 
-errors → ir/target → te → schedule → lower → codegen → build → autotvm → ops → measure → tuner
-→ rpc → job → commands.  Only ``tunecli/commands/`` may import click or rich's console, and engine
-code never imports the public faces (``tunecli.te``, ``tunecli.autotvm``, ...).
+errors → ir/target → transform → te → schedule → lower → codegen → build → task → ops → measure
+→ log → tuner → rpc → job → commands.  Only ``tunecli/commands/`` may import click or rich's
+console, and engine code never imports the public faces (``tunecli.te``, ``tunecli.autotvm``, ...).
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tunecli"
 LAYERS = [
     ["tunecli.errors"],
     ["tunecli.engine.ir", "tunecli.engine.target"],
+    ["tunecli.engine.transform"],
     ["tunecli.engine.te"],
     ["tunecli.engine.schedule"],
     ["tunecli.engine.lower"],
     ["tunecli.engine.codegen"],
     ["tunecli.engine.build"],
-    ["tunecli.engine.autotvm"],
+    ["tunecli.engine.task"],
     ["tunecli.engine.ops"],
     ["tunecli.engine.measure"],
+    ["tunecli.engine.log"],
     ["tunecli.engine.tuner"],
     ["tunecli.engine.rpc"],
     ["tunecli.engine.job"],

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tunecli.commands import cli
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.autotvm.record import encode
-from tunecli.engine.autotvm.task import create
+from tunecli.engine.log.record import encode
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.task.task import create
 
 #: The installed console script (what `make install` puts in .venv/bin).
 TUNECLI = Path(sys.executable).parent / "tunecli"

@@ -91,10 +91,10 @@ def test_rpc_runner_reports_each_result_as_it_is_measured(device: tuple[int, str
     # measurement as soon as it is back — in the caller's thread, each index exactly once.
     import threading
 
-    from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-    from tunecli.engine.autotvm.task import create
     from tunecli.engine.measure import LocalBuilder
-    from tunecli.engine.rpc.runner import RPCRunner
+    from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+    from tunecli.engine.rpc.rpc_runner import RPCRunner
+    from tunecli.engine.task.task import create
 
     port, key = device
     task = create("tutorial/matmul", (16, 16, 16, "float32"), "llvm")

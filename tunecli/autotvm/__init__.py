@@ -2,11 +2,7 @@
 
 import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates, e.g. dense.x86)
 from tunecli.autotvm import callback, env, measure, record, task, tuner
-from tunecli.engine.autotvm.dispatcher import ApplyConfig, DispatchContext, FallbackContext
-from tunecli.engine.autotvm.env import GLOBAL_SCOPE
-from tunecli.engine.autotvm.history_best import ApplyHistoryBest, apply_history_best
-from tunecli.engine.autotvm.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
-from tunecli.engine.autotvm.task import Task, create, get_config, template
+from tunecli.engine.log.history_best import ApplyHistoryBest, apply_history_best
 from tunecli.engine.measure import (
     LocalBuilder,
     LocalRunner,
@@ -15,7 +11,11 @@ from tunecli.engine.measure import (
     MeasureResult,
     measure_option,
 )
-from tunecli.engine.rpc.runner import RPCRunner
+from tunecli.engine.rpc.rpc_runner import RPCRunner
+from tunecli.engine.task.dispatcher import ApplyConfig, DispatchContext, FallbackContext
+from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.task import Task, create, get_config, template
 
 __all__ = [
     "GLOBAL_SCOPE", "ApplyConfig", "ApplyHistoryBest", "ConfigEntity", "ConfigSpace", "DispatchContext",

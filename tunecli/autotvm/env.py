@@ -1,5 +1,5 @@
 """tunecli.autotvm.env: process-wide switches (TVM's ``autotvm.env``)."""
 
-from tunecli.engine.autotvm.env import GLOBAL_SCOPE, AutotvmGlobalScope
+from tunecli.engine.task.scope import GLOBAL_SCOPE, AutotvmGlobalScope
 
 __all__ = ["GLOBAL_SCOPE", "AutotvmGlobalScope"]

@@ -1,7 +1,7 @@
 """tunecli.autotvm.record: tuning-log records (TVM's ``autotvm.record``)."""
 
-from tunecli.engine.autotvm.history_best import pick_best
-from tunecli.engine.autotvm.record import (
+from tunecli.engine.log.history_best import pick_best
+from tunecli.engine.log.record import (
     AUTOTVM_LOG_VERSION,
     decode,
     encode,

@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from tunecli.commands.app import App, fail
-from tunecli.engine.job.apply import ApplyReport, apply_job
+from tunecli.engine.job.apply_job import ApplyReport, apply_job
 
 
 def _ms(seconds: float | None) -> str:

@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from tunecli.commands.app import App
-from tunecli.engine.job.best import BestReport, best_of_logs
+from tunecli.engine.job.best_of_logs import BestReport, best_of_logs
 
 
 def _table(report: BestReport) -> Table:

@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from tunecli.commands.app import App
-from tunecli.engine.job.inspect import LogView, TaskView, inspect_job, inspect_log
+from tunecli.engine.job.inspect_job import LogView, TaskView, inspect_job, inspect_log
 
 _JOB_SUFFIXES = (".yaml", ".yml")
 

@@ -21,7 +21,7 @@ from rich.table import Table
 from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
 from tunecli.engine.job.spec import TUNER_KINDS
 from tunecli.engine.job.text import workload_text
-from tunecli.engine.job.tune import TuneEvent, TuneSummary, tune_job
+from tunecli.engine.job.tune_job import TuneEvent, TuneSummary, tune_job
 
 
 def _progress_layout(width: int) -> tuple[list[Any], int]:

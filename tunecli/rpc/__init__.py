@@ -8,7 +8,7 @@ from tunecli.engine.rpc.client import (
     format_summary,
     query_tracker,
 )
-from tunecli.engine.rpc.runner import RPCRunner
+from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.rpc.server import Server, run_server
 from tunecli.engine.rpc.session import MeasureReply, MeasureRequest
 from tunecli.engine.rpc.tracker import Tracker, run_tracker

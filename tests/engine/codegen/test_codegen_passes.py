@@ -7,9 +7,6 @@ import pytest
 from codegen_kernels import loop
 
 from tunecli.engine.codegen import codegen, prepare
-from tunecli.engine.codegen.flatten import flatten
-from tunecli.engine.codegen.unroll import unroll
-from tunecli.engine.codegen.vectorize import pieces, vectorize
 from tunecli.engine.ir import (
     Allocate,
     Broadcast,
@@ -25,6 +22,9 @@ from tunecli.engine.ir import (
     const,
     post_order,
 )
+from tunecli.engine.transform.flatten import flatten
+from tunecli.engine.transform.unroll import unroll
+from tunecli.engine.transform.vectorize import pieces, vectorize
 from tunecli.errors import CodegenError
 
 

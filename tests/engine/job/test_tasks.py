@@ -126,7 +126,7 @@ def test_builtin_tasks_carry_a_numpy_reference_that_pickles(tmp_path: Path) -> N
 
 
 def test_a_template_file_may_reuse_a_builtin_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tunecli.engine.autotvm.task import TASK_TABLE
+    from tunecli.engine.task.task import TASK_TABLE
 
     monkeypatch.setitem(TASK_TABLE, "tutorial/matmul", TASK_TABLE["tutorial/matmul"])  # restored after
     (tmp_path / "port.py").write_text(textwrap.dedent('''\

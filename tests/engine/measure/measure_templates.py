@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.task import get_config, template
 from tunecli.engine.schedule import create_schedule
+from tunecli.engine.task.task import get_config, template
 
 #: Values of the ``mode`` knob of ``measure_test/faulty``, in index order.
 MODES = ["ok", "raise", "invalid", "wrong", "sleep", "die", "noarg"]

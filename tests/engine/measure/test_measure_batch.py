@@ -9,9 +9,9 @@ import sys
 import pytest
 from measure_templates import MODES
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.autotvm.task import create
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.task.task import create
 from tunecli.engine.tuner.index_tuners import RandomTuner
 
 
@@ -76,8 +76,8 @@ def test_check_correctness_against_a_reference_build():
 
 TEMPLATE = """
 from tunecli.engine import te
-from tunecli.engine.autotvm.measure_types import MeasureInput
-from tunecli.engine.autotvm.task import create, get_config, template
+from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.task.task import create, get_config, template
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.schedule import create_schedule
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from kernels_ir import ARG_SPECS, CRASH, HANG, OVERRUN, VADD, VSUB, compile_ir, vadd_expected
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.autotvm.task import create
 from tunecli.engine.codegen.module import ArgSpec
 from tunecli.engine.measure import BuildResult, LocalRunner
-from tunecli.engine.measure.reference import numpy_reference
+from tunecli.engine.measure.expected_outputs import numpy_reference
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.task.task import create
 from tunecli.errors import TuneError
 
 SPECS = tuple(ArgSpec(name, shape, dtype) for name, (shape, dtype) in zip("abc", ARG_SPECS, strict=True))

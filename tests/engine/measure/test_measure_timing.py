@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from kernels_ir import ARG_SPECS, CRASH, OVERRUN, SHORT, VADD, VSUB, compile_ir, vadd_expected
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo
 from tunecli.engine.measure.arrays import guarded_empty, random_arguments
+from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureRequest, measure_object
 from tunecli.engine.measure.worker import CallStatus, Worker
 

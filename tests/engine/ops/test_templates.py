@@ -8,9 +8,9 @@ import zlib
 import numpy as np
 import pytest
 
-from tunecli.engine.autotvm import task as autotvm_task
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import registry
+from tunecli.engine.task import task as autotvm_task
 from tunecli.errors import InstantiationError
 
 SEED_SPACE = """ConfigSpace (len=10454400, space_map=

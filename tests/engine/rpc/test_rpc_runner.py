@@ -11,10 +11,10 @@ import pytest
 from conftest import free_servers, wait_for
 from kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.builder import BuildResult
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.rpc.client import connect_tracker
-from tunecli.engine.rpc.runner import RPCRunner
+from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.rpc.session import MeasureRequest
 from tunecli.engine.rpc.tracker import Tracker
 from tunecli.errors import RPCError, TuneError

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from tuner_helpers import SyntheticMeasure, kernel_cost, make_task
 
-from tunecli.engine.autotvm.callback import log_to_file
-from tunecli.engine.autotvm.measure_types import MeasureInput
-from tunecli.engine.autotvm.record import load_from_file
+from tunecli.engine.log.record import load_from_file
+from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
+from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.model_based_tuner import submodular_pick
 from tunecli.engine.tuner.sa_optimizer import SimulatedAnnealingOptimizer
 from tunecli.engine.tuner.xgb_cost_model import XGBoostCostModel, average_recall, get_rank

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from tuner_helpers import StreamingMeasure, SyntheticMeasure, kernel_cost, make_task
 
-from tunecli.engine.autotvm.callback import log_to_file
-from tunecli.engine.autotvm.record import load_from_file
+from tunecli.engine.log.record import load_from_file
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
+from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.tuner import Tuner
 
 TUNERS: dict[str, Callable[[Any, int | None], Tuner]] = {

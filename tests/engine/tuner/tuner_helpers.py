@@ -14,10 +14,10 @@ import traceback
 from typing import Any
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureResult
-from tunecli.engine.autotvm.task import create, get_config, template
 from tunecli.engine.build import lower
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureResult
 from tunecli.engine.schedule import create_schedule
+from tunecli.engine.task.task import create, get_config, template
 from tunecli.errors import InstantiationError
 
 

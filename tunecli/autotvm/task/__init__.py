@@ -1,16 +1,16 @@
 """tunecli.autotvm.task: tasks, config spaces and dispatch contexts (TVM's ``autotvm.task``)."""
 
 from tunecli.autotvm.task import space
-from tunecli.engine.autotvm.dispatcher import (
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.task.dispatcher import (
     ApplyConfig,
     DispatchContext,
     FallbackContext,
     clear_fallback_cache,
 )
-from tunecli.engine.autotvm.flop import FlopCalculationError, compute_flop
-from tunecli.engine.autotvm.history_best import ApplyHistoryBest
-from tunecli.engine.autotvm.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
-from tunecli.engine.autotvm.task import (
+from tunecli.engine.task.flop import FlopCalculationError, compute_flop
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.task import (
     TASK_TABLE,
     MissingTask,
     Task,

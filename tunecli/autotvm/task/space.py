@@ -1,7 +1,7 @@
 """tunecli.autotvm.task.space: config spaces and their knobs (TVM's ``autotvm.task.space``)."""
 
-from tunecli.engine.autotvm.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
-from tunecli.engine.autotvm.space_entities import (
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.space_entities import (
     AnnotateEntity,
     AnnotateSpace,
     Axis,
@@ -16,7 +16,7 @@ from tunecli.engine.autotvm.space_entities import (
     get_factors,
     get_pow2s,
 )
-from tunecli.engine.autotvm.space_index import SpaceIndexError
+from tunecli.engine.task.space_index import SpaceIndexError
 
 __all__ = [
     "AnnotateEntity", "AnnotateSpace", "Axis", "ConfigEntity", "ConfigSpace", "FallbackConfigEntity",

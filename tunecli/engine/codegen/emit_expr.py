@@ -19,7 +19,7 @@ from tunecli.engine.ir.stmt import Buffer
 from tunecli.engine.ir.visitor import post_order
 from tunecli.errors import CodegenError
 
-from . import intrinsics
+from . import emit_intrinsic
 from .convert import convert, from_memory
 from .llvm_types import I1, I64, PTR, constant, dtype_of, element_bytes, memory_type, value_type
 
@@ -309,7 +309,7 @@ class ExprEmitter:
             if self.mask is None:
                 raw = bld.load(ptr, typ=vt, align=align)
             else:
-                fn = intrinsics.declare(self, "llvm.masked.load", vt,
+                fn = emit_intrinsic.declare(self, "llvm.masked.load", vt,
                                         [PTR, ir.IntType(32), self.mask.type, vt], [vt, PTR])
                 raw = bld.call(fn, [ptr, ir.Constant(ir.IntType(32), align), self.mask,
                                     ir.Constant(vt, None)])
@@ -317,7 +317,7 @@ class ExprEmitter:
             ptrs = self.element_pointer(buf, self.expr(index), index.dtype)
             vt = memory_type(e.dtype)
             mask = self.mask if self.mask is not None else ir.Constant(ir.VectorType(I1, lanes), [1] * lanes)
-            fn = intrinsics.declare(self, "llvm.masked.gather", vt,
+            fn = emit_intrinsic.declare(self, "llvm.masked.gather", vt,
                                     [ptrs.type, ir.IntType(32), mask.type, vt], [vt, ptrs.type])
             raw = bld.call(fn, [ptrs, ir.Constant(ir.IntType(32), align), mask, ir.Constant(vt, None)])
         return from_memory(bld, raw, e.dtype)
@@ -327,7 +327,7 @@ class ExprEmitter:
         bld = self.builder
         mask, self.mask = self.mask, None
         try:
-            red = intrinsics.declare(self, "llvm.vector.reduce.or", I1, [mask.type], [mask.type])
+            red = emit_intrinsic.declare(self, "llvm.vector.reduce.or", I1, [mask.type], [mask.type])
             any_lane = bld.call(red, [mask])
             with bld.if_else(any_lane) as (then, otherwise):
                 with then:
@@ -344,10 +344,10 @@ class ExprEmitter:
 
     # calls -----------------------------------------------------------------------------------------
     def _call(self, e: E.Call) -> ir.Value:
-        return intrinsics.emit_call(self, e)
+        return emit_intrinsic.emit_call(self, e)
 
     def _float_call(self, name: str, dtype: str, args: list[ir.Value]) -> ir.Value:
-        return intrinsics.call_float_intrinsic(self, name, dtype, args)
+        return emit_intrinsic.call_float_intrinsic(self, name, dtype, args)
 
 
 def unit_stride(index: E.Expr) -> bool:

@@ -18,7 +18,7 @@ from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.errors import CodegenError
 
-from . import intrinsics, parallel
+from . import emit_intrinsic, parallel
 from .convert import convert, to_memory
 from .emit_expr import ExprEmitter, single_index, unit_stride
 from .llvm_types import I64, PTR, VOID, dtype_of, element_bytes, memory_type, value_type
@@ -162,12 +162,12 @@ class StmtEmitter(ExprEmitter):
         align = ir.Constant(ir.IntType(32), element_bytes(buf.dtype))
         if contiguous:
             ptr = self.element_pointer(buf, self.expr(index.base), index.base.dtype)
-            fn = intrinsics.declare(self, "llvm.masked.store", VOID, [value.type, PTR, align.type, mask.type],
-                                    [value.type, PTR])
+            fn = emit_intrinsic.declare(self, "llvm.masked.store", VOID,
+                                        [value.type, PTR, align.type, mask.type], [value.type, PTR])
             self.builder.call(fn, [value, ptr, align, mask])
             return
         ptrs = self.element_pointer(buf, self.expr(index), index.dtype)
-        fn = intrinsics.declare(self, "llvm.masked.scatter", VOID,
+        fn = emit_intrinsic.declare(self, "llvm.masked.scatter", VOID,
                                 [value.type, ptrs.type, align.type, mask.type], [value.type, ptrs.type])
         self.builder.call(fn, [value, ptrs, align, mask])
 

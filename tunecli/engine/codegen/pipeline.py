@@ -15,15 +15,15 @@ from tunecli.engine.ir.expr import Broadcast, Ramp
 from tunecli.engine.ir.stmt import Buffer, BufferStore, PrimFunc, Stmt
 from tunecli.engine.ir.visitor import post_order
 from tunecli.engine.target import Target, as_target
+from tunecli.engine.transform.flatten import flatten
+from tunecli.engine.transform.unroll import unroll
+from tunecli.engine.transform.vectorize import vectorize
 from tunecli.errors import CodegenError
 
 from . import compile as cc
 from .emit_stmt import FunctionContext, StmtEmitter
-from .flatten import flatten
 from .llvm_types import PTR, VOID
 from .module import ArgSpec, Module
-from .unroll import unroll
-from .vectorize import vectorize
 
 
 def prepare(func: PrimFunc, target: Target | str | None = None) -> PrimFunc:

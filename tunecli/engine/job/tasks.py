@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tunecli.engine.autotvm.task import TASK_TABLE, Task, TaskTemplate, create
 from tunecli.engine.job.spec import Job, TaskSpec
 from tunecli.engine.ops.registry import (
     BUILTIN_TEMPLATES,
@@ -28,6 +27,7 @@ from tunecli.engine.ops.registry import (
     is_builtin,
     make_args,
 )
+from tunecli.engine.task.task import TASK_TABLE, Task, TaskTemplate, create
 from tunecli.errors import InstantiationError, JobError, TuneError
 
 #: Exceptions a template may raise for arguments it cannot handle (shapes that do not fit).

@@ -13,9 +13,9 @@ from tunecli.engine.te.tensor import Tensor
 from tunecli.errors import LoweringError
 
 from .bound import attach_chain, infer_bounds
-from .flatten import Storage
 from .inline import InlinedBodies, read_stages
 from .schedule_ops import NestBuilder
+from .storage import Storage
 
 
 def lower(sch: Any, args: Sequence[Tensor], name: str = "main") -> S.PrimFunc:

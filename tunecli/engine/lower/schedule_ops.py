@@ -9,11 +9,11 @@ from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.visitor import post_order, substitute
 from tunecli.engine.te.reduction import Reduce
 from tunecli.engine.te.tensor import COMM_REDUCE
+from tunecli.engine.transform.auto_unroll import auto_unroll, pragma_max_step
 from tunecli.errors import LoweringError
 
-from .auto_unroll import auto_unroll, pragma_max_step
 from .bound import BoundInfo, attach_of
-from .flatten import Storage
+from .storage import Storage
 
 
 class NestBuilder:

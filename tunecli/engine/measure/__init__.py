@@ -5,9 +5,9 @@ See ``measure`` (``measure_option``, ``create_measure_batch``), ``builder`` (``L
 server) and ``worker`` (persistent, replaceable worker processes).
 """
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.measure.batch import create_measure_batch, measure_option
 from tunecli.engine.measure.builder import Builder, BuildResult, LocalBuilder
-from tunecli.engine.measure.measure import create_measure_batch, measure_option
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import LocalRunner, Runner
 
 __all__ = [

@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.autotvm.space import ConfigEntity
 from tunecli.engine.build import build as default_build
 from tunecli.engine.measure.arrays import output_indices_of
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.worker import CallOutcome, CallStatus, WorkerPool
+from tunecli.engine.task.space import ConfigEntity
 from tunecli.errors import InstantiationError, TuneError
 
 #: Builds a builder child runs before it is replaced (LLVM leaks ≈180 KiB per compile).

@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.measure import reference
+from tunecli.engine.measure import expected_outputs as reference
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, output_indices_of
 from tunecli.engine.measure.builder import BuildResult
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.timing import WARMUP_MS, MeasureReply, MeasureRequest, measure_in_worker
 from tunecli.engine.measure.worker import Worker
 from tunecli.errors import TuneError

@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo
 from tunecli.engine.codegen.module import load_module
 from tunecli.engine.codegen.timer import time_calls
 from tunecli.engine.measure.arrays import ArgSpecT, kernel_arguments, normalize_arg_specs, poison
+from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.worker import CallStatus, Worker
 
 #: Default milliseconds of untimed calls before the timed rounds (see the module doc).

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.task import TASK_TABLE
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import tutorial
 from tunecli.engine.ops.x86 import batch_matmul, conv2d, dense, depthwise_conv2d
 from tunecli.engine.ops.x86.dense import out_dtype_for
+from tunecli.engine.task.task import TASK_TABLE
 from tunecli.errors import InstantiationError
 
 _NO_DEFAULT = object()

@@ -21,9 +21,9 @@ import math
 from typing import Any
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.task import get_config, template
 from tunecli.engine.ops.nn.conv2d import conv2d_nchw
 from tunecli.engine.schedule import create_schedule
+from tunecli.engine.task.task import get_config, template
 from tunecli.errors import InstantiationError
 
 

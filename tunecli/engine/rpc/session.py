@@ -16,7 +16,7 @@ local runner hands to its worker; every field received from the network is valid
 
 from __future__ import annotations
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo
+from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import WARMUP_MS, MeasureReply, MeasureRequest
 from tunecli.errors import RPCError
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.env import GLOBAL_SCOPE
+from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
 

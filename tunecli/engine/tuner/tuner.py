@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.callback import format_si_prefix
-from tunecli.engine.autotvm.env import GLOBAL_SCOPE
-from tunecli.engine.autotvm.measure_types import MeasureInput, MeasureResult
 from tunecli.engine.measure import create_measure_batch
-from tunecli.engine.measure.measure import accepts_on_result
+from tunecli.engine.measure.batch import accepts_on_result
+from tunecli.engine.measure.result import MeasureInput, MeasureResult
+from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.tuner.callback import format_si_prefix
 
 logger = logging.getLogger("autotvm")
 

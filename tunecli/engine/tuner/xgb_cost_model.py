@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.features import FEATURE_TYPES, config_features, get_features
+from tunecli.engine.tuner.features import FEATURE_TYPES, config_features, get_features
 from tunecli.engine.tuner.model_based_tuner import CostModel
 from tunecli.errors import TuneError
 

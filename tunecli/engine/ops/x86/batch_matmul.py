@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.task import get_config, template
 from tunecli.engine.ops.nn.batch_matmul import batch_matmul_pack
 from tunecli.engine.ops.x86.dense import out_dtype_for
 from tunecli.engine.ops.x86.gemm import define_gemm_space, schedule_gemm
 from tunecli.engine.schedule import create_schedule
+from tunecli.engine.task.task import get_config, template
 
 
 @template("batch_matmul.x86")

@@ -23,12 +23,12 @@ from __future__ import annotations
 from typing import Any
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.task import get_config, template
 from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
 from tunecli.engine.ops.nn.pad import pad, pair
 from tunecli.engine.ops.x86.dense import out_dtype_for
 from tunecli.engine.ops.x86.gemm import panel_filter
 from tunecli.engine.schedule import create_schedule
+from tunecli.engine.task.task import get_config, template
 
 MAX_RW = 16
 

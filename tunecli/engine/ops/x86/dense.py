@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.task import get_config, template
 from tunecli.engine.ops.nn.dense import dense_pack
 from tunecli.engine.ops.x86.gemm import define_gemm_space, schedule_gemm
 from tunecli.engine.schedule import create_schedule
+from tunecli.engine.task.task import get_config, template
 
 
 def out_dtype_for(dtype: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunecli.engine.autotvm.space import ConfigSpace
+from tunecli.engine.task.space import ConfigSpace
 
 PANEL_LANES = 16
 MAX_PANEL = 64

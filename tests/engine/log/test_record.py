@@ -8,9 +8,8 @@ import logging
 import pytest
 from autotvm_templates import tophub_dir
 
-from tunecli.engine.autotvm.history_best import pick_best
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.autotvm.record import (
+from tunecli.engine.log.history_best import pick_best
+from tunecli.engine.log.record import (
     decode,
     encode,
     load_from_buffer,
@@ -18,9 +17,10 @@ from tunecli.engine.autotvm.record import (
     measure_str_key,
     split_workload,
 )
-from tunecli.engine.autotvm.space import ConfigSpace
-from tunecli.engine.autotvm.task import Task
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.target import Target
+from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.task import Task
 from tunecli.errors import RecordError
 
 

@@ -8,9 +8,11 @@ import autotvm_templates
 import pytest
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.dispatcher import ApplyConfig
-from tunecli.engine.autotvm.space import ConfigSpace
-from tunecli.engine.autotvm.task import (
+from tunecli.engine.build import lower
+from tunecli.engine.target import Target
+from tunecli.engine.task.dispatcher import ApplyConfig
+from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.task import (
     TASK_TABLE,
     Task,
     args_to_workload,
@@ -20,8 +22,6 @@ from tunecli.engine.autotvm.task import (
     serialize_args,
     template,
 )
-from tunecli.engine.build import lower
-from tunecli.engine.target import Target
 from tunecli.errors import InstantiationError, TuneError
 
 
@@ -118,7 +118,7 @@ def test_task_pickles_by_name() -> None:
 
 TEMPLATE_FILE = '''
 from tunecli.engine import te
-from tunecli.engine.autotvm.task import get_config, template
+from tunecli.engine.task.task import get_config, template
 from tunecli.engine.schedule import create_schedule
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.flop import FlopCalculationError, compute_flop
 from tunecli.engine.schedule import create_schedule
+from tunecli.engine.task.flop import FlopCalculationError, compute_flop
 
 
 def test_matmul_is_two_nlm() -> None:

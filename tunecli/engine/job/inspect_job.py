@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo
-from tunecli.engine.autotvm.record import load_from_file
 from tunecli.engine.build import lower
-from tunecli.engine.job.best import workload_flop
+from tunecli.engine.job.best_of_logs import workload_flop
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tasks import check_task_index, create_task
 from tunecli.engine.job.text import config_text, workload_text
-from tunecli.engine.job.tune import task_label
+from tunecli.engine.job.tune_job import task_label
+from tunecli.engine.log.record import load_from_file
+from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.errors import JobError, RecordError
 
 

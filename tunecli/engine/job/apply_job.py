@@ -18,16 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.history_best import ApplyHistoryBest
-from tunecli.engine.autotvm.space import FallbackConfigEntity
 from tunecli.engine.build import build
 from tunecli.engine.codegen.timer import time_calls
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.job.text import config_text
-from tunecli.engine.job.tune import task_label
+from tunecli.engine.job.tune_job import task_label
+from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.measure.arrays import random_arguments
 from tunecli.engine.ops.registry import tolerance
+from tunecli.engine.task.space import FallbackConfigEntity
 from tunecli.errors import RecordError
 
 _SEED = 0

@@ -23,14 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.callback import log_to_file
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo
-from tunecli.engine.autotvm.record import load_from_file
-from tunecli.engine.job.measure import close_measure_option, make_measure_option
+from tunecli.engine.job.measure_setup import close_measure_option, make_measure_option
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.job.text import config_text, workload_text
+from tunecli.engine.log.record import load_from_file
+from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
+from tunecli.engine.tuner.callback import log_to_file
 from tunecli.errors import JobError
 
 TUNERS: dict[str, Any] = {

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.knob_features import knob_features
 from tunecli.engine.build import lower
 from tunecli.engine.ir import expr as ir
 from tunecli.engine.ir import stmt as st
+from tunecli.engine.task.knob_features import knob_features
 from tunecli.errors import SpaceError
 
 FEATURE_TYPES = ("knob", "itervar", "curve")

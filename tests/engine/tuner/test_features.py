@@ -6,11 +6,11 @@ import autotvm_templates  # noqa: F401 - registers the templates
 import numpy as np
 import pytest
 
-from tunecli.engine.autotvm.features import get_features
-from tunecli.engine.autotvm.knob_features import knob_features
-from tunecli.engine.autotvm.space import ConfigSpace
-from tunecli.engine.autotvm.space_entities import VirtualAxis
-from tunecli.engine.autotvm.task import create
+from tunecli.engine.task.knob_features import knob_features
+from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.space_entities import VirtualAxis
+from tunecli.engine.task.task import create
+from tunecli.engine.tuner.features import get_features
 from tunecli.errors import SpaceError
 
 

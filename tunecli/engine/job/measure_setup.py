@@ -6,7 +6,7 @@ from typing import Any
 
 from tunecli.engine.job.spec import Job
 from tunecli.engine.measure import LocalBuilder, LocalRunner, measure_option
-from tunecli.engine.rpc.runner import RPCRunner
+from tunecli.engine.rpc.rpc_runner import RPCRunner
 
 
 def make_measure_option(job: Job) -> dict[str, Any]:

@@ -9,9 +9,8 @@ from __future__ import annotations
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.visitor import Mutator
+from tunecli.engine.transform.vectorize import fold
 from tunecli.errors import CodegenError
-
-from .vectorize import fold
 
 
 def flatten(stmt: S.Stmt) -> S.Stmt:

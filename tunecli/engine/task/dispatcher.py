@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tunecli.engine.autotvm.env import GLOBAL_SCOPE
-from tunecli.engine.autotvm.space import ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.space import ConfigSpace, FallbackConfigEntity
 
 logger = logging.getLogger("autotvm")
 

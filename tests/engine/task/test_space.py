@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from autotvm_templates import SEED
 
-from tunecli.engine.autotvm.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
-from tunecli.engine.autotvm.space_entities import (
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.space_entities import (
     AnnotateSpace,
     OtherOptionEntity,
     SplitEntity,
@@ -21,7 +21,7 @@ from tunecli.engine.autotvm.space_entities import (
     get_factors,
     get_pow2s,
 )
-from tunecli.engine.autotvm.space_index import SpaceIndexError
+from tunecli.engine.task.space_index import SpaceIndexError
 from tunecli.errors import SpaceError
 
 

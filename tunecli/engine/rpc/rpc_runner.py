@@ -19,9 +19,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureResult
-from tunecli.engine.measure import reference
+from tunecli.engine.measure import expected_outputs as reference
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, output_indices_of
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureResult
 from tunecli.engine.measure.runner import SEED, result_from_reply
 from tunecli.engine.measure.timing import WARMUP_MS
 from tunecli.engine.rpc.client import TrackerSession, connect_tracker

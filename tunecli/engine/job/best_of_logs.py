@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.record import encode, load_from_file
-from tunecli.engine.autotvm.task import TASK_TABLE, create
 from tunecli.engine.job.text import config_text, workload_text
+from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
+from tunecli.engine.task.task import TASK_TABLE, create
 from tunecli.errors import RecordError, TuneError
 
 

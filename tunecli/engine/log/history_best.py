@@ -16,9 +16,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.dispatcher import DispatchContext
-from tunecli.engine.autotvm.record import encode, load_from_buffer, load_from_file, measure_str_key
-from tunecli.engine.autotvm.space import ConfigSpace
+from tunecli.engine.log.record import encode, load_from_buffer, load_from_file, measure_str_key
+from tunecli.engine.task.dispatcher import DispatchContext
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import TuneError
 
 logger = logging.getLogger("autotvm")

@@ -13,8 +13,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from tunecli.engine.autotvm.space_entities import const_int
 from tunecli.engine.ir import expr as ir
+from tunecli.engine.task.space_entities import const_int
 from tunecli.errors import InstantiationError
 
 _ONE_FLOP_BINARY = (ir.Add, ir.Sub, ir.Mul, ir.Div, ir.FloorDiv, ir.FloorMod, ir.Min, ir.Max,

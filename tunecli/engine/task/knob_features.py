@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.space_entities import (
+from tunecli.engine.task.space_entities import (
     ANN_TO_NUMBER,
     AnnotateEntity,
     OtherOptionEntity,

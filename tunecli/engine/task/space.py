@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.knob_features import entity_features
-from tunecli.engine.autotvm.space_entities import (
+from tunecli.engine.task.knob_features import entity_features
+from tunecli.engine.task.space_entities import (
     SPACE_TAGS,
     AnnotateSpace,
     Axis,
@@ -31,7 +31,7 @@ from tunecli.engine.autotvm.space_entities import (
     VirtualAxis,
     get_factors,
 )
-from tunecli.engine.autotvm.space_index import SpaceIndex, SpaceIndexError
+from tunecli.engine.task.space_index import SpaceIndex, SpaceIndexError
 from tunecli.errors import SpaceError
 
 

@@ -21,10 +21,10 @@ from typing import IO, Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.autotvm.space import ConfigEntity
-from tunecli.engine.autotvm.task import Task
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.target import Target
+from tunecli.engine.task.space import ConfigEntity
+from tunecli.engine.task.task import Task
 from tunecli.errors import RecordError, TuneError
 
 logger = logging.getLogger("autotvm")

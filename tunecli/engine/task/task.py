@@ -26,10 +26,10 @@ from typing import Any
 import cloudpickle
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.dispatcher import ApplyConfig, DispatchContext
-from tunecli.engine.autotvm.flop import compute_flop
-from tunecli.engine.autotvm.space import ConfigSpace
 from tunecli.engine.target import Target
+from tunecli.engine.task.dispatcher import ApplyConfig, DispatchContext
+from tunecli.engine.task.flop import compute_flop
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import InstantiationError, TuneError
 
 logger = logging.getLogger("autotvm")

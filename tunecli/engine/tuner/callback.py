@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from tunecli.engine.autotvm.record import encode
+from tunecli.engine.log.record import encode
 from tunecli.errors import TuneError
 
 logger = logging.getLogger("autotvm")

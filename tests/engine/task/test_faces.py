@@ -5,9 +5,9 @@ from __future__ import annotations
 from tunecli import autotvm
 from tunecli.autotvm import callback, env, record, task, tuner
 from tunecli.autotvm.task import space
-from tunecli.engine.autotvm import history_best
-from tunecli.engine.autotvm import space as engine_space
-from tunecli.engine.autotvm import task as engine_task
+from tunecli.engine.log import history_best
+from tunecli.engine.task import space as engine_space
+from tunecli.engine.task import task as engine_task
 from tunecli.engine.tuner import xgb_tuner
 
 

@@ -7,19 +7,19 @@ import logging
 
 import pytest
 
-from tunecli.engine.autotvm.dispatcher import (
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.record import encode
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.target import Target
+from tunecli.engine.task.dispatcher import (
     ApplyConfig,
     DispatchContext,
     FallbackContext,
     clear_fallback_cache,
 )
-from tunecli.engine.autotvm.env import GLOBAL_SCOPE
-from tunecli.engine.autotvm.history_best import ApplyHistoryBest
-from tunecli.engine.autotvm.measure_types import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.autotvm.record import encode
-from tunecli.engine.autotvm.space import ConfigSpace, FallbackConfigEntity
-from tunecli.engine.autotvm.task import Task
-from tunecli.engine.target import Target
+from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.space import ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.task import Task
 from tunecli.errors import TuneError
 
 WORKLOAD = ("autotvm_test/matmul", 128, 128, 128, "float32")
@@ -122,7 +122,7 @@ def test_silent_scope_suppresses_the_warning(caplog) -> None:
 def test_history_best_of_a_real_tophub_log() -> None:
     from autotvm_templates import tophub_dir
 
-    from tunecli.engine.autotvm.record import load_from_file
+    from tunecli.engine.log.record import load_from_file
 
     path = tophub_dir() / "llvm_v0.04.log"
     first_inp, _ = next(iter(load_from_file(path)))

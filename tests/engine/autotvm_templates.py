@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from tunecli.engine import te
-from tunecli.engine.autotvm.task import get_config, template
 from tunecli.engine.schedule import create_schedule
+from tunecli.engine.task.task import get_config, template
 
-TOPHUB = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "tophub"
-SEED = Path(__file__).resolve().parents[3] / ".." / "shared" / "seed"
+TOPHUB = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "tophub"
+SEED = Path(__file__).resolve().parents[2] / ".." / "shared" / "seed"
 
 
 def tophub_dir() -> Path:

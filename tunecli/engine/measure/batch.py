@@ -28,8 +28,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tunecli.engine.autotvm.measure_types import MeasureInput, MeasureResult
 from tunecli.engine.measure.builder import Builder, LocalBuilder
+from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import LocalRunner, Runner
 
 

@@ -6,19 +6,19 @@ import io
 
 import pytest
 
-from tunecli.engine.autotvm.callback import (
+from tunecli.engine.log.record import encode, load_from_file
+from tunecli.engine.measure.result import MeasureInput, MeasureResult
+from tunecli.engine.target import Target
+from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.task import Task
+from tunecli.engine.tuner import GridSearchTuner
+from tunecli.engine.tuner.callback import (
     Monitor,
     format_si_prefix,
     log_to_database,
     log_to_file,
     progress_bar,
 )
-from tunecli.engine.autotvm.measure_types import MeasureInput, MeasureResult
-from tunecli.engine.autotvm.record import encode, load_from_file
-from tunecli.engine.autotvm.space import ConfigSpace
-from tunecli.engine.autotvm.task import Task
-from tunecli.engine.target import Target
-from tunecli.engine.tuner import GridSearchTuner
 from tunecli.errors import TuneError
 
 

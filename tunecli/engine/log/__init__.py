@@ -1,0 +1,1 @@
+"""Tuning logs: JSON-lines records (TVM's format) and dispatch from the best of them."""
