@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-all demo lint bench clean
+.PHONY: install test test-all demo lint layering bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -14,13 +14,17 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
+	$(PY) scripts/module_sizes.py
 	$(PY) -m pytest -q
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m ''
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check tunecli tests benchmarks
+	$(VENV)/bin/ruff check tunecli tests benchmarks scripts
+
+layering: $(STAMP)
+	$(PY) -m pytest -q tests/test_layering.py
 
 demo: $(STAMP)
 	$(VENV)/bin/tunecli tune jobs/quickstart.yaml --log logs/quickstart.log

@@ -91,3 +91,16 @@ def test_imports_only_go_down_the_layers(path: Path) -> None:
         if rank is not None and rank > my_rank:
             problems.append(f"line {lineno}: {me} (layer {my_rank}) imports {target} (layer {rank})")
     assert not problems, "\n".join(problems)
+
+
+def test_no_two_engine_modules_share_a_file_name() -> None:
+    """A file name names one concept; only an operator's generic and per-target modules may share one
+    (``ops/nn/conv2d.py`` and ``ops/x86/conv2d.py``)."""
+    engine = PACKAGE / "engine"
+    seen: dict[str, list[str]] = {}
+    for path in engine.rglob("*.py"):
+        if path.name == "__init__.py" or path.relative_to(engine).parts[0] == "ops":
+            continue
+        seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE.parent)))
+    repeated = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not repeated, f"engine modules sharing a file name: {repeated}"
