@@ -37,7 +37,6 @@ from tunecli.engine.codegen import set_num_threads
 from tunecli.engine.log import record
 from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
-from tunecli.engine.ops.x86.dense import dense_x86
 from tunecli.engine.task.task import create
 from tunecli.engine.tuner import XGBTuner
 from tunecli.engine.tuner.callback import log_to_file
@@ -107,7 +106,7 @@ def main() -> None:
     logging.getLogger("autotvm").setLevel(logging.ERROR)
     print(f"bench_dense_tuned: dense.x86 {SIZE}^3 float32; {_common.load_line()}")
     print(_common.blas_description())
-    task = registry.attach_reference(create("dense.x86", (SIZE, SIZE, SIZE, "float32"), "llvm"))
+    task = create("dense.x86", (SIZE, SIZE, SIZE, "float32"), "llvm")
     print(f"space: {len(task.config_space)} configs")
     if not opts.no_tune:
         tune(task, opts)
@@ -117,7 +116,7 @@ def main() -> None:
     with apply_history_best(str(opts.log)) as ctx, task.target:
         cfg = ctx.query(task.target, task.workload)
         print(f"apply_history_best picks: {cfg}")
-        sch, args = dense_x86(SIZE, SIZE, SIZE, "float32")
+        sch, args = registry.TEMPLATES["dense.x86"](SIZE, SIZE, SIZE, "float32")
     mod = build(sch, args, target=task.target, name="dense_tuned")
     rng = np.random.default_rng(0)
     data = rng.standard_normal((SIZE, SIZE)).astype("float32")

@@ -28,7 +28,7 @@ from collections import defaultdict
 import _common
 import numpy as np
 
-import tunecli.engine.ops.registry as registry
+import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.task.scope import GLOBAL_SCOPE
@@ -67,7 +67,7 @@ def main() -> None:
         extra = {"warmup_ms": opts.also_warmup_ms, "cooldown_interval": 0.0}
         SETTINGS[f"ours-{opts.also_warmup_ms:g}"] = extra
     logging.getLogger("autotvm").setLevel(logging.ERROR)
-    task = registry.attach_reference(create("conv2d_nchw.x86", ARGS, "llvm"))
+    task = create("conv2d_nchw.x86", ARGS, "llvm")
     configs = chosen_configs(task)
     print(f"bench_measure_stability: {len(configs)} parallel conv2d configs, batches of 2, "
           f"{opts.rounds} rounds per setting; {_common.load_line()}")

@@ -47,7 +47,7 @@ from typing import Any
 import _common
 import numpy as np
 
-import tunecli.engine.ops.registry as registry
+import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.log import record
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
@@ -276,7 +276,7 @@ def main() -> None:
           f"batch {opts.batch}; {_common.load_line()}")
     for key in tasks:
         name, args = TASKS[key]
-        task = registry.attach_reference(create(name, args, "llvm"))
+        task = create(name, args, "llvm")
         measure = ReplayMeasure(task, cache_path(task), opts.batch, {})
         print(f"\n[{key}] cache {measure.path.name}: {measure.loaded} configs already measured")
         seeds = range(opts.first_repeat, opts.first_repeat + repeats)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,24 +41,22 @@ INT8_CASES = {
 }
 
 
-def random_arrays(bufs, rng):
-    arrays = []
-    for t in bufs[:-1]:
-        if np.dtype(t.dtype).kind == "i":
-            arrays.append(rng.integers(-128, 128, size=t.shape).astype(t.dtype))
-        else:
-            arrays.append(rng.standard_normal(t.shape).astype(t.dtype))
-    return arrays + [np.zeros(bufs[-1].shape, dtype=bufs[-1].dtype)]
+def random_array(t, rng):
+    if np.dtype(t.dtype).kind == "i":
+        return rng.integers(-128, 128, size=t.shape).astype(t.dtype)
+    return rng.standard_normal(t.shape).astype(t.dtype)
 
 
 def check_config(task, index, rng):
     sch, bufs = task.instantiate(task.config_space.get(index))
     mod = build(sch, bufs, target="llvm")
-    arrays = random_arrays(bufs, rng)
-    mod(*arrays)
-    (want,) = registry.reference_outputs(task.name, task.args, arrays)
-    rtol, atol = registry.tolerance(bufs[-1].dtype)
-    np.testing.assert_allclose(arrays[-1], want, rtol=rtol, atol=atol,
+    n_out = len(registry.get_strategy(task.name).outputs)
+    inputs = [random_array(t, rng) for t in bufs[:-n_out]]
+    outputs = [np.zeros(t.shape, dtype=t.dtype) for t in bufs[-n_out:]]
+    mod(*inputs, *outputs)
+    (want,) = outputs
+    rtol, atol = registry.tolerance(want.dtype)
+    np.testing.assert_allclose(want, task.reference(*inputs), rtol=rtol, atol=atol,
                                err_msg=f"{task.name} config {index}: {task.config_space.get(index)}")
 
 
@@ -69,13 +68,13 @@ def test_seed_tutorial_space_prints_exactly():
     assert task.flop == 2 * 512 * 49 * 512 * 9
 
 
-@pytest.mark.parametrize("name", sorted(SMALL_CASES))
+@pytest.mark.parametrize("name", registry.builtin_names())
 def test_configs_build_and_match_reference(name):
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     task = autotvm_task.create(name, SMALL_CASES[name], target="llvm")
     n = len(task.config_space)
     assert n > 1
-    assert task.template_module == registry.get_template_info(name).module
+    assert task.template_module == registry.__name__  # what a worker imports to find the template
     indices = {0, n - 1} | {int(i) for i in rng.integers(0, n, size=3)}
     for index in sorted(indices):
         check_config(task, index, rng)
@@ -147,7 +146,7 @@ def test_make_args_by_name_position_and_defaults():
     with pytest.raises(InstantiationError, match="unknown arguments"):
         registry.make_args("dense.x86", {"M": 4, "N": 4, "K": 4, "Q": 1})
     with pytest.raises(InstantiationError, match="no built-in template"):
-        registry.get_template_info("nope.x86")
+        registry.get_strategy("nope.x86")
 
 
 def test_tutorial_conv2d_rejects_batches():
@@ -155,14 +154,18 @@ def test_tutorial_conv2d_rejects_batches():
         autotvm_task.create("tutorial/conv2d_no_batching", (2, 7, 7, 8, 8, 3, 3, (1, 1), (1, 1)), "llvm")
 
 
-def test_attach_reference_survives_pickling():
-    task = registry.attach_reference(autotvm_task.create("dense.x86", (2, 16, 3), "llvm"))
+def test_builtin_tasks_carry_their_reference_which_survives_pickling():
+    task = autotvm_task.create("dense.x86", (2, 16, 3), "llvm")
     clone = pickle.loads(pickle.dumps(task))
     rng = np.random.default_rng(5)
     a, w = rng.standard_normal((2, 3)).astype("float32"), rng.standard_normal((16, 3)).astype("float32")
     np.testing.assert_allclose(clone.reference(a, w), a @ w.T, rtol=1e-6)
-    other = autotvm_task.Task("not.builtin", ())
-    assert not hasattr(registry.attach_reference(other), "reference")
+    assert autotvm_task.Task("not.builtin", ()).reference is None
+
+
+def test_readme_lists_the_builtin_templates():
+    readme = Path(__file__).resolve().parents[3] / "README.md"
+    assert registry.template_table() in readme.read_text()
 
 
 def test_padding_knob_only_when_there_is_padding():

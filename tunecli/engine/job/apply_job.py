@@ -129,7 +129,7 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
     default, _ = _build(task, FallbackConfigEntity(), f"task{index}_default")
     arrays = random_arguments([(a.shape, a.dtype) for a in tuned.arg_specs], _SEED)
     inputs = [a for i, a in enumerate(arrays) if i not in sch_outputs]
-    reference = getattr(task, "reference", None)  # built-in templates' (see tasks.create_task)
+    reference = task.reference  # built-in templates' numpy reference (see task.create)
     tuned(*arrays)
     got = [arrays[i].copy() for i in sch_outputs]
     if reference is not None:

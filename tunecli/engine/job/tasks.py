@@ -1,12 +1,13 @@
 """Turning the ``tasks`` of a job into AutoTVM tasks, with line-numbered errors.
 
-A task's ``template`` is either a built-in template name (``dense.x86``; see
-``tunecli.engine.ops.registry``) or ``"path/to/file.py:function"``: the file is imported and the
-template registered by ``@autotvm.template("name")`` on ``function`` is used.  ``args`` is a
-list in parameter order or a mapping by parameter name; defaults of the template fill the rest,
-so the workload written to the log is always complete.  Tasks of built-in templates carry
-their numpy ``reference`` (``registry.attach_reference``), so a runner with
-``check_correctness`` compares against numpy rather than against config 0.
+A task's ``template`` is either a built-in template name (``dense.x86``; names and argument names
+come from the strategy table ``tunecli.engine.ops.registry.STRATEGIES``) or
+``"path/to/file.py:function"``: the file is imported and the template registered by
+``@autotvm.template("name")`` on ``function`` is used.  ``args`` is a list in parameter order or
+a mapping by parameter name; defaults of the template fill the rest, so the workload written to
+the log is always complete.  Tasks of built-in templates carry
+their numpy ``reference`` (set by ``task.create``), so a runner with ``check_correctness``
+compares against numpy rather than against config 0.
 """
 
 from __future__ import annotations
@@ -20,13 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tunecli.engine.job.spec import Job, TaskSpec
-from tunecli.engine.ops.registry import (
-    BUILTIN_TEMPLATES,
-    attach_reference,
-    builtin_names,
-    is_builtin,
-    make_args,
-)
+from tunecli.engine.ops.registry import STRATEGIES, builtin_names, is_builtin, make_args
 from tunecli.engine.task.task import TASK_TABLE, Task, TaskTemplate, create
 from tunecli.errors import InstantiationError, JobError, TuneError
 
@@ -62,7 +57,7 @@ def resolve_template(spec: TaskSpec) -> TaskTemplate:
             if template.func is original:
                 return template
         raise where.error(f"{file}:{func_name} is not decorated with @autotvm.template(\"name\")")
-    if spec.template in BUILTIN_TEMPLATES:
+    if spec.template in STRATEGIES:
         return TASK_TABLE[spec.template]
     raise where.error(f"unknown template {spec.template!r} (built-in templates: "
                       f"{', '.join(builtin_names())}; or use \"path/to/file.py:function\")")
@@ -130,7 +125,7 @@ def _tuples(value: Any) -> Any:
 def create_task(job: Job, index: int) -> Task:
     """Create the AutoTVM task of ``job.tasks[index]`` (traces the template once).
 
-    A built-in template's task gets its numpy ``reference`` (see ``registry.attach_reference``).
+    A built-in template's task gets its numpy ``reference`` (see ``task.create``).
 
     Parameters
     ----------
@@ -156,7 +151,7 @@ def create_task(job: Job, index: int) -> Task:
         raise where.error(f"template {template.name} rejects {_show(args)}: {err}") from err
     if task.config_space is None or len(task.config_space) == 0:
         raise where.error(f"template {template.name} has an empty config space for {_show(args)}")
-    return attach_reference(task)
+    return task
 
 
 def create_tasks(job: Job) -> list[Task]:

@@ -173,7 +173,7 @@ def make_build_job(task: Any, config: Any, target: Any = None, build_func: Calla
     """
     light = copy.copy(task)
     light.config_space = None
-    light.__dict__.pop("reference", None)  # a numpy reference (maybe a lambda) is the runner's business
+    light.reference = None  # the numpy reference (maybe a lambda) is the runner's business
     key = (task.name, task.args, str(task.target))
     return BuildJob(key, pickle.dumps(light), config.to_json_dict(), str(target or task.target), build_func,
                     tuple(sorted((build_kwargs or {}).items())))

@@ -3,8 +3,8 @@
 A measurement compares a kernel's outputs on the seeded random inputs with reference outputs
 made once per task (and argument layout):
 
-* when the task has a numpy reference (``task.reference``: a callable taking the input arrays
-  and returning the expected output array, or a tuple of them), it is called here, in the tuner,
+* when the task has a numpy reference (the ``Task.reference`` field: a callable taking the input
+  arrays and returning the expected output array, or a tuple of them), it is called here, in the tuner,
   on :func:`tunecli.engine.measure.arrays.random_arguments` of the same seed;
 * otherwise the first valid config of the task's space (index 0 unless a filter removed it) is
   built and run once in the runner's worker, which sends its outputs back — TVM's check

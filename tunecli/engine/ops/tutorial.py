@@ -13,53 +13,100 @@ thread tile is accumulated in a ``cache_write(.., "local")`` stage, and the two 
 to explicit unrolling: ``auto_unroll_max_step = S`` unrolls the accumulator stage's innermost
 loops (innermost first) while the product of their extents stays <= S; ``unroll_explicit = 1``
 applies the same rule to the inner loops of the output-copy stage.
+
+Both are strategies (``MATMUL``, ``CONV2D_NO_BATCHING``) whose knobs are defined by the schedule,
+as in the tutorials; with an epilogue the epilogue stage takes the output stage's place.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from tunecli.engine import te
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, output_and_accumulator
 from tunecli.engine.ops.nn.conv2d import conv2d_nchw
-from tunecli.engine.schedule import create_schedule
-from tunecli.engine.task.task import get_config, template
+from tunecli.engine.ops.strategy import OpCall, Strategy
+from tunecli.engine.schedule import Schedule
 from tunecli.errors import InstantiationError
 
 
-@template("tutorial/matmul")
-def matmul(N: int, L: int, M: int, dtype: str) -> tuple[Any, list]:
-    """``C = A @ B`` with the output axes split by ``tile_y`` / ``tile_x``."""
-    A = te.placeholder((N, L), name="A", dtype=dtype)
-    B = te.placeholder((L, M), name="B", dtype=dtype)
-    k = te.reduce_axis((0, L), name="k")
-    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = create_schedule(C.op)
-    y, x = s[C].op.axis
+def declare_matmul(N: int, L: int, M: int, dtype: str = "float32") -> OpCall:
+    """``A [N, L]`` and ``B [L, M]`` placeholders."""
+    return OpCall((te.placeholder((N, L), name="A", dtype=dtype),
+                   te.placeholder((L, M), name="B", dtype=dtype)))
+
+
+def matmul_compute(cfg: Any, A: te.Tensor, B: te.Tensor) -> te.Tensor:
+    """``C = A @ B`` (the tutorial's knobs are defined by its schedule)."""
+    k = te.reduce_axis((0, A.shape[1]), name="k")
+    return te.compute((A.shape[0], B.shape[1]), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+
+
+def schedule_matmul(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+    """Split the output axes by ``tile_y`` / ``tile_x``; loops ``yo, xo, k, yi, xi``."""
+    (C,) = outs
+    s = create_group_schedule(outs, epilogue)
+    out = C if epilogue is None else epilogue
+    if epilogue is not None:
+        inline_between(s, outs, epilogue)
+    y, x = s[out].op.axis
     k = s[C].op.reduce_axis[0]
-    cfg = get_config()
     cfg.define_split("tile_y", y, num_outputs=2)
     cfg.define_split("tile_x", x, num_outputs=2)
-    yo, yi = cfg["tile_y"].apply(s, C, y)
-    xo, xi = cfg["tile_x"].apply(s, C, x)
-    s[C].reorder(yo, xo, k, yi, xi)
-    return s, [A, B, C]
+    yo, yi = cfg["tile_y"].apply(s, out, y)
+    xo, xi = cfg["tile_x"].apply(s, out, x)
+    if epilogue is None:
+        s[C].reorder(yo, xo, k, yi, xi)
+    else:
+        s[out].reorder(yo, xo, yi, xi)
+        s[C].compute_at(s[out], xo)
+        s[C].reorder(k, *s[C].op.axis)
+    return s
 
 
-@template("tutorial/conv2d_no_batching")
-def conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: int, stride: Any,
-                       padding: Any) -> tuple[Any, list]:
-    """The conv2d tutorial template (see the module docstring)."""
+def _matmul_wrapping(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` summed in the inputs' dtype as the kernel does (integer sums wrap around)."""
+    wide = np.float64 if a.dtype.kind == "f" else np.int64
+    return (a.astype(wide) @ b.astype(wide)).astype(a.dtype)
+
+
+MATMUL = Strategy(
+    op="matmul", target_key="cpu", name="tutorial/matmul", declare=declare_matmul, compute=matmul_compute,
+    schedule=schedule_matmul, reference=_matmul_wrapping, outputs=("C",),
+    summary="TVM's `tune_simple_template` tutorial", plevel=0)
+
+
+def declare_conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: int, stride: Any,
+                               padding: Any) -> OpCall:
+    """``data [N, CI, H, W]`` and ``kernel [CO, CI, KH, KW]`` float32 placeholders (N must be 1)."""
     if N != 1:
         raise InstantiationError(f"tutorial/conv2d_no_batching: only batch size 1 is supported, got {N}")
     data = te.placeholder((N, CI, H, W), name="data")
     kernel = te.placeholder((CO, CI, KH, KW), name="kernel")
-    conv = conv2d_nchw(data, kernel, stride, padding, dilation=1, out_dtype="float32")
-    s = create_schedule([conv.op])
+    return OpCall((data, kernel), {"stride": stride, "padding": padding})
 
+
+def conv2d_no_batching_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any,
+                               padding: Any) -> te.Tensor:
+    """``nn.conv2d_nchw`` in float32 (the knobs are defined by the schedule)."""
+    conv = conv2d_nchw(data, kernel, stride, padding, dilation=1, out_dtype="float32")
+    n, ci, co, (kh, kw) = data.shape[0], data.shape[1], kernel.shape[0], kernel.shape[2:]
+    cfg.add_flop(2 * n * co * _out_size(conv) * ci * kh * kw)
+    return conv
+
+
+def schedule_conv2d_no_batching(cfg: Any, outs: Sequence[te.Tensor],
+                                epilogue: te.Tensor | None = None) -> Schedule:
+    """The conv2d tutorial's schedule (see the module docstring)."""
+    (conv,) = outs
+    s = create_group_schedule(outs, epilogue)
     n, f, y, x = s[conv].op.axis
     rc, ry, rx = s[conv].op.reduce_axis
-    cfg = get_config()
     cfg.define_split("tile_f", f, num_outputs=4)
     cfg.define_split("tile_y", y, num_outputs=4)
     cfg.define_split("tile_x", x, num_outputs=4)
@@ -72,8 +119,7 @@ def conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: in
     pad_data = s[conv].op.input_tensors[0]
     s[pad_data].compute_inline()
 
-    output = conv
-    OL = s.cache_write(conv, "local")
+    output, OL = output_and_accumulator(s, conv, epilogue)
     n, f, y, x = s[output].op.axis
     bf, vf, tf, fi = cfg["tile_f"].apply(s, output, f)
     by, vy, ty, yi = cfg["tile_y"].apply(s, output, y)
@@ -99,8 +145,14 @@ def conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: in
     if cfg["unroll_explicit"].val:
         inner_out = [(xi, sizes["tile_x"]), (yi, sizes["tile_y"]), (fi, sizes["tile_f"])]
         _unroll_innermost(s[output], inner_out, step)
-    cfg.add_flop(2 * N * CO * _out_size(conv) * CI * KH * KW)
-    return s, [data, kernel, conv]
+    return s
+
+
+CONV2D_NO_BATCHING = Strategy(
+    op="conv2d_nchw", target_key="cpu", name="tutorial/conv2d_no_batching",
+    declare=declare_conv2d_no_batching, compute=conv2d_no_batching_compute,
+    schedule=schedule_conv2d_no_batching, reference=ref.conv2d_nchw_python, outputs=("conv",),
+    summary="TVM's conv2d tutorial", plevel=0)
 
 
 def _unroll_innermost(stage: Any, loops: list[tuple[Any, int]], max_step: int) -> None:

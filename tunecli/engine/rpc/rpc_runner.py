@@ -366,9 +366,9 @@ class RPCRunner:
             return ()
         key = (id(task), specs, outputs)
         if key not in self._refs:
-            func = getattr(task, "reference", None)
+            func = task.reference
             refs: tuple[tuple[int, bytes], ...] = ()
-            if not callable(func):
+            if func is None:
                 logger.warning("RPCRunner: the task has no numpy reference; correctness is not checked")
             else:
                 try:

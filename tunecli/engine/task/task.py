@@ -46,11 +46,16 @@ class TaskTemplate:
     name : str
     func : callable
         ``func(*args) -> (schedule, tensors)``.
+    reference : callable, optional
+        ``reference(*args) -> f`` where ``f(*input_arrays)`` gives the kernel's expected outputs
+        (numpy); a picklable function (built-in templates: their strategy's reference).
     """
 
-    def __init__(self, name: str, func: Callable[..., Any]):
+    def __init__(self, name: str, func: Callable[..., Any],
+                 reference: Callable[..., Callable[..., Any]] | None = None):
         self.name = name
         self.func = func
+        self.reference = reference
         self.module = func.__module__
         try:
             self.source_file: str | None = inspect.getsourcefile(func)
@@ -76,6 +81,7 @@ class MissingTask:
 
     module = None
     source_file = None
+    reference = None
 
     def __init__(self, name: str):
         self.name = name
@@ -100,7 +106,8 @@ def _same_function(old: TaskTemplate, f: Callable[..., Any]) -> bool:
     return old.module == f.__module__ or (source is not None and source == old.source_file)
 
 
-def template(task_name: str, func: Callable[..., Any] | None = None) -> Any:
+def template(task_name: str, func: Callable[..., Any] | None = None, *,
+             reference: Callable[..., Callable[..., Any]] | None = None) -> Any:
     """Register a tunable template under ``task_name`` (usable as ``@template(name)``).
 
     Parameters
@@ -108,6 +115,9 @@ def template(task_name: str, func: Callable[..., Any] | None = None) -> Any:
     task_name : str
     func : callable, optional
         The template; when omitted a decorator is returned.
+    reference : callable, optional
+        ``reference(*args)`` gives the numpy function of a task's expected outputs (see
+        ``Task.reference``).
 
     Returns
     -------
@@ -116,7 +126,7 @@ def template(task_name: str, func: Callable[..., Any] | None = None) -> Any:
     """
 
     def _decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-        _register(TaskTemplate(task_name, f))
+        _register(TaskTemplate(task_name, f, reference))
 
         @functools.wraps(f)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -255,6 +265,14 @@ class Task:
     name : str
     args : tuple
         Serialized arguments (see ``serialize_args``).
+
+    Attributes
+    ----------
+    reference : callable or None
+        ``reference(*input_arrays)`` -> the kernel's expected output array (or a tuple of them, in
+        output order), computed with numpy; set by ``create`` for templates registered with one
+        (the built-in templates), else None and correctness is checked against the first config
+        of the space.  Picklable (a ``functools.partial``).
     """
 
     def __init__(self, name: str, args: Any):
@@ -268,6 +286,7 @@ class Task:
         self.target_host: Any = None
         self.template_module: str | None = self.func.module
         self.template_file: str | None = self.func.source_file
+        self.reference: Callable[..., Any] | None = None
 
     @property
     def workload(self) -> tuple:
@@ -309,6 +328,7 @@ class Task:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         by_value = state.pop("template_by_value", None)
+        self.reference = None
         self.__dict__.update(state)
         for key in ("target", "target_host"):
             if state[key] is not None:
@@ -325,6 +345,9 @@ class Task:
 
 def create(task_name: str, args: Any, target: Any, target_host: Any = None) -> Task:
     """Create a tuning task: trace template ``task_name`` with ``args`` to collect its space.
+
+    A template registered with a numpy reference (the built-in ones) gives the task its
+    ``reference``.
 
     Parameters
     ----------
@@ -351,4 +374,6 @@ def create(task_name: str, args: Any, target: Any, target_host: Any = None) -> T
     task.flop = task.config_space.flop or compute_flop(sch)
     task.target = target
     task.target_host = target_host
+    if task.func.reference is not None:
+        task.reference = task.func.reference(*args)
     return task

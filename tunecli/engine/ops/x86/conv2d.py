@@ -20,15 +20,18 @@ is padding), ``parallel`` (0/1: fused outer loops on all cores).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
 from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
 from tunecli.engine.ops.nn.pad import pad, pair
+from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.dense import out_dtype_for
 from tunecli.engine.ops.x86.gemm import panel_filter
-from tunecli.engine.schedule import create_schedule
-from tunecli.engine.task.task import get_config, template
+from tunecli.engine.schedule import Schedule
 
 MAX_RW = 16
 
@@ -78,31 +81,53 @@ def conv2d_nchwc_compute(data: te.Tensor, kernel: te.Tensor, vc: int, stride: An
                       tag="injective,unpack_nchwc")
 
 
-@template("conv2d_nchw.x86")
-def conv2d_nchw_x86(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: Any, padding: Any,
-                    dilation: Any, dtype: str = "float32") -> tuple[Any, list]:
-    """NCHWc-style convolution template (see the module docstring)."""
+def declare_conv2d_nchw(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: Any, padding: Any,
+                        dilation: Any = 1, dtype: str = "float32") -> OpCall:
+    """``data [N, CI, H, W]`` and ``kernel [CO, CI, KH, KW]`` placeholders and the window attributes."""
     data = te.placeholder((N, CI, H, W), dtype=dtype, name="data")
     kernel = te.placeholder((CO, CI, KH, KW), dtype=dtype, name="kernel")
-    oh, ow, pads = conv2d_output_shape((H, W), (KH, KW), stride, padding, dilation)
-    cfg = get_config()
-    cfg.define_split("tile_oc", CO, num_outputs=2, filter=panel_filter(CO))
+    return OpCall((data, kernel), {"stride": stride, "padding": padding, "dilation": dilation,
+                                   "out_dtype": out_dtype_for(dtype)})
+
+
+def conv2d_nchwc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+                             dilation: Any, out_dtype: str) -> te.Tensor:
+    """The knobs of the module docstring, then ``conv2d_nchwc_compute`` with ``VC`` from ``tile_oc``."""
+    n, ci, h, w = data.shape
+    co, _, kh, kw = kernel.shape
+    oh, ow, pads = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    cfg.define_split("tile_oc", co, num_outputs=2, filter=panel_filter(co))
     cfg.define_split("tile_ow", ow, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_RW)
-    cfg.define_split("tile_ic", CI, num_outputs=2)
+    cfg.define_split("tile_ic", ci, num_outputs=2)
     cfg.define_knob("unroll_kw", [0, 1])
     if any(pads):
         cfg.define_knob("compute_pad", ["root", "inline", "at_row"])
     cfg.define_knob("parallel", [0, 1])
-    cfg.add_flop(2 * N * CO * oh * ow * CI * KH * KW)
-    out = conv2d_nchwc_compute(data, kernel, cfg["tile_oc"].size[-1], stride, padding, dilation,
-                               out_dtype_for(dtype))
-    s = create_schedule(out.op)
-    _schedule_conv2d_nchwc(cfg, s, out)
-    return s, [data, kernel, out]
+    cfg.add_flop(2 * n * co * oh * ow * ci * kh * kw)
+    return conv2d_nchwc_compute(data, kernel, cfg["tile_oc"].size[-1], stride, padding, dilation, out_dtype)
 
 
-def _schedule_conv2d_nchwc(cfg: Any, s: Any, out: te.Tensor) -> None:
-    """Schedule the stages built by ``conv2d_nchwc_compute``."""
+def schedule_conv2d_nchwc(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+    """Schedule the stages of ``conv2d_nchwc_compute``; an epilogue absorbs the NCHW unpack stage."""
+    (out,) = outs
+    s = create_group_schedule(outs, epilogue)
+    final = out
+    if epilogue is not None:
+        inline_between(s, outs, epilogue)
+        s[out].compute_inline()
+        final = epilogue
+    _schedule_conv2d_nchwc(cfg, s, out, final)
+    return s
+
+
+CONV2D_NCHWC = Strategy(
+    op="conv2d_nchw", target_key="cpu", name="conv2d_nchw.x86", declare=declare_conv2d_nchw,
+    compute=conv2d_nchwc_x86_compute, schedule=schedule_conv2d_nchwc, reference=ref.conv2d_nchw_python,
+    outputs=("out",))
+
+
+def _schedule_conv2d_nchwc(cfg: Any, s: Any, out: te.Tensor, final: te.Tensor) -> None:
+    """Schedule the stages built by ``conv2d_nchwc_compute``; ``final`` writes the result."""
     parallel = bool(cfg["parallel"].val)
     (conv,) = out.op.input_tensors
     (kernel_vec,) = [t for t in conv.op.input_tensors if "layout_transform" in t.op.tag]
@@ -143,7 +168,7 @@ def _schedule_conv2d_nchwc(cfg: Any, s: Any, out: te.Tensor) -> None:
     s[CC].unroll(x)
     s[CC].vectorize(v)
 
-    b, c, y, x = s[out].op.axis
-    fused = s[out].fuse(b, c, y)
+    b, c, y, x = s[final].op.axis
+    fused = s[final].fuse(b, c, y)
     if parallel:
-        s[out].parallel(fused)
+        s[final].parallel(fused)

@@ -7,13 +7,15 @@ arguments: ``data [M, K]``, ``weight [N, K]``, output ``[M, N]``. Knobs: see ``x
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.nn.dense import dense_pack
+from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.gemm import define_gemm_space, schedule_gemm
-from tunecli.engine.schedule import create_schedule
-from tunecli.engine.task.task import get_config, template
+from tunecli.engine.schedule import Schedule
 
 
 def out_dtype_for(dtype: str) -> str:
@@ -21,15 +23,27 @@ def out_dtype_for(dtype: str) -> str:
     return "int32" if dtype in ("int8", "uint8", "int16") else dtype
 
 
-@template("dense.x86")
-def dense_x86(M: int, N: int, K: int, dtype: str = "float32") -> tuple[Any, list]:
-    """Packed, register-tiled dense ``out = data @ weight.T`` (see the module docstring)."""
+def declare_dense(M: int, N: int, K: int, dtype: str = "float32") -> OpCall:
+    """``data [M, K]`` and ``weight [N, K]`` placeholders; the output type of ``dtype``."""
     data = te.placeholder((M, K), dtype=dtype, name="data")
     weight = te.placeholder((N, K), dtype=dtype, name="weight")
-    cfg = get_config()
-    define_gemm_space(cfg, M, N, K)
-    cfg.add_flop(2 * M * N * K)
-    C = dense_pack(data, weight, cfg["tile_x"].size[-1], out_dtype_for(dtype))
-    s = create_schedule(C.op)
-    schedule_gemm(cfg, s, C)
-    return s, [data, weight, C]
+    return OpCall((data, weight), {"out_dtype": out_dtype_for(dtype)})
+
+
+def dense_pack_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str) -> te.Tensor:
+    """``data @ weight.T`` through weight panels as wide as ``cfg["tile_x"]``'s inner factor."""
+    (m, k), n = data.shape, weight.shape[0]
+    define_gemm_space(cfg, m, n, k)
+    cfg.add_flop(2 * m * n * k)
+    return dense_pack(data, weight, cfg["tile_x"].size[-1], out_dtype)
+
+
+def schedule_dense_pack(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+    """The register-tiled GEMM schedule of ``x86.gemm``."""
+    return schedule_gemm(cfg, outs, epilogue)
+
+
+DENSE_PACK = Strategy(
+    op="dense", target_key="cpu", name="dense.x86", declare=declare_dense, compute=dense_pack_compute,
+    schedule=schedule_dense_pack, reference=ref.dense_python, outputs=("out",),
+    summary="`out[M, N] = data[M, K] · weight[N, K]ᵀ`")

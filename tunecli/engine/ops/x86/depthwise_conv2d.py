@@ -16,48 +16,71 @@ HB <= 4), ``tile_w`` (split of OW, inner WB <= 32), ``unroll_kw`` (0/1), ``compu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
+from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.dense import out_dtype_for
-from tunecli.engine.schedule import create_schedule
-from tunecli.engine.task.task import get_config, template
+from tunecli.engine.schedule import Schedule
 
 MAX_CB = 8
 MAX_HB = 4
 MAX_WB = 32
 
 
-@template("depthwise_conv2d_nchw.x86")
-def depthwise_conv2d_nchw_x86(N: int, H: int, W: int, C: int, multiplier: int, KH: int, KW: int, stride: Any,
-                              padding: Any, dilation: Any, dtype: str = "float32") -> tuple[Any, list]:
-    """Register-tiled depthwise convolution template (see the module docstring)."""
+def declare_depthwise_conv2d_nchw(N: int, H: int, W: int, C: int, multiplier: int, KH: int, KW: int,
+                                  stride: Any, padding: Any, dilation: Any = 1,
+                                  dtype: str = "float32") -> OpCall:
+    """``data [N, C, H, W]`` and ``kernel [C, multiplier, KH, KW]`` placeholders and the window attributes."""
     data = te.placeholder((N, C, H, W), dtype=dtype, name="data")
     kernel = te.placeholder((C, multiplier, KH, KW), dtype=dtype, name="kernel")
-    oh, ow, pads = conv2d_output_shape((H, W), (KH, KW), stride, padding, dilation)
-    cfg = get_config()
-    cfg.define_split("tile_c", C * multiplier, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_CB)
+    return OpCall((data, kernel), {"stride": stride, "padding": padding, "dilation": dilation,
+                                   "out_dtype": out_dtype_for(dtype)})
+
+
+def depthwise_conv2d_nchw_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+                                      dilation: Any, out_dtype: str) -> te.Tensor:
+    """The knobs of the module docstring, then ``nn.depthwise_conv2d_nchw``."""
+    n, c, h, w = data.shape
+    _, multiplier, kh, kw = kernel.shape
+    oh, ow, pads = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    cfg.define_split("tile_c", c * multiplier, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_CB)
     cfg.define_split("tile_h", oh, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_HB)
     cfg.define_split("tile_w", ow, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_WB)
     cfg.define_knob("unroll_kw", [0, 1])
     if any(pads):
         cfg.define_knob("compute_pad", ["root", "inline"])
     cfg.define_knob("parallel", [0, 1])
-    cfg.add_flop(2 * N * C * multiplier * oh * ow * KH * KW)
-    out = depthwise_conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype_for(dtype))
-    s = create_schedule(out.op)
-    _schedule_depthwise(cfg, s, out)
-    return s, [data, kernel, out]
+    cfg.add_flop(2 * n * c * multiplier * oh * ow * kh * kw)
+    return depthwise_conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype)
 
 
-def _schedule_depthwise(cfg: Any, s: Any, out: te.Tensor) -> None:
+def schedule_depthwise_conv2d_nchw(cfg: Any, outs: Sequence[te.Tensor],
+                                   epilogue: te.Tensor | None = None) -> Schedule:
+    """Schedule the padding, accumulator and output stages of a depthwise convolution."""
+    (out,) = outs
+    s = create_group_schedule(outs, epilogue)
+    _schedule_depthwise(cfg, s, out, epilogue)
+    return s
+
+
+DEPTHWISE_CONV2D_NCHW = Strategy(
+    op="depthwise_conv2d_nchw", target_key="cpu", name="depthwise_conv2d_nchw.x86",
+    declare=declare_depthwise_conv2d_nchw, compute=depthwise_conv2d_nchw_x86_compute,
+    schedule=schedule_depthwise_conv2d_nchw, reference=ref.depthwise_conv2d_python_nchw, outputs=("out",))
+
+
+def _schedule_depthwise(cfg: Any, s: Any, conv: te.Tensor, epilogue: te.Tensor | None) -> None:
     """Schedule the padding, accumulator and output stages of a depthwise convolution."""
     parallel = bool(cfg["parallel"].val)
-    padded = out.op.input_tensors[0]
+    padded = conv.op.input_tensors[0]
     if "pad" not in padded.op.tag:
-        padded = out.op.input_tensors[1]
+        padded = conv.op.input_tensors[1]
     pads_anything = padded.shape != padded.op.input_tensors[0].shape
     if not pads_anything or cfg["compute_pad"].val == "inline":
         s[padded].compute_inline()
@@ -67,7 +90,7 @@ def _schedule_depthwise(cfg: Any, s: Any, out: te.Tensor) -> None:
         if parallel:
             s[padded].parallel(fused)
 
-    OL = s.cache_write(out, "local")
+    out, OL = output_and_accumulator(s, conv, epilogue)
     b, c, y, x = s[out].op.axis
     co, ci = cfg["tile_c"].apply(s, out, c)
     yo, yi = cfg["tile_h"].apply(s, out, y)

@@ -14,8 +14,12 @@ vector registers).  Knobs (first defined varies fastest in the flat index):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from tunecli.engine import te
+from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
+from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
 
 PANEL_LANES = 16
@@ -41,34 +45,43 @@ def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
     cfg.define_knob("unroll_k", [0, 1])
 
 
-def schedule_gemm(cfg: ConfigSpace, s: Any, C: Any, batch: bool = False) -> None:
+def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None,
+                  batch: bool = False) -> Schedule:
     """Schedule ``C[(b,) y, x] = sum_k A[(b,) y, k] * packed[(b,) x // NR, k, x % NR]``.
 
     Parameters
     ----------
     cfg : ConfigSpace
         Holds the knobs of ``define_gemm_space``.
-    s : Schedule
-    C : te.Tensor
-        The GEMM output (the kernel's output); one of its inputs is the panel-packing stage.
+    outs : sequence of te.Tensor
+        ``[C]``, the GEMM output; one of its inputs is the panel-packing stage.
+    epilogue : te.Tensor, optional
+        An injective stage reading ``C`` (bias, relu): it is tiled as ``C`` would be and ``C``
+        becomes its register accumulator.
     batch : bool
         ``C`` has a leading batch axis (fused into the parallel loop).
-    """
-    (packed,) = [t for t in C.op.input_tensors if "layout_transform" in t.op.tag]
-    CC = s.cache_write(C, "local")
-    axes = list(s[C].op.axis)
-    b_axes, (y, x) = axes[:-2], axes[-2:]
-    yt, yo, yi = cfg["tile_y"].apply(s, C, y)
-    xt, xo, xi = cfg["tile_x"].apply(s, C, x)
-    s[C].reorder(*b_axes, xt, yt, yo, xo, yi, xi)
-    outer = s[C].fuse(*b_axes, xt, yt)
-    if cfg["parallel"].val:
-        s[C].parallel(outer)
-    tile = s[C].fuse(yo, xo)
-    s[C].unroll(yi)
-    s[C].vectorize(xi)
 
-    s[CC].compute_at(s[C], tile)
+    Returns
+    -------
+    Schedule
+    """
+    (C,) = outs
+    s = create_group_schedule(outs, epilogue)
+    (packed,) = [t for t in C.op.input_tensors if "layout_transform" in t.op.tag]
+    O, CC = output_and_accumulator(s, C, epilogue)
+    axes = list(s[O].op.axis)
+    b_axes, (y, x) = axes[:-2], axes[-2:]
+    yt, yo, yi = cfg["tile_y"].apply(s, O, y)
+    xt, xo, xi = cfg["tile_x"].apply(s, O, x)
+    s[O].reorder(*b_axes, xt, yt, yo, xo, yi, xi)
+    outer = s[O].fuse(*b_axes, xt, yt)
+    if cfg["parallel"].val:
+        s[O].parallel(outer)
+    tile = s[O].fuse(yo, xo)
+    s[O].unroll(yi)
+    s[O].vectorize(xi)
+
+    s[CC].compute_at(s[O], tile)
     cy, cx = list(s[CC].op.axis)[-2:]
     (kaxis,) = s[CC].op.reduce_axis
     ko, ki = cfg["tile_k"].apply(s, CC, kaxis)
@@ -83,3 +96,4 @@ def schedule_gemm(cfg: ConfigSpace, s: Any, C: Any, batch: bool = False) -> None
     if cfg["parallel"].val:
         s[packed].parallel(pouter)
     s[packed].vectorize(paxes[-1])  # contiguous panel stores, strided (gathered) weight loads
+    return s
