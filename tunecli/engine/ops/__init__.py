@@ -1,1 +1,1 @@
-"""Operators: compute definitions (``nn``), numpy references and x86 autotvm templates."""
+"""Operators: compute definitions (``nn``), numpy references, and per-target strategies (``registry``)."""
