@@ -6,6 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
+from template_cases import SMALL_CASES
 
 from tunecli.engine import te
 from tunecli.engine.build import build, lower
@@ -15,15 +16,6 @@ from tunecli.engine.ops.nn import bias_add, relu
 from tunecli.engine.schedule import create_schedule
 from tunecli.engine.task import task as autotvm_task
 from tunecli.errors import ScheduleError
-
-CASES = {
-    "dense.x86": (6, 32, 12, "float32"),
-    "batch_matmul.x86": (2, 4, 16, 8, "float32"),
-    "conv2d_nchw.x86": (1, 6, 5, 3, 32, 3, 3, 1, 1, 1, "float32"),
-    "depthwise_conv2d_nchw.x86": (1, 7, 6, 3, 2, 3, 3, 1, 1, 1, "float32"),
-    "tutorial/matmul": (8, 6, 12, "float32"),
-    "tutorial/conv2d_no_batching": (1, 5, 6, 4, 3, 3, 3, (1, 1), (1, 1)),
-}
 
 
 def fused_bias_relu(name, args, cfg):
@@ -49,23 +41,19 @@ def run_fused(name, args, cfg, rng):
     return got, want
 
 
-def test_every_builtin_strategy_is_covered():
-    assert sorted(CASES) == sorted(registry.builtin_names())
-
-
 @pytest.mark.parametrize("name", registry.builtin_names())
 def test_bias_relu_epilogue_matches_numpy(name):
     rng = np.random.default_rng(zlib.crc32(name.encode()))
-    space = autotvm_task.create(name, CASES[name], "llvm").config_space
+    space = autotvm_task.create(name, SMALL_CASES[name], "llvm").config_space
     for index in sorted({0, len(space) - 1, *(int(i) for i in rng.integers(0, len(space), size=2))}):
-        got, want = run_fused(name, CASES[name], space.get(index), rng)
+        got, want = run_fused(name, SMALL_CASES[name], space.get(index), rng)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"{name} config {index}")
 
 
 def test_dense_epilogue_is_written_from_the_register_tile():
-    space = autotvm_task.create("dense.x86", CASES["dense.x86"], "llvm").config_space
+    space = autotvm_task.create("dense.x86", SMALL_CASES["dense.x86"], "llvm").config_space
     cfg = space.get(len(space) - 1)
-    text = str(lower(*fused_bias_relu("dense.x86", CASES["dense.x86"], cfg)))
+    text = str(lower(*fused_bias_relu("dense.x86", SMALL_CASES["dense.x86"], cfg)))
     assert "allocate T_dense_pack[" in text and "], local" in text  # the GEMM accumulates in registers
     assert "T_bias_add" not in text  # inlined into the epilogue
     assert text.count("T_relu[") == 1  # the only store to memory: one per output element
@@ -73,8 +61,8 @@ def test_dense_epilogue_is_written_from_the_register_tile():
 
 
 def test_conv2d_epilogue_absorbs_the_unpack_stage():
-    space = autotvm_task.create("conv2d_nchw.x86", CASES["conv2d_nchw.x86"], "llvm").config_space
-    text = str(lower(*fused_bias_relu("conv2d_nchw.x86", CASES["conv2d_nchw.x86"], space.get(0))))
+    space = autotvm_task.create("conv2d_nchw.x86", SMALL_CASES["conv2d_nchw.x86"], "llvm").config_space
+    text = str(lower(*fused_bias_relu("conv2d_nchw.x86", SMALL_CASES["conv2d_nchw.x86"], space.get(0))))
     assert "conv2d_nchw[" not in text and "T_bias_add" not in text
     assert "T_relu[" in text and "(conv2d_NCHWc[" in text
 

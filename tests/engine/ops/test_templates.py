@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from template_cases import SMALL_CASES
 
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import registry
@@ -25,14 +26,6 @@ SEED_SPACE = """ConfigSpace (len=10454400, space_map=
    7 unroll_explicit: OtherOption([0, 1]) len=2
 )"""
 
-SMALL_CASES = {
-    "dense.x86": (6, 32, 12, "float32"),
-    "batch_matmul.x86": (2, 4, 16, 8, "float32"),
-    "conv2d_nchw.x86": (1, 6, 5, 3, 32, 3, 3, 1, 1, 1, "float32"),
-    "depthwise_conv2d_nchw.x86": (1, 7, 6, 3, 2, 3, 3, 1, 1, 1, "float32"),
-    "tutorial/matmul": (8, 6, 12, "float32"),
-    "tutorial/conv2d_no_batching": (1, 5, 6, 4, 3, 3, 3, (1, 1), (1, 1)),
-}
 INT8_CASES = {
     "dense.x86": (3, 16, 40, "int8"),
     "conv2d_nchw.x86": (1, 5, 5, 8, 16, 3, 3, 2, (1, 0), 1, "int8"),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 
 import autotvm_templates
+import numpy as np
 import pytest
 
 from tunecli.engine import te
@@ -255,3 +257,23 @@ def test_a_builtin_does_not_replace_a_user_template(builtin_matmul, tmp_path) ->
     port = import_file(path, "early_port")
     template("tutorial/matmul", builtin_matmul.func)  # what importing tunecli.engine.ops.tutorial does
     assert TASK_TABLE["tutorial/matmul"].func is port.matmul.__wrapped__
+
+
+
+def _matmul_reference(n: int, l: int, m: int, dtype: str) -> functools.partial:
+    """``reference(*args)``: the numpy function of a task's expected output (picklable)."""
+    return functools.partial(np.matmul)
+
+
+def test_a_template_registered_with_a_reference_gives_its_tasks_one() -> None:
+    name = "task_test/matmul_with_reference"
+    template(name, autotvm_templates.matmul.__wrapped__, reference=_matmul_reference)
+    try:
+        task = create(name, (4, 3, 2, "float32"), "llvm")
+    finally:
+        del TASK_TABLE[name]
+    clone = pickle.loads(pickle.dumps(task))
+    a, b = np.ones((4, 3), "float32"), np.full((3, 2), 2, "float32")
+    np.testing.assert_array_equal(clone.reference(a, b), np.full((4, 2), 6, "float32"))
+    assert create("autotvm_test/matmul", (4, 3, 2, "float32"), "llvm").reference is None
+    assert Task("task_test/no_such_template", ()).reference is None
