@@ -30,12 +30,10 @@ kernel arguments ``inputs + outputs``.  A graph layer uses the same row with its
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
-
-import numpy as np
 
 from tunecli.engine import te
 from tunecli.engine.target import Target
@@ -96,7 +94,7 @@ class Strategy:
     compute: Callable[..., Any]
     schedule: Callable[..., Any]
     reference: Callable[..., Any]
-    outputs: tuple[str, ...] = ("out",)
+    outputs: tuple[str, ...]
     summary: str = ""
     plevel: int = 10
 
@@ -173,11 +171,6 @@ class Strategy:
         attrs = self.declare(*self.bind(list(args))).attrs
         return partial(self.reference, **attrs)
 
-    def split_arrays(self, arrays: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """``(inputs, outputs)`` of a kernel's argument arrays (the declared outputs come last)."""
-        n_in = len(arrays) - len(self.outputs)
-        return list(arrays[:n_in]), list(arrays[n_in:])
-
 
 def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
@@ -201,7 +194,7 @@ class StrategyTable:
         rows.append(strategy)
         rows.sort(key=lambda s: -s.plevel)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Strategy]:
         return iter(self._by_name.values())
 
     def __len__(self) -> int:
