@@ -40,6 +40,10 @@ class InstantiationError(TuneError):
     """A template could not be instantiated with a config (invalid config, template bug)."""
 
 
+class TemplateFileError(TuneError):
+    """A user's template file does not exist or failed to import; the message names the file."""
+
+
 class SpaceError(TuneError):
     """A config space was defined or indexed illegally."""
 

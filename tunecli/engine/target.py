@@ -5,6 +5,11 @@ A target string is a kind followed by ``-name=value`` options, for example
 ``llvm -device=arm_cpu -mtriple=aarch64-linux-gnu``.  Targets of other kinds (``cuda``,
 ``ext_dev``, ...) parse, so that records written for them can be read, but only ``llvm``
 compiles here.
+
+A ``Target`` is immutable and picklable: a job parses its target string once and the object
+travels whole (job spec → task → measure input → build worker).  ``str(target)`` is the string
+as written (whitespace normalised), which is what logs store.  Two targets are equal when they
+have the same kind, options and host, whatever the order the options were written in.
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ class TargetKind(str):
 
 
 class Target:
-    """A parsed target string.
+    """A parsed target string (immutable: options cannot be changed after parsing).
 
     Parameters
     ----------
@@ -81,68 +86,90 @@ class Target:
     ----------
     kind : str
         The target kind (``llvm``, ``cuda``, ...).
-    keys : list of str
-        Keys used to look up tuned configs (``["cpu"]`` for llvm).
-    model : str
-        The ``-model=`` option, or ``"unknown"``.
-    attrs : dict
-        Every ``-name=value`` option as written (lists for mattr, keys, libs).
+    host : Target or None
     """
 
+    __slots__ = ("host", "kind", "_text", "_attrs", "_keys")
+
     def __init__(self, target: str | Target, host: str | Target | None = None):
-        self.host = None if host is None else Target(host)
         if isinstance(target, Target):
-            self.host = self.host or target.host
+            host = target.host if host is None else host
             target = str(target)
+        _set = object.__setattr__
+        _set(self, "host", None if host is None else as_target(host))
         if not isinstance(target, str) or not target.strip():
             raise TargetError(f"a target must be a non-empty string, got {target!r}")
         try:
             words = shlex.split(target)
         except ValueError as err:
             raise TargetError(f"cannot parse target string {target!r}: {err}") from None
-        self._text = " ".join(words)
-        self.kind = TargetKind(words[0])
+        _set(self, "_text", " ".join(words))
+        _set(self, "kind", TargetKind(words[0]))
         if self.kind.startswith("-"):
             raise TargetError(f"target string {target!r} must start with a kind such as 'llvm'")
-        self.attrs: dict[str, object] = {}
+        attrs: dict[str, str | tuple[str, ...]] = {}
         for word in words[1:]:
             if not word.startswith("-") or "=" not in word:
                 raise TargetError(f"target option {word!r} in {target!r} is not of the form -name=value")
             name, value = word[1:].split("=", 1)
             if name == "target":  # legacy spelling of -mtriple
                 name = "mtriple"
-            self.attrs[name] = value.split(",") if name in _LIST_OPTIONS else value
-        self.keys = self._derive_keys()
+            attrs[name] = tuple(value.split(",")) if name in _LIST_OPTIONS else value
+        _set(self, "_attrs", attrs)
+        _set(self, "_keys", self._derive_keys())
 
-    def _derive_keys(self) -> list[str]:
-        if "keys" in self.attrs:
-            return list(self.attrs["keys"])
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Target is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Target is immutable: cannot delete {name!r}")
+
+    def __getstate__(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
+    def _derive_keys(self) -> tuple[str, ...]:
+        if "keys" in self._attrs:
+            return tuple(self._attrs["keys"])
         keys = list(_DEFAULT_KEYS.get(self.kind, []))
         triple = self.mtriple or ""
         is_arm = _arch(triple) in ("aarch64", "arm", "armv7l", "armv7")
         if self.kind == "llvm" and is_arm and "arm_cpu" not in keys:
             keys = ["arm_cpu"] + keys
-        device = self.attrs.get("device")
+        device = self._attrs.get("device")
         if device and device not in keys:
-            keys = [device] + keys
-        return keys
+            keys = [str(device)] + keys
+        return tuple(keys)
+
+    @property
+    def attrs(self) -> dict[str, object]:
+        """Every ``-name=value`` option as written (lists for mattr, keys, libs); a copy."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self._attrs.items()}
+
+    @property
+    def keys(self) -> list[str]:
+        """Keys used to look up tuned configs (``["cpu"]`` for llvm); a copy."""
+        return list(self._keys)
 
     @property
     def model(self) -> str:
-        return str(self.attrs.get("model", "unknown"))
+        return str(self._attrs.get("model", "unknown"))
 
     @property
     def mcpu(self) -> str | None:
-        value = self.attrs.get("mcpu")
+        value = self._attrs.get("mcpu")
         return None if value is None else str(value)
 
     @property
     def mattr(self) -> list[str]:
-        return list(self.attrs.get("mattr", []))
+        return list(self._attrs.get("mattr", ()))
 
     @property
     def mtriple(self) -> str | None:
-        value = self.attrs.get("mtriple")
+        value = self._attrs.get("mtriple")
         return None if value is None else str(value)
 
     @property
@@ -193,11 +220,14 @@ class Target:
     def __repr__(self) -> str:
         return f"Target({self._text!r})"
 
+    def _identity(self) -> tuple:
+        return (self.kind, frozenset(self._attrs.items()), self.host)
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Target) and str(self) == str(other)
+        return isinstance(other, Target) and self._identity() == other._identity()
 
     def __hash__(self) -> int:
-        return hash(str(self))
+        return hash(self._identity())
 
     def __enter__(self) -> Target:
         stack = getattr(_local, "stack", None)
@@ -221,10 +251,33 @@ class Target:
 
 
 def as_target(target: str | Target | None) -> Target:
-    """Return ``target`` as a Target; None means the current target, else the host (``llvm``)."""
+    """Return ``target`` as a Target; None means the current target, else the host (``llvm``).
+
+    A Target is returned as is; equal strings give one shared (immutable) Target.
+    """
     if target is None:
-        return Target.current() or Target("llvm")
-    return target if isinstance(target, Target) else Target(target)
+        return Target.current() or parse_target("llvm")
+    return target if isinstance(target, Target) else parse_target(target)
+
+
+@functools.lru_cache(maxsize=256)
+def parse_target(text: str) -> Target:
+    """Return the Target of a target string, parsed once per distinct string in this process.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    Target
+
+    Raises
+    ------
+    TargetError
+        When the string is malformed.
+    """
+    return Target(text)
 
 
 def host_arch() -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tunecli.engine.job.spec import BuilderSpec, RunnerSpec, load_job, parse_host_port
+from tunecli.engine.target import Target
 from tunecli.errors import JobError
 
 GOOD = """\
@@ -38,7 +39,7 @@ def write(tmp_path: Path, text: str) -> str:
 
 def test_good_job_is_read_with_defaults(tmp_path: Path) -> None:
     job = load_job(write(tmp_path, GOOD))
-    assert job.name == "small" and job.target == "llvm"
+    assert job.name == "small" and job.target == Target("llvm") and str(job.target) == "llvm"
     assert job.log == str(Path("logs") / "small.log")
     assert [t.template for t in job.tasks] == ["tutorial/matmul", "dense.x86"]
     assert job.tasks[0].args == [64, 64, 64, "float32"]

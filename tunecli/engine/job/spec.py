@@ -36,7 +36,7 @@ from typing import Any
 from tunecli.engine.codegen.compile import target_problem
 from tunecli.engine.job.nodes import Node, load_document
 from tunecli.engine.measure.timing import WARMUP_MS
-from tunecli.engine.target import Target
+from tunecli.engine.target import Target, as_target
 from tunecli.errors import TargetError
 
 TUNER_KINDS = ("random", "gridsearch", "ga", "xgb")
@@ -141,8 +141,10 @@ class Job:
     ----------
     path : str
         The job file as named on the command line.
-    name, target, log : str
+    name, log : str
         ``log`` is the resolved log path (``logs/<name>.log`` when not given).
+    target : Target
+        Parsed once here; the object travels to tasks, measure inputs and workers.
     tasks : tuple of TaskSpec
     tuner : TunerSpec
     builder : BuilderSpec
@@ -151,7 +153,7 @@ class Job:
 
     path: str
     name: str
-    target: str
+    target: Target
     log: str
     tasks: tuple[TaskSpec, ...]
     tuner: TunerSpec
@@ -198,12 +200,12 @@ def load_job(path: str | Path) -> Job:
     name = top["name"].as_str()
     if not _NAME.match(name):
         raise top["name"].error(f"expected a name made of letters, digits, '_', '.', '-', got {name!r}")
-    target = _target(top["target"]) if "target" in top else "llvm"
+    target = _target(top["target"]) if "target" in top else as_target("llvm")
     log = top["log"].as_str() if "log" in top else str(Path("logs") / f"{name}.log")
     measure = top["measure"].items(("builder", "runner")) if "measure" in top else {}
     runner = _runner(measure["runner"]) if "runner" in measure else RunnerSpec()
-    if runner.kind == "local" and not Target(target).is_host:
-        raise top["target"].error(f"code for {target!r} cannot run on this machine: measure it on a "
+    if runner.kind == "local" and not target.is_host:
+        raise top["target"].error(f"code for {str(target)!r} cannot run on this machine: measure it on a "
                                   "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
     return Job(
         path=str(path), name=name, target=target, log=log,
@@ -214,18 +216,18 @@ def load_job(path: str | Path) -> Job:
     )
 
 
-def _target(n: Node) -> str:
+def _target(n: Node) -> Target:
     text = n.as_str()
     try:
-        target = Target(text)
+        target = as_target(text)
     except TargetError as err:
         raise n.error(str(err)) from None
     if target.kind != "llvm":
         raise n.error(f"tunecli compiles for llvm targets only, got {text!r}")
-    problem = target_problem(text)
+    problem = target_problem(str(target))
     if problem:
         raise n.error(f"LLVM cannot compile for {text!r}: {problem}")
-    return text
+    return target
 
 
 def _tasks(n: Node) -> tuple[TaskSpec, ...]:

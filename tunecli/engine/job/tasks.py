@@ -2,7 +2,8 @@
 
 A task's ``template`` is either a built-in template name (``dense.x86``; names and argument names
 come from the strategy table ``tunecli.engine.ops.registry.STRATEGIES``) or
-``"path/to/file.py:function"``: the file is imported and the template registered by
+``"path/to/file.py:function"``: the file is imported (once per process, by
+``task.template_file.load_template_file``, as the workers do) and the template registered by
 ``@autotvm.template("name")`` on ``function`` is used.  ``args`` is a list in parameter order or
 a mapping by parameter name; defaults of the template fill the rest, so the workload written to
 the log is always complete.  Tasks of built-in templates carry
@@ -12,18 +13,14 @@ compares against numpy rather than against config 0.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import inspect
-import sys
-from pathlib import Path
 from typing import Any
 
 from tunecli.engine.job.spec import Job, TaskSpec
 from tunecli.engine.ops.registry import STRATEGIES, builtin_names, is_builtin, make_args
 from tunecli.engine.task.task import TASK_TABLE, Task, TaskTemplate, create
-from tunecli.errors import InstantiationError, JobError, TuneError
+from tunecli.engine.task.template_file import load_template_file
+from tunecli.errors import InstantiationError, JobError, TemplateFileError, TuneError
 
 #: Exceptions a template may raise for arguments it cannot handle (shapes that do not fit).
 _TEMPLATE_ERRORS = (TuneError, ValueError, TypeError, AssertionError, ZeroDivisionError, IndexError)
@@ -48,7 +45,10 @@ def resolve_template(spec: TaskSpec) -> TaskTemplate:
     where = spec.node.items()["template"]
     if ":" in spec.template and spec.template.split(":", 1)[0].endswith(".py"):
         file, func_name = spec.template.rsplit(":", 1)
-        module = _import_file(file, where)
+        try:
+            module = load_template_file(file)
+        except TemplateFileError as err:
+            raise where.error(str(err)) from err.__cause__
         func = getattr(module, func_name, None)
         if func is None:
             raise where.error(f"{file} has no function {func_name!r}")
@@ -61,27 +61,6 @@ def resolve_template(spec: TaskSpec) -> TaskTemplate:
         return TASK_TABLE[spec.template]
     raise where.error(f"unknown template {spec.template!r} (built-in templates: "
                       f"{', '.join(builtin_names())}; or use \"path/to/file.py:function\")")
-
-
-def _import_file(file: str, where: Any) -> Any:
-    """Import a template file once per process under a name derived from its path."""
-    path = Path(file).resolve()
-    if not path.is_file():
-        raise where.error(f"no such template file {file!r}")
-    name = "_tunecli_template_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise where.error(f"cannot import {file!r}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as err:  # a user's file: any failure is reported as a job error
-        del sys.modules[name]
-        raise where.error(f"importing {file} failed: {type(err).__name__}: {err}") from err
-    return module
 
 
 def bind_args(spec: TaskSpec, template: TaskTemplate) -> tuple:

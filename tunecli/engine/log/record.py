@@ -22,7 +22,7 @@ from typing import IO, Any
 import numpy as np
 
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.target import Target
+from tunecli.engine.target import parse_target
 from tunecli.engine.task.space import ConfigEntity
 from tunecli.engine.task.task import Task
 from tunecli.errors import RecordError, TuneError
@@ -72,7 +72,7 @@ def _error_no(value: Any) -> Any:
 
 
 def _make_pair(target: str, name: str, args: Any, config: ConfigEntity, result: list) -> tuple:
-    tgt = Target(target)
+    tgt = parse_target(target)
     task = Task(str(name), _as_tuple(args))
     task.target = tgt
     costs, error_no, all_cost, timestamp = result

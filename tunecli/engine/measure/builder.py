@@ -33,6 +33,7 @@ from tunecli.engine.build import build as default_build
 from tunecli.engine.measure.arrays import output_indices_of
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.worker import CallOutcome, CallStatus, WorkerPool
+from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.space import ConfigEntity
 from tunecli.errors import InstantiationError, TuneError
 
@@ -73,7 +74,7 @@ class BuildJob:
     task_key: tuple
     task_blob: bytes
     config: dict
-    target: str
+    target: Target
     build_func: Callable[..., Any] | None = None
     build_kwargs: tuple[tuple[str, Any], ...] = ()
 
@@ -175,8 +176,8 @@ def make_build_job(task: Any, config: Any, target: Any = None, build_func: Calla
     light.config_space = None
     light.reference = None  # the numpy reference (maybe a lambda) is the runner's business
     key = (task.name, task.args, str(task.target))
-    return BuildJob(key, pickle.dumps(light), config.to_json_dict(), str(target or task.target), build_func,
-                    tuple(sorted((build_kwargs or {}).items())))
+    return BuildJob(key, pickle.dumps(light), config.to_json_dict(), as_target(target or task.target),
+                    build_func, tuple(sorted((build_kwargs or {}).items())))
 
 
 def failure_result(outcome: CallOutcome | BuildFailure, timeout: float) -> MeasureResult:

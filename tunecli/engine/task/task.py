@@ -15,21 +15,20 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.util
 import inspect
 import logging
 import pickle
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import cloudpickle
 
 from tunecli.engine import te
-from tunecli.engine.target import Target
+from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.dispatcher import ApplyConfig, DispatchContext
 from tunecli.engine.task.flop import compute_flop
 from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.template_file import is_template_file_module, load_template_file
 from tunecli.errors import InstantiationError, TuneError
 
 logger = logging.getLogger("autotvm")
@@ -236,24 +235,29 @@ def args_to_workload(args: Any, task_name: str | None = None) -> tuple:
 
 def _find_template(name: str, module: str | None, source_file: str | None) -> TaskTemplate | MissingTask:
     """Look a template up by name, importing the module that registers it when needed (also when
-    only a built-in template of that name is registered here but the task's template is a user's)."""
+    only a built-in template of that name is registered here but the task's template is a user's).
+
+    A template file loaded by ``load_template_file`` (in the tuner) is loaded the same way here,
+    under the same module name; a module that cannot be imported by name but has a source file
+    is loaded from that file by the same loader.
+
+    Raises
+    ------
+    TemplateFileError
+        When the template's source file is gone or fails to import.
+    """
 
     def missing() -> bool:
         found = TASK_TABLE.get(name)
         return found is None or (found.builtin and found.module != module)
 
-    if missing() and module and module != "__main__":
+    if missing() and module and module != "__main__" and not is_template_file_module(module):
         try:
             importlib.import_module(module)
         except ImportError:
             pass
     if missing() and source_file:
-        spec = importlib.util.spec_from_file_location(f"_tunecli_template_{abs(hash(source_file))}",
-                                                      source_file)
-        if spec is not None and spec.loader is not None:
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = mod
-            spec.loader.exec_module(mod)
+        load_template_file(source_file)
     return TASK_TABLE.get(name) or MissingTask(name)
 
 
@@ -282,8 +286,8 @@ class Task:
         self.func: TaskTemplate | MissingTask = TASK_TABLE.get(name) or MissingTask(name)
         self.config_space: ConfigSpace | None = None
         self.flop: float | None = None
-        self.target: Any = None
-        self.target_host: Any = None
+        self.target: Target | None = None
+        self.target_host: Target | None = None
         self.template_module: str | None = self.func.module
         self.template_file: str | None = self.func.source_file
         self.reference: Callable[..., Any] | None = None
@@ -318,8 +322,6 @@ class Task:
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k != "func"}
-        for key in ("target", "target_host"):
-            state[key] = None if state[key] is None else str(state[key])
         if self.template_module == "__main__" and isinstance(self.func, TaskTemplate):
             # A template of the user's script (or notebook, or stdin) cannot be imported by a
             # worker: it travels by value, as TVM's tasks do.
@@ -330,9 +332,6 @@ class Task:
         by_value = state.pop("template_by_value", None)
         self.reference = None
         self.__dict__.update(state)
-        for key in ("target", "target_host"):
-            if state[key] is not None:
-                setattr(self, key, Target(state[key]))
         if by_value is not None:
             self.func = TaskTemplate(self.name, pickle.loads(by_value))
         else:
@@ -364,9 +363,9 @@ def create(task_name: str, args: Any, target: Any, target_host: Any = None) -> T
     """
     args = serialize_args(args)
     task = Task(task_name, args)
-    target = target if isinstance(target, Target) else Target(target)
-    if target_host is not None and not isinstance(target_host, Target):
-        target_host = Target(target_host)
+    target = as_target(target)
+    if target_host is not None:
+        target_host = as_target(target_host)
     task.config_space = ConfigSpace()
     with ApplyConfig(task.config_space), target:
         sch, _ = task.func(*args)
