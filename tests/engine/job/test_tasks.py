@@ -149,3 +149,65 @@ def test_a_template_file_may_reuse_a_builtin_name(tmp_path: Path, monkeypatch: p
     assert task.workload == ("tutorial/matmul", 4, 4, 4, "float32")
     assert list(task.config_space.space_map) == ["unused"]  # the user's template, not the built-in
     assert task.reference is None  # checked against its config 0, not the built-in's numpy
+
+
+COUNTING_TEMPLATE = '''\
+import os
+from pathlib import Path
+
+from tunecli import autotvm, te
+
+with open(Path(__file__).with_suffix(".pids"), "a") as _pids:
+    _pids.write(f"{os.getpid()} {__name__}\\n")
+
+
+@autotvm.template("test_job/counted_add")
+def counted_add(n):
+    a = te.placeholder((n,), name="a")
+    b = te.compute((n,), lambda i: a[i] + 1.0, name="b")
+    s = te.create_schedule(b.op)
+    cfg = autotvm.get_config()
+    cfg.define_split("tile", s[b].op.axis[0], num_outputs=2)
+    cfg["tile"].apply(s, b, s[b].op.axis[0])
+    return s, [a, b]
+'''
+
+
+def test_a_template_file_is_executed_once_in_the_tuner_and_once_per_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import sys
+    from collections import Counter
+
+    from tunecli.engine.job.apply_job import apply_job
+    from tunecli.engine.job.inspect_job import inspect_job
+    from tunecli.engine.job.tune_job import tune_job
+    from tunecli.engine.task.task import TASK_TABLE
+    from tunecli.engine.task.template_file import template_module_name
+
+    (tmp_path / "counted.py").write_text(COUNTING_TEMPLATE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(TASK_TABLE, "test_job/counted_add", raising=False)  # removed again after the test
+    monkeypatch.delitem(sys.modules, template_module_name("counted.py"), raising=False)
+    (tmp_path / "job.yaml").write_text(textwrap.dedent("""\
+        name: counted
+        log: counted.log
+        tasks:
+          - template: counted.py:counted_add
+            args: [64]
+        tuner: {kind: random, n_trial: 6, seed: 0}
+        measure:
+          builder: {n_parallel: 2}
+          runner: {number: 1, repeat: 1, check_correctness: true}
+        """))
+    summary = tune_job("job.yaml")
+    assert summary.ok and summary.tasks[0].measured == 6 and summary.tasks[0].errors == 0
+    (view,) = inspect_job("job.yaml", config=summary.tasks[0].best_index)
+    assert view.lowered is not None
+    report = apply_job("job.yaml", "counted.log")
+    assert report.ok and report.tasks[0].correct and not report.tasks[0].fallback
+    lines = (tmp_path / "counted.pids").read_text().splitlines()
+    pids = Counter(line.split()[0] for line in lines)
+    assert set(pids.values()) == {1}, pids  # no process executed the file twice
+    assert {line.split()[1] for line in lines} == {template_module_name("counted.py")}  # one name
+    assert str(os.getpid()) in pids and len(pids) >= 3  # this process, the builders, the runner
