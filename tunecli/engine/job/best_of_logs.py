@@ -1,9 +1,10 @@
 """``best_of_logs``: the best configs per workload found in one or more tuning logs.
 
 Logs are read tolerantly (TVM's own logs included: v0.2 and v0.1 rows, comments, malformed lines
-skipped with a warning naming the line).  Records are grouped by (target, workload) and ranked
-by mean cost; GFLOPS are shown where the FLOP count of the workload is known, that is where its
-template is registered here (the built-ins, or one already imported) and accepts the arguments.
+skipped with a warning naming the line).  Records are grouped by task (target and workload, as
+``log.task_records.record_key`` says) and ranked by mean cost; GFLOPS are shown where the FLOP
+count of the workload is known, that is where its template is registered here (the built-ins,
+or one already imported) and accepts the arguments.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.record import encode, load_from_file
+from tunecli.engine.log.task_records import record_key
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.task.task import TASK_TABLE, create
 from tunecli.errors import RecordError, TuneError
@@ -109,10 +111,11 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
             raise RecordError(f"{path}: no such log file")
         for inp, res in load_from_file(path):
             report.records += 1
-            key = (str(inp.target), inp.task.name, inp.task.args)
-            groups.setdefault(key, []).append((inp, res))
+            groups.setdefault(record_key(inp), []).append((inp, res))
     kept: list[tuple] = []
-    for (target, name, args), pairs in groups.items():
+    for pairs in groups.values():
+        first = pairs[0][0]
+        target, name, args = str(first.target), first.task.name, first.task.args
         valid = [(inp, res) for inp, res in pairs if res.error_no == 0]
         n_errors = len(pairs) - len(valid)
         report.errors += n_errors

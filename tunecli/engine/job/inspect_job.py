@@ -23,6 +23,7 @@ from tunecli.engine.job.tasks import check_task_index, create_task
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.job.tune_job import task_label
 from tunecli.engine.log.record import load_from_file
+from tunecli.engine.log.task_records import record_key
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.errors import JobError, RecordError
 
@@ -148,10 +149,11 @@ def inspect_log(path: str, png: str | os.PathLike | None = None) -> LogView:
     curves: dict[tuple, WorkloadCurve] = {}
     for inp, res in load_from_file(path):
         view.records += 1
-        key = (str(inp.target), inp.task.name, inp.task.args)
+        key = record_key(inp)
         if key not in curves:
             label = workload_text(inp.task.name, inp.task.args)
-            curves[key] = WorkloadCurve(key[0], label, workload_flop(inp.task.name, inp.task.args, key[0]))
+            target = str(inp.target)
+            curves[key] = WorkloadCurve(target, label, workload_flop(inp.task.name, inp.task.args, target))
         curve = curves[key]
         if res.error_no == 0:
             curve.costs.append(float(np.mean(res.costs)))

@@ -1,9 +1,10 @@
 """``tune_job``: tune every task of a job, appending to its log, resuming from it.
 
 For each task: create the task (all tasks are created, and so checked, before any is tuned),
-read the records the log already holds for it (same workload and target), and hand them to the
-tuner with ``load_history`` — the tuner never proposes a config index that is in the log, and a
-model-based tuner starts from what those records taught it.  Configs in the log count toward
+read the records the log already holds for it (``log.task_records``: same workload, target and
+config), and hand the log to the tuner with ``load_history``, which applies the same rule: the
+tuner never proposes a config index that is in the log, and a model-based tuner starts from
+what those records taught it.  Configs in the log count toward
 ``n_trial``: a task is done when the log holds ``n_trial`` of its configs (or its whole space).
 Every measurement is appended to the log and flushed as soon as it finishes — not when its
 batch is over (``log_to_file`` streams through the ``on_result`` hook of ``measure_batch``) — so
@@ -28,6 +29,7 @@ from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.record import load_from_file
+from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
 from tunecli.engine.tuner.callback import log_to_file
@@ -198,11 +200,6 @@ def _tune_tasks(job: Job, tasks: list, log_path: Path,
     return summary
 
 
-def _same_task(records: list[tuple], task: Any) -> list[tuple]:
-    target, workload = str(task.target), task.workload
-    return [(inp, res) for inp, res in records if inp.task.workload == workload and str(inp.target) == target]
-
-
 def task_label(task: Any) -> str:
     """Return ``name(arg, ...)`` for display."""
     return workload_text(task.name, task.args)
@@ -211,7 +208,7 @@ def task_label(task: Any) -> str:
 def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tuple],
                measure_option: Callable[[], dict], emit: Callable[[TuneEvent], None]) -> TaskOutcome:
     """Tune one task and return its outcome."""
-    records = _same_task(history, task)
+    records = records_of(history, task)
     measured = {inp.config.index for inp, _ in records}
     space = len(task.config_space)
     total = min(job.tuner.n_trial, space)

@@ -1,10 +1,13 @@
 """ApplyHistoryBest: a dispatch context answering with the best records of tuning logs.
 
 Records with an error are ignored.  The best record (smallest mean cost; ties keep the first
-seen) is kept per (target key, workload) for every key of the record's target, and per
-(model, workload) when the target names a model.  A query looks up the target's model first,
-then each of its keys in order; configs set with ``update`` win over records.  ``pick_best``
-writes those best records of a log to another log.
+seen) is kept per task (target and workload, ``task_records.record_key``), per (target key,
+workload) for every key of the record's target, and per (model, workload) when the target names
+a model.  A query looks up records of exactly the queried target first (the rule of
+``task_records``: a config measured on this target), then, as TVM does, the target's model,
+then each of its keys in order (a config measured on a similar target); configs set with
+``update`` win over records.  ``pick_best`` writes those best records of a log to another log,
+so the picked log answers every query as the whole log does.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import IO, Any
 import numpy as np
 
 from tunecli.engine.log.record import encode, load_from_buffer, load_from_file, measure_str_key
+from tunecli.engine.log.task_records import record_key
+from tunecli.engine.target import as_target
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import TuneError
@@ -39,6 +44,7 @@ class ApplyHistoryBest(DispatchContext):
 
     def __init__(self, records: Any = None):
         super().__init__()
+        self.best_by_target: dict[tuple, tuple] = {}
         self.best_by_targetkey: dict[tuple, tuple] = {}
         self.best_by_model: dict[tuple, tuple] = {}
         self._best_user_defined: dict[tuple, ConfigSpace] = {}
@@ -57,6 +63,7 @@ class ApplyHistoryBest(DispatchContext):
                 continue
             workload = inp.task.workload
             cost = _mean_cost(res)
+            _keep_best(self.best_by_target, record_key(inp), inp, res, cost)
             for key in inp.target.keys:
                 _keep_best(self.best_by_targetkey, (key, workload), inp, res, cost)
             if inp.target.model != "unknown":
@@ -73,6 +80,9 @@ class ApplyHistoryBest(DispatchContext):
         key = (target.model, workload)
         if key in self._best_user_defined:
             return self._best_user_defined[key]
+        exact = self.best_by_target.get((as_target(target), workload))
+        if exact is not None and not any((k, workload) in self._best_user_defined for k in target.keys):
+            return exact[0].config
         if key in self.best_by_model:
             return self.best_by_model[key][0].config
         for k in target.keys:
@@ -124,7 +134,7 @@ def _is_record_pair(item: Any) -> bool:
 
 
 def pick_best(in_file: str | os.PathLike, out_file: str | os.PathLike | IO[str]) -> int:
-    """Write the best record per (target key, workload) and per (model, workload) of a log.
+    """Write the best record per (target, workload), (target key, workload) and (model, workload).
 
     Records of ``out_file``, when it is an existing path, compete too.  Lines are written in
     input order, each once.
@@ -144,8 +154,8 @@ def pick_best(in_file: str | os.PathLike, out_file: str | os.PathLike | IO[str])
         sources.append(out_file)
     records = [pair for src in sources for pair in load_from_file(src)]
     context = ApplyHistoryBest(records)
-    best = {measure_str_key(inp) for table in (context.best_by_model, context.best_by_targetkey)
-            for inp, _ in table.values()}
+    tables = (context.best_by_target, context.best_by_model, context.best_by_targetkey)
+    best = {measure_str_key(inp) for table in tables for inp, _ in table.values()}
     lines = []
     for inp, res in records:
         key = measure_str_key(inp)

@@ -14,7 +14,6 @@ Callbacks follow TVM's protocol, ``cb(tuner, inputs, results)`` after every batc
 
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure import create_measure_batch
 from tunecli.engine.measure.batch import accepts_on_result
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
@@ -63,25 +63,6 @@ def _error_text(res: MeasureResult) -> str:
     if isinstance(costs, (tuple, list)) and len(costs) == 2 and isinstance(costs[0], str):
         return f"{costs[0]}\n{costs[1]}"
     return f"{res.error_no!r}: {costs}"
-
-
-def _normalised_entities(config: Any) -> list:
-    """The log form of a config's entities, with split outer extents written as -1."""
-    out = []
-    for name, tag, value in config.to_json_dict()["entity"]:
-        value = json.loads(json.dumps(value))
-        if tag == "sp":
-            value = [-1] + value[1:]
-        out.append([name, tag, value])
-    return out
-
-
-def _denotes(space: Any, config: Any) -> bool:
-    """True when ``config.index`` decodes to ``config``'s entities in ``space``."""
-    index = int(config.index)
-    if not 0 <= index < space.range_length or not space.is_index_valid(index):
-        return False
-    return _normalised_entities(space.get(index)) == _normalised_entities(config)
 
 
 class Tuner:
@@ -157,19 +138,8 @@ class Tuner:
                 self.visited.add(index)
 
     def _same_task_records(self, records: Iterable[tuple]) -> list[tuple]:
-        """Records of this task whose index still denotes the logged config in this space."""
-        target = str(self.task.target)
-        workload = self.task.workload
-        same = []
-        for inp, res in records:
-            if inp.task.workload != workload or str(inp.target) != target:
-                continue
-            if _denotes(self.space, inp.config):
-                same.append((inp, res))
-            else:
-                logger.debug("history record %d of %s does not match this config space; ignored",
-                             inp.config.index, self.task.name)
-        return same
+        """Records of this task (``log.task_records.records_of``: same workload, target and config)."""
+        return records_of(records, self.task)
 
     def load_history(self, data_set: Iterable[tuple], min_seed_records: int = 500) -> None:
         """Load earlier records: configs of this task (same workload and target) are marked visited.

@@ -1,0 +1,122 @@
+"""Which records of a tuning log belong to a task: the one rule, used wherever a log is read.
+
+A record ``(MeasureInput, MeasureResult)`` belongs to a task when
+
+1. **the workload is the same**: template name and serialized arguments (``task.workload``);
+2. **the target is the same**: ``inp.target == task.target``, i.e. the same kind, options (in any
+   order) and host.  Not TVM's ``ApplyHistoryBest`` match by target key (``cpu``) or model:
+   that is a dispatch *fallback* (a log from one x86 CPU still gives another CPU a config),
+   whereas a time measured for ``llvm -mcpu=znver4`` says nothing about what remains to be
+   measured for ``llvm -mcpu=skylake-avx512``;
+3. **the config is still the one logged**: its index decodes, in the task's config space, to
+   the entities the record holds (a record of an older version of the template, whose space
+   changed, describes another config under the same index).  Checked when the task has a space.
+
+Resume counting (``job.tune_job``), a tuner's ``load_history`` (visited configs and training
+data), ``job.best_of_logs``, ``job.inspect_job`` (grouping by ``record_key``) and the
+exact-target table of ``ApplyHistoryBest`` use this rule.  Transfer learning (the XGB cost
+model's ``fit_log``) deliberately reads further: every record of the same template.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.target import Target, as_target
+
+logger = logging.getLogger("autotvm")
+
+
+def record_key(inp: MeasureInput) -> tuple[Any, tuple]:
+    """Return ``(target, workload)``: records with equal keys are records of one task.
+
+    Parameters
+    ----------
+    inp : MeasureInput
+
+    Returns
+    -------
+    tuple of (Target, tuple)
+        Targets compare by kind, options and host, so differently ordered options give one key.
+    """
+    return _target(inp.target), inp.task.workload
+
+
+def _target(target: Any) -> Target | None:
+    """A Target for a Target or a target string (as a user's MeasureInput may hold)."""
+    return None if target is None else as_target(target)
+
+
+def _normalised_entities(config: Any) -> list:
+    """The log form of a config's entities, with split outer extents written as -1."""
+    out = []
+    for name, tag, value in config.to_json_dict()["entity"]:
+        value = json.loads(json.dumps(value))
+        if tag == "sp":
+            value = [-1] + value[1:]
+        out.append([name, tag, value])
+    return out
+
+
+def denotes(space: Any, config: Any) -> bool:
+    """True when ``config.index`` decodes to ``config``'s entities in ``space``.
+
+    Parameters
+    ----------
+    space : ConfigSpace
+    config : ConfigEntity
+        A config read from a log.
+
+    Returns
+    -------
+    bool
+    """
+    index = int(config.index)
+    if not 0 <= index < space.range_length or not space.is_index_valid(index):
+        return False
+    return _normalised_entities(space.get(index)) == _normalised_entities(config)
+
+
+def belongs_to(inp: MeasureInput, task: Any) -> bool:
+    """True when the record of ``inp`` is a record of ``task`` (see the module docstring).
+
+    Parameters
+    ----------
+    inp : MeasureInput
+    task : Task
+
+    Returns
+    -------
+    bool
+    """
+    if record_key(inp) != (_target(task.target), task.workload):
+        return False
+    space = getattr(task, "config_space", None)
+    return space is None or denotes(space, inp.config)
+
+
+def records_of(records: Iterable[tuple], task: Any) -> list[tuple]:
+    """Return the records of ``task`` among ``records``, in order.
+
+    Parameters
+    ----------
+    records : iterable of (MeasureInput, MeasureResult)
+    task : Task
+
+    Returns
+    -------
+    list of (MeasureInput, MeasureResult)
+    """
+    same = []
+    key = (_target(task.target), task.workload)
+    for inp, res in records:
+        if belongs_to(inp, task):
+            same.append((inp, res))
+        elif record_key(inp) == key:
+            logger.debug("log record %d of %s does not match this config space; ignored",
+                         inp.config.index, task.name)
+    return same
