@@ -82,3 +82,22 @@ def test_options_that_do_not_fit_the_file_kind(invoke: Invoke, matmul_log: Path)
     result = invoke("inspect", str(matmul_log), "--config", "1")
     assert result.exit_code == 2
     assert "--task and --config apply to job files (.yaml), not to logs" in result.stderr
+
+
+def test_without_the_plot_extra_the_summary_is_printed_and_png_names_the_extra(
+        invoke: Invoke, matmul_log: Path, tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    for module in ("plotext", "matplotlib"):
+        monkeypatch.setitem(sys.modules, module, None)  # what an install without tunecli[plot] gives
+    result = invoke("inspect", str(matmul_log))
+    assert result.exit_code == 0, result.output
+    assert "0.0164 GFLOPS" in result.stdout and "best GFLOPS so far" not in result.stdout
+    assert result.stderr == ("warning: the convergence plot needs plotext, which is part of the optional "
+                             "extra tunecli[plot]: pip install 'tunecli[plot]'; the summary above is "
+                             "complete\n")
+    png = tmp_path / "plot.png"
+    result = invoke("inspect", str(matmul_log), "--png", str(png))
+    assert result.exit_code == 1 and result.stdout == "" and not png.exists()
+    assert result.stderr == ("error: inspect --png needs matplotlib, which is part of the optional extra "
+                             "tunecli[plot]: pip install 'tunecli[plot]'\n")

@@ -1,4 +1,8 @@
-"""``tunecli inspect``: a job's config spaces and loop nests, or a log's summary and convergence."""
+"""``tunecli inspect``: a job's config spaces and loop nests, or a log's summary and convergence.
+
+The convergence plots (``commands.plots``) need the optional extra ``tunecli[plot]``: without it
+the summary is still printed, and ``--png`` says what to install.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import click
 from rich.table import Table
 
 from tunecli.commands.app import App
+from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
 from tunecli.engine.job.inspect_job import LogView, TaskView, inspect_job, inspect_log
 
 _JOB_SUFFIXES = (".yaml", ".yml")
@@ -20,27 +25,6 @@ def _render_tasks(app: App, views: list[TaskView]) -> None:
         if view.lowered is not None:
             app.echo(f"# config {view.config}")
             app.echo(view.lowered)
-
-
-def _plot(view: LogView, color: bool) -> str:
-    """The best-so-far curves drawn in text (one plot per unit)."""
-    import plotext  # 0.15 s to import: only when a plot is drawn
-
-    figure = plotext.figure
-    out = []
-    for unit in sorted({w.unit for w in view.workloads}):
-        figure.clear()
-        for curve in (w for w in view.workloads if w.unit == unit):
-            points = [(i, y) for i, y in enumerate(curve.best_so_far(), start=1) if y is not None]
-            if points:
-                signal = figure.signal([p[0] for p in points], [p[1] for p in points]).lines()
-                signal.label(curve.label[:40])
-                figure.draw(signal)
-        figure.plot_size(78, 18)
-        figure.title(f"best {unit} so far")
-        figure.label("trial", "x")
-        out.append(figure.build().string(colorless=not color))
-    return "\n".join(out)
 
 
 def _render_log(app: App, view: LogView) -> None:
@@ -56,9 +40,10 @@ def _render_log(app: App, view: LogView) -> None:
                       f"{best:.4f} {w.unit}" if best is not None else "-")
     app.console.print(table)
     if any(y is not None for w in view.workloads for y in w.best_so_far()):
-        app.echo(_plot(view, app.console.is_terminal))
-    if view.png:
-        app.echo(f"wrote {view.png}")
+        try:
+            app.echo(text_plot(view, app.console.is_terminal))
+        except PlottingUnavailable as err:
+            app.warn(f"{err}; the summary above is complete")
 
 
 @click.command()
@@ -85,8 +70,14 @@ def inspect(app: App, path: str, task: int | None, config: int | None, png: str 
     if is_job:
         _render_tasks(app, inspect_job(path, task=task, config=config))
         return
-    view = inspect_log(path, png=png)
+    if png:
+        require("matplotlib", "inspect --png")  # before reading the log
+    view = inspect_log(path)
     if as_json:
-        app.echo(json.dumps(view.as_dict(), indent=2))
+        app.echo(json.dumps(dict(view.as_dict(), png=png), indent=2))
     else:
         _render_log(app, view)
+    if png:
+        write_png(view, png)
+        if not as_json:
+            app.echo(f"wrote {png}")

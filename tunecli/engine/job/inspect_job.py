@@ -3,12 +3,12 @@
 ``inspect_job`` prints each task's space exactly as ``print(task.config_space)`` does and, for
 one config index, the loop nest the template lowers to.  ``inspect_log`` summarises a log:
 records and errors by kind per workload, and the best-so-far curve of each workload over its
-trials (GFLOPS where the FLOP count is known, milliseconds otherwise), optionally as a PNG.
+trials (GFLOPS where the FLOP count is known, milliseconds otherwise), as data: the command
+layer draws it (``tunecli.commands.plots``).
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,24 +115,21 @@ class LogView:
     records: int = 0
     errors: Counter = field(default_factory=Counter)
     workloads: list[WorkloadCurve] = field(default_factory=list)
-    png: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
-        return {"path": self.path, "records": self.records, "errors": dict(self.errors), "png": self.png,
+        return {"path": self.path, "records": self.records, "errors": dict(self.errors),
                 "workloads": [{"target": w.target, "workload": w.label, "trials": len(w.costs),
                                "errors": dict(w.errors), "unit": w.unit, "best": w.best_so_far()[-1]}
                               for w in self.workloads]}
 
 
-def inspect_log(path: str, png: str | os.PathLike | None = None) -> LogView:
-    """Summarise a tuning log and optionally plot its convergence to a PNG file.
+def inspect_log(path: str) -> LogView:
+    """Summarise a tuning log: records, errors by kind, and each workload's best-so-far curve.
 
     Parameters
     ----------
     path : str
-    png : path, optional
-        Write the best-so-far curves there (matplotlib, Agg backend).
 
     Returns
     -------
@@ -163,9 +160,6 @@ def inspect_log(path: str, png: str | os.PathLike | None = None) -> LogView:
             view.errors[kind] += 1
             curve.costs.append(None)
     view.workloads = list(curves.values())
-    if png is not None:
-        write_png(view, png)
-        view.png = str(png)
     return view
 
 
@@ -174,36 +168,3 @@ def _error_name(error_no: Any) -> str:
         return MeasureErrorNo(int(error_no)).name
     except ValueError:
         return f"ERROR_{error_no}"
-
-
-def write_png(view: LogView, png: str | os.PathLike) -> None:
-    """Plot the best-so-far curve of every workload of ``view`` into ``png``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-
-    units = sorted({w.unit for w in view.workloads}) or ["GFLOPS"]
-    fig, axes = plt.subplots(len(units), 1, figsize=(12, 4 * len(units)), squeeze=False)
-    try:
-        for ax, unit in zip(axes[:, 0], units, strict=True):
-            for curve in (w for w in view.workloads if w.unit == unit):
-                ys = [np.nan if y is None else y for y in curve.best_so_far()]
-                # markers keep a workload with a single record (e.g. a pick_best log) visible
-                ax.plot(range(1, len(ys) + 1), ys, label=curve.label[:90],
-                        marker="o" if len(ys) < 30 else None, markersize=3)
-            ax.set_xlabel("trial")
-            ax.set_ylabel(f"best {unit}")
-            ax.grid(True, alpha=0.3)
-            longest = max((len(w.costs) for w in view.workloads if w.unit == unit), default=1)
-            ax.set_xlim(0.5, longest + 0.5)
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
-            if len(view.workloads) <= 12:
-                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        axes[0, 0].set_title(f"convergence of {Path(view.path).name}")
-        fig.tight_layout()
-        Path(png).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(png, dpi=100)
-    finally:
-        plt.close(fig)
