@@ -56,5 +56,9 @@ class JobError(TuneError):
     """A YAML job file is invalid; the message names the file, line and field."""
 
 
+class LogInUseError(JobError):
+    """Another tuning run holds the lock of the log this run would write."""
+
+
 class RPCError(TuneError):
     """A tracker or device server failed, refused a request, or sent a malformed message."""

@@ -55,11 +55,11 @@ def test_job_config_loop_nest(invoke: Invoke, tmp_path: Path) -> None:
 
     bad = invoke("inspect", str(job), "--task", "1", "--config", "25")
     assert bad.exit_code == 2
-    assert bad.stderr == (f"error: {job}: --config 25: not a valid config index of task 1 "
+    assert bad.stderr == (f"error: {job}: config 25 is not a valid config index of task 1 "
                           "(the space has 25 configs, indices 0..24)\n")
     missing = invoke("inspect", str(job), "--task", "2")
     assert missing.exit_code == 2
-    assert missing.stderr == f"error: {job}: --task 2: the job has 2 task(s), numbered 0..1\n"
+    assert missing.stderr == f"error: {job}: there is no task 2: the job has 2 task(s), numbered 0..1\n"
 
 
 def test_log_summary_plot_and_png(invoke: Invoke, matmul_log: Path, tmp_path: Path) -> None:

@@ -120,3 +120,18 @@ def test_rpc_runner_reports_each_result_as_it_is_measured(device: tuple[int, str
     assert [int(r.error_no) for r in results] == [0, int(MeasureErrorNo.COMPILE_HOST), 0]
     first_measured, last = reports[1], results[reports[2][0]]
     assert first_measured[1] < last.timestamp  # reported while the other config was still measuring
+
+
+def test_a_tracker_that_wants_a_token_names_the_option(invoke: Invoke, monkeypatch) -> None:
+    from tunecli.engine.rpc.tracker import Tracker
+
+    monkeypatch.delenv("TUNECLI_RPC_TOKEN", raising=False)
+    trk = Tracker("127.0.0.1", 0, 0, token="s3cret")
+    try:
+        result = invoke("query", "--port", str(trk.port))
+        assert result.exit_code == 1
+        assert result.stderr.endswith(": the tracker refused the request: it requires a token: give one to "
+                                      "the client, or set TUNECLI_RPC_TOKEN (--token)\n")
+        assert invoke("query", "--port", str(trk.port), "--token", "s3cret").exit_code == 0
+    finally:
+        trk.stop()

@@ -121,8 +121,8 @@ def test_a_second_tune_on_the_same_log_is_refused(invoke: Invoke, tiny_job) -> N
         held.flush()
         second = invoke("tune", job)
     assert second.exit_code != 0
-    assert second.stderr == (f"error: {log}: another tunecli tune (pid 4242) is writing this log; "
-                             "wait for it or use another --log\n")
+    assert second.stderr == (f"error: {log}: another tuning run (pid 4242) is writing this log: wait for "
+                             "it, or write to another log (--log PATH)\n")
     assert not log.exists()
     assert invoke("tune", job).exit_code == 0  # the lock is free again
     assert len(log_indices(log)) == 2

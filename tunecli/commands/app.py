@@ -12,11 +12,12 @@ Exit codes (documented in the README):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -100,7 +101,8 @@ class TuneGroup(click.Group):
         try:
             return super().invoke(ctx)
         except TuneError as err:
-            _report(ctx, f"error: {err}")
+            notes = getattr(err, "__notes__", ())
+            _report(ctx, f"error: {err}" + (f" ({'; '.join(notes)})" if notes else ""))
             ctx.exit(EXIT_USAGE if isinstance(err, JobError) else EXIT_FAILED)
         except OSError as err:  # a log or export path that cannot be written, a full disk
             _report(ctx, f"error: {err}")
@@ -115,6 +117,27 @@ def _report(ctx: click.Context, message: str) -> None:
     if app is not None and app.verbose:
         traceback.print_exc(file=sys.stderr)
     click.echo(message, err=True)
+
+
+@contextlib.contextmanager
+def option_hint(error: type[TuneError], hint: str) -> Iterator[None]:
+    """Name the command-line option that addresses errors of type ``error`` raised inside.
+
+    Engine messages describe a problem in engine terms (a log path, a token); the hint, added
+    as a note, is printed after the message in parentheses.
+
+    Parameters
+    ----------
+    error : type
+        A TuneError subclass.
+    hint : str
+        E.g. ``"--log PATH"``.
+    """
+    try:
+        yield
+    except error as err:
+        err.add_note(hint)
+        raise
 
 
 def fail(message: str, code: int = EXIT_FAILED) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from tunecli.commands.app import App, host_port
+from tunecli.commands.app import App, host_port, option_hint
 from tunecli.engine.rpc.client import query_tracker
+from tunecli.engine.rpc.protocol import AuthenticationError
 
 
 @click.command()
@@ -20,4 +21,5 @@ from tunecli.engine.rpc.client import query_tracker
 def query(app: App, tracker_addr: tuple[str, int] | None, host: str, port: int, token: str | None) -> None:
     """Print the servers registered with a tracker and the pending requests per key."""
     host, port = tracker_addr or (host, port)
-    app.echo(query_tracker(host, port, token))
+    with option_hint(AuthenticationError, "--token"):
+        app.echo(query_tracker(host, port, token))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from tunecli.commands.app import App, host_port
+from tunecli.commands.app import App, host_port, option_hint
+from tunecli.engine.rpc.protocol import AuthenticationError
 from tunecli.engine.rpc.server import run_server
 
 
@@ -24,6 +25,7 @@ from tunecli.engine.rpc.server import run_server
 def server(app: App, tracker_addr: tuple[str, int] | None, key: str, host: str, port: int, port_end: int,
            custom_addr: str | None, token: str | None) -> None:
     """Run a device server that measures kernels for tuning jobs, until Ctrl-C."""
-    run_server(tracker_addr, key, host=host, port=port, port_end=max(port_end, port + 1), token=token,
-               custom_addr=custom_addr,
-               on_ready=lambda h, p: app.echo(f"server {key!r} listening on {h}:{p}"))
+    with option_hint(AuthenticationError, "--token"):
+        run_server(tracker_addr, key, host=host, port=port, port_end=max(port_end, port + 1), token=token,
+                   custom_addr=custom_addr,
+                   on_ready=lambda h, p: app.echo(f"server {key!r} listening on {h}:{p}"))

@@ -22,6 +22,7 @@ from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
 from tunecli.engine.job.spec import TUNER_KINDS
 from tunecli.engine.job.text import workload_text
 from tunecli.engine.job.tune_job import TuneEvent, TuneSummary, tune_job
+from tunecli.errors import LogInUseError
 
 
 def _progress_layout(width: int) -> tuple[list[Any], int]:
@@ -124,6 +125,9 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
             view = _ProgressView(app)
             with view.progress:
                 summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed, on_event=view)
+    except LogInUseError as err:
+        err.add_note("--log PATH")  # printed after the message (app.TuneGroup)
+        raise
     except KeyboardInterrupt:
         click.echo("interrupted: the finished measurements are in the log; run the same command again "
                    "to resume", err=True)

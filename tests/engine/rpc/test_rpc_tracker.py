@@ -162,7 +162,7 @@ def test_token_required_by_tracker():
         assert_closed(wrong)
         with pytest.raises(RPCError, match="token refused"):
             connect_tracker("127.0.0.1", trk.port, token="guess")
-        with pytest.raises(RPCError, match="requires a token .pass --token or set TUNECLI_RPC_TOKEN"):
+        with pytest.raises(RPCError, match="requires a token: give one to the client, or set TUNECLI_RPC"):
             connect_tracker("127.0.0.1", trk.port, token="").summary()
         session = connect_tracker("127.0.0.1", trk.port, token="s3cret")
         assert session.summary() == {"queue_info": {}, "server_info": []}

@@ -69,7 +69,7 @@ def inspect_job(path: str, task: int | None = None, config: int | None = None) -
         view = TaskView(i, task_label(t), float(t.flop or 0), str(space))
         if config is not None:
             if not 0 <= config < space.range_length or not space.is_index_valid(config):
-                raise JobError(f"{path}: --config {config}: not a valid config index of task {i} "
+                raise JobError(f"{path}: config {config} is not a valid config index of task {i} "
                                f"(the space has {len(space)} configs, indices 0..{space.range_length - 1})")
             entity = space.get(config)
             with t.target:

@@ -164,7 +164,7 @@ def _show(args: tuple) -> str:
 
 
 def check_task_index(job: Job, index: int | None) -> list[int]:
-    """Return the task indices selected by ``--task`` (all when None).
+    """Return the task indices selected by ``index`` (all when None).
 
     Raises
     ------
@@ -174,6 +174,6 @@ def check_task_index(job: Job, index: int | None) -> list[int]:
     if index is None:
         return list(range(len(job.tasks)))
     if not 0 <= index < len(job.tasks):
-        raise JobError(f"{job.path}: --task {index}: the job has {len(job.tasks)} task(s), "
+        raise JobError(f"{job.path}: there is no task {index}: the job has {len(job.tasks)} task(s), "
                        f"numbered 0..{len(job.tasks) - 1}")
     return [index]

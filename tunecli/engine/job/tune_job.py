@@ -33,7 +33,7 @@ from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
 from tunecli.engine.tuner.callback import log_to_file
-from tunecli.errors import JobError
+from tunecli.errors import LogInUseError
 
 TUNERS: dict[str, Any] = {
     "random": RandomTuner, "gridsearch": GridSearchTuner, "ga": GATuner, "xgb": XGBTuner,
@@ -166,8 +166,8 @@ def _exclusive_log(log_path: Path) -> Iterator[None]:
         except BlockingIOError:
             lock.seek(0)
             holder = lock.read().strip() or "another process"
-            raise JobError(f"{log_path}: another tunecli tune ({holder}) is writing this log; "
-                           "wait for it or use another --log") from None
+            raise LogInUseError(f"{log_path}: another tuning run ({holder}) is writing this log: wait for "
+                                "it, or write to another log") from None
         lock.seek(0)
         lock.truncate()
         lock.write(f"pid {os.getpid()}")

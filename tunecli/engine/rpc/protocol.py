@@ -80,7 +80,7 @@ class AuthenticationError(RPCError):
     """A tracker or server refused our token, or wants one we did not give."""
 
 
-NEEDS_TOKEN = "it requires a token (pass --token or set TUNECLI_RPC_TOKEN)"
+NEEDS_TOKEN = f"it requires a token: give one to the client, or set {TOKEN_ENV}"
 
 
 class TrackerCode(enum.IntEnum):

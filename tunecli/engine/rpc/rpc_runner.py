@@ -147,8 +147,8 @@ class RPCRunner:
         if self._count_devices() == 0:
             raise RPCError(
                 f"RPCRunner: Cannot get remote devices from the tracker {self.host}:{self.port} for key "
-                f"{self.key!r}. Please check the status of tracker by 'tunecli query --host {self.host} "
-                f"--port {self.port}' and make sure you have free devices on the queue status.")
+                f"{self.key!r}. Please check the tracker's queue status (its summary) and make sure "
+                "servers of that key are registered and free.")
 
     def get_build_kwargs(self) -> dict:
         """Return extra builder arguments (none are needed for CPU devices)."""
@@ -239,8 +239,8 @@ class RPCRunner:
             # Not the configs' fault: leave them unmeasured (a resumed tune measures them) rather
             # than logging errors that would count as trials.
             raise RPCError(f"RPCRunner: no device of key {self.key!r} is available: {unmeasured} "
-                           "config(s) of this batch were not measured; start a server "
-                           f"(tunecli server --key {self.key} ...) and run again to resume")
+                           "config(s) of this batch were not measured; start a device server of "
+                           "that key and run again to resume")
         message = "measurement deadline passed"
         with batch.lock:
             for i, res in enumerate(batch.results):
