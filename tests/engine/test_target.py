@@ -69,3 +69,23 @@ def test_tvm_spellings_of_kind_and_host():
     assert t.kind == "cuda" and t.kind.name == "cuda"
     assert t.host is not None and t.host.kind.name == "llvm" and t.host.mcpu == "skylake-avx512"
     assert Target(t).host == t.host and Target("llvm").host is None
+
+
+def test_a_target_is_immutable_and_pickles_whole():
+    import pickle
+
+    t = Target("llvm -mcpu=x86-64 -mattr=+avx2,+fma", host="llvm")
+    with pytest.raises(AttributeError):
+        t.kind = "cuda"
+    t.attrs["mcpu"] = "znver4"  # a copy
+    t.keys.append("gpu")  # a copy
+    assert t.mcpu == "x86-64" and t.keys == ["cpu"]
+    clone = pickle.loads(pickle.dumps(t))
+    assert clone == t and str(clone) == str(t) and clone.host == t.host and clone.mattr == ["+avx2", "+fma"]
+
+
+def test_targets_are_equal_whatever_the_order_of_their_options():
+    a, b = Target("llvm -mcpu=x86-64 -mattr=+avx2"), Target("llvm  -mattr=+avx2 -mcpu=x86-64")
+    assert a == b and hash(a) == hash(b) and str(a) != str(b)  # logs keep each spelling
+    assert a != Target("llvm -mcpu=x86-64") and a != Target("llvm -mcpu=x86-64 -mattr=+avx2", host="llvm")
+    assert as_target("llvm -mcpu=x86-64 -mattr=+avx2") is as_target("llvm -mcpu=x86-64 -mattr=+avx2")

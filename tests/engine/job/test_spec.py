@@ -157,3 +157,17 @@ def test_missing_and_empty_files(tmp_path: Path) -> None:
     listed.write_text("- 1\n")
     with pytest.raises(JobError, match=r"list\.yaml:1: expected a mapping, got a list$"):
         load_job(listed)
+
+
+def test_the_target_is_parsed_once_and_travels_to_the_build_worker(tmp_path: Path) -> None:
+    import pickle
+
+    from tunecli.engine.job.tasks import create_task
+    from tunecli.engine.measure.builder import make_build_job
+
+    job = load_job(write(tmp_path, GOOD.replace("target: llvm", "target: llvm -mcpu=x86-64")))
+    assert isinstance(job.target, Target) and str(job.target) == "llvm -mcpu=x86-64"
+    task = create_task(job, 0)
+    assert task.target is job.target
+    build = pickle.loads(pickle.dumps(make_build_job(task, task.config_space.get(0))))
+    assert build.target == job.target and pickle.loads(build.task_blob).target == job.target

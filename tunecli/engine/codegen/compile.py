@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from tunecli.engine.target import Target
+from tunecli.engine.target import Target, as_target
 from tunecli.errors import CodegenError, TargetError
 
 LOCK = threading.RLock()
@@ -110,13 +110,13 @@ compile_ir("define void @probe() {\\n  ret void\\n}\\n", Target(sys.argv[1]))
 
 
 @functools.cache
-def target_problem(target: str) -> str | None:
+def target_problem(target: str | Target) -> str | None:
     """Why LLVM cannot compile for ``target`` (an unknown CPU, feature or triple), or None.
 
     LLVM only prints a warning for an unknown ``-mcpu`` and aborts the process on some wrong
     combinations, so the check compiles an empty function in a child process.
     """
-    t = Target(target)
+    t = as_target(target)
     if t.kind != "llvm" or not (t.mcpu or t.mattr or t.mtriple):
         return None
     proc = subprocess.run([sys.executable, "-c", _PROBE, str(t)], capture_output=True, text=True,

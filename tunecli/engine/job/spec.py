@@ -224,7 +224,7 @@ def _target(n: Node) -> Target:
         raise n.error(str(err)) from None
     if target.kind != "llvm":
         raise n.error(f"tunecli compiles for llvm targets only, got {text!r}")
-    problem = target_problem(str(target))
+    problem = target_problem(target)
     if problem:
         raise n.error(f"LLVM cannot compile for {text!r}: {problem}")
     return target
