@@ -187,8 +187,11 @@ def test_a_template_file_is_executed_once_in_the_tuner_and_once_per_worker(
 
     (tmp_path / "counted.py").write_text(COUNTING_TEMPLATE)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delitem(TASK_TABLE, "test_job/counted_add", raising=False)  # removed again after the test
-    monkeypatch.delitem(sys.modules, template_module_name("counted.py"), raising=False)
+    # what the file registers is removed again after the test
+    monkeypatch.setitem(TASK_TABLE, "test_job/counted_add", None)
+    monkeypatch.delitem(TASK_TABLE, "test_job/counted_add")
+    monkeypatch.setitem(sys.modules, template_module_name("counted.py"), None)
+    monkeypatch.delitem(sys.modules, template_module_name("counted.py"))
     (tmp_path / "job.yaml").write_text(textwrap.dedent("""\
         name: counted
         log: counted.log

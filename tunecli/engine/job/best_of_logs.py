@@ -20,6 +20,7 @@ from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.log.task_records import record_key
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
+from tunecli.engine.target import Target
 from tunecli.engine.task.task import TASK_TABLE, create
 from tunecli.errors import RecordError, TuneError
 
@@ -120,7 +121,7 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
         n_errors = len(pairs) - len(valid)
         report.errors += n_errors
         valid.sort(key=lambda pair: float(np.mean(pair[1].costs)))
-        flop = workload_flop(name, args, target)
+        flop = workload_flop(name, args, first.target)
         entry = WorkloadBest(target, name, args, flop, len(pairs), n_errors)
         for rank, (inp, res) in enumerate(valid[:top], start=1):
             cost = float(np.mean(res.costs))
@@ -138,7 +139,7 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
     return report
 
 
-def workload_flop(name: str, args: tuple, target: str) -> float | None:
+def workload_flop(name: str, args: tuple, target: str | Target) -> float | None:
     """Return the FLOP count of a workload whose template is known here, else None.
 
     Parameters
@@ -147,7 +148,7 @@ def workload_flop(name: str, args: tuple, target: str) -> float | None:
         Template name.
     args : tuple
         Serialized arguments (as in the log).
-    target : str
+    target : str or Target
 
     Returns
     -------

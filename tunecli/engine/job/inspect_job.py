@@ -149,8 +149,8 @@ def inspect_log(path: str) -> LogView:
         key = record_key(inp)
         if key not in curves:
             label = workload_text(inp.task.name, inp.task.args)
-            target = str(inp.target)
-            curves[key] = WorkloadCurve(target, label, workload_flop(inp.task.name, inp.task.args, target))
+            flop = workload_flop(inp.task.name, inp.task.args, inp.target)
+            curves[key] = WorkloadCurve(str(inp.target), label, flop)
         curve = curves[key]
         if res.error_no == 0:
             curve.costs.append(float(np.mean(res.costs)))
