@@ -1,8 +1,8 @@
 """The package's import order is part of its design: lower layers never import higher ones.
 
-errors → ir/target → transform → te → schedule → lower → codegen → build → task → ops → measure
-→ log → tuner → rpc → job → commands.  Only ``tunecli/commands/`` may import click, rich or the
-plotting libraries (matplotlib, plotext), and engine code never imports the public faces
+errors → ir/target → transform → te → schedule → lower → codegen → runtime → build → task → ops
+→ measure → log → tuner → rpc → job → commands.  Only ``tunecli/commands/`` may import click, rich or
+the plotting libraries (matplotlib, plotext), and engine code never imports the public faces
 (``tunecli.te``, ``tunecli.autotvm``, ...).
 """
 
@@ -23,6 +23,7 @@ LAYERS = [
     ["tunecli.engine.schedule"],
     ["tunecli.engine.lower"],
     ["tunecli.engine.codegen"],
+    ["tunecli.engine.runtime"],
     ["tunecli.engine.build"],
     ["tunecli.engine.task"],
     ["tunecli.engine.ops"],

@@ -11,8 +11,8 @@ import pytest
 
 import tunecli as tvm
 from tunecli import te
-from tunecli.engine.codegen.module import BenchmarkResult, Module
 from tunecli.errors import ArgumentError
+from tunecli.runtime import BenchmarkResult, Module
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """``build`` and ``lower``: a schedule (or a lowered PrimFunc) → a compiled :class:`Module`.
 
-``lower`` is the compiler front's (``tunecli.engine.lower``); ``build`` lowers and then runs
-codegen (``tunecli.engine.codegen``) for the target.
+``lower`` is the compiler front's (``tunecli.engine.lower``); ``build`` lowers, runs codegen
+(``tunecli.engine.codegen``) for the target and wraps the compiled kernel in a runtime
+:class:`~tunecli.engine.runtime.Module`, which runs it on the target's device.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import tunecli.engine.lower as lowering
-from tunecli.engine.codegen import Module, codegen
+from tunecli.engine.codegen import codegen
 from tunecli.engine.ir.stmt import PrimFunc
+from tunecli.engine.runtime import Module
 from tunecli.engine.target import Target, as_target
 from tunecli.errors import CodegenError
 
@@ -55,7 +57,7 @@ def build(sch: Any, args: Sequence[Any] | None = None, target: str | Target | No
     Returns
     -------
     Module
-        Callable on numpy arrays when the target is the host.
+        Callable on arrays of the target's device (numpy arrays for the host).
     """
     t = as_target(target)
     if isinstance(sch, PrimFunc):
@@ -64,4 +66,4 @@ def build(sch: Any, args: Sequence[Any] | None = None, target: str | Target | No
         if args is None:
             raise CodegenError("build: the kernel's arguments (args=[...]) are required for a schedule")
         func = lowering.lower(sch, list(args), name)
-    return codegen(func, t)
+    return Module(codegen(func, t))

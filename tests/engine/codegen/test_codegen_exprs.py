@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tunecli.engine.codegen import codegen
+from tunecli.engine.build import build
 from tunecli.engine.ir import (
     Buffer,
     BufferLoad,
@@ -33,7 +33,7 @@ def elementwise(fn, in_dtypes, out_dtype, n=N, kind="serial"):
     out = Buffer("out", (n,), out_dtype)
     i = Var("i")
     body = For(i, 0, n, kind, BufferStore(out, fn(i, *[BufferLoad(b, [i]) for b in ins]), [i]))
-    mod = codegen(PrimFunc("ew", [*ins, out], body))
+    mod = build(PrimFunc("ew", [*ins, out], body))
 
     def run(*arrays):
         res = np.zeros(n, dtype=out_dtype)
@@ -148,7 +148,7 @@ def test_select_with_memory_reads_and_let(kind):
     cond = (i >= 2) & (i < n - 2)
     t = Var("t", "float32")
     value = Select(cond, Let(t, BufferLoad(src, [i - 2]), t * const(2.0)), const(0.0))
-    mod = codegen(PrimFunc("pad", [src, out], For(i, 0, n, kind, BufferStore(out, value, [i]))))
+    mod = build(PrimFunc("pad", [src, out], For(i, 0, n, kind, BufferStore(out, value, [i]))))
     s = np.arange(n, dtype="float32") + 1
     res = np.zeros(n, "float32")
     mod(s, res)
@@ -167,7 +167,7 @@ def test_vectorized_float32_16_lanes_uses_zmm_registers():
     i = Var("i")
     value = BufferLoad(a, [i]) * BufferLoad(b, [i]) + const(1.0)
     body = For(i, 0, n, "vectorized", BufferStore(c, value, [i]))
-    mod = codegen(PrimFunc("v16", [a, b, c], body))
+    mod = build(PrimFunc("v16", [a, b, c], body))
     assert "<16 x float>" in mod.get_source("ll")
     assert "zmm" in mod.get_source("asm")
 
@@ -181,7 +181,7 @@ def test_unknown_intrinsic_and_bad_operands_raise_codegen_error():
 
 LAZY_SCRIPT = r'''
 import numpy as np
-from tunecli.engine.codegen import codegen
+from tunecli.engine.build import build
 from tunecli.engine.ir import Buffer, BufferLoad, BufferStore, For, PrimFunc, Select, Var, const
 n, BIG = 37, 1 << 28
 flags = Buffer("flags", (n,), "bool")
@@ -197,14 +197,14 @@ for kind in ("serial", "vectorized"):
         index = Select(f, i * stride, i * stride + BIG)  # far out of bounds where the flag is off
         value = Select(f, BufferLoad(src, [index]), const(-1.0))
         body = For(i, 0, n, kind, BufferStore(out, value, [i]))
-        mod = codegen(PrimFunc("lazy", [flags, src, far, out], body))
+        mod = build(PrimFunc("lazy", [flags, src, far, out], body))
         o = np.zeros(n, "float32")
         mod(fl, s, np.zeros(1, "int32"), o)
         assert (o == np.where(fl, s[np.arange(n) * stride], -1)).all(), (kind, stride)
     # a lane-invariant read under a vector condition: skipped when no lane is selected
     i = Var("i")
     value = Select(BufferLoad(flags, [i]), BufferLoad(src, [BufferLoad(far, [0])]), const(-1.0))
-    mod = codegen(PrimFunc("lazy2", [flags, src, far, out], For(i, 0, n, kind, BufferStore(out, value, [i]))))
+    mod = build(PrimFunc("lazy2", [flags, src, far, out], For(i, 0, n, kind, BufferStore(out, value, [i]))))
     o = np.zeros(n, "float32")
     mod(np.zeros(n, bool), s, np.array([BIG], "int32"), o)
     assert (o == -1).all()
@@ -222,7 +222,7 @@ for kind in ("serial", "vectorized"):
         i = Var("i")
         a, b = BufferLoad(num, [i]), BufferLoad(den, [i])
         body = For(i, 0, n, kind, BufferStore(res, Select(b != 0, op(a, b), const(-1)), [i]))
-        mod = codegen(PrimFunc("div", [num, den, res], body))
+        mod = build(PrimFunc("div", [num, den, res], body))
         r = np.zeros(n, "int32")
         mod(x, d, r)
         assert (r == np.where(d == 0, -1, ref)).all(), (kind, r, ref)
@@ -244,13 +244,13 @@ def test_lane_invariant_value_stored_by_a_vectorized_loop_and_dtype_mismatch():
     flags = Buffer("flags", (N,), "bool")
     i = Var("i")
     body = For(i, 0, N, "vectorized", BufferStore(flags, const(1, "bool"), [i]))
-    mod = codegen(PrimFunc("fill", [flags], body))
+    mod = build(PrimFunc("fill", [flags], body))
     r = np.zeros(N, bool)
     mod(r)
     assert r.all()
     out = Buffer("out", (N,), "float32")
     with pytest.raises(CodegenError, match="store of a int32 value into 'out' of dtype float32"):
-        codegen(PrimFunc("bad", [out], For(i, 0, N, "serial", BufferStore(out, i, [i]))))
+        build(PrimFunc("bad", [out], For(i, 0, N, "serial", BufferStore(out, i, [i]))))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -270,7 +270,7 @@ def test_shadowed_let_variables_restore_the_outer_binding():
     i, t = Var("i"), Var("t", "float32")
     inner = Let(t, BufferLoad(src, [i]) * const(2.0), t + const(1.0))
     value = Let(t, BufferLoad(src, [i]), inner + t)  # outer t is src[i] again after the inner Let
-    mod = codegen(PrimFunc("shadow", [src, out], For(i, 0, N, "serial", BufferStore(out, value, [i]))))
+    mod = build(PrimFunc("shadow", [src, out], For(i, 0, N, "serial", BufferStore(out, value, [i]))))
     s, r = np.arange(N, dtype="float32"), np.zeros(N, "float32")
     mod(s, r)
     np.testing.assert_array_equal(r, 3 * s + 1)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from codegen_kernels import dense_microkernel, loop, matmul_ikj_vectorized, matmul_scalar
 
-from tunecli.engine.codegen import codegen, get_num_threads, prepare, set_num_threads
+from tunecli.engine.build import build
+from tunecli.engine.codegen import prepare
 from tunecli.engine.ir import (
     Allocate,
     Buffer,
@@ -20,6 +21,7 @@ from tunecli.engine.ir import (
     Var,
     const,
 )
+from tunecli.engine.runtime import get_num_threads, set_num_threads
 
 
 @pytest.fixture
@@ -40,7 +42,7 @@ def _rand(shape, dtype, seed=0):
 @pytest.mark.parametrize("dtype,acc", [("float32", None), ("float64", None), ("int8", "int32")])
 def test_scalar_matmul(dtype, acc):
     m, n, k = 9, 13, 70
-    mod = codegen(matmul_scalar(m, n, k, dtype, acc))
+    mod = build(matmul_scalar(m, n, k, dtype, acc))
     a, b = _rand((m, k), dtype, 1), _rand((k, n), dtype, 2)
     c = np.zeros((m, n), acc or dtype)
     mod(a, b, c)
@@ -54,7 +56,7 @@ def test_scalar_matmul(dtype, acc):
 
 def test_vectorized_inner_loop_inside_serial_reduction():
     m, n, k = 5, 32, 17
-    mod = codegen(matmul_ikj_vectorized(m, n, k))
+    mod = build(matmul_ikj_vectorized(m, n, k))
     assert "<32 x float>" in mod.get_source("ll")
     a, b, c = _rand((m, k), "float32"), _rand((k, n), "float32"), np.zeros((m, n), "float32")
     mod(a, b, c)
@@ -65,7 +67,7 @@ def test_vectorized_inner_loop_inside_serial_reduction():
 def test_dense_microkernel_parallel_packed_local_tile(nthreads, threads):
     m, n, k = 24, 96, 40
     set_num_threads(nthreads)
-    mod = codegen(dense_microkernel(m, n, k, mr=4, nr=32))
+    mod = build(dense_microkernel(m, n, k, mr=4, nr=32))
     a, b, c = _rand((m, k), "float32"), _rand((k, n), "float32"), np.zeros((m, n), "float32")
     mod(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
@@ -76,7 +78,7 @@ def test_dense_microkernel_parallel_packed_local_tile(nthreads, threads):
 
 
 def test_microkernel_inner_loop_is_register_fma_code():
-    mod = codegen(dense_microkernel(8, 64, 32, mr=4, nr=32, outer="serial"))
+    mod = build(dense_microkernel(8, 64, 32, mr=4, nr=32, outer="serial"))
     asm = mod.get_source("asm")
     if "avx512f" in mod.target.llvm_features or "fma" in mod.target.llvm_features:
         assert "vfmadd" in asm
@@ -94,7 +96,7 @@ def test_parallel_loop_with_odd_extent_nested_parallel_and_let(threads):
         t = Var("t")
         return loop("j", w, "parallel", lambda j: LetStmt(t, i * 10 + j, BufferStore(out, t, [i, j])))
 
-    mod = codegen(PrimFunc("par", [out], loop("i", n, "parallel", row)))
+    mod = build(PrimFunc("par", [out], loop("i", n, "parallel", row)))
     res = np.full((n, w), -1, "int32")
     mod(res)
     np.testing.assert_array_equal(res, np.arange(n)[:, None] * 10 + np.arange(w))
@@ -106,7 +108,7 @@ def test_vectorize_falls_back_for_store_to_a_lane_invariant_address():
     a, s = Buffer("a", (n,), "float32"), Buffer("s", (1,), "float32")
     acc = loop("i", n, "vectorized", lambda i: BufferStore(s, BufferLoad(s, [0]) + BufferLoad(a, [i]), [0]))
     body = SeqStmt([BufferStore(s, const(0.0), [0]), acc])
-    mod = codegen(PrimFunc("sum", [a, s], body))
+    mod = build(PrimFunc("sum", [a, s], body))
     x, r = np.arange(n, dtype="float32"), np.zeros(1, "float32")
     mod(x, r)
     assert r[0] == x.sum()
@@ -116,7 +118,7 @@ def test_strided_gather_and_scatter_in_vectorized_loop():
     n = 16
     a, o = Buffer("a", (3 * n,), "float32"), Buffer("o", (2 * n,), "float32")
     body = loop("i", n, "vectorized", lambda i: BufferStore(o, BufferLoad(a, [i * 3 + 1]), [i * 2]))
-    mod = codegen(PrimFunc("gs", [a, o], body))
+    mod = build(PrimFunc("gs", [a, o], body))
     x, r = np.arange(3 * n, dtype="float32"), np.zeros(2 * n, "float32")
     mod(x, r)
     np.testing.assert_array_equal(r[::2], x[1::3])
@@ -128,7 +130,7 @@ def test_unrolled_loops_expand_and_large_ones_stay_loops():
     o = Buffer("o", (n,), "int32")
     small = loop("i", 4, "unrolled", lambda i: BufferStore(o, i * 7, [i]))
     big = loop("j", n - 4, "unrolled", lambda j: BufferStore(o, j + 4, [j + 4]))
-    mod = codegen(PrimFunc("unr", [o], SeqStmt([small, big])))
+    mod = build(PrimFunc("unr", [o], SeqStmt([small, big])))
     r = np.zeros(n, "int32")
     mod(r)
     np.testing.assert_array_equal(r[:4], np.arange(4) * 7)
@@ -143,7 +145,7 @@ def test_global_temporaries_small_on_stack_large_on_heap(size, expect_heap):
         loop("i", size, "serial", lambda i: BufferStore(tmp, BufferLoad(src, [i]) * const(3.0), [i])),
         loop("j", size, "serial", lambda j: BufferStore(dst, BufferLoad(tmp, [size - 1 - j]), [j])),
     ]))
-    mod = codegen(PrimFunc("tmp", [src, dst], body))
+    mod = build(PrimFunc("tmp", [src, dst], body))
     assert ("aligned_alloc" in mod.get_source("ll")) == expect_heap
     x, r = np.arange(size, dtype="float32"), np.zeros(size, "float32")
     mod(x, r)
@@ -155,7 +157,7 @@ def test_if_then_else_statement_and_loop_with_offset_min():
     o = Buffer("o", (n,), "int32")
     i = Var("i")
     body = For(i, 3, n - 3, "serial", IfThenElse(i % 2 == 0, BufferStore(o, i, [i]), BufferStore(o, -i, [i])))
-    mod = codegen(PrimFunc("ite", [o], body))
+    mod = build(PrimFunc("ite", [o], body))
     r = np.zeros(n, "int32")
     mod(r)
     idx = np.arange(n)
@@ -176,7 +178,7 @@ def test_lane_dependent_if_becomes_masked_vector_code(stride):
     func = PrimFunc("masked", [a, o, tail], For(i, 0, n, "vectorized", guarded))
     prepared = prepare(func).body
     assert isinstance(prepared, IfThenElse) and prepared.condition.dtype == "boolx32"
-    mod = codegen(func)
+    mod = build(func)
     x = np.arange(n * stride, dtype="float32") + 1
     r = np.full(n * stride, 7.0, "float32")
     t = np.zeros(n, "float32")

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from codegen_kernels import loop
 
-from tunecli.engine.codegen import codegen, prepare
+from tunecli.engine.build import build
+from tunecli.engine.codegen import prepare
 from tunecli.engine.ir import (
     Allocate,
     Broadcast,
@@ -66,7 +67,7 @@ def test_vectorize_cuts_odd_widths_into_machine_vectors():
     assert [str(s.indices[0]) for s in out.stmts] == ["ramp(0, 1, 16)", "ramp(16, 1, 16)", "ramp(32, 1, 16)",
                                                       "48"]
     body = loop("p", 49, "vectorized", lambda p: BufferStore(o, const(2.0), [p]))
-    mod = codegen(PrimFunc("odd", [o], body))
+    mod = build(PrimFunc("odd", [o], body))
     r = np.zeros(49, "float32")
     mod(r)
     assert (r == 2).all()

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tunecli.engine.codegen import codegen
+from tunecli.engine.build import build
 from tunecli.engine.ir import Buffer, BufferLoad, BufferStore, For, Max, Min, PrimFunc, Select, Var, const
 
 N = 24
@@ -54,7 +54,7 @@ def test_random_integer_expressions_match_python(t, kind):
     xb, yb, ob = Buffer("x", (N,), "int64"), Buffer("y", (N,), "int64"), Buffer("o", (N,), "int64")
     i = Var("i", "int64")
     value = to_ir(t, {"x": BufferLoad(xb, [i]), "y": BufferLoad(yb, [i]), "i": i})
-    mod = codegen(PrimFunc("prop", [xb, yb, ob], For(i, 0, N, kind, BufferStore(ob, value, [i]))))
+    mod = build(PrimFunc("prop", [xb, yb, ob], For(i, 0, N, kind, BufferStore(ob, value, [i]))))
     rng = np.random.default_rng(len(str(t)))
     x, y = rng.integers(-20, 20, N), rng.integers(-20, 20, N)
     out = np.zeros(N, "int64")

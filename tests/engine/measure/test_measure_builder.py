@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from measure_templates import MODES
 
-from tunecli.engine.codegen.module import load_module
 from tunecli.engine.measure import BuildResult, LocalBuilder
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.runtime import load_module
 from tunecli.engine.task.task import create
 from tunecli.errors import TuneError
 

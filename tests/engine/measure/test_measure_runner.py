@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from kernels_ir import ARG_SPECS, CRASH, HANG, OVERRUN, VADD, VSUB, compile_ir, vadd_expected
 
-from tunecli.engine.codegen.module import ArgSpec
+from tunecli.engine.codegen import ArgSpec
 from tunecli.engine.measure import BuildResult, LocalRunner
 from tunecli.engine.measure.expected_outputs import numpy_reference
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult

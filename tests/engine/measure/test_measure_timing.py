@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from kernels_ir import ARG_SPECS, CRASH, OVERRUN, SHORT, VADD, VSUB, compile_ir, vadd_expected
 
-from tunecli.engine.measure.arrays import guarded_empty, random_arguments
+from tunecli.engine.measure.arrays import kernel_arguments, random_arguments
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureRequest, measure_object
 from tunecli.engine.measure.worker import CallStatus, Worker
+from tunecli.engine.runtime import cpu
 
 
 def request(ir: str, entry: str, **kw) -> MeasureRequest:
@@ -97,11 +98,12 @@ def test_inputs_are_reproducible_from_the_seed():
     assert not np.array_equal(a[0], random_arguments(ARG_SPECS, 4)[0])
 
 
-def test_guarded_array_ends_at_a_guard_page():
-    arr = guarded_empty((64,), "float32")
-    arr[:] = 1.0
-    assert arr.flags.writeable and arr.ctypes.data % 64 == 0
-    assert (arr.ctypes.data + arr.nbytes) % mmap.PAGESIZE == 0
+def test_outputs_are_guarded_and_poisoned_on_the_device():
+    arrays = kernel_arguments(cpu(), ARG_SPECS, 3, [2], poisoned=True)
+    inputs = random_arguments(ARG_SPECS, 3)[:2]
+    assert all(np.array_equal(x, y) for x, y in zip(arrays[:2], inputs, strict=True))
+    assert np.isnan(arrays[2]).all() and arrays[2].flags.writeable
+    assert (arrays[2].ctypes.data + arrays[2].nbytes) % mmap.PAGESIZE == 0  # ends at the guard page
 
 
 def test_one_element_overrun_crashes_the_worker_not_the_tuner(worker):

@@ -10,7 +10,7 @@ For the outermost parallel loop of a kernel, codegen emits
   calls the body;
 * in the kernel: the closure on the stack and ``GOMP_parallel(fn, closure, n, 0)``, where ``n``
   is read from the global ``<entry>__num_threads`` (0 lets libgomp choose; the loader writes
-  :func:`tunecli.engine.codegen.runtime.get_num_threads` there).
+  :func:`tunecli.engine.runtime.openmp.get_num_threads` there).
 
 Parallel loops nested inside the outlined body run serially.
 """

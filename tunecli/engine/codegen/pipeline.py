@@ -1,4 +1,4 @@
-"""PrimFunc → Module: the codegen passes, in order.
+"""PrimFunc → CompiledKernel: the codegen passes, in order.
 
 1. ``flatten``: multi-dimensional accesses → one row-major index;
 2. ``vectorize``: ``vectorized`` loops → Ramp/Broadcast vector code (or serial loops);
@@ -21,9 +21,9 @@ from tunecli.engine.transform.vectorize import vectorize
 from tunecli.errors import CodegenError
 
 from . import compile as cc
+from .compiled_kernel import ArgSpec, CompiledKernel
 from .emit_stmt import FunctionContext, StmtEmitter
 from .llvm_types import PTR, VOID
-from .module import ArgSpec, Module
 
 
 def prepare(func: PrimFunc, target: Target | str | None = None) -> PrimFunc:
@@ -75,11 +75,14 @@ def stored_buffers(stmt: Stmt) -> set[Buffer]:
     return found
 
 
-def codegen(func: PrimFunc, target: Target | str | None = None) -> Module:
-    """Compile ``func`` for ``target`` (default: the current target, else the host) into a Module."""
+def codegen(func: PrimFunc, target: Target | str | None = None) -> CompiledKernel:
+    """Compile ``func`` for ``target`` (default: the current target, else the host).
+
+    The result is a record; ``tunecli.engine.build`` wraps it in a callable runtime Module.
+    """
     t = as_target(target)
     text, vector = _emit(func, t)
     compiled = cc.compile_ir(text, t, slp=not vector)
     written = stored_buffers(func.body)
-    specs = [ArgSpec(b.name, tuple(b.shape), b.dtype, b in written) for b in func.params]
-    return Module(compiled.obj, func.name, specs, t, compiled.ir)
+    specs = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, b in written) for b in func.params)
+    return CompiledKernel(compiled.obj, func.name, specs, t, compiled.ir)

@@ -1,29 +1,21 @@
-"""Argument arrays of a measured kernel: reproducible random inputs, outputs before a guard page.
+"""Argument arrays of a measured kernel: reproducible random inputs, guarded outputs on the device.
 
 A kernel that writes one element past the end of an output returns normally and corrupts
-memory silently. Each output therefore lives in its own anonymous ``mmap`` whose last page is
-made ``PROT_NONE``, with the array ending at that page (its start rounded down to 64 bytes,
-the alignment TVM promises kernels): an overrun of a 64-byte multiple array faults at the
-first byte past its end (SIGSEGV), and a worker process reports that as a runtime error.
+memory silently, so each output is allocated *guarded* (on the CPU: ending just before an
+inaccessible page, :func:`tunecli.engine.runtime.cpu.guarded_empty`): an overrun faults at
+once and a worker process reports that as a runtime error.
 """
 
 from __future__ import annotations
 
-import ctypes
-import math
-import mmap
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-#: Alignment of every argument's start, in bytes (TVM's ``kAllocAlignment``).
-ALIGNMENT = 64
+from tunecli.engine.runtime import Device
 
 ArgSpecT = tuple[tuple[int, ...], str]
-
-_PROT_NONE = 0
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
 def normalize_arg_specs(specs: Iterable[object]) -> tuple[ArgSpecT, ...]:
@@ -64,35 +56,6 @@ def output_indices_of(specs: Sequence[object]) -> tuple[int, ...]:
     return flagged or ((len(specs) - 1,) if specs else ())
 
 
-def guarded_empty(shape: Sequence[int], dtype: str) -> np.ndarray:
-    """Return an uninitialised array that ends just before a ``PROT_NONE`` page.
-
-    Parameters
-    ----------
-    shape : sequence of int
-    dtype : str
-
-    Returns
-    -------
-    numpy.ndarray
-        Writable, C-contiguous, 64-byte aligned; it keeps its mapping alive.
-    """
-    dt = np.dtype(dtype)
-    count = math.prod(shape)
-    nbytes = count * dt.itemsize
-    page = mmap.PAGESIZE
-    data_pages = max(1, -(-nbytes // page))
-    region = mmap.mmap(-1, (data_pages + 1) * page)
-    anchor = ctypes.c_char.from_buffer(region)
-    base = ctypes.addressof(anchor)
-    del anchor  # release the buffer export; the address stays valid while ``region`` lives
-    if _libc.mprotect(base + data_pages * page, page, _PROT_NONE) != 0:
-        raise OSError(ctypes.get_errno(), "mprotect of the guard page failed")
-    offset = data_pages * page - nbytes
-    offset -= offset % ALIGNMENT
-    return np.frombuffer(region, dtype=dt, count=count, offset=offset).reshape(tuple(shape))
-
-
 def random_array(shape: Sequence[int], dtype: str, rng: np.random.Generator) -> np.ndarray:
     """Random contents for one argument: floats in [0, 1), integers in [0, 8), booleans 0/1."""
     dt = np.dtype(dtype)
@@ -124,25 +87,32 @@ def random_arguments(arg_specs: Sequence[ArgSpecT], seed: int) -> list[np.ndarra
     return [random_array(shape, dtype, rng) for shape, dtype in arg_specs]
 
 
-def kernel_arguments(arg_specs: Sequence[ArgSpecT], seed: int,
-                     output_indices: Iterable[int]) -> list[np.ndarray]:
-    """Random arguments where each output is a copy placed before a guard page.
+def kernel_arguments(device: Device, arg_specs: Sequence[ArgSpecT], seed: int,
+                     output_indices: Iterable[int], poisoned: bool = False) -> list[Any]:
+    """The seeded random arguments, copied to ``device``; outputs guarded (and poisoned if asked).
 
     Parameters
     ----------
+    device : Device
+        Where the kernel runs.
     arg_specs : sequence of (shape, dtype)
     seed : int
     output_indices : iterable of int
+    poisoned : bool
+        Fill the outputs with :func:`poison` values instead of random ones, so an element the
+        kernel never writes is caught by the correctness check.
 
     Returns
     -------
-    list of numpy.ndarray
+    list
+        Arrays of ``device``, one per argument.
     """
-    arrays = random_arguments(arg_specs, seed)
-    for index in output_indices:
-        guarded = guarded_empty(*arg_specs[index])
-        guarded[...] = arrays[index]
-        arrays[index] = guarded
+    outputs = set(output_indices)
+    arrays = []
+    for index, host in enumerate(random_arguments(arg_specs, seed)):
+        if index in outputs and poisoned:
+            poison(host)
+        arrays.append(device.copy_in(host, guarded=index in outputs))
     return arrays
 
 

@@ -4,9 +4,9 @@
 :class:`MeasureReply`), so the local runner's worker and an RPC device server's worker run the
 same function. It follows TVM's ``time_evaluator``:
 
-1. link the object into this process's LLJIT (``codegen.module.load_module``, ≈1 ms) and
-   make the arguments: random inputs from ``seed``, each output placed just before a guard
-   page (:mod:`tunecli.engine.measure.arrays`);
+1. load the object on the device (``Device.load``; on the CPU: link it into this process's
+   LLJIT, ≈1 ms) and make the arguments there: random inputs from ``seed``, each output
+   guarded against overruns (:mod:`tunecli.engine.measure.arrays`);
 2. one untimed warm-up call. With a reference (``ref_outputs``) or ``return_outputs`` the
    outputs are first poisoned (NaN), so an element the kernel never writes is caught. Then
    untimed calls until ``warmup_ms`` have passed (TVM has no such step; see below);
@@ -34,21 +34,25 @@ TVM. A kernel that crashes or hangs takes this process with it, so always call t
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from tunecli.engine.codegen.module import load_module
-from tunecli.engine.codegen.timer import time_calls
-from tunecli.engine.measure.arrays import ArgSpecT, kernel_arguments, normalize_arg_specs, poison
+from tunecli.engine.codegen import ArgSpec, CompiledKernel
+from tunecli.engine.measure.arrays import ArgSpecT, kernel_arguments, normalize_arg_specs
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.worker import CallStatus, Worker
+from tunecli.engine.runtime import device_for_target
+from tunecli.engine.target import Target
 
 #: Default milliseconds of untimed calls before the timed rounds (see the module doc).
 WARMUP_MS = 50.0
 #: Bytes written by the cache flush before each timed round.
 FLUSH_BYTES = 64 * 1024 * 1024
+#: What a request's object is compiled for: this host (its device comes from the runtime's table).
+HOST_TARGET = "llvm"
 #: ``"module:function"`` of :func:`measure_object`, for :class:`Worker` calls.
 MEASURE_FUNC = "tunecli.engine.measure.timing:measure_object"
 _state: dict[str, Any] = {}
@@ -144,9 +148,12 @@ def _flush() -> None:
     _state["scratch"].fill(1.0)
 
 
-def compare_outputs(arrays: list[np.ndarray], ref_outputs: tuple[tuple[int, bytes], ...],
+def compare_outputs(arrays: Mapping[int, np.ndarray], ref_outputs: tuple[tuple[int, bytes], ...],
                     rtol: float, atol: float | None) -> str:
-    """Compare outputs with raw expected bytes; return "" or a description of the first mismatch."""
+    """Compare outputs (host copies by argument index) with raw expected bytes.
+
+    Returns "" or a description of the first mismatch.
+    """
     for index, raw in ref_outputs:
         actual = arrays[index].reshape(-1)
         expected = np.frombuffer(raw, dtype=actual.dtype)
@@ -181,28 +188,29 @@ def measure_object(request: MeasureRequest) -> MeasureReply:
     start = time.perf_counter()
     specs = normalize_arg_specs(request.arg_specs)
     outputs = request.output_indices or ((len(specs) - 1,) if specs else ())
+    checked = bool(request.ref_outputs or request.return_outputs)
     try:
-        module = load_module(request.obj, request.entry_name,
-                             [(f"arg{i}", shape, dtype) for i, (shape, dtype) in enumerate(specs)])
-        func = module.func  # links the object into this process
-        arrays = kernel_arguments(specs, request.seed, outputs)
+        device = device_for_target(HOST_TARGET)
+        kernel = CompiledKernel(request.obj, request.entry_name,
+                                tuple(ArgSpec(f"arg{i}", shape, dtype, i in outputs)
+                                      for i, (shape, dtype) in enumerate(specs)), Target(HOST_TARGET))
+        loaded = device.load(kernel)
+        arrays = kernel_arguments(device, specs, request.seed, outputs, poisoned=checked)
     except Exception as err:  # noqa: BLE001 - a kernel that cannot be loaded is data
         return MeasureReply((), int(MeasureErrorNo.RUNTIME_DEVICE), f"{type(err).__name__}: {err}",
                             time.perf_counter() - start)
-    if request.ref_outputs or request.return_outputs:
-        for index in outputs:
-            poison(arrays[index])
     warm_start = time.perf_counter()
-    module(*arrays)  # the warm-up call; also sets the thread count of parallel loops
-    mismatch = compare_outputs(arrays, request.ref_outputs, request.rtol, request.atol)
+    device.launch(loaded, arrays)  # the warm-up launch, whose outputs are checked
+    device.sync()
+    got = {i: device.copy_out(arrays[i]) for i in outputs} if checked else {}
+    mismatch = compare_outputs(got, request.ref_outputs, request.rtol, request.atol)
     if mismatch:
         return MeasureReply((), int(MeasureErrorNo.WRONG_ANSWER), mismatch, time.perf_counter() - start)
-    returned = tuple((i, arrays[i].tobytes()) for i in outputs) if request.return_outputs else ()
+    returned = tuple((i, got[i].tobytes()) for i in outputs) if request.return_outputs else ()
     warmup_left_ms = max(0.0, request.warmup_ms - (time.perf_counter() - warm_start) * 1e3)
-    costs = time_calls(func, module.pointers(arrays), max(1, request.number), max(1, request.repeat),
-                       max(0.0, request.min_repeat_ms), warmup=0,
-                       before_repeat=_flush if request.enable_cpu_cache_flush else None,
-                       warmup_ms=warmup_left_ms)
+    costs = device.time(loaded, arrays, max(1, request.number), max(1, request.repeat),
+                        max(0.0, request.min_repeat_ms), warmup_ms=warmup_left_ms,
+                        before_repeat=_flush if request.enable_cpu_cache_flush else None, warmup=0)
     return MeasureReply(tuple(costs), int(MeasureErrorNo.NO_ERROR), "", time.perf_counter() - start,
                         returned)
 

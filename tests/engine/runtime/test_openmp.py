@@ -1,4 +1,4 @@
-"""Runtime: libgomp, the thread count of parallel loops (set_num_threads, TUNECLI_NUM_THREADS)."""
+"""OpenMP on the CPU: libgomp, the thread count of parallel loops (set_num_threads, TUNECLI_NUM_THREADS)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,22 @@ import sys
 
 import pytest
 
-from tunecli.engine.codegen import get_num_threads, set_num_threads
-from tunecli.engine.codegen.runtime import find_libgomp
+from tunecli.engine.runtime import get_num_threads, set_num_threads
+from tunecli.engine.runtime.openmp import find_libgomp
 from tunecli.errors import ArgumentError
 
 THREADS_SCRIPT = r'''
 import os
 import numpy as np
-from tunecli.engine.codegen import codegen, get_num_threads, set_num_threads
+from tunecli.engine.build import build
+from tunecli.engine.runtime import get_num_threads, set_num_threads
 from tunecli.engine.ir import Buffer, BufferLoad, BufferStore, For, PrimFunc, Var, const
 
 assert get_num_threads() == 3, get_num_threads()  # from TUNECLI_NUM_THREADS
 o = Buffer("o", (64,), "float32")
 i = Var("i")
 body = For(i, 0, 64, "parallel", BufferStore(o, BufferLoad(o, [i]) + const(1.0), [i]))
-mod = codegen(PrimFunc("par", [o], body))
+mod = build(PrimFunc("par", [o], body))
 tasks = lambda: len(os.listdir("/proc/self/task"))
 before = tasks()
 r = np.zeros(64, "float32")
@@ -50,7 +51,7 @@ def test_thread_count_reaches_libgomp_and_env_sets_the_default():
 
 def test_bad_env_value_and_bad_counts_raise_argument_error():
     env = dict(os.environ, TUNECLI_NUM_THREADS="zero")
-    code = "from tunecli.engine.codegen import get_num_threads; get_num_threads()"
+    code = "from tunecli.engine.runtime import get_num_threads; get_num_threads()"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode != 0 and "TUNECLI_NUM_THREADS='zero' must be a positive integer" in proc.stderr
     before = get_num_threads()

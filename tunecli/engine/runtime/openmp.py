@@ -1,9 +1,9 @@
-"""Runtime support of compiled kernels: libgomp and the number of threads of ``parallel`` loops.
+"""OpenMP on the CPU: loading libgomp and the number of threads of kernels' ``parallel`` loops.
 
 The thread count comes from :func:`set_num_threads`, else the environment variable
-``TUNECLI_NUM_THREADS``, else the CPUs this process may run on.  Loaded modules write it into
-their ``<entry>__num_threads`` global before each call, so it applies to kernels already loaded
-and to calls from any Python thread.
+``TUNECLI_NUM_THREADS``, else the CPUs this process may run on.  The CPU device writes it into
+a loaded kernel's ``<entry>__num_threads`` global before each launch, so it applies to kernels
+already loaded and to calls from any Python thread.
 
 Before libgomp is loaded, ``GOMP_SPINCOUNT`` defaults to :data:`SPIN_COUNT` (unless it or
 ``OMP_WAIT_POLICY`` is set): libgomp's default of 300 000 spins at each barrier makes a thread

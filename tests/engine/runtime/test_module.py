@@ -1,25 +1,61 @@
-"""Module: argument checks, object files, sources, cross targets, loading in another process, timing."""
+"""Module: what build returns; argument checks, object files, sources, cross targets, loading elsewhere."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import time
 
 import numpy as np
 import pytest
-from codegen_kernels import dense_microkernel, loop, matmul_scalar
 from kernels_ir import EM_AARCH64, EM_X86_64, elf_machine
 
-from tunecli.engine.codegen import ArgSpec, codegen, load_module, time_calls
-from tunecli.engine.ir import Buffer, BufferStore, PrimFunc, const
+from tunecli.engine import te
+from tunecli.engine.build import build
+from tunecli.engine.codegen import ArgSpec, CompiledKernel, codegen
+from tunecli.engine.ir import Buffer, BufferStore, For, PrimFunc, Var, const
+from tunecli.engine.runtime import CPUDevice, Module, cpu, load_module
+from tunecli.engine.schedule import create_schedule
 from tunecli.engine.target import Target
 from tunecli.errors import ArgumentError, CodegenError, TargetError
 
 
+def matmul(m: int, n: int, k: int, name: str = "matmul", target: str = "llvm", lanes: int = 0) -> Module:
+    """``C = A @ B`` built for ``target``; with ``lanes``: rows in parallel, j split by it and vectorized."""
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = create_schedule(C.op)
+    if lanes:
+        i, j = s[C].op.axis
+        jo, ji = s[C].split(j, lanes)
+        s[C].reorder(i, jo, r, ji)
+        s[C].vectorize(ji)
+        s[C].parallel(i)
+    return build(s, [A, B, C], target=target, name=name)
+
+
 @pytest.fixture(scope="module")
 def mm():
-    return codegen(matmul_scalar(4, 5, 6))
+    return matmul(4, 5, 6)
+
+
+def test_codegen_gives_a_record_that_build_wraps_in_a_module():
+    A = Buffer("A", (8,), "float32")
+    i = Var("i")
+    compiled = codegen(PrimFunc("fill", [A], For(i, 0, 8, "serial", BufferStore(A, const(2.0), [i]))))
+    assert isinstance(compiled, CompiledKernel) and compiled.entry_name == "fill"
+    assert compiled.arg_specs == (ArgSpec("A", (8,), "float32", is_output=True),)
+    assert compiled.obj[:4] == b"\x7fELF" and "define void @fill(" in compiled.ir_text
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        compiled.entry_name = "other"  # type: ignore[misc]
+    mod = Module(compiled)
+    assert mod.device == cpu(0) and isinstance(mod.device, CPUDevice)
+    out = np.zeros(8, "float32")
+    mod(out)
+    assert (out == 2).all()
 
 
 def test_module_metadata(mm):
@@ -65,7 +101,7 @@ def test_save_object_ir_and_assembly(mm, tmp_path):
 
 
 def test_cross_target_compiles_an_aarch64_object_but_does_not_run():
-    mod = codegen(dense_microkernel(8, 32, 8, mr=4, nr=16), target="llvm -mtriple=aarch64-linux-gnu")
+    mod = matmul(8, 32, 8, target="llvm -mtriple=aarch64-linux-gnu", lanes=16)
     assert elf_machine(mod.object_bytes()) == EM_AARCH64
     assert "fmla" in mod.get_source("asm")  # NEON FMA
     a, b, c = np.ones((8, 8), "float32"), np.ones((8, 32), "float32"), np.zeros((8, 32), "float32")
@@ -75,16 +111,15 @@ def test_cross_target_compiles_an_aarch64_object_but_does_not_run():
 
 def test_unknown_triple_is_a_target_error():
     with pytest.raises(TargetError, match="no-such-arch"):
-        codegen(matmul_scalar(2, 2, 2), target="llvm -mtriple=no-such-arch-linux")
+        matmul(2, 2, 2, target="llvm -mtriple=no-such-arch-linux")
 
 
 def test_two_modules_with_the_same_entry_name_coexist():
     n = 8
     outs = []
     for value in (1.0, 2.0):
-        o = Buffer("o", (n,), "float32")
-        body = loop("i", n, "parallel", lambda i, o=o, v=value: BufferStore(o, const(v), [i]))
-        outs.append(codegen(PrimFunc("same", [o], body)))
+        o, i = Buffer("o", (n,), "float32"), Var("i")
+        outs.append(build(PrimFunc("same", [o], For(i, 0, n, "parallel", BufferStore(o, const(value), [i])))))
     r = np.zeros(n, "float32")
     outs[0](r)
     assert (r == 1).all()
@@ -94,7 +129,8 @@ def test_two_modules_with_the_same_entry_name_coexist():
 
 CHILD = r'''
 import sys, numpy as np
-from tunecli.engine.codegen import load_module, set_num_threads, ArgSpec
+from tunecli.engine.codegen import ArgSpec
+from tunecli.engine.runtime import load_module, set_num_threads
 obj = open(sys.argv[1], "rb").read()
 m, n, k = 16, 64, 24
 mod = load_module(obj, "dense_x", [("A", (m, k), "float32"), ArgSpec("B", (k, n), "float32"),
@@ -117,7 +153,7 @@ print("child-ok")
 
 
 def test_object_loads_and_runs_in_another_process(tmp_path):
-    mod = codegen(dense_microkernel(16, 64, 24, mr=4, nr=16, name="dense_x"))
+    mod = matmul(16, 64, 24, name="dense_x", lanes=16)
     path = tmp_path / "dense_x.o"
     mod.save(path)
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,
@@ -130,38 +166,6 @@ def test_load_module_of_garbage_raises_codegen_error_on_first_call():
     mod = load_module(b"not an object file", "f", [("x", (1,), "float32")])
     with pytest.raises(CodegenError, match="could not be linked"):
         mod(np.zeros(1, "float32"))
-
-
-def test_time_calls_follows_tvm_semantics():
-    calls = []
-
-    def func(x):
-        calls.append(x)
-        time.sleep(0.001)
-
-    costs = time_calls(func, [7], number=2, repeat=3, min_repeat_ms=0)
-    assert len(costs) == 3 and len(calls) == 1 + 2 * 3  # one warm-up call, then repeat × number
-    assert all(0.0009 < c < 0.05 for c in costs)
-    calls.clear()
-    costs = time_calls(func, [7], number=1, repeat=2, min_repeat_ms=15)
-    assert len(costs) == 2 and len(calls) > 1 + 2 * 10  # number grew until a batch lasted 15 ms
-    with pytest.raises(ArgumentError):
-        time_calls(func, [7], number=0)
-
-
-def test_time_calls_warms_up_for_warmup_ms():
-    calls = []
-
-    def func(x):
-        calls.append(time.perf_counter())
-        time.sleep(0.001)
-
-    start = time.perf_counter()
-    time_calls(func, [7], number=1, repeat=1, warmup=0, warmup_ms=30)
-    untimed = calls[:-1]  # the last call is the timed round
-    assert len(untimed) > 5 and untimed[-1] - start < 0.03 <= calls[-1] - start
-    with pytest.raises(ArgumentError, match="warmup_ms"):
-        time_calls(func, [7], warmup_ms=-1)
 
 
 def test_time_evaluator_on_a_module(mm):

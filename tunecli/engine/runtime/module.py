@@ -1,0 +1,209 @@
+"""Compiled kernels as users call them: :class:`Module` (what ``build`` returns) and :func:`load_module`.
+
+A module wraps the :class:`~tunecli.engine.codegen.CompiledKernel` record codegen produced and
+runs it on the device of its target (:func:`~tunecli.engine.runtime.devices.device_for_target`),
+loading it there the first time it is called; the same path loads an object produced by another
+process.  Sources (``get_source``, ``save``) come from the record.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.codegen import ArgSpec, CompiledKernel
+from tunecli.engine.codegen.compile import assembly
+from tunecli.engine.target import Target, as_target
+from tunecli.errors import ArgumentError, CodegenError
+
+from .device import Device
+from .devices import device_for_target
+
+
+class Module:
+    """A compiled kernel, callable on arrays of its device.
+
+    Parameters
+    ----------
+    kernel : CompiledKernel
+        What codegen produced (or an object built elsewhere, see :func:`load_module`).
+    """
+
+    def __init__(self, kernel: CompiledKernel):
+        self.kernel = kernel
+        self._loaded: Any = None
+
+    @property
+    def entry_name(self) -> str:
+        """Symbol of the kernel."""
+        return self.kernel.entry_name
+
+    @property
+    def arg_specs(self) -> list[ArgSpec]:
+        """The arguments, in call order."""
+        return list(self.kernel.arg_specs)
+
+    @property
+    def target(self) -> Target:
+        """What the kernel was compiled for."""
+        return self.kernel.target
+
+    @property
+    def device(self) -> Device:
+        """The device that runs the kernel (from the target)."""
+        return device_for_target(self.kernel.target)
+
+    # the object and its sources --------------------------------------------------------------
+    def object_bytes(self) -> bytes:
+        """The relocatable object file (ELF for Linux targets)."""
+        return self.kernel.obj
+
+    def get_source(self, fmt: str = "ll") -> str:
+        """Optimised LLVM IR (``"ll"``) or assembly (``"asm"``/``"s"``) of the kernel."""
+        fmt = fmt or "ll"
+        if fmt not in ("ll", "asm", "s"):
+            raise CodegenError(f"Module.get_source: unknown format {fmt!r}; use 'll' or 'asm'")
+        ir_text = self.kernel.ir_text
+        if ir_text is None:
+            raise CodegenError(f"Module.get_source: module {self.entry_name!r} was loaded from an object "
+                               "file and has no source")
+        return ir_text if fmt == "ll" else assembly(ir_text, self.target)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the object (``.o``), LLVM IR (``.ll``) or assembly (``.s``) to ``path``."""
+        suffix = os.path.splitext(os.fspath(path))[1]
+        if suffix == ".o":
+            data: bytes = self.kernel.obj
+        elif suffix in (".ll", ".s"):
+            data = self.get_source("ll" if suffix == ".ll" else "asm").encode()
+        else:
+            raise CodegenError(f"Module.save: cannot tell the format of {os.fspath(path)!r}; "
+                               "use a .o, .ll or .s file name")
+        with open(path, "wb") as f:
+            f.write(data)
+
+    # running -----------------------------------------------------------------------------------
+    def _load(self) -> Any:
+        if self._loaded is None:
+            self._loaded = self.device.load(self.kernel)
+        return self._loaded
+
+    def __call__(self, *arrays: Any) -> None:
+        """Run the kernel on arrays of its device (outputs are written in place)."""
+        self.device.launch(self._load(), arrays)
+
+    def time_evaluator(self, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+        """A timing function, in either of two forms (TVM's semantics for both).
+
+        ``time_evaluator(number=10, repeat=1, min_repeat_ms=0, warmup_ms=0)`` (also positional)
+        returns ``f(*arrays) -> [seconds per call, one per repeat]``; ``warmup_ms`` (not in TVM)
+        runs the kernel untimed that long first (see :mod:`tunecli.engine.measure.timing`).
+
+        ``time_evaluator(func_name, dev, number=10, repeat=1, min_repeat_ms=0, ...)`` is TVM's
+        ``Module.time_evaluator``: ``func_name`` must be :attr:`entry_name`, ``dev`` the module's
+        device (``tunecli.cpu()`` for ``llvm`` targets), and the returned function gives a
+        :class:`BenchmarkResult` with ``.mean``, ``.median``, ``.std``, ``.min``, ``.max`` and
+        ``.results``.
+        """
+        if (args and isinstance(args[0], str)) or "func_name" in kwargs:
+            return self._tvm_time_evaluator(*args, **kwargs)
+        return self._list_time_evaluator(*args, **kwargs)
+
+    def _list_time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0.0,
+                             warmup_ms: float = 0.0) -> Callable[..., list[float]]:
+        def evaluate(*arrays: Any) -> list[float]:
+            return self.device.time(self._load(), arrays, number, repeat, min_repeat_ms, warmup_ms=warmup_ms)
+
+        return evaluate
+
+    def _tvm_time_evaluator(self, func_name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                            min_repeat_ms: float = 0.0, limit_zero_time_iterations: int = 100,
+                            cooldown_interval_ms: float = 0.0, repeats_to_cooldown: int = 1,
+                            cache_flush_bytes: int = 0, f_preproc: str = ""
+                            ) -> Callable[..., BenchmarkResult]:
+        where = f"time_evaluator of {self.entry_name!r}"
+        if func_name != self.entry_name:
+            raise ArgumentError(f"{where}: no function named {func_name!r}; this module's function is "
+                                f"{self.entry_name!r} (use mod.entry_name)")
+        if dev is not None and not self._runs_on(dev):
+            raise ArgumentError(f"{where}: the kernel runs on {self.device.label} ({self.device!r}); "
+                                f"got device {dev!r}")
+        if cache_flush_bytes or f_preproc:
+            raise ArgumentError(f"{where}: cache_flush_bytes and f_preproc are not supported")
+        if cooldown_interval_ms < 0 or repeats_to_cooldown < 1:
+            raise ArgumentError(f"{where}: need cooldown_interval_ms >= 0 and repeats_to_cooldown >= 1, got "
+                                f"{cooldown_interval_ms} and {repeats_to_cooldown}")
+        del limit_zero_time_iterations  # the timer never measures zero time: nothing to limit
+
+        def evaluate(*arrays: Any) -> BenchmarkResult:
+            batches = itertools.count()
+
+            def cooldown() -> None:
+                k = next(batches)
+                if cooldown_interval_ms > 0 and k > 0 and k % repeats_to_cooldown == 0:
+                    time.sleep(cooldown_interval_ms / 1e3)
+
+            return BenchmarkResult(self.device.time(self._load(), arrays, number, repeat, min_repeat_ms,
+                                                    before_repeat=cooldown))
+
+        return evaluate
+
+    def _runs_on(self, dev: Any) -> bool:
+        """Whether ``dev`` (a device, a device or target name, or a DLPack-style handle) is ours."""
+        mine = self.device
+        if isinstance(dev, Device):
+            return dev.device_type == mine.device_type
+        if isinstance(dev, str):
+            return bool(dev.split()) and dev.split()[0] in mine.names
+        return getattr(dev, "device_type", None) == mine.device_type
+
+    def __repr__(self) -> str:
+        return f"Module({self.entry_name!r}, target={str(self.target)!r}, args={len(self.kernel.arg_specs)})"
+
+
+class BenchmarkResult:
+    """What TVM's ``time_evaluator`` returns: seconds per call, one per repeat, and their statistics."""
+
+    def __init__(self, results: Sequence[float]):
+        self.results: tuple[float, ...] = tuple(float(r) for r in results)
+        arr = np.asarray(self.results)
+        self.mean = float(arr.mean())
+        self.median = float(np.median(arr))
+        self.std = float(arr.std())
+        self.min = float(arr.min())
+        self.max = float(arr.max())
+
+    def __repr__(self) -> str:
+        return (f"BenchmarkResult(min={self.min:.6g}, mean={self.mean:.6g}, median={self.median:.6g}, "
+                f"max={self.max:.6g}, std={self.std:.6g}, results={list(self.results)})")
+
+
+def load_module(obj: bytes, entry_name: str, arg_specs: Sequence[ArgSpec | tuple],
+                target: Target | str | None = None) -> Module:
+    """A callable :class:`Module` of an object file built by :func:`tunecli.engine.build.build`.
+
+    Parameters
+    ----------
+    obj : bytes
+        Relocatable object for this machine.
+    entry_name : str
+        The kernel's symbol.
+    arg_specs : sequence of ArgSpec or (name, shape, dtype[, is_output]) tuples
+        The kernel's arguments in call order.
+    target : Target or str, optional
+        The target the object was built for (default: the host).
+
+    Returns
+    -------
+    Module
+        Loaded on its device on the first call (errors are CodegenError / TargetError).
+    """
+    t = as_target(target) if target is not None else Target("llvm")
+    specs = tuple(a if isinstance(a, ArgSpec) else ArgSpec(a[0], tuple(a[1]), str(a[2]), *a[3:])
+                  for a in arg_specs)
+    return Module(CompiledKernel(bytes(obj), entry_name, specs, t))
