@@ -1,9 +1,15 @@
-"""``tunecli apply``: the best logged config is built, checked against numpy and benchmarked."""
+"""``tunecli apply``: the best logged config is built, checked and benchmarked in a worker process."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+
+from tunecli.engine.job.spec import load_job
+from tunecli.engine.job.tasks import create_task
+from tunecli.engine.log.record import encode
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 
 from .conftest import Invoke
 
@@ -36,3 +42,43 @@ def test_apply_without_record_uses_fallback_with_warning(invoke: Invoke, matmul_
     assert "fallback" in result.stdout and "ok (numpy)" in result.stdout
     assert "warning: Cannot find config for target=llvm, workload=('tutorial/matmul', 8, 8, 8, 'float32')" \
         in result.stderr
+
+
+CRASH_JOB = """\
+name: crashy
+target: llvm
+tasks:
+  - template: {template}:maybe_crash
+    args: {{n: 64}}
+  - template: {template}:maybe_crash
+    args: {{n: 32}}
+tuner: {{kind: random, n_trial: 1}}
+measure:
+  runner: {{number: 1, repeat: 1, timeout: 20}}
+"""
+
+
+def test_a_crashing_kernel_is_that_tasks_error_and_the_others_are_applied(invoke: Invoke,
+                                                                          tmp_path: Path) -> None:
+    """Task 0's best config reads 1 GiB outside its input; task 1's is correct: exit 1, task 1 applied."""
+    job = tmp_path / "crashy.yaml"
+    job.write_text(CRASH_JOB.format(template=Path(__file__).parent / "data" / "far_read.py"))
+    spec = load_job(str(job))
+    log = tmp_path / "crashy.log"
+    with open(log, "w") as file:
+        for index, config_index in ((0, 1), (1, 0)):  # the configs the log calls best
+            task = create_task(spec, index)
+            inp = MeasureInput(task.target, task, task.config_space.get(config_index))
+            file.write(encode(inp, MeasureResult((1e-6,), MeasureErrorNo.NO_ERROR, 0.1, time.time())) + "\n")
+    result = invoke("apply", str(job), "--log", str(log), "--json")
+    assert result.exit_code == 1, result.output
+    crashed, applied = json.loads(result.stdout)["tasks"]
+    assert crashed["config"] == "#1 offset=-268435456" and crashed["tuned"] is None
+    assert crashed["error"].startswith("RUNTIME_DEVICE: ") and "SIGSEGV" in crashed["error"]
+    assert applied["error"] is None and applied["correct"] is True
+    assert applied["checked_against"] == "default config"
+    assert applied["tuned"] > 0 and applied["default"] > 0
+    assert "error: task 0 (test_apply/maybe_crash" in result.stderr and "SIGSEGV" in result.stderr
+    assert "error: task 0 failed to build or run (the other tasks were applied)" in result.stderr
+    table = invoke("apply", str(job), "--log", str(log))
+    assert table.exit_code == 1 and "ERROR" in table.stdout and "ok (default config)" in table.stdout

@@ -28,6 +28,8 @@ def _table(report: ApplyReport) -> Table:
     for t in report.tasks:
         check = "-" if t.correct is None else (f"ok ({t.checked_against})" if t.correct else
                                                 f"WRONG ({t.checked_against}, err {t.max_error:.2g})")
+        if t.error is not None:
+            check = "ERROR"
         table.add_row(str(t.index), t.label, check, _ms(t.tuned), f"{t.gflops:.2f}" if t.gflops else "-",
                       _ms(t.default), _ratio(t.default, t.tuned), _ms(t.numpy), _ratio(t.numpy, t.tuned),
                       t.config)
@@ -46,8 +48,10 @@ def apply(app: App, job: str, log: str, export: str | None, as_json: bool) -> No
     """Build every task of JOB with its best config in LOG, check it and benchmark it.
 
     Each kernel is checked against the numpy reference (built-in templates) or the untuned
-    default config, and timed next to the default config and numpy. Tasks without a record
-    use the fallback config, with a warning. Exit code 1 when a kernel gives a wrong answer.
+    default config, and timed next to the default config and numpy, in a worker process as
+    tuning does. Tasks without a record use the fallback config, with a warning. A kernel that
+    crashes or hangs is reported for its task and the other tasks are still applied. Exit code 1
+    when a kernel gives a wrong answer, crashes, hangs or does not build.
     """
     report = apply_job(job, log, export=export)
     if as_json:
@@ -59,6 +63,15 @@ def apply(app: App, job: str, log: str, export: str | None, as_json: bool) -> No
                 app.echo(f"wrote {path}")
         if not report.runs_here:
             app.echo(f"note: {report.target} does not run on this machine: kernels were built, not run")
+    for t in report.tasks:
+        if t.error is not None:
+            click.echo(f"error: task {t.index} ({t.label}): {t.error}", err=True)
     wrong = [str(t.index) for t in report.tasks if t.correct is False]
+    failed = [str(t.index) for t in report.tasks if t.error is not None]
+    problems = []
     if wrong:
-        fail(f"wrong answer from task {', '.join(wrong)} (compared with its reference)")
+        problems.append(f"wrong answer from task {', '.join(wrong)} (compared with its reference)")
+    if failed:
+        problems.append(f"task {', '.join(failed)} failed to build or run (the other tasks were applied)")
+    if problems:
+        fail("; ".join(problems))

@@ -6,6 +6,11 @@ its output checked against the task's numpy reference (or, without one, against 
 default config), and timed next to the untuned default config (the fallback config: what a
 schedule gives without tuning) and the numpy reference.  ``export`` writes ``.o``, ``.ll`` and
 ``.s`` files of the tuned kernels.
+
+Kernels run where tuning runs them: in a measurement worker process
+(:func:`tunecli.engine.measure.timing.measure_in_worker`), with the job's runner settings.  A
+kernel that crashes or hangs, or a config that does not build, becomes that task's ``error``;
+the other tasks are still built, checked and timed.
 """
 
 from __future__ import annotations
@@ -19,14 +24,17 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.build import build
-from tunecli.engine.codegen.timer import time_calls
-from tunecli.engine.job.spec import Job, load_job
+from tunecli.engine.job.spec import Job, RunnerSpec, load_job
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.job.text import config_text
 from tunecli.engine.job.tune_job import task_label
 from tunecli.engine.log.history_best import ApplyHistoryBest
-from tunecli.engine.measure.arrays import random_arguments
+from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, random_arguments
+from tunecli.engine.measure.result import MeasureErrorNo
+from tunecli.engine.measure.timing import MeasureReply, MeasureRequest, measure_in_worker
+from tunecli.engine.measure.worker import Worker
 from tunecli.engine.ops.registry import tolerance
+from tunecli.engine.runtime import Module, time_calls
 from tunecli.engine.task.space import FallbackConfigEntity
 from tunecli.errors import RecordError
 
@@ -49,6 +57,7 @@ class AppliedTask:
     default: float | None = None
     numpy: float | None = None
     files: list[str] = field(default_factory=list)
+    error: str | None = None  #: why the tuned kernel was not built, checked or timed
 
     @property
     def gflops(self) -> float | None:
@@ -68,8 +77,8 @@ class ApplyReport:
 
     @property
     def ok(self) -> bool:
-        """False when a kernel gave a wrong answer."""
-        return all(t.correct is not False for t in self.tasks)
+        """False when a kernel gave a wrong answer or failed to build or run."""
+        return all(t.correct is not False and t.error is None for t in self.tasks)
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
@@ -105,53 +114,85 @@ def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
         raise RecordError(f"{log}: no such log file")
     history = ApplyHistoryBest(log)
     report: ApplyReport | None = None
-    for index in range(len(job.tasks)):
-        task = create_task(job, index)
-        if report is None:
-            report = ApplyReport(job.name, log, str(task.target), task.target.is_host)
-        report.tasks.append(_apply_task(job, index, task, history, export, report.runs_here))
+    worker = Worker(preload=("tunecli.engine.measure.timing",), name="tunecli-apply")
+    try:
+        for index in range(len(job.tasks)):
+            task = create_task(job, index)
+            if report is None:
+                report = ApplyReport(job.name, log, str(task.target), task.target.is_host)
+                if report.runs_here:
+                    worker.start()  # warms up while the first kernel builds
+            report.tasks.append(_apply_task(job, index, task, history, export, report.runs_here, worker))
+    finally:
+        worker.close()
     assert report is not None  # a job has at least one task
     return report
 
 
 def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, export: str | None,
-                runs_here: bool) -> AppliedTask:
+                runs_here: bool, worker: Worker) -> AppliedTask:
     with history:
         config = history.query(task.target, task.workload)
-    fallback = bool(getattr(config, "is_fallback", False))
-    tuned, sch_outputs = _build(task, config, f"task{index}")
-    out = AppliedTask(index, task_label(task), float(task.flop or 0),
-                      config_text(config), fallback)
+    out = AppliedTask(index, task_label(task), float(task.flop or 0), config_text(config),
+                      bool(getattr(config, "is_fallback", False)))
+    try:
+        tuned, outputs = _build(task, config, f"task{index}")
+    except Exception as err:  # noqa: BLE001 - a config that does not build is this task's error
+        out.error = f"the config does not build: {type(err).__name__}: {err}"
+        return out
     if export is not None:
         out.files = _export(tuned, export, index, task.name)
     if not runs_here:
         return out
-    default, _ = _build(task, FallbackConfigEntity(), f"task{index}_default")
-    arrays = random_arguments([(a.shape, a.dtype) for a in tuned.arg_specs], _SEED)
-    inputs = [a for i, a in enumerate(arrays) if i not in sch_outputs]
+    specs = normalize_arg_specs(tuned.arg_specs)
+    tuned_run = _measure(worker, tuned, specs, outputs, job.runner)
+    if tuned_run.error_no:
+        out.error = f"{MeasureErrorNo(tuned_run.error_no).name}: {tuned_run.error}"
+        return out
+    out.tuned = _mean(tuned_run.costs)
+    try:
+        default, _ = _build(task, FallbackConfigEntity(), f"task{index}_default")
+        default_run = _measure(worker, default, specs, outputs, job.runner)
+    except Exception as err:  # noqa: BLE001 - reported like a kernel that fails
+        default_run = MeasureReply((), int(MeasureErrorNo.COMPILE_HOST), f"{type(err).__name__}: {err}")
+    out.default = _mean(default_run.costs) if not default_run.error_no else None
     reference = task.reference  # built-in templates' numpy reference (see task.create)
-    tuned(*arrays)
-    got = [arrays[i].copy() for i in sch_outputs]
+    inputs = [a for i, a in enumerate(random_arguments(specs, _SEED)) if i not in outputs]
     if reference is not None:
         expected = reference(*inputs)
         expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
         out.checked_against = "numpy"
+    elif default_run.error_no:
+        out.error = (f"the default config, the reference of the check, failed: "
+                     f"{MeasureErrorNo(default_run.error_no).name}: {default_run.error}")
+        return out
     else:
-        other = [a.copy() for a in arrays]
-        default(*other)
-        expected = [other[i] for i in sch_outputs]
+        expected = _outputs(default_run, specs)
         out.checked_against = "default config"
-    out.correct, out.max_error = _compare(got, expected)
-    r = job.runner
-    timing = (r.number, r.repeat, r.min_repeat_ms)
-    out.tuned = _mean(tuned.time_evaluator(*timing, warmup_ms=r.warmup_ms)(*arrays))
-    out.default = _mean(default.time_evaluator(*timing, warmup_ms=r.warmup_ms)(*arrays))
+    out.correct, out.max_error = _compare(_outputs(tuned_run, specs), expected)
     if reference is not None:
-        out.numpy = _mean(time_calls(lambda: reference(*inputs), (), *timing, warmup_ms=r.warmup_ms))
+        r = job.runner
+        out.numpy = _mean(time_calls(lambda: reference(*inputs), (), r.number, r.repeat, r.min_repeat_ms,
+                                     warmup_ms=r.warmup_ms))
     return out
 
 
-def _build(task: Any, config: Any, name: str) -> tuple[Any, list[int]]:
+def _measure(worker: Worker, module: Module, specs: tuple[ArgSpecT, ...], outputs: list[int],
+             runner: RunnerSpec) -> MeasureReply:
+    """Run ``module`` once (sending its outputs back) and time it in ``worker``, as tuning does."""
+    request = MeasureRequest(module.object_bytes(), module.entry_name, specs, number=runner.number,
+                             repeat=runner.repeat, min_repeat_ms=runner.min_repeat_ms, timeout=runner.timeout,
+                             seed=_SEED, output_indices=tuple(outputs), return_outputs=True,
+                             warmup_ms=runner.warmup_ms)
+    return measure_in_worker(worker, request)
+
+
+def _outputs(reply: MeasureReply, specs: tuple[ArgSpecT, ...]) -> list[np.ndarray]:
+    """The output arrays a reply sent back, in argument order."""
+    return [np.frombuffer(raw, dtype=specs[i][1]).reshape(specs[i][0]) for i, raw in reply.outputs]
+
+
+def _build(task: Any, config: Any, name: str) -> tuple[Module, list[int]]:
     """Build ``config`` of ``task``; return the module and the indices of its output arguments."""
     with task.target:
         sch, args = task.instantiate(config)
