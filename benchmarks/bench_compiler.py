@@ -27,8 +27,9 @@ import numpy as np
 from threadpoolctl import threadpool_info
 
 from tunecli.engine import te
-from tunecli.engine.codegen import codegen, set_num_threads
+from tunecli.engine.build import build
 from tunecli.engine.lower import lower
+from tunecli.engine.runtime import set_num_threads
 from tunecli.engine.schedule import create_schedule
 
 
@@ -114,7 +115,7 @@ def compile_timed(sch, args, name):
     t0 = time.perf_counter()
     func = lower(sch, args, name)
     t1 = time.perf_counter()
-    mod = codegen(func)
+    mod = build(func)
     t2 = time.perf_counter()
     return mod, (t1 - t0) * 1e3, (t2 - t1) * 1e3
 

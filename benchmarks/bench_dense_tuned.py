@@ -33,10 +33,10 @@ import numpy as np
 
 import tunecli.engine.ops.registry as registry
 from tunecli.engine.build import build
-from tunecli.engine.codegen import set_num_threads
 from tunecli.engine.log import record
 from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+from tunecli.engine.runtime import set_num_threads
 from tunecli.engine.task.task import create
 from tunecli.engine.tuner import XGBTuner
 from tunecli.engine.tuner.callback import log_to_file

@@ -24,7 +24,7 @@ import numpy as np
 
 import tunecli
 from tunecli import te
-from tunecli.engine.codegen import set_num_threads
+from tunecli.engine.runtime import set_num_threads
 
 
 def _numpy(name: str) -> Callable[[np.ndarray, np.ndarray], object]:
