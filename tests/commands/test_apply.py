@@ -44,41 +44,61 @@ def test_apply_without_record_uses_fallback_with_warning(invoke: Invoke, matmul_
         in result.stderr
 
 
-CRASH_JOB = """\
-name: crashy
+FAULTY_JOB = """\
+name: faulty
 target: llvm
 tasks:
   - template: {template}:maybe_crash
+    args: {{n: 64}}
+  - template: {template}:maybe_hang
     args: {{n: 64}}
   - template: {template}:maybe_crash
     args: {{n: 32}}
 tuner: {{kind: random, n_trial: 1}}
 measure:
-  runner: {{number: 1, repeat: 1, timeout: 20}}
+  runner: {{number: 1, repeat: 1, timeout: 3}}
 """
 
 
-def test_a_crashing_kernel_is_that_tasks_error_and_the_others_are_applied(invoke: Invoke,
-                                                                          tmp_path: Path) -> None:
-    """Task 0's best config reads 1 GiB outside its input; task 1's is correct: exit 1, task 1 applied."""
-    job = tmp_path / "crashy.yaml"
-    job.write_text(CRASH_JOB.format(template=Path(__file__).parent / "data" / "far_read.py"))
+def test_crashing_and_hanging_kernels_are_their_tasks_errors_and_the_others_are_applied(
+        invoke: Invoke, tmp_path: Path) -> None:
+    """The log's best configs: task 0 reads 1 GiB outside its input, task 1 runs for minutes, task 2
+    is correct. apply reports both failures, still checks and times task 2, and exits with 1."""
+    job = tmp_path / "faulty.yaml"
+    job.write_text(FAULTY_JOB.format(template=Path(__file__).parent / "data" / "faulty_kernels.py"))
     spec = load_job(str(job))
-    log = tmp_path / "crashy.log"
+    log = tmp_path / "faulty.log"
     with open(log, "w") as file:
-        for index, config_index in ((0, 1), (1, 0)):  # the configs the log calls best
+        for index, config_index in ((0, 1), (1, 1), (2, 0)):  # the configs the log calls best
             task = create_task(spec, index)
             inp = MeasureInput(task.target, task, task.config_space.get(config_index))
             file.write(encode(inp, MeasureResult((1e-6,), MeasureErrorNo.NO_ERROR, 0.1, time.time())) + "\n")
     result = invoke("apply", str(job), "--log", str(log), "--json")
     assert result.exit_code == 1, result.output
-    crashed, applied = json.loads(result.stdout)["tasks"]
+    crashed, hung, applied = json.loads(result.stdout)["tasks"]
     assert crashed["config"] == "#1 offset=-268435456" and crashed["tuned"] is None
     assert crashed["error"].startswith("RUNTIME_DEVICE: ") and "SIGSEGV" in crashed["error"]
+    assert hung["error"] == "RUN_TIMEOUT: call did not finish within 3 s" and hung["tuned"] is None
     assert applied["error"] is None and applied["correct"] is True
     assert applied["checked_against"] == "default config"
     assert applied["tuned"] > 0 and applied["default"] > 0
-    assert "error: task 0 (test_apply/maybe_crash" in result.stderr and "SIGSEGV" in result.stderr
-    assert "error: task 0 failed to build or run (the other tasks were applied)" in result.stderr
-    table = invoke("apply", str(job), "--log", str(log))
-    assert table.exit_code == 1 and "ERROR" in table.stdout and "ok (default config)" in table.stdout
+    assert "error: task 0 (test_apply/maybe_crash(64)): RUNTIME_DEVICE: worker process" in result.stderr
+    assert "error: task 1 (test_apply/maybe_hang(64)): RUN_TIMEOUT" in result.stderr
+    assert "error: task 0, 1 failed to build or run (the other tasks were applied)" in result.stderr
+
+
+def test_the_table_marks_a_failed_task(invoke: Invoke, tmp_path: Path) -> None:
+    """Without --json the failed task's row says ERROR and the correct one is checked."""
+    job = tmp_path / "crashy.yaml"
+    job.write_text(FAULTY_JOB.format(template=Path(__file__).parent / "data" / "faulty_kernels.py")
+                   .replace("maybe_hang", "maybe_crash"))
+    spec = load_job(str(job))
+    log = tmp_path / "crashy.log"
+    with open(log, "w") as file:
+        for index, config_index in ((0, 1), (2, 0)):
+            task = create_task(spec, index)
+            inp = MeasureInput(task.target, task, task.config_space.get(config_index))
+            file.write(encode(inp, MeasureResult((1e-6,), MeasureErrorNo.NO_ERROR, 0.1, time.time())) + "\n")
+    result = invoke("apply", str(job), "--log", str(log))
+    assert result.exit_code == 1
+    assert "ERROR" in result.stdout and "ok (default config)" in result.stdout
