@@ -36,6 +36,7 @@ class Module:
 
     def __init__(self, kernel: CompiledKernel):
         self.kernel = kernel
+        self._device: Device | None = None
         self._loaded: Any = None
 
     @property
@@ -56,7 +57,9 @@ class Module:
     @property
     def device(self) -> Device:
         """The device that runs the kernel (from the target)."""
-        return device_for_target(self.kernel.target)
+        if self._device is None:
+            self._device = device_for_target(self.kernel.target)
+        return self._device
 
     # the object and its sources --------------------------------------------------------------
     def object_bytes(self) -> bytes:
