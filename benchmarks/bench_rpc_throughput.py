@@ -24,6 +24,7 @@ import llvmlite.binding as llvm
 from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureRequest, measure_in_worker
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import Worker
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.rpc.server import Server
@@ -67,7 +68,7 @@ def compile_vadd() -> bytes:
 def direct(obj: bytes, n: int, min_repeat_ms: float) -> float:
     """Seconds to measure ``n`` kernels one after another in one local worker."""
     worker = Worker(preload=(MEASURE_FUNC.partition(":")[0],))
-    request = MeasureRequest(obj, "vadd", ARG_SPECS, min_repeat_ms=min_repeat_ms, timeout=30.0)
+    request = MeasureRequest(obj, "vadd", ARG_SPECS, TimingOptions(min_repeat_ms=min_repeat_ms, timeout=30.0))
     try:
         measure_in_worker(worker, request)  # start-up is not part of the rate
         start = time.perf_counter()

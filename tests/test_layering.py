@@ -1,8 +1,8 @@
 """The package's import order is part of its design: lower layers never import higher ones.
 
-errors → ir/target → transform → te → schedule → lower → codegen → runtime → build → task → ops
-→ measure → log → tuner → rpc → job → commands.  Only ``tunecli/commands/`` may import click, rich or
-the plotting libraries (matplotlib, plotext), and engine code never imports the public faces
+errors → ir/target/option → transform → te → schedule → lower → codegen → runtime → build → task
+→ ops → measure → log → tuner → rpc → job → commands.  Only ``tunecli/commands/`` may import click,
+rich or the plotting libraries (matplotlib, plotext), and engine code never imports the public faces
 (``tunecli.te``, ``tunecli.autotvm``, ...).
 """
 
@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tunecli"
 
 LAYERS = [
     ["tunecli.errors"],
-    ["tunecli.engine.ir", "tunecli.engine.target"],
+    ["tunecli.engine.ir", "tunecli.engine.target", "tunecli.engine.option"],
     ["tunecli.engine.transform"],
     ["tunecli.engine.te"],
     ["tunecli.engine.schedule"],

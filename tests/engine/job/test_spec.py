@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tunecli.engine.job.spec import BuilderSpec, RunnerSpec, load_job, parse_host_port
+from tunecli.engine.job.runner_kinds import parse_host_port
+from tunecli.engine.job.spec import BuilderSpec, RunnerSpec, load_job
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.target import Target
 from tunecli.errors import JobError
 
@@ -47,15 +49,16 @@ def test_good_job_is_read_with_defaults(tmp_path: Path) -> None:
     assert (job.tuner.kind, job.tuner.n_trial, job.tuner.early_stopping, job.tuner.seed) == ("ga", 20, 10, 3)
     assert job.tuner.options == {"pop_size": 8}
     assert job.builder == BuilderSpec(timeout=5.0, n_parallel=2)
-    assert job.runner == RunnerSpec(number=2, repeat=1, min_repeat_ms=0.5, check_correctness=True)
+    assert job.runner == RunnerSpec(timing=TimingOptions(number=2, repeat=1, min_repeat_ms=0.5,
+                                                         check_correctness=True))
 
 
 def test_rpc_runner_and_overrides(tmp_path: Path) -> None:
     text = GOOD.replace("runner: {number: 2, repeat: 1, min_repeat_ms: 0.5, check_correctness: true}",
                         "runner: {kind: rpc, key: rk3399, tracker: '10.0.0.1:9190', priority: 2}")
     job = load_job(write(tmp_path, text))
-    assert (job.runner.kind, job.runner.key, job.runner.tracker, job.runner.priority) == (
-        "rpc", "rk3399", ("10.0.0.1", 9190), 2)
+    assert (job.runner.kind, job.runner.options) == (
+        "rpc", {"key": "rk3399", "tracker": ("10.0.0.1", 9190), "priority": 2})
     changed = job.with_overrides(n_trial=5, tuner="random", log="x.log", seed=9)
     assert (changed.tuner.kind, changed.tuner.n_trial, changed.tuner.seed) == ("random", 5, 9)
     assert changed.log == "x.log"

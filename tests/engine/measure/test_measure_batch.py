@@ -187,6 +187,8 @@ def test_on_result_reports_each_result_as_soon_as_it_is_ready(overlap):
 
 def test_runner_without_the_hook_still_reports_every_result():
     class OldRunner(LocalRunner):  # a runner written before on_result existed
+        reports_each_result = False  # run() takes no on_result hook
+
         def run(self, measure_inputs, build_results):
             return [self.run_one(i, b) for i, b in zip(measure_inputs, build_results, strict=True)]
 

@@ -12,6 +12,7 @@ from kernels_ir import ARG_SPECS, CRASH, OVERRUN, SHORT, VADD, VSUB, compile_ir,
 from tunecli.engine.measure.arrays import kernel_arguments, random_arguments
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureRequest, measure_object
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.runtime import cpu
 
@@ -28,7 +29,7 @@ def worker():
 
 
 def test_times_a_kernel_with_repeat_costs():
-    reply = measure_object(request(VADD, "vadd", number=5, repeat=4))
+    reply = measure_object(request(VADD, "vadd", timing=TimingOptions(number=5, repeat=4)))
     assert reply.error_no == MeasureErrorNo.NO_ERROR and reply.error == ""
     assert len(reply.costs) == 4
     assert all(0 < c < 1e-3 for c in reply.costs)  # seconds per call of a 64-element add
@@ -36,14 +37,14 @@ def test_times_a_kernel_with_repeat_costs():
 
 def test_min_repeat_ms_grows_the_rounds():
     start = time.perf_counter()
-    reply = measure_object(request(VADD, "vadd", number=1, repeat=3, min_repeat_ms=20))
+    reply = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=3, min_repeat_ms=20)))
     assert len(reply.costs) == 3 and all(c < 1e-3 for c in reply.costs)
     assert time.perf_counter() - start >= 0.06  # every round lasted at least 20 ms
 
 
 def test_timing_starts_after_warmup_ms_of_untimed_calls():
-    quick = measure_object(request(VADD, "vadd", number=1, repeat=1, warmup_ms=0))
-    warmed = measure_object(request(VADD, "vadd", number=1, repeat=1, warmup_ms=40))
+    quick = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=1, warmup_ms=0)))
+    warmed = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=1, warmup_ms=40)))
     assert quick.run_time < 0.04 <= warmed.run_time
     assert len(warmed.costs) == 1 and warmed.costs[0] < 1e-3  # the warm-up is not in the cost
 
@@ -84,8 +85,8 @@ def test_unloadable_object_is_a_runtime_error():
 
 
 def test_cache_flush_runs_before_each_round():
-    plain = measure_object(request(VADD, "vadd", number=1, repeat=3))
-    flushed = measure_object(request(VADD, "vadd", number=1, repeat=3, enable_cpu_cache_flush=True))
+    plain = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=3)))
+    flushed = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=3, enable_cpu_cache_flush=True)))
     assert flushed.error_no == MeasureErrorNo.NO_ERROR and len(flushed.costs) == 3
     assert flushed.run_time - plain.run_time > 0.005  # three 64 MiB writes...
     assert all(c < 1e-3 for c in flushed.costs)  # ...that are not part of the costs

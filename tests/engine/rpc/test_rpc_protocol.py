@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from tunecli.engine.measure.timing import WARMUP_MS
+from tunecli.engine.measure.timing_options import WARMUP_MS, TimingOptions
 from tunecli.engine.rpc import protocol
 from tunecli.engine.rpc.scheduler import PriorityScheduler, Resource
 from tunecli.engine.rpc.session import (
@@ -111,13 +111,13 @@ def test_match_keys_and_key_options():
 
 
 def test_measure_request_roundtrip_and_validation():
-    req = MeasureRequest(b"OBJ", "k", (((4,), "float32"), ((2, 2), "int8")), number=2, seed=9,
-                         output_indices=(1,), ref_outputs=((1, b"abcd"),), atol=0.5, return_outputs=True,
-                         warmup_ms=12.5)
+    timing = TimingOptions(number=2, warmup_ms=12.5, cooldown_interval=0.5, check_correctness=True)
+    req = MeasureRequest(b"OBJ", "k", (((4,), "float32"), ((2, 2), "int8")), timing, seed=9,
+                         output_indices=(1,), ref_outputs=((1, b"abcd"),), atol=0.5, return_outputs=True)
     header, payload = encode_request(req)
     assert decode_request(header, payload) == req
     old_client = dict(header, request={k: v for k, v in header["request"].items() if k != "warmup_ms"})
-    assert decode_request(old_client, payload).warmup_ms == WARMUP_MS  # a client without the field
+    assert decode_request(old_client, payload).timing.warmup_ms == WARMUP_MS  # a client without the field
     with pytest.raises(RPCError, match="do not match the payload"):
         decode_request(header, payload + b"x")
     bad_specs = dict(header, request=dict(header["request"], arg_specs=[[[4], 7]]))
@@ -126,9 +126,10 @@ def test_measure_request_roundtrip_and_validation():
     bad_index = dict(header, request=dict(header["request"], output_indices=[5]))
     with pytest.raises(RPCError, match="outside the argument list"):
         decode_request(bad_index, payload)
-    header["request"]["number"] = "many"
-    with pytest.raises(RPCError, match="number"):
-        decode_request(header, payload)
+    for name, bad in (("number", "many"), ("number", 0), ("warmup_ms", -1), ("timeout", 0)):
+        wrong = dict(header, request=dict(header["request"], **{name: bad}))
+        with pytest.raises(RPCError, match=f"field {name}: expected"):  # checked, not clamped
+            decode_request(wrong, payload)
 
 
 def test_measure_reply_roundtrip_and_errors():

@@ -13,6 +13,7 @@ from kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir
 
 from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.rpc.client import connect_tracker
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.rpc.session import MeasureRequest
@@ -127,7 +128,7 @@ def test_waiting_requests_get_a_freed_device_by_priority(procs, tracker):
         with connect_tracker("127.0.0.1", tracker.port) as trk:
             session = trk.request("busy", priority=priority, wait_timeout=30)
             order.append(name)
-            request = MeasureRequest(compile_ir(VADD), "vadd", ARG_SPECS, min_repeat_ms=50)
+            request = MeasureRequest(compile_ir(VADD), "vadd", ARG_SPECS, TimingOptions(min_repeat_ms=50))
             assert session.measure(request).error_no == 0
             session.close()
 

@@ -94,6 +94,8 @@ class StreamingMeasure(SyntheticMeasure):
     size); positions left out are not reported through the hook, repeated ones are reported twice.
     """
 
+    reports_each_result = True  # declares that it takes ``on_result``
+
     def __init__(self, n_parallel: int = 4, probe: Any = None, order: Any = None):
         super().__init__(n_parallel)
         self.probe = probe

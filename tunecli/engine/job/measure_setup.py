@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from tunecli.engine.job.runner_kinds import RUNNERS
 from tunecli.engine.job.spec import Job
-from tunecli.engine.measure import LocalBuilder, LocalRunner, measure_option
-from tunecli.engine.rpc.rpc_runner import RPCRunner
+from tunecli.engine.measure import LocalBuilder, measure_option
 
 
 def make_measure_option(job: Job) -> dict[str, Any]:
-    """Return the ``measure_option`` dict for ``job`` (local or RPC runner).
+    """Return the ``measure_option`` dict for ``job``: its builder and a runner of its kind.
 
     Parameters
     ----------
@@ -19,25 +19,15 @@ def make_measure_option(job: Job) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``{"builder": LocalBuilder, "runner": LocalRunner | RPCRunner}``.
+        ``{"builder": LocalBuilder, "runner": Runner}``; the runner measures with the job's
+        ``TimingOptions``.
     """
-    b, r = job.builder, job.runner
-    builder = LocalBuilder(timeout=b.timeout, n_parallel=b.n_parallel)
-    common = dict(timeout=r.timeout, number=r.number, repeat=r.repeat, min_repeat_ms=r.min_repeat_ms,
-                  enable_cpu_cache_flush=r.enable_cpu_cache_flush, warmup_ms=r.warmup_ms,
-                  cooldown_interval=r.cooldown_interval)
-    if r.kind == "rpc":
-        assert r.key is not None and r.tracker is not None  # guaranteed by the schema
-        host, port = r.tracker
-        runner = RPCRunner(r.key, host, port, priority=r.priority, **common)
-    else:
-        runner = LocalRunner(check_correctness=r.check_correctness, **common)
+    builder = LocalBuilder(timeout=job.builder.timeout, n_parallel=job.builder.n_parallel)
+    runner = RUNNERS[job.runner.kind].make(job.runner.timing, job.runner.options)
     return measure_option(builder=builder, runner=runner)
 
 
 def close_measure_option(option: dict[str, Any]) -> None:
-    """Stop the worker processes of a ``measure_option`` (builders and runners that have any)."""
-    for part in (option["builder"], option["runner"]):
-        close = getattr(part, "close", None)
-        if close is not None:
-            close()
+    """Stop the worker processes of a ``measure_option``'s builder and runner."""
+    option["builder"].close()
+    option["runner"].close()

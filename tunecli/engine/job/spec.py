@@ -9,17 +9,18 @@ A job names the tasks to tune, the tuner and how to measure::
       - template: dense.x86           # a built-in template, or "path/to/file.py:function"
         args: {N: 256, K: 256, M: 256}   # by parameter name, or a list in order
     tuner:
-      kind: xgb                       # random | gridsearch | ga | xgb
+      kind: xgb                       # a registered tuner (engine/tuner/registry.py)
       n_trial: 32                     # total trials per task (resumed runs count the log)
       early_stopping: 16              # optional
       seed: 0                         # optional
-      plan_size: 16                   # kind-specific options, see TUNER_OPTIONS
+      plan_size: 16                   # the tuner kind's own options (TVM's names)
     measure:
       builder: {timeout: 10, n_parallel: 2}
       runner: {kind: local, number: 4, repeat: 3, min_repeat_ms: 0, timeout: 10,
                enable_cpu_cache_flush: false, check_correctness: false,
                warmup_ms: 50, cooldown_interval: 0}
-      # runner kind rpc takes key, tracker "HOST:PORT", priority instead of check_correctness
+      # a registered runner kind (engine/job/runner_kinds.py): its TimingOptions settings and
+      # its own options (rpc: key, tracker "HOST:PORT", priority instead of check_correctness)
 
 Every error names the file, the line and the field (``jobs/bad.yaml:7: tuner.n_trial:
 expected an integer, got 'many'``).  Relative paths (``log``, template files) are relative to
@@ -35,46 +36,16 @@ from typing import Any
 
 from tunecli.engine.codegen.compile import target_problem
 from tunecli.engine.job.nodes import Node, load_document
-from tunecli.engine.measure.timing import WARMUP_MS
+from tunecli.engine.job.runner_kinds import RUNNERS
+from tunecli.engine.measure.timing_options import TIMING_OPTIONS, TimingOptions
+from tunecli.engine.option import Option
 from tunecli.engine.target import Target, as_target
+from tunecli.engine.tuner.registry import TUNERS
 from tunecli.errors import TargetError
 
-TUNER_KINDS = ("random", "gridsearch", "ga", "xgb")
-RUNNER_KINDS = ("local", "rpc")
-
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def _pos_int(n: Node) -> int:
-    return n.as_int(minimum=1)
-
-
-def _nonneg_float(n: Node) -> float:
-    return n.as_float(minimum=0)
-
-
-def _ratio(n: Node) -> float:
-    value = n.as_float(minimum=0)
-    if value > 1:
-        raise n.error(f"expected a number between 0 and 1, got {n.node.value}")
-    return value
-
-
-#: Options each tuner kind accepts besides kind/n_trial/early_stopping/seed (TVM's names).
-TUNER_OPTIONS: dict[str, dict[str, Any]] = {
-    "random": {},
-    "gridsearch": {},
-    "ga": {"pop_size": _pos_int, "elite_num": _pos_int, "mutation_prob": _ratio},
-    "xgb": {
-        "plan_size": _pos_int,
-        "feature_type": lambda n: n.as_choice(("itervar", "knob", "curve")),
-        "loss_type": lambda n: n.as_choice(("reg", "rank", "rank-binary")),
-        "num_threads": _pos_int,
-        "diversity_filter_ratio": lambda n: n.as_float(minimum=1),
-        "log_interval": _pos_int,
-        "rerank_factor": _pos_int,
-    },
-}
+#: Fields of ``tuner`` every tuner kind takes; the rest are the kind's own options.
+_TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed")
 
 
 @dataclass(frozen=True)
@@ -117,20 +88,21 @@ class BuilderSpec:
 
 @dataclass(frozen=True)
 class RunnerSpec:
-    """The ``measure.runner`` section (TVM's ``LocalRunner``/``RPCRunner`` options)."""
+    """The ``measure.runner`` section.
+
+    Attributes
+    ----------
+    kind : str
+        A registered runner kind (:data:`tunecli.engine.job.runner_kinds.RUNNERS`).
+    timing : TimingOptions
+        How kernels are timed (TVM's ``LocalRunner``/``RPCRunner`` settings).
+    options : dict
+        The kind's own options (rpc: ``key``, ``tracker`` as ``(host, port)``, ``priority``).
+    """
 
     kind: str = "local"
-    number: int = 4
-    repeat: int = 3
-    min_repeat_ms: float = 0.0
-    timeout: float = 10.0
-    enable_cpu_cache_flush: bool = False
-    warmup_ms: float = WARMUP_MS
-    cooldown_interval: float = 0.0
-    check_correctness: bool = False
-    key: str | None = None
-    tracker: tuple[str, int] | None = None
-    priority: int = 1
+    timing: TimingOptions = TimingOptions()
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -260,24 +232,31 @@ def _arg(n: Node) -> Any:
     return n.value()
 
 
+def _option(opt: Option, n: Node) -> Any:
+    """The value of ``n`` as the setting ``opt`` (its type from YAML, its range from ``opt``)."""
+    readers = {int: Node.as_int, float: Node.as_float, bool: Node.as_bool, str: Node.as_str}
+    value = readers[opt.type](n)
+    try:
+        return opt.parse(value)
+    except ValueError as err:
+        raise n.error(str(err)) from None
+
+
 def _tuner(n: Node) -> TunerSpec:
-    common = ("kind", "n_trial", "early_stopping", "seed")
     raw = n.items()
     for required in ("kind", "n_trial"):
         if required not in raw:
             raise n.error(f"missing required field '{required}'")
-    kind = raw["kind"].as_choice(TUNER_KINDS)
-    allowed = common + tuple(TUNER_OPTIONS[kind])
-    fields = n.items(allowed)
+    kind = TUNERS[raw["kind"].as_choice(tuple(TUNERS))]
+    fields = n.items(_TUNER_FIELDS + tuple(opt.name for opt in kind.options))
     early = fields.get("early_stopping")
     seed = fields.get("seed")
-    options = {k: TUNER_OPTIONS[kind][k](v) for k, v in fields.items() if k not in common}
-    if options.get("elite_num", 3) > options.get("pop_size", 100):
-        where = fields.get("elite_num") or fields["pop_size"]
-        raise where.error(f"elite_num ({options.get('elite_num', 3)}) must not exceed pop_size "
-                          f"({options.get('pop_size', 100)})")
+    options = {k: _option(kind.option(k), v) for k, v in fields.items() if k not in _TUNER_FIELDS}
+    problem = kind.check(options) if kind.check is not None else None
+    if problem:
+        raise fields[problem[0]].error(problem[1])
     return TunerSpec(
-        kind=kind,
+        kind=kind.name,
         n_trial=fields["n_trial"].as_int(minimum=1),
         early_stopping=None if early is None or early.is_null() else early.as_int(minimum=1),
         seed=None if seed is None or seed.is_null() else seed.as_int(minimum=0),
@@ -295,62 +274,15 @@ def _builder(n: Node) -> BuilderSpec:
     return spec
 
 
-_RUNNER_FIELDS: dict[str, Any] = {
-    "number": _pos_int,
-    "repeat": _pos_int,
-    "min_repeat_ms": _nonneg_float,
-    "timeout": lambda n: n.as_float(positive=True),
-    "enable_cpu_cache_flush": Node.as_bool,
-    "warmup_ms": _nonneg_float,
-    "cooldown_interval": _nonneg_float,
-}
-_LOCAL_FIELDS: dict[str, Any] = {"check_correctness": Node.as_bool}
-_RPC_FIELDS: dict[str, Any] = {
-    "key": Node.as_str,
-    "tracker": lambda n: _host_port(n),
-    "priority": Node.as_int,
-}
-
-
 def _runner(n: Node) -> RunnerSpec:
     raw = n.items()
-    kind = raw["kind"].as_choice(RUNNER_KINDS) if "kind" in raw else "local"
-    parsers = dict(_RUNNER_FIELDS, **(_RPC_FIELDS if kind == "rpc" else _LOCAL_FIELDS))
-    fields = n.items(("kind", *parsers))
-    if kind == "rpc":
-        for required in ("key", "tracker"):
-            if required not in fields:
-                raise n.error(f"missing required field '{required}' (runner kind rpc)")
-    values = {k: parsers[k](v) for k, v in fields.items() if k != "kind"}
-    return RunnerSpec(kind=kind, **values)
-
-
-def _host_port(n: Node) -> tuple[str, int]:
-    """Parse ``"HOST:PORT"``."""
-    text = n.as_str()
-    try:
-        return parse_host_port(text)
-    except ValueError as err:
-        raise n.error(str(err)) from None
-
-
-def parse_host_port(text: str) -> tuple[str, int]:
-    """Split ``"HOST:PORT"`` into its parts.
-
-    Parameters
-    ----------
-    text : str
-
-    Returns
-    -------
-    tuple of (str, int)
-
-    Raises
-    ------
-    ValueError
-        When the text is not of the form HOST:PORT with a port in 1..65535.
-    """
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:9190), got {text!r}")
-    return host, int(port)
+    kind = RUNNERS[raw["kind"].as_choice(tuple(RUNNERS)) if "kind" in raw else "local"]
+    settings = [opt for opt in TIMING_OPTIONS if opt.name in kind.timing] + list(kind.options)
+    fields = n.items(("kind", *(opt.name for opt in settings)))
+    for opt in kind.options:
+        if opt.required and opt.name not in fields:
+            raise n.error(f"missing required field '{opt.name}' (runner kind {kind.name})")
+    values = {opt.name: _option(opt, fields[opt.name]) for opt in settings if opt.name in fields}
+    timing = TimingOptions(**{k: v for k, v in values.items() if k in kind.timing})
+    options = {k: v for k, v in values.items() if k not in kind.timing}
+    return RunnerSpec(kind=kind.name, timing=timing, options=options)

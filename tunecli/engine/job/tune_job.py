@@ -22,8 +22,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tunecli.engine.job.measure_setup import close_measure_option, make_measure_option
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_tasks
@@ -31,13 +29,9 @@ from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.record import load_from_file
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
-from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
 from tunecli.engine.tuner.callback import log_to_file
+from tunecli.engine.tuner.registry import tuner_kind
 from tunecli.errors import LogInUseError
-
-TUNERS: dict[str, Any] = {
-    "random": RandomTuner, "gridsearch": GridSearchTuner, "ga": GATuner, "xgb": XGBTuner,
-}
 
 
 @dataclass(frozen=True)
@@ -226,13 +220,13 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tupl
     emit(event("start"))
     remaining = total - len(measured)
     if remaining > 0:
-        tuner = TUNERS[job.tuner.kind](task, seed=job.tuner.seed, **job.tuner.options)
+        tuner = tuner_kind(job.tuner.kind).make(task, seed=job.tuner.seed, **job.tuner.options)
         if history:
             tuner.load_history(history)
 
         def on_result(_tuner: Any, inp: Any, res: Any) -> None:
             outcome.measured += 1
-            if res.error_no != 0:
+            if not res.ok:
                 outcome.errors += 1
                 outcome.first_error = outcome.first_error or _error_text(res)
             emit(event("batch", _consider(outcome, task, inp, res)))
@@ -258,18 +252,15 @@ class _Streaming:
 def _error_text(res: Any) -> str:
     """``KIND: message`` of a failed measurement (its exception, when the result carries one)."""
     kind = MeasureErrorNo(int(res.error_no)).name
-    costs = res.costs
-    if isinstance(costs, (tuple, list)) and len(costs) == 2 and isinstance(costs[1], BaseException):
-        return f"{kind}: {costs[1]}"
-    return kind
+    return f"{kind}: {res.error}" if res.error is not None else kind
 
 
 def _consider(outcome: TaskOutcome, task: Any, inp: Any, res: Any) -> float:
     """Update the outcome's best with one record; return its FLOPS (0 for an error)."""
-    if res.error_no != 0:
+    if not res.ok:
         return 0.0
-    cost = float(np.mean(res.costs))
-    flops = (task.flop or 0) / cost if cost > 0 else 0.0
+    cost = res.mean_cost
+    flops = res.flops(task.flop)
     if outcome.best_cost is None or cost < outcome.best_cost:
         outcome.best_cost = cost
         outcome.best_flops = flops

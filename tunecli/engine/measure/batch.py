@@ -15,6 +15,10 @@ the built kernels one at a time (in the runner's worker process). Two schedules:
 machines the default ``LocalBuilder()`` uses both cores, so tuning is sequential unless the
 builder is given ``n_parallel=1`` (``benchmarks/bench_measure_throughput.py`` compares both).
 
+Overlapping needs a runner that times kernels one after another (it declares
+``measures_one_at_a_time``: ``LocalRunner`` does; ``RPCRunner``, which spreads a batch over its
+devices, does not).
+
 Either way ``measure_batch(inputs, on_result=hook)`` calls ``hook(index, result)`` as soon as
 each result is ready (a failed build once it is known, a measurement once it is timed), in the
 caller's thread, before the batch returns — so a tuner can log every finished measurement
@@ -23,14 +27,14 @@ without waiting for the batch.  Each index is reported exactly once.
 
 from __future__ import annotations
 
-import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine.measure.builder import Builder, LocalBuilder
+from tunecli.engine.measure.local_runner import LocalRunner
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
-from tunecli.engine.measure.runner import LocalRunner, Runner
+from tunecli.engine.measure.runner import OnResult, Runner
 
 
 def measure_option(builder: Builder | str, runner: Runner | str) -> dict:
@@ -63,39 +67,64 @@ def measure_option(builder: Builder | str, runner: Runner | str) -> dict:
 
 
 def should_overlap(builder: Builder, runner: Runner, overlap: bool | str = "auto") -> bool:
-    """Whether a batch measures kernels while other builds of it still run (see the module doc)."""
+    """Whether a batch measures kernels while other builds of it still run (see the module doc).
+
+    Only a runner that declares :attr:`Runner.measures_one_at_a_time` is fed kernel by kernel.
+    """
     if overlap == "auto":
         overlap = builder.n_parallel < (os.cpu_count() or 1)
     elif not isinstance(overlap, bool):
         raise ValueError(f"Invalid overlap: {overlap!r} (use True, False or 'auto')")
-    return overlap and hasattr(builder, "iter_build") and hasattr(runner, "run_one")
+    return overlap and runner.measures_one_at_a_time
 
 
-MeasureBatch = Callable[..., list[MeasureResult]]
-#: ``on_result(index, result)``: one result of a batch is ready (``index`` into its inputs).
-OnResult = Callable[[int, MeasureResult], None]
+class MeasureBatch:
+    """``measure_batch(inputs, on_result=None) -> [MeasureResult]`` for one task (see
+    :func:`create_measure_batch`).
 
+    Attributes
+    ----------
+    n_parallel : int
+        The builder's; tuners propose that many configs per batch.
+    attach_objects : object
+        What ``runner.set_task`` returned (kept alive with the batch).
+    overlap : bool
+        Whether kernels are measured while other builds of the batch go on.
+    reports_each_result : bool
+        Always True: ``on_result(index, result)`` is called as each result is ready.
+    """
 
-def accepts_on_result(func: Callable[..., Any]) -> bool:
-    """True when ``func`` takes an ``on_result`` keyword (a runner's ``run``, a ``measure_batch``)."""
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return "on_result" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    reports_each_result = True
 
+    def __init__(self, builder: Builder, runner: Runner, attach_objects: Any, overlap: bool) -> None:
+        self.builder, self.runner = builder, runner
+        self.n_parallel = builder.n_parallel
+        self.attach_objects = attach_objects
+        self.overlap = overlap
 
-def _run_batch(runner: Runner, inputs: Sequence[MeasureInput], built: list,
-               on_result: OnResult | None) -> list[MeasureResult]:
-    """``runner.run`` with the per-result hook (called after the batch by runners without one)."""
-    if on_result is None:
-        return runner.run(inputs, built)
-    if accepts_on_result(runner.run):
-        return runner.run(inputs, built, on_result=on_result)
-    results = runner.run(inputs, built)
-    for index, result in enumerate(results):
-        on_result(index, result)
-    return results
+    def __call__(self, measure_inputs: Sequence[MeasureInput],
+                 on_result: OnResult | None = None) -> list[MeasureResult]:
+        """Build and measure ``measure_inputs``; results in input order."""
+        if not self.overlap:
+            return self._run(measure_inputs, self.builder.build(measure_inputs), on_result)
+        results: list[Any] = [None] * len(measure_inputs)
+        for index, built in self.builder.iter_build(measure_inputs):
+            results[index] = self.runner.run_one(measure_inputs[index], built)
+            if on_result is not None:
+                on_result(index, results[index])
+        return results
+
+    def _run(self, inputs: Sequence[MeasureInput], built: list,
+             on_result: OnResult | None) -> list[MeasureResult]:
+        """``runner.run`` with the per-result hook (called after the batch for runners that do not
+        report each result)."""
+        if self.runner.reports_each_result:
+            return self.runner.run(inputs, built, on_result=on_result)
+        results = self.runner.run(inputs, built)
+        if on_result is not None:
+            for index, result in enumerate(results):
+                on_result(index, result)
+        return results
 
 
 def create_measure_batch(task: Any, option: dict, overlap: bool | str = "auto") -> MeasureBatch:
@@ -111,29 +140,11 @@ def create_measure_batch(task: Any, option: dict, overlap: bool | str = "auto") 
 
     Returns
     -------
-    callable
+    MeasureBatch
         ``measure_batch(inputs, on_result=None) -> [MeasureResult]`` (input order); ``on_result
-        (index, result)`` is called as each result is ready.  With attributes ``n_parallel``
-        (the builder's; tuners propose that many configs per batch) and ``attach_objects``
-        (what ``runner.set_task`` returned).
+        (index, result)`` is called as each result is ready.
     """
     builder, runner = option["builder"], option["runner"]
     attach_objects = runner.set_task(task)
     builder.set_task(task, runner.get_build_kwargs())
-    pipelined = should_overlap(builder, runner, overlap)
-
-    def measure_batch(measure_inputs: Sequence[MeasureInput],
-                      on_result: OnResult | None = None) -> list[MeasureResult]:
-        if not pipelined:
-            return _run_batch(runner, measure_inputs, builder.build(measure_inputs), on_result)
-        results: list[Any] = [None] * len(measure_inputs)
-        for index, built in builder.iter_build(measure_inputs):
-            results[index] = runner.run_one(measure_inputs[index], built)
-            if on_result is not None:
-                on_result(index, results[index])
-        return results
-
-    measure_batch.n_parallel = builder.n_parallel  # type: ignore[attr-defined]
-    measure_batch.attach_objects = attach_objects  # type: ignore[attr-defined]
-    measure_batch.overlap = pipelined  # type: ignore[attr-defined]
-    return measure_batch
+    return MeasureBatch(builder, runner, attach_objects, should_overlap(builder, runner, overlap))

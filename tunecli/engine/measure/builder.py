@@ -237,6 +237,14 @@ class Builder:
         """Build each input; failures are MeasureResults with an error number."""
         raise NotImplementedError
 
+    def iter_build(self, measure_inputs: Sequence[MeasureInput]
+                   ) -> Iterator[tuple[int, BuildResult | MeasureResult]]:
+        """Yield ``(index, result)`` for each input as its build finishes (here: after all of them)."""
+        yield from enumerate(self.build(measure_inputs))
+
+    def close(self) -> None:
+        """Release what the builder holds (worker processes)."""
+
 
 class LocalBuilder(Builder):
     """Build kernels in ``n_parallel`` persistent local worker processes.

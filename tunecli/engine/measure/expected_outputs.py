@@ -21,6 +21,7 @@ import numpy as np
 from tunecli.engine.measure.arrays import ArgSpecT, random_arguments
 from tunecli.engine.measure.builder import BUILD_JOB_FUNC, BuildResult, make_build_job
 from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureReply, MeasureRequest
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.errors import TuneError
 
@@ -91,8 +92,8 @@ def built_reference(worker: Worker, task: Any, specs: Sequence[ArgSpecT], output
         why = getattr(built.value, "traceback", None) or built.detail
         raise TuneError(f"measure: the reference config of task {task.name} does not build:\n{why}")
     result: BuildResult = built.value
-    request = MeasureRequest(result.obj, result.entry_name, tuple(specs), number=1, repeat=1, seed=seed,
-                             output_indices=tuple(outputs), return_outputs=True)
+    request = MeasureRequest(result.obj, result.entry_name, tuple(specs), TimingOptions(number=1, repeat=1),
+                             seed=seed, output_indices=tuple(outputs), return_outputs=True)
     ran = worker.call(MEASURE_FUNC, request, timeout)
     reply: MeasureReply | None = ran.value
     if ran.status is not CallStatus.OK or reply is None or reply.error_no:

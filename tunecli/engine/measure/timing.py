@@ -43,12 +43,11 @@ import numpy as np
 from tunecli.engine.codegen import ArgSpec, CompiledKernel
 from tunecli.engine.measure.arrays import ArgSpecT, kernel_arguments, normalize_arg_specs
 from tunecli.engine.measure.result import MeasureErrorNo
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.runtime import device_for_target
 from tunecli.engine.target import Target
 
-#: Default milliseconds of untimed calls before the timed rounds (see the module doc).
-WARMUP_MS = 50.0
 #: Bytes written by the cache flush before each timed round.
 FLUSH_BYTES = 64 * 1024 * 1024
 #: What a request's object is compiled for: this host (its device comes from the runtime's table).
@@ -73,12 +72,10 @@ class MeasureRequest:
         Symbol of ``void entry(void* arg0, void* arg1, ...)``.
     arg_specs : tuple of (shape, dtype)
         One entry per argument, in call order (ArgSpec objects are accepted too).
-    number, repeat, min_repeat_ms :
-        TVM's ``time_evaluator`` parameters.
-    enable_cpu_cache_flush : bool
-        Write :data:`FLUSH_BYTES` before each timed round.
-    timeout : float
-        Seconds the caller allows (enforced by the worker's parent, not here).
+    timing : TimingOptions
+        How to time it: ``number``, ``repeat``, ``min_repeat_ms`` (TVM's ``time_evaluator``
+        parameters), ``warmup_ms``, ``enable_cpu_cache_flush`` (write :data:`FLUSH_BYTES`
+        before each timed round) and ``timeout`` (enforced by the worker's parent, not here).
     seed : int
         Seed of the random inputs (:func:`tunecli.engine.measure.arrays.random_arguments`).
     ref_outputs : tuple of (arg index, raw bytes)
@@ -93,26 +90,18 @@ class MeasureRequest:
         call); empty means the last one.
     return_outputs : bool
         Send the outputs of the warm-up call back (to make a reference).
-    warmup_ms : float
-        Keep calling the kernel, untimed, until this many milliseconds have passed since the
-        warm-up call, so the cores are at speed when timing starts.
     """
 
     obj: bytes
     entry_name: str
     arg_specs: tuple[ArgSpecT, ...]
-    number: int = 4
-    repeat: int = 3
-    min_repeat_ms: float = 0.0
-    enable_cpu_cache_flush: bool = False
-    timeout: float = 10.0
+    timing: TimingOptions = TimingOptions()
     seed: int = 0
     ref_outputs: tuple[tuple[int, bytes], ...] = field(default=())
     rtol: float = 1e-4
     atol: float | None = None
     output_indices: tuple[int, ...] = ()
     return_outputs: bool = False
-    warmup_ms: float = WARMUP_MS
 
 
 @dataclass(frozen=True)
@@ -207,10 +196,11 @@ def measure_object(request: MeasureRequest) -> MeasureReply:
     if mismatch:
         return MeasureReply((), int(MeasureErrorNo.WRONG_ANSWER), mismatch, time.perf_counter() - start)
     returned = tuple((i, got[i].tobytes()) for i in outputs) if request.return_outputs else ()
-    warmup_left_ms = max(0.0, request.warmup_ms - (time.perf_counter() - warm_start) * 1e3)
-    costs = device.time(loaded, arrays, max(1, request.number), max(1, request.repeat),
-                        max(0.0, request.min_repeat_ms), warmup_ms=warmup_left_ms,
-                        before_repeat=_flush if request.enable_cpu_cache_flush else None, warmup=0)
+    timing = request.timing
+    warmup_left_ms = max(0.0, timing.warmup_ms - (time.perf_counter() - warm_start) * 1e3)
+    costs = device.time(loaded, arrays, timing.number, timing.repeat, timing.min_repeat_ms,
+                        warmup_ms=warmup_left_ms,
+                        before_repeat=_flush if timing.enable_cpu_cache_flush else None, warmup=0)
     return MeasureReply(tuple(costs), int(MeasureErrorNo.NO_ERROR), "", time.perf_counter() - start,
                         returned)
 
@@ -223,7 +213,7 @@ def measure_in_worker(worker: Worker, request: MeasureRequest) -> MeasureReply:
     worker : Worker
         Replaced by a fresh child when the kernel kills or hangs it.
     request : MeasureRequest
-        ``request.timeout`` bounds the call.
+        ``request.timing.timeout`` bounds the call.
 
     Returns
     -------
@@ -231,7 +221,7 @@ def measure_in_worker(worker: Worker, request: MeasureRequest) -> MeasureReply:
         The child's reply; RUNTIME_DEVICE when the child died (a crashing kernel), RUN_TIMEOUT
         when it was killed for running past the timeout, UNKNOWN_ERROR when it raised.
     """
-    outcome = worker.call(MEASURE_FUNC, request, request.timeout)
+    outcome = worker.call(MEASURE_FUNC, request, request.timing.timeout)
     if outcome.status is CallStatus.OK:
         return outcome.value
     error_no = _WORKER_FAILURES.get(outcome.status, MeasureErrorNo.UNKNOWN_ERROR)

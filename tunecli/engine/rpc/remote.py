@@ -67,7 +67,7 @@ class RemoteSession:
             raise RPCError(f"rpc session {self.addr[0]}:{self.addr[1]}: session is closed")
         header, payload = encode_request(request)
         try:
-            self._sock.settimeout(timeout if timeout is not None else request.timeout + 30.0)
+            self._sock.settimeout(timeout if timeout is not None else request.timing.timeout + 30.0)
             if select.select([self._sock], [], [], 0)[0]:  # the server ended the session meanwhile
                 decode_reply(*recv_frame(self._sock))
                 raise RPCError("server sent an unexpected frame")

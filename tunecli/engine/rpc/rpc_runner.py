@@ -17,13 +17,15 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
 
 from tunecli.engine.measure import expected_outputs as reference
-from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, output_indices_of
-from tunecli.engine.measure.result import MeasureErrorNo, MeasureResult
-from tunecli.engine.measure.runner import SEED, result_from_reply
-from tunecli.engine.measure.timing import WARMUP_MS
+from tunecli.engine.measure.arrays import ArgSpecT
+from tunecli.engine.measure.builder import BuildResult
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.measure.runner import SEED, OnResult, RefOutputs, Runner, result_from_reply
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.rpc.client import TrackerSession, connect_tracker
 from tunecli.engine.rpc.protocol import AuthenticationError
 from tunecli.engine.rpc.remote import RemoteSession
@@ -34,8 +36,8 @@ logger = logging.getLogger("tunecli.rpc.runner")
 
 
 def error_result(error_no: MeasureErrorNo, message: str, all_cost: float) -> MeasureResult:
-    """Make a failed MeasureResult whose costs are ``(message, RPCError(message))`` like TVM's."""
-    return MeasureResult((message, RPCError(message)), error_no, all_cost, time.time())
+    """A failed MeasureResult whose error is ``RPCError(message)``."""
+    return MeasureResult.failure(error_no, message, all_cost, RPCError(message))
 
 
 class _Batch:
@@ -63,7 +65,7 @@ class _Batch:
             conn.abort()
 
 
-def _report_ready(batch: _Batch, on_result: Callable[[int, MeasureResult], None] | None) -> None:
+def _report_ready(batch: _Batch, on_result: OnResult | None) -> None:
     """Hand every result finished since the last call to ``on_result`` (in the caller's thread)."""
     while True:
         with batch.lock:
@@ -78,8 +80,11 @@ def _report_ready(batch: _Batch, on_result: Callable[[int, MeasureResult], None]
             on_result(index, result)
 
 
-class RPCRunner:
+class RPCRunner(Runner):
     """Run measurements on remote devices found through a tracker (TVM's ``RPCRunner``).
+
+    The timing keyword arguments are TVM's; each one given overrides the same setting of
+    ``timing`` (see :class:`TimingOptions` for what they mean and their defaults).
 
     Parameters
     ----------
@@ -89,52 +94,51 @@ class RPCRunner:
         The tracker's address.
     priority : int
         Priority of this runner's requests (higher is served first).
-    timeout : float
+    timeout : float, optional
         Seconds one measurement may take on the device.
     n_parallel : int, optional
         Devices used at once (default: every registered device of the key).
-    number, repeat, min_repeat_ms : int, int, float
+    number, repeat, min_repeat_ms : int, int, float, optional
         Timing parameters (TVM's ``time_evaluator``).
-    cooldown_interval : float
-        Seconds a device rests after each measurement (TVM's default is 0.1; ours is 0, see
-        :mod:`tunecli.engine.measure.runner`).
-    enable_cpu_cache_flush : bool
+    cooldown_interval : float, optional
+        Seconds a device rests after each measurement.
+    enable_cpu_cache_flush : bool, optional
         Flush the CPU caches before each repeat.
     token : str or None
         Shared token (None reads ``TUNECLI_RPC_TOKEN``).
     max_attempts : int
         Devices a config is tried on before a lost device is reported as its result.
-    check_correctness : bool
+    check_correctness : bool, optional
         Compare outputs with the task's numpy ``reference`` (when it has one) on the seeded
         inputs; a mismatch gives WRONG_ANSWER.
-    warmup_ms : float
+    warmup_ms : float, optional
         Milliseconds the device runs each kernel untimed before timing it (not in TVM).
+    timing : TimingOptions, optional
+        All the timing settings in one record.
     """
 
-    def __init__(self, key: str, host: str, port: int, priority: int = 1, timeout: float = 10,
-                 n_parallel: int | None = None, number: int = 4, repeat: int = 3,
-                 min_repeat_ms: float = 0, cooldown_interval: float = 0.0,
-                 enable_cpu_cache_flush: bool = False, token: str | None = None,
-                 max_attempts: int = 2, check_correctness: bool = False,
-                 warmup_ms: float = WARMUP_MS) -> None:
+    reports_each_result = True
+    measures_one_at_a_time = False  # a batch is spread over the devices
+
+    def __init__(self, key: str, host: str, port: int, priority: int = 1, timeout: float | None = None,
+                 n_parallel: int | None = None, number: int | None = None, repeat: int | None = None,
+                 min_repeat_ms: float | None = None, cooldown_interval: float | None = None,
+                 enable_cpu_cache_flush: bool | None = None, token: str | None = None,
+                 max_attempts: int = 2, check_correctness: bool | None = None,
+                 warmup_ms: float | None = None, *, timing: TimingOptions | None = None) -> None:
+        timing = (timing or TimingOptions()).with_values(
+            timeout=timeout, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms,
+            cooldown_interval=cooldown_interval, enable_cpu_cache_flush=enable_cpu_cache_flush,
+            check_correctness=check_correctness, warmup_ms=warmup_ms)
+        super().__init__(n_parallel=n_parallel, timing=timing)
         self.key, self.host, self.port = key, host, port
         self.priority = priority
-        self.timeout = timeout
-        self.n_parallel = n_parallel
-        self.number, self.repeat, self.min_repeat_ms = number, repeat, min_repeat_ms
-        self.cooldown_interval = cooldown_interval
-        self.enable_cpu_cache_flush = enable_cpu_cache_flush
         self.token = token
         self.max_attempts = max(1, max_attempts)
-        self.check_correctness = check_correctness
-        if warmup_ms < 0:
-            raise RPCError(f"RPCRunner: warmup_ms must be >= 0, got {warmup_ms}")
-        self.warmup_ms = float(warmup_ms)
-        self._refs: dict[tuple, tuple[object, tuple[tuple[int, bytes], ...]]] = {}
-        self.task = None
+        self._refs: dict[tuple, tuple[object, RefOutputs]] = {}
         self.last_devices: list[str | None] = []
 
-    def set_task(self, task: object) -> None:
+    def set_task(self, task: Any) -> None:
         """Remember the task and check that the tracker has devices of the key.
 
         Raises
@@ -165,8 +169,9 @@ class RPCRunner:
             return 0
         return sum(1 for info in servers if info.get("key") == "server:" + self.key)
 
-    def run(self, measure_inputs: list, build_results: list,
-            on_result: Callable[[int, MeasureResult], None] | None = None) -> list[MeasureResult]:
+    def run(self, measure_inputs: Sequence[MeasureInput],
+            build_results: Sequence[BuildResult | MeasureResult],
+            on_result: OnResult | None = None) -> list[MeasureResult]:
         """Measure every successful build on the devices; pass failed builds through.
 
         Parameters
@@ -195,17 +200,18 @@ class RPCRunner:
                 batch.results[i] = res
                 batch.ready.append(i)
             else:
-                requests[i] = self._request(res, getattr(measure_inputs[i], "task", None))
+                requests[i] = self.request(measure_inputs[i], res)
         _report_ready(batch, on_result)
         if todo:
             self._measure_all(batch, build_results, requests, on_result)
         self.last_devices = batch.devices
         return [res for res in batch.results if res is not None]
 
-    def _measure_all(self, batch: _Batch, build_results: list, requests: dict[int, MeasureRequest],
-                     on_result: Callable[[int, MeasureResult], None] | None = None) -> None:
+    def _measure_all(self, batch: _Batch, build_results: Sequence, requests: dict[int, MeasureRequest],
+                     on_result: OnResult | None = None) -> None:
         n_workers = min(len(batch.queue), self.n_parallel or max(1, self._count_devices()))
-        deadline = time.monotonic() + (self.timeout + self.cooldown_interval + 2.0) * (len(batch.queue) + 2)
+        per_config = self.timeout + self.timing.cooldown_interval + 2.0
+        deadline = time.monotonic() + per_config * (len(batch.queue) + 2)
         threads = [threading.Thread(target=self._device_loop, args=(batch, build_results, requests, deadline),
                                     name=f"tunecli-rpcrunner-{i}", daemon=True) for i in range(n_workers)]
         for thread in threads:
@@ -332,8 +338,8 @@ class RPCRunner:
                 batch.devices[index] = device
                 batch.ready.append(index)
                 batch.busy -= 1
-            if self.cooldown_interval > 0:
-                batch.stop.wait(self.cooldown_interval)
+            if self.timing.cooldown_interval > 0:
+                batch.stop.wait(self.timing.cooldown_interval)
 
     def _device_lost(self, batch: _Batch, index: int, device: str, err: RPCError, elapsed: float) -> None:
         """Give a config whose device failed to another device, or record the failure."""
@@ -348,26 +354,13 @@ class RPCRunner:
             batch.devices[index] = device
             batch.ready.append(index)
 
-    def _request(self, build: object, task: object) -> MeasureRequest:
-        """The request that measures ``build`` (with reference outputs when checking)."""
-        specs = normalize_arg_specs(build.arg_specs)
-        outputs = tuple(getattr(build, "output_indices", ()) or output_indices_of(build.arg_specs))
-        return MeasureRequest(
-            obj=build.obj, entry_name=build.entry_name, arg_specs=specs, number=self.number,
-            repeat=self.repeat, min_repeat_ms=self.min_repeat_ms,
-            enable_cpu_cache_flush=self.enable_cpu_cache_flush, timeout=self.timeout, seed=SEED,
-            output_indices=outputs, ref_outputs=self._reference(task, specs, outputs),
-            warmup_ms=self.warmup_ms)
-
-    def _reference(self, task: object, specs: tuple[ArgSpecT, ...],
-                   outputs: tuple[int, ...]) -> tuple[tuple[int, bytes], ...]:
+    def reference_outputs(self, task: Any, specs: tuple[ArgSpecT, ...],
+                          outputs: tuple[int, ...]) -> RefOutputs:
         """Reference outputs from the task's numpy ``reference`` (made once per layout)."""
-        if not self.check_correctness:
-            return ()
         key = (id(task), specs, outputs)
         if key not in self._refs:
             func = task.reference
-            refs: tuple[tuple[int, bytes], ...] = ()
+            refs: RefOutputs = ()
             if func is None:
                 logger.warning("RPCRunner: the task has no numpy reference; correctness is not checked")
             else:

@@ -275,7 +275,8 @@ class Server:
                 request = decode_request(header, payload)
                 if deadline is not None:
                     budget = max(0.1, deadline - time.monotonic())
-                    request = dataclasses.replace(request, timeout=min(request.timeout, budget))
+                    timing = request.timing.with_values(timeout=min(request.timing.timeout, budget))
+                    request = dataclasses.replace(request, timing=timing)
                 send_frame(conn, *encode_reply(self.measure(request)))
         except PeerClosed:
             logger.debug("session ended by the client")
@@ -294,7 +295,7 @@ class Server:
         Parameters
         ----------
         request : MeasureRequest
-            The kernel to measure; ``request.timeout`` bounds the call.
+            The kernel to measure; ``request.timing.timeout`` bounds the call.
 
         Returns
         -------

@@ -12,16 +12,20 @@ Frames are :func:`tunecli.engine.rpc.protocol.send_frame` frames (JSON header + 
 Several measurements may go through one session, one at a time. The request and reply are
 :class:`tunecli.engine.measure.timing.MeasureRequest` / ``MeasureReply``, the same records the
 local runner hands to its worker; every field received from the network is validated here.
+The request's :class:`TimingOptions` travel as fields of the request object, one per setting
+(``number``, ``repeat``, ``min_repeat_ms``, ``timeout``, ``warmup_ms``, ...), as older tunecli
+servers and clients expect; a setting a peer does not send takes its default.
 """
 
 from __future__ import annotations
 
 from tunecli.engine.measure.result import MeasureErrorNo
-from tunecli.engine.measure.timing import WARMUP_MS, MeasureReply, MeasureRequest
-from tunecli.errors import RPCError
+from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
+from tunecli.engine.measure.timing_options import TIMING_OPTIONS, TimingOptions
+from tunecli.errors import RPCError, TuneError
 
-__all__ = ["MeasureReply", "MeasureRequest", "decode_reply", "decode_request", "encode_reply",
-           "encode_request", "wire_arg_specs"]
+__all__ = ["MeasureReply", "MeasureRequest", "decode_reply", "decode_request", "decode_timing",
+           "encode_reply", "encode_request", "encode_timing", "wire_arg_specs"]
 
 ArgSpecT = tuple[tuple[int, ...], str]
 _ERROR_NOS = {int(e) for e in MeasureErrorNo}
@@ -65,18 +69,39 @@ def _unpack_blobs(indices: object, lengths: object, data: bytes, where: str) -> 
     return tuple(out)
 
 
+def encode_timing(timing: TimingOptions) -> dict:
+    """The wire fields of ``timing``: one JSON value per setting, by name."""
+    return {opt.name: getattr(timing, opt.name) for opt in TIMING_OPTIONS}
+
+
+def decode_timing(fields: dict) -> TimingOptions:
+    """Rebuild :class:`TimingOptions` from wire fields; a missing setting takes its default.
+
+    Raises
+    ------
+    RPCError
+        When a setting has the wrong type or is out of range, naming it.
+    """
+    values = {}
+    for opt in TIMING_OPTIONS:
+        if opt.name in fields:
+            problem = opt.problem(fields[opt.name])
+            if problem:
+                raise RPCError(f"rpc session: field {opt.name}: {problem}")
+            values[opt.name] = fields[opt.name]
+    try:
+        return TimingOptions(**values)
+    except TuneError as err:
+        raise RPCError(f"rpc session: {err}") from None
+
+
 def encode_request(req: MeasureRequest) -> tuple[dict, bytes]:
     """Return the frame header and payload (object bytes + reference outputs) that carry ``req``."""
     ref_indices, ref_lengths, refs = _pack_blobs(req.ref_outputs)
     meta = {
         "entry_name": req.entry_name,
         "arg_specs": [[list(shape), dtype] for shape, dtype in req.arg_specs],
-        "number": req.number,
-        "repeat": req.repeat,
-        "min_repeat_ms": req.min_repeat_ms,
-        "warmup_ms": req.warmup_ms,
-        "enable_cpu_cache_flush": req.enable_cpu_cache_flush,
-        "timeout": req.timeout,
+        **encode_timing(req.timing),
         "seed": req.seed,
         "output_indices": list(req.output_indices),
         "rtol": req.rtol,
@@ -110,12 +135,7 @@ def decode_request(header: dict, payload: bytes) -> MeasureRequest:
             obj=payload[:obj_len],
             entry_name=str(meta["entry_name"]),
             arg_specs=wire_arg_specs(meta["arg_specs"]),
-            number=max(1, _int(meta["number"], "number")),
-            repeat=max(1, _int(meta["repeat"], "repeat")),
-            min_repeat_ms=float(meta["min_repeat_ms"]),
-            warmup_ms=max(0.0, float(meta.get("warmup_ms", WARMUP_MS))),
-            enable_cpu_cache_flush=bool(meta["enable_cpu_cache_flush"]),
-            timeout=float(meta["timeout"]),
+            timing=decode_timing(meta),
             seed=_int(meta["seed"], "seed"),
             output_indices=tuple(_int(i, "output_indices") for i in meta["output_indices"]),
             ref_outputs=refs,

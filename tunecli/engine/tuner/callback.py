@@ -44,10 +44,6 @@ def format_si_prefix(x: float, si_prefix: str) -> float:
     return float(x) / 10 ** (SI_PREFIXES.index(si_prefix) * 3 - 24)
 
 
-def _flops(inp: Any, res: Any) -> float:
-    return inp.task.flop / float(np.mean(res.costs)) if res.error_no == 0 else 0.0
-
-
 class LogToFile:
     """The callback of :func:`log_to_file`: ``cb(tuner, inputs, results)`` appends a batch,
     ``cb.on_result(tuner, inp, res)`` one record (what ``Tuner.tune`` calls per measurement)."""
@@ -138,7 +134,7 @@ class Monitor:
 
     def __call__(self, tuner: Any, inputs: list, results: list) -> None:
         for inp, res in zip(inputs, results, strict=True):
-            self.scores.append(_flops(inp, res))
+            self.scores.append(res.flops(inp.task.flop))
             self.timestamps.append(res.timestamp)
 
     def reset(self) -> None:
@@ -199,8 +195,8 @@ class _ProgressBar:
         self.ct += len(inputs)
         flops = 0.0
         for inp, res in zip(inputs, results, strict=True):
-            if res.error_no == 0:
-                flops = _flops(inp, res)
+            if res.ok:
+                flops = res.flops(inp.task.flop)
         self.cur_flops = flops
         self.best_flops = tuner.best_flops
         self._show()

@@ -17,6 +17,15 @@ from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
 
 _ATTEMPTS_PER_CHILD = 20
+#: TVM's defaults of ``pop_size`` and ``elite_num``.
+POP_SIZE, ELITE_NUM = 100, 3
+
+
+def elite_num_problem(pop_size: int, elite_num: int) -> str | None:
+    """What is wrong with this ``pop_size``/``elite_num`` pair, or None."""
+    if elite_num > pop_size:
+        return f"elite_num ({elite_num}) must not exceed pop_size ({pop_size})"
+    return None
 
 
 class GATuner(Tuner):
@@ -34,11 +43,12 @@ class GATuner(Tuner):
     seed : int, optional
     """
 
-    def __init__(self, task: Any, pop_size: int = 100, elite_num: int = 3, mutation_prob: float = 0.1,
-                 seed: int | None = None):
+    def __init__(self, task: Any, pop_size: int = POP_SIZE, elite_num: int = ELITE_NUM,
+                 mutation_prob: float = 0.1, seed: int | None = None):
         super().__init__(task, seed=seed)
-        if elite_num > pop_size:
-            raise TuneError(f"GATuner: elite_num ({elite_num}) must not exceed pop_size ({pop_size})")
+        problem = elite_num_problem(pop_size, elite_num)
+        if problem:
+            raise TuneError(f"GATuner: {problem}")
         self.pop_size = min(pop_size, len(self.space))
         self.elite_num = min(self.pop_size, elite_num)
         self.mutation_prob = mutation_prob
@@ -91,7 +101,7 @@ class GATuner(Tuner):
     def update(self, inputs: list, results: list) -> None:
         """Score the measured genes; breed the next generation once all are measured."""
         for _inp, res in zip(inputs, results, strict=True):
-            self.scores.append(self.task.flop / float(np.mean(res.costs)) if res.error_no == 0 else 0.0)
+            self.scores.append(res.flops(self.task.flop))
         if len(self.scores) < len(self.genes) or self._unvisited_count() == 0:
             return
         if self._unvisited_count() <= self.pop_size:

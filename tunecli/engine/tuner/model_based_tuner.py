@@ -205,7 +205,7 @@ class ModelBasedTuner(Tuner):
         for inp, res in zip(inputs, results, strict=True):
             index = int(inp.config.index)
             # this task's FLOPs: records replayed from a log carry a task without a FLOP count
-            flops = self.task.flop / float(np.mean(res.costs)) if res.error_no == 0 else 0.0
+            flops = res.flops(self.task.flop)
             self.flops_max = max(self.flops_max, flops)
             self.xs.append(index)
             self.ys.append(flops)

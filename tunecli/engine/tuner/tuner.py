@@ -23,7 +23,6 @@ import numpy as np
 
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure import create_measure_batch
-from tunecli.engine.measure.batch import accepts_on_result
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.tuner.callback import format_si_prefix
@@ -50,8 +49,8 @@ def make_measure_batch(task: Any, measure_option: Any) -> MeasureBatch:
     Returns
     -------
     callable
-        ``measure_batch(inputs)``; also ``measure_batch(inputs, on_result=hook)`` when it streams
-        (see :func:`tunecli.engine.measure.create_measure_batch`).
+        ``measure_batch(inputs)``; also ``measure_batch(inputs, on_result=hook)`` when it declares
+        ``reports_each_result = True`` (see :func:`tunecli.engine.measure.create_measure_batch`).
     """
     if callable(measure_option):
         return measure_option
@@ -59,10 +58,9 @@ def make_measure_batch(task: Any, measure_option: Any) -> MeasureBatch:
 
 
 def _error_text(res: MeasureResult) -> str:
-    costs = res.costs
-    if isinstance(costs, (tuple, list)) and len(costs) == 2 and isinstance(costs[0], str):
-        return f"{costs[0]}\n{costs[1]}"
-    return f"{res.error_no!r}: {costs}"
+    if res.error is not None:
+        return f"{res.error_message}\n{res.error}"
+    return f"{res.error_no!r}: {res.error_message}"
 
 
 class Tuner:
@@ -223,12 +221,11 @@ class Tuner:
             results = self._measure(measure_batch, inputs, streaming)
             for k, (inp, res) in enumerate(zip(inputs, results, strict=True)):
                 config = inp.config
-                if res.error_no == 0:
-                    flops = inp.task.flop / float(np.mean(res.costs))
+                flops = res.flops(inp.task.flop)
+                if res.ok:
                     error_ct = 0
                     result_msg: Any = res
                 else:
-                    flops = 0.0
                     error_ct += 1
                     errors.append(_error_text(res))
                     result_msg = errors[-1]
@@ -269,7 +266,7 @@ class Tuner:
             for callback in streaming:
                 callback.on_result(self, inputs[index], result)
 
-        if accepts_on_result(measure_batch):
+        if getattr(measure_batch, "reports_each_result", False):
             results = measure_batch(inputs, on_result=on_result)
         else:
             results = measure_batch(inputs)

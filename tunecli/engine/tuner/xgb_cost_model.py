@@ -187,12 +187,12 @@ class XGBoostCostModel(CostModel):
             try:
                 x = config_features(inp.task, inp.config, self.fea_type)
                 y = 0.0
-                if res.error_no == 0:
+                if res.ok:
                     flop = flop_of.get(inp.task.workload)
                     if flop is None:
                         inp.task.instantiate(inp.config)
                         flop = flop_of[inp.task.workload] = inp.task.flop
-                    y = flop / float(np.mean(res.costs))
+                    y = res.flops(flop)
             except Exception as err:  # noqa: BLE001 - a record that cannot be replayed is skipped
                 logger.debug("XGB skips a history record: %s", err)
                 continue

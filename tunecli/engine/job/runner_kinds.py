@@ -1,0 +1,94 @@
+"""The runner registry: every ``measure.runner.kind`` a job can name and how to make one.
+
+A runner kind takes the job's :class:`TimingOptions` whole (those of its settings the kind
+accepts in a job file) plus options of its own. The job schema reads :data:`RUNNERS` to check
+``measure.runner`` and :func:`tunecli.engine.job.measure_setup.make_measure_option` to make the
+runner. Adding a runner kind is adding one :class:`RunnerKind` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tunecli.engine.measure import LocalRunner, Runner, TimingOptions
+from tunecli.engine.measure.timing_options import TIMING_OPTIONS
+from tunecli.engine.option import Option
+from tunecli.engine.rpc.rpc_runner import RPCRunner
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    """Split ``"HOST:PORT"`` into its parts.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    tuple of (str, int)
+
+    Raises
+    ------
+    ValueError
+        When the text is not of the form HOST:PORT with a port in 1..65535.
+    """
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:9190), got {text!r}")
+    return host, int(port)
+
+
+@dataclass(frozen=True)
+class RunnerKind:
+    """One registered runner kind.
+
+    Attributes
+    ----------
+    name : str
+        What a job's ``measure.runner.kind`` says.
+    summary : str
+        One line saying where kernels are measured.
+    factory : callable
+        ``factory(timing, options) -> Runner``; ``options`` holds the kind's own options.
+    timing : tuple of str
+        The :class:`TimingOptions` settings a job may give for this kind.
+    options : tuple of Option
+        The kind's own options.
+    """
+
+    name: str
+    summary: str
+    factory: Callable[[TimingOptions, dict[str, Any]], Runner]
+    timing: tuple[str, ...]
+    options: tuple[Option, ...] = ()
+
+    def make(self, timing: TimingOptions, options: dict[str, Any]) -> Runner:
+        """A runner of this kind measuring with ``timing``."""
+        return self.factory(timing, options)
+
+
+def _rpc_runner(timing: TimingOptions, options: dict[str, Any]) -> Runner:
+    host, port = options["tracker"]
+    return RPCRunner(options["key"], host, port, priority=options.get("priority", 1), timing=timing)
+
+
+_ALL_TIMING = tuple(opt.name for opt in TIMING_OPTIONS)
+
+_KINDS = (
+    RunnerKind("local", "a worker process on this machine", lambda timing, _: LocalRunner(timing=timing),
+               _ALL_TIMING),
+    # correctness needs a reference on the device side too; RPC checks only numpy references,
+    # so a job does not ask for it
+    RunnerKind("rpc", "the devices of a key registered with an RPC tracker", _rpc_runner,
+               tuple(name for name in _ALL_TIMING if name != "check_correctness"), (
+                   Option("key", str, required=True, help="device key the servers registered with"),
+                   Option("tracker", str, convert=parse_host_port, required=True,
+                          help="the tracker's HOST:PORT"),
+                   Option("priority", int, 1, help="priority of this job's device requests"),
+               )),
+)
+
+#: Every runner kind by name.
+RUNNERS: dict[str, RunnerKind] = {kind.name: kind for kind in _KINDS}

@@ -1,0 +1,105 @@
+"""``Option``: one named setting of a record or a plugin, with the values it may take.
+
+Declaring a setting once (its type, default and bounds) lets every reader check it the same
+way: the record that holds it (``TimingOptions``), the job schema that reads it from YAML, the
+RPC decoder that reads it from the network and the registries of tuners and runners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """A named setting: its type, default and the values it may take.
+
+    Attributes
+    ----------
+    name : str
+        The setting's name (TVM's where TVM has one).
+    type : type
+        ``int``, ``float``, ``bool`` or ``str``; a ``float`` option accepts integers too.
+    default : object
+        The value when the setting is not given (None: the plugin's own default).
+    minimum, maximum : float, optional
+        Inclusive bounds of a number.
+    positive : bool
+        The number must be > 0.
+    choices : tuple of str
+        The values a string may take (empty: any string).
+    convert : callable, optional
+        Turns a valid string into the value (e.g. ``"HOST:PORT"`` into a pair); raises
+        ValueError with the problem.
+    required : bool
+        The setting must be given.
+    help : str
+        One line saying what the setting does.
+    """
+
+    name: str
+    type: type
+    default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    positive: bool = False
+    choices: tuple[str, ...] = ()
+    convert: Callable[[str], Any] | None = None
+    required: bool = False
+    help: str = ""
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` for this setting (``"expected ..., got ..."``), or None."""
+        if self.type is float:
+            fits = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif self.type is int:
+            fits = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            fits = isinstance(value, self.type)
+        if not fits:
+            return f"expected {_TYPE_NAMES.get(self.type, self.type.__name__)}, got {value!r}"
+        if self.choices and value not in self.choices:
+            return f"expected one of {', '.join(self.choices)}, got {value!r}"
+        if self.type in (int, float):
+            return self._range_problem(value)
+        return None
+
+    def _range_problem(self, value: float) -> str | None:
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        kind = "an integer" if self.type is int else "a number"
+        if self.positive and not value > 0:
+            return f"expected {kind} > 0, got {shown}"
+        low, high = self.minimum, self.maximum
+        if low is not None and high is not None and not low <= value <= high:
+            return f"expected {kind} between {low:g} and {high:g}, got {shown}"
+        if low is not None and value < low:
+            return f"expected {kind} >= {low:g}, got {shown}"
+        if high is not None and value > high:
+            return f"expected {kind} <= {high:g}, got {shown}"
+        return None
+
+    def parse(self, value: Any) -> Any:
+        """Return ``value`` checked (a float option's integer as a float, a string converted).
+
+        Raises
+        ------
+        ValueError
+            With the problem (``"expected an integer >= 1, got 0"``), not naming the setting.
+        """
+        problem = self.problem(value)
+        if problem:
+            raise ValueError(problem)
+        if self.type is float:
+            return float(value)
+        if self.convert is not None:
+            return self.convert(value)
+        return value
+
+
+def option_table(options: tuple[Option, ...]) -> dict[str, Option]:
+    """Index ``options`` by name."""
+    return {opt.name: opt for opt in options}
