@@ -19,9 +19,9 @@ from rich.progress import (
 from rich.table import Table
 
 from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
-from tunecli.engine.job.spec import TUNER_KINDS
 from tunecli.engine.job.text import workload_text
 from tunecli.engine.job.tune_job import TuneEvent, TuneSummary, tune_job
+from tunecli.engine.tuner.registry import TUNERS
 from tunecli.errors import LogInUseError
 
 
@@ -102,7 +102,7 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 @click.command()
 @click.argument("job", type=click.Path(dir_okay=False))
 @click.option("--n-trial", type=click.IntRange(min=1), help="Trials per task (overrides tuner.n_trial).")
-@click.option("--tuner", type=click.Choice(TUNER_KINDS), help="Tuner kind (overrides tuner.kind).")
+@click.option("--tuner", type=click.Choice(tuple(TUNERS)), help="Tuner kind (overrides tuner.kind).")
 @click.option("--log", "log", type=click.Path(dir_okay=False), help="Log to append to (overrides log).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of the tuner (overrides tuner.seed).")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary on stdout.")

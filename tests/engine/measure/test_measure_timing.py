@@ -86,7 +86,8 @@ def test_unloadable_object_is_a_runtime_error():
 
 def test_cache_flush_runs_before_each_round():
     plain = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=3)))
-    flushed = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=3, enable_cpu_cache_flush=True)))
+    flushed = measure_object(request(VADD, "vadd",
+                                     timing=TimingOptions(number=1, repeat=3, enable_cpu_cache_flush=True)))
     assert flushed.error_no == MeasureErrorNo.NO_ERROR and len(flushed.costs) == 3
     assert flushed.run_time - plain.run_time > 0.005  # three 64 MiB writes...
     assert all(c < 1e-3 for c in flushed.costs)  # ...that are not part of the costs

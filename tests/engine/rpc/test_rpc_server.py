@@ -13,6 +13,7 @@ from conftest import free_servers, wait_for
 from kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir, vadd_expected
 from test_rpc_tracker import assert_closed
 
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.rpc.client import connect, connect_tracker
 from tunecli.engine.rpc.protocol import (
     MAX_HEADER,
@@ -25,7 +26,6 @@ from tunecli.engine.rpc.protocol import (
     recv_json,
     send_json,
 )
-from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.rpc.server import Server
 from tunecli.engine.rpc.session import MeasureRequest
 from tunecli.engine.rpc.tracker import Tracker
@@ -45,13 +45,15 @@ def lone_server(procs):
 def test_measure_crash_hang_and_wrong_answer_in_one_session(lone_server):
     with connect("127.0.0.1", lone_server.port, "dev") as session:
         assert session.remote_key == "server:dev"
-        ok = session.measure(vadd_request(timing=TimingOptions(number=3, repeat=4), seed=5, ref_outputs=((2, vadd_expected(5)),)))
+        ok = session.measure(vadd_request(timing=TimingOptions(number=3, repeat=4), seed=5,
+                                          ref_outputs=((2, vadd_expected(5)),)))
         assert ok.error_no == 0 and len(ok.costs) == 4 and all(0 < c < 1e-3 for c in ok.costs)
         crash = session.measure(MeasureRequest(compile_ir(CRASH), "crash", ARG_SPECS))
         assert (crash.error_no, crash.costs) == (4, ())
         assert "SIGSEGV" in crash.error
         start = time.monotonic()
-        hang = session.measure(MeasureRequest(compile_ir(HANG), "hang", ARG_SPECS, TimingOptions(timeout=0.3)))
+        hang = session.measure(MeasureRequest(compile_ir(HANG), "hang", ARG_SPECS,
+                                              TimingOptions(timeout=0.3)))
         assert hang.error_no == 7 and time.monotonic() - start < 5
         wrong = session.measure(MeasureRequest(compile_ir(VSUB), "vsub", ARG_SPECS, seed=5,
                                                ref_outputs=((2, vadd_expected(5)),)))

@@ -3,29 +3,38 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from tuner_helpers import StreamingMeasure, SyntheticMeasure, kernel_cost, make_task
 
 from tunecli.engine.log.record import load_from_file
-from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner
+from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner
 from tunecli.engine.tuner.callback import log_to_file
+from tunecli.engine.tuner.registry import TUNERS
 from tunecli.engine.tuner.tuner import Tuner
+from tunecli.engine.tuner.xgb_cost_model import LOSS_TYPES
 
-TUNERS: dict[str, Callable[[Any, int | None], Tuner]] = {
-    "random": lambda task, seed: RandomTuner(task, seed=seed),
-    "gridsearch": lambda task, seed: GridSearchTuner(task, seed=seed),
-    "ga": lambda task, seed: GATuner(task, pop_size=8, elite_num=2, seed=seed),
-    "xgb_knob_reg": lambda task, seed: XGBTuner(task, plan_size=8, feature_type="knob", loss_type="reg",
-                                                num_threads=1, seed=seed),
-    "xgb_knob_rank": lambda task, seed: XGBTuner(task, plan_size=8, feature_type="knob", loss_type="rank",
-                                                 num_threads=1, seed=seed),
-    "xgb_knob_rank_binary": lambda task, seed: XGBTuner(task, plan_size=8, feature_type="knob",
-                                                        loss_type="rank-binary", num_threads=1, seed=seed),
+#: Options that keep a registered tuner quick on the test task, by variant name; a tuner not
+#: listed here is tested once, with its defaults.
+QUICK_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
+    "ga": {"ga": {"pop_size": 8, "elite_num": 2}},
+    "xgb": {f"xgb_knob_{loss.replace('-', '_')}": {"plan_size": 8, "feature_type": "knob",
+                                                   "loss_type": loss, "num_threads": 1}
+            for loss in LOSS_TYPES},
 }
-SEEDED = ["random", "ga", "xgb_knob_reg", "xgb_knob_rank"]
+#: Every registered tuner, in each of its variants: ``name -> (kind, options)``.
+CASES: dict[str, tuple[str, dict[str, Any]]] = {
+    variant: (kind, options)
+    for kind in TUNERS for variant, options in QUICK_OPTIONS.get(kind, {kind: {}}).items()
+}
+#: The cases whose proposals depend on the seed (grid search visits configs in index order).
+SEEDED = [name for name, (kind, _) in CASES.items() if kind != "gridsearch"]
+
+
+def make_tuner(name: str, task: Any, seed: int | None) -> Tuner:
+    kind, options = CASES[name]
+    return TUNERS[kind].make(task, seed=seed, **options)
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +42,9 @@ def task() -> Any:
     return make_task()
 
 
-@pytest.mark.parametrize("name", TUNERS)
+@pytest.mark.parametrize("name", CASES)
 def test_tuner_finishes_with_a_best_config_and_no_repeats(name: str, task: Any, tmp_path) -> None:
-    tuner = TUNERS[name](task, 0)
+    tuner = make_tuner(name, task, 0)
     measure = SyntheticMeasure(n_parallel=4)
     log = tmp_path / "run.log"
     tuner.tune(n_trial=24, measure_option=measure, callbacks=[log_to_file(str(log))])
@@ -54,18 +63,18 @@ def test_same_seed_gives_the_same_sequence(name: str, task: Any) -> None:
     runs = []
     for seed in (7, 7, 8):
         measure = SyntheticMeasure(n_parallel=4)
-        TUNERS[name](task, seed).tune(n_trial=20, measure_option=measure)
+        make_tuner(name, task, seed).tune(n_trial=20, measure_option=measure)
         runs.append(measure.measured)
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
 
 
-@pytest.mark.parametrize("name", TUNERS)
+@pytest.mark.parametrize("name", CASES)
 def test_resumed_run_skips_configs_in_the_log(name: str, task: Any, tmp_path) -> None:
     log = tmp_path / "resume.log"
     first = SyntheticMeasure(n_parallel=4)
-    TUNERS[name](task, 1).tune(n_trial=12, measure_option=first, callbacks=[log_to_file(str(log))])
-    tuner = TUNERS[name](task, 1)
+    make_tuner(name, task, 1).tune(n_trial=12, measure_option=first, callbacks=[log_to_file(str(log))])
+    tuner = make_tuner(name, task, 1)
     tuner.load_history(load_from_file(log), min_seed_records=500)
     second = SyntheticMeasure(n_parallel=4)
     tuner.tune(n_trial=12, measure_option=second)
@@ -73,11 +82,11 @@ def test_resumed_run_skips_configs_in_the_log(name: str, task: Any, tmp_path) ->
     assert not set(first.measured) & set(second.measured)
 
 
-@pytest.mark.parametrize("name", TUNERS)
+@pytest.mark.parametrize("name", CASES)
 def test_tuner_exhausts_a_small_space_without_repeats(name: str) -> None:
     small = make_task(n=8, parts=2)  # 4 x 4 x 2 = 32 configs
     measure = SyntheticMeasure(n_parallel=3)
-    tuner = TUNERS[name](small, 3)
+    tuner = make_tuner(name, small, 3)
     tuner.tune(n_trial=100, measure_option=measure)
     assert sorted(measure.measured) == list(range(32))
     assert not tuner.has_next()

@@ -171,19 +171,17 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
         out.checked_against = "default config"
     out.correct, out.max_error = _compare(_outputs(tuned_run, specs), expected)
     if reference is not None:
-        r = job.runner
-        out.numpy = _mean(time_calls(lambda: reference(*inputs), (), r.number, r.repeat, r.min_repeat_ms,
-                                     warmup_ms=r.warmup_ms))
+        t = job.runner.timing
+        out.numpy = _mean(time_calls(lambda: reference(*inputs), (), t.number, t.repeat, t.min_repeat_ms,
+                                     warmup_ms=t.warmup_ms))
     return out
 
 
 def _measure(worker: Worker, module: Module, specs: tuple[ArgSpecT, ...], outputs: list[int],
              runner: RunnerSpec) -> MeasureReply:
     """Run ``module`` once (sending its outputs back) and time it in ``worker``, as tuning does."""
-    request = MeasureRequest(module.object_bytes(), module.entry_name, specs, number=runner.number,
-                             repeat=runner.repeat, min_repeat_ms=runner.min_repeat_ms, timeout=runner.timeout,
-                             seed=_SEED, output_indices=tuple(outputs), return_outputs=True,
-                             warmup_ms=runner.warmup_ms)
+    request = MeasureRequest(module.object_bytes(), module.entry_name, specs, timing=runner.timing,
+                             seed=_SEED, output_indices=tuple(outputs), return_outputs=True)
     return measure_in_worker(worker, request)
 
 

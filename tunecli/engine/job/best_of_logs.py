@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.log.task_records import record_key
@@ -117,17 +115,15 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
     for pairs in groups.values():
         first = pairs[0][0]
         target, name, args = str(first.target), first.task.name, first.task.args
-        valid = [(inp, res) for inp, res in pairs if res.error_no == 0]
+        valid = [(inp, res) for inp, res in pairs if res.ok]
         n_errors = len(pairs) - len(valid)
         report.errors += n_errors
-        valid.sort(key=lambda pair: float(np.mean(pair[1].costs)))
+        valid.sort(key=lambda pair: pair[1].mean_cost)
         flop = workload_flop(name, args, first.target)
         entry = WorkloadBest(target, name, args, flop, len(pairs), n_errors)
         for rank, (inp, res) in enumerate(valid[:top], start=1):
-            cost = float(np.mean(res.costs))
-            gflops = flop / cost / 1e9 if flop and cost > 0 else None
-            entry.best.append(BestEntry(rank, cost, gflops, int(inp.config.index), config_text(inp.config),
-                                        float(res.timestamp)))
+            entry.best.append(BestEntry(rank, res.mean_cost, res.gflops(flop) or None, int(inp.config.index),
+                                        config_text(inp.config), float(res.timestamp)))
             kept.append((inp, res))
         report.workloads.append(entry)
     if out is not None:

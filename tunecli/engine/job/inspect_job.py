@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tunecli.engine.build import lower
 from tunecli.engine.job.best_of_logs import workload_flop
 from tunecli.engine.job.spec import load_job
@@ -152,8 +150,8 @@ def inspect_log(path: str) -> LogView:
             flop = workload_flop(inp.task.name, inp.task.args, inp.target)
             curves[key] = WorkloadCurve(str(inp.target), label, flop)
         curve = curves[key]
-        if res.error_no == 0:
-            curve.costs.append(float(np.mean(res.costs)))
+        if res.ok:
+            curve.costs.append(res.mean_cost)
         else:
             kind = _error_name(res.error_no)
             curve.errors[kind] += 1

@@ -17,8 +17,6 @@ import os
 from collections.abc import Iterable
 from typing import IO, Any
 
-import numpy as np
-
 from tunecli.engine.log.record import encode, load_from_buffer, load_from_file, measure_str_key
 from tunecli.engine.log.task_records import record_key
 from tunecli.engine.target import as_target
@@ -27,10 +25,6 @@ from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import TuneError
 
 logger = logging.getLogger("autotvm")
-
-
-def _mean_cost(res: Any) -> float:
-    return float(np.mean(res.costs))
 
 
 class ApplyHistoryBest(DispatchContext):
@@ -59,10 +53,10 @@ class ApplyHistoryBest(DispatchContext):
         records : path, file object, iterable of (MeasureInput, MeasureResult), or nested iterables
         """
         for inp, res in _iter_records(records):
-            if res.error_no != 0:
+            if not res.ok:
                 continue
             workload = inp.task.workload
-            cost = _mean_cost(res)
+            cost = res.mean_cost
             _keep_best(self.best_by_target, record_key(inp), inp, res, cost)
             for key in inp.target.keys:
                 _keep_best(self.best_by_targetkey, (key, workload), inp, res, cost)
@@ -107,7 +101,7 @@ apply_history_best = ApplyHistoryBest
 def _keep_best(table: dict, key: tuple, inp: Any, res: Any, cost: float) -> None:
     """Store (inp, res) under key unless a record at least as fast is there (ties keep the first)."""
     old = table.get(key)
-    if old is None or cost < _mean_cost(old[1]):
+    if old is None or cost < old[1].mean_cost:
         table[key] = (inp, res)
 
 
