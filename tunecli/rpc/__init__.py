@@ -1,5 +1,6 @@
 """Distributed measurement, TVM-style: ``tunecli.rpc`` mirrors ``tvm.rpc`` (re-exports only)."""
 
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.rpc.client import (
     RemoteSession,
     TrackerSession,
@@ -14,6 +15,7 @@ from tunecli.engine.rpc.session import MeasureReply, MeasureRequest
 from tunecli.engine.rpc.tracker import Tracker, run_tracker
 
 __all__ = [
-    "MeasureReply", "MeasureRequest", "RPCRunner", "RemoteSession", "Server", "Tracker", "TrackerSession",
-    "connect", "connect_tracker", "format_summary", "query_tracker", "run_server", "run_tracker",
+    "MeasureReply", "MeasureRequest", "RPCRunner", "RemoteSession", "Server", "TimingOptions", "Tracker",
+    "TrackerSession", "connect", "connect_tracker", "format_summary", "query_tracker", "run_server",
+    "run_tracker",
 ]

@@ -133,6 +133,13 @@ BAD = [
      "min_repeat_ms, timeout, enable_cpu_cache_flush, warmup_ms, cooldown_interval, key, tracker, priority)"),
     ("check_correctness: true}", "kind: rpc, key: k, tracker: nowhere}",
      "16: measure.runner.tracker: expected HOST:PORT (e.g. 127.0.0.1:9190), got 'nowhere'"),
+    ("check_correctness: true}", "check_correctness: true, warmup_ms: -1}",
+     "16: measure.runner.warmup_ms: expected a number >= 0, got -1"),
+    ("{number: 2,", "{number: 0,", "16: measure.runner.number: expected an integer >= 1, got 0"),
+    ("{number: 2,", "{kind: ssh, number: 2,",
+     "16: measure.runner.kind: expected one of local, rpc, got 'ssh'"),
+    ("  pop_size: 8", "  mutation_prob: 2",
+     "13: tuner.mutation_prob: expected a number between 0 and 1, got 2"),
     ("  seed: 3", "  seed: 3\n  seed: 4", "13: tuner.seed: duplicate field"),
     ("  kind: ga", "  kind: ga\n bad indent", "10: invalid YAML: expected <block end>, but found '<scalar>'"),
     ("n_parallel: 2}", "n_parallel: 2",  # an unclosed brace is noticed on the next line

@@ -11,6 +11,8 @@ import pytest
 from conftest import free_servers, wait_for
 from kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir
 
+from tunecli.engine.measure import LocalBuilder, Runner
+from tunecli.engine.measure.batch import should_overlap
 from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.timing_options import TimingOptions
@@ -160,3 +162,14 @@ def test_runner_with_token(procs):
             missing.set_task(None)
     finally:
         trk.stop()
+
+
+def test_rpc_runner_is_a_runner_made_from_tvm_keywords_or_timing_options():
+    base = TimingOptions(number=7, repeat=9)
+    runner = RPCRunner("key", "127.0.0.1", 9190, 2, 3, None, 6, min_repeat_ms=5, timing=base)
+    assert (runner.priority, runner.timeout) == (2, 3.0)
+    assert runner.timing == TimingOptions(number=6, repeat=9, min_repeat_ms=5, timeout=3)
+    assert isinstance(runner, Runner) and runner.reports_each_result and runner.get_build_kwargs() == {}
+    assert not should_overlap(LocalBuilder(n_parallel=1), runner, True)  # it spreads batches over devices
+    with pytest.raises(TuneError, match="timing option warmup_ms"):
+        RPCRunner("key", "127.0.0.1", 9190, warmup_ms=-1)

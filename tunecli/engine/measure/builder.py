@@ -182,18 +182,16 @@ def make_build_job(task: Any, config: Any, target: Any = None, build_func: Calla
 
 def failure_result(outcome: CallOutcome | BuildFailure, timeout: float) -> MeasureResult:
     """The MeasureResult of a failed build (child failure or BuildFailure)."""
-    now = time.time()
     if isinstance(outcome, BuildFailure):
-        return MeasureResult((outcome.traceback, outcome.exception), MeasureErrorNo(outcome.error_no),
-                             outcome.time_cost, now)
+        return MeasureResult.failure(MeasureErrorNo(outcome.error_no), outcome.traceback, outcome.time_cost,
+                                     outcome.exception)
     if outcome.status is CallStatus.TIMEOUT:
-        return MeasureResult((outcome.detail, TimeoutError(outcome.detail)), MeasureErrorNo.BUILD_TIMEOUT,
-                             timeout, now)
+        return MeasureResult.failure(MeasureErrorNo.BUILD_TIMEOUT, outcome.detail, timeout,
+                                     TimeoutError(outcome.detail))
     if outcome.status is CallStatus.DIED:
-        return MeasureResult((outcome.detail, TuneError(outcome.detail)), MeasureErrorNo.RUNTIME_DEVICE,
-                             outcome.elapsed, now)
-    return MeasureResult((outcome.detail, TuneError("build worker raised")), MeasureErrorNo.UNKNOWN_ERROR,
-                         outcome.elapsed, now)
+        return MeasureResult.failure(MeasureErrorNo.RUNTIME_DEVICE, outcome.detail, outcome.elapsed)
+    return MeasureResult.failure(MeasureErrorNo.UNKNOWN_ERROR, outcome.detail, outcome.elapsed,
+                                 TuneError("build worker raised"))
 
 
 class Builder:

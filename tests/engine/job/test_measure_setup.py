@@ -1,0 +1,35 @@
+"""The measure section of a job becomes a builder and a runner of its kind, timed as the job says."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from tunecli.engine.job.measure_setup import close_measure_option, make_measure_option
+from tunecli.engine.job.spec import load_job
+from tunecli.engine.measure import LocalRunner, TimingOptions
+from tunecli.engine.rpc.rpc_runner import RPCRunner
+
+
+def test_the_job_timing_reaches_the_runner_whole(tmp_path: Path) -> None:
+    job_text = """\
+name: t
+tasks: [{template: dense.x86, args: {M: 8, N: 8, K: 8}}]
+tuner: {kind: random, n_trial: 1}
+measure:
+  runner: {kind: KIND, number: 2, repeat: 5, min_repeat_ms: 1.5, timeout: 3, warmup_ms: 7,
+           cooldown_interval: 0.25, enable_cpu_cache_flush: true EXTRA}
+"""
+    expected = TimingOptions(number=2, repeat=5, min_repeat_ms=1.5, timeout=3, warmup_ms=7,
+                             cooldown_interval=0.25, enable_cpu_cache_flush=True)
+    for kind, extra, cls in (("local", ", check_correctness: true", LocalRunner),
+                             ("rpc", ", key: k, tracker: '127.0.0.1:9190', priority: 3", RPCRunner)):
+        path = tmp_path / f"{kind}.yaml"
+        path.write_text(job_text.replace("KIND", kind).replace(" EXTRA", extra))
+        job = load_job(path)
+        option = make_measure_option(job)
+        runner = option["runner"]
+        want = dataclasses.replace(expected, check_correctness=kind == "local")
+        assert type(runner) is cls and job.runner.timing == want and runner.timing is job.runner.timing
+        close_measure_option(option)
+    assert (runner.key, runner.host, runner.port, runner.priority) == ("k", "127.0.0.1", 9190, 3)
