@@ -99,7 +99,3 @@ class Option:
             return self.convert(value)
         return value
 
-
-def option_table(options: tuple[Option, ...]) -> dict[str, Option]:
-    """Index ``options`` by name."""
-    return {opt.name: opt for opt in options}

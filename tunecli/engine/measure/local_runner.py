@@ -91,19 +91,7 @@ class LocalRunner(Runner):
     def run(self, measure_inputs: Sequence[MeasureInput],
             build_results: Sequence[BuildResult | MeasureResult],
             on_result: OnResult | None = None) -> list[MeasureResult]:
-        """Measure each built kernel in turn; failed builds are passed through unchanged.
-
-        Parameters
-        ----------
-        measure_inputs : sequence of MeasureInput
-        build_results : sequence of BuildResult or MeasureResult
-        on_result : callable, optional
-            ``on_result(index, result)`` is called as soon as each result is ready.
-
-        Returns
-        -------
-        list of MeasureResult
-        """
+        """Measure each built kernel in turn (see :meth:`Runner.run`); failed builds pass through."""
         results = []
         for index, (inp, built) in enumerate(zip(measure_inputs, build_results, strict=True)):
             results.append(self.run_one(inp, built))
