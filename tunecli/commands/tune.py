@@ -21,7 +21,7 @@ from rich.table import Table
 from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
 from tunecli.engine.job.text import workload_text
 from tunecli.engine.job.tune_job import TuneEvent, TuneSummary, tune_job
-from tunecli.engine.tuner.registry import TUNERS
+from tunecli.engine.tuner.tuner_kinds import TUNERS
 from tunecli.errors import LogInUseError
 
 

@@ -11,8 +11,8 @@ from tuner_helpers import StreamingMeasure, SyntheticMeasure, kernel_cost, make_
 from tunecli.engine.log.record import load_from_file
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner
 from tunecli.engine.tuner.callback import log_to_file
-from tunecli.engine.tuner.registry import TUNERS
 from tunecli.engine.tuner.tuner import Tuner
+from tunecli.engine.tuner.tuner_kinds import TUNERS
 from tunecli.engine.tuner.xgb_cost_model import LOSS_TYPES
 
 #: Options that keep a registered tuner quick on the test task, by variant name; a tuner not

@@ -9,7 +9,7 @@ A job names the tasks to tune, the tuner and how to measure::
       - template: dense.x86           # a built-in template, or "path/to/file.py:function"
         args: {N: 256, K: 256, M: 256}   # by parameter name, or a list in order
     tuner:
-      kind: xgb                       # a registered tuner (engine/tuner/registry.py)
+      kind: xgb                       # a registered tuner (engine/tuner/tuner_kinds.py)
       n_trial: 32                     # total trials per task (resumed runs count the log)
       early_stopping: 16              # optional
       seed: 0                         # optional
@@ -40,7 +40,7 @@ from tunecli.engine.job.runner_kinds import RUNNERS
 from tunecli.engine.measure.timing_options import TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
 from tunecli.engine.target import Target, as_target
-from tunecli.engine.tuner.registry import TUNERS
+from tunecli.engine.tuner.tuner_kinds import TUNERS
 from tunecli.errors import TargetError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

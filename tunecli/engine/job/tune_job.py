@@ -30,7 +30,7 @@ from tunecli.engine.log.record import load_from_file
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.tuner.callback import log_to_file
-from tunecli.engine.tuner.registry import tuner_kind
+from tunecli.engine.tuner.tuner_kinds import tuner_kind
 from tunecli.errors import LogInUseError
 
 

@@ -119,9 +119,9 @@ class LocalRunner(Runner):
         """Reference outputs for ``task`` with this argument layout (made once; empty if impossible)."""
         key = (task.name, task.args, str(task.target), specs, outputs)
         if key not in self._refs:
-            func = getattr(task, "reference", None)
+            func = task.reference
             try:
-                if callable(func):
+                if func is not None:
                     self._refs[key] = reference.numpy_reference(func, specs, outputs, SEED)
                 else:
                     self._refs[key] = reference.built_reference(self.worker, task, specs, outputs,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from tuner_helpers import make_task
 
-from tunecli.engine.tuner.registry import TUNERS, tuner_kind
+from tunecli.engine.tuner.tuner_kinds import TUNERS, tuner_kind
 from tunecli.errors import TuneError
 
 README = Path(__file__).resolve().parents[3] / "README.md"
