@@ -33,3 +33,15 @@ measure:
         assert type(runner) is cls and job.runner.timing == want and runner.timing is job.runner.timing
         close_measure_option(option)
     assert (runner.key, runner.host, runner.port, runner.priority) == ("k", "127.0.0.1", 9190, 3)
+
+
+def test_runner_options_not_given_take_their_declared_default(tmp_path: Path) -> None:
+    path = tmp_path / "rpc.yaml"
+    path.write_text("name: t\ntasks: [{template: dense.x86, args: [8, 8, 8]}]\n"
+                    "tuner: {kind: random, n_trial: 1}\n"
+                    "measure: {runner: {kind: rpc, key: k, tracker: 'h:9190'}}\n")
+    job = load_job(path)
+    assert job.runner.options == {"key": "k", "tracker": ("h", 9190)} and job.runner.timing == TimingOptions()
+    option = make_measure_option(job)
+    assert option["runner"].priority == 1
+    close_measure_option(option)

@@ -65,13 +65,14 @@ class RunnerKind:
     options: tuple[Option, ...] = ()
 
     def make(self, timing: TimingOptions, options: dict[str, Any]) -> Runner:
-        """A runner of this kind measuring with ``timing``."""
-        return self.factory(timing, options)
+        """A runner of this kind measuring with ``timing``; options not given take their default."""
+        defaults = {opt.name: opt.default for opt in self.options if opt.default is not None}
+        return self.factory(timing, {**defaults, **options})
 
 
 def _rpc_runner(timing: TimingOptions, options: dict[str, Any]) -> Runner:
     host, port = options["tracker"]
-    return RPCRunner(options["key"], host, port, priority=options.get("priority", 1), timing=timing)
+    return RPCRunner(options["key"], host, port, priority=options["priority"], timing=timing)
 
 
 _ALL_TIMING = tuple(opt.name for opt in TIMING_OPTIONS)
