@@ -81,9 +81,8 @@ def tune(task: Any, opts: argparse.Namespace) -> None:
 
 def best_record_gflops(task: Any, log: Path) -> float:
     """Best GFLOPS of ``task`` in ``log`` as measured during tuning."""
-    costs = [float(np.mean(res.costs)) for inp, res in record.load_from_file(log)
-             if res.error_no == 0 and inp.task.workload == task.workload]
-    return task.flop / min(costs) / 1e9 if costs else 0.0
+    return max((res.gflops(task.flop) for inp, res in record.load_from_file(log)
+                if inp.task.workload == task.workload), default=0.0)
 
 
 def main() -> None:

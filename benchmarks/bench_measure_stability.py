@@ -26,7 +26,6 @@ import time
 from collections import defaultdict
 
 import _common
-import numpy as np
 
 import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
@@ -89,8 +88,7 @@ def main() -> None:
                     chunk = order[k:k + 2]
                     results = measure([MeasureInput(task.target, task, c) for c in chunk])
                     for position, (config, res) in enumerate(zip(chunk, results, strict=True)):
-                        value = task.flop / float(np.mean(res.costs)) / 1e9 if res.error_no == 0 else 0.0
-                        gflops[name][config.index].append((position, value))
+                        gflops[name][config.index].append((position, res.gflops(task.flop)))
                 wall[name] += time.perf_counter() - start
     finally:
         GLOBAL_SCOPE.in_tuning = False

@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 import _common
-import numpy as np
 
 import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.log import record
@@ -137,7 +136,7 @@ class ReplayMeasure:
     def gflops(self, index: int) -> float:
         """GFLOPS of a cached config (0 for an error)."""
         res = self.cache[index]
-        return self.task.flop / float(np.mean(res.costs)) / 1e9 if res.error_no == 0 else 0.0
+        return res.gflops(self.task.flop)
 
     def close(self) -> None:
         """Stop the real builder/runner workers, if started."""
@@ -178,8 +177,7 @@ class Run:
     def feed(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         """Give the tuner the results of its batch."""
         for res in results:
-            if res.error_no == 0:
-                self.best = max(self.best, self.task.flop / float(np.mean(res.costs)) / 1e9)
+            self.best = max(self.best, res.gflops(self.task.flop))
             self.curve.append(self.best)
         start = time.perf_counter()
         self.tuner.update(inputs, results)

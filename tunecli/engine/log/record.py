@@ -49,7 +49,7 @@ def encode(inp: MeasureInput, result: MeasureResult, protocol: str = "json") -> 
     """
     if protocol != "json":
         raise RecordError(f"encode: Invalid log protocol: {protocol}")
-    costs = result.costs if result.error_no == 0 else _ERROR_COSTS
+    costs = result.costs if result.ok else _ERROR_COSTS
     row = {
         "input": (str(inp.target), inp.task.name, inp.task.args, inp.task.kwargs),
         "config": inp.config.to_json_dict(),
