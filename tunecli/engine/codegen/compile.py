@@ -2,7 +2,8 @@
 
 One target machine per (triple, cpu, features) is created and cached; all LLVM calls go through
 one lock (llvmlite is not re-entrant across threads for a shared target machine).  Optimisation
-is LLVM's O3 pipeline (new pass manager) with the loop and SLP vectorizers on.
+is LLVM's O3 pipeline (new pass manager) with the loop and SLP vectorizers on (:func:`optimise`,
+shared by the backends); :func:`compile_ir` emits the CPU's relocatable object.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import llvmlite.binding as llvm
 
 from tunecli.engine.target import Target, as_target
 from tunecli.errors import CodegenError, TargetError
+
+from .backend import LaunchShape
 
 LOCK = threading.RLock()
 
@@ -48,11 +51,48 @@ def machine_for(target: Target) -> llvm.TargetMachine:
 
 @dataclass(frozen=True)
 class Compiled:
-    """Result of compiling one module: optimised IR text and the object file."""
+    """Result of compiling one module: optimised IR text and the object.
+
+    Attributes
+    ----------
+    ir : str
+        Optimised LLVM IR text.
+    obj : bytes
+        The object: a relocatable ELF file (``object_format`` ``elf``) or PTX text (``ptx``).
+    triple : str
+        The LLVM triple compiled for.
+    object_format : str
+        ``elf`` or ``ptx``.
+    launch : LaunchShape or None
+        Grid and block of a GPU kernel; None for a CPU kernel.
+    """
 
     ir: str
     obj: bytes
     triple: str
+    object_format: str = "elf"
+    launch: LaunchShape | None = None
+
+
+def optimise(ir_text: str, tm: llvm.TargetMachine, triple: str, slp: bool = True) -> llvm.ModuleRef:
+    """Parse and verify ``ir_text`` for ``triple``, then run O3 with the loop (and SLP) vectorizers.
+
+    Call with :data:`LOCK` held.  Raises CodegenError when the IR does not verify.
+    """
+    try:
+        mod = llvm.parse_assembly(ir_text)
+        mod.triple = triple
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+    except RuntimeError as err:
+        raise CodegenError(f"codegen: generated LLVM IR is invalid: {err}") from None
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = slp
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+    return mod
 
 
 def compile_ir(ir_text: str, target: Target, slp: bool = True) -> Compiled:
@@ -76,19 +116,7 @@ def compile_ir(ir_text: str, target: Target, slp: bool = True) -> Compiled:
     """
     tm = machine_for(target)
     with LOCK:
-        try:
-            mod = llvm.parse_assembly(ir_text)
-            mod.triple = target.llvm_triple
-            mod.data_layout = str(tm.target_data)
-            mod.verify()
-        except RuntimeError as err:
-            raise CodegenError(f"codegen: generated LLVM IR is invalid: {err}") from None
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = slp
-        pb = llvm.create_pass_builder(tm, pto)
-        pm = pb.getModulePassManager()
-        pm.run(mod, pb)
+        mod = optimise(ir_text, tm, target.llvm_triple, slp)
         obj = tm.emit_object(mod)
         return Compiled(str(mod), bytes(obj), target.llvm_triple)
 

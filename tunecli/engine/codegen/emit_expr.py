@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
@@ -21,7 +22,10 @@ from tunecli.errors import CodegenError
 
 from . import emit_intrinsic
 from .convert import convert, from_memory
-from .llvm_types import I1, I64, PTR, constant, dtype_of, element_bytes, memory_type, value_type
+from .llvm_types import I1, I64, constant, dtype_of, element_bytes, memory_type, value_type
+
+if TYPE_CHECKING:
+    from .backend import Backend
 
 FLOAT_FLAGS = ("contract",)
 _CMP = {E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=", E.EQ: "==", E.NE: "!="}
@@ -48,11 +52,16 @@ def _nonzero_constant(e: E.Expr) -> bool:
 
 
 class ExprEmitter:
-    """Emit expressions into ``builder``; ``vars`` and ``buffers`` bind IR names to LLVM values."""
+    """Emit expressions into ``builder``; ``vars`` and ``buffers`` bind IR names to LLVM values.
 
-    def __init__(self, module: ir.Module, builder: ir.IRBuilder):
+    ``backend`` answers the target-specific questions (math functions, target-only calls).
+    Buffer pointers may be in any address space: accesses keep the space of the buffer's pointer.
+    """
+
+    def __init__(self, module: ir.Module, builder: ir.IRBuilder, backend: Backend):
         self.module = module
         self.builder = builder
+        self.backend = backend
         self.vars: dict[E.Var, ir.Value] = {}
         self.buffers: dict[Buffer, ir.Value] = {}
         self.mask: ir.Value | None = None  # lanes of a vector Select being evaluated
@@ -288,8 +297,8 @@ class ExprEmitter:
             index = self.builder.sext(index, wide) if t.code == "int" else self.builder.zext(index, wide)
         ptr = self.builder.gep(self.base_pointer(buffer), [index], inbounds=True,
                                source_etype=memory_type(buffer.dtype))
-        if t.lanes > 1:
-            ptr.type = ir.VectorType(PTR, t.lanes)  # llvmlite does not infer vector GEP results
+        if t.lanes > 1:  # llvmlite does not infer vector GEP results
+            ptr.type = ir.VectorType(self.base_pointer(buffer).type, t.lanes)
         return ptr
 
     def _load(self, e: E.BufferLoad) -> ir.Value:
@@ -310,7 +319,7 @@ class ExprEmitter:
                 raw = bld.load(ptr, typ=vt, align=align)
             else:
                 fn = emit_intrinsic.declare(self, "llvm.masked.load", vt,
-                                        [PTR, ir.IntType(32), self.mask.type, vt], [vt, PTR])
+                                            [ptr.type, ir.IntType(32), self.mask.type, vt], [vt, ptr.type])
                 raw = bld.call(fn, [ptr, ir.Constant(ir.IntType(32), align), self.mask,
                                     ir.Constant(vt, None)])
         else:
@@ -347,7 +356,7 @@ class ExprEmitter:
         return emit_intrinsic.emit_call(self, e)
 
     def _float_call(self, name: str, dtype: str, args: list[ir.Value]) -> ir.Value:
-        return emit_intrinsic.call_float_intrinsic(self, name, dtype, args)
+        return self.backend.math_call(self, name, dtype, args)
 
 
 def unit_stride(index: E.Expr) -> bool:

@@ -1,9 +1,10 @@
-"""Math calls (``exp``, ``sqrt``, ``fma``, ...) as LLVM intrinsics, and intrinsic declaration.
+"""Math calls (``exp``, ``sqrt``, ``fma``, ...) and intrinsic declaration, for every backend.
 
-Scalar and vector operands are handled alike (LLVM's vector intrinsics, ``llvm.sqrt.v16f32``),
-except ``exp`` and ``tanh`` of float32 vectors, which LLVM would split into one libm call per
-lane: :mod:`.vector_math` computes all lanes at once.  Functions without an LLVM intrinsic
-(``erf``) call libm per lane.
+The IR's math functions and their arities are the same on every target; which LLVM intrinsic
+or library function computes each one is the backend's choice (``Backend.math_call``), given
+the tables here: the LLVM intrinsic of each function (scalar and vector operands alike, as
+``llvm.sqrt.v16f32``) and :func:`call_per_lane` for library functions taking scalars.
+``sigmoid``, ``rsqrt`` and the integer ``fabs`` are composed here from the others.
 """
 
 from __future__ import annotations
@@ -13,29 +14,29 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from tunecli.engine.ir import expr as E
-from tunecli.engine.ir.dtype import DataType
 from tunecli.errors import CodegenError
 
 from .llvm_types import constant, dtype_of, value_type
-from .vector_math import emit_exp, emit_tanh, is_vector_f32
 
 if TYPE_CHECKING:
     from .emit_expr import ExprEmitter
 
 # IR call name -> (LLVM intrinsic base name, number of operands)
-_FLOAT_INTRINSICS = {
+LLVM_INTRINSICS = {
     "exp": ("llvm.exp", 1), "exp2": ("llvm.exp2", 1), "log": ("llvm.log", 1), "log2": ("llvm.log2", 1),
     "log10": ("llvm.log10", 1), "sqrt": ("llvm.sqrt", 1), "tanh": ("llvm.tanh", 1), "sin": ("llvm.sin", 1),
     "cos": ("llvm.cos", 1), "tan": ("llvm.tan", 1), "fabs": ("llvm.fabs", 1), "floor": ("llvm.floor", 1),
     "ceil": ("llvm.ceil", 1), "trunc": ("llvm.trunc", 1), "round": ("llvm.roundeven", 1),
     "pow": ("llvm.pow", 2), "fma": ("llvm.fma", 3),
 }
-_LIBM = {"erf": {32: "erff", 64: "erf"}}
-_VECTOR_MATH = {"exp": emit_exp, "tanh": emit_tanh}
+# IR call name -> number of operands, for the float functions without an LLVM intrinsic
+LIBRARY_FUNCTIONS = {"erf": 1}
+# every float math function -> number of operands
+MATH_FUNCTIONS = {name: n for name, (_, n) in LLVM_INTRINSICS.items()} | LIBRARY_FUNCTIONS
 
 
 def suffix(ty: ir.Type) -> str:
-    """LLVM's mangling of an overloaded intrinsic type: ``f32``, ``v16f32``, ``i32``, ``p0``."""
+    """LLVM's mangling of an overloaded intrinsic type: ``f32``, ``v16f32``, ``i32``, ``p0``, ``p1``."""
     if isinstance(ty, ir.VectorType):
         return f"v{ty.count}{suffix(ty.element)}"
     if isinstance(ty, ir.HalfType):
@@ -47,7 +48,7 @@ def suffix(ty: ir.Type) -> str:
     if isinstance(ty, ir.IntType):
         return f"i{ty.width}"
     if isinstance(ty, ir.PointerType):
-        return "p0"
+        return f"p{ty.addrspace}"
     raise CodegenError(f"codegen: no intrinsic mangling for LLVM type {ty}")
 
 
@@ -58,32 +59,33 @@ def declare(em: ExprEmitter, base: str, ret: ir.Type, args: list[ir.Type],
     return em.declare(name, ret, args)
 
 
-def call_float_intrinsic(em: ExprEmitter, name: str, dtype: str, args: list[ir.Value]) -> ir.Value:
-    """Call the LLVM intrinsic for IR call ``name`` on float operands of ``dtype``."""
-    base, _ = _FLOAT_INTRINSICS[name]
+def call_llvm_intrinsic(em: ExprEmitter, name: str, dtype: str, args: list[ir.Value]) -> ir.Value:
+    """Call the LLVM intrinsic of math function ``name`` on operands of ``dtype``."""
+    base, _ = LLVM_INTRINSICS[name]
     ty = value_type(dtype)
-    if name in _VECTOR_MATH and is_vector_f32(ty):
-        return _VECTOR_MATH[name](em, args[0])
     fn = declare(em, base, ty, [ty] * len(args), [ty])
     return em.builder.call(fn, args)
 
 
 def emit_call(em: ExprEmitter, e: E.Call) -> ir.Value:
     """Emit the pure intrinsic call ``e``; raise CodegenError for an unknown name or bad operand."""
-    t = dtype_of(e.dtype)
+    value = em.backend.target_call(em, e)
+    if value is not None:
+        return value
     if e.name == "sigmoid":
         _check_arity(e, 1)
         _check_float(e)
         x = em.expr(e.args[0])
         one = constant(e.dtype, 1.0)
         neg = em.builder.fsub(constant(e.dtype, 0.0), x)
-        exp = call_float_intrinsic(em, "exp", e.dtype, [neg])
+        exp = em.backend.math_call(em, "exp", e.dtype, [neg])
         return em.builder.fdiv(one, em.builder.fadd(one, exp))
     if e.name == "rsqrt":
         _check_arity(e, 1)
         _check_float(e)
-        root = call_float_intrinsic(em, "sqrt", e.dtype, [em.expr(e.args[0])])
+        root = em.backend.math_call(em, "sqrt", e.dtype, [em.expr(e.args[0])])
         return em.builder.fdiv(constant(e.dtype, 1.0), root)
+    t = dtype_of(e.dtype)
     if e.name == "fabs" and not t.is_float:
         _check_arity(e, 1)
         x = em.expr(e.args[0])
@@ -91,34 +93,26 @@ def emit_call(em: ExprEmitter, e: E.Call) -> ir.Value:
             return x
         fn = declare(em, "llvm.abs", x.type, [x.type, ir.IntType(1)], [x.type])
         return em.builder.call(fn, [x, ir.Constant(ir.IntType(1), 0)])
-    if e.name in _FLOAT_INTRINSICS:
-        _check_arity(e, _FLOAT_INTRINSICS[e.name][1])
+    if e.name in MATH_FUNCTIONS:
+        _check_arity(e, MATH_FUNCTIONS[e.name])
         _check_float(e)
-        return call_float_intrinsic(em, e.name, e.dtype, [em.expr(a) for a in e.args])
-    if e.name in _LIBM:
-        _check_arity(e, 1)
-        _check_float(e)
-        x = em.expr(e.args[0])
-        if t.bits == 16:  # no half-precision libm: compute in float32
-            wide = str(DataType("float", 32, t.lanes))
-            y = _libm_per_lane(em, _LIBM[e.name][32], wide, em.builder.fpext(x, value_type(wide)))
-            return em.builder.fptrunc(y, x.type)
-        return _libm_per_lane(em, _LIBM[e.name][t.bits], e.dtype, x)
+        return em.backend.math_call(em, e.name, e.dtype, [em.expr(a) for a in e.args])
     raise CodegenError(f"codegen: unknown intrinsic {e.name!r} in {e}; known: "
-                       f"{sorted([*_FLOAT_INTRINSICS, *_LIBM, 'sigmoid', 'rsqrt'])}")
+                       f"{sorted([*MATH_FUNCTIONS, 'sigmoid', 'rsqrt'])}")
 
 
-def _libm_per_lane(em: ExprEmitter, symbol: str, dtype: str, x: ir.Value) -> ir.Value:
-    """Call the scalar libm function ``symbol`` on each lane of ``x``."""
+def call_per_lane(em: ExprEmitter, symbol: str, dtype: str, args: list[ir.Value]) -> ir.Value:
+    """Call the scalar function ``symbol`` (a library's) on each lane of ``args`` of ``dtype``."""
     t = dtype_of(dtype)
     scalar = value_type(t.element)
-    fn = em.declare(symbol, scalar, [scalar])
+    fn = em.declare(symbol, scalar, [scalar] * len(args))
     if t.lanes == 1:
-        return em.builder.call(fn, [x])
-    out = ir.Constant(x.type, ir.Undefined)
+        return em.builder.call(fn, args)
+    out = ir.Constant(args[0].type, ir.Undefined)
     for lane in range(t.lanes):
         idx = ir.Constant(ir.IntType(32), lane)
-        out = em.builder.insert_element(out, em.builder.call(fn, [em.builder.extract_element(x, idx)]), idx)
+        lanes = [em.builder.extract_element(a, idx) for a in args]
+        out = em.builder.insert_element(out, em.builder.call(fn, lanes), idx)
     return out
 
 

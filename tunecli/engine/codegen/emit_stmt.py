@@ -1,40 +1,52 @@
-"""Emission of IR statements: loops, stores, allocations, conditionals.
+"""Emission of IR statements: loops, stores, allocations, conditionals, for every backend.
 
 By the time a statement reaches :class:`StmtEmitter`, unrolled loops have been expanded and
-vectorized loops rewritten to Ramp/Broadcast vector code (``unroll.py``, ``vectorize.py``);
-loops of those kinds that remain (non-constant extents) run as serial loops.  ``parallel``
-loops are outlined by ``parallel.py``.  Allocations live in the function's entry block
-(``alloca``, 64-byte aligned, so SROA/mem2reg turn local accumulators into registers) unless
-they are large, in which case they come from ``aligned_alloc``/``free``.
+vectorized loops rewritten to Ramp/Broadcast vector code (``transform.unroll``,
+``transform.vectorize``); loops of those kinds that remain (non-constant extents) run as serial
+loops.  The backend emits the loops its target runs otherwise (``parallel`` loops on a CPU,
+thread-bound loops on a GPU) and places allocations; :meth:`StmtEmitter.alloca` puts a stack
+array in the function's entry block (64-byte aligned, so SROA/mem2reg turn local accumulators
+into registers).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
+from tunecli.engine.target import Target
 from tunecli.errors import CodegenError
 
-from . import emit_intrinsic, parallel
+from . import emit_intrinsic
 from .convert import convert, to_memory
 from .emit_expr import ExprEmitter, single_index, unit_stride
-from .llvm_types import I64, PTR, VOID, dtype_of, element_bytes, memory_type, value_type
+from .llvm_types import PTR, VOID, dtype_of, element_bytes, memory_type, value_type
+
+if TYPE_CHECKING:
+    from .backend import Backend, LaunchShape
 
 ALIGN = 64
-STACK_LIMIT = {"local": 512 * 1024, "global": 32 * 1024}  # bytes kept on the stack per scope
 
 
 @dataclass
 class FunctionContext:
-    """Per-module state shared by the kernel and the functions outlined from it."""
+    """Per-module state shared by the kernel and the functions outlined from it.
+
+    ``num_threads`` and ``outlined`` belong to the CPU's parallel loops; ``launch`` is set by a
+    GPU backend when it declares the kernel.
+    """
 
     module: ir.Module
     entry_name: str
+    backend: Backend
+    target: Target
     num_threads: ir.GlobalVariable | None = None
     outlined: list[str] = field(default_factory=list)
+    launch: LaunchShape | None = None
 
 
 class StmtEmitter(ExprEmitter):
@@ -55,7 +67,7 @@ class StmtEmitter(ExprEmitter):
         body = function.append_basic_block("body")
         self._allocas = ir.IRBuilder(entry)
         self._entry_jump = self._allocas.branch(body)
-        super().__init__(ctx.module, ir.IRBuilder(body))
+        super().__init__(ctx.module, ir.IRBuilder(body), ctx.backend)
         self.ctx = ctx
         self.function = function
         self.in_parallel = in_parallel
@@ -78,6 +90,10 @@ class StmtEmitter(ExprEmitter):
         slot.align = align
         slot.type = PTR  # opaque pointer: accesses give their own element type
         return slot
+
+    def stack_array(self, buffer: S.Buffer) -> ir.Value:
+        """An ``alloca`` holding all elements of ``buffer`` (at least one)."""
+        return self.alloca(ir.ArrayType(memory_type(buffer.dtype), max(buffer.size, 1)))
 
     # statements ---------------------------------------------------------------------------------
     def _seq(self, s: S.SeqStmt) -> None:
@@ -163,7 +179,7 @@ class StmtEmitter(ExprEmitter):
         if contiguous:
             ptr = self.element_pointer(buf, self.expr(index.base), index.base.dtype)
             fn = emit_intrinsic.declare(self, "llvm.masked.store", VOID,
-                                        [value.type, PTR, align.type, mask.type], [value.type, PTR])
+                                        [value.type, ptr.type, align.type, mask.type], [value.type, ptr.type])
             self.builder.call(fn, [value, ptr, align, mask])
             return
         ptrs = self.element_pointer(buf, self.expr(index), index.dtype)
@@ -175,30 +191,18 @@ class StmtEmitter(ExprEmitter):
         buf = s.buffer
         if buf in self.buffers:
             raise CodegenError(f"codegen: buffer {buf.name!r} is allocated twice")
-        nbytes = max(buf.size, 1) * element_bytes(buf.dtype)
-        limit = STACK_LIMIT.get(buf.scope, STACK_LIMIT["global"])
-        if nbytes <= limit:
-            self.buffers[buf] = self.alloca(ir.ArrayType(memory_type(buf.dtype), max(buf.size, 1)))
-            try:
-                self.stmt(s.body)
-            finally:
-                del self.buffers[buf]
-            return
-        rounded = (nbytes + ALIGN - 1) // ALIGN * ALIGN
-        alloc = self.declare("aligned_alloc", PTR, [I64, I64])
-        free = self.declare("free", VOID, [PTR])
-        ptr = self.builder.call(alloc, [ir.Constant(I64, ALIGN), ir.Constant(I64, rounded)])
+        ptr, release = self.backend.allocate(self, buf)
         self.buffers[buf] = ptr
         try:
             self.stmt(s.body)
         finally:
             del self.buffers[buf]
-        self.builder.call(free, [ptr])
+        if release is not None:
+            release()
 
     # loops ------------------------------------------------------------------------------------------
     def _for(self, s: S.For) -> None:
-        if s.kind == S.PARALLEL and not self.in_parallel and self.mask is None:
-            parallel.emit_parallel_for(self, s)
+        if self.backend.emit_loop(self, s):
             return
         ty = value_type(s.loop_var.dtype)
         lo = self.loop_bound(s.min, s.loop_var.dtype)

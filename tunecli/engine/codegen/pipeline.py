@@ -3,8 +3,10 @@
 1. ``flatten``: multi-dimensional accesses → one row-major index;
 2. ``vectorize``: ``vectorized`` loops → Ramp/Broadcast vector code (or serial loops);
 3. ``unroll``: ``unrolled`` loops → copies of their body with constant loop variables;
-4. emission of LLVM IR (``emit_stmt``/``emit_expr``; ``parallel`` loops outlined for libgomp);
-5. ``compile``: O3 with the loop/SLP vectorizers, object emission for the target.
+4. emission of LLVM IR by the shared emitters (``emit_stmt``/``emit_expr``), asking the target's
+   backend (``backend_table``) where targets differ: the kernel's declaration, ``parallel`` or
+   thread-bound loops, allocations, math functions;
+5. the backend's compilation: O3, then an object file (CPU) or PTX text (NVPTX).
 """
 
 from __future__ import annotations
@@ -18,28 +20,37 @@ from tunecli.engine.target import Target, as_target
 from tunecli.engine.transform.flatten import flatten
 from tunecli.engine.transform.unroll import unroll
 from tunecli.engine.transform.vectorize import vectorize
-from tunecli.errors import CodegenError
+from tunecli.errors import CodegenError, TargetError
 
-from . import compile as cc
+from .backend import EmittedKernel
+from .backend_table import backend_for
+from .compile import Compiled
 from .compiled_kernel import ArgSpec, CompiledKernel
 from .emit_stmt import FunctionContext, StmtEmitter
-from .llvm_types import PTR, VOID
 
 
 def prepare(func: PrimFunc, target: Target | str | None = None) -> PrimFunc:
     """Apply the IR → IR codegen passes (flatten, vectorize, unroll) to ``func`` for ``target``."""
-    natural_lanes = max(1, as_target(target).vector_bits // 32)
+    t = as_target(target)
+    natural_lanes = backend_for(t).natural_lanes(t)
     body = unroll(vectorize(flatten(func.body), natural_lanes))
     return PrimFunc(func.name, func.params, body, func.attrs)
 
 
 def emit_llvm(func: PrimFunc, target: Target | str | None = None) -> str:
-    """LLVM IR text (unoptimised) of ``func``: ``void <name>(ptr noalias, ...)``."""
-    return _emit(func, as_target(target))[0]
+    """LLVM IR text (unoptimised) of ``func``: ``void <name>(ptr noalias, ...)`` on a CPU."""
+    return _emit(func, as_target(target)).ir
 
 
-def _emit(func: PrimFunc, t: Target) -> tuple[str, bool]:
-    """LLVM IR text of ``func`` and whether it holds explicit vector code."""
+def compile_kernel(func: PrimFunc, target: Target | str | None = None) -> Compiled:
+    """Emit and compile ``func`` for ``target``: an ELF object (``llvm``) or PTX text (``cuda``)."""
+    t = as_target(target)
+    return backend_for(t).compile(_emit(func, t), t)
+
+
+def _emit(func: PrimFunc, t: Target) -> EmittedKernel:
+    """The LLVM IR of ``func`` for ``t``, built by the shared emitters and ``t``'s backend."""
+    backend = backend_for(t)
     if not func.name.isidentifier():
         raise CodegenError(f"codegen: kernel name {func.name!r} is not a valid symbol name")
     seen = set()
@@ -49,16 +60,14 @@ def _emit(func: PrimFunc, t: Target) -> tuple[str, bool]:
         seen.add(id(p))
     prepared = prepare(func, t)
     module = ir.Module(name=func.name)
-    module.triple = t.llvm_triple
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * len(func.params)), func.name)
-    for arg, buf in zip(fn.args, func.params, strict=True):
-        arg.name = buf.name
-        arg.add_attribute("noalias")
-    em = StmtEmitter(FunctionContext(module, func.name), fn)
+    module.triple = backend.triple(t)
+    ctx = FunctionContext(module, func.name, backend, t)
+    fn = backend.declare_kernel(ctx, prepared)
+    em = StmtEmitter(ctx, fn)
     em.buffers.update(zip(func.params, fn.args, strict=True))
     em.stmt(prepared.body)
     em.builder.ret_void()
-    return str(module), has_vector_code(prepared.body)
+    return EmittedKernel(func.name, str(module), has_vector_code(prepared.body), ctx.launch)
 
 
 def has_vector_code(stmt: Stmt) -> bool:
@@ -81,8 +90,10 @@ def codegen(func: PrimFunc, target: Target | str | None = None) -> CompiledKerne
     The result is a record; ``tunecli.engine.build`` wraps it in a callable runtime Module.
     """
     t = as_target(target)
-    text, vector = _emit(func, t)
-    compiled = cc.compile_ir(text, t, slp=not vector)
+    if backend_for(t).object_format != "elf":
+        raise TargetError(f"codegen: target {str(t)!r} compiles to {backend_for(t).object_format} "
+                          "(compile_kernel), which no runtime here loads")
+    compiled = compile_kernel(func, t)
     written = stored_buffers(func.body)
     specs = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, b in written) for b in func.params)
     return CompiledKernel(compiled.obj, func.name, specs, t, compiled.ir)

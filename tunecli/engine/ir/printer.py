@@ -54,6 +54,8 @@ def stmt_str(s: Any, indent: int = 0) -> str:
         return "".join(stmt_str(x, indent) for x in s.stmts)
     if isinstance(s, S.For):
         kind = "" if s.kind == S.SERIAL else f"{s.kind} "
+        if s.thread_tag:
+            kind = f"thread_binding({s.thread_tag}) {kind}"
         head = f"{pad}{kind}for ({s.loop_var.name}, {expr_str(s.min)}, {expr_str(s.extent)}) {{\n"
         return head + stmt_str(s.body, indent + 1) + pad + "}\n"
     if isinstance(s, S.BufferStore):

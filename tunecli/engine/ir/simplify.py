@@ -111,7 +111,7 @@ class _Simplifier(Mutator):
             del self.ranges[s.loop_var]
         if lo is s.min and ext is s.extent and body is s.body:
             return s
-        return S.For(s.loop_var, lo, ext, s.kind, body)
+        return s.replace(min=lo, extent=ext, body=body)
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt | None:
         cond = self.visit(s.condition)

@@ -64,15 +64,22 @@ class Stmt(Node):
 
 
 class For(Stmt):
-    """``for loop_var in [min, min + extent)`` with kind serial, parallel, vectorized or unrolled."""
+    """``for loop_var in [min, min + extent)`` with kind serial, parallel, vectorized or unrolled.
 
-    __slots__ = ("loop_var", "min", "extent", "kind", "body")
+    ``thread_tag`` names the GPU thread axis the loop is bound to (``blockIdx.x``, ``threadIdx.y``,
+    ``vthread`` ...: ``Stage.bind``), else it is None.  A backend without threads runs a bound
+    loop as a loop of its kind; a GPU backend maps it to the block or thread index.
+    """
+
+    __slots__ = ("loop_var", "min", "extent", "kind", "body", "thread_tag")
     _fields = ("min", "extent", "body")
 
-    def __init__(self, loop_var: Var, min: Any, extent: Any, kind: str, body: Stmt):
+    def __init__(self, loop_var: Var, min: Any, extent: Any, kind: str, body: Stmt,
+                 thread_tag: str | None = None):
         if kind not in FOR_KINDS:
             raise ValueError(f"unknown loop kind {kind!r}")
-        _init(self, loop_var=loop_var, min=convert(min), extent=convert(extent), kind=kind, body=body)
+        _init(self, loop_var=loop_var, min=convert(min), extent=convert(extent), kind=kind, body=body,
+              thread_tag=thread_tag or None)
 
 
 class BufferStore(Stmt):

@@ -70,7 +70,9 @@ class NestBuilder:
             if isinstance(ext, E.IntImm) and ext.value == 1:
                 body = substitute(body, {iv.var: E.IntImm(0)})
             else:
-                body = S.For(iv.var, E.IntImm(0), ext, self._kind(stage, iv), body)
+                bound = stage.bindings.get(iv)
+                body = S.For(iv.var, E.IntImm(0), ext, self._kind(stage, iv), body,
+                             thread_tag=bound.thread_tag if bound is not None else None)
             max_step = pragma_max_step(stage.pragmas.get(iv, []))
             if max_step is not None:  # TVM: the pragma scope holds the loop of iv itself
                 body = auto_unroll(body, max_step, keep=self.bound_vars)
@@ -79,7 +81,8 @@ class NestBuilder:
     @staticmethod
     def _kind(stage: Any, iv: Any) -> str:
         """Loop kind of ``iv``: ``serial`` for a thread-bound axis (``Stage.bind``: its
-        annotations are ignored, as TVM ignores them on bound axes), else its annotation."""
+        annotations are ignored, as TVM ignores them on bound axes; the loop carries the thread
+        tag instead), else its annotation."""
         if iv in stage.bindings:
             return S.SERIAL
         return stage.iter_var_attrs.get(iv, S.SERIAL)

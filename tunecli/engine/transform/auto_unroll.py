@@ -108,4 +108,4 @@ class _AutoUnroll:
         kind = S.UNROLLED if unroll else s.kind
         if body is s.body and kind == s.kind:
             return s
-        return S.For(s.loop_var, s.min, s.extent, kind, body)
+        return s.replace(kind=kind, body=body)

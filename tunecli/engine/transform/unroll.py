@@ -38,10 +38,10 @@ class _Unroll(Mutator):
     def visit_For(self, s: S.For) -> S.Stmt:
         body = self.visit(s.body)
         if s.kind != S.UNROLLED:
-            return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body)
+            return s if body is s.body else s.replace(body=body)
         if (isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)
                 and 0 <= s.extent.value <= MAX_UNROLL and s.extent.value * node_count(body) <= MAX_NODES):
             lo, n = s.min.value, s.extent.value
             copies = [substitute(body, {s.loop_var: E.const(lo + i, s.loop_var.dtype)}) for i in range(n)]
             return S.SeqStmt(copies) if copies else S.Evaluate(E.const(0))
-        return S.For(s.loop_var, s.min, s.extent, S.SERIAL, body)
+        return s.replace(kind=S.SERIAL, body=body)

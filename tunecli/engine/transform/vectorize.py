@@ -62,8 +62,8 @@ class _LoopPass(Mutator):
     def visit_For(self, s: S.For) -> S.Stmt:
         body = self.visit(s.body)
         if s.kind != S.VECTORIZED:
-            return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body)
-        serial = S.For(s.loop_var, s.min, s.extent, S.SERIAL, body)
+            return s if body is s.body else s.replace(body=body)
+        serial = s.replace(kind=S.SERIAL, body=body)
         if not isinstance(s.extent, E.IntImm) or not 1 <= s.extent.value <= MAX_LANES or _lanes(s.min) > 1:
             return serial
         try:
@@ -199,7 +199,7 @@ class _Vectorizer(Mutator):
         lo = self.scalar(self.visit(s.min), f"the start of loop {s.loop_var.name}")
         extent = self.scalar(self.visit(s.extent), f"the extent of loop {s.loop_var.name}")
         body = self.visit(s.body)
-        return S.For(s.loop_var, lo, extent, s.kind, body)
+        return s.replace(min=lo, extent=extent, body=body)
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
         # a lane-dependent condition stays a vector: codegen masks the loads and stores under it

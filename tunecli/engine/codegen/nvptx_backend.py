@@ -1,0 +1,179 @@
+"""The NVPTX backend: CUDA kernels as PTX text through LLVM's NVPTX target.
+
+* kernel: ``ptx_kernel void <name>(ptr addrspace(1) noalias <buffer>, ...)``, the buffers in
+  global memory;
+* loops bound to ``blockIdx.x|y|z`` / ``threadIdx.x|y|z``: the loop variable is ``min`` plus the
+  block or thread index (``llvm.nvvm.read.ptx.sreg.ctaid.x`` / ``.tid.x``, PTX ``%ctaid.x`` /
+  ``%tid.x``).  The launch shape is the largest extent bound to each axis; a loop with a
+  smaller extent runs in the threads below its extent only.  Other loops (``vthread``,
+  ``parallel`` ...) are loops in each thread;
+* allocations: scope ``shared`` in shared memory (address space 3, one array per block),
+  ``local`` on the thread's stack (registers or local memory); a ``global`` temporary would need
+  device memory from the host and is refused;
+* math: the LLVM intrinsics NVPTX has instructions for (``sqrt``, ``fabs``, ``floor``, ``fma`` ...),
+  else libdevice's ``__nv_*`` functions (whoever loads the PTX links libdevice);
+* ``tvm_storage_sync("shared")``: ``llvm.nvvm.barrier0`` (``bar.sync 0``);
+* compilation: O3 for ``nvptx64-nvidia-cuda`` and the target's ``-arch`` (default ``sm_80``),
+  PTX text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from llvmlite import ir
+
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ir import stmt as S
+from tunecli.engine.ir.dtype import DataType
+from tunecli.engine.ir.visitor import Visitor
+from tunecli.engine.target import Target
+from tunecli.errors import CodegenError, TargetError
+
+from . import compile as cc
+from .backend import Backend, EmittedKernel, LaunchShape, Release, declare_pointer_params
+from .convert import convert
+from .emit_expr import ExprEmitter
+from .emit_intrinsic import call_llvm_intrinsic, call_per_lane
+from .emit_stmt import FunctionContext, StmtEmitter
+from .llvm_types import I32, VOID, constant, dtype_of, memory_type, value_type
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DEFAULT_ARCH = "sm_80"
+GLOBAL = 1  # NVPTX address spaces
+SHARED = 3
+# thread tag -> (PTX special register, axis)
+THREAD_REGISTERS = {
+    f"{tag}.{axis}": (reg, axis)
+    for tag, reg in (("blockIdx", "ctaid"), ("threadIdx", "tid")) for axis in "xyz"
+}
+_NATIVE_MATH = {"sqrt", "fabs", "floor", "ceil", "trunc", "round", "fma"}
+
+
+def sm_arch(target: Target) -> str:
+    """The SM architecture of ``target``: ``-arch`` (``cuda``) or ``-mcpu`` (``nvptx``), else sm_80."""
+    arch = str(target.attrs.get("arch") or target.attrs.get("mcpu") or DEFAULT_ARCH)
+    if not re.fullmatch(r"sm_\d+[af]?", arch):
+        raise TargetError(f"codegen: {arch!r} in target {str(target)!r} is not an SM architecture "
+                          "such as sm_80")
+    return arch
+
+
+class NVPTXBackend(Backend):
+    """CUDA GPUs through LLVM's NVPTX target (targets ``cuda`` and ``nvptx``)."""
+
+    name: ClassVar[str] = "nvptx"
+    object_format: ClassVar[str] = "ptx"
+
+    def triple(self, target: Target) -> str:
+        return TRIPLE
+
+    def natural_lanes(self, target: Target) -> int:
+        return 4  # 128-bit loads and stores (ld.global.v4.f32)
+
+    def declare_kernel(self, ctx: FunctionContext, func: S.PrimFunc) -> ir.Function:
+        ctx.launch = launch_shape(func)
+        fn = declare_pointer_params(ctx.module, func, ir.PointerType(addrspace=GLOBAL))
+        fn.calling_convention = "ptx_kernel"
+        return fn
+
+    def emit_loop(self, em: StmtEmitter, s: S.For) -> bool:
+        if s.thread_tag not in THREAD_REGISTERS:
+            return False
+        reg, axis = THREAD_REGISTERS[s.thread_tag]
+        bld = em.builder
+        read = em.declare(f"llvm.nvvm.read.ptx.sreg.{reg}.{axis}", I32, [])
+        index = convert(bld, bld.call(read, []), "int32", s.loop_var.dtype)
+        value = index
+        if not (isinstance(s.min, E.IntImm) and s.min.value == 0):
+            value = bld.add(em.loop_bound(s.min, s.loop_var.dtype), index)
+        launched = _launched_extent(em.ctx.launch, s.thread_tag)
+        with em.binding(s.loop_var, value):
+            if s.extent.value < launched:
+                with bld.if_then(bld.icmp_signed("<", index, constant(s.loop_var.dtype, s.extent.value))):
+                    em.stmt(s.body)
+            else:
+                em.stmt(s.body)
+        return True
+
+    def allocate(self, em: StmtEmitter, buffer: S.Buffer) -> tuple[ir.Value, Release]:
+        if buffer.scope == "shared":
+            ty = ir.ArrayType(memory_type(buffer.dtype), max(buffer.size, 1))
+            array = ir.GlobalVariable(em.module, ty, em.module.get_unique_name(f"{buffer.name}_shared"),
+                                      addrspace=SHARED)
+            array.linkage = "internal"
+            array.initializer = ir.Constant(ty, ir.Undefined)
+            array.align = 16
+            array.type = ir.PointerType(addrspace=SHARED)  # opaque pointer, as buffer parameters
+            return array, None
+        if buffer.scope == "local":
+            return em.stack_array(buffer), None
+        raise CodegenError(f"codegen: temporary {buffer.name!r} of {em.ctx.entry_name} has scope "
+                           f"{buffer.scope!r}; a CUDA kernel holds only 'local' and 'shared' temporaries")
+
+    def math_call(self, em: ExprEmitter, name: str, dtype: str, args: list[ir.Value]) -> ir.Value:
+        if name in _NATIVE_MATH:
+            return call_llvm_intrinsic(em, name, dtype, args)
+        t = dtype_of(dtype)
+        if t.bits == 16:  # libdevice has no half-precision functions: compute in float32
+            wide = str(DataType("float", 32, t.lanes))
+            widened = [em.builder.fpext(a, value_type(wide)) for a in args]
+            return em.builder.fptrunc(call_per_lane(em, f"__nv_{name}f", wide, widened), args[0].type)
+        return call_per_lane(em, f"__nv_{name}f" if t.bits == 32 else f"__nv_{name}", dtype, args)
+
+    def target_call(self, em: ExprEmitter, e: E.Call) -> ir.Value | None:
+        if e.name != "tvm_storage_sync":
+            return None
+        scope = e.args[0].value if e.args and isinstance(e.args[0], E.StringImm) else None
+        if scope != "shared":
+            raise CodegenError(f"codegen: {e} synchronises scope {scope!r}; the NVPTX backend "
+                               "synchronises 'shared' only")
+        em.builder.call(em.declare("llvm.nvvm.barrier0", VOID, []), [])
+        return constant(e.dtype, 0)
+
+    def compile(self, kernel: EmittedKernel, target: Target) -> cc.Compiled:
+        tm = cc.target_machine(TRIPLE, sm_arch(target), "")
+        with cc.LOCK:
+            mod = cc.optimise(kernel.ir, tm, TRIPLE, slp=not kernel.vector_code)
+            ptx = tm.emit_assembly(mod)
+            return cc.Compiled(str(mod), ptx.encode(), TRIPLE, self.object_format, kernel.launch)
+
+
+class _ThreadExtents(Visitor):
+    """The largest constant extent bound to each block/thread axis."""
+
+    def __init__(self, entry: str):
+        self.entry = entry
+        self.extents: dict[str, int] = {}
+        self.active: list[str] = []
+
+    def visit_For(self, s: S.For) -> None:
+        tag = s.thread_tag if s.thread_tag in THREAD_REGISTERS else None
+        if tag is not None:
+            if tag in self.active:
+                raise CodegenError(f"codegen: loop {s.loop_var.name} of {self.entry} is bound to {tag} "
+                                   f"inside another loop bound to {tag}")
+            if not isinstance(s.extent, E.IntImm):
+                raise CodegenError(f"codegen: loop {s.loop_var.name} of {self.entry} is bound to {tag} "
+                                   f"but its extent {s.extent} is not a constant")
+            self.extents[tag] = max(self.extents.get(tag, 1), s.extent.value)
+            self.active.append(tag)
+        self.generic_visit(s)
+        if tag is not None:
+            self.active.pop()
+
+
+def launch_shape(func: S.PrimFunc) -> LaunchShape:
+    """Grid and block of ``func``: per axis, the largest extent of the loops bound to it (else 1)."""
+    walker = _ThreadExtents(func.name)
+    walker.visit(func.body)
+    ext = walker.extents
+    return LaunchShape(tuple(ext.get(f"blockIdx.{a}", 1) for a in "xyz"),
+                       tuple(ext.get(f"threadIdx.{a}", 1) for a in "xyz"))
+
+
+def _launched_extent(launch: LaunchShape | None, tag: str) -> int:
+    assert launch is not None  # set by declare_kernel
+    dims = launch.grid if tag.startswith("blockIdx") else launch.block
+    return dims["xyz".index(tag[-1])]
