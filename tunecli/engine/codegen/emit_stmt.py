@@ -18,7 +18,6 @@ from llvmlite import ir
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
-from tunecli.engine.target import Target
 from tunecli.errors import CodegenError
 
 from . import emit_intrinsic
@@ -43,7 +42,6 @@ class FunctionContext:
     module: ir.Module
     entry_name: str
     backend: Backend
-    target: Target
     num_threads: ir.GlobalVariable | None = None
     outlined: list[str] = field(default_factory=list)
     launch: LaunchShape | None = None

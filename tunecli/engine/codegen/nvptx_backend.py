@@ -4,9 +4,10 @@
   global memory;
 * loops bound to ``blockIdx.x|y|z`` / ``threadIdx.x|y|z``: the loop variable is ``min`` plus the
   block or thread index (``llvm.nvvm.read.ptx.sreg.ctaid.x`` / ``.tid.x``, PTX ``%ctaid.x`` /
-  ``%tid.x``).  The launch shape is the largest extent bound to each axis; a loop with a
-  smaller extent runs in the threads below its extent only.  Other loops (``vthread``,
-  ``parallel`` ...) are loops in each thread;
+  ``%tid.x``), also where one such loop sits inside another bound to the same axis (a
+  cooperative fetch inside the thread loop of its consumer).  The launch shape is the largest
+  extent bound to each axis; a loop with a smaller extent runs in the threads below its extent
+  only.  Other loops (``vthread``, ``parallel`` ...) are loops in each thread;
 * allocations: scope ``shared`` in shared memory (address space 3, one array per block),
   ``local`` on the thread's stack (registers or local memory); a ``global`` temporary would need
   device memory from the host and is refused;
@@ -100,8 +101,8 @@ class NVPTXBackend(Backend):
     def allocate(self, em: StmtEmitter, buffer: S.Buffer) -> tuple[ir.Value, Release]:
         if buffer.scope == "shared":
             ty = ir.ArrayType(memory_type(buffer.dtype), max(buffer.size, 1))
-            array = ir.GlobalVariable(em.module, ty, em.module.get_unique_name(f"{buffer.name}_shared"),
-                                      addrspace=SHARED)
+            name = em.module.get_unique_name(re.sub(r"\W", "_", buffer.name))
+            array = ir.GlobalVariable(em.module, ty, name, addrspace=SHARED)
             array.linkage = "internal"
             array.initializer = ir.Constant(ty, ir.Undefined)
             array.align = 16
@@ -146,22 +147,15 @@ class _ThreadExtents(Visitor):
     def __init__(self, entry: str):
         self.entry = entry
         self.extents: dict[str, int] = {}
-        self.active: list[str] = []
 
     def visit_For(self, s: S.For) -> None:
-        tag = s.thread_tag if s.thread_tag in THREAD_REGISTERS else None
-        if tag is not None:
-            if tag in self.active:
-                raise CodegenError(f"codegen: loop {s.loop_var.name} of {self.entry} is bound to {tag} "
-                                   f"inside another loop bound to {tag}")
+        tag = s.thread_tag
+        if tag in THREAD_REGISTERS:
             if not isinstance(s.extent, E.IntImm):
                 raise CodegenError(f"codegen: loop {s.loop_var.name} of {self.entry} is bound to {tag} "
                                    f"but its extent {s.extent} is not a constant")
             self.extents[tag] = max(self.extents.get(tag, 1), s.extent.value)
-            self.active.append(tag)
         self.generic_visit(s)
-        if tag is not None:
-            self.active.pop()
 
 
 def launch_shape(func: S.PrimFunc) -> LaunchShape:
