@@ -1,32 +1,27 @@
-"""The IR → IR codegen passes: flatten, vectorize, unroll (checked on the IR they produce)."""
+"""``prepare``: the IR → IR passes in the order codegen runs them, and code from what they give.
+
+The passes themselves are specified in ``tests/engine/transform``.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from codegen_kernels import loop
 
 from tunecli.engine.build import build
 from tunecli.engine.codegen import prepare
 from tunecli.engine.ir import (
     Allocate,
-    Broadcast,
     Buffer,
     BufferLoad,
     BufferStore,
     For,
-    IntImm,
     PrimFunc,
     Ramp,
     SeqStmt,
-    Var,
     const,
     post_order,
 )
-from tunecli.engine.transform.flatten import flatten
-from tunecli.engine.transform.unroll import unroll
-from tunecli.engine.transform.vectorize import pieces, vectorize
-from tunecli.errors import CodegenError
 
 
 def _nodes(stmt, cls):
@@ -35,74 +30,13 @@ def _nodes(stmt, cls):
     return found
 
 
-def test_flatten_is_row_major_and_checks_rank():
-    a = Buffer("a", (3, 4, 5), "float32")
-    i, j, k = Var("i"), Var("j"), Var("k")
-    flat = flatten(BufferStore(a, const(1.0), [i, j, k]))
-    assert str(flat.indices[0]) == "((((i * 4) + j) * 5) + k)"
-    with pytest.raises(CodegenError, match="a has 3 dimensions but is indexed with 2"):
-        flatten(BufferStore(a, const(1.0), [i, j]))
-
-
-def test_vectorize_keeps_affine_indices_as_ramps_and_broadcasts_invariants():
-    a, b, c = Buffer("a", (8, 16), "float32"), Buffer("b", (16,), "float32"), Buffer("c", (8, 16), "float32")
-    i = Var("i")
-    body = loop("j", 16, "vectorized", lambda j: BufferStore(
-        c, BufferLoad(a, [i * 16 + j]) * BufferLoad(b, [j]) + BufferLoad(b, [i]), [i * 16 + j]))
-    out = vectorize(body)
-    assert not _nodes(out, For)
-    assert isinstance(out.indices[0], Ramp) and isinstance(out.indices[0].stride, IntImm)
-    assert out.indices[0].stride.value == 1 and out.indices[0].lanes == 16
-    assert out.value.dtype == "float32x16"
-    assert [str(x.value) for x in _nodes(out, Broadcast)] == ["b[i]"]
-
-
-def test_vectorize_cuts_odd_widths_into_machine_vectors():
-    assert pieces(49, 16) == [16, 16, 16, 1]
-    assert pieces(64, 16) == [64]
-    assert pieces(7, 16) == [4, 2, 1]
-    assert pieces(100, 16) == [16] * 6 + [4]
+def test_odd_vector_widths_compute_every_element():
     o = Buffer("o", (49,), "float32")
-    out = vectorize(loop("p", 49, "vectorized", lambda p: BufferStore(o, const(2.0), [p])))
-    assert [str(s.indices[0]) for s in out.stmts] == ["ramp(0, 1, 16)", "ramp(16, 1, 16)", "ramp(32, 1, 16)",
-                                                      "48"]
     body = loop("p", 49, "vectorized", lambda p: BufferStore(o, const(2.0), [p]))
     mod = build(PrimFunc("odd", [o], body))
     r = np.zeros(49, "float32")
     mod(r)
     assert (r == 2).all()
-
-
-@pytest.mark.parametrize("make", [
-    lambda s, a: loop("j", 8, "vectorized", lambda j: BufferStore(s, BufferLoad(a, [j]), [0])),
-    lambda s, a: loop("j", 8, "vectorized", lambda j: loop("k", j, "serial",
-                                                          lambda k: BufferStore(s, 1.0, [k]))),
-    lambda s, a: loop("j", 8, "vectorized", lambda j: Allocate(Buffer("t", (1,), "float32"),
-                                                                BufferStore(a, BufferLoad(a, [j]), [j]))),
-])
-def test_vectorize_falls_back_to_a_serial_loop(make):
-    s, a = Buffer("s", (8,), "float32"), Buffer("a", (8,), "float32")
-    out = vectorize(make(s, a))
-    assert isinstance(out, For) and out.kind == "serial"
-    assert not _nodes(out, Ramp)
-
-
-def test_vectorize_goes_inside_inner_loops_with_invariant_bounds():
-    c, a = Buffer("c", (16,), "float32"), Buffer("a", (4, 16), "float32")
-    body = loop("j", 16, "vectorized", lambda j: loop("k", 4, "serial", lambda k: BufferStore(
-        c, BufferLoad(c, [j]) + BufferLoad(a, [k * 16 + j]), [j])))
-    out = vectorize(body)
-    assert isinstance(out, For) and out.loop_var.name == "k" and out.kind == "serial"
-    assert out.body.value.dtype == "float32x16"
-
-
-def test_unroll_substitutes_constants_and_caps_large_loops():
-    o = Buffer("o", (600,), "int32")
-    small = unroll(loop("i", 3, "unrolled", lambda i: BufferStore(o, i, [i + 1])))
-    assert isinstance(small, SeqStmt) and [str(s.indices[0]) for s in small.stmts] == ["(0 + 1)", "(1 + 1)",
-                                                                                        "(2 + 1)"]
-    big = unroll(loop("i", 600, "unrolled", lambda i: BufferStore(o, i, [i])))
-    assert isinstance(big, For) and big.kind == "serial"
 
 
 def test_prepare_runs_the_passes_in_order():
@@ -120,10 +54,3 @@ def test_prepare_runs_the_passes_in_order():
     assert len(stores) == 8 and all(isinstance(s.indices[0], Ramp) for s in stores)
 
 
-def test_nested_unrolled_loops_stop_at_the_node_budget():
-    o = Buffer("o", (200, 200), "int32")
-    nest = loop("i", 200, "unrolled", lambda i: loop("j", 200, "unrolled",
-                                                     lambda j: BufferStore(o, i + j, [i, j])))
-    out = unroll(nest)
-    assert isinstance(out, For) and out.kind == "serial"  # the outer one: 200 × 200 copies is too many
-    assert isinstance(out.body, SeqStmt) and len(out.body.stmts) == 200

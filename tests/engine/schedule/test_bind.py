@@ -57,6 +57,19 @@ def test_bound_loops_are_serial_and_compute_the_result():
     np.testing.assert_array_equal(b, a + 1)
 
 
+def test_bound_loops_carry_their_thread_tag_for_gpu_backends():
+    A, B = add_one()
+    s = te.create_schedule(B.op)
+    bo, ti = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(bo, te.thread_axis("blockIdx.x"))
+    s[B].bind(ti, te.thread_axis("threadIdx.x"))
+    s[B].pragma(bo, "auto_unroll_max_step", 64)
+    func = lower(s, [A, B])
+    assert {loop.loop_var.name: loop.thread_tag for loop in loops(func)} == {
+        "i.outer": "blockIdx.x", "i.inner": "threadIdx.x"}
+    assert "thread_binding(threadIdx.x) for (i.inner, 0, 16)" in str(func)
+
+
 def test_gpu_style_cooperative_fetching_computes_the_result():
     """Shared-memory tiles loaded by thread-bound loops (the conv2d tutorial's pattern)."""
     n = 32
