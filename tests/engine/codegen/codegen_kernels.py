@@ -17,7 +17,15 @@ from tunecli.engine.ir import (
     Var,
     cast,
     const,
+    post_order,
 )
+
+
+def nodes(stmt, cls) -> list:
+    """Every node of class ``cls`` in ``stmt``, children before parents."""
+    found = []
+    post_order(stmt, lambda n: found.append(n) if isinstance(n, cls) else None)
+    return found
 
 
 def loop(name: str, extent: int, kind: str, body_fn):

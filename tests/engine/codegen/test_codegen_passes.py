@@ -6,7 +6,7 @@ The passes themselves are specified in ``tests/engine/transform``.
 from __future__ import annotations
 
 import numpy as np
-from codegen_kernels import loop
+from codegen_kernels import loop, nodes
 
 from tunecli.engine.build import build
 from tunecli.engine.codegen import prepare
@@ -20,14 +20,7 @@ from tunecli.engine.ir import (
     Ramp,
     SeqStmt,
     const,
-    post_order,
 )
-
-
-def _nodes(stmt, cls):
-    found = []
-    post_order(stmt, lambda n: found.append(n) if isinstance(n, cls) else None)
-    return found
 
 
 def test_odd_vector_widths_compute_every_element():
@@ -49,8 +42,8 @@ def test_prepare_runs_the_passes_in_order():
             o, BufferLoad(acc, [i, j]), [i, j]))),
     ]))
     prepared = prepare(PrimFunc("p", [o], body)).body
-    assert not _nodes(prepared, For)
-    stores = _nodes(prepared, BufferStore)
+    assert not nodes(prepared, For)
+    stores = nodes(prepared, BufferStore)
     assert len(stores) == 8 and all(isinstance(s.indices[0], Ramp) for s in stores)
 
 

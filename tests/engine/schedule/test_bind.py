@@ -44,30 +44,22 @@ def test_thread_axis_errors(bad):
         bad()
 
 
-def test_bound_loops_are_serial_and_compute_the_result():
+def test_bound_loops_are_serial_loops_tagged_with_their_thread_and_compute_the_result():
     A, B = add_one()
     s = te.create_schedule(B.op)
     bo, ti = s[B].split(B.op.axis[0], factor=16)
     s[B].bind(bo, te.thread_axis("blockIdx.x"))
     s[B].bind(ti, te.thread_axis("threadIdx.x"))
-    assert for_kinds(lower(s, [A, B])) == {"i.outer": S.SERIAL, "i.inner": S.SERIAL}
+    s[B].pragma(bo, "auto_unroll_max_step", 64)  # never unrolls a bound loop
+    func = lower(s, [A, B])
+    assert for_kinds(func) == {"i.outer": S.SERIAL, "i.inner": S.SERIAL}
+    assert {loop.loop_var.name: loop.thread_tag for loop in loops(func)} == {
+        "i.outer": "blockIdx.x", "i.inner": "threadIdx.x"}  # what a GPU backend maps to its indices
+    assert "thread_binding(threadIdx.x) for (i.inner, 0, 16)" in str(func)
     a = np.arange(64, dtype="float32")
     b = np.zeros_like(a)
     build(s, [A, B])(a, b)
     np.testing.assert_array_equal(b, a + 1)
-
-
-def test_bound_loops_carry_their_thread_tag_for_gpu_backends():
-    A, B = add_one()
-    s = te.create_schedule(B.op)
-    bo, ti = s[B].split(B.op.axis[0], factor=16)
-    s[B].bind(bo, te.thread_axis("blockIdx.x"))
-    s[B].bind(ti, te.thread_axis("threadIdx.x"))
-    s[B].pragma(bo, "auto_unroll_max_step", 64)
-    func = lower(s, [A, B])
-    assert {loop.loop_var.name: loop.thread_tag for loop in loops(func)} == {
-        "i.outer": "blockIdx.x", "i.inner": "threadIdx.x"}
-    assert "thread_binding(threadIdx.x) for (i.inner, 0, 16)" in str(func)
 
 
 def test_gpu_style_cooperative_fetching_computes_the_result():

@@ -5,7 +5,7 @@ on the IR they produce).  Each keeps what it does not rewrite, thread tags of bo
 from __future__ import annotations
 
 import pytest
-from codegen.codegen_kernels import loop
+from codegen.codegen_kernels import loop, nodes
 
 from tunecli.engine.ir import (
     Allocate,
@@ -19,7 +19,6 @@ from tunecli.engine.ir import (
     SeqStmt,
     Var,
     const,
-    post_order,
 )
 from tunecli.engine.ir.simplify import simplify
 from tunecli.engine.transform.auto_unroll import auto_unroll
@@ -27,12 +26,6 @@ from tunecli.engine.transform.flatten import flatten
 from tunecli.engine.transform.unroll import unroll
 from tunecli.engine.transform.vectorize import pieces, vectorize
 from tunecli.errors import CodegenError
-
-
-def _nodes(stmt, cls):
-    found = []
-    post_order(stmt, lambda n: found.append(n) if isinstance(n, cls) else None)
-    return found
 
 
 def test_flatten_is_row_major_and_checks_rank():
@@ -50,11 +43,11 @@ def test_vectorize_keeps_affine_indices_as_ramps_and_broadcasts_invariants():
     body = loop("j", 16, "vectorized", lambda j: BufferStore(
         c, BufferLoad(a, [i * 16 + j]) * BufferLoad(b, [j]) + BufferLoad(b, [i]), [i * 16 + j]))
     out = vectorize(body)
-    assert not _nodes(out, For)
+    assert not nodes(out, For)
     assert isinstance(out.indices[0], Ramp) and isinstance(out.indices[0].stride, IntImm)
     assert out.indices[0].stride.value == 1 and out.indices[0].lanes == 16
     assert out.value.dtype == "float32x16"
-    assert [str(x.value) for x in _nodes(out, Broadcast)] == ["b[i]"]
+    assert [str(x.value) for x in nodes(out, Broadcast)] == ["b[i]"]
 
 
 def test_vectorize_cuts_odd_widths_into_machine_vectors():
@@ -79,7 +72,7 @@ def test_vectorize_falls_back_to_a_serial_loop(make):
     s, a = Buffer("s", (8,), "float32"), Buffer("a", (8,), "float32")
     out = vectorize(make(s, a))
     assert isinstance(out, For) and out.kind == "serial"
-    assert not _nodes(out, Ramp)
+    assert not nodes(out, Ramp)
 
 
 def test_vectorize_goes_inside_inner_loops_with_invariant_bounds():
@@ -121,5 +114,5 @@ def test_the_passes_keep_the_thread_tags_of_bound_loops():
                thread_tag="blockIdx.x")
     out = unroll(vectorize(flatten(simplify(auto_unroll(nest, 16, keep={bx, tx})))))
     assert out.thread_tag == "blockIdx.x" and out.body.thread_tag == "threadIdx.x"
-    assert not _nodes(out.body.body, For), "the loops inside were unrolled and vectorized"
+    assert not nodes(out.body.body, For), "the loops inside were unrolled and vectorized"
     assert "thread_binding(blockIdx.x) for (bx, 0, 8)" in str(out)

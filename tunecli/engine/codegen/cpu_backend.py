@@ -17,16 +17,15 @@ from typing import ClassVar
 from llvmlite import ir
 
 from tunecli.engine.ir import stmt as S
-from tunecli.engine.ir.dtype import DataType
 from tunecli.engine.target import Target
 
 from . import compile as cc
 from . import parallel
 from .backend import Backend, EmittedKernel, Release, declare_pointer_params
 from .emit_expr import ExprEmitter
-from .emit_intrinsic import LLVM_INTRINSICS, call_llvm_intrinsic, call_per_lane
+from .emit_intrinsic import LLVM_INTRINSICS, call_library, call_llvm_intrinsic
 from .emit_stmt import ALIGN, FunctionContext, StmtEmitter
-from .llvm_types import I64, PTR, VOID, dtype_of, element_bytes, value_type
+from .llvm_types import I64, PTR, VOID, element_bytes, value_type
 from .vector_math import emit_exp, emit_tanh, is_vector_f32
 
 STACK_LIMIT = {"local": 512 * 1024, "global": 32 * 1024}  # bytes kept on the stack per scope
@@ -70,12 +69,7 @@ class CPUBackend(Backend):
             return _VECTOR_MATH[name](em, args[0])
         if name in LLVM_INTRINSICS:
             return call_llvm_intrinsic(em, name, dtype, args)
-        t = dtype_of(dtype)
-        if t.bits == 16:  # no half-precision libm: compute in float32
-            wide = str(DataType("float", 32, t.lanes))
-            widened = [em.builder.fpext(a, value_type(wide)) for a in args]
-            return em.builder.fptrunc(call_per_lane(em, _LIBM[name][32], wide, widened), args[0].type)
-        return call_per_lane(em, _LIBM[name][t.bits], dtype, args)
+        return call_library(em, _LIBM[name], dtype, args)
 
     def compile(self, kernel: EmittedKernel, target: Target) -> cc.Compiled:
         return cc.compile_ir(kernel.ir, target, slp=not kernel.vector_code)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from tunecli.engine.ir import expr as E
+from tunecli.engine.ir.dtype import DataType
 from tunecli.errors import CodegenError
 
 from .llvm_types import constant, dtype_of, value_type
@@ -114,6 +115,19 @@ def call_per_lane(em: ExprEmitter, symbol: str, dtype: str, args: list[ir.Value]
         lanes = [em.builder.extract_element(a, idx) for a in args]
         out = em.builder.insert_element(out, em.builder.call(fn, lanes), idx)
     return out
+
+
+def call_library(em: ExprEmitter, symbols: dict[int, str], dtype: str, args: list[ir.Value]) -> ir.Value:
+    """Call a library's scalar function per lane: ``symbols`` maps 32 and 64 bits to its names.
+
+    Libraries without half-precision functions: float16 operands are computed in float32.
+    """
+    t = dtype_of(dtype)
+    if t.bits == 16:
+        wide = str(DataType("float", 32, t.lanes))
+        widened = [em.builder.fpext(a, value_type(wide)) for a in args]
+        return em.builder.fptrunc(call_per_lane(em, symbols[32], wide, widened), args[0].type)
+    return call_per_lane(em, symbols[t.bits], dtype, args)
 
 
 def _check_arity(e: E.Call, n: int) -> None:

@@ -27,7 +27,6 @@ from llvmlite import ir
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
-from tunecli.engine.ir.dtype import DataType
 from tunecli.engine.ir.visitor import Visitor
 from tunecli.engine.target import Target
 from tunecli.errors import CodegenError, TargetError
@@ -36,9 +35,9 @@ from . import compile as cc
 from .backend import Backend, EmittedKernel, LaunchShape, Release, declare_pointer_params
 from .convert import convert
 from .emit_expr import ExprEmitter
-from .emit_intrinsic import call_llvm_intrinsic, call_per_lane
+from .emit_intrinsic import call_library, call_llvm_intrinsic
 from .emit_stmt import FunctionContext, StmtEmitter
-from .llvm_types import I32, VOID, constant, dtype_of, memory_type, value_type
+from .llvm_types import I32, VOID, constant, memory_type
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_80"
@@ -116,12 +115,7 @@ class NVPTXBackend(Backend):
     def math_call(self, em: ExprEmitter, name: str, dtype: str, args: list[ir.Value]) -> ir.Value:
         if name in _NATIVE_MATH:
             return call_llvm_intrinsic(em, name, dtype, args)
-        t = dtype_of(dtype)
-        if t.bits == 16:  # libdevice has no half-precision functions: compute in float32
-            wide = str(DataType("float", 32, t.lanes))
-            widened = [em.builder.fpext(a, value_type(wide)) for a in args]
-            return em.builder.fptrunc(call_per_lane(em, f"__nv_{name}f", wide, widened), args[0].type)
-        return call_per_lane(em, f"__nv_{name}f" if t.bits == 32 else f"__nv_{name}", dtype, args)
+        return call_library(em, {32: f"__nv_{name}f", 64: f"__nv_{name}"}, dtype, args)
 
     def target_call(self, em: ExprEmitter, e: E.Call) -> ir.Value | None:
         if e.name != "tvm_storage_sync":
