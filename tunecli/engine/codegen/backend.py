@@ -17,6 +17,7 @@ any LLVM target and ask the module's :class:`Backend` wherever targets differ:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -72,11 +73,11 @@ class EmittedKernel:
     launch: LaunchShape | None = None
 
 
-class Backend:
+class Backend(ABC):
     """What one LLVM target family decides in code generation; subclasses fill in each point.
 
-    Class attributes
-    ----------------
+    Attributes
+    ----------
     name : str
         Short name (``cpu``, ``nvptx``).
     object_format : str
@@ -86,40 +87,40 @@ class Backend:
     name: ClassVar[str] = ""
     object_format: ClassVar[str] = ""
 
+    @abstractmethod
     def triple(self, target: Target) -> str:
         """The LLVM triple of modules built for ``target``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def natural_lanes(self, target: Target) -> int:
         """Lanes of the widest natural vector of 32-bit elements (the width ``prepare`` splits into)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def declare_kernel(self, ctx: FunctionContext, func: S.PrimFunc) -> ir.Function:
         """Declare the kernel of ``func`` (already prepared) in ``ctx.module``: one pointer per buffer.
 
         A GPU backend also sets ``ctx.launch`` here.
         """
-        raise NotImplementedError
 
     def emit_loop(self, em: StmtEmitter, s: S.For) -> bool:
         """Emit ``s`` the target's way and return True, or return False for an ordinary loop."""
         return False
 
+    @abstractmethod
     def allocate(self, em: StmtEmitter, buffer: S.Buffer) -> tuple[ir.Value, Release]:
         """Storage for ``buffer`` while its Allocate's body runs, and what to emit after the body."""
-        raise NotImplementedError
 
+    @abstractmethod
     def math_call(self, em: ExprEmitter, name: str, dtype: str, args: list[ir.Value]) -> ir.Value:
         """The float math function ``name`` (``exp``, ``erf``, ``pow``, ...) of ``args`` of ``dtype``."""
-        raise NotImplementedError
 
     def target_call(self, em: ExprEmitter, e: E.Call) -> ir.Value | None:
         """Emit a call only this target knows (a barrier), or return None when ``e`` is not one."""
         return None
 
+    @abstractmethod
     def compile(self, kernel: EmittedKernel, target: Target) -> Compiled:
         """Optimise ``kernel`` and produce the target's object."""
-        raise NotImplementedError
 
 
 def declare_pointer_params(module: ir.Module, func: S.PrimFunc, pointer: ir.PointerType) -> ir.Function:

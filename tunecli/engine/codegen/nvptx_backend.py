@@ -70,7 +70,7 @@ class NVPTXBackend(Backend):
         return TRIPLE
 
     def natural_lanes(self, target: Target) -> int:
-        return 4  # 128-bit loads and stores (ld.global.v4.f32)
+        return 4  # 128-bit vectors, NVPTX's widest loads and stores (ld.v4.f32)
 
     def declare_kernel(self, ctx: FunctionContext, func: S.PrimFunc) -> ir.Function:
         ctx.launch = launch_shape(func)
