@@ -13,10 +13,12 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 from codegen_kernels import loop
 
 from tunecli import te
+from tunecli.engine.build import build
 from tunecli.engine.codegen import codegen, compile_kernel, emit_llvm
 from tunecli.engine.codegen.backend_table import backend_for
 from tunecli.engine.codegen.cpu_backend import CPUBackend
@@ -37,7 +39,7 @@ from tunecli.engine.ir import (
 )
 from tunecli.engine.lower import lower
 from tunecli.engine.target import Target
-from tunecli.errors import CodegenError, TargetError
+from tunecli.errors import ArgumentError, CodegenError, TargetError
 
 CPU_SYMBOLS = ("GOMP", "omp_get", "aligned_alloc", "free", "expf", "erff", "memcpy")
 
@@ -195,9 +197,14 @@ def test_bound_loops_change_nothing_on_the_cpu():
     assert compiled.object_format == "elf" and compiled.launch is None and compiled.obj[:4] == b"\x7fELF"
 
 
+def test_a_cuda_kernel_is_a_ptx_record_that_only_a_cuda_device_loads():
+    kernel = codegen(vector_add(), "cuda")
+    assert kernel.object_format == "ptx" and kernel.launch is not None and b".entry" in kernel.obj
+    with pytest.raises(ArgumentError, match="no device runs 'cuda' kernels here"):
+        build(vector_add(), target="cuda")(*(np.zeros(1000, "float32") for _ in range(3)))
+
+
 def test_what_a_kernel_cannot_hold_is_one_clear_error():
-    with pytest.raises(TargetError, match="compiles to ptx"):
-        codegen(vector_add(), "cuda")
     with pytest.raises(TargetError, match="'sm80' in target 'cuda -arch=sm80' is not an SM architecture"):
         compile_kernel(vector_add(), "cuda -arch=sm80")
     a = Buffer("a", (8,), "float32")

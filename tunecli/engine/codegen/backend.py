@@ -28,6 +28,8 @@ from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.target import Target
 
+from .compiled_kernel import LaunchShape
+
 if TYPE_CHECKING:
     from .compile import Compiled
     from .emit_expr import ExprEmitter
@@ -35,20 +37,6 @@ if TYPE_CHECKING:
 
 # Emitted after the body of an Allocate (e.g. the ``free`` of a heap buffer), or None.
 Release = Callable[[], None] | None
-
-
-@dataclass(frozen=True)
-class LaunchShape:
-    """Grid and block extents ``(x, y, z)`` a GPU kernel is launched with."""
-
-    grid: tuple[int, int, int] = (1, 1, 1)
-    block: tuple[int, int, int] = (1, 1, 1)
-
-    @property
-    def threads_per_block(self) -> int:
-        """Threads in one block."""
-        x, y, z = self.block
-        return x * y * z
 
 
 @dataclass(frozen=True)

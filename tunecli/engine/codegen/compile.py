@@ -19,7 +19,7 @@ import llvmlite.binding as llvm
 from tunecli.engine.target import Target, as_target
 from tunecli.errors import CodegenError, TargetError
 
-from .backend import LaunchShape
+from .compiled_kernel import LaunchShape
 
 LOCK = threading.RLock()
 

@@ -1,4 +1,4 @@
-"""What codegen hands over: :class:`CompiledKernel` (object, entry symbol, arguments, target).
+"""What codegen hands over: :class:`CompiledKernel` (object, entry symbol, arguments, target, launch).
 
 The record is the boundary between the compiler and the runtime (``tunecli.engine.runtime``):
 codegen fills it, a device loads and launches it, and a build worker sends its fields to the
@@ -23,6 +23,20 @@ class ArgSpec:
 
 
 @dataclass(frozen=True)
+class LaunchShape:
+    """Grid and block extents ``(x, y, z)`` a GPU kernel is launched with."""
+
+    grid: tuple[int, int, int] = (1, 1, 1)
+    block: tuple[int, int, int] = (1, 1, 1)
+
+    @property
+    def threads_per_block(self) -> int:
+        """Threads in one block."""
+        x, y, z = self.block
+        return x * y * z
+
+
+@dataclass(frozen=True)
 class CompiledKernel:
     """One compiled kernel: ``void entry_name(void* arg0, void* arg1, ...)`` in an object file.
 
@@ -38,6 +52,10 @@ class CompiledKernel:
         What the object was compiled for.
     ir_text : str or None
         Optimised LLVM IR (None for an object built elsewhere).
+    object_format : str
+        ``elf`` (a relocatable object for a CPU) or ``ptx`` (PTX text for a CUDA device).
+    launch : LaunchShape or None
+        Grid and block of a GPU kernel; None for a CPU kernel.
     """
 
     obj: bytes
@@ -45,3 +63,5 @@ class CompiledKernel:
     arg_specs: tuple[ArgSpec, ...]
     target: Target
     ir_text: str | None = None
+    object_format: str = "elf"
+    launch: LaunchShape | None = None

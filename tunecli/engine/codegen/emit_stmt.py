@@ -26,7 +26,8 @@ from .emit_expr import ExprEmitter, single_index, unit_stride
 from .llvm_types import PTR, VOID, dtype_of, element_bytes, memory_type, value_type
 
 if TYPE_CHECKING:
-    from .backend import Backend, LaunchShape
+    from .backend import Backend
+    from .compiled_kernel import LaunchShape
 
 ALIGN = 64
 

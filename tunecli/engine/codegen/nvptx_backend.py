@@ -32,7 +32,8 @@ from tunecli.engine.target import Target
 from tunecli.errors import CodegenError, TargetError
 
 from . import compile as cc
-from .backend import Backend, EmittedKernel, LaunchShape, Release, declare_pointer_params
+from .backend import Backend, EmittedKernel, Release, declare_pointer_params
+from .compiled_kernel import LaunchShape
 from .convert import convert
 from .emit_expr import ExprEmitter
 from .emit_intrinsic import call_library, call_llvm_intrinsic

@@ -20,7 +20,7 @@ from tunecli.engine.target import Target, as_target
 from tunecli.engine.transform.flatten import flatten
 from tunecli.engine.transform.unroll import unroll
 from tunecli.engine.transform.vectorize import vectorize
-from tunecli.errors import CodegenError, TargetError
+from tunecli.errors import CodegenError
 
 from .backend import EmittedKernel
 from .backend_table import backend_for
@@ -87,13 +87,12 @@ def stored_buffers(stmt: Stmt) -> set[Buffer]:
 def codegen(func: PrimFunc, target: Target | str | None = None) -> CompiledKernel:
     """Compile ``func`` for ``target`` (default: the current target, else the host).
 
-    The result is a record; ``tunecli.engine.build`` wraps it in a callable runtime Module.
+    The result is a record (an ELF object for CPUs, PTX with its launch shape for CUDA);
+    ``tunecli.engine.build`` wraps it in a runtime Module, which the target's device loads.
     """
     t = as_target(target)
-    if backend_for(t).object_format != "elf":
-        raise TargetError(f"codegen: target {str(t)!r} compiles to {backend_for(t).object_format} "
-                          "(compile_kernel), which no runtime here loads")
     compiled = compile_kernel(func, t)
     written = stored_buffers(func.body)
     specs = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, b in written) for b in func.params)
-    return CompiledKernel(compiled.obj, func.name, specs, t, compiled.ir)
+    return CompiledKernel(compiled.obj, func.name, specs, t, compiled.ir, compiled.object_format,
+                          compiled.launch)
