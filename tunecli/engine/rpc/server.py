@@ -13,6 +13,13 @@ the server has a token, ``-token=``), then runs a measurement session
 :class:`tunecli.engine.measure.worker.Worker` child process, replaced when it dies, so a
 crashing kernel becomes a RUNTIME_DEVICE reply and a hanging one a RUN_TIMEOUT reply. When the
 session ends the server PUTs a new match key and is free again.
+
+Handshakes are read concurrently by a :class:`tunecli.engine.rpc.connections.HandshakeGate`
+(a deadline each, a cap per peer address), so idle connections delay no client; a wrong key or
+token is refused right there. Clients presenting the match key wait their turn for the device.
+
+A server runs native code that its clients send: it must be reachable by trusted clients only
+(it binds loopback by default; across machines use a token and a firewall).
 """
 
 from __future__ import annotations
@@ -28,6 +35,13 @@ from collections.abc import Callable
 from tunecli.engine.measure.timing import MEASURE_FUNC, measure_in_worker
 from tunecli.engine.measure.worker import Worker
 from tunecli.engine.rpc.client import TrackerSession
+from tunecli.engine.rpc.connections import (
+    DEFAULT_HOST,
+    SERVER_LIMITS,
+    ConnectionLimits,
+    HandshakeGate,
+    recv_before,
+)
 from tunecli.engine.rpc.protocol import (
     MAX_HEADER,
     NEEDS_TOKEN,
@@ -41,20 +55,16 @@ from tunecli.engine.rpc.protocol import (
     pack_int,
     parse_key_options,
     random_key,
-    recv_all,
     recv_frame,
-    recv_int,
     resolve_token,
     send_frame,
     token_matches,
+    unpack_int,
 )
 from tunecli.engine.rpc.session import MeasureReply, MeasureRequest, decode_request, encode_reply
 from tunecli.errors import RPCError
 
 logger = logging.getLogger("tunecli.rpc.server")
-
-#: Seconds a connecting client has to complete the handshake.
-HANDSHAKE_TIMEOUT = 5.0
 
 
 class Server:
@@ -80,6 +90,9 @@ class Server:
         pause between tracker reconnection attempts, in seconds.
     idle_timeout : float
         A session whose client stays silent this long is closed.
+    limits : ConnectionLimits
+        Handshake deadline and caps on connections per peer and in all (see
+        :mod:`tunecli.engine.rpc.connections`).
 
     Attributes
     ----------
@@ -87,10 +100,11 @@ class Server:
         The bound port.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: str = "",
+    def __init__(self, host: str = DEFAULT_HOST, port: int = 9091, port_end: int = 9199, key: str = "",
                  tracker_addr: tuple[str, int] | None = None, custom_addr: str | None = None,
                  token: str | None = None, ping_period: float = 2.0, unmatch_timeout: float = 4.0,
-                 retry_period: float = 5.0, idle_timeout: float = 600.0) -> None:
+                 retry_period: float = 5.0, idle_timeout: float = 600.0,
+                 limits: ConnectionLimits = SERVER_LIMITS) -> None:
         if tracker_addr is not None and not key:
             raise RPCError("rpc server: Need key to present type of resource when tracker is available")
         self.key = key
@@ -104,6 +118,10 @@ class Server:
         self._listen = bind_first_free(host, port, port_end)
         self.host = host
         self.port = self._listen.getsockname()[1]
+        self.limits = limits
+        self._matchkey = key  # the key a client must present; set before the tracker hands it out
+        self._gate: HandshakeGate[tuple[str, dict[str, str]]] = HandshakeGate(
+            self._listen, self._read_hello, limits, name=f"tunecli-server-{self.port}")
         self._worker = Worker(preload=(MEASURE_FUNC.partition(":")[0],), name="tunecli-rpc-worker")
         self._stop = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -136,6 +154,7 @@ class Server:
         """Register, wait for clients and serve their sessions until :meth:`stop`."""
         logger.info("server %s listening on %s:%d", self.key, self.host, self.port)
         self._worker.start()
+        self._gate.start()
         try:
             while not self._stop.is_set():
                 matchkey = self._register()
@@ -148,6 +167,7 @@ class Server:
         finally:
             self._close_tracker()
             self._worker.close()
+            self._gate.close()
             self._listen.close()
             self._wake_r.close()
             self._wake_w.close()
@@ -155,6 +175,7 @@ class Server:
     def _register(self) -> str | None:
         """Make sure the tracker knows us and PUT a fresh match key; None means retry."""
         if self.tracker_addr is None:
+            self._matchkey = self.key
             return self.key
         try:
             if self._tracker is None:
@@ -179,6 +200,7 @@ class Server:
             self._used_keys.clear()
         matchkey = random_key(self.key, self._used_keys)
         self._used_keys.add(matchkey)
+        self._matchkey = matchkey  # before the PUT: a client may connect as soon as it is made
         reply = self._tracker.call([TrackerCode.PUT, self.key, [self.port, matchkey], self.custom_addr])
         self._expect_success(reply, "PUT")
         return matchkey
@@ -195,15 +217,15 @@ class Server:
             self._tracker = None
 
     def _wait_for_client(self, matchkey: str) -> tuple[socket.socket, float] | None:
-        """Accept connections until one presents ``matchkey``; poll the tracker meanwhile."""
+        """Take accepted handshakes until one presents ``matchkey``; poll the tracker meanwhile."""
         unmatched = 0
         while not self._stop.is_set():
-            ready, _, _ = select.select([self._listen, self._wake_r], [], [], self.ping_period)
-            if self._listen in ready:
-                conn, addr = self._listen.accept()
-                session_timeout = self._handshake(conn, addr, matchkey)
+            ready, _, _ = select.select([self._gate, self._wake_r], [], [], self.ping_period)
+            if self._gate in ready:
+                client = self._gate.pop()
+                session_timeout = None if client is None else self._accept_client(*client)
                 if session_timeout is not None:
-                    return conn, session_timeout
+                    return client[0], session_timeout
             elif not ready and self._tracker is not None:
                 try:
                     pending = self._tracker.call([TrackerCode.GET_PENDING_MATCHKEYS])
@@ -218,33 +240,47 @@ class Server:
                     return None
         return None
 
-    def _handshake(self, conn: socket.socket, addr: tuple, matchkey: str) -> float | None:
-        """TVM's server handshake; returns the session timeout, or None after refusing."""
+    def _read_hello(self, conn: socket.socket, deadline: float) -> tuple[str, dict[str, str]] | None:
+        """Read TVM's client handshake (in a gate thread); None after refusing a wrong key or token."""
+        if unpack_int(recv_before(conn, 4, deadline)) != RPC_MAGIC:
+            return None
+        length = unpack_int(recv_before(conn, 4, deadline))
+        if length < 0 or length > MAX_HEADER:
+            return None
+        first, options = parse_key_options(recv_before(conn, length, deadline).decode("utf-8", "replace"))
+        if not self._refuse_unless_matching(conn, first, options):
+            return None
+        return first, options
+
+    def _refuse_unless_matching(self, conn: socket.socket, first: str, options: dict[str, str]) -> bool:
+        """True when the client presents the current match key and token; else tell it and say False."""
+        if first == "client:" + self._matchkey and token_matches(self.token, options.get("token")):
+            return True
+        logger.warning("mismatch key from %s", conn.getpeername()[0])
+        conn.sendall(pack_int(RPC_CODE_MISMATCH))
+        return False
+
+    def _accept_client(self, conn: socket.socket, addr: tuple,
+                       hello: tuple[str, dict[str, str]]) -> float | None:
+        """Answer a handshake read by the gate; returns the session timeout, or None after refusing.
+
+        The key is checked again: the server may have put a new match key since.
+        """
+        first, options = hello
         try:
-            conn.settimeout(HANDSHAKE_TIMEOUT)
-            if recv_int(conn) != RPC_MAGIC:
-                conn.close()
-                return None
-            length = recv_int(conn)
-            if length < 0 or length > MAX_HEADER:
-                conn.close()
-                return None
-            keystr = recv_all(conn, length).decode("utf-8", "replace")
-            first, options = parse_key_options(keystr)
-            if first != "client:" + matchkey or not token_matches(self.token, options.get("token")):
-                logger.warning("mismatch key from %s", addr)
-                conn.sendall(pack_int(RPC_CODE_MISMATCH))
+            conn.settimeout(self.limits.timeout)
+            if not self._refuse_unless_matching(conn, first, options):
                 conn.close()
                 return None
             server_key = ("server:" + self.key).encode()
             conn.sendall(pack_int(RPC_CODE_SUCCESS) + pack_int(len(server_key)) + server_key)
-            try:
-                return max(0.0, float(options.get("timeout", 0)))
-            except ValueError:
-                return 0.0
-        except (OSError, RPCError):
+        except OSError:
             conn.close()
             return None
+        try:
+            return max(0.0, float(options.get("timeout", 0)))
+        except ValueError:
+            return 0.0
 
     def _serve_session(self, conn: socket.socket, session_timeout: float) -> None:
         """Serve measurement frames until the client closes, errs, idles or runs out of time."""
@@ -314,11 +350,15 @@ class Server:
             pass
 
 
-def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = "127.0.0.1", port: int = 9090,
+def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAULT_HOST, port: int = 9090,
                port_end: int = 9199, token: str | None = None, custom_addr: str | None = None,
                ping_period: float = 2.0, unmatch_timeout: float = 4.0, retry_period: float = 5.0,
-               idle_timeout: float = 600.0, on_ready: Callable[[str, int], None] | None = None) -> None:
+               idle_timeout: float = 600.0, on_ready: Callable[[str, int], None] | None = None,
+               limits: ConnectionLimits = SERVER_LIMITS) -> None:
     """Run a device server in the foreground until interrupted.
+
+    The server runs native code that its clients send: bind an address that only trusted
+    clients can reach (loopback by default) and use a token across machines.
 
     Parameters
     ----------
@@ -328,7 +368,7 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = "127.
     key : str
         Device key, e.g. ``"rk3399"``.
     host : str
-        Address to bind.
+        Address to bind (loopback by default; ``"0.0.0.0"`` for every interface).
     port, port_end : int
         The first free port in ``[port, port_end)`` is used.
     token : str or None
@@ -340,6 +380,8 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = "127.
         between tracker reconnection attempts and the idle limit of a session, in seconds.
     on_ready : callable, optional
         Called as ``on_ready(host, port)`` once the port is bound.
+    limits : ConnectionLimits
+        Handshake deadline and connection caps.
 
     Raises
     ------
@@ -348,7 +390,7 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = "127.
     """
     server = Server(host, port, port_end, key, tracker_addr, custom_addr, token,
                     ping_period=ping_period, unmatch_timeout=unmatch_timeout, retry_period=retry_period,
-                    idle_timeout=idle_timeout)
+                    idle_timeout=idle_timeout, limits=limits)
     if on_ready is not None:
         on_ready(server.host, server.port)
     try:

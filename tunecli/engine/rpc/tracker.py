@@ -21,6 +21,15 @@ request                                         reply
 An unknown code, a malformed or oversized message closes that connection only. When a server
 connection that sent UPDATE_INFO closes, its free slots leave the pool; waiting requests of
 a closed client are dropped (TVM keeps them until a resource is offered to them).
+
+Keys and match keys are at most :data:`MAX_KEY` characters, an UPDATE_INFO at most
+:data:`MAX_INFO` bytes of JSON, ports in [1, 65535].
+
+Connections are bounded by a :class:`tunecli.engine.rpc.connections.ConnectionLimits` record
+(``limits.timeout`` below): the magic and every message must arrive whole within the timeout
+once begun; a connection that holds nothing here (it has not sent UPDATE_INFO, PUT or REQUEST)
+is closed after the timeout without a request, so one that sent only the magic goes quickly;
+each peer address holds at most ``limits.per_peer`` connections, the tracker ``limits.total``.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import socket
 import threading
 from collections.abc import Callable
 
+from tunecli.engine.rpc.connections import DEFAULT_HOST, TRACKER_LIMITS, ConnectionLimits, PeerLimiter
 from tunecli.engine.rpc.protocol import (
     MAX_TRACKER_MESSAGE,
     RPC_TRACKER_MAGIC,
@@ -50,8 +60,10 @@ from tunecli.errors import RPCError
 
 logger = logging.getLogger("tunecli.rpc.tracker")
 
-#: Seconds a new connection has to send the magic.
-HANDSHAKE_TIMEOUT = 10.0
+#: Longest device key or match key, in characters.
+MAX_KEY = 256
+#: Largest UPDATE_INFO record, in bytes of JSON (it is repeated in every SUMMARY).
+MAX_INFO = 1024
 
 
 class _Conn:
@@ -65,6 +77,7 @@ class _Conn:
         self.pending_matchkeys: set[str] = set()
         self.put_values: list[Resource] = []
         self.closed = False
+        self.holds_state = False  # sent UPDATE_INFO, PUT or REQUEST: may stay silent for long
 
     def send(self, obj: object) -> bool:
         """Queue one framed JSON message; False when the connection is gone."""
@@ -83,11 +96,16 @@ class TrackerServer:
         A bound listening socket.
     token : str or None
         Shared token required from every connection (None: no authentication).
+    limits : ConnectionLimits
+        Timeout and connection caps (see the module docstring).
     """
 
-    def __init__(self, sock: socket.socket, token: str | None = None) -> None:
+    def __init__(self, sock: socket.socket, token: str | None = None,
+                 limits: ConnectionLimits = TRACKER_LIMITS) -> None:
         self.sock = sock
         self.token = token
+        self.limits = limits
+        self._peers = PeerLimiter(limits)
         self.stop_key = random_key("tracker")
         self._schedulers: dict[str, PriorityScheduler] = {}
         self._conns: dict[_Conn, None] = {}  # insertion-ordered set
@@ -138,12 +156,17 @@ class TrackerServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = _Conn(writer)
+        if not self._peers.admit(conn.host):
+            logger.warning("tracker: too many connections from %s (limit %d per peer, %d in all), closing",
+                           conn.host, self.limits.per_peer, self.limits.total)
+            writer.close()
+            return
         self._conns[conn] = None
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         try:
-            magic = unpack_int(await asyncio.wait_for(reader.readexactly(4), HANDSHAKE_TIMEOUT))
+            magic = unpack_int(await asyncio.wait_for(reader.readexactly(4), self.limits.timeout))
             if magic != RPC_TRACKER_MAGIC:
                 logger.warning("tracker: invalid magic from %s, closing", conn.host)
                 return
@@ -171,17 +194,33 @@ class TrackerServer:
                     if not handler(conn, msg):
                         logger.warning("tracker: malformed request %.200r from %s", msg, conn.host)
                         return
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError, OSError):
+                await asyncio.wait_for(writer.drain(), self.limits.timeout)  # a peer that never reads
+        except TimeoutError:
+            logger.info("tracker: %s kept the tracker waiting for %g s, closing",
+                        conn.host, self.limits.timeout)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
         finally:
             self._close(conn)
+            self._peers.release(conn.host)
             writer.close()
             self._tasks.discard(task)
 
     async def _read_message(self, reader: asyncio.StreamReader, conn: _Conn) -> list | None:
-        """Read one request; None (after logging) on an oversized or malformed message."""
-        length = unpack_int(await reader.readexactly(4))
+        """Read one request; None (after logging) on an oversized or malformed message.
+
+        Raises
+        ------
+        TimeoutError
+            When a connection holding nothing stays silent, or a message does not arrive whole,
+            within ``limits.timeout``.
+        """
+        silence = None if conn.holds_state else self.limits.timeout
+        first = await asyncio.wait_for(reader.readexactly(1), silence)
+        return await asyncio.wait_for(self._read_rest(reader, conn, first), self.limits.timeout)
+
+    async def _read_rest(self, reader: asyncio.StreamReader, conn: _Conn, first: bytes) -> list | None:
+        length = unpack_int(first + await reader.readexactly(3))
         if length < 1 or length > MAX_TRACKER_MESSAGE:
             logger.warning("tracker: message length %d from %s outside [1, %d], closing",
                            length, conn.host, MAX_TRACKER_MESSAGE)
@@ -189,7 +228,7 @@ class TrackerServer:
         data = await reader.readexactly(length)
         try:
             msg = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             logger.warning("tracker: malformed JSON from %s, closing", conn.host)
             return None
         if not isinstance(msg, list) or not msg or type(msg[0]) is not int:
@@ -220,12 +259,13 @@ class TrackerServer:
         return True
 
     def _on_put(self, conn: _Conn, msg: list) -> bool:
-        if len(msg) not in (3, 4) or not isinstance(msg[1], str):
+        if len(msg) not in (3, 4) or not _is_key(msg[1]):
             return False
         slot, addr = msg[2], (msg[3] if len(msg) == 4 else None)
-        if not (isinstance(slot, list) and len(slot) == 2 and type(slot[0]) is int
-                and isinstance(slot[1], str) and (addr is None or isinstance(addr, str))):
+        if not (isinstance(slot, list) and len(slot) == 2 and _is_port(slot[0]) and _is_key(slot[1])
+                and (addr is None or _is_key(addr))):
             return False
+        conn.holds_state = True
         value = Resource(conn, msg[1], addr or conn.host, slot[0], slot[1])
         conn.pending_matchkeys.add(value.matchkey)
         conn.put_values.append(value)
@@ -234,8 +274,9 @@ class TrackerServer:
         return True
 
     def _on_request(self, conn: _Conn, msg: list) -> bool:
-        if len(msg) != 4 or not isinstance(msg[1], str) or type(msg[3]) is not int:
+        if len(msg) != 4 or not _is_key(msg[1]) or type(msg[3]) is not int:
             return False
+        conn.holds_state = True
 
         def assign(value: Resource) -> bool:
             if not conn.send([TrackerCode.SUCCESS, [value.host, value.port, value.matchkey]]):
@@ -252,14 +293,17 @@ class TrackerServer:
 
     def _on_update_info(self, conn: _Conn, msg: list) -> bool:
         info = msg[1] if len(msg) == 2 else None
-        if not isinstance(info, dict) or not isinstance(info.get("key", ""), str):
+        if not isinstance(info, dict) or not _is_key(info.get("key", "")) \
+                or len(json.dumps(info)) > MAX_INFO:
             return False
         addr = info.get("addr")
         if addr is not None:
-            if not isinstance(addr, list) or len(addr) != 2:
+            if not (isinstance(addr, list) and len(addr) == 2 and (addr[0] is None or _is_key(addr[0]))
+                    and _is_port(addr[1])):
                 return False
             if addr[0] is None:
                 addr[0] = conn.host
+        conn.holds_state = True
         conn.info.update(info)
         conn.send(TrackerCode.SUCCESS)
         return True
@@ -273,6 +317,15 @@ class TrackerServer:
         return True
 
 
+def _is_key(value: object) -> bool:
+    """A key, match key or address: a string of at most :data:`MAX_KEY` characters."""
+    return isinstance(value, str) and len(value) <= MAX_KEY
+
+
+def _is_port(value: object) -> bool:
+    return type(value) is int and 0 < value < 65536
+
+
 class Tracker:
     """A tracker serving in a background thread of this process.
 
@@ -284,6 +337,8 @@ class Tracker:
         The first free port in ``[port, port_end)`` is used.
     token : str or None
         Shared token; None reads ``TUNECLI_RPC_TOKEN``, ``""`` disables authentication.
+    limits : ConnectionLimits
+        Timeout and connection caps (see :mod:`tunecli.engine.rpc.tracker`).
 
     Attributes
     ----------
@@ -293,12 +348,12 @@ class Tracker:
         Key that makes a STOP request shut the tracker down.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 9190, port_end: int = 9199,
-                 token: str | None = None) -> None:
+    def __init__(self, host: str = DEFAULT_HOST, port: int = 9190, port_end: int = 9199,
+                 token: str | None = None, limits: ConnectionLimits = TRACKER_LIMITS) -> None:
         sock = bind_first_free(host, port, port_end)
         self.host = host
         self.port = sock.getsockname()[1]
-        self._server = TrackerServer(sock, resolve_token(token))
+        self._server = TrackerServer(sock, resolve_token(token), limits)
         self.stop_key = self._server.stop_key
         self._loop = asyncio.new_event_loop()
         started = threading.Event()
@@ -341,20 +396,24 @@ class Tracker:
         self.stop()
 
 
-def run_tracker(host: str = "0.0.0.0", port: int = 9190, port_end: int = 9199,
-                token: str | None = None, on_ready: Callable[[str, int], None] | None = None) -> None:
+def run_tracker(host: str = DEFAULT_HOST, port: int = 9190, port_end: int = 9199,
+                token: str | None = None, on_ready: Callable[[str, int], None] | None = None,
+                limits: ConnectionLimits = TRACKER_LIMITS) -> None:
     """Run a tracker in the foreground until interrupted or stopped with its stop key.
 
     Parameters
     ----------
     host : str
-        Address to bind.
+        Address to bind: loopback by default (TVM's tracker binds ``"0.0.0.0"``); pass
+        ``"0.0.0.0"`` to accept remote devices, together with a token.
     port, port_end : int
         The first free port in ``[port, port_end)`` is used.
     token : str or None
         Shared token; None reads ``TUNECLI_RPC_TOKEN``, ``""`` disables authentication.
     on_ready : callable, optional
         Called as ``on_ready(host, port)`` once the tracker accepts connections.
+    limits : ConnectionLimits
+        Timeout and connection caps.
 
     Raises
     ------
@@ -363,7 +422,7 @@ def run_tracker(host: str = "0.0.0.0", port: int = 9190, port_end: int = 9199,
     """
     sock = bind_first_free(host, port, port_end)
     bound = sock.getsockname()[1]
-    server = TrackerServer(sock, resolve_token(token))
+    server = TrackerServer(sock, resolve_token(token), limits)
 
     def started() -> None:
         logger.info("tracker listening on %s:%d", host, bound)
