@@ -60,7 +60,11 @@ def _start(code: str, args: list[str]) -> Proc:
 
 @pytest.fixture
 def procs() -> Iterator[Callable[..., Proc]]:
-    """Start servers/trackers in child processes; every one is killed at the end of the test."""
+    """Start servers/trackers in child processes; every one is killed at the end of the test.
+
+    ``procs(key, tracker_port, token)`` starts a server, ``procs.tracker(token)`` a tracker and
+    ``procs.child(code, args)`` runs Python ``code`` that prints its port first.
+    """
     started: list[Proc] = []
 
     def start_server(key: str, tracker_port: int | None = None, token: str = "") -> Proc:
@@ -73,7 +77,13 @@ def procs() -> Iterator[Callable[..., Proc]]:
         started.append(proc)
         return proc
 
+    def start_child(code: str, args: list[str]) -> Proc:
+        proc = _start(code, args)
+        started.append(proc)
+        return proc
+
     start_server.tracker = start_tracker  # type: ignore[attr-defined]
+    start_server.child = start_child  # type: ignore[attr-defined]
     yield start_server
     for proc in started:
         proc.kill()

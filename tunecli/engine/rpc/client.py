@@ -125,6 +125,8 @@ class TrackerSession:
         RPCError
             When the tracker answers anything but ``[0, {...}]``.
         """
+        if self._sock is not None and select.select([self._sock], [], [], 0)[0]:
+            self.close()  # nothing is due before a request: the tracker closed an idle connection
         value = self.call([TrackerCode.SUMMARY])
         if not isinstance(value, list) or len(value) != 2 or value[0] != TrackerCode.SUCCESS \
                 or not isinstance(value[1], dict):
