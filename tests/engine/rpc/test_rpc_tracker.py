@@ -113,6 +113,8 @@ def test_requests_of_a_closed_client_are_dropped(tracker):
 @pytest.mark.parametrize("garbage", [
     pack_int(RPC_MAGIC),                                   # data-plane magic at the tracker
     b"GET / HTTP/1.1\r\n\r\n",                             # not a magic at all
+    b"\x16\x03\x01\x00\xa5\x01\x00\x00",                         # a TLS ClientHello
+    pack_int(0),                                           # a zero magic
 ])
 def test_bad_magic_is_closed_and_tracker_keeps_serving(tracker, garbage):
     sock = socket.create_connection(("127.0.0.1", tracker.port), timeout=5)
@@ -129,6 +131,27 @@ def test_bad_magic_is_closed_and_tracker_keeps_serving(tracker, garbage):
     framed(b"[99]"),                                       # unknown code
     framed(b'[3, "k"]'),                                   # malformed PUT
     framed(b'[5, {"key": "server:k", "addr": 7}]'),        # malformed UPDATE_INFO
+    pack_int(-1) + b"[1]",                                 # negative declared length
+    framed(b'["\xff\xfe"]'),                               # not UTF-8
+    framed(b"[]"),                                         # no code
+    framed(b'["1"]'),                                      # code is a string
+    framed(b"[1.0]"),                                      # code is a float
+    framed(b"[true]"),                                     # code is a bool
+    framed(b"[null]"),                                     # code is null
+    framed(b"[NaN]"),                                      # code is NaN
+    framed(b"[" + b"7" * 5000 + b"]"),                     # an integer too long to parse
+    framed(b"[" * 30000 + b"]" * 30000),                   # nesting too deep to parse
+    framed(b"[-1]"),                                       # FAIL is no request
+    framed(b'[3, "k", ["9090", "k:0.1"], null]'),          # PUT with a string port
+    framed(b'[3, "k", [70000, "k:0.1"], null]'),           # PUT with a port out of range
+    framed(b'[3, "k", [9090, "k:0.1"], 5]'),               # PUT with a numeric address
+    framed(b'[3, "' + b"k" * 300 + b'", [9090, "k:0.1"]]'),  # PUT with an overlong key
+    framed(b'[4, "k"]'),                                   # short REQUEST
+    framed(b'[4, "k", "", "high"]'),                       # REQUEST with a string priority
+    framed(b"[5, []]"),                                    # UPDATE_INFO that is no object
+    framed(b'[5, {"key": 5}]'),                            # UPDATE_INFO with a numeric key
+    framed(b'[5, {"key": "server:k", "addr": [null, "p"]}]'),  # UPDATE_INFO with a string port
+    framed(b'[5, {"key": "server:k", "pad": "' + b"x" * 2000 + b'"}]'),  # oversized UPDATE_INFO
 ])
 def test_bad_messages_close_the_connection_only(tracker, message):
     sock = raw_tracker_conn(tracker.port)
@@ -137,6 +160,7 @@ def test_bad_messages_close_the_connection_only(tracker, message):
     other = raw_tracker_conn(tracker.port)
     assert call(other, [1]) == 0
     other.close()
+    assert tracker.summary() == {"queue_info": {}, "server_info": []}    # nothing of it was kept
 
 
 def test_stop_needs_the_stop_key():

@@ -198,6 +198,7 @@ class TrackerServer:
         except TimeoutError:
             logger.info("tracker: %s kept the tracker waiting for %g s, closing",
                         conn.host, self.limits.timeout)
+            writer.transport.abort()  # close() would wait for a peer that does not read
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
         finally:
