@@ -13,6 +13,8 @@ from tunecli.engine.rpc.connections import (
     ConnectionLimits,
     HandshakeGate,
     PeerLimiter,
+    exposure_warnings,
+    is_loopback,
     recv_before,
 )
 from tunecli.engine.rpc.protocol import bind_first_free
@@ -168,3 +170,16 @@ def test_peer_limiter_counts_per_address_and_in_all():
 def test_limits_are_checked(limits):
     with pytest.raises(RPCError, match="connection limits"):
         ConnectionLimits(**limits)
+
+
+def test_exposure_warnings_name_what_a_reachable_service_allows():
+    assert is_loopback("127.0.0.1") and is_loopback("localhost") and not is_loopback("0.0.0.0")
+    assert exposure_warnings("server", "127.0.0.1", None) == []
+    assert exposure_warnings("server", "0.0.0.0", "tok") == []
+    (open_server,) = exposure_warnings("server", "0.0.0.0", None)
+    assert "no token" in open_server and "run native code on this machine" in open_server
+    (open_tracker,) = exposure_warnings("tracker", "0.0.0.0", None)
+    assert "register devices and take them" in open_tracker
+    assert exposure_warnings("server", "127.0.0.1", None, ("localhost", 9190)) == []
+    (unreachable,) = exposure_warnings("server", "127.0.0.1", "tok", ("192.0.2.1", 9190))
+    assert "192.0.2.1:9190" in unreachable and "--host 0.0.0.0" in unreachable

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import ipaddress
 import logging
 import select
 import socket
@@ -39,6 +40,12 @@ logger = logging.getLogger("tunecli.rpc.connections")
 DEFAULT_HOST = "127.0.0.1"
 
 Hello = TypeVar("Hello")
+
+#: What a peer that reaches each kind of service can do.
+_POWERS = {
+    "server": "run native code on this machine",
+    "tracker": "register devices and take them from tuning jobs",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,3 +260,45 @@ class HandshakeGate(Generic[Hello]):
                 return
             self._peers.release(addr[0])
         conn.close()
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` (an address or a name, resolved) is this machine's loopback interface."""
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
+
+
+def exposure_warnings(service: str, host: str, token: str | None,
+                      tracker_addr: tuple[str, int] | None = None) -> list[str]:
+    """Warnings about who can reach a ``"server"`` or ``"tracker"`` bound to ``host``.
+
+    Parameters
+    ----------
+    service : str
+        ``"server"`` or ``"tracker"``.
+    host : str
+        The address bound.
+    token : str or None
+        The token in force (None: none).
+    tracker_addr : tuple of (str, int), optional
+        The tracker a server registers with.
+
+    Returns
+    -------
+    list of str
+        One message when a service reachable beyond loopback has no token, one when a server
+        bound to loopback registers with a tracker on another machine (whose clients could
+        then not reach it); empty when neither applies.
+    """
+    warnings = []
+    local = is_loopback(host)
+    if not local and not token:
+        warnings.append(f"{service} on {host} has no token: anyone who can reach it can {_POWERS[service]}; "
+                        "set TUNECLI_RPC_TOKEN (and firewall the port)")
+    if service == "server" and local and tracker_addr is not None and not is_loopback(tracker_addr[0]):
+        warnings.append(f"server bound to {host} registers with the tracker at {tracker_addr[0]}:"
+                        f"{tracker_addr[1]}, whose clients cannot reach it; pass --host 0.0.0.0 "
+                        "(with a token) to serve other machines")
+    return warnings

@@ -40,6 +40,7 @@ from tunecli.engine.rpc.connections import (
     SERVER_LIMITS,
     ConnectionLimits,
     HandshakeGate,
+    exposure_warnings,
     recv_before,
 )
 from tunecli.engine.rpc.protocol import (
@@ -391,6 +392,8 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
     server = Server(host, port, port_end, key, tracker_addr, custom_addr, token,
                     ping_period=ping_period, unmatch_timeout=unmatch_timeout, retry_period=retry_period,
                     idle_timeout=idle_timeout, limits=limits)
+    for warning in exposure_warnings("server", host, server.token, tracker_addr):
+        logger.warning(warning)
     if on_ready is not None:
         on_ready(server.host, server.port)
     try:

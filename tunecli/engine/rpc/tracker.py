@@ -41,7 +41,13 @@ import socket
 import threading
 from collections.abc import Callable
 
-from tunecli.engine.rpc.connections import DEFAULT_HOST, TRACKER_LIMITS, ConnectionLimits, PeerLimiter
+from tunecli.engine.rpc.connections import (
+    DEFAULT_HOST,
+    TRACKER_LIMITS,
+    ConnectionLimits,
+    PeerLimiter,
+    exposure_warnings,
+)
 from tunecli.engine.rpc.protocol import (
     MAX_TRACKER_MESSAGE,
     RPC_TRACKER_MAGIC,
@@ -424,6 +430,8 @@ def run_tracker(host: str = DEFAULT_HOST, port: int = 9190, port_end: int = 9199
     sock = bind_first_free(host, port, port_end)
     bound = sock.getsockname()[1]
     server = TrackerServer(sock, resolve_token(token), limits)
+    for warning in exposure_warnings("tracker", host, server.token):
+        logger.warning(warning)
 
     def started() -> None:
         logger.info("tracker listening on %s:%d", host, bound)
