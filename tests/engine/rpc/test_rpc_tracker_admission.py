@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -14,8 +15,15 @@ from test_rpc_tracker import call, register
 
 from tunecli.engine.rpc.client import connect_tracker
 from tunecli.engine.rpc.connections import ConnectionLimits
-from tunecli.engine.rpc.protocol import RPC_TRACKER_MAGIC, TOKEN_CODE, pack_int, recv_json, send_json
-from tunecli.engine.rpc.tracker import Tracker
+from tunecli.engine.rpc.protocol import (
+    MAX_TRACKER_MESSAGE,
+    RPC_TRACKER_MAGIC,
+    TOKEN_CODE,
+    pack_int,
+    recv_json,
+    send_json,
+)
+from tunecli.engine.rpc.tracker import MAX_PER_CONNECTION, MAX_QUEUES, Tracker
 
 TIMEOUT = 0.5
 
@@ -85,12 +93,15 @@ def test_a_peer_that_never_reads_is_closed(strict):
     servers = []
     for i in range(7):                                       # big server records make big summaries
         sock = raw_tracker_conn(strict.port)
-        assert call(sock, [5, {"key": "server:k", "addr": [None, 9000 + i], "pad": "x" * 900}]) == 0
+        assert call(sock, [5, {"key": "server:k", "addr": [None, 9000 + i], "pad": "x" * 180}]) == 0
         servers.append(sock)
     descriptors = len(os.listdir("/proc/self/fd"))           # the tracker runs in this process
     reader = raw_tracker_conn(strict.port)
     reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    reader.sendall(b"".join(pack_int(3) + b"[6]" for _ in range(5000)))   # ~35 MB of replies, unread
+    try:
+        reader.sendall(b"".join(pack_int(3) + b"[6]" for _ in range(20000)))   # ~35 MB of replies, unread
+    except OSError:
+        pass                                                 # closed by the tracker meanwhile
     wait_for(lambda: strict._server._peers.total() == 7, timeout=20 * TIMEOUT, what="non-reader closed")
     wait_for(lambda: len(os.listdir("/proc/self/fd")) == descriptors + 1, timeout=5,
              what="the tracker's socket closed, not left waiting to flush")   # + 1: the reader's own
@@ -122,3 +133,39 @@ def test_token_must_come_within_the_timeout():
         assert closed_within(wrong, 5.0)
     finally:
         trk.stop()
+
+
+def test_a_connection_may_not_pile_up_requests_or_slots(tracker):
+    client = raw_tracker_conn(tracker.port)
+    for i in range(MAX_PER_CONNECTION):
+        send_json(client, [4, f"k{i}", "", 1])
+    assert call(client, [1]) == 0
+    send_json(client, [4, "one-too-many", "", 1])
+    assert closed_within(client, 5.0)
+    server = raw_tracker_conn(tracker.port)
+    for i in range(MAX_PER_CONNECTION):
+        assert call(server, [3, "s", [9000 + i, f"s:0.{i}"]]) == 0
+    send_json(server, [3, "s", [8999, "s:0.99"]])
+    assert closed_within(server, 5.0)
+    wait_for(lambda: tracker.summary()["queue_info"]["k0"]["pending"] == 0, what="requests dropped")
+
+
+def test_queues_of_junk_keys_are_bounded_and_forgotten_first(tracker):
+    clients = []
+    for c in range(MAX_QUEUES // MAX_PER_CONNECTION):
+        clients.append(raw_tracker_conn(tracker.port))
+        for i in range(MAX_PER_CONNECTION):
+            send_json(clients[-1], [4, f"junk{c}-{i}", "", 1])
+        assert call(clients[-1], [1]) == 0
+    late = raw_tracker_conn(tracker.port)
+    send_json(late, [4, "one-key-too-many", "", 1])
+    assert closed_within(late, 5.0)                          # every queue has someone waiting
+    clients.pop().close()
+    last = f"junk{len(clients)}-0"
+    wait_for(lambda: tracker.summary()["queue_info"][last]["pending"] == 0, what="its requests dropped")
+    server = register(tracker.port, "real", 9000, "real:0.1")   # empty queues make room
+    queues = tracker.summary()["queue_info"]
+    assert queues["real"] == {"free": 1, "pending": 0} and len(queues) <= MAX_QUEUES
+    assert len(json.dumps(tracker.summary())) < MAX_TRACKER_MESSAGE
+    for sock in [*clients, server]:
+        sock.close()

@@ -82,6 +82,10 @@ class PriorityScheduler:
             heapq.heapify(kept)
             self._requests = kept
 
+    def is_empty(self) -> bool:
+        """True when no resource is free and no request waits."""
+        return not self._values and not self._requests
+
     def summary(self) -> dict[str, int]:
         """Return ``{"free": number of free resources, "pending": number of waiting requests}``."""
         return {"free": len(self._values), "pending": len(self._requests)}

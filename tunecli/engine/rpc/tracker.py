@@ -23,7 +23,10 @@ connection that sent UPDATE_INFO closes, its free slots leave the pool; waiting 
 a closed client are dropped (TVM keeps them until a resource is offered to them).
 
 Keys and match keys are at most :data:`MAX_KEY` characters, an UPDATE_INFO at most
-:data:`MAX_INFO` bytes of JSON, ports in [1, 65535].
+:data:`MAX_INFO` bytes of JSON, ports in [1, 65535]; a connection has at most
+:data:`MAX_PER_CONNECTION` requests waiting and as many free slots put; the tracker keeps the
+queues of at most :data:`MAX_QUEUES` keys (empty queues are forgotten first). A request past
+these limits closes its connection, so that junk cannot make SUMMARY replies too large to read.
 
 Connections are bounded by a :class:`tunecli.engine.rpc.connections.ConnectionLimits` record
 (``limits.timeout`` below): the magic and every message must arrive whole within the timeout
@@ -67,9 +70,13 @@ from tunecli.errors import RPCError
 logger = logging.getLogger("tunecli.rpc.tracker")
 
 #: Longest device key or match key, in characters.
-MAX_KEY = 256
+MAX_KEY = 128
 #: Largest UPDATE_INFO record, in bytes of JSON (it is repeated in every SUMMARY).
-MAX_INFO = 1024
+MAX_INFO = 256
+#: Requests one connection may have waiting, and free slots it may have put.
+MAX_PER_CONNECTION = 16
+#: Device keys with a queue at once.
+MAX_QUEUES = 256
 
 
 class _Conn:
@@ -82,6 +89,7 @@ class _Conn:
         self.info: dict = {"addr": [self.host, peer[1]]}
         self.pending_matchkeys: set[str] = set()
         self.put_values: list[Resource] = []
+        self.waiting = 0  # requests not matched yet
         self.closed = False
         self.holds_state = False  # sent UPDATE_INFO, PUT or REQUEST: may stay silent for long
 
@@ -155,8 +163,15 @@ class TrackerServer:
         queues = {key: sched.summary() for key, sched in self._schedulers.items()}
         return {"queue_info": queues, "server_info": servers}
 
-    def _scheduler(self, key: str) -> PriorityScheduler:
+    def _scheduler(self, key: str) -> PriorityScheduler | None:
+        """The queue of ``key``, made if needed; None when :data:`MAX_QUEUES` keys have waiting work."""
         if key not in self._schedulers:
+            if len(self._schedulers) >= MAX_QUEUES:
+                for name in [name for name, sched in self._schedulers.items() if sched.is_empty()]:
+                    del self._schedulers[name]
+            if len(self._schedulers) >= MAX_QUEUES:
+                logger.warning("tracker: %d keys have queues already, refusing key %.50r", MAX_QUEUES, key)
+                return None
             self._schedulers[key] = PriorityScheduler(key)
         return self._schedulers[key]
 
@@ -250,7 +265,9 @@ class TrackerServer:
             sched.drop_requests(conn)
         if "key" in conn.info:
             for value in conn.put_values:
-                self._scheduler(value.key).remove(value)
+                sched = self._schedulers.get(value.key)
+                if sched is not None:
+                    sched.remove(value)
         conn.put_values.clear()
 
     def _on_ping(self, conn: _Conn, msg: list) -> bool:
@@ -270,24 +287,33 @@ class TrackerServer:
             return False
         slot, addr = msg[2], (msg[3] if len(msg) == 4 else None)
         if not (isinstance(slot, list) and len(slot) == 2 and _is_port(slot[0]) and _is_key(slot[1])
-                and (addr is None or _is_key(addr))):
+                and (addr is None or _is_key(addr))) or len(conn.put_values) >= MAX_PER_CONNECTION:
+            return False
+        sched = self._scheduler(msg[1])
+        if sched is None:
             return False
         conn.holds_state = True
         value = Resource(conn, msg[1], addr or conn.host, slot[0], slot[1])
         conn.pending_matchkeys.add(value.matchkey)
         conn.put_values.append(value)
-        self._scheduler(value.key).put(value)
+        sched.put(value)
         conn.send(TrackerCode.SUCCESS)
         return True
 
     def _on_request(self, conn: _Conn, msg: list) -> bool:
-        if len(msg) != 4 or not _is_key(msg[1]) or type(msg[3]) is not int:
+        if len(msg) != 4 or not _is_key(msg[1]) or type(msg[3]) is not int \
+                or conn.waiting >= MAX_PER_CONNECTION:
+            return False
+        sched = self._scheduler(msg[1])
+        if sched is None:
             return False
         conn.holds_state = True
+        conn.waiting += 1
 
         def assign(value: Resource) -> bool:
             if not conn.send([TrackerCode.SUCCESS, [value.host, value.port, value.matchkey]]):
                 return False
+            conn.waiting -= 1
             owner = value.owner
             if isinstance(owner, _Conn):
                 owner.pending_matchkeys.discard(value.matchkey)
@@ -295,7 +321,7 @@ class TrackerServer:
                     owner.put_values.remove(value)
             return True
 
-        self._scheduler(msg[1]).request(conn, msg[3], assign)
+        sched.request(conn, msg[3], assign)
         return True
 
     def _on_update_info(self, conn: _Conn, msg: list) -> bool:
