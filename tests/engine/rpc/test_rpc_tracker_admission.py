@@ -169,3 +169,12 @@ def test_queues_of_junk_keys_are_bounded_and_forgotten_first(tracker):
     assert len(json.dumps(tracker.summary())) < MAX_TRACKER_MESSAGE
     for sock in [*clients, server]:
         sock.close()
+
+
+def test_connections_are_probed_so_vanished_peers_are_dropped(strict):
+    server = register(strict.port, "k", 9001, "k:0.1")
+    (conn,) = list(strict._server._conns)
+    sock = conn.writer.get_extra_info("socket")
+    assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 60
+    server.close()

@@ -9,6 +9,9 @@ service up nor pile up connections. Three rules, set by a :class:`ConnectionLimi
 * at most ``total`` connections are held at once (server: connections whose handshake is being
   read or that wait for the device; tracker: all).
 
+Connections that may stay silent for long (registered servers, waiting requests, sessions)
+get TCP keepalive (:func:`keep_alive`), so one whose peer vanished is dropped within minutes.
+
 :class:`PeerLimiter` counts connections per peer address. :class:`HandshakeGate` accepts
 connections on a device server's listening socket in a background thread and reads each
 handshake in a thread of its own under a deadline, so silent peers delay nobody; the
@@ -135,6 +138,16 @@ def recv_before(sock: socket.socket, nbytes: int, deadline: float) -> bytes:
         chunks.append(chunk)
         remaining -= len(chunk)
     return b"".join(chunks)
+
+
+def keep_alive(sock: socket.socket, idle: int = 60, interval: int = 10, count: int = 3) -> None:
+    """Have the kernel probe ``sock`` when idle, so that a connection whose peer vanished without
+    closing it (a half-open connection: machine off, network gone) breaks after about
+    ``idle + interval * count`` seconds instead of being held forever."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPINTVL", interval), ("TCP_KEEPCNT", count)):
+        if hasattr(socket, name):  # not on every platform
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
 def peer_closed(sock: socket.socket) -> bool:

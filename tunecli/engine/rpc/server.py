@@ -41,6 +41,7 @@ from tunecli.engine.rpc.connections import (
     ConnectionLimits,
     HandshakeGate,
     exposure_warnings,
+    keep_alive,
     recv_before,
 )
 from tunecli.engine.rpc.protocol import (
@@ -275,6 +276,7 @@ class Server:
                 return None
             server_key = ("server:" + self.key).encode()
             conn.sendall(pack_int(RPC_CODE_SUCCESS) + pack_int(len(server_key)) + server_key)
+            keep_alive(conn)  # a client that vanishes mid-session frees the device within minutes
         except OSError:
             conn.close()
             return None

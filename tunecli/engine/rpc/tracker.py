@@ -50,6 +50,7 @@ from tunecli.engine.rpc.connections import (
     ConnectionLimits,
     PeerLimiter,
     exposure_warnings,
+    keep_alive,
 )
 from tunecli.engine.rpc.protocol import (
     MAX_TRACKER_MESSAGE,
@@ -183,6 +184,9 @@ class TrackerServer:
             writer.close()
             return
         self._conns[conn] = None
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            keep_alive(sock)
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
