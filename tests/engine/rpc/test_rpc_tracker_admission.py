@@ -23,7 +23,8 @@ from tunecli.engine.rpc.protocol import (
     recv_json,
     send_json,
 )
-from tunecli.engine.rpc.tracker import MAX_PER_CONNECTION, MAX_QUEUES, Tracker
+from tunecli.engine.rpc.tracker import Tracker
+from tunecli.engine.rpc.tracker_state import MAX_PER_CONNECTION, MAX_QUEUES
 
 TIMEOUT = 0.5
 
@@ -59,7 +60,7 @@ def test_silent_and_half_sent_connections_are_closed_within_the_timeout(strict):
     assert time.monotonic() - start < 10 * TIMEOUT
     for sock in socks.values():
         sock.close()
-    wait_for(lambda: strict._server._peers.total() == 0, what="connections released")
+    wait_for(lambda: strict.connection_count() == 0, what="connections released")
 
 
 def test_registered_servers_and_waiting_requests_may_stay_silent(strict):
@@ -82,7 +83,7 @@ def test_per_peer_cap_refuses_the_next_connection_while_the_others_work(strict):
     assert all(call(sock, [1]) == 0 for sock in held)
     assert strict.summary()["queue_info"]["k"] == {"free": 8, "pending": 0}
     held.pop().close()
-    wait_for(lambda: strict._server._peers.total() == 7, what="closed connection released")
+    wait_for(lambda: strict.connection_count() == 7, what="closed connection released")
     again = raw_tracker_conn(strict.port)
     assert call(again, [1]) == 0
     for sock in [*held, again]:
@@ -102,7 +103,7 @@ def test_a_peer_that_never_reads_is_closed(strict):
         reader.sendall(b"".join(pack_int(3) + b"[6]" for _ in range(20000)))   # ~35 MB of replies, unread
     except OSError:
         pass                                                 # closed by the tracker meanwhile
-    wait_for(lambda: strict._server._peers.total() == 7, timeout=20 * TIMEOUT, what="non-reader closed")
+    wait_for(lambda: strict.connection_count() == 7, timeout=20 * TIMEOUT, what="non-reader closed")
     wait_for(lambda: len(os.listdir("/proc/self/fd")) == descriptors + 1, timeout=5,
              what="the tracker's socket closed, not left waiting to flush")   # + 1: the reader's own
     reader.close()
@@ -116,7 +117,7 @@ def test_a_peer_that_never_reads_is_closed(strict):
 def test_summary_reconnects_after_the_tracker_closed_an_idle_session(strict):
     session = connect_tracker("127.0.0.1", strict.port, token="")
     assert session.summary()["server_info"] == []
-    wait_for(lambda: strict._server._peers.total() == 0, timeout=20 * TIMEOUT, what="idle session closed")
+    wait_for(lambda: strict.connection_count() == 0, timeout=20 * TIMEOUT, what="idle session closed")
     assert session.summary()["server_info"] == []
     session.close()
 
@@ -173,7 +174,7 @@ def test_queues_of_junk_keys_are_bounded_and_forgotten_first(tracker):
 
 def test_connections_are_probed_so_vanished_peers_are_dropped(strict):
     server = register(strict.port, "k", 9001, "k:0.1")
-    (conn,) = list(strict._server._conns)
+    (conn,) = list(strict._server.state.connections)
     sock = conn.writer.get_extra_info("socket")
     assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
     assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 60

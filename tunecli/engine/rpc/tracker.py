@@ -22,11 +22,8 @@ An unknown code, a malformed or oversized message closes that connection only. W
 connection that sent UPDATE_INFO closes, its free slots leave the pool; waiting requests of
 a closed client are dropped (TVM keeps them until a resource is offered to them).
 
-Keys and match keys are at most :data:`MAX_KEY` characters, an UPDATE_INFO at most
-:data:`MAX_INFO` bytes of JSON, ports in [1, 65535]; a connection has at most
-:data:`MAX_PER_CONNECTION` requests waiting and as many free slots put; the tracker keeps the
-queues of at most :data:`MAX_QUEUES` keys (empty queues are forgotten first). A request past
-these limits closes its connection, so that junk cannot make SUMMARY replies too large to read.
+What each request does, and the limits on keys, records and waiting work, are in
+:mod:`tunecli.engine.rpc.tracker_state`; this module is the network side.
 
 Connections are bounded by a :class:`tunecli.engine.rpc.connections.ConnectionLimits` record
 (``limits.timeout`` below): the magic and every message must arrive whole within the timeout
@@ -58,52 +55,20 @@ from tunecli.engine.rpc.protocol import (
     TOKEN_CODE,
     TrackerCode,
     bind_first_free,
-    encode_json,
     pack_int,
-    random_key,
     resolve_token,
     token_matches,
     unpack_int,
 )
-from tunecli.engine.rpc.scheduler import PriorityScheduler, Resource
+from tunecli.engine.rpc.tracker_state import TrackerConnection, TrackerState
 from tunecli.errors import RPCError
 
 logger = logging.getLogger("tunecli.rpc.tracker")
 
-#: Longest device key or match key, in characters.
-MAX_KEY = 128
-#: Largest UPDATE_INFO record, in bytes of JSON (it is repeated in every SUMMARY).
-MAX_INFO = 256
-#: Requests one connection may have waiting, and free slots it may have put.
-MAX_PER_CONNECTION = 16
-#: Device keys with a queue at once.
-MAX_QUEUES = 256
-
-
-class _Conn:
-    """State of one tracker connection."""
-
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername") or ("", 0)
-        self.writer = writer
-        self.host = str(peer[0])
-        self.info: dict = {"addr": [self.host, peer[1]]}
-        self.pending_matchkeys: set[str] = set()
-        self.put_values: list[Resource] = []
-        self.waiting = 0  # requests not matched yet
-        self.closed = False
-        self.holds_state = False  # sent UPDATE_INFO, PUT or REQUEST: may stay silent for long
-
-    def send(self, obj: object) -> bool:
-        """Queue one framed JSON message; False when the connection is gone."""
-        if self.closed or self.writer.is_closing():
-            return False
-        self.writer.write(encode_json(obj))
-        return True
-
 
 class TrackerServer:
-    """The tracker's state and asyncio protocol handlers (one event loop, no locks).
+    """The network side of a tracker: connections, framing, timeouts, caps and the token, on one
+    asyncio event loop (no locks); requests are applied by its :class:`TrackerState`.
 
     Parameters
     ----------
@@ -120,21 +85,11 @@ class TrackerServer:
         self.sock = sock
         self.token = token
         self.limits = limits
-        self._peers = PeerLimiter(limits)
-        self.stop_key = random_key("tracker")
-        self._schedulers: dict[str, PriorityScheduler] = {}
-        self._conns: dict[_Conn, None] = {}  # insertion-ordered set
+        self.state = TrackerState(on_stop=self.request_stop)
+        self.stop_key = self.state.stop_key
+        self.peers = PeerLimiter(limits)
         self._stopped: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
-        self._handlers: dict[int, Callable[[_Conn, list], bool]] = {
-            TrackerCode.PING: self._on_ping,
-            TrackerCode.STOP: self._on_stop,
-            TrackerCode.PUT: self._on_put,
-            TrackerCode.REQUEST: self._on_request,
-            TrackerCode.UPDATE_INFO: self._on_update_info,
-            TrackerCode.SUMMARY: self._on_summary,
-            TrackerCode.GET_PENDING_MATCHKEYS: self._on_pending,
-        }
 
     async def serve(self, started: Callable[[], None] | None = None) -> None:
         """Serve until :meth:`request_stop` (or a STOP with the stop key)."""
@@ -146,7 +101,7 @@ class TrackerServer:
             await self._stopped.wait()
         finally:
             server.close()
-            for conn in list(self._conns):
+            for conn in list(self.state.connections):
                 conn.writer.close()
             if self._tasks:  # closed transports end the handlers; cancel only stragglers
                 _, pending = await asyncio.wait(list(self._tasks), timeout=2.0)
@@ -159,31 +114,17 @@ class TrackerServer:
             self._stopped.set()
 
     def summary(self) -> dict:
-        """Return the SUMMARY payload: queue state per key and the registered servers."""
-        servers = [c.info for c in self._conns if str(c.info.get("key", "")).startswith("server")]
-        queues = {key: sched.summary() for key, sched in self._schedulers.items()}
-        return {"queue_info": queues, "server_info": servers}
-
-    def _scheduler(self, key: str) -> PriorityScheduler | None:
-        """The queue of ``key``, made if needed; None when :data:`MAX_QUEUES` keys have waiting work."""
-        if key not in self._schedulers:
-            if len(self._schedulers) >= MAX_QUEUES:
-                for name in [name for name, sched in self._schedulers.items() if sched.is_empty()]:
-                    del self._schedulers[name]
-            if len(self._schedulers) >= MAX_QUEUES:
-                logger.warning("tracker: %d keys have queues already, refusing key %.50r", MAX_QUEUES, key)
-                return None
-            self._schedulers[key] = PriorityScheduler(key)
-        return self._schedulers[key]
+        """Return the SUMMARY payload (call inside the event loop)."""
+        return self.state.summary()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = _Conn(writer)
-        if not self._peers.admit(conn.host):
+        conn = TrackerConnection(writer, writer.get_extra_info("peername") or ("", 0))
+        if not self.peers.admit(conn.host):
             logger.warning("tracker: too many connections from %s (limit %d per peer, %d in all), closing",
                            conn.host, self.limits.per_peer, self.limits.total)
             writer.close()
             return
-        self._conns[conn] = None
+        self.state.open(conn)
         sock = writer.get_extra_info("socket")
         if sock is not None:
             keep_alive(sock)
@@ -211,14 +152,8 @@ class TrackerServer:
                     logger.warning("tracker: unauthenticated request from %s, closing", conn.host)
                     conn.send(TrackerCode.FAIL)
                     return
-                else:
-                    handler = self._handlers.get(msg[0])
-                    if handler is None:
-                        logger.warning("tracker: unknown tracker code %r from %s", msg[0], conn.host)
-                        return
-                    if not handler(conn, msg):
-                        logger.warning("tracker: malformed request %.200r from %s", msg, conn.host)
-                        return
+                elif not self.state.handle(conn, msg):
+                    return
                 await asyncio.wait_for(writer.drain(), self.limits.timeout)  # a peer that never reads
         except TimeoutError:
             logger.info("tracker: %s kept the tracker waiting for %g s, closing",
@@ -227,12 +162,12 @@ class TrackerServer:
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
         finally:
-            self._close(conn)
-            self._peers.release(conn.host)
+            self.state.close(conn)
+            self.peers.release(conn.host)
             writer.close()
             self._tasks.discard(task)
 
-    async def _read_message(self, reader: asyncio.StreamReader, conn: _Conn) -> list | None:
+    async def _read_message(self, reader: asyncio.StreamReader, conn: TrackerConnection) -> list | None:
         """Read one request; None (after logging) on an oversized or malformed message.
 
         Raises
@@ -245,7 +180,8 @@ class TrackerServer:
         first = await asyncio.wait_for(reader.readexactly(1), silence)
         return await asyncio.wait_for(self._read_rest(reader, conn, first), self.limits.timeout)
 
-    async def _read_rest(self, reader: asyncio.StreamReader, conn: _Conn, first: bytes) -> list | None:
+    async def _read_rest(self, reader: asyncio.StreamReader, conn: TrackerConnection,
+                         first: bytes) -> list | None:
         length = unpack_int(first + await reader.readexactly(3))
         if length < 1 or length > MAX_TRACKER_MESSAGE:
             logger.warning("tracker: message length %d from %s outside [1, %d], closing",
@@ -261,107 +197,6 @@ class TrackerServer:
             logger.warning("tracker: request from %s is not [code, ...], closing", conn.host)
             return None
         return msg
-
-    def _close(self, conn: _Conn) -> None:
-        conn.closed = True
-        self._conns.pop(conn, None)
-        for sched in self._schedulers.values():
-            sched.drop_requests(conn)
-        if "key" in conn.info:
-            for value in conn.put_values:
-                sched = self._schedulers.get(value.key)
-                if sched is not None:
-                    sched.remove(value)
-        conn.put_values.clear()
-
-    def _on_ping(self, conn: _Conn, msg: list) -> bool:
-        conn.send(TrackerCode.SUCCESS)
-        return True
-
-    def _on_stop(self, conn: _Conn, msg: list) -> bool:
-        if len(msg) == 2 and msg[1] == self.stop_key:
-            conn.send(TrackerCode.SUCCESS)
-            asyncio.get_running_loop().call_soon(self.request_stop)
-        else:
-            conn.send(TrackerCode.FAIL)
-        return True
-
-    def _on_put(self, conn: _Conn, msg: list) -> bool:
-        if len(msg) not in (3, 4) or not _is_key(msg[1]):
-            return False
-        slot, addr = msg[2], (msg[3] if len(msg) == 4 else None)
-        if not (isinstance(slot, list) and len(slot) == 2 and _is_port(slot[0]) and _is_key(slot[1])
-                and (addr is None or _is_key(addr))) or len(conn.put_values) >= MAX_PER_CONNECTION:
-            return False
-        sched = self._scheduler(msg[1])
-        if sched is None:
-            return False
-        conn.holds_state = True
-        value = Resource(conn, msg[1], addr or conn.host, slot[0], slot[1])
-        conn.pending_matchkeys.add(value.matchkey)
-        conn.put_values.append(value)
-        sched.put(value)
-        conn.send(TrackerCode.SUCCESS)
-        return True
-
-    def _on_request(self, conn: _Conn, msg: list) -> bool:
-        if len(msg) != 4 or not _is_key(msg[1]) or type(msg[3]) is not int \
-                or conn.waiting >= MAX_PER_CONNECTION:
-            return False
-        sched = self._scheduler(msg[1])
-        if sched is None:
-            return False
-        conn.holds_state = True
-        conn.waiting += 1
-
-        def assign(value: Resource) -> bool:
-            if not conn.send([TrackerCode.SUCCESS, [value.host, value.port, value.matchkey]]):
-                return False
-            conn.waiting -= 1
-            owner = value.owner
-            if isinstance(owner, _Conn):
-                owner.pending_matchkeys.discard(value.matchkey)
-                if value in owner.put_values:
-                    owner.put_values.remove(value)
-            return True
-
-        sched.request(conn, msg[3], assign)
-        return True
-
-    def _on_update_info(self, conn: _Conn, msg: list) -> bool:
-        info = msg[1] if len(msg) == 2 else None
-        if not isinstance(info, dict) or not _is_key(info.get("key", "")) \
-                or len(json.dumps(info)) > MAX_INFO:
-            return False
-        addr = info.get("addr")
-        if addr is not None:
-            if not (isinstance(addr, list) and len(addr) == 2 and (addr[0] is None or _is_key(addr[0]))
-                    and _is_port(addr[1])):
-                return False
-            if addr[0] is None:
-                addr[0] = conn.host
-        conn.holds_state = True
-        conn.info.update(info)
-        conn.send(TrackerCode.SUCCESS)
-        return True
-
-    def _on_summary(self, conn: _Conn, msg: list) -> bool:
-        conn.send([TrackerCode.SUCCESS, self.summary()])
-        return True
-
-    def _on_pending(self, conn: _Conn, msg: list) -> bool:
-        conn.send(sorted(conn.pending_matchkeys))
-        return True
-
-
-def _is_key(value: object) -> bool:
-    """A key, match key or address: a string of at most :data:`MAX_KEY` characters."""
-    return isinstance(value, str) and len(value) <= MAX_KEY
-
-
-def _is_port(value: object) -> bool:
-    return type(value) is int and 0 < value < 65536
-
 
 class Tracker:
     """A tracker serving in a background thread of this process.
@@ -411,6 +246,10 @@ class Tracker:
         """Return the current SUMMARY payload (thread-safe)."""
         future = asyncio.run_coroutine_threadsafe(self._summary(), self._loop)
         return future.result(timeout=10.0)
+
+    def connection_count(self) -> int:
+        """Connections the tracker holds now (thread-safe)."""
+        return self._server.peers.total()
 
     async def _summary(self) -> dict:
         return json.loads(json.dumps(self._server.summary()))
