@@ -106,4 +106,4 @@ def test_server_warns_when_the_trackers_clients_cannot_reach_it():
         proc.terminate()
         proc.communicate(timeout=10)
     assert line.startswith("warning: server bound to 127.0.0.1 registers with the tracker at 192.0.2.1:9190")
-    assert "pass --host 0.0.0.0 (with a token)" in line
+    assert "bind 0.0.0.0 (with a token)" in line

@@ -182,4 +182,4 @@ def test_exposure_warnings_name_what_a_reachable_service_allows():
     assert "register devices and take them" in open_tracker
     assert exposure_warnings("server", "127.0.0.1", None, ("localhost", 9190)) == []
     (unreachable,) = exposure_warnings("server", "127.0.0.1", "tok", ("192.0.2.1", 9190))
-    assert "192.0.2.1:9190" in unreachable and "--host 0.0.0.0" in unreachable
+    assert "192.0.2.1:9190" in unreachable and "bind 0.0.0.0 (with a token)" in unreachable

@@ -19,7 +19,7 @@ connections whose handshake was accepted wait in arrival order for the serving t
 
 Services bind :data:`DEFAULT_HOST` (loopback) unless told otherwise: a device server runs
 native code its clients send, so making it reachable from other machines is a deliberate
-choice (``--host 0.0.0.0`` together with a token and a firewall).
+choice (bind ``0.0.0.0`` together with a token and a firewall).
 """
 
 from __future__ import annotations
@@ -312,6 +312,6 @@ def exposure_warnings(service: str, host: str, token: str | None,
                         "set TUNECLI_RPC_TOKEN (and firewall the port)")
     if service == "server" and local and tracker_addr is not None and not is_loopback(tracker_addr[0]):
         warnings.append(f"server bound to {host} registers with the tracker at {tracker_addr[0]}:"
-                        f"{tracker_addr[1]}, whose clients cannot reach it; pass --host 0.0.0.0 "
+                        f"{tracker_addr[1]}, whose clients cannot reach it; bind 0.0.0.0 "
                         "(with a token) to serve other machines")
     return warnings
