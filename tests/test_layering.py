@@ -1,9 +1,9 @@
 """The package's import order is part of its design: lower layers never import higher ones.
 
 errors → ir/target/option → transform → te → schedule → lower → codegen → runtime → build → task
-→ ops → measure → log → tuner → rpc → job → commands.  Only ``tunecli/commands/`` may import click,
-rich or the plotting libraries (matplotlib, plotext), and engine code never imports the public faces
-(``tunecli.te``, ``tunecli.autotvm``, ...).
+→ ops → graph → measure → log → tuner → rpc → job → commands.  Only ``tunecli/commands/`` may
+import click, rich or the plotting libraries (matplotlib, plotext), and engine code never imports
+the public faces (``tunecli.te``, ``tunecli.autotvm``, ...).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ LAYERS = [
     ["tunecli.engine.build"],
     ["tunecli.engine.task"],
     ["tunecli.engine.ops"],
+    ["tunecli.engine.graph"],
     ["tunecli.engine.measure"],
     ["tunecli.engine.log"],
     ["tunecli.engine.tuner"],
@@ -35,7 +36,7 @@ LAYERS = [
     ["tunecli.commands"],
 ]
 FACES = ("tunecli.te", "tunecli.tir", "tunecli.topi", "tunecli.autotvm", "tunecli.rpc", "tunecli.target",
-         "tunecli.nd", "tunecli.runtime", "tunecli.testing")
+         "tunecli.nd", "tunecli.runtime", "tunecli.testing", "tunecli.relay")
 
 
 def _rank(module: str) -> int | None:

@@ -4,15 +4,16 @@ The public names mirror TVM's: ``tunecli.te`` (tensor expressions and schedules)
 ``tunecli.build`` / ``tunecli.lower``, ``tunecli.topi`` (operators), ``tunecli.autotvm``
 (tuning), ``tunecli.rpc`` (distributed measurement), ``tunecli.target.Target``,
 ``tunecli.nd`` (``nd.array``/``nd.empty``), ``tunecli.cpu()`` / ``tunecli.device()`` and
-``tunecli.testing``, so ``import tunecli as tvm`` runs TVM user programs.  The heavier faces
-(``autotvm``, ``topi``, ``rpc``, ``target``, ``nd``, ``runtime``, ``testing``) are imported on first
-attribute access, so ``import tunecli`` stays cheap for the command line.
+``tunecli.testing``, ``tunecli.relay`` (networks) and ``tunecli.IRModule``, so ``import tunecli as
+tvm`` runs TVM user programs.  The heavier faces (``autotvm``, ``topi``, ``rpc``, ``target``, ``nd``,
+``runtime``, ``testing``, ``relay``) are imported on first attribute access, so ``import tunecli``
+stays cheap for the command line.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from typing import Any
 
 from tunecli import te
 from tunecli.engine.build import build, lower
@@ -21,18 +22,23 @@ from tunecli.runtime import Device, cpu, device
 
 __version__ = "0.1.0"
 
-_LAZY_FACES = ("autotvm", "topi", "rpc", "target", "nd", "runtime", "testing", "tir")
+_LAZY_FACES = ("autotvm", "topi", "rpc", "target", "nd", "runtime", "testing", "tir", "relay")
+# top-level names TVM users reach as ``tvm.<name>``, defined in a lazy face
+_LAZY_NAMES = {"IRModule": "relay"}
 
 
-def __getattr__(name: str) -> ModuleType:
+def __getattr__(name: str) -> Any:
     """Import a TVM-style face (``tunecli.autotvm``, ``tunecli.target``, ...) on first access."""
     if name in _LAZY_FACES:
         return importlib.import_module(f"tunecli.{name}")
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(f"tunecli.{_LAZY_NAMES[name]}"), name)
     raise AttributeError(f"module 'tunecli' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_FACES))
+    return sorted(set(globals()) | set(_LAZY_FACES) | set(_LAZY_NAMES))
 
 
-__all__ = ["te", "build", "lower", "Target", "Device", "cpu", "device", "__version__", *_LAZY_FACES]
+__all__ = ["te", "build", "lower", "Target", "Device", "cpu", "device", "__version__", *_LAZY_FACES,
+           *_LAZY_NAMES]

@@ -62,3 +62,7 @@ class LogInUseError(JobError):
 
 class RPCError(TuneError):
     """A tracker or device server failed, refused a request, or sent a malformed message."""
+
+
+class GraphError(TuneError):
+    """A network graph is malformed or fails type inference; the message names the operator."""

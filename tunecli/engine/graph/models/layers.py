@@ -1,0 +1,56 @@
+"""Layer helpers of the built-in networks (TVM's ``relay.testing.layers``): each creates the
+variables of its weights, named after the layer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunecli.errors import GraphError
+
+from ..graph_expr import Call, Expr, Var
+from ..ops.conv import conv2d as conv2d_op
+from ..ops.nn import batch_norm, bias_add, dense
+
+
+def batch_norm_infer(
+    data: Expr,
+    name: str,
+    gamma: Expr | None = None,
+    beta: Expr | None = None,
+    moving_mean: Expr | None = None,
+    moving_var: Expr | None = None,
+    **kwargs: Any,
+) -> Expr:
+    """Field 0 of ``nn.batch_norm`` with variables ``<name>_gamma``, ``_beta``, ``_moving_mean``,
+    ``_moving_var``."""
+    return batch_norm(
+        data,
+        gamma or Var(f"{name}_gamma"),
+        beta or Var(f"{name}_beta"),
+        moving_mean or Var(f"{name}_moving_mean"),
+        moving_var or Var(f"{name}_moving_var"),
+        **kwargs,
+    )[0]
+
+
+def conv2d(data: Expr, name: str, weight: Expr | None = None, **kwargs: Any) -> Call:
+    """``nn.conv2d`` with the variable ``<name>_weight``."""
+    return conv2d_op(data, weight or Var(f"{name}_weight"), **kwargs)
+
+
+def dense_add_bias(
+    data: Expr, name: str, units: int, weight: Expr | None = None, bias: Expr | None = None
+) -> Call:
+    """``nn.dense`` + ``nn.bias_add`` with the variables ``<name>_weight`` and ``<name>_bias``."""
+    out = dense(data, weight or Var(f"{name}_weight"), units)
+    return bias_add(out, bias or Var(f"{name}_bias"), axis=-1)
+
+
+def conv_kernel_layout(data_layout: str, is_depthwise: bool = False) -> str:
+    """The kernel layout going with ``data_layout`` (``NCHW`` -> ``OIHW``, ``NHWC`` -> ``HWIO``,
+    depthwise ``NHWC`` -> ``HWOI``)."""
+    if data_layout == "NCHW":
+        return "OIHW"
+    if data_layout == "NHWC":
+        return "HWOI" if is_depthwise else "HWIO"
+    raise GraphError(f"no kernel layout for data layout {data_layout!r}; use NCHW or NHWC")

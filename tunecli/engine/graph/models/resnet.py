@@ -1,0 +1,198 @@
+"""ResNet v2 (pre-activation) as in TVM's ``relay.testing.resnet``: ``get_workload(num_layers=18)``.
+
+He et al., "Identity Mappings in Deep Residual Networks".  Layer names follow TVM's
+(``bn_data``, ``conv0``, ``stage1_unit1_conv1``, ``stage1_unit1_sc``, ``fc1``), so the parameters
+and the extracted tasks of a tunecli ResNet are those of TVM's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tunecli.errors import GraphError
+
+from ..graph_expr import Expr, Function, var
+from ..ir_module import IRModule
+from ..ops.broadcast import add
+from ..ops.nn import batch_flatten, softmax
+from ..ops.pool import global_avg_pool2d, max_pool2d
+from ..ops.unary import relu
+from ..traversal import free_vars
+from .init import create_workload
+from .layers import batch_norm_infer, conv2d, dense_add_bias
+
+_UNITS = {
+    18: [2, 2, 2, 2],
+    34: [3, 4, 6, 3],
+    50: [3, 4, 6, 3],
+    101: [3, 4, 23, 3],
+    152: [3, 8, 36, 3],
+    200: [3, 24, 36, 3],
+    269: [3, 30, 48, 8],
+}
+
+
+def residual_unit(
+    data: Expr,
+    num_filter: int,
+    stride: tuple[int, int],
+    dim_match: bool,
+    name: str,
+    bottle_neck: bool = True,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "OIHW",
+) -> Expr:
+    """One pre-activation residual unit (basic: two 3x3 convs; bottleneck: 1x1, 3x3, 1x1 with a
+    quarter of the filters); ``dim_match=False`` adds the 1x1 shortcut conv ``<name>_sc``."""
+    axis = data_layout.index("C")
+    lay = {"data_layout": data_layout, "kernel_layout": kernel_layout}
+    bn1 = batch_norm_infer(data, f"{name}_bn1", epsilon=2e-5, axis=axis)
+    act1 = relu(bn1)
+    if bottle_neck:
+        quarter = int(num_filter * 0.25)
+        body = conv2d(
+            act1, f"{name}_conv1", channels=quarter, kernel_size=(1, 1), strides=stride, padding=(0, 0), **lay
+        )
+        body = relu(batch_norm_infer(body, f"{name}_bn2", epsilon=2e-5, axis=axis))
+        body = conv2d(
+            body, f"{name}_conv2", channels=quarter, kernel_size=(3, 3), strides=(1, 1), padding=(1, 1), **lay
+        )
+        body = relu(batch_norm_infer(body, f"{name}_bn3", epsilon=2e-5, axis=axis))
+        body = conv2d(
+            body,
+            f"{name}_conv3",
+            channels=num_filter,
+            kernel_size=(1, 1),
+            strides=(1, 1),
+            padding=(0, 0),
+            **lay,
+        )
+    else:
+        body = conv2d(
+            act1,
+            f"{name}_conv1",
+            channels=num_filter,
+            kernel_size=(3, 3),
+            strides=stride,
+            padding=(1, 1),
+            **lay,
+        )
+        body = relu(batch_norm_infer(body, f"{name}_bn2", epsilon=2e-5, axis=axis))
+        body = conv2d(
+            body,
+            f"{name}_conv2",
+            channels=num_filter,
+            kernel_size=(3, 3),
+            strides=(1, 1),
+            padding=(1, 1),
+            **lay,
+        )
+    if dim_match:
+        shortcut = data
+    else:
+        shortcut = conv2d(act1, f"{name}_sc", channels=num_filter, kernel_size=(1, 1), strides=stride, **lay)
+    return add(body, shortcut)
+
+
+def resnet(
+    units: list[int],
+    num_stages: int,
+    filter_list: list[int],
+    num_classes: int,
+    data_shape: tuple[int, ...],
+    bottle_neck: bool = True,
+    layout: str = "NCHW",
+    dtype: str = "float32",
+) -> Function:
+    """The ResNet function: ``data`` -> class probabilities."""
+    if len(units) != num_stages:
+        raise GraphError(f"resnet: {len(units)} unit counts for {num_stages} stages")
+    kernel_layout = "OIHW" if layout == "NCHW" else "HWIO"
+    lay = {"data_layout": layout, "kernel_layout": kernel_layout}
+    axis = layout.index("C")
+    data = var("data", shape=data_shape, dtype=dtype)
+    body = batch_norm_infer(data, "bn_data", epsilon=2e-5, axis=axis, scale=False)
+    height = data_shape[layout.index("H")]
+    if height <= 32:  # CIFAR-sized input
+        body = conv2d(
+            body, "conv0", channels=filter_list[0], kernel_size=(3, 3), strides=(1, 1), padding=(1, 1), **lay
+        )
+    else:
+        body = conv2d(
+            body, "conv0", channels=filter_list[0], kernel_size=(7, 7), strides=(2, 2), padding=(3, 3), **lay
+        )
+        body = relu(batch_norm_infer(body, "bn0", epsilon=2e-5, axis=axis))
+        body = max_pool2d(body, pool_size=(3, 3), strides=(2, 2), padding=(1, 1), layout=layout)
+    for i in range(num_stages):
+        stride = (1, 1) if i == 0 else (2, 2)
+        body = residual_unit(
+            body, filter_list[i + 1], stride, False, f"stage{i + 1}_unit1", bottle_neck, **lay
+        )
+        for j in range(units[i] - 1):
+            body = residual_unit(
+                body, filter_list[i + 1], (1, 1), True, f"stage{i + 1}_unit{j + 2}", bottle_neck, **lay
+            )
+    body = relu(batch_norm_infer(body, "bn1", epsilon=2e-5, axis=axis))
+    body = batch_flatten(global_avg_pool2d(body, layout=layout))
+    net = softmax(dense_add_bias(body, "fc1", units=num_classes))
+    return Function(free_vars(net), net)
+
+
+def get_net(
+    batch_size: int,
+    num_classes: int,
+    num_layers: int = 50,
+    image_shape: tuple[int, ...] = (3, 224, 224),
+    layout: str = "NCHW",
+    dtype: str = "float32",
+    **kwargs: Any,
+) -> Function:
+    """The ResNet function for ``num_layers`` (CIFAR variants for images of height <= 28)."""
+    height = image_shape[0] if layout == "NHWC" else image_shape[1]
+    data_shape = (batch_size, *image_shape)
+    if height <= 28:
+        num_stages = 3
+        if (num_layers - 2) % 9 == 0 and num_layers >= 164:
+            per_unit, filter_list, bottle_neck = (num_layers - 2) // 9, [16, 64, 128, 256], True
+        elif (num_layers - 2) % 6 == 0 and num_layers < 164:
+            per_unit, filter_list, bottle_neck = (num_layers - 2) // 6, [16, 16, 32, 64], False
+        else:
+            raise GraphError(f"resnet: no {num_layers}-layer variant for images of height {height}")
+        units = [per_unit] * num_stages
+    else:
+        if num_layers not in _UNITS:
+            raise GraphError(f"resnet: num_layers {num_layers}; choose from {sorted(_UNITS)}")
+        num_stages, units = 4, _UNITS[num_layers]
+        bottle_neck = num_layers >= 50
+        filter_list = [64, 256, 512, 1024, 2048] if bottle_neck else [64, 64, 128, 256, 512]
+    return resnet(units, num_stages, filter_list, num_classes, data_shape, bottle_neck, layout, dtype)
+
+
+def get_workload(
+    batch_size: int = 1,
+    num_classes: int = 1000,
+    num_layers: int = 18,
+    image_shape: tuple[int, ...] = (3, 224, 224),
+    layout: str = "NCHW",
+    dtype: str = "float32",
+    **kwargs: Any,
+) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """ResNet with random weights: ``(mod, params)`` (TVM's ``relay.testing.resnet.get_workload``).
+
+    Parameters
+    ----------
+    batch_size, num_classes, num_layers : int
+        ``num_layers`` 18, 34, 50, 101, 152, 200 or 269 (CIFAR sizes for images of height <= 28).
+    image_shape : tuple of int
+        ``(C, H, W)`` (``(H, W, C)`` with layout ``"NHWC"``).
+    layout : str
+    dtype : str
+
+    Returns
+    -------
+    (IRModule, dict of str to numpy.ndarray)
+    """
+    net = get_net(batch_size, num_classes, num_layers, tuple(image_shape), layout, dtype, **kwargs)
+    return create_workload(net)

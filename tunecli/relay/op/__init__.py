@@ -1,0 +1,42 @@
+"""TVM's ``tvm.relay.op`` face: ``get(name)``, ``OpPattern`` and the operator constructors."""
+
+from tunecli.engine.graph.op_registry import OPS, Op, OpPattern
+from tunecli.engine.graph.ops.broadcast import add, divide, maximum, minimum, multiply, subtract
+from tunecli.engine.graph.ops.transform import (
+    concatenate,
+    expand_dims,
+    layout_transform,
+    reshape,
+    squeeze,
+    transpose,
+)
+from tunecli.engine.graph.ops.unary import cast, clip, exp, negative, sigmoid, sqrt, tanh
+from tunecli.relay.op import nn
+
+get = OPS.get
+
+__all__ = [
+    "Op",
+    "OpPattern",
+    "add",
+    "cast",
+    "clip",
+    "concatenate",
+    "divide",
+    "exp",
+    "expand_dims",
+    "get",
+    "layout_transform",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "nn",
+    "reshape",
+    "sigmoid",
+    "sqrt",
+    "squeeze",
+    "subtract",
+    "tanh",
+    "transpose",
+]
