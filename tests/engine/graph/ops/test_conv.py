@@ -1,0 +1,124 @@
+"""nn.conv2d against a direct loop definition: strides, padding, dilation, groups, depthwise,
+blocked layouts, out_dtype; and its type relation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tunecli.engine import graph as g
+from tunecli.engine.graph.ops import conv, transform
+
+from .run_graph import run
+
+
+def direct_conv(
+    x: np.ndarray, w: np.ndarray, stride: int, pad: tuple[int, int, int, int], dil: int, groups: int
+) -> np.ndarray:
+    """conv2d by its definition: out[n, o, i, j] = sum over the group's channels and the window."""
+    n, c, h, wd = x.shape
+    o_ch, cg, kh, kw = w.shape
+    top, left, bottom, right = pad
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (top, bottom), (left, right)])
+    oh = (h + top + bottom - (kh - 1) * dil - 1) // stride + 1
+    ow = (wd + left + right - (kw - 1) * dil - 1) // stride + 1
+    out = np.zeros((n, o_ch, oh, ow))
+    og = o_ch // groups
+    for o in range(o_ch):
+        g0 = (o // og) * cg
+        for i in range(oh):
+            for j in range(ow):
+                for y in range(kh):
+                    for z in range(kw):
+                        out[:, o, i, j] += (
+                            xp[:, g0 : g0 + cg, i * stride + y * dil, j * stride + z * dil] * w[o, :, y, z]
+                        ).sum(axis=1)
+    return out.astype(x.dtype)
+
+
+CASES = [  # (in_ch, out_ch, hw, kernel, stride, padding, dilation, groups)
+    (3, 4, 7, 3, 1, (1, 1), 1, 1),
+    (3, 4, 8, 3, 2, (1, 1), 1, 1),
+    (2, 3, 9, 3, 1, (0, 1, 2, 1), 2, 1),
+    (4, 6, 6, 3, 1, (1, 1), 1, 2),
+    (4, 4, 7, 3, 2, (1, 1), 1, 4),  # depthwise
+    (4, 8, 6, 3, 1, (1, 1), 1, 4),  # depthwise, channel multiplier 2
+    (5, 2, 5, 1, 1, (0, 0), 1, 1),
+]
+
+
+@pytest.mark.parametrize(("cin", "cout", "hw", "k", "stride", "padding", "dil", "groups"), CASES)
+def test_conv2d_matches_the_direct_definition(cin, cout, hw, k, stride, padding, dil, groups) -> None:
+    rng = np.random.default_rng(cin * 100 + cout)
+    x = rng.standard_normal((2, cin, hw, hw)).astype("float32")
+    w = rng.standard_normal((cout, cin // groups, k, k)).astype("float32")
+    y = conv.conv2d(
+        g.var("x", shape=x.shape),
+        g.var("w"),
+        strides=stride,
+        padding=padding,
+        dilation=dil,
+        groups=groups,
+        channels=cout,
+        kernel_size=k,
+    )
+    pad4 = padding * 2 if len(padding) == 2 else padding
+    expected = direct_conv(x, w, stride, (pad4[0], pad4[1], pad4[2], pad4[3]), dil, groups)
+    np.testing.assert_allclose(run(y, x=x, w=w), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_blocked_layout_conv_equals_the_nchw_conv_rearranged() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 8, 6, 6)).astype("float32")
+    w = rng.standard_normal((16, 8, 3, 3)).astype("float32")
+    xv, wv = g.var("x", shape=x.shape), g.var("w", shape=w.shape)
+    blocked = conv.contrib_conv2d_nchwc(
+        transform.layout_transform(xv, "NCHW", "NCHW4c"),
+        transform.layout_transform(wv, "OIHW", "OIHW4i8o"),
+        padding=1,
+        channels=16,
+        kernel_size=3,
+        data_layout="NCHW4c",
+        kernel_layout="OIHW4i8o",
+        out_layout="NCHW8c",
+    )
+    back = transform.layout_transform(blocked, "NCHW8c", "NCHW")
+    fn = g.Function([xv, wv], back)
+    g.infer_types(fn)
+    assert blocked.checked_type.shape == (1, 2, 6, 6, 8)
+    expected = direct_conv(x, w, 1, (1, 1, 1, 1), 1, 1)
+    np.testing.assert_allclose(g.evaluate(fn, [x, w]), expected, rtol=1e-4, atol=1e-4)
+    plain = conv.conv2d(
+        g.var("x2", shape=(1, 2, 6, 6, 4)),
+        g.var("w2"),
+        padding=1,
+        channels=16,
+        kernel_size=3,
+        data_layout="NCHW4c",
+        kernel_layout="OIHW4i8o",
+        out_layout="NCHW8c",
+    )
+    g.infer_types(g.Function(g.free_vars(plain), plain))
+    assert plain.args[1].checked_type.shape == (2, 2, 3, 3, 4, 8)
+
+
+def test_int8_conv_accumulates_in_out_dtype() -> None:
+    x = np.full((1, 2, 3, 3), 100, "int8")
+    w = np.full((1, 2, 3, 3), 100, "int8")
+    y = conv.conv2d(
+        g.var("x", shape=x.shape, dtype="int8"), g.var("w", shape=w.shape, dtype="int8"), out_dtype="int32"
+    )
+    out = run(y, x=x, w=w)
+    assert out.dtype == np.int32 and out[0, 0, 0, 0] == 18 * 100 * 100
+
+
+def test_conv2d_attrs_keep_tvm_forms() -> None:
+    call = conv.conv2d(
+        g.var("x"), g.var("w"), strides=2, padding=[1, 2, 3, 4], kernel_size=[3, 3], channels=8
+    )
+    assert call.attrs.strides == (2, 2) and call.attrs.padding == (1, 2, 3, 4)
+    assert call.attrs.kernel_size == (3, 3) and call.attrs.get_int("channels") == 8
+    assert conv.conv2d_padding(call.attrs, (3, 3)) == (1, 2, 3, 4)
+    assert conv.conv2d_padding(conv.make_conv2d_attrs(padding=(1, 2)), (3, 3)) == (1, 2, 1, 2)
+    assert conv.conv2d_padding(conv.make_conv2d_attrs(padding=3), (7, 7)) == (3, 3, 3, 3)
+    assert call.op.pattern == g.OpPattern.OUT_ELEMWISE_FUSABLE and call.op.strategy_op == "conv2d"
