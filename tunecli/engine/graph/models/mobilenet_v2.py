@@ -1,0 +1,107 @@
+"""MobileNet v2: inverted residual blocks with linear bottlenecks, ReLU6 as ``clip(0, 6)``.
+
+Sandler et al., "MobileNetV2: Inverted Residuals and Linear Bottlenecks".  Block ``b<i>_<j>`` (the
+``j``-th repeat of stage ``i``) has ``_expand`` (1x1), ``_depthwise`` (3x3) and ``_project`` (1x1)
+convolutions, each followed by a batch norm; a block keeping its shape adds its input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph_expr import Expr, Function, var
+from ..ir_module import IRModule
+from ..ops.broadcast import add
+from ..ops.nn import batch_flatten, softmax
+from ..ops.pool import global_avg_pool2d
+from ..ops.unary import clip
+from ..traversal import free_vars
+from .init import create_workload
+from .layers import batch_norm_infer, conv2d, dense_add_bias
+
+#: (expansion t, output channels c, repeats n, first stride s) per stage, as in the paper.
+STAGES = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
+
+
+def _conv_bn(
+    data: Expr, name: str, channels: int, kernel: int, stride: int, groups: int = 1, act: bool = True
+) -> Expr:
+    out = conv2d(
+        data,
+        f"{name}_conv",
+        channels=channels,
+        kernel_size=(kernel, kernel),
+        strides=(stride, stride),
+        padding=(kernel // 2, kernel // 2),
+        groups=groups,
+    )
+    out = batch_norm_infer(out, f"{name}_bn", epsilon=1e-5)
+    return clip(out, 0.0, 6.0) if act else out
+
+
+def inverted_residual(
+    data: Expr, name: str, in_channels: int, out_channels: int, stride: int, expansion: int
+) -> Expr:
+    """Expand (1x1, unless the expansion is 1), depthwise 3x3 with ``stride``, project (1x1, linear);
+    add the input when the shape is kept."""
+    hidden = in_channels * expansion
+    body = data
+    if expansion != 1:
+        body = _conv_bn(body, f"{name}_expand", hidden, 1, 1)
+    body = _conv_bn(body, f"{name}_depthwise", hidden, 3, stride, groups=hidden)
+    body = _conv_bn(body, f"{name}_project", out_channels, 1, 1, act=False)
+    return add(body, data) if stride == 1 and in_channels == out_channels else body
+
+
+def mobilenet_v2(
+    num_classes: int = 1000,
+    data_shape: tuple[int, ...] = (1, 3, 224, 224),
+    dtype: str = "float32",
+    multiplier: float = 1.0,
+) -> Function:
+    """The MobileNet v2 function (NCHW): ``data`` -> class probabilities."""
+    data = var("data", shape=data_shape, dtype=dtype)
+    channels = int(32 * multiplier)
+    body = _conv_bn(data, "conv_first", channels, 3, 2)
+    for i, (t, c, n, s) in enumerate(STAGES, start=1):
+        out_channels = int(c * multiplier)
+        for j in range(n):
+            body = inverted_residual(body, f"b{i}_{j + 1}", channels, out_channels, s if j == 0 else 1, t)
+            channels = out_channels
+    body = _conv_bn(body, "conv_last", max(1280, int(1280 * multiplier)), 1, 1)
+    flat = batch_flatten(global_avg_pool2d(body))
+    out = softmax(dense_add_bias(flat, "fc", units=num_classes))
+    return Function(free_vars(out), out)
+
+
+def get_workload(
+    batch_size: int = 1,
+    num_classes: int = 1000,
+    image_shape: tuple[int, ...] = (3, 224, 224),
+    dtype: str = "float32",
+    multiplier: float = 1.0,
+) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """MobileNet v2 with random weights: ``(mod, params)``.
+
+    Parameters
+    ----------
+    batch_size, num_classes : int
+    image_shape : tuple of int
+        ``(C, H, W)``.
+    dtype : str
+    multiplier : float
+        Width multiplier of every layer.
+
+    Returns
+    -------
+    (IRModule, dict of str to numpy.ndarray)
+    """
+    return create_workload(mobilenet_v2(num_classes, (batch_size, *image_shape), dtype, multiplier))
