@@ -2,8 +2,8 @@
 
 ``relay.var``, ``relay.const``, ``relay.Function``, ``relay.Call``, ``relay.Tuple``,
 ``relay.TupleGetItem``, the operators (``relay.add``, ``relay.nn.conv2d``, ...), ``relay.op.get``,
-``relay.analysis.free_vars``, ``relay.transform.InferType`` and ``relay.testing`` (built-in networks
-with random weights) re-export ``tunecli.engine.graph``.
+``relay.analysis.free_vars``, ``relay.transform.InferType``, ``relay.create_executor("debug")`` and
+``relay.testing`` (built-in networks with random weights) re-export ``tunecli.engine.graph``.
 """
 
 from tunecli.engine.graph.graph_expr import (
@@ -18,6 +18,7 @@ from tunecli.engine.graph.graph_expr import (
     const,
     var,
 )
+from tunecli.engine.graph.graph_printer import astext
 from tunecli.engine.graph.interpreter import create_executor
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.traversal import ExprMutator
@@ -32,7 +33,10 @@ from tunecli.relay.op import (
     exp,
     expand_dims,
     layout_transform,
+    max,
     maximum,
+    mean,
+    min,
     minimum,
     multiply,
     negative,
@@ -42,6 +46,7 @@ from tunecli.relay.op import (
     sqrt,
     squeeze,
     subtract,
+    sum,
     tanh,
     transpose,
 )
@@ -62,6 +67,7 @@ __all__ = [
     "Var",
     "add",
     "analysis",
+    "astext",
     "cast",
     "clip",
     "concatenate",
@@ -71,7 +77,10 @@ __all__ = [
     "exp",
     "expand_dims",
     "layout_transform",
+    "max",
     "maximum",
+    "mean",
+    "min",
     "minimum",
     "multiply",
     "negative",
@@ -82,6 +91,7 @@ __all__ = [
     "sqrt",
     "squeeze",
     "subtract",
+    "sum",
     "tanh",
     "testing",
     "transform",

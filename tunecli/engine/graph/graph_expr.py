@@ -224,9 +224,12 @@ class Function(Expr):
         params: Sequence[Var],
         body: Expr,
         ret_type: Type | None = None,
+        type_params: Sequence[Any] | None = None,
         attrs: Mapping[str, Any] | None = None,
     ):
         super().__init__()
+        if type_params:
+            raise GraphError("Function: type parameters (generic functions) are not supported")
         params = tuple(params)
         for p in params:
             if not isinstance(p, Var):
@@ -243,7 +246,7 @@ class Function(Expr):
 
     def with_attr(self, key: str, value: Any) -> Function:
         """A copy of this function with attribute ``key`` set."""
-        return Function(self.params, self.body, self.ret_type, {**self.attrs, key: value})
+        return Function(self.params, self.body, self.ret_type, attrs={**self.attrs, key: value})
 
     def __repr__(self) -> str:
         return f"Function({', '.join('%' + p.name_hint for p in self.params)})"

@@ -149,4 +149,4 @@ class ExprMutator:
             return fn
         if not all(isinstance(p, Var) for p in params):
             raise GraphError("ExprMutator: a function parameter must stay a Var")
-        return Function(params, body, fn.ret_type, fn.attrs)  # type: ignore[arg-type]
+        return Function(params, body, fn.ret_type, attrs=fn.attrs)  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from tunecli.engine.graph.op_registry import OPS, Op, OpPattern
 from tunecli.engine.graph.ops.broadcast import add, divide, maximum, minimum, multiply, subtract
+from tunecli.engine.graph.ops.reduce import max, mean, min, sum  # noqa: A004 - TVM's names
 from tunecli.engine.graph.ops.transform import (
     concatenate,
     expand_dims,
@@ -27,7 +28,10 @@ __all__ = [
     "expand_dims",
     "get",
     "layout_transform",
+    "max",
     "maximum",
+    "mean",
+    "min",
     "minimum",
     "multiply",
     "negative",
@@ -37,6 +41,7 @@ __all__ = [
     "sqrt",
     "squeeze",
     "subtract",
+    "sum",
     "tanh",
     "transpose",
 ]

@@ -72,3 +72,8 @@ def test_layout_transform_puts_channel_blocks_innermost() -> None:
     packed = run(transform.layout_transform(g.var("k", shape=kernel.shape), "OIHW", "OIHW2i4o"), k=kernel)
     assert packed.shape == (2, 2, 1, 1, 2, 4)
     assert packed[1, 0, 0, 0, 1, 3] == kernel[1 * 4 + 3, 0 * 2 + 1, 0, 0]
+
+
+def test_reshape_allowzero_keeps_a_literal_zero() -> None:
+    assert infer_reshape("reshape", (0, 4), (0, 2, 2), allowzero=True) == (0, 2, 2)
+    assert infer_reshape("reshape", (2, 4), (0, 2, 2)) == (2, 2, 2)

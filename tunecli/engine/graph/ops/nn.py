@@ -255,7 +255,7 @@ register_op(
 )
 register_op(
     "nn.batch_matmul",
-    ("x", "y"),
+    ("tensor_a", "tensor_b"),
     _batch_matmul_relation,
     _batch_matmul,
     OpPattern.OUT_ELEMWISE_FUSABLE,
@@ -284,12 +284,11 @@ def dense(data: Expr, weight: Expr, units: int | None = None, out_dtype: str = "
 
 
 def batch_matmul(
-    x: Expr, y: Expr, out_dtype: str = "", transpose_a: bool = False, transpose_b: bool = True
+    tensor_a: Expr, tensor_b: Expr, out_dtype: str = "", transpose_a: bool = False, transpose_b: bool = True
 ) -> Call:
-    """Batched matrix product, ``y`` transposed by default (``relay.nn.batch_matmul``)."""
-    return make_call(
-        "nn.batch_matmul", [x, y], BatchMatmulAttrs(out_dtype, bool(transpose_a), bool(transpose_b))
-    )
+    """Batched matrix product, ``tensor_b`` transposed by default (``relay.nn.batch_matmul``)."""
+    attrs = BatchMatmulAttrs(out_dtype, bool(transpose_a), bool(transpose_b))
+    return make_call("nn.batch_matmul", [tensor_a, tensor_b], attrs)
 
 
 def bias_add(data: Expr, bias: Expr, axis: int = 1) -> Call:

@@ -23,6 +23,7 @@ class ReshapeAttrs(Attrs):
     """``reshape``: the new shape with TVM's special values (0, -1, -2, -3, -4)."""
 
     newshape: tuple[int, ...] = ()
+    allowzero: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,15 +63,17 @@ class LayoutTransformAttrs(Attrs):
     dst_layout: str = "NCHW"
 
 
-def infer_reshape(op_name: str, shape: tuple[int, ...], newshape: tuple[int, ...]) -> tuple[int, ...]:
+def infer_reshape(
+    op_name: str, shape: tuple[int, ...], newshape: tuple[int, ...], allowzero: bool = False
+) -> tuple[int, ...]:
     """The shape ``reshape(shape, newshape)`` gives, with TVM's special values: 0 copies the input
-    dimension, -1 infers one dimension, -2 copies the remaining ones, -3 merges two, -4 splits one
-    into the two values that follow (one of them may be -1)."""
+    dimension (a literal 0 with ``allowzero``), -1 infers one dimension, -2 copies the remaining
+    ones, -3 merges two, -4 splits one into the two values that follow (one of them may be -1)."""
     out: list[int] = []
     src, i, infer_at = 0, 0, -1
     while i < len(newshape):
         v = newshape[i]
-        if v > 0:
+        if v > 0 or (v == 0 and allowzero):
             out.append(v)
             src += 1
         elif v == 0:
@@ -119,11 +122,11 @@ def infer_reshape(op_name: str, shape: tuple[int, ...], newshape: tuple[int, ...
 
 def _reshape_relation(op_name: str, arg_types: Sequence[Type | None], attrs: ReshapeAttrs) -> Type:
     data = tensor_arg(op_name, arg_types, 0, "data")
-    return TensorType(infer_reshape(op_name, data.shape, attrs.newshape), data.dtype)
+    return TensorType(infer_reshape(op_name, data.shape, attrs.newshape, attrs.allowzero), data.dtype)
 
 
 def _reshape(attrs: ReshapeAttrs, x: np.ndarray) -> np.ndarray:
-    return x.reshape(infer_reshape("reshape", x.shape, attrs.newshape))
+    return x.reshape(infer_reshape("reshape", x.shape, attrs.newshape, attrs.allowzero))
 
 
 def _axes(op_name: str, attrs: TransposeAttrs, ndim: int) -> tuple[int, ...]:
@@ -236,9 +239,9 @@ register_op(
 )
 
 
-def reshape(data: Expr, newshape: Any) -> Call:
+def reshape(data: Expr, newshape: Any, allowzero: bool = False) -> Call:
     """``data`` with a new shape (``relay.reshape``; 0 copies a dimension, -1 infers one)."""
-    return make_call("reshape", [data], ReshapeAttrs(int_tuple(newshape, 1, "newshape")))
+    return make_call("reshape", [data], ReshapeAttrs(int_tuple(newshape, 1, "newshape"), bool(allowzero)))
 
 
 def transpose(data: Expr, axes: Sequence[int] | None = None) -> Call:
