@@ -7,7 +7,9 @@ import pytest
 
 from tunecli.engine import graph as g
 from tunecli.engine.graph.interpreter import create_executor
+from tunecli.engine.graph.op_registry import NoAttrs, Op, OpPattern
 from tunecli.engine.graph.ops import conv, nn, unary
+from tunecli.engine.graph.ops.define import same_type_relation
 from tunecli.errors import GraphError
 
 
@@ -84,9 +86,6 @@ def test_bad_inputs_name_the_parameter(args, inputs, message) -> None:
 
 
 def test_a_reference_that_disagrees_with_its_relation_is_caught() -> None:
-    from tunecli.engine.graph.op_registry import NoAttrs, Op, OpPattern
-    from tunecli.engine.graph.ops.define import same_type_relation
-
     bad = Op("test.bad", ("data",), NoAttrs, same_type_relation, lambda attrs, x: x[:1], OpPattern.ELEMWISE)
     x = g.var("x", shape=(2,))
     fn = g.Function([x], g.Call(bad, [x]))

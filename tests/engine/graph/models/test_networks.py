@@ -9,6 +9,7 @@ import pytest
 
 from tunecli.engine import graph as g
 from tunecli.engine.graph.models import mobilenet, mobilenet_v2, resnet, squeezenet, vgg
+from tunecli.errors import GraphError
 
 NETWORKS: dict[str, Callable[[], tuple[g.IRModule, dict]]] = {
     "resnet-18": lambda: resnet.get_workload(num_layers=18, image_shape=(3, 64, 64)),
@@ -75,8 +76,6 @@ def test_mobilenet_v2_has_inverted_residuals() -> None:
 
 
 def test_bad_network_arguments_are_named() -> None:
-    from tunecli.errors import GraphError
-
     with pytest.raises(GraphError, match="resnet: num_layers 19"):
         resnet.get_workload(num_layers=19)
     with pytest.raises(GraphError, match="vgg: num_layers 12"):

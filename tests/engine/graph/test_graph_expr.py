@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tunecli.engine import graph as g
-from tunecli.engine.graph.ops import conv, nn, unary
+from tunecli.engine.graph.ops import nn, unary
 from tunecli.errors import GraphError
 
 
@@ -57,38 +57,6 @@ def test_call_checks_arity_and_argument_kinds() -> None:
         g.OPS.get("nn.nope")
 
 
-def test_free_vars_in_order_of_first_use_skip_bound_ones() -> None:
-    x, w, b = g.var("x", shape=(1, 3, 8, 8)), g.var("w"), g.var("b")
-    y = nn.bias_add(conv.conv2d(x, w, channels=4, kernel_size=3), b)
-    assert g.free_vars(y) == [x, w, b]
-    fn = g.Function([x, w], y)
-    assert g.free_vars(fn) == [b]
-
-
-def test_post_order_is_iterative_on_deep_chains() -> None:
-    x = g.var("x", shape=(4,))
-    y = x
-    for _ in range(5000):
-        y = unary.relu(y)
-    order = g.post_order(y)
-    assert len(order) == 5001 and order[0] is x and order[-1] is y
-
-
-def test_mutator_rewrites_once_and_keeps_unchanged_nodes() -> None:
-    x = g.var("x", shape=(4,))
-    r = unary.relu(x)
-    y = g.Tuple([r, unary.sigmoid(r)])
-
-    class ReluToTanh(g.ExprMutator):
-        def visit_call(self, call: g.Call) -> g.Expr:
-            new = super().visit_call(call)
-            return unary.tanh(new.args[0]) if call.op.name == "nn.relu" else new
-
-    out = ReluToTanh().visit(y)
-    assert out.fields[0].op.name == "tanh" and out.fields[1].args[0] is out.fields[0]
-    assert ReluToTanh().visit(x) is x
-
-
 def test_function_attrs_are_read_only_and_copied_by_with_attr() -> None:
     x = g.var("x", shape=(2,))
     fn = g.Function([x], unary.relu(x))
@@ -98,11 +66,3 @@ def test_function_attrs_are_read_only_and_copied_by_with_attr() -> None:
         fused.attrs["Primitive"] = 2  # type: ignore[index]
     with pytest.raises(GraphError, match="listed twice"):
         g.Function([x, x], x)
-
-
-def test_module_main_and_from_expr() -> None:
-    x = g.var("x", shape=(2,))
-    mod = g.IRModule.from_expr(unary.relu(x))
-    assert mod["main"].params == (x,) and "main" in mod
-    with pytest.raises(GraphError, match="no function 'other'"):
-        mod["other"]
