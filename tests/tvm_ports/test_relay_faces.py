@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 import tunecli as tvm
@@ -33,3 +35,20 @@ def test_relay_testing_workload_has_ndarray_params() -> None:
     assert isinstance(params["conv0_weight"], NDArray)
     assert params["conv0_weight"].numpy().shape == (64, 3, 3, 3)
     assert "data" not in params and mod["main"].params[0].name_hint == "data"
+
+
+TVM_SIGNATURES = {
+    "resnet": ["batch_size", "num_classes", "num_layers", "image_shape", "layout", "dtype", "kwargs"],
+    "mobilenet": ["batch_size", "num_classes", "image_shape", "dtype", "layout"],
+    "vgg": ["batch_size", "num_classes", "image_shape", "dtype", "num_layers", "batch_norm"],
+    "squeezenet": ["batch_size", "num_classes", "version", "image_shape", "dtype"],
+}
+
+
+def test_relay_testing_signatures_are_tvms() -> None:
+    for name, params in TVM_SIGNATURES.items():
+        assert list(inspect.signature(getattr(relay.testing, name).get_workload).parameters) == params, name
+    mod, params = relay.testing.mobilenet_v2.get_workload(batch_size=1, image_shape=(3, 32, 32))
+    assert all(isinstance(v, NDArray) for v in params.values())
+    mod, params = relay.testing.squeezenet.get_workload(version="1.1", image_shape=(3, 64, 64))
+    assert mod["main"].body.checked_type.shape == (1, 1000) and isinstance(params["conv1_weight"], NDArray)
