@@ -43,9 +43,9 @@ Interpreter (the correctness oracle)::
     out, values = evaluate_nodes(fn, [x], params)           # values: {node: array} of every node
     create_executor("debug", mod, params=params).evaluate()(x)
 
-Each op's output is checked against its inferred type.  ``models.<net>.get_workload(...)``
-returns ``(IRModule, {name: numpy array})``; the ``relay.testing`` face turns the arrays into
-``tunecli.runtime.NDArray``.
+Inputs may be numpy arrays or ``NDArray``; each op's output is checked against its inferred
+type.  ``models.<net>.get_workload(...)`` returns ``(IRModule, {name: NDArray})`` as TVM's
+``relay.testing`` does (``NDArray`` is a numpy subclass: ``np.asarray(p)`` or ``p.numpy()``).
 """
 
 from . import ops

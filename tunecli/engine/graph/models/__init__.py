@@ -1,4 +1,5 @@
-"""The built-in networks of ``relay.testing``: ``<net>.get_workload(...) -> (IRModule, params)``."""
+"""The built-in networks of ``relay.testing``: ``<net>.get_workload(...) -> (IRModule, params)``,
+params a dict of name -> ``NDArray``."""
 
 from . import init, layers, mobilenet, mobilenet_v2, resnet, squeezenet, vgg
 

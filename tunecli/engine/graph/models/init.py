@@ -1,13 +1,15 @@
 """Random weights for the built-in networks (TVM's ``relay.testing.init``): ``create_workload``.
 
 Weights get Xavier-uniform values (seeded), biases and batch-norm betas and means 0, batch-norm
-gammas and variances 1, as TVM's initializer does.
+gammas and variances 1, as TVM's initializer does.  Parameters are ``tvm.nd`` arrays
+(:class:`tunecli.engine.runtime.NDArray`, a numpy array subclass) on the CPU.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tunecli.engine.runtime import NDArray, array
 from tunecli.errors import GraphError
 
 from ..graph_expr import Function
@@ -53,7 +55,7 @@ class Xavier:
 
 def create_workload(
     net: Function, initializer: Xavier | None = None, seed: int = 0
-) -> tuple[IRModule, dict[str, np.ndarray]]:
+) -> tuple[IRModule, dict[str, NDArray]]:
     """The typed module of ``net`` and random values of every parameter except ``data``.
 
     Parameters
@@ -64,7 +66,7 @@ def create_workload(
 
     Returns
     -------
-    (IRModule, dict of str to numpy.ndarray)
+    (IRModule, dict of str to NDArray)
     """
     mod = InferType()(IRModule.from_expr(net))
     rng = np.random.default_rng(seed)
@@ -75,5 +77,5 @@ def create_workload(
             continue
         t = p.checked_type
         assert isinstance(t, TensorType)
-        params[p.name_hint] = init(p.name_hint, t, rng)
+        params[p.name_hint] = array(init(p.name_hint, t, rng))
     return mod, params

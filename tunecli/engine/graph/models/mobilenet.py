@@ -6,7 +6,7 @@ Howard et al., "MobileNets".  Layer names follow TVM's (``conv_block_1_conv``,
 
 from __future__ import annotations
 
-import numpy as np
+from tunecli.engine.runtime import NDArray
 
 from ..graph_expr import Expr, Function, var
 from ..ir_module import IRModule
@@ -135,7 +135,7 @@ def get_workload(
     image_shape: tuple[int, ...] = (3, 224, 224),
     dtype: str = "float32",
     layout: str = "NCHW",
-) -> tuple[IRModule, dict[str, np.ndarray]]:
+) -> tuple[IRModule, dict[str, NDArray]]:
     """MobileNet v1 with random weights: ``(mod, params)`` (TVM's ``relay.testing.mobilenet.get_workload``).
 
     Parameters
@@ -147,7 +147,7 @@ def get_workload(
 
     Returns
     -------
-    (IRModule, dict of str to numpy.ndarray)
+    (IRModule, dict of str to NDArray)
     """
     data_shape = (batch_size, *image_shape)
     return create_workload(mobile_net(num_classes, data_shape, dtype, 1.0, False, layout))

@@ -7,7 +7,7 @@ convolutions, each followed by a batch norm; a block keeping its shape adds its 
 
 from __future__ import annotations
 
-import numpy as np
+from tunecli.engine.runtime import NDArray
 
 from ..graph_expr import Expr, Function, var
 from ..ir_module import IRModule
@@ -88,7 +88,7 @@ def get_workload(
     image_shape: tuple[int, ...] = (3, 224, 224),
     dtype: str = "float32",
     multiplier: float = 1.0,
-) -> tuple[IRModule, dict[str, np.ndarray]]:
+) -> tuple[IRModule, dict[str, NDArray]]:
     """MobileNet v2 with random weights: ``(mod, params)``.
 
     Parameters
@@ -102,6 +102,6 @@ def get_workload(
 
     Returns
     -------
-    (IRModule, dict of str to numpy.ndarray)
+    (IRModule, dict of str to NDArray)
     """
     return create_workload(mobilenet_v2(num_classes, (batch_size, *image_shape), dtype, multiplier))

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
 from ..graph_expr import Expr, Function, var
@@ -178,7 +177,7 @@ def get_workload(
     layout: str = "NCHW",
     dtype: str = "float32",
     **kwargs: Any,
-) -> tuple[IRModule, dict[str, np.ndarray]]:
+) -> tuple[IRModule, dict[str, NDArray]]:
     """ResNet with random weights: ``(mod, params)`` (TVM's ``relay.testing.resnet.get_workload``).
 
     Parameters
@@ -192,7 +191,7 @@ def get_workload(
 
     Returns
     -------
-    (IRModule, dict of str to numpy.ndarray)
+    (IRModule, dict of str to NDArray)
     """
     net = get_net(batch_size, num_classes, num_layers, tuple(image_shape), layout, dtype, **kwargs)
     return create_workload(net)

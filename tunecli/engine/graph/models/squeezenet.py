@@ -6,8 +6,7 @@ Iandola et al., "SqueezeNet".  Layer names follow TVM's (``conv1``, ``fire<i>_in
 
 from __future__ import annotations
 
-import numpy as np
-
+from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
 from ..graph_expr import Expr, Function, Var, var
@@ -102,7 +101,7 @@ def get_workload(
     version: str = "1.0",
     image_shape: tuple[int, ...] = (3, 224, 224),
     dtype: str = "float32",
-) -> tuple[IRModule, dict[str, np.ndarray]]:
+) -> tuple[IRModule, dict[str, NDArray]]:
     """SqueezeNet with random weights: ``(mod, params)`` (TVM's ``relay.testing.squeezenet.get_workload``).
 
     Parameters
@@ -116,6 +115,6 @@ def get_workload(
 
     Returns
     -------
-    (IRModule, dict of str to numpy.ndarray)
+    (IRModule, dict of str to NDArray)
     """
     return create_workload(get_net(batch_size, tuple(image_shape), num_classes, version, dtype))

@@ -6,8 +6,7 @@ Simonyan and Zisserman, "Very Deep Convolutional Networks".  Layer names follow 
 
 from __future__ import annotations
 
-import numpy as np
-
+from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
 from ..graph_expr import Expr, Function, Var, var
@@ -75,7 +74,7 @@ def get_workload(
     dtype: str = "float32",
     num_layers: int = 11,
     batch_norm: bool = False,
-) -> tuple[IRModule, dict[str, np.ndarray]]:
+) -> tuple[IRModule, dict[str, NDArray]]:
     """VGG with random weights: ``(mod, params)`` (TVM's ``relay.testing.vgg.get_workload``).
 
     Parameters
@@ -91,7 +90,7 @@ def get_workload(
 
     Returns
     -------
-    (IRModule, dict of str to numpy.ndarray)
+    (IRModule, dict of str to NDArray)
     """
     return create_workload(
         get_net(batch_size, tuple(image_shape), num_classes, dtype, num_layers, batch_norm)
