@@ -43,3 +43,10 @@ def test_untyped_text_tuples_constants_and_nested_functions() -> None:
         "  concatenate(%6, axis=1)\n"
         "}"
     )
+
+
+def test_types_print_like_tvms() -> None:
+    assert str(g.TensorType((1, 3), "float32")) == "Tensor[(1, 3), float32]"
+    assert str(g.TensorType((3,), "int8")) == "Tensor[(3), int8]"
+    assert str(g.TensorType((), "float32")) == "float32"
+    assert str(g.TupleType((g.TensorType((2,)), g.TensorType(())))) == "(Tensor[(2), float32], float32)"

@@ -54,6 +54,8 @@ class TensorType:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def __str__(self) -> str:
+        if not self.shape:
+            return self.dtype
         dims = ", ".join(str(s) for s in self.shape)
         return f"Tensor[({dims}), {self.dtype}]"
 
