@@ -1,6 +1,6 @@
 """TVM's ``tvm.relay.nn`` face: the neural-network operator constructors."""
 
-from tunecli.engine.graph.ops.conv import contrib_conv2d_nchwc, conv2d
+from tunecli.engine.graph.ops.conv import contrib_conv2d_nchwc, contrib_depthwise_conv2d_nchwc, conv2d
 from tunecli.engine.graph.ops.nn import (
     batch_flatten,
     batch_matmul,
@@ -30,6 +30,7 @@ __all__ = [
     "batch_norm",
     "bias_add",
     "contrib_conv2d_nchwc",
+    "contrib_depthwise_conv2d_nchwc",
     "conv2d",
     "dense",
     "dropout",

@@ -122,3 +122,24 @@ def test_conv2d_attrs_keep_tvm_forms() -> None:
     assert conv.conv2d_padding(conv.make_conv2d_attrs(padding=(1, 2)), (3, 3)) == (1, 2, 1, 2)
     assert conv.conv2d_padding(conv.make_conv2d_attrs(padding=3), (7, 7)) == (3, 3, 3, 3)
     assert call.op.pattern == g.OpPattern.OUT_ELEMWISE_FUSABLE and call.op.strategy_op == "conv2d"
+
+
+def test_blocked_depthwise_conv_equals_the_nchw_depthwise_conv_rearranged() -> None:
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 8, 5, 5)).astype("float32")
+    w = rng.standard_normal((8, 1, 3, 3)).astype("float32")
+    xv, wv = g.var("x", shape=x.shape), g.var("w", shape=w.shape)
+    blocked = conv.contrib_depthwise_conv2d_nchwc(
+        transform.layout_transform(xv, "NCHW", "NCHW4c"),
+        transform.layout_transform(wv, "OIHW", "OIHW1i4o"),
+        strides=2,
+        padding=1,
+        groups=8,
+        channels=8,
+        kernel_size=3,
+        data_layout="NCHW4c",
+        kernel_layout="OIHW1i4o",
+    )
+    out = run(transform.layout_transform(blocked, "NCHW4c", "NCHW"), x=x, w=w)
+    np.testing.assert_allclose(out, direct_conv(x, w, 2, (1, 1, 1, 1), 1, 8), rtol=1e-4, atol=1e-4)
+    assert blocked.op.pattern == g.OpPattern.OUT_ELEMWISE_FUSABLE

@@ -1,7 +1,7 @@
 """2-D convolution: ``nn.conv2d`` (any layout of N, C, H, W, incl. ``NCHW{c}c`` with kernels
 ``OIHW{i}i{o}o``; strides, padding, dilation, groups incl. depthwise) and TVM's
-``nn.contrib_conv2d_NCHWc`` (the same operator after layout alteration).  Pattern
-OUT_ELEMWISE_FUSABLE."""
+``nn.contrib_conv2d_NCHWc`` / ``nn.contrib_depthwise_conv2d_NCHWc`` (the same operator after layout
+alteration).  Pattern OUT_ELEMWISE_FUSABLE."""
 
 from __future__ import annotations
 
@@ -161,6 +161,15 @@ register_op(
     Conv2DAttrs,
     strategy_op="conv2d_NCHWc",
 )
+register_op(
+    "nn.contrib_depthwise_conv2d_NCHWc",
+    ("data", "weight"),
+    _relation,
+    conv2d_reference,
+    OpPattern.OUT_ELEMWISE_FUSABLE,
+    Conv2DAttrs,
+    strategy_op="depthwise_conv2d_NCHWc",
+)
 
 
 def make_conv2d_attrs(
@@ -259,16 +268,27 @@ def contrib_conv2d_nchwc(
 ) -> Call:
     """Blocked-layout convolution (``relay.nn.contrib_conv2d_nchwc``): ``data_layout`` ``NCHW{ic}c``,
     ``kernel_layout`` ``OIHW{ic}i{oc}o``, ``out_layout`` ``NCHW{oc}c``."""
-    attrs = make_conv2d_attrs(
-        strides,
-        padding,
-        dilation,
-        groups,
-        channels,
-        kernel_size,
-        data_layout,
-        kernel_layout,
-        out_layout,
-        out_dtype,
-    )
+    args = (strides, padding, dilation, groups, channels, kernel_size, data_layout, kernel_layout)
+    attrs = make_conv2d_attrs(*args, out_layout, out_dtype)
     return make_call("nn.contrib_conv2d_NCHWc", [data, kernel], attrs)
+
+
+def contrib_depthwise_conv2d_nchwc(
+    data: Expr,
+    kernel: Expr,
+    strides: Any = (1, 1),
+    padding: Any = (0, 0),
+    dilation: Any = (1, 1),
+    groups: int = 1,
+    channels: int | None = None,
+    kernel_size: Any = None,
+    data_layout: str = "NCHW8c",
+    kernel_layout: str = "OIHW1i8o",
+    out_layout: str = "",
+    out_dtype: str = "",
+) -> Call:
+    """Blocked-layout depthwise convolution (``relay.nn.contrib_depthwise_conv2d_nchwc``): ``groups``
+    equal to the channels, ``kernel_layout`` ``OIHW1i{oc}o``."""
+    args = (strides, padding, dilation, groups, channels, kernel_size, data_layout, kernel_layout)
+    attrs = make_conv2d_attrs(*args, out_layout, out_dtype)
+    return make_call("nn.contrib_depthwise_conv2d_NCHWc", [data, kernel], attrs)
