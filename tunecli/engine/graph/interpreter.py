@@ -61,10 +61,11 @@ def _checked_value(value: Any, t: Type, where: str) -> Value:
             _checked_value(v, f, f"{where} field {i}")
             for i, (v, f) in enumerate(zip(value, t.fields, strict=True))
         )
+    if not isinstance(t, TensorType):
+        raise GraphError(f"{where}: values of type {t} cannot be passed or computed here")
     array = np.asarray(
         value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) else value
     )
-    assert isinstance(t, TensorType)
     if array.shape != t.shape or str(array.dtype) != t.dtype:
         raise GraphError(
             f"{where}: expected {t}, got an array of shape {array.shape} and dtype {array.dtype}"
