@@ -23,6 +23,8 @@ def test_var_forms_and_const_dtypes() -> None:
     assert g.var("w").type_annotation is None
     assert g.const(1.0).data.dtype == np.float32 and g.const(2).data.dtype == np.int32
     assert g.const([1, 2], "int64").data.dtype == np.int64
+    assert g.const(np.zeros(2)).data.dtype == np.float32 and g.const(np.int64(3)).data.dtype == np.int32
+    assert g.const(np.zeros(2, "float16")).data.dtype == np.float16
     c = g.const(np.ones(3, "float32"))
     with pytest.raises(ValueError):
         c.data[0] = 2.0

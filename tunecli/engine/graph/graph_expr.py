@@ -309,16 +309,12 @@ def var(
 
 
 def const(value: Any, dtype: str | None = None) -> Constant:
-    """A constant (TVM's ``relay.const``); Python floats become float32 and ints int32, as in TVM."""
-    value = _numpy_of(value)
-    if dtype is None and not isinstance(value, np.ndarray):
-        array = np.asarray(value)
-        if array.dtype == np.float64:
-            array = array.astype("float32")
-        elif array.dtype == np.int64:
-            array = array.astype("int32")
-    else:
-        array = np.asarray(value, dtype=dtype)
+    """A constant (TVM's ``relay.const``): without ``dtype``, 64-bit floats and ints (Python numbers
+    and numpy arrays alike) become float32 and int32, as in TVM."""
+    array = np.asarray(_numpy_of(value), dtype=dtype)
+    if dtype is None:
+        narrow = {np.dtype("float64"): "float32", np.dtype("int64"): "int32"}.get(array.dtype)
+        array = array.astype(narrow) if narrow else array
     return Constant(array)
 
 
