@@ -143,3 +143,22 @@ def test_blocked_depthwise_conv_equals_the_nchw_depthwise_conv_rearranged() -> N
     out = run(transform.layout_transform(blocked, "NCHW4c", "NCHW"), x=x, w=w)
     np.testing.assert_allclose(out, direct_conv(x, w, 2, (1, 1, 1, 1), 1, 8), rtol=1e-4, atol=1e-4)
     assert blocked.op.pattern == g.OpPattern.OUT_ELEMWISE_FUSABLE
+
+
+def test_nhwc_conv_with_hwio_kernel_equals_the_nchw_conv() -> None:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 3, 6, 6)).astype("float32")
+    w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
+    y = conv.conv2d(
+        g.var("x", shape=(1, 6, 6, 3)),
+        g.var("w"),
+        strides=2,
+        padding=1,
+        channels=4,
+        kernel_size=3,
+        data_layout="NHWC",
+        kernel_layout="HWIO",
+    )
+    out = run(y, x=x.transpose(0, 2, 3, 1), w=w.transpose(2, 3, 1, 0))
+    expected = direct_conv(x, w, 2, (1, 1, 1, 1), 1, 1)
+    np.testing.assert_allclose(out, expected.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
