@@ -25,8 +25,24 @@ def test_op_attributes() -> None:
     op = g.OPS.get("nn.dense")
     assert op.num_inputs == 2 and op.arg_names == ("data", "weight") and op.strategy_op == "dense"
     assert op.get_attr("TOpPattern") == 4
-    with pytest.raises(GraphError, match="unknown op attribute 'FTVMCompute'"):
-        op.get_attr("FTVMCompute")
+    with pytest.raises(GraphError, match="nn.dense has no attribute 'TTestHook'"):
+        op.get_attr("TTestHook")
+
+
+def test_later_layers_attach_attributes_once() -> None:
+    registry = OpRegistry()
+    op = registry.register(
+        Op("t.x", ("data",), NoAttrs, same_type_relation, lambda attrs, x: x, OpPattern.ELEMWISE)
+    )
+    registry.set_attr("t.x", "FCompute", len)
+    assert registry.get_attr("t.x", "FCompute") is len and registry.has_attr("t.x", "FCompute")
+    assert not registry.has_attr("t.x", "FOther") and op.get_attr("TOpPattern") == 0
+    with pytest.raises(GraphError, match="attribute 'FCompute' is set twice"):
+        registry.set_attr("t.x", "FCompute", len)
+    with pytest.raises(GraphError, match="unknown operator 't.y'"):
+        registry.set_attr("t.y", "FCompute", len)
+    with pytest.raises(GraphError, match=r"no attribute 'FOther' \(operators with it: none\)"):
+        registry.get_attr("t.x", "FOther")
 
 
 def test_attrs_read_like_tvms() -> None:

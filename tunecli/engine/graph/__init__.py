@@ -31,6 +31,8 @@ An operator (``OPS.get("nn.conv2d")``, TVM's ``relay.op.get``) records ``name``,
 OUT_ELEMWISE_FUSABLE 4, TUPLE 7, OPAQUE 8 — what fusion reads; ``op.get_attr("TOpPattern")``)
 and ``strategy_op`` (the operator family in ``ops.registry.STRATEGIES`` for tunable ops: conv2d,
 dense, batch_matmul; picking the row by layout/groups is the strategy selection's job).
+Higher layers attach per-operator hooks with ``OPS.set_attr(name, key, value)`` and read them
+with ``OPS.get_attr(name, key)`` / ``op.get_attr(key)`` (TVM's ``register_op_attr``).
 
 Types: ``infer_types(expr)`` (or ``InferType()(mod)``) fills every node's ``checked_type``
 (:class:`TensorType` ``shape``/``dtype``, :class:`TupleType`, :class:`FuncType`), completing

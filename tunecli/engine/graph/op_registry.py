@@ -5,7 +5,8 @@ record (a frozen dataclass, one per operator family), its type relation (shape a
 inference), its numpy reference (what the interpreter runs), its fusion pattern kind
 (:class:`OpPattern`, TVM's ``TOpPattern``) and, for tunable operators, the operator key of its
 strategy in ``ops.registry.STRATEGIES``.  ``OPS.get("nn.conv2d")`` is TVM's
-``relay.op.get("nn.conv2d")``.
+``relay.op.get("nn.conv2d")``.  Higher layers attach more per-operator attributes (a compute or
+lowering hook) with ``OPS.set_attr(name, key, value)``, as TVM's ``register_op_attr``.
 """
 
 from __future__ import annotations
@@ -131,10 +132,11 @@ class Op:
         return len(self.arg_names)
 
     def get_attr(self, key: str) -> Any:
-        """TVM's op attribute lookup: ``"TOpPattern"`` gives the pattern kind as an int."""
+        """TVM's op attribute lookup: ``"TOpPattern"`` gives the pattern kind as an int; other keys
+        are those attached with ``OPS.set_attr`` (GraphError when there is none)."""
         if key == "TOpPattern":
             return int(self.pattern)
-        raise GraphError(f"operator {self.name}: unknown op attribute {key!r}; known: TOpPattern")
+        return OPS.get_attr(self.name, key)
 
     def __repr__(self) -> str:
         return f"Op({self.name})"
@@ -145,6 +147,7 @@ class OpRegistry:
 
     def __init__(self) -> None:
         self._ops: dict[str, Op] = {}
+        self._attrs: dict[str, dict[str, Any]] = {}  # key -> {op name -> value}
 
     def register(self, op: Op) -> Op:
         """Add ``op``; returns it."""
@@ -169,6 +172,27 @@ class OpRegistry:
     def names(self) -> list[str]:
         """Registered operator names."""
         return sorted(self._ops)
+
+    def set_attr(self, op_name: str, key: str, value: Any) -> None:
+        """Attach attribute ``key`` (e.g. a layer's compute or strategy hook) to operator ``op_name``,
+        as TVM's ``register_op_attr``; an operator takes each key once."""
+        self.get(op_name)
+        table = self._attrs.setdefault(key, {})
+        if op_name in table:
+            raise GraphError(f"operator {op_name}: attribute {key!r} is set twice")
+        table[op_name] = value
+
+    def get_attr(self, op_name: str, key: str) -> Any:
+        """Attribute ``key`` of operator ``op_name`` (GraphError naming the operators that have it)."""
+        table = self._attrs.get(key, {})
+        if op_name not in table:
+            have = ", ".join(sorted(table)) or "none"
+            raise GraphError(f"operator {op_name} has no attribute {key!r} (operators with it: {have})")
+        return table[op_name]
+
+    def has_attr(self, op_name: str, key: str) -> bool:
+        """Whether operator ``op_name`` has attribute ``key``."""
+        return op_name in self._attrs.get(key, {})
 
 
 #: Every graph operator.
