@@ -66,3 +66,8 @@ class RPCError(TuneError):
 
 class GraphError(TuneError):
     """A network graph is malformed or fails type inference; the message names the operator."""
+
+
+class ModelImportError(GraphError):
+    """A framework model cannot be imported (missing or corrupt file, unsupported operator or opset,
+    input shapes that do not fit); the message names the file, input or node."""
