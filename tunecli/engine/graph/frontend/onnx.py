@@ -286,7 +286,9 @@ def _convert_node(
             continue
         if j >= len(values):
             if output in consumed:
-                raise ctx.error(f"output {j} ({output!r}) is not supported; only the first {len(values)}")
+                raise ctx.error(
+                    f"output {j} ({output!r}) is not supported; the importer gives {len(values)} output(s)"
+                )
             continue
         value = values[j]
         store.set(output, value if isinstance(value, Expr) else np.asarray(value))

@@ -1,0 +1,172 @@
+"""Bad ONNX input gets one ModelImportError (a TuneError) that says what is wrong and where: the
+file, the input, or the operator and node with what is supported."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+
+import onnx  # noqa: E402
+from onnx import helper  # noqa: E402
+
+from tunecli.engine.graph.frontend import from_onnx  # noqa: E402
+from tunecli.errors import ModelImportError, TuneError  # noqa: E402
+
+from .onnx_models import ints, make_model, one_op, randn  # noqa: E402
+
+
+def _relu_model(shape: tuple = (1, 3, 4, 4), opset: int = 13) -> onnx.ModelProto:
+    return make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": (shape, "float32")}, {"y": "float32"},
+                      opset=opset)
+
+
+def _unsupported_operators() -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Erf", ["r"], ["e"], name="erf1"),
+        helper.make_node("MyOp", ["e"], ["y"], name="custom", domain="com.example"),
+    ]
+    return make_model(nodes, {"x": ((2, 3), "float32")}, {"y": "float32"})
+
+
+def _unsupported_after_a_failing_node() -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Reshape", ["x", "x_shape"], ["r"], name="runtime_reshape"),
+        helper.make_node("Erf", ["r"], ["y"], name="erf_late"),
+    ]
+    model = make_model(nodes, {"x": ((2, 3), "float32"), "x_shape": ((2,), "int64")}, {"y": "float32"})
+    return model
+
+
+def _runtime_reshape() -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xi"], to=onnx.TensorProto.INT64),
+        helper.make_node("Reshape", ["x", "xi"], ["y"], name="reshape_by_data"),
+    ]
+    return make_model(nodes, {"x": ((2,), "float32")}, {"y": "float32"})
+
+
+def _max_pool_indices_used() -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["p", "idx"], name="pool_with_indices", kernel_shape=[2, 2]),
+        helper.make_node("Identity", ["idx"], ["y"]),
+    ]
+    return make_model(nodes, {"x": ((1, 1, 4, 4), "float32")}, {"y": "int64"})
+
+
+def _opset_model(op_type: str, opset: int) -> onnx.ModelProto:
+    model = make_model(
+        [helper.make_node(op_type, ["s"], ["y"], name="fill")], {"s": ((2,), "int64")}, {"y": "float32"},
+        opset=opset,
+    )
+    return model
+
+
+def _undefined_input() -> onnx.ModelProto:
+    return make_model([helper.make_node("Relu", ["nowhere"], ["y"], name="r")], {"x": ((2,), "float32")},
+                      {"y": "float32"})
+
+
+def _truncated_file(tmp_path: Any) -> str:
+    path = tmp_path / "truncated.onnx"
+    data = _relu_model().SerializeToString()
+    path.write_bytes(data[: len(data) // 2])
+    return str(path)
+
+
+def _model(op: str, inputs: dict, inits: dict | None = None, **kw: Any) -> onnx.ModelProto:
+    return one_op(op, inputs, inits, **kw)[0]
+
+
+CASES: dict[str, tuple[Callable[[Any], Any], str]] = {
+    "missing-file": (
+        lambda tmp: from_onnx(str(tmp / "absent.onnx")), "ONNX file '.*absent.onnx' does not exist"
+    ),
+    "truncated-file": (lambda tmp: from_onnx(_truncated_file(tmp)),
+                       "ONNX file '.*truncated.onnx' is not a valid ONNX model"),
+    "not-a-model": (lambda tmp: from_onnx(42), "expected an onnx.ModelProto or a file path, got int"),
+    "model-without-graph": (lambda tmp: from_onnx(onnx.ModelProto()), "has no graph with outputs"),
+    "unsupported-operators-all-named": (
+        lambda tmp: from_onnx(_unsupported_operators()),
+        r"Erf node 'erf1': operator not supported; MyOp node 'custom' \(domain 'com.example'\): operator not "
+        r"supported\. Supported operators \(opsets\): Add \(7-25\), AveragePool \(7-25\),",
+    ),
+    "operators-checked-before-building": (
+        lambda tmp: from_onnx(_unsupported_after_a_failing_node()),
+        "Erf node 'erf_late': operator not supported",
+    ),
+    "opset-too-old": (lambda tmp: from_onnx(_relu_model(opset=6)), "ONNX opset 6 is not supported; supported "
+                                                                   "opsets: 7-25"),
+    "opset-too-new": (lambda tmp: from_onnx(_relu_model(opset=26)), "ONNX opset 26 is not supported"),
+    "operator-opset": (lambda tmp: from_onnx(_opset_model("ConstantOfShape", 8)),
+                       r"ConstantOfShape node 'fill': opset 8 not supported \(supported: 9-25\)"),
+    "dynamic-dimension": (lambda tmp: from_onnx(_relu_model(("N", 3, 4, 4))),
+                          r"input 'x' has a dynamic dimension 0 \('N'\); give its shape"),
+    "unknown-input-name": (lambda tmp: from_onnx(_relu_model(), shape={"data": (1, 3, 4, 4)}),
+                           r"shape names unknown inputs \['data'\]; the model's inputs are \['x'\]"),
+    "wrong-rank": (lambda tmp: from_onnx(_relu_model(("N", 3, 4, 4)), shape={"x": (3, 4, 4)}),
+                   r"shape of input 'x': \(3, 4, 4\) has 3 dimensions, "
+                   r"the model's input has 4 \('N', 3, 4, 4\)"),
+    "fixed-dimension-differs": (lambda tmp: from_onnx(_relu_model(), shape={"x": (1, 4, 4, 4)}),
+                                "dimension 1 is 4, the model fixes it to 3"),
+    "shape-not-ints": (lambda tmp: from_onnx(_relu_model(), shape={"x": "1x3x4x4"}),
+                       "must be a sequence of ints"),
+    "shape-not-positive": (lambda tmp: from_onnx(_relu_model(("N", 3, 4, 4)), shape={"x": (0, 3, 4, 4)}),
+                           "has a dimension that is not positive"),
+    "unknown-dtype-input": (lambda tmp: from_onnx(_relu_model(), dtype={"y": "float32"}),
+                            r"dtype names unknown inputs \['y'\]"),
+    "runtime-reshape-shape": (
+        lambda tmp: from_onnx(_runtime_reshape()),
+        r"Reshape node 'reshape_by_data': input 1 \(shape\) 'xi' is computed at run time",
+    ),
+    "conv-1d": (lambda tmp: from_onnx(_model("Conv", {"x": randn(1, 2, 5)}, {"w": randn(3, 2, 3)})),
+                r"Conv node 'conv_node': only 2-D operations on NCHW data are supported; input 0 has shape"),
+    "pad-wrap": (lambda tmp: from_onnx(_model("Pad", {"x": randn(2, 3)}, {"p": ints(1, 1, 1, 1)}, mode="wrap",
+                                              opset=19)),
+                 "Pad node 'pad_node': mode 'wrap'; supported: constant, edge, reflect"),
+    "pad-negative": (lambda tmp: from_onnx(_model("Pad", {"x": randn(2, 3)}, {"p": ints(0, -1, 0, 0)})),
+                     "negative pads"),
+    "batch-norm-training": (
+        lambda tmp: from_onnx(_model("BatchNormalization", {"x": randn(1, 2, 2, 2)},
+                                     {k: np.ones(2, "float32") for k in "sbmv"}, training_mode=1, opset=15)),
+        "BatchNormalization node 'batchnormalization_node': training_mode 1 is not supported",
+    ),
+    "pool-indices-used": (lambda tmp: from_onnx(_max_pool_indices_used()),
+                          r"MaxPool node 'pool_with_indices': output 1 \('idx'\) is not supported"),
+    "matmul-vector": (lambda tmp: from_onnx(_model("MatMul", {"a": randn(3), "b": randn(3, 2)})),
+                      r"MatMul node 'matmul_node': shapes \(3,\) x \(3, 2\)"),
+    "shapes-do-not-broadcast": (lambda tmp: from_onnx(_model("Add", {"a": randn(3, 4), "b": randn(5)})),
+                                r"Add node 'add_node': add: shapes \(3, 4\) and \(5,\) do not broadcast"),
+    "gather-on-runtime-data": (lambda tmp: from_onnx(_model("Gather", {"x": randn(4, 3)}, {"i": ints(1)})),
+                               r"Gather node 'gather_node': input 0 \(data\) 'x' is computed at run time"),
+    "undefined-input": (lambda tmp: from_onnx(_undefined_input()),
+                        "Relu node 'r': input 0 'nowhere' is not produced by any earlier node"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_gets_one_clear_error(name: str, tmp_path: Any) -> None:
+    call, message = CASES[name]
+    with pytest.raises(ModelImportError) as info:
+        call(tmp_path)
+    assert isinstance(info.value, TuneError)
+    assert re.search(message, str(info.value)), str(info.value)
+
+
+def test_unnamed_nodes_are_named_by_their_position() -> None:
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Erf", ["r"], ["y"])]
+    with pytest.raises(ModelImportError, match="Erf node '#1'"):
+        from_onnx(make_model(nodes, {"x": ((2,), "float32")}, {"y": "float32"}))
+
+
+def test_missing_onnx_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # what Python does for a package that is not installed
+    with pytest.raises(ModelImportError, match=r"pip install 'tunecli\[onnx\]'"):
+        from_onnx("model.onnx")
