@@ -138,6 +138,11 @@ CASES: dict[str, tuple[Callable[[Any], Any], str]] = {
                                      {k: np.ones(2, "float32") for k in "sbmv"}, training_mode=1, opset=15)),
         "BatchNormalization node 'batchnormalization_node': training_mode 1 is not supported",
     ),
+    "pool-ceil-mixed-with-included-pads": (
+        lambda tmp: from_onnx(_model("AveragePool", {"x": randn(1, 2, 5, 6)}, kernel_shape=[2, 3],
+                                     strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1, count_include_pad=1)),
+        "AveragePool node 'averagepool_node': ceil_mode with count_include_pad where only one dimension",
+    ),
     "pool-indices-used": (lambda tmp: from_onnx(_max_pool_indices_used()),
                           r"MaxPool node 'pool_with_indices': output 1 \('idx'\) is not supported"),
     "matmul-vector": (lambda tmp: from_onnx(_model("MatMul", {"a": randn(3), "b": randn(3, 2)})),

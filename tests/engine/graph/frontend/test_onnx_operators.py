@@ -124,6 +124,14 @@ case("MaxPool", "dilation-pads")(
     lambda: one_op("MaxPool", {"x": randn(1, 2, 7, 9)}, kernel_shape=[2, 3], dilations=[2, 1],
                    pads=[1, 1, 0, 1], opset=12)
 )
+case("MaxPool", "ceil-mode-drops-a-window-starting-in-the-padding")(
+    lambda: one_op("MaxPool", {"x": randn(1, 2, 5, 5)}, kernel_shape=[2, 2], strides=[2, 2],
+                   pads=[1, 1, 1, 1], ceil_mode=1)
+)
+case("MaxPool", "ceil-mode-rounds-up-one-dimension")(
+    lambda: one_op("MaxPool", {"x": randn(1, 2, 5, 6)}, kernel_shape=[2, 3], strides=[2, 2],
+                   pads=[1, 0, 1, 0], ceil_mode=1)
+)
 case("MaxPool", "opset-8")(
     lambda: one_op("MaxPool", {"x": randn(2, 3, 6, 6)}, kernel_shape=[2, 2], strides=[2, 2], opset=8)
 )
@@ -137,6 +145,14 @@ case("AveragePool", "pads-include-pad")(
 case("AveragePool", "ceil-mode")(
     lambda: one_op("AveragePool", {"x": randn(1, 2, 8, 8)}, kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1,
                    opset=11)
+)
+case("AveragePool", "ceil-mode-include-pad-drops-a-window")(
+    lambda: one_op("AveragePool", {"x": randn(1, 2, 7, 7)}, kernel_shape=[2, 2], strides=[2, 2],
+                   pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)
+)
+case("AveragePool", "ceil-mode-rounds-up-one-dimension")(
+    lambda: one_op("AveragePool", {"x": randn(1, 2, 5, 6)}, kernel_shape=[2, 3], strides=[2, 2],
+                   pads=[1, 0, 1, 0], ceil_mode=1)
 )
 case("AveragePool", "same-lower")(
     lambda: one_op("AveragePool", {"x": randn(1, 2, 6, 5)}, kernel_shape=[2, 2], auto_pad="SAME_LOWER")

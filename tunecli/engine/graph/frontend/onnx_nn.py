@@ -4,6 +4,7 @@ softmax, padding and dropout (inference), converted to the graph's NCHW operator
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -82,33 +83,61 @@ def _conv(ctx: NodeContext) -> Value:
     return bias_add(out, ctx.expr(2), axis=1) if ctx.has_input(2) else out
 
 
-def _pool_window(ctx: NodeContext) -> dict[str, object]:
+@dataclass(frozen=True)
+class _PoolWindow:
+    pool_size: tuple[int, int]
+    strides: tuple[int, int]
+    dilation: tuple[int, int]
+    padding: tuple[int, int, int, int]
+    ceil_mode: bool
+
+
+def _pool_window(ctx: NodeContext, pads_counted: bool) -> _PoolWindow:
+    """The window of a pool; ``pads_counted``: whether padded elements enter the result."""
     data_shape = _four_d(ctx)
     if "kernel_shape" not in ctx.attrs:
         raise ctx.error("the kernel_shape attribute is required")
     kernel, strides = _pair(ctx, "kernel_shape", 1), _pair(ctx, "strides", 1)
     dilations = _pair(ctx, "dilations", 1)
     padding = _window_pads(ctx, data_shape[2:], kernel, strides, dilations)
-    return {
-        "pool_size": kernel,
-        "strides": strides,
-        "dilation": dilations,
-        "padding": padding,
-        "ceil_mode": bool(ctx.attr("ceil_mode", 0)),
-    }
+    if not ctx.attr("ceil_mode", 0):
+        return _PoolWindow(kernel, strides, dilations, padding, False)
+    # In ceil mode a last window starting in the end padding is dropped (as onnxruntime and
+    # PyTorch do), so each dimension has its floor or its ceil size.
+    extra, wants_ceil = [], []
+    for size, k, s, d, begin, end in zip(data_shape[2:], kernel, strides, dilations, padding[:2], padding[2:],
+                                         strict=True):
+        span = size + begin + end - ((k - 1) * d + 1)
+        ceil_out = -(-span // s) + 1
+        ceil = ceil_out > span // s + 1 and (ceil_out - 1) * s < size + begin
+        wants_ceil.append(ceil)
+        extra.append((ceil_out - 1) * s - span if ceil else 0)
+    if all(wants_ceil) or not any(wants_ceil):
+        return _PoolWindow(kernel, strides, dilations, padding, all(wants_ceil))
+    if pads_counted:
+        raise ctx.error(
+            "ceil_mode with count_include_pad where only one dimension rounds up is not supported"
+        )
+    top, left, bottom, right = padding
+    return _PoolWindow(kernel, strides, dilations, (top, left, bottom + extra[0], right + extra[1]), False)
+
+
+def _pool_args(window: _PoolWindow) -> dict[str, object]:
+    return {f.name: getattr(window, f.name) for f in fields(window)}
 
 
 @converter("MaxPool")
 def _max_pool(ctx: NodeContext) -> Value:
     if ctx.attr("storage_order", 0) != 0:
         raise ctx.error("storage_order 1 (column-major indices) is not supported")
-    return max_pool2d(ctx.expr(0), **_pool_window(ctx))  # type: ignore[arg-type]
+    return max_pool2d(ctx.expr(0), **_pool_args(_pool_window(ctx, pads_counted=False)))  # type: ignore[arg-type]
 
 
 @converter("AveragePool")
 def _avg_pool(ctx: NodeContext) -> Value:
-    window = _pool_window(ctx)
-    return avg_pool2d(ctx.expr(0), count_include_pad=bool(ctx.attr("count_include_pad", 0)), **window)  # type: ignore[arg-type]
+    include = bool(ctx.attr("count_include_pad", 0))
+    window = _pool_args(_pool_window(ctx, pads_counted=include))
+    return avg_pool2d(ctx.expr(0), count_include_pad=include, **window)  # type: ignore[arg-type]
 
 
 @converter("GlobalAveragePool")

@@ -178,7 +178,8 @@ class NodeContext:
         if self.store.known(name):
             array = self.store.arrays[name]
             return TensorType(array.shape, str(array.dtype))
-        t = infer_types(self.store.exprs[name])
+        expr = self.store.exprs[name]
+        t = expr.checked_type if expr.has_type else infer_types(expr)
         if not isinstance(t, TensorType):
             raise self.error(f"input {i} {name!r} is not a tensor ({t})")
         return t
