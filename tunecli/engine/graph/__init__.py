@@ -4,7 +4,8 @@ Modules: ``graph_expr`` (nodes), ``types``, ``op_registry`` (``OPS``, ``Op``, ``
 ``Attrs``), ``type_infer``, ``ir_module`` (``IRModule``), ``graph_printer``, ``traversal``
 (walks, ``free_vars``, ``ExprMutator``), ``interpreter`` (the numpy oracle), ``layout``
 (``NCHW16c``-style layouts), ``ops/`` (operator families: ``conv``, ``nn``, ``pool``, ``unary``,
-``broadcast``, ``transform``) and ``models/`` (the ``relay.testing`` networks).
+``broadcast``, ``transform``), ``models/`` (the ``relay.testing`` networks) and ``frontend/``
+(``from_onnx``: ONNX models as graph modules).
 
 Nodes (immutable, hashed by identity; a node used twice is computed once)::
 

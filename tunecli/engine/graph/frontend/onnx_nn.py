@@ -264,7 +264,7 @@ def _softmax(ctx: NodeContext) -> Value:
 # --- padding and dropout ----------------------------------------------------------------------------
 
 
-@converter("Pad", since=2)
+@converter("Pad")
 def _pad(ctx: NodeContext) -> Value:
     ndim = len(ctx.shape(0))
     if ctx.opset < 11:

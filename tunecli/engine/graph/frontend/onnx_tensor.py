@@ -118,7 +118,7 @@ def _squeezed_shape(ctx: NodeContext) -> tuple[int, ...]:
 
 def _reshaped_shape(ctx: NodeContext) -> tuple[int, ...]:
     shape = ctx.shape(0)
-    target = ctx.int_list("shape", ()) if ctx.opset < 5 else ctx.ints(1, "shape")
+    target = ctx.ints(1, "shape")
     allowzero = bool(ctx.attr("allowzero", 0))
     out = [shape[i] if v == 0 and not allowzero else v for i, v in enumerate(target)]
     if out.count(-1) > 1 or any(v < -1 for v in out):
