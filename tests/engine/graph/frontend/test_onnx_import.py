@@ -138,3 +138,13 @@ def mod_input_dtype(model: onnx.ModelProto, **kwargs: object) -> str:
 
 def test_relay_face_reexports_from_onnx() -> None:
     assert relay.frontend.from_onnx is from_onnx
+
+
+def test_initializers_listed_among_the_inputs_are_weights_not_inputs() -> None:
+    """Models of IR version 3 list every initializer in ``graph.input`` too."""
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], {"x": ((2, 4), "float32")},
+                       {"y": "float32"}, {"w": randn(4, 3)})
+    model.graph.input.append(helper.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [4, 3]))
+    mod, params = from_onnx(model, freeze_params=False)
+    assert [p.name_hint for p in mod["main"].params] == ["x", "w"] and list(params) == ["w"]
+    assert_matches_onnxruntime(model, {"x": randn(2, 4)})
