@@ -165,6 +165,17 @@ def test_bad_input_gets_one_clear_error(name: str, tmp_path: Any) -> None:
     assert re.search(message, str(info.value)), str(info.value)
 
 
+def test_every_input_without_a_shape_is_named_in_one_error() -> None:
+    model = make_model([helper.make_node("Add", ["a", "b"], ["y"])],
+                       {"a": (("N", 3), "float32"), "b": ((2, "M"), "float32")}, {"y": "float32"})
+    with pytest.raises(ModelImportError) as info:
+        from_onnx(model)
+    assert str(info.value) == (
+        "input 'a' has a dynamic dimension 0 ('N'); give its shape: from_onnx(model, shape={'a': (...)}); "
+        "input 'b' has a dynamic dimension 1 ('M'); give its shape: from_onnx(model, shape={'b': (...)})"
+    )
+
+
 def test_unnamed_nodes_are_named_by_their_position() -> None:
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Erf", ["r"], ["y"])]
     with pytest.raises(ModelImportError, match="Erf node '#1'"):

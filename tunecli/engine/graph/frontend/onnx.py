@@ -187,7 +187,15 @@ def _input_vars(
         unknown = sorted(set(dtype) - set(names))
         if unknown:
             raise ModelImportError(f"dtype names unknown inputs {unknown}; the model's inputs are {names}")
-    return [_input_var(i, (shape or {}).get(i.name), dtype) for i in declared]
+    found, problems = [], []
+    for value_info in declared:
+        try:
+            found.append(_input_var(value_info, (shape or {}).get(value_info.name), dtype))
+        except ModelImportError as err:
+            problems.append(str(err))
+    if problems:
+        raise ModelImportError("; ".join(problems))
+    return found
 
 
 def _input_var(value_info: Any, given: Sequence[int] | None, dtype: str | Mapping[str, str]) -> Var:
