@@ -74,6 +74,39 @@ def test_residual_network_with_separate_parameters_matches_onnxruntime() -> None
     assert_matches_onnxruntime(residual_network(), {"input": randn(1, 3, 16, 16)}, freeze_params=False)
 
 
+def inverted_residual_block(opset: int) -> onnx.ModelProto:
+    """MobileNet v2's block as exported: 1x1 expand, ReLU6 as Clip, depthwise 3x3, 1x1 project,
+    residual add; then global pool, Flatten, Gemm, Softmax."""
+    clip = ([helper.make_node("Clip", [x], [y], min=0.0, max=6.0) for x, y in (("e", "e6"), ("d", "d6"))]
+            if opset < 11 else
+            [helper.make_node("Clip", [x, "zero", "six"], [y]) for x, y in (("e", "e6"), ("d", "d6"))])
+    nodes = [
+        helper.make_node("Conv", ["input", "expand_w", "expand_b"], ["e"]),
+        clip[0],
+        helper.make_node("Conv", ["e6", "dw_w", "dw_b"], ["d"], group=24, pads=[1, 1, 1, 1]),
+        clip[1],
+        helper.make_node("Conv", ["d6", "project_w", "project_b"], ["p"]),
+        helper.make_node("Add", ["input", "p"], ["s"]),
+        helper.make_node("GlobalAveragePool", ["s"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc_w", "fc_b"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=1),
+    ]
+    weights = {
+        "expand_w": randn(24, 4, 1, 1), "expand_b": randn(24),
+        "dw_w": randn(24, 1, 3, 3), "dw_b": randn(24),
+        "project_w": randn(4, 24, 1, 1) * 0.2, "project_b": randn(4),
+        "fc_w": randn(5, 4), "fc_b": randn(5),
+        "zero": np.float32(0.0), "six": np.float32(6.0),
+    }
+    return make_model(nodes, {"input": ((1, 4, 8, 8), "float32")}, {"probs": "float32"}, weights, opset=opset)
+
+
+@pytest.mark.parametrize("opset", [10, 13])
+def test_inverted_residual_block_matches_onnxruntime(opset: int) -> None:
+    assert_matches_onnxruntime(inverted_residual_block(opset), {"input": randn(1, 4, 8, 8) * 4})
+
+
 def test_frozen_import_has_constants_and_the_folded_flatten() -> None:
     mod, params = from_onnx(residual_network())
     assert params == {}
