@@ -4,7 +4,7 @@ softmax, padding and dropout (inference), converted to the graph's NCHW operator
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -122,22 +122,24 @@ def _pool_window(ctx: NodeContext, pads_counted: bool) -> _PoolWindow:
     return _PoolWindow(kernel, strides, dilations, (top, left, bottom + extra[0], right + extra[1]), False)
 
 
-def _pool_args(window: _PoolWindow) -> dict[str, object]:
-    return {f.name: getattr(window, f.name) for f in fields(window)}
-
-
 @converter("MaxPool")
 def _max_pool(ctx: NodeContext) -> Value:
     if ctx.attr("storage_order", 0) != 0:
         raise ctx.error("storage_order 1 (column-major indices) is not supported")
-    return max_pool2d(ctx.expr(0), **_pool_args(_pool_window(ctx, pads_counted=False)))  # type: ignore[arg-type]
+    w = _pool_window(ctx, pads_counted=False)
+    return max_pool2d(
+        ctx.expr(0), w.pool_size, w.strides, w.dilation, w.padding, ceil_mode=w.ceil_mode
+    )
 
 
 @converter("AveragePool")
 def _avg_pool(ctx: NodeContext) -> Value:
     include = bool(ctx.attr("count_include_pad", 0))
-    window = _pool_args(_pool_window(ctx, pads_counted=include))
-    return avg_pool2d(ctx.expr(0), count_include_pad=include, **window)  # type: ignore[arg-type]
+    w = _pool_window(ctx, pads_counted=include)
+    return avg_pool2d(
+        ctx.expr(0), w.pool_size, w.strides, w.dilation, w.padding, ceil_mode=w.ceil_mode,
+        count_include_pad=include,
+    )
 
 
 @converter("GlobalAveragePool")

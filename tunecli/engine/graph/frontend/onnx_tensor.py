@@ -8,6 +8,8 @@ chains of exported models into a constant shape.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..graph_expr import Expr
@@ -143,23 +145,21 @@ def _flattened_shape(ctx: NodeContext) -> tuple[int, int]:
     return int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))
 
 
-def _fold_reshape_to(shape_of):  # type: ignore[no-untyped-def]
+def _reshaping(op_type: str, shape_of: Callable[[NodeContext], tuple[int, ...]]) -> None:
+    """Register ``op_type`` as a reshape of input 0 into ``shape_of(ctx)`` (folded when known)."""
+
     def fold(ctx: NodeContext) -> Value:
         return np.reshape(ctx.array(0, "data"), shape_of(ctx))
 
-    return fold
-
-
-def _reshape_to(shape_of):  # type: ignore[no-untyped-def]
     def convert(ctx: NodeContext) -> Value:
         return reshape(ctx.expr(0), shape_of(ctx))
 
-    return convert
+    converter(op_type, fold=fold)(convert)
 
 
-converter("Unsqueeze", fold=_fold_reshape_to(_unsqueezed_shape))(_reshape_to(_unsqueezed_shape))
-converter("Squeeze", fold=_fold_reshape_to(_squeezed_shape))(_reshape_to(_squeezed_shape))
-converter("Reshape", fold=_fold_reshape_to(_reshaped_shape))(_reshape_to(_reshaped_shape))
+_reshaping("Unsqueeze", _unsqueezed_shape)
+_reshaping("Squeeze", _squeezed_shape)
+_reshaping("Reshape", _reshaped_shape)
 
 
 def _fold_flatten(ctx: NodeContext) -> Value:
