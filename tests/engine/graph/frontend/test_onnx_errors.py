@@ -151,6 +151,11 @@ CASES: dict[str, tuple[Callable[[Any], Any], str]] = {
                                 r"Add node 'add_node': add: shapes \(3, 4\) and \(5,\) do not broadcast"),
     "gather-on-runtime-data": (lambda tmp: from_onnx(_model("Gather", {"x": randn(4, 3)}, {"i": ints(1)})),
                                r"Gather node 'gather_node': input 0 \(data\) 'x' is computed at run time"),
+    "graph-output-not-produced": (
+        lambda tmp: from_onnx(make_model([helper.make_node("Relu", ["x"], ["r"])], {"x": ((2,), "float32")},
+                                         {"missing": "float32"})),
+        "graph output 'missing' is not produced by any node",
+    ),
     "undefined-input": (lambda tmp: from_onnx(_undefined_input()),
                         "Relu node 'r': input 0 'nowhere' is not produced by any earlier node"),
 }

@@ -181,3 +181,16 @@ def test_initializers_listed_among_the_inputs_are_weights_not_inputs() -> None:
     mod, params = from_onnx(model, freeze_params=False)
     assert [p.name_hint for p in mod["main"].params] == ["x", "w"] and list(params) == ["w"]
     assert_matches_onnxruntime(model, {"x": randn(2, 4)})
+
+
+def test_opset_argument_overrides_the_models_opset() -> None:
+    model = make_model([helper.make_node("Softmax", ["x"], ["y"], axis=1)], {"x": ((2, 3, 4), "float32")},
+                       {"y": "float32"}, opset=13)
+    x = randn(2, 3, 4)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    as_opset_13 = evaluate(from_onnx(model)[0], [x])
+    np.testing.assert_allclose(as_opset_13, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+    flat = x.reshape(2, 12)
+    e = np.exp(flat - flat.max(axis=1, keepdims=True))
+    as_opset_11 = evaluate(from_onnx(model, opset=11)[0], [x])
+    np.testing.assert_allclose(as_opset_11, (e / e.sum(axis=1, keepdims=True)).reshape(2, 3, 4), rtol=1e-5)

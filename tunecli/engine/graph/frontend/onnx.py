@@ -86,13 +86,11 @@ def from_onnx(
         if o.name not in store:
             raise ModelImportError(f"graph output {o.name!r} is not produced by any node")
         outputs.append(store.expr(o.name))
-    if not outputs:
-        raise ModelImportError("the ONNX graph has no outputs")
     body: Expr = outputs[0] if len(outputs) == 1 else Tuple(outputs)
     params = [store.param_vars[name] for name in initializers if name in store.param_vars]
     fn = Function([*inputs, *params], body)
     infer_types(fn)
-    return IRModule.from_expr(fn), {name: nd_array(value) for name, value in store.params.items()}
+    return IRModule.from_expr(fn), {p.name_hint: nd_array(store.params[p.name_hint]) for p in params}
 
 
 def _onnx_package() -> Any:
