@@ -85,6 +85,8 @@ def _conv(ctx: NodeContext) -> Value:
 
 @dataclass(frozen=True)
 class _PoolWindow:
+    """A pool's window in the graph's terms."""
+
     pool_size: tuple[int, int]
     strides: tuple[int, int]
     dilation: tuple[int, int]
