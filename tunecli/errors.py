@@ -53,7 +53,18 @@ class RecordError(TuneError):
 
 
 class JobError(TuneError):
-    """A YAML job file is invalid; the message names the file, line and field."""
+    """A YAML job file is invalid: one or more problems, each naming the file, line and field.
+
+    Parameters
+    ----------
+    *problems : str
+        One message per problem (``jobs/bad.yaml:7: tuner.n_trial: expected an integer, got
+        'many'``), in the order found; ``str(err)`` is one problem per line.
+    """
+
+    def __init__(self, *problems: str):
+        super().__init__("\n".join(problems))
+        self.problems: tuple[str, ...] = problems
 
 
 class LogInUseError(JobError):

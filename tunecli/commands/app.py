@@ -102,7 +102,11 @@ class TuneGroup(click.Group):
             return super().invoke(ctx)
         except TuneError as err:
             notes = getattr(err, "__notes__", ())
-            _report(ctx, f"error: {err}" + (f" ({'; '.join(notes)})" if notes else ""))
+            # a job's problems are listed one per line, like a compiler's errors
+            problems = (err.problems if isinstance(err, JobError) else ()) or (str(err),)
+            lines = [f"error: {problem}" for problem in problems]
+            lines[-1] += f" ({'; '.join(notes)})" if notes else ""
+            _report(ctx, "\n".join(lines))
             ctx.exit(EXIT_USAGE if isinstance(err, JobError) else EXIT_FAILED)
         except OSError as err:  # a log or export path that cannot be written, a full disk
             _report(ctx, f"error: {err}")

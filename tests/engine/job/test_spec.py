@@ -74,11 +74,11 @@ def test_parse_host_port() -> None:
 
 
 BAD = [
-    # (replace this, with this, expected message after "<path>:")
+    # (replace this, with this, expected message after "<path>:"; "\n" between several problems)
     ("  n_trial: 20", "  n_trial: many", "10: tuner.n_trial: expected an integer, got 'many'"),
     ("  n_trial: 20", "  n_trial: 0", "10: tuner.n_trial: expected an integer >= 1, got 0"),
     ("  n_trial: 20", "  n_trial: true", "10: tuner.n_trial: expected an integer, got 'true'"),
-    ("  n_trial: 20\n", "", "8: tuner: missing required field 'n_trial'"),
+    ("  n_trial: 20", "  n_trial: ~", "10: tuner.n_trial: expected an integer, got nothing"),
     ("  kind: ga", "  kind: annealing",
      "9: tuner.kind: expected one of random, gridsearch, ga, xgb, got 'annealing'"),
     ("  pop_size: 8", "  plan_size: 8",
@@ -89,7 +89,8 @@ BAD = [
      "14: tuner.elite_num: elite_num (9) must not exceed pop_size (8)"),
     ("  pop_size: 8", "  pop_size: 2", "13: tuner.pop_size: elite_num (3) must not exceed pop_size (2)"),
     ("name: small", "name: small\nnmae: typo",
-     "2: nmae: unknown field (expected one of: name, target, log, tasks, tuner, measure)"),
+     "2: nmae: unknown field (expected one of: name, target, log, tasks, tuner, measure); did you mean "
+     "'name'?"),
     ("name: small\n", "", "1: missing required field 'name'"),
     ("name: small", "name: a/b",
      "1: name: expected a name made of letters, digits, '_', '.', '-', got 'a/b'"),
@@ -110,13 +111,15 @@ BAD = [
     ("target: llvm", "target: -mcpu=x",
      "2: target: target string '-mcpu=x' must start with a kind such as 'llvm'"),
     ("  - template: dense.x86\n", "  - templat: dense.x86\n",
-     "6: tasks[1].templat: unknown field (expected one of: template, args)"),
+     "6: tasks[1].templat: unknown field (expected one of: template, args); did you mean 'template'?\n"
+     "6: tasks[1]: missing required field 'template'"),
     ("    args: {N: 16, K: 32, M: 16}", "    args: 16",
      "7: tasks[1].args: expected a mapping or a list, got '16'"),
     ("    args: {N: 16, K: 32, M: 16}", "    args: {N: {a: 1}, K: 32, M: 16}",
      "7: tasks[1].args.N: expected a number, a string or a list, got a mapping"),
     ("tasks:\n", "tasks: []\nx:\n",
-     "4: x: unknown field (expected one of: name, target, log, tasks, tuner, measure)"),
+     "4: x: unknown field (expected one of: name, target, log, tasks, tuner, measure)\n"
+     "3: tasks: expected at least one task"),
     ("  builder: {timeout: 5, n_parallel: 2}", "  builder: {timeout: 0, n_parallel: 2}",
      "15: measure.builder.timeout: expected a number > 0, got 0"),
     ("  builder: {timeout: 5, n_parallel: 2}", "  builder: {timeout: 5, n_parallel: 2.5}",
@@ -124,7 +127,8 @@ BAD = [
     ("check_correctness: true", "check_correctness: yes please",
      "16: measure.runner.check_correctness: expected true or false, got 'yes please'"),
     ("check_correctness: true}", "enable_cpu_cache_flush: true, kind: rpc}",
-     "16: measure.runner: missing required field 'key' (runner kind rpc)"),
+     "16: measure.runner: missing required field 'key' (runner kind rpc)\n"
+     "16: measure.runner: missing required field 'tracker' (runner kind rpc)"),
     ("{number: 2,", "{key: abc, number: 2,",
      "16: measure.runner.key: unknown field (expected one of: kind, number, repeat, min_repeat_ms, timeout, "
      "enable_cpu_cache_flush, warmup_ms, cooldown_interval, check_correctness)"),
@@ -153,7 +157,7 @@ def test_bad_job_names_file_line_and_field(tmp_path: Path, old: str, new: str, m
     path = write(tmp_path, GOOD.replace(old, new, 1))
     with pytest.raises(JobError) as info:
         load_job(path)
-    assert str(info.value) == f"{path}:{message}"
+    assert info.value.problems == tuple(f"{path}:{line}" for line in message.split("\n"))
 
 
 def test_missing_and_empty_files(tmp_path: Path) -> None:

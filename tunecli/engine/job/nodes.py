@@ -6,13 +6,20 @@ keeps the line it came from.  ``Node`` wraps a yaml node together with its dotte
 in the one format every job error uses::
 
     jobs/bad.yaml:7: tuner.n_trial: expected an integer, got 'many'
+
+A job file is untrusted input: it is read with limits (size, nesting, values after expanding
+YAML aliases) so that no file can make reading it slow or crash it.  ``Problems`` collects
+every problem of one file, so that a user sees them all at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import difflib
+import math
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -23,6 +30,52 @@ _FLOAT = "tag:yaml.org,2002:float"
 _BOOL = "tag:yaml.org,2002:bool"
 _NULL = "tag:yaml.org,2002:null"
 _STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+
+#: Largest job file read (bytes).
+MAX_BYTES = 1 << 20
+#: Deepest nesting of lists and mappings (a job needs about 6 levels).
+MAX_DEPTH = 32
+#: Most values a document may hold once its aliases are expanded.
+MAX_VALUES = 100_000
+
+T = TypeVar("T")
+
+
+class _JobLoader(yaml.SafeLoader):
+    """YAML 1.1 as PyYAML reads it, plus floats written with an exponent and no dot (``1e3``)."""
+
+
+_JobLoader.add_implicit_resolver(
+    _FLOAT, re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+
+
+class Problems:
+    """The problems found in one job file, in the order found (each reported once)."""
+
+    def __init__(self) -> None:
+        self._messages: dict[str, None] = {}
+
+    def add(self, err: JobError) -> None:
+        """Record the problems of ``err``."""
+        for message in err.problems:
+            self._messages.setdefault(message)
+
+    def collect(self, read: Callable[[], T], default: T) -> T:
+        """Return ``read()``, or record the ``JobError`` it raises and return ``default``."""
+        try:
+            return read()
+        except JobError as err:
+            self.add(err)
+            return default
+
+    def __bool__(self) -> bool:
+        return bool(self._messages)
+
+    def raise_any(self) -> None:
+        """Raise one ``JobError`` listing every problem recorded, if there is any."""
+        if self._messages:
+            raise JobError(*self._messages)
 
 
 class Node:
@@ -37,15 +90,18 @@ class Node:
         Dotted path of this value inside the document ("" for the root).
     loader : yaml.SafeLoader
         The loader that composed ``node`` (constructs scalar values).
+    problems : Problems
+        Where the problems of the whole document are collected (shared by every node).
     key : yaml.Node, optional
         The mapping key this value belongs to; errors point at the key's line.
     """
 
     def __init__(self, node: yaml.Node, path: str, field: str, loader: yaml.SafeLoader,
-                 key: yaml.Node | None = None):
+                 problems: Problems, key: yaml.Node | None = None):
         self.node = node
         self.path = path
         self.field = field
+        self.problems = problems
         self._loader = loader
         self._key = key
 
@@ -67,13 +123,18 @@ class Node:
             return "a list"
         if self.node.tag == _NULL:
             return "nothing"
-        return repr(self.node.value)
+        text = self.node.value
+        return repr(text) if len(text) <= 60 else repr(text[:57]) + "..."
 
     def _expect(self, what: str) -> JobError:
         return self.error(f"expected {what}, got {self.describe()}")
 
+    def report(self, message: str) -> None:
+        """Record a problem of this value (reading goes on)."""
+        self.problems.add(self.error(message))
+
     def _child(self, node: yaml.Node, field: str, key: yaml.Node | None = None) -> Node:
-        return Node(node, self.path, field, self._loader, key)
+        return Node(node, self.path, field, self._loader, self.problems, key)
 
     # -- scalars -------------------------------------------------------------------------
     def value(self) -> Any:
@@ -87,27 +148,37 @@ class Node:
         return self.is_scalar() and self.node.tag == _NULL
 
     def as_str(self) -> str:
-        """Return this value as a non-empty string (numbers are not accepted)."""
+        """Return this value as a non-empty string without control characters (numbers are not
+        accepted)."""
         if not self.is_scalar() or self.node.tag != _STR:
             raise self._expect("a string")
         if not self.node.value.strip():
             raise self.error("expected a non-empty string")
+        if any(ord(c) < 32 or ord(c) == 127 for c in self.node.value):
+            raise self.error(f"expected text without control characters, got {self.node.value!r}")
         return self.node.value
 
-    def as_int(self, minimum: int | None = None) -> int:
+    def as_int(self, minimum: int | None = None, maximum: int | None = None) -> int:
         """Return this value as an integer (booleans are not integers here)."""
         if not self.is_scalar() or self.node.tag != _INT:
             raise self._expect("an integer")
         value = int(self.value())
         if minimum is not None and value < minimum:
-            raise self.error(f"expected an integer >= {minimum}, got {value}")
+            raise self.error(f"expected an integer >= {minimum}, got {self.node.value}")
+        if maximum is not None and value > maximum:
+            raise self.error(f"expected an integer <= {maximum}, got {self.node.value}")
         return value
 
     def as_float(self, minimum: float | None = None, positive: bool = False) -> float:
         """Return this value as a number (integers are accepted)."""
         if not self.is_scalar() or self.node.tag not in (_INT, _FLOAT):
             raise self._expect("a number")
-        value = float(self.value())
+        try:
+            value = float(self.value())
+        except OverflowError:
+            value = math.inf
+        if not math.isfinite(value):
+            raise self.error(f"expected a finite number, got {self.node.value}")
         if positive and not value > 0:
             raise self.error(f"expected a number > 0, got {self.node.value}")
         if minimum is not None and value < minimum:
@@ -141,22 +212,31 @@ class Node:
         ----------
         allowed : tuple of str, optional
             The keys this mapping may have; None accepts any string key.
+
+        Unknown, duplicate and malformed keys are reported (see :class:`Problems`) and left out.
         """
         if not self.is_mapping():
             raise self._expect("a mapping")
         out: dict[str, Node] = {}
         for key_node, value_node in self.node.value:
             key = self._child(key_node, self.field)
-            if not key.is_scalar() or key_node.tag != _STR:
-                raise key.error(f"keys must be names, got {key.describe()}")
+            if key_node.tag == _MERGE:
+                key.report("YAML merge keys (<<) are not supported: write the fields out")
+                continue
+            if not key.is_scalar() or key_node.tag != _STR or not key_node.value.isprintable():
+                key.report(f"keys must be names, got {key.describe()}")
+                continue
             name = key_node.value
             field = f"{self.field}.{name}" if self.field else name
             if name in out:
-                raise self._child(key_node, field).error("duplicate field")
-            if allowed is not None and name not in allowed:
-                raise self._child(key_node, field).error(
-                    f"unknown field (expected one of: {', '.join(allowed)})")
-            out[name] = self._child(value_node, field, key_node)
+                self._child(key_node, field).report("duplicate field")
+            elif allowed is not None and name not in allowed:
+                close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.75)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                self._child(key_node, field).report(
+                    f"unknown field (expected one of: {', '.join(allowed)}){hint}")
+            else:
+                out[name] = self._child(value_node, field, key_node)
         return out
 
     def elements(self) -> Iterator[Node]:
@@ -177,23 +257,24 @@ def load_document(path: str | Path) -> Node:
     Returns
     -------
     Node
-        The root node (field path "").
+        The root node (field path ""), with an empty :class:`Problems`.
 
     Raises
     ------
     JobError
-        When the file cannot be read, is not valid YAML, or is empty.
+        When the file cannot be read, is not UTF-8 text, is not valid YAML, is empty, or is
+        beyond the limits (:data:`MAX_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_VALUES`).
     """
     name = str(path)
+    text = _read_text(path, name)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise JobError(f"{name}: no such job file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise JobError(f"{name}: cannot read the job file: {err}") from None
-    loader = yaml.SafeLoader(text)
-    try:
+        _check_size(text, name)
+        loader = _JobLoader(text)
         root = loader.get_single_node()
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow (NUL, other controls)
+        line = text.count("\n", 0, err.position) + 1 if isinstance(err.position, int) else "?"
+        raise JobError(f"{name}:{line}: the job file contains the control character "
+                       f"{chr(err.character)!r} (a job file is text)") from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = f"{mark.line + 1}:" if mark is not None else ""
@@ -208,4 +289,79 @@ def load_document(path: str | Path) -> Node:
         raise JobError(f"{name}: invalid YAML: {err}") from None
     if root is None:
         raise JobError(f"{name}: the job file is empty")
-    return Node(root, name, "", loader)
+    _check_expansion(root, name)
+    return Node(root, name, "", loader, Problems())
+
+
+def _read_text(path: str | Path, name: str) -> str:
+    """The job file's text (at most :data:`MAX_BYTES`, UTF-8)."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise JobError(f"{name}: no such job file") from None
+    except IsADirectoryError:
+        raise JobError(f"{name}: is a directory, not a job file") from None
+    except OSError as err:
+        raise JobError(f"{name}: cannot read the job file: {err.strerror or err}") from None
+    if len(data) > MAX_BYTES:
+        raise JobError(f"{name}: the job file is larger than {MAX_BYTES >> 20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise JobError(f"{name}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x}); save the job "
+                       "file as UTF-8") from None
+
+
+def _check_size(text: str, name: str) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` and more than :data:`MAX_VALUES` values, from the
+    event stream (composing a deeply nested document would exhaust the stack)."""
+    depth = values = 0
+    for event in yaml.parse(text, Loader=_JobLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise JobError(f"{name}:{event.start_mark.line + 1}: lists and mappings nested more than "
+                               f"{MAX_DEPTH} levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
+            values += 1
+            if values > MAX_VALUES:
+                raise JobError(f"{name}:{event.start_mark.line + 1}: more than {MAX_VALUES} values")
+
+
+def _check_expansion(root: yaml.Node, name: str) -> None:
+    """Refuse aliases that refer to themselves or expand beyond the limits ("billion laughs")."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            on_path.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
+            if size[key] > MAX_VALUES or depth[key] > MAX_DEPTH:
+                limit = (f"more than {MAX_VALUES} values" if size[key] > MAX_VALUES
+                         else f"lists and mappings nested more than {MAX_DEPTH} levels deep")
+                raise JobError(f"{name}:{node.start_mark.line + 1}: YAML aliases expand to {limit}")
+        elif key not in size:
+            if key in on_path:
+                raise JobError(f"{name}:{node.start_mark.line + 1}: a YAML alias refers to the value "
+                               "that contains it")
+            on_path.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in size)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []

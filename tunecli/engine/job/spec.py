@@ -8,14 +8,14 @@ A job names the tasks to tune, the tuner and how to measure::
     tasks:                            # required, at least one
       - template: dense.x86           # a built-in template, or "path/to/file.py:function"
         args: {N: 256, K: 256, M: 256}   # by parameter name, or a list in order
-    tuner:
+    tuner:                            # optional: xgb, DEFAULT_N_TRIAL trials per task
       kind: xgb                       # a registered tuner (engine/tuner/tuner_kinds.py)
       n_trial: 32                     # total trials per task (resumed runs count the log)
       early_stopping: 16              # optional
       seed: 0                         # optional
       plan_size: 16                   # the tuner kind's own options (TVM's names)
     measure:
-      builder: {timeout: 10, n_parallel: 2}
+      builder: {timeout: 10, n_parallel: 2}   # n_parallel: at most 4 x the cores of this machine
       runner: {kind: local, number: 4, repeat: 3, min_repeat_ms: 0, timeout: 10,
                enable_cpu_cache_flush: false, check_correctness: false,
                warmup_ms: 50, cooldown_interval: 0}
@@ -23,13 +23,18 @@ A job names the tasks to tune, the tuner and how to measure::
       # its own options (rpc: key, tracker "HOST:PORT", priority instead of check_correctness)
 
 Every error names the file, the line and the field (``jobs/bad.yaml:7: tuner.n_trial:
-expected an integer, got 'many'``).  Relative paths (``log``, template files) are relative to
-the current directory.  Templates and arguments are checked by ``tasks.create_tasks``.
+expected an integer, got 'many'``); ``load_job`` reports every problem of a file at once.
+Relative paths (``log``, template files) are relative to the current directory.  Templates and
+arguments are checked by ``tasks.create_tasks``.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import re
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -41,9 +46,17 @@ from tunecli.engine.measure.timing_options import TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.tuner.tuner_kinds import TUNERS
-from tunecli.errors import TargetError
+from tunecli.errors import JobError, TargetError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: Longest job name (it names the default log file).
+MAX_NAME = 128
+#: The tuner of a job without a ``tuner`` section (as ``tvmc tune`` defaults to XGBoost).
+DEFAULT_TUNER = "xgb"
+#: Trials per task when the job does not say.
+DEFAULT_N_TRIAL = 200
+#: Longest file name of a log (its lock file ``<log>.lock`` must fit the file system's 255).
+_MAX_LOG_NAME = 255 - len(".lock")
 #: Fields of ``tuner`` every tuner kind takes; the rest are the kind's own options.
 _TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed")
 
@@ -69,10 +82,10 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class TunerSpec:
-    """The ``tuner`` section."""
+    """The ``tuner`` section (an XGBoost tuner with ``DEFAULT_N_TRIAL`` trials when absent)."""
 
-    kind: str
-    n_trial: int
+    kind: str = DEFAULT_TUNER
+    n_trial: int = DEFAULT_N_TRIAL
     early_stopping: int | None = None
     seed: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -138,6 +151,10 @@ class Job:
 
         Changing the tuner kind drops the kind-specific options of the job's tuner.
         """
+        if log is not None and log != self.log:
+            problem = log_problem(log)
+            if problem:
+                raise JobError(f"{log}: {problem}")
         spec = self.tuner
         if tuner is not None and tuner != spec.kind:
             spec = replace(spec, kind=tuner, options={})
@@ -162,30 +179,90 @@ def load_job(path: str | Path) -> Job:
     Raises
     ------
     JobError
-        Naming the file, line and field of the first problem found.
+        Listing every problem found, each naming the file, line and field.
     """
     root = load_document(path)
-    top = root.items(("name", "target", "log", "tasks", "tuner", "measure"))
-    for required in ("name", "tasks", "tuner"):
-        if required not in top:
-            raise root.error(f"missing required field '{required}'")
-    name = top["name"].as_str()
+    problems = root.problems
+    top = problems.collect(lambda: root.items(("name", "target", "log", "tasks", "tuner", "measure")), {})
+    for required in ("name", "tasks"):
+        if required not in top and root.is_mapping():
+            root.report(f"missing required field '{required}'")
+
+    def section(key: str, read: Callable[[Node], Any], default: Any = None) -> Any:
+        return problems.collect(lambda: read(top[key]), None) if key in top else default
+
+    name = section("name", _name)
+    target = section("target", _target, as_target("llvm"))
+    if "log" in top:
+        log = section("log", Node.as_str)
+        if log is not None:
+            _check_log(top["log"], log, given=True)
+    else:
+        log = str(Path("logs") / f"{name}.log") if name else None
+        if log is not None:
+            _check_log(top["name"], log, given=False)
+    measure = section("measure", lambda n: n.items(("builder", "runner")), {}) or {}
+    runner = problems.collect(lambda: _runner(measure["runner"]), None) if "runner" in measure \
+        else RunnerSpec()
+    builder = problems.collect(lambda: _builder(measure["builder"]), None) if "builder" in measure \
+        else BuilderSpec()
+    if runner is not None and target is not None and runner.kind == "local" and not target.is_host:
+        top["target"].report(f"code for {str(target)!r} cannot run on this machine: measure it on a "
+                             "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
+    tasks = section("tasks", _tasks)
+    tuner = section("tuner", _tuner, TunerSpec())
+    problems.raise_any()
+    return Job(path=str(path), name=name, target=target, log=log, tasks=tasks, tuner=tuner,
+               builder=builder, runner=runner)
+
+
+def log_problem(log: str) -> str | None:
+    """What keeps ``log`` from being a tuning log (appended to, with ``<log>.lock`` beside it), or None.
+
+    Parameters
+    ----------
+    log : str
+
+    Returns
+    -------
+    str or None
+        E.g. ``"is a directory, not a log file"``.
+    """
+    path = Path(log)
+    if any(len(os.fsencode(part)) > _MAX_LOG_NAME for part in path.parts):
+        return f"a file name in the path is longer than {_MAX_LOG_NAME} bytes"
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as err:
+        return err.strerror or str(err)
+    if mode is not None:
+        if stat.S_ISDIR(mode):
+            return "is a directory, not a log file"
+        if not stat.S_ISREG(mode):
+            return "is not a regular file (a log is a file tunecli appends to)"
+        return None
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{parent} is not a directory"
+    return None
+
+
+def _check_log(where: Node, log: str, given: bool) -> None:
+    problem = log_problem(log)
+    if problem:
+        where.report(f"{log}: {problem}" if given else f"the default log {log}: {problem}")
+
+
+def _name(n: Node) -> str:
+    name = n.as_str()
     if not _NAME.match(name):
-        raise top["name"].error(f"expected a name made of letters, digits, '_', '.', '-', got {name!r}")
-    target = _target(top["target"]) if "target" in top else as_target("llvm")
-    log = top["log"].as_str() if "log" in top else str(Path("logs") / f"{name}.log")
-    measure = top["measure"].items(("builder", "runner")) if "measure" in top else {}
-    runner = _runner(measure["runner"]) if "runner" in measure else RunnerSpec()
-    if runner.kind == "local" and not target.is_host:
-        raise top["target"].error(f"code for {str(target)!r} cannot run on this machine: measure it on a "
-                                  "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
-    return Job(
-        path=str(path), name=name, target=target, log=log,
-        tasks=_tasks(top["tasks"]),
-        tuner=_tuner(top["tuner"]),
-        builder=_builder(measure["builder"]) if "builder" in measure else BuilderSpec(),
-        runner=runner,
-    )
+        raise n.error(f"expected a name made of letters, digits, '_', '.', '-', got {n.describe()}")
+    if len(name) > MAX_NAME:
+        raise n.error(f"expected a name of at most {MAX_NAME} characters (it names the log file), "
+                      f"got {len(name)}")
+    return name
 
 
 def _target(n: Node) -> Target:
@@ -205,22 +282,28 @@ def _target(n: Node) -> Target:
 def _tasks(n: Node) -> tuple[TaskSpec, ...]:
     specs = []
     for entry in n.elements():
-        fields = entry.items(("template", "args"))
-        if "template" not in fields:
-            raise entry.error("missing required field 'template'")
-        args: list | dict = []
-        if "args" in fields:
-            a = fields["args"]
-            if a.is_mapping():
-                args = {key: _arg(value) for key, value in a.items().items()}
-            elif a.is_list():
-                args = [_arg(value) for value in a.elements()]
-            else:
-                raise a.error(f"expected a mapping or a list, got {a.describe()}")
-        specs.append(TaskSpec(fields["template"].as_str(), args, entry))
-    if not specs:
+        spec = n.problems.collect(lambda entry=entry: _task(entry), None)
+        if spec is not None:
+            specs.append(spec)
+    if not n.node.value:
         raise n.error("expected at least one task")
     return tuple(specs)
+
+
+def _task(entry: Node) -> TaskSpec:
+    fields = entry.items(("template", "args"))
+    if "template" not in fields:
+        entry.report("missing required field 'template'")
+    args: list | dict = []
+    if "args" in fields:
+        a = fields["args"]
+        if a.is_mapping():
+            args = {key: _arg(value) for key, value in a.items().items()}
+        elif a.is_list():
+            args = [_arg(value) for value in a.elements()]
+        else:
+            raise a.error(f"expected a mapping or a list, got {a.describe()}")
+    return TaskSpec(fields["template"].as_str() if "template" in fields else "", args, entry)
 
 
 def _arg(n: Node) -> Any:
@@ -229,7 +312,14 @@ def _arg(n: Node) -> Any:
         return [_arg(e) for e in n.elements()]
     if n.is_mapping() or n.is_null():
         raise n.error(f"expected a number, a string or a list, got {n.describe()}")
-    return n.value()
+    if n.node.tag == "tag:yaml.org,2002:str":
+        return n.as_str()
+    value = n.value()
+    if isinstance(value, float) and not math.isfinite(value):
+        raise n.error(f"expected a finite number, got {n.node.value}")
+    if not isinstance(value, (int, float, str)):  # a timestamp, binary data, a set
+        raise n.error(f"expected a number, a string or a list, got {n.describe()}")
+    return value
 
 
 def _option(opt: Option, n: Node) -> Any:
@@ -242,36 +332,61 @@ def _option(opt: Option, n: Node) -> Any:
         raise n.error(str(err)) from None
 
 
+def _options(settings: list[Option], fields: dict[str, Node]) -> dict[str, Any]:
+    """The values of the ``settings`` given in ``fields``; each bad value is reported."""
+    values = {}
+    for opt in settings:
+        if opt.name in fields:
+            value = fields[opt.name].problems.collect(lambda opt=opt: _option(opt, fields[opt.name]), None)
+            if value is not None:
+                values[opt.name] = value
+    return values
+
+
 def _tuner(n: Node) -> TunerSpec:
     raw = n.items()
-    for required in ("kind", "n_trial"):
-        if required not in raw:
-            raise n.error(f"missing required field '{required}'")
-    kind = TUNERS[raw["kind"].as_choice(tuple(TUNERS))]
+    kind = TUNERS[raw["kind"].as_choice(tuple(TUNERS)) if "kind" in raw else DEFAULT_TUNER]
     fields = n.items(_TUNER_FIELDS + tuple(opt.name for opt in kind.options))
-    early = fields.get("early_stopping")
-    seed = fields.get("seed")
-    options = {k: _option(kind.option(k), v) for k, v in fields.items() if k not in _TUNER_FIELDS}
-    problem = kind.check(options) if kind.check is not None else None
-    if problem:
-        raise fields[problem[0]].error(problem[1])
-    return TunerSpec(
-        kind=kind.name,
-        n_trial=fields["n_trial"].as_int(minimum=1),
-        early_stopping=None if early is None or early.is_null() else early.as_int(minimum=1),
-        seed=None if seed is None or seed.is_null() else seed.as_int(minimum=0),
-        options=options,
-    )
+    options = _options(list(kind.options), fields)
+    if len(options) == len(fields) - len(set(fields) & set(_TUNER_FIELDS)):
+        problem = kind.check(options) if kind.check is not None else None
+        if problem:
+            fields[problem[0]].report(problem[1])
+
+    def number(key: str, minimum: int, default: int | None) -> int | None:
+        value = fields.get(key)
+        if value is None or (default is None and value.is_null()):
+            return default
+        return n.problems.collect(lambda: value.as_int(minimum=minimum), default)
+
+    return TunerSpec(kind=kind.name, n_trial=number("n_trial", 1, DEFAULT_N_TRIAL),
+                     early_stopping=number("early_stopping", 1, None), seed=number("seed", 0, None),
+                     options=options)
+
+
+def max_builders() -> int:
+    """The most configs ``measure.builder.n_parallel`` may build at once: 4 x this machine's cores."""
+    return 4 * len(os.sched_getaffinity(0))
 
 
 def _builder(n: Node) -> BuilderSpec:
     fields = n.items(("timeout", "n_parallel"))
     spec = BuilderSpec()
     if "timeout" in fields:
-        spec = replace(spec, timeout=fields["timeout"].as_float(positive=True))
+        spec = replace(spec, timeout=n.problems.collect(lambda: fields["timeout"].as_float(positive=True),
+                                                       spec.timeout))
     if "n_parallel" in fields:
-        spec = replace(spec, n_parallel=fields["n_parallel"].as_int(minimum=1))
+        spec = replace(spec, n_parallel=n.problems.collect(lambda: _builders(fields["n_parallel"]), None))
     return spec
+
+
+def _builders(n: Node) -> int:
+    limit = max_builders()
+    count = n.as_int(minimum=1)
+    if count > limit:
+        raise n.error(f"expected an integer between 1 and {limit} (4 x the {limit // 4} cores of this "
+                      f"machine), got {count}")
+    return count
 
 
 def _runner(n: Node) -> RunnerSpec:
@@ -281,8 +396,8 @@ def _runner(n: Node) -> RunnerSpec:
     fields = n.items(("kind", *(opt.name for opt in settings)))
     for opt in kind.options:
         if opt.required and opt.name not in fields:
-            raise n.error(f"missing required field '{opt.name}' (runner kind {kind.name})")
-    values = {opt.name: _option(opt, fields[opt.name]) for opt in settings if opt.name in fields}
+            n.report(f"missing required field '{opt.name}' (runner kind {kind.name})")
+    values = _options(settings, fields)
     timing = TimingOptions(**{k: v for k, v in values.items() if k in kind.timing})
     options = {k: v for k, v in values.items() if k not in kind.timing}
     return RunnerSpec(kind=kind.name, timing=timing, options=options)
