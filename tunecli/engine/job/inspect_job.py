@@ -17,7 +17,7 @@ from typing import Any
 from tunecli.engine.build import lower
 from tunecli.engine.job.best_of_logs import workload_flop
 from tunecli.engine.job.spec import load_job
-from tunecli.engine.job.tasks import check_task_index, create_task
+from tunecli.engine.job.tasks import check_task_index, create_tasks
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.job.tune_job import task_label
 from tunecli.engine.log.record import load_from_file
@@ -61,8 +61,8 @@ def inspect_job(path: str, task: int | None = None, config: int | None = None) -
     """
     job = load_job(path)
     views = []
-    for i in check_task_index(job, task):
-        t = create_task(job, i)
+    indices = check_task_index(job, task)
+    for i, t in zip(indices, create_tasks(job, indices), strict=True):
         space = t.config_space
         view = TaskView(i, task_label(t), float(t.flop or 0), str(space))
         if config is not None:

@@ -188,32 +188,32 @@ def load_job(path: str | Path) -> Job:
         if required not in top and root.is_mapping():
             root.report(f"missing required field '{required}'")
 
-    def section(key: str, read: Callable[[Node], Any], default: Any = None) -> Any:
-        return problems.collect(lambda: read(top[key]), None) if key in top else default
-
-    name = section("name", _name)
-    target = section("target", _target, as_target("llvm"))
-    if "log" in top:
-        log = section("log", Node.as_str)
-        if log is not None:
-            _check_log(top["log"], log, given=True)
-    else:
-        log = str(Path("logs") / f"{name}.log") if name else None
-        if log is not None:
-            _check_log(top["name"], log, given=False)
-    measure = section("measure", lambda n: n.items(("builder", "runner")), {}) or {}
-    runner = problems.collect(lambda: _runner(measure["runner"]), None) if "runner" in measure \
-        else RunnerSpec()
-    builder = problems.collect(lambda: _builder(measure["builder"]), None) if "builder" in measure \
-        else BuilderSpec()
+    readers: dict[str, Callable[[Node], Any]] = {
+        "name": _name, "target": _target, "log": Node.as_str, "tasks": _tasks, "tuner": _tuner,
+        "measure": _measure}
+    # in the order of the file, so that the problems are listed in it
+    values = {key: problems.collect(lambda key=key: readers[key](top[key]), None) for key in top}
+    name, target, log = values.get("name"), values.get("target", as_target("llvm")), values.get("log")
+    if "log" not in top and name is not None:
+        log = str(Path("logs") / f"{name}.log")
+    if log is not None:
+        _check_log(top.get("log") or top["name"], log, given="log" in top)
+    builder, runner = values.get("measure", (BuilderSpec(), RunnerSpec()))
     if runner is not None and target is not None and runner.kind == "local" and not target.is_host:
         top["target"].report(f"code for {str(target)!r} cannot run on this machine: measure it on a "
                              "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
-    tasks = section("tasks", _tasks)
-    tuner = section("tuner", _tuner, TunerSpec())
     problems.raise_any()
-    return Job(path=str(path), name=name, target=target, log=log, tasks=tasks, tuner=tuner,
-               builder=builder, runner=runner)
+    return Job(path=str(path), name=name, target=target, log=log, tasks=values["tasks"],
+               tuner=values.get("tuner", TunerSpec()), builder=builder, runner=runner)
+
+
+def _measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:
+    fields = n.items(("builder", "runner"))
+    builder = n.problems.collect(lambda: _builder(fields["builder"]), None) if "builder" in fields \
+        else BuilderSpec()
+    runner = n.problems.collect(lambda: _runner(fields["runner"]), None) if "runner" in fields \
+        else RunnerSpec()
+    return builder, runner
 
 
 def log_problem(log: str) -> str | None:

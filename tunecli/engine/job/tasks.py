@@ -9,13 +9,23 @@ a mapping by parameter name; defaults of the template fill the rest, so the work
 the log is always complete.  Tasks of built-in templates carry
 their numpy ``reference`` (set by ``task.create``), so a runner with ``check_correctness``
 compares against numpy rather than against config 0.
+
+Shapes are checked against what a kernel can address and this machine can hold, before a
+template is traced (integer arguments beyond 32-bit indexing) and after (every kernel buffer within
+32-bit indexing, all of them together within the machine's memory).  Every problem of a job's
+tasks is reported at once (``create_tasks``).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
+import os
+from collections.abc import Sequence
 from typing import Any
 
+from tunecli.engine.ir.dtype import parse_dtype
+from tunecli.engine.job.nodes import Problems
 from tunecli.engine.job.spec import Job, TaskSpec
 from tunecli.engine.ops.registry import STRATEGIES, builtin_names, is_builtin, make_args
 from tunecli.engine.task.task import TASK_TABLE, Task, TaskTemplate, create
@@ -23,7 +33,10 @@ from tunecli.engine.task.template_file import load_template_file
 from tunecli.errors import InstantiationError, JobError, TemplateFileError, TuneError
 
 #: Exceptions a template may raise for arguments it cannot handle (shapes that do not fit).
-_TEMPLATE_ERRORS = (TuneError, ValueError, TypeError, AssertionError, ZeroDivisionError, IndexError)
+_TEMPLATE_ERRORS = (TuneError, ValueError, TypeError, AssertionError, ZeroDivisionError, IndexError,
+                    OverflowError, MemoryError, RecursionError)
+#: Most elements of one tensor: kernels index buffers with 32-bit integers.
+MAX_ELEMENTS = 2**31 - 1
 
 
 def resolve_template(spec: TaskSpec) -> TaskTemplate:
@@ -101,7 +114,70 @@ def _tuples(value: Any) -> Any:
     return value
 
 
-def create_task(job: Job, index: int) -> Task:
+def physical_memory() -> int:
+    """Bytes of memory this machine has."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def buffer_problem(buffers: Sequence[Any], memory: int) -> str | None:
+    """What keeps a kernel with these argument tensors from running here, or None.
+
+    Parameters
+    ----------
+    buffers : sequence of te.Tensor
+        The kernel's arguments (``shape`` of ints, ``dtype``, ``name``).
+    memory : int
+        Bytes the buffers may take together (:func:`physical_memory`).
+
+    Returns
+    -------
+    str or None
+        E.g. a tensor with more elements than 32-bit indexing addresses.
+    """
+    total = 0
+    for buf in buffers:
+        shape = tuple(int(d) for d in buf.shape)
+        elements = math.prod(shape)
+        if elements > MAX_ELEMENTS:
+            return (f"tensor {buf.name}{list(shape)} has {elements} elements, more than 32-bit indexing "
+                    f"addresses ({MAX_ELEMENTS})")
+        dtype = parse_dtype(str(buf.dtype))
+        total += elements * max(1, dtype.bits * dtype.lanes // 8)
+    if total > memory:
+        return (f"the kernel's buffers take {_bytes(total)}, more than this machine's memory "
+                f"({_bytes(memory)})")
+    return None
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def _large_int(value: Any) -> int | None:
+    """The first integer in ``value`` (nested tuples too) beyond 32-bit indexing, or None."""
+    if isinstance(value, (tuple, list)):
+        return next((big for v in value if (big := _large_int(v)) is not None), None)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_ELEMENTS:
+        return value
+    return None
+
+
+def _checked_args(spec: TaskSpec) -> tuple[TaskTemplate, tuple]:
+    """The template and complete arguments of a task entry, refusing sizes no kernel can address."""
+    template = resolve_template(spec)
+    args = bind_args(spec, template)
+    big = _large_int(args)
+    if big is not None:
+        where = spec.node.items().get("args", spec.node)
+        raise where.error(f"{big} is beyond what 32-bit indexing addresses (sizes up to {MAX_ELEMENTS})")
+    return template, args
+
+
+def create_task(job: Job, index: int, memory: int | None = None) -> Task:
     """Create the AutoTVM task of ``job.tasks[index]`` (traces the template once).
 
     A built-in template's task gets its numpy ``reference`` (see ``task.create``).
@@ -110,6 +186,8 @@ def create_task(job: Job, index: int) -> Task:
     ----------
     job : Job
     index : int
+    memory : int, optional
+        Bytes the kernel's buffers may take together (default: :func:`physical_memory`).
 
     Returns
     -------
@@ -118,45 +196,71 @@ def create_task(job: Job, index: int) -> Task:
     Raises
     ------
     JobError
-        When the template is unknown or rejects the arguments (an impossible shape).
+        When the template is unknown or rejects the arguments (an impossible shape), or the
+        kernel's buffers are beyond 32-bit indexing or this machine's memory.
     """
     spec = job.tasks[index]
-    template = resolve_template(spec)
-    args = bind_args(spec, template)
+    template, args = _checked_args(spec)
     where = spec.node.items().get("args", spec.node)
     try:
         task = create(template.name, args, job.target)
-    except _TEMPLATE_ERRORS as err:
-        raise where.error(f"template {template.name} rejects {_show(args)}: {err}") from err
+    except Exception as err:  # noqa: BLE001 - a template is the user's code: any failure is a bad task
+        reason = str(err) if isinstance(err, _TEMPLATE_ERRORS) else f"{type(err).__name__}: {err}"
+        raise where.error(f"template {template.name} rejects {_show(args)}: {reason}") from err
     if task.config_space is None or len(task.config_space) == 0:
         raise where.error(f"template {template.name} has an empty config space for {_show(args)}")
+    try:
+        _, buffers = task.instantiate(task.config_space.get(0))
+    except _TEMPLATE_ERRORS:
+        return task  # a config that fails to instantiate is measured as an error, not refused here
+    problem = buffer_problem(buffers, physical_memory() if memory is None else memory)
+    if problem:
+        raise where.error(f"template {template.name}{_show(args)}: {problem}")
     return task
 
 
-def create_tasks(job: Job) -> list[Task]:
-    """Create every task of a job, so that all are checked before any is tuned.
+def create_tasks(job: Job, indices: Sequence[int] | None = None) -> list[Task]:
+    """Check every task of a job and create those of ``indices`` (all by default).
+
+    Every task entry is checked (template, arguments, the same task listed twice) whichever are
+    created, so that ``tune`` and ``inspect`` accept the same jobs.
 
     Parameters
     ----------
     job : Job
+    indices : sequence of int, optional
+        The tasks to create (see :func:`check_task_index`).
 
     Returns
     -------
     list of Task
+        In the order of ``indices``.
 
     Raises
     ------
     JobError
-        Also when two entries describe the same task (same template and arguments).
+        Listing every problem: also two entries describing the same task (same template and
+        arguments).
     """
-    tasks: list[Task] = []
-    for i in range(len(job.tasks)):
-        task = create_task(job, i)
-        for j, other in enumerate(tasks):
-            if other.workload == task.workload:
-                raise job.tasks[i].node.error(f"the same task as tasks[{j}] ({task.name}{_show(task.args)})")
-        tasks.append(task)
-    return tasks
+    problems = Problems()
+    seen: dict[tuple, int] = {}
+    selected = range(len(job.tasks)) if indices is None else indices
+    created: dict[int, Task] = {}
+    for i, spec in enumerate(job.tasks):
+        checked = problems.collect(lambda spec=spec: _checked_args(spec), None)
+        if checked is None:
+            continue
+        workload = (checked[0].name, *checked[1])
+        if workload in seen:
+            problems.add(spec.node.error(f"the same task as tasks[{seen[workload]}] "
+                                         f"({checked[0].name}{_show(checked[1])})"))
+        seen.setdefault(workload, i)
+        if i in selected:
+            task = problems.collect(lambda i=i: create_task(job, i), None)
+            if task is not None:
+                created[i] = task
+    problems.raise_any()
+    return [created[i] for i in selected]
 
 
 def _show(args: tuple) -> str:

@@ -5,6 +5,8 @@ space here enumerates exactly as ``tvm.autotvm.task.space`` does:
 
 * ``SplitSpace``: depth-first over the candidate factors, the *innermost* factor slowest,
   ``size[0] == -1``; ``verbose`` uses CPython's iteration order of ``set(divisors) | set(pow2s)``.
+  Axes longer than 32-bit indexing and knobs of more than ``MAX_SPLIT_ENTITIES`` splits are
+  refused (a ``SpaceError``) before anything slow is done.
 * ``ReorderSpace``: lexicographic permutations.
 * ``AnnotateSpace``: Cartesian product with axis 0 slowest, at most one ``vec``.
 * ``OtherOptionSpace``: the candidate list in order.
@@ -21,6 +23,11 @@ from typing import Any
 from tunecli.errors import SpaceError
 
 Axis = namedtuple("Axis", ["space", "index"])
+
+#: Longest axis a split knob takes: kernels index buffers with 32-bit integers.
+MAX_SPLIT_EXTENT = 2**31 - 1
+#: Most splits one knob may enumerate.
+MAX_SPLIT_ENTITIES = 1_000_000
 
 ANN_TO_NUMBER = {
     "none": 0, "vec": 1, "unroll": 2, "blockIdx.x": 3, "blockIdx.y": 4, "blockIdx.z": 5,
@@ -57,8 +64,49 @@ def get_factors(n: int) -> list[int]:
     """
     if n < 1:
         raise SpaceError(f"get_factors: {n} is not a positive integer")
-    small = [i for i in range(1, math.isqrt(n) + 1) if n % i == 0]
-    return sorted(set(small) | {n // i for i in small})
+    divisors = [1]
+    for prime, exponent in prime_factors(n):
+        divisors = [d * prime**e for d in divisors for e in range(exponent + 1)]
+    return sorted(divisors)
+
+
+def prime_factors(n: int) -> list[tuple[int, int]]:
+    """Return ``[(prime, exponent), ...]`` of ``n`` in ascending order (``12 -> [(2, 2), (3, 1)]``).
+
+    Trial division that divides each prime out as it is found, so it stops at the square root of
+    what is left: at most ~15,000 steps for any ``n`` below 2**31.
+
+    Parameters
+    ----------
+    n : int
+        A positive integer.
+
+    Returns
+    -------
+    list of tuple
+    """
+    out = []
+    rest = n
+    for prime in (2, 3):
+        exponent = 0
+        while rest % prime == 0:
+            rest //= prime
+            exponent += 1
+        if exponent:
+            out.append((prime, exponent))
+    candidate, step = 5, 2  # 6k - 1, 6k + 1
+    while candidate * candidate <= rest:
+        exponent = 0
+        while rest % candidate == 0:
+            rest //= candidate
+            exponent += 1
+        if exponent:
+            out.append((candidate, exponent))
+        candidate += step
+        step = 6 - step
+    if rest > 1:
+        out.append((rest, 1))
+    return out
 
 
 def get_pow2s(n: int) -> list[int]:
@@ -178,6 +226,9 @@ class SplitSpace(TransformSpace):
         else:
             if self.product < 1:
                 raise SpaceError(f"define_split: axis length {self.product} is not positive")
+            if self.product > MAX_SPLIT_EXTENT:
+                raise SpaceError(f"define_split: axis length {self.product} is beyond 32-bit indexing "
+                                 f"(at most {MAX_SPLIT_EXTENT})")
             max_factor = kwargs.get("max_factor", 1 << 31)
             if policy == "verbose":
                 # CPython's set order, exactly as TVM computes it: log indices depend on it.
@@ -194,21 +245,44 @@ class SplitSpace(TransformSpace):
             if self.num_output == 1:
                 self.entities = [SplitEntity([-1])]
             else:
-                self._generate(0, [0] * (self.num_output - 1), no_tail)
+                self._generate(no_tail)
         self.entities = list(filter(fil, self.entities))
 
-    def _generate(self, level: int, stack: list[int], no_tail: bool) -> None:
-        """Depth-first enumeration; level 0 is the innermost factor (slowest varying)."""
-        if level == self.num_output - 1:
-            prod = math.prod(stack)
-            if prod > self.product:
-                return
-            if self.product % prod == 0 or (not no_tail and prod < self.product):
+    def _too_many(self) -> SpaceError:
+        return SpaceError(f"define_split: splitting an axis of length {self.product} into {self.num_output} "
+                          f"parts gives more than {MAX_SPLIT_ENTITIES} candidates; use fewer num_outputs, "
+                          "a max_factor or policy='power2'")
+
+    def _generate(self, no_tail: bool) -> None:
+        """Depth-first over ``factors``, level 0 the innermost factor (slowest varying), visiting only
+        prefixes that can still complete: their product divides the length (``no_tail``) or does
+        not exceed it."""
+        depth = self.num_output - 1
+        if no_tail:  # the splits are at most the ordered factorizations into num_output parts
+            bound = math.prod(math.comb(e + depth, depth) for _, e in prime_factors(self.product))
+            if bound > MAX_SPLIT_ENTITIES and len(self.factors) ** depth > MAX_SPLIT_ENTITIES:
+                raise self._too_many()
+        fitting: dict[int, list[int]] = {}
+
+        def options(rest: int) -> list[int]:
+            """The factors that keep the prefix valid when ``rest`` is length // prefix product."""
+            if rest not in fitting:
+                fitting[rest] = [f for f in self.factors if (rest % f == 0 if no_tail else f <= rest)]
+            return fitting[rest]
+
+        stack = [0] * depth
+
+        def visit(level: int, rest: int) -> None:
+            for factor in options(rest):
+                stack[level] = factor
+                if level + 1 < depth:
+                    visit(level + 1, rest // factor)
+                    continue
                 self.entities.append(SplitEntity([-1] + stack[::-1]))
-            return
-        for factor in self.factors:
-            stack[level] = factor
-            self._generate(level + 1, stack, no_tail)
+                if len(self.entities) > MAX_SPLIT_ENTITIES:
+                    raise self._too_many()
+
+        visit(0, self.product)
 
     def __repr__(self) -> str:
         return (f"Split(policy={self.policy}, product={self.product}, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,8 +99,12 @@ def get_pad_tuple(padding: Any, kernel: Sequence[int]) -> tuple[int, int, int, i
 
 def pair(value: Any, what: str) -> tuple[int, int]:
     """``value`` as an (h, w) pair: an int is used for both."""
-    if isinstance(value, int):
-        return value, value
-    if isinstance(value, (tuple, list)) and len(value) == 2:
+    if _is_int(value):
+        return int(value), int(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_int(v) for v in value):
         return int(value[0]), int(value[1])
     raise ExprError(f"{what} must be an int or a pair of ints, got {value!r}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
