@@ -51,8 +51,9 @@ def test_unwritable_log_is_an_error_not_a_traceback(invoke: Invoke, tiny_job, tm
     blocker = tmp_path / "file"
     blocker.write_text("")
     result = invoke("tune", job, "--log", str(blocker / "x.log"))
-    assert result.exit_code == 1
-    assert result.stderr == f"error: [Errno 17] File exists: '{blocker}'\n"
+    assert result.exit_code == 2  # refused before anything runs, as a bad `log:` in the job is
+    assert result.stderr == f"error: {blocker / 'x.log'}: {blocker} is not a directory\n"
+    assert not (tmp_path / "logs").exists()
 
 
 def test_logging_is_restored_after_a_command(invoke: Invoke, tmp_path: Path) -> None:

@@ -37,7 +37,11 @@ MAX_BYTES = 1 << 20
 #: Deepest nesting of lists and mappings (a job needs about 6 levels).
 MAX_DEPTH = 32
 #: Most values a document may hold once its aliases are expanded.
-MAX_VALUES = 100_000
+MAX_VALUES = 20_000
+#: Characters YAML does not allow in a stream (its printable set, as PyYAML's reader checks it).
+_NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: The event parser used to check the limits before composing (libyaml's when PyYAML has it).
+_EventLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 T = TypeVar("T")
 
@@ -138,8 +142,13 @@ class Node:
 
     # -- scalars -------------------------------------------------------------------------
     def value(self) -> Any:
-        """Return the plain Python value of this node (any type)."""
-        return self._loader.construct_object(self.node, deep=True)
+        """Return the plain Python value of this node (any type YAML's safe schema gives)."""
+        try:
+            return self._loader.construct_object(self.node, deep=True)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as err:
+            problem = getattr(err, "problem", None) or str(err)
+            tag = self.node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise self.error(f"cannot read {self.describe()} tagged {tag}: {problem}") from None
 
     def is_scalar(self) -> bool:
         return isinstance(self.node, yaml.ScalarNode)
@@ -267,14 +276,17 @@ def load_document(path: str | Path) -> Node:
     """
     name = str(path)
     text = _read_text(path, name)
+    bad = _NON_PRINTABLE.search(text)
+    if bad:
+        raise JobError(f"{name}:{text.count(chr(10), 0, bad.start()) + 1}: the job file contains the control "
+                       f"character {bad.group()!r} (a job file is text)")
     try:
-        _check_size(text, name)
+        try:
+            _check_size(text, name, _EventLoader)
+        except yaml.YAMLError:  # checked again on the way to PyYAML's own message for the error
+            _check_size(text, name, _JobLoader)
         loader = _JobLoader(text)
         root = loader.get_single_node()
-    except yaml.reader.ReaderError as err:  # a character YAML does not allow (NUL, other controls)
-        line = text.count("\n", 0, err.position) + 1 if isinstance(err.position, int) else "?"
-        raise JobError(f"{name}:{line}: the job file contains the control character "
-                       f"{chr(err.character)!r} (a job file is text)") from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = f"{mark.line + 1}:" if mark is not None else ""
@@ -284,7 +296,10 @@ def load_document(path: str | Path) -> Node:
         opened, noticed = err.context_mark, err.problem_mark
         if "flow" in (err.context or "") and opened and noticed and opened.line != noticed.line:
             where = f" ({err.context} on line {err.context_mark.line + 1})"
-        raise JobError(f"{name}:{line} invalid YAML: {err.problem or err.context}{where}") from None
+        problem = err.problem or err.context
+        if err.context and problem.startswith("but "):  # "expected a single document ..., but found ..."
+            problem = f"{err.context}, {problem}"
+        raise JobError(f"{name}:{line} invalid YAML: {problem}{where}") from None
     except yaml.YAMLError as err:
         raise JobError(f"{name}: invalid YAML: {err}") from None
     if root is None:
@@ -314,11 +329,11 @@ def _read_text(path: str | Path, name: str) -> str:
                        "file as UTF-8") from None
 
 
-def _check_size(text: str, name: str) -> None:
+def _check_size(text: str, name: str, loader: type) -> None:
     """Refuse nesting deeper than :data:`MAX_DEPTH` and more than :data:`MAX_VALUES` values, from the
-    event stream (composing a deeply nested document would exhaust the stack)."""
+    event stream of ``loader`` (composing a deeply nested document would exhaust the stack)."""
     depth = values = 0
-    for event in yaml.parse(text, Loader=_JobLoader):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:

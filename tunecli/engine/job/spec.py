@@ -198,7 +198,7 @@ def load_job(path: str | Path) -> Job:
         log = str(Path("logs") / f"{name}.log")
     if log is not None:
         _check_log(top.get("log") or top["name"], log, given="log" in top)
-    builder, runner = values.get("measure", (BuilderSpec(), RunnerSpec()))
+    builder, runner = values["measure"] or (None, None) if "measure" in top else (BuilderSpec(), RunnerSpec())
     if runner is not None and target is not None and runner.kind == "local" and not target.is_host:
         top["target"].report(f"code for {str(target)!r} cannot run on this machine: measure it on a "
                              "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")

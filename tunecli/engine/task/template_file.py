@@ -89,7 +89,7 @@ def load_template_file(path: str | os.PathLike) -> ModuleType:
         spec.loader.exec_module(module)
     except BaseException as err:  # a user's file: any failure is reported naming the file
         del sys.modules[name]
-        if not isinstance(err, Exception):
+        if isinstance(err, (KeyboardInterrupt, GeneratorExit)):
             raise
         raise TemplateFileError(f"importing {shown} failed: {type(err).__name__}: {err}") from err
     return module
