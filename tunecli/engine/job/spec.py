@@ -233,7 +233,7 @@ def log_problem(log: str) -> str | None:
         return f"a file name in the path is longer than {_MAX_LOG_NAME} bytes"
     try:
         mode = path.stat().st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         mode = None
     except OSError as err:
         return err.strerror or str(err)
