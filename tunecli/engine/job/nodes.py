@@ -313,7 +313,7 @@ def _read_text(path: str | Path, name: str) -> str:
     try:
         with open(path, "rb") as file:
             data = file.read(MAX_BYTES + 1)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise JobError(f"{name}: no such job file") from None
     except IsADirectoryError:
         raise JobError(f"{name}: is a directory, not a job file") from None

@@ -42,7 +42,7 @@ from typing import Any
 from tunecli.engine.codegen.compile import target_problem
 from tunecli.engine.job.nodes import Node, load_document
 from tunecli.engine.job.runner_kinds import RUNNERS
-from tunecli.engine.measure.timing_options import TIMING_OPTIONS, TimingOptions
+from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.tuner.tuner_kinds import TUNERS
@@ -55,6 +55,7 @@ MAX_NAME = 128
 DEFAULT_TUNER = "xgb"
 #: Trials per task when the job does not say.
 DEFAULT_N_TRIAL = 200
+_BUILD_TIMEOUT = Option("timeout", float, 10.0, positive=True, maximum=MAX_SECONDS)
 #: Longest file name of a log (its lock file ``<log>.lock`` must fit the file system's 255).
 _MAX_LOG_NAME = 255 - len(".lock")
 #: Fields of ``tuner`` every tuner kind takes; the rest are the kind's own options.
@@ -373,8 +374,8 @@ def _builder(n: Node) -> BuilderSpec:
     fields = n.items(("timeout", "n_parallel"))
     spec = BuilderSpec()
     if "timeout" in fields:
-        spec = replace(spec, timeout=n.problems.collect(lambda: fields["timeout"].as_float(positive=True),
-                                                       spec.timeout))
+        timeout = n.problems.collect(lambda: _option(_BUILD_TIMEOUT, fields["timeout"]), spec.timeout)
+        spec = replace(spec, timeout=timeout)
     if "n_parallel" in fields:
         spec = replace(spec, n_parallel=n.problems.collect(lambda: _builders(fields["n_parallel"]), None))
     return spec

@@ -72,7 +72,7 @@ def resolve_template(spec: TaskSpec) -> TaskTemplate:
         raise where.error(f"{file}:{func_name} is not decorated with @autotvm.template(\"name\")")
     if spec.template in STRATEGIES:
         return TASK_TABLE[spec.template]
-    raise where.error(f"unknown template {spec.template!r} (built-in templates: "
+    raise where.error(f"unknown template {where.describe()} (built-in templates: "
                       f"{', '.join(builtin_names())}; or use \"path/to/file.py:function\")")
 
 

@@ -25,6 +25,8 @@ from tunecli.errors import TuneError
 
 #: Default milliseconds of untimed calls before the timed rounds (see the module doc).
 WARMUP_MS = 50.0
+#: Longest duration any setting may ask for (a day), in seconds: longer ones overflow the clocks.
+MAX_SECONDS = 86400.0
 
 
 def _setting(default: Any, help: str, **rule: Any) -> Any:
@@ -64,11 +66,14 @@ class TimingOptions:
 
     number: int = _setting(4, "calls per timing round", minimum=1)
     repeat: int = _setting(3, "timing rounds", minimum=1)
-    min_repeat_ms: float = _setting(0.0, "grow `number` until a round lasts this long", minimum=0)
-    timeout: float = _setting(10.0, "seconds per measurement", positive=True)
+    min_repeat_ms: float = _setting(0.0, "grow `number` until a round lasts this long", minimum=0,
+                                    maximum=MAX_SECONDS * 1000)
+    timeout: float = _setting(10.0, "seconds per measurement", positive=True, maximum=MAX_SECONDS)
     enable_cpu_cache_flush: bool = _setting(False, "flush the CPU caches before each round")
-    warmup_ms: float = _setting(WARMUP_MS, "run each kernel untimed this long first", minimum=0)
-    cooldown_interval: float = _setting(0.0, "seconds of rest after each measurement", minimum=0)
+    warmup_ms: float = _setting(WARMUP_MS, "run each kernel untimed this long first", minimum=0,
+                                maximum=MAX_SECONDS * 1000)
+    cooldown_interval: float = _setting(0.0, "seconds of rest after each measurement", minimum=0,
+                                        maximum=MAX_SECONDS)
     check_correctness: bool = _setting(False, "compare outputs with the reference")
 
     def __post_init__(self) -> None:
