@@ -75,11 +75,11 @@ class Option:
             return f"expected {kind} > 0, got {shown}"
         low, high = self.minimum, self.maximum
         if low is not None and high is not None and not low <= value <= high:
-            return f"expected {kind} between {low:g} and {high:g}, got {shown}"
+            return f"expected {kind} between {_bound(low)} and {_bound(high)}, got {shown}"
         if low is not None and value < low:
-            return f"expected {kind} >= {low:g}, got {shown}"
+            return f"expected {kind} >= {_bound(low)}, got {shown}"
         if high is not None and value > high:
-            return f"expected {kind} <= {high:g}, got {shown}"
+            return f"expected {kind} <= {_bound(high)}, got {shown}"
         return None
 
     def parse(self, value: Any) -> Any:
@@ -99,3 +99,7 @@ class Option:
             return self.convert(value)
         return value
 
+
+def _bound(value: float) -> str:
+    """A bound as written in a message: ``86400000``, ``0.5`` (no exponent for whole numbers)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"

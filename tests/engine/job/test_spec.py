@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tunecli.engine.job.runner_kinds import parse_host_port
-from tunecli.engine.job.spec import BuilderSpec, RunnerSpec, load_job
+from tunecli.engine.job.spec import DEFAULT_N_TRIAL, BuilderSpec, RunnerSpec, TunerSpec, load_job
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.target import Target
 from tunecli.errors import JobError
@@ -138,7 +138,7 @@ BAD = [
     ("check_correctness: true}", "kind: rpc, key: k, tracker: nowhere}",
      "16: measure.runner.tracker: expected HOST:PORT (e.g. 127.0.0.1:9190), got 'nowhere'"),
     ("check_correctness: true}", "check_correctness: true, warmup_ms: -1}",
-     "16: measure.runner.warmup_ms: expected a number >= 0, got -1"),
+     "16: measure.runner.warmup_ms: expected a number between 0 and 86400000, got -1"),
     ("{number: 2,", "{number: 0,", "16: measure.runner.number: expected an integer >= 1, got 0"),
     ("{number: 2,", "{kind: ssh, number: 2,",
      "16: measure.runner.kind: expected one of local, rpc, got 'ssh'"),
@@ -185,3 +185,41 @@ def test_the_target_is_parsed_once_and_travels_to_the_build_worker(tmp_path: Pat
     assert task.target is job.target
     build = pickle.loads(pickle.dumps(make_build_job(task, task.config_space.get(0))))
     assert build.target == job.target and pickle.loads(build.task_blob).target == job.target
+
+
+def test_smallest_job_is_name_and_tasks_and_tunes_with_xgb(tmp_path: Path) -> None:
+    job = load_job(write(tmp_path, "name: s\ntasks:\n  - template: dense.x86\n    args: [8, 8, 8]\n"))
+    assert job.tuner == TunerSpec(kind="xgb", n_trial=DEFAULT_N_TRIAL) and DEFAULT_N_TRIAL == 200
+    assert job.target == Target("llvm") and job.builder == BuilderSpec() and job.runner == RunnerSpec()
+    ga = load_job(write(tmp_path, "name: s\ntasks: [{template: dense.x86}]\ntuner: {kind: ga}\n"))
+    assert (ga.tuner.kind, ga.tuner.n_trial) == ("ga", DEFAULT_N_TRIAL)
+
+
+def test_numbers_written_with_an_exponent_are_numbers(tmp_path: Path) -> None:
+    job = load_job(write(tmp_path, GOOD.replace("min_repeat_ms: 0.5", "min_repeat_ms: 5E-1, timeout: 1e3")))
+    assert (job.runner.timing.min_repeat_ms, job.runner.timing.timeout) == (0.5, 1000.0)
+    with pytest.raises(JobError, match=r":10: tuner.n_trial: expected an integer, got '1e3'$"):
+        load_job(write(tmp_path, GOOD.replace("n_trial: 20", "n_trial: 1e3")))
+
+
+def test_every_problem_is_reported_in_one_run(tmp_path: Path) -> None:
+    text = GOOD.replace("name: small\n", "").replace("  - template: dense.x86", "  - templat: dense.x86")
+    text = text.replace("n_trial: 20", "n_trial: x").replace("{timeout: 5,", "{timeout: -5,")
+    path = write(tmp_path, text)
+    with pytest.raises(JobError) as info:
+        load_job(path)
+    assert info.value.problems == tuple(f"{path}:{line}" for line in (
+        "1: missing required field 'name'",
+        "5: tasks[1].templat: unknown field (expected one of: template, args); did you mean 'template'?",
+        "5: tasks[1]: missing required field 'template'",
+        "9: tuner.n_trial: expected an integer, got 'x'",
+        "14: measure.builder.timeout: expected a number > 0, got -5",
+    ))
+    assert str(info.value) == "\n".join(info.value.problems)
+
+
+def test_a_log_given_on_the_command_line_is_checked_too(tmp_path: Path) -> None:
+    job = load_job(write(tmp_path, GOOD))
+    with pytest.raises(JobError, match=rf"^{tmp_path}: is a directory, not a log file$"):
+        job.with_overrides(log=str(tmp_path))
+    assert job.with_overrides(log=str(tmp_path / "new.log")).log == str(tmp_path / "new.log")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import time
 from collections import OrderedDict
 
 import numpy as np
@@ -20,6 +21,7 @@ from tunecli.engine.task.space_entities import (
     VirtualAxis,
     get_factors,
     get_pow2s,
+    prime_factors,
 )
 from tunecli.engine.task.space_index import SpaceIndexError
 from tunecli.errors import SpaceError
@@ -102,9 +104,39 @@ def test_verbose_order_decodes_a_real_tvm_log_index() -> None:
 def test_factor_helpers() -> None:
     assert get_factors(12) == [1, 2, 3, 4, 6, 12]
     assert get_factors(1) == [1]
+    for n in range(1, 2000):
+        assert get_factors(n) == [d for d in range(1, n + 1) if n % d == 0]
+    assert prime_factors(2**31 - 1) == [(2**31 - 1, 1)]
+    assert prime_factors(735134400) == [(2, 6), (3, 3), (5, 2), (7, 1), (11, 1), (13, 1), (17, 1)]
     assert get_pow2s(6) == [1, 2, 4]
     assert get_pow2s(10) == [1, 2, 4, 8]
     assert get_pow2s(1) == [1]
+
+
+@pytest.mark.parametrize(("length", "n", "policy"), [
+    (2**31 - 1, 4, "factors"),      # the largest prime an axis can have
+    (2**31 - 1, 3, "verbose"),
+    (2**30, 4, "verbose"),
+    (2147483646, 4, "factors"),     # 2 * 3^2 * 7 * 11 * 31 * 151 * 331
+    (735134400, 3, "factors"),      # 1344 divisors
+])
+def test_split_of_any_32_bit_extent_is_fast(length: int, n: int, policy: str) -> None:
+    start = time.process_time()
+    space = SplitSpace([VirtualAxis(length)], policy, num_outputs=n)
+    assert time.process_time() - start < 5
+    assert all(math.prod(e.size[1:]) <= length for e in space.entities)
+    if policy == "factors":
+        assert all(length % math.prod(e.size[1:]) == 0 for e in space.entities)
+
+
+def test_split_refuses_what_cannot_be_enumerated() -> None:
+    start = time.process_time()
+    with pytest.raises(SpaceError, match=r"axis length 99999999999999999999 is beyond 32-bit indexing"):
+        SplitSpace([VirtualAxis(99999999999999999999)], "factors", num_outputs=2)
+    with pytest.raises(SpaceError, match=r"splitting an axis of length 735134400 into 4 parts gives more "
+                                         r"than 1000000 candidates"):
+        SplitSpace([VirtualAxis(735134400)], "factors", num_outputs=4)
+    assert time.process_time() - start < 0.5
 
 
 def test_reorder_policies() -> None:
