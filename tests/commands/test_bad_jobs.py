@@ -356,7 +356,7 @@ CASES = [
     ('cooldown_1e300', GOOD + "measure: {runner: {cooldown_interval: 1e300}}\n",
      [':5: measure.runner.cooldown_interval: expected a number between 0 and 86400, got 1e+300']),
     ('warmup_negative', GOOD + "measure: {runner: {warmup_ms: -1}}\n",
-     [':5: measure.runner.warmup_ms: expected a number between 0 and 86400000, got -1']),
+     [':5: measure.runner.warmup_ms: expected a number >= 0, got -1']),
     ('check_correctness_number', GOOD + "measure: {runner: {check_correctness: 1}}\n",
      [":5: measure.runner.check_correctness: expected true or false, got '1'"]),
     # --- several at once

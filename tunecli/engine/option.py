@@ -74,11 +74,11 @@ class Option:
         if self.positive and not value > 0:
             return f"expected {kind} > 0, got {shown}"
         low, high = self.minimum, self.maximum
-        if low is not None and high is not None and not low <= value <= high:
-            return f"expected {kind} between {_bound(low)} and {_bound(high)}, got {shown}"
         if low is not None and value < low:
             return f"expected {kind} >= {_bound(low)}, got {shown}"
         if high is not None and value > high:
+            if low is not None:
+                return f"expected {kind} between {_bound(low)} and {_bound(high)}, got {shown}"
             return f"expected {kind} <= {_bound(high)}, got {shown}"
         return None
 
