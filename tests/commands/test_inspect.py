@@ -101,3 +101,24 @@ def test_without_the_plot_extra_the_summary_is_printed_and_png_names_the_extra(
     assert result.exit_code == 1 and result.stdout == "" and not png.exists()
     assert result.stderr == ("error: inspect --png needs matplotlib, which is part of the optional extra "
                              "tunecli[plot]: pip install 'tunecli[plot]'\n")
+
+
+SMALLEST_JOB = "name: smallest\ntasks:\n  - template: tutorial/matmul\n    args: [16, 16, 16]\n"
+
+
+def test_a_job_needs_no_tuner_to_be_inspected(invoke: Invoke, tmp_path: Path) -> None:
+    job = tmp_path / "smallest.yaml"
+    job.write_text(SMALLEST_JOB)
+    result = invoke("inspect", str(job))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# task 0: tutorial/matmul(16, 16, 16, float32)  (8192 FLOP)\n")
+
+
+def test_inspect_refuses_the_duplicate_tasks_tune_refuses(invoke: Invoke, tmp_path: Path) -> None:
+    job = tmp_path / "twice.yaml"
+    job.write_text(SMALLEST_JOB + "  - template: tutorial/matmul\n    args: {N: 16, L: 16, M: 16}\n")
+    for command in (["inspect", str(job)], ["inspect", str(job), "--task", "0"], ["tune", str(job)]):
+        result = invoke(*command)
+        assert result.exit_code == 2
+        assert result.stderr == (f"error: {job}:5: tasks[1]: the same task as tasks[0] "
+                                 "(tutorial/matmul(16, 16, 16, 'float32'))\n")

@@ -146,3 +146,13 @@ def test_progress_line_fits_the_terminal_and_keeps_the_numbers(width: int) -> No
     for part in ("task 1/12", "1057/2000", "1234.5/1305.7 GFLOPS", "17 err"):
         assert part in line, (width, line)
     assert ("conv2d_nchw.x86(1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 'float32')" in line) == (width >= 200)
+
+
+def test_a_job_without_tuner_tunes_with_xgb(invoke: Invoke, tmp_path: Path) -> None:
+    job = tmp_path / "smallest.yaml"
+    job.write_text(f"name: smallest\nlog: {tmp_path / 'smallest.log'}\n"
+                   "tasks:\n  - template: tutorial/matmul\n    args: [16, 16, 16]\n")
+    result = invoke("tune", str(job), "--n-trial", "2", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["tuner"], summary["tasks"][0]["measured"]) == ("xgb", 2)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tunecli.engine.job.spec import load_job
-from tunecli.engine.job.tasks import create_task, create_tasks
+from tunecli.engine.job.tasks import create_task, create_tasks, physical_memory
 from tunecli.errors import JobError
 
 TEMPLATE = Path(__file__).parent / "data" / "scaled_add.py"
@@ -214,3 +214,57 @@ def test_a_template_file_is_executed_once_in_the_tuner_and_once_per_worker(
     assert set(pids.values()) == {1}, pids  # no process executed the file twice
     assert {line.split()[1] for line in lines} == {template_module_name("counted.py")}  # one name
     assert str(os.getpid()) in pids and len(pids) >= 3  # this process, the builders, the runner
+
+
+def test_every_bad_task_is_reported_at_once(tmp_path: Path) -> None:
+    path = job_file(tmp_path, """\
+        - template: dense.x68
+        - template: dense.x86
+          args: {M: 8, N: 8, K: 8}
+        - template: dense.x86
+          args: {M: -1, N: 8, K: 8}
+        - template: dense.x86
+          args: [8, 8, 8]
+        """)
+    job = load_job(path)
+    with pytest.raises(JobError) as info:
+        create_tasks(job)
+    assert [p.split(": ", 2)[:2] for p in info.value.problems] == [
+        [f"{path}:3", "tasks[0].template"], [f"{path}:7", "tasks[2].args"], [f"{path}:8", "tasks[3]"]]
+    # one rule for every command: the duplicate is reported when only task 1 is created too
+    with pytest.raises(JobError, match=r"tasks\[3\]: the same task as tasks\[1\]"):
+        create_tasks(job, [1])
+
+
+def test_sizes_beyond_32_bit_indexing_are_refused_before_tracing(tmp_path: Path) -> None:
+    path = job_file(tmp_path, """\
+        - template: dense.x86
+          args: {M: 99999999999999999999, N: 32, K: 32}
+        """)
+    with pytest.raises(JobError) as info:
+        create_tasks(load_job(path))
+    assert str(info.value) == (f"{path}:4: tasks[0].args: 99999999999999999999 is beyond what 32-bit "
+                               "indexing addresses (sizes up to 2147483647)")
+
+
+def test_buffers_must_fit_32_bit_indexing_and_the_machine(tmp_path: Path) -> None:
+    path = job_file(tmp_path, """\
+        - template: dense.x86
+          args: {M: 256, N: 512, K: 128}
+        - template: dense.x86
+          args: {M: 1000000, N: 1000000, K: 1000000}
+        """)
+    job = load_job(path)
+    need = 4 * (256 * 128 + 512 * 128 + 256 * 512)
+    assert create_task(job, 0, memory=need).flop == 2 * 256 * 512 * 128
+    with pytest.raises(JobError, match="more than this machine's memory"):
+        create_task(job, 0, memory=need - 1)
+    with pytest.raises(JobError) as info:
+        create_task(job, 0, memory=need // 2)
+    assert str(info.value) == (f"{path}:4: tasks[0].args: template dense.x86(256, 512, 128, 'float32'): "
+                               "the kernel's buffers take 896.00 KiB, more than this machine's memory "
+                               "(448.00 KiB)")
+    with pytest.raises(JobError, match=r"tensor data\[1000000, 1000000\] has 1000000000000 elements, more "
+                                       r"than 32-bit indexing addresses \(2147483647\)$"):
+        create_task(job, 1)
+    assert physical_memory() > 0
