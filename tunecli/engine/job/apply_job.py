@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.build import build
-from tunecli.engine.job.spec import Job, RunnerSpec, load_job
+from tunecli.engine.job.spec import Job, RunnerSpec, load_job, log_problem
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.job.text import config_text
 from tunecli.engine.job.tune_job import task_label
@@ -110,8 +110,9 @@ def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
         When the log does not exist.
     """
     job = load_job(path)
-    if not Path(log).is_file():
-        raise RecordError(f"{log}: no such log file")
+    problem = log_problem(log, reading=True)
+    if problem:
+        raise RecordError(f"{log}: {problem}")
     history = ApplyHistoryBest(log)
     report: ApplyReport | None = None
     worker = Worker(preload=("tunecli.engine.measure.timing",), name="tunecli-apply")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tunecli.engine.job.spec import log_problem
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.log.task_records import record_key
@@ -106,8 +107,9 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
     report = BestReport(logs=[str(p) for p in paths])
     groups: dict[tuple, list[tuple]] = {}
     for path in paths:
-        if not Path(path).is_file():
-            raise RecordError(f"{path}: no such log file")
+        problem = log_problem(path, reading=True)
+        if problem:
+            raise RecordError(f"{path}: {problem}")
         for inp, res in load_from_file(path):
             report.records += 1
             groups.setdefault(record_key(inp), []).append((inp, res))

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tunecli.engine.build import lower
 from tunecli.engine.job.best_of_logs import workload_flop
-from tunecli.engine.job.spec import load_job
+from tunecli.engine.job.spec import load_job, log_problem
 from tunecli.engine.job.tasks import check_task_index, create_tasks
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.job.tune_job import task_label
@@ -138,8 +137,9 @@ def inspect_log(path: str) -> LogView:
     RecordError
         When the log cannot be read.
     """
-    if not Path(path).is_file():
-        raise RecordError(f"{path}: no such log file")
+    problem = log_problem(path, reading=True)
+    if problem:
+        raise RecordError(f"{path}: {problem}")
     view = LogView(path)
     curves: dict[tuple, WorkloadCurve] = {}
     for inp, res in load_from_file(path):

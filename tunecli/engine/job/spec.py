@@ -217,12 +217,17 @@ def _measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:
     return builder, runner
 
 
-def log_problem(log: str) -> str | None:
-    """What keeps ``log`` from being a tuning log (appended to, with ``<log>.lock`` beside it), or None.
+def log_problem(log: str, reading: bool = False) -> str | None:
+    """What keeps ``log`` from being a tuning log, or None.
+
+    One rule for every command: ``tune`` appends to a log (with ``<log>.lock`` beside it), so a
+    log it writes may not exist yet; ``best``, ``inspect`` and ``apply`` read one.
 
     Parameters
     ----------
     log : str
+    reading : bool
+        The log must exist.
 
     Returns
     -------
@@ -242,8 +247,10 @@ def log_problem(log: str) -> str | None:
         if stat.S_ISDIR(mode):
             return "is a directory, not a log file"
         if not stat.S_ISREG(mode):
-            return "is not a regular file (a log is a file tunecli appends to)"
+            return "is not a regular file (a FIFO or a device cannot be a log)"
         return None
+    if reading:
+        return "no such log file"
     for parent in path.parents:
         if parent.exists():
             return None if parent.is_dir() else f"{parent} is not a directory"
