@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from tunecli.engine.job.runner_kinds import parse_host_port
-from tunecli.engine.job.spec import DEFAULT_N_TRIAL, BuilderSpec, RunnerSpec, TunerSpec, load_job
+from tunecli.engine.job.spec import (
+    DEFAULT_N_TRIAL,
+    DEFAULT_TUNER,
+    BuilderSpec,
+    RunnerSpec,
+    TunerSpec,
+    load_job,
+)
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.target import Target
 from tunecli.errors import JobError
@@ -223,3 +230,12 @@ def test_a_log_given_on_the_command_line_is_checked_too(tmp_path: Path) -> None:
     with pytest.raises(JobError, match=rf"^{tmp_path}: is a directory, not a log file$"):
         job.with_overrides(log=str(tmp_path))
     assert job.with_overrides(log=str(tmp_path / "new.log")).log == str(tmp_path / "new.log")
+
+
+def test_the_readme_shows_the_smallest_job_and_the_defaults(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    smallest = readme.split("The smallest job", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    job = load_job(write(tmp_path, smallest))
+    assert (job.tuner.kind, job.tuner.n_trial) == (DEFAULT_TUNER, DEFAULT_N_TRIAL)
+    assert f"tuner:                           # optional (default: kind {DEFAULT_TUNER}, n_trial " \
+           f"{DEFAULT_N_TRIAL})" in readme
