@@ -130,7 +130,7 @@ CASES = [
     ('log_is_directory', GOOD + "log: logdir\n",
      [':5: log: logdir: is a directory, not a log file']),
     ('log_is_fifo', GOOD + "log: fifo.log\n",
-     [':5: log: fifo.log: is not a regular file (a log is a file tunecli appends to)']),
+     [':5: log: fifo.log: is not a regular file (a FIFO or a device cannot be a log)']),
     ('log_under_a_file', GOOD + "log: blocker/x.log\n",
      [':5: log: blocker/x.log: blocker is not a directory']),
     ('log_name_300_chars', GOOD + "log: " + "l" * 300 + ".log\n",

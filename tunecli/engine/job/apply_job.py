@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.build import build
-from tunecli.engine.job.spec import Job, RunnerSpec, load_job, log_problem
+from tunecli.engine.job.log_path import log_problem
+from tunecli.engine.job.spec import Job, RunnerSpec, load_job
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.job.text import config_text
 from tunecli.engine.job.tune_job import task_label

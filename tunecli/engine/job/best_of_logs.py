@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tunecli.engine.job.spec import log_problem
+from tunecli.engine.job.log_path import log_problem
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.log.task_records import record_key

@@ -15,7 +15,8 @@ from typing import Any
 
 from tunecli.engine.build import lower
 from tunecli.engine.job.best_of_logs import workload_flop
-from tunecli.engine.job.spec import load_job, log_problem
+from tunecli.engine.job.log_path import log_problem
+from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tasks import check_task_index, create_tasks
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.job.tune_job import task_label

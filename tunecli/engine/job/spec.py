@@ -33,13 +33,13 @@ from __future__ import annotations
 import math
 import os
 import re
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tunecli.engine.codegen.compile import target_problem
+from tunecli.engine.job.log_path import log_problem
 from tunecli.engine.job.nodes import Node, load_document
 from tunecli.engine.job.runner_kinds import RUNNERS
 from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
@@ -56,8 +56,6 @@ DEFAULT_TUNER = "xgb"
 #: Trials per task when the job does not say.
 DEFAULT_N_TRIAL = 200
 _BUILD_TIMEOUT = Option("timeout", float, 10.0, positive=True, maximum=MAX_SECONDS)
-#: Longest file name of a log (its lock file ``<log>.lock`` must fit the file system's 255).
-_MAX_LOG_NAME = 255 - len(".lock")
 #: Fields of ``tuner`` every tuner kind takes; the rest are the kind's own options.
 _TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed")
 
@@ -199,7 +197,7 @@ def load_job(path: str | Path) -> Job:
         log = str(Path("logs") / f"{name}.log")
     if log is not None:
         _check_log(top.get("log") or top["name"], log, given="log" in top)
-    builder, runner = values["measure"] or (None, None) if "measure" in top else (BuilderSpec(), RunnerSpec())
+    builder, runner = values.get("measure", (BuilderSpec(), RunnerSpec())) or (None, None)
     if runner is not None and target is not None and runner.kind == "local" and not target.is_host:
         top["target"].report(f"code for {str(target)!r} cannot run on this machine: measure it on a "
                              "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
@@ -215,46 +213,6 @@ def _measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:
     runner = n.problems.collect(lambda: _runner(fields["runner"]), None) if "runner" in fields \
         else RunnerSpec()
     return builder, runner
-
-
-def log_problem(log: str, reading: bool = False) -> str | None:
-    """What keeps ``log`` from being a tuning log, or None.
-
-    One rule for every command: ``tune`` appends to a log (with ``<log>.lock`` beside it), so a
-    log it writes may not exist yet; ``best``, ``inspect`` and ``apply`` read one.
-
-    Parameters
-    ----------
-    log : str
-    reading : bool
-        The log must exist.
-
-    Returns
-    -------
-    str or None
-        E.g. ``"is a directory, not a log file"``.
-    """
-    path = Path(log)
-    if any(len(os.fsencode(part)) > _MAX_LOG_NAME for part in path.parts):
-        return f"a file name in the path is longer than {_MAX_LOG_NAME} bytes"
-    try:
-        mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        mode = None
-    except OSError as err:
-        return err.strerror or str(err)
-    if mode is not None:
-        if stat.S_ISDIR(mode):
-            return "is a directory, not a log file"
-        if not stat.S_ISREG(mode):
-            return "is not a regular file (a FIFO or a device cannot be a log)"
-        return None
-    if reading:
-        return "no such log file"
-    for parent in path.parents:
-        if parent.exists():
-            return None if parent.is_dir() else f"{parent} is not a directory"
-    return None
 
 
 def _check_log(where: Node, log: str, given: bool) -> None:

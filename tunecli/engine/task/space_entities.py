@@ -20,6 +20,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tunecli.engine.task.factors import get_factors, get_pow2s, prime_factors
 from tunecli.errors import SpaceError
 
 Axis = namedtuple("Axis", ["space", "index"])
@@ -48,82 +49,6 @@ def const_int(value: Any, where: str) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise SpaceError(f"{where}: expected a constant integer, got {value!r}") from None
-
-
-def get_factors(n: int) -> list[int]:
-    """Return all divisors of ``n`` in ascending order (``12 -> [1, 2, 3, 4, 6, 12]``).
-
-    Parameters
-    ----------
-    n : int
-        A positive integer.
-
-    Returns
-    -------
-    list of int
-    """
-    if n < 1:
-        raise SpaceError(f"get_factors: {n} is not a positive integer")
-    divisors = [1]
-    for prime, exponent in prime_factors(n):
-        divisors = [d * prime**e for d in divisors for e in range(exponent + 1)]
-    return sorted(divisors)
-
-
-def prime_factors(n: int) -> list[tuple[int, int]]:
-    """Return ``[(prime, exponent), ...]`` of ``n`` in ascending order (``12 -> [(2, 2), (3, 1)]``).
-
-    Trial division that divides each prime out as it is found, so it stops at the square root of
-    what is left: at most ~15,000 steps for any ``n`` below 2**31.
-
-    Parameters
-    ----------
-    n : int
-        A positive integer.
-
-    Returns
-    -------
-    list of tuple
-    """
-    out = []
-    rest = n
-    for prime in (2, 3):
-        exponent = 0
-        while rest % prime == 0:
-            rest //= prime
-            exponent += 1
-        if exponent:
-            out.append((prime, exponent))
-    candidate, step = 5, 2  # 6k - 1, 6k + 1
-    while candidate * candidate <= rest:
-        exponent = 0
-        while rest % candidate == 0:
-            rest //= candidate
-            exponent += 1
-        if exponent:
-            out.append((candidate, exponent))
-        candidate += step
-        step = 6 - step
-    if rest > 1:
-        out.append((rest, 1))
-    return out
-
-
-def get_pow2s(n: int) -> list[int]:
-    """Return the powers of two ``<= n`` in ascending order (``10 -> [1, 2, 4, 8]``).
-
-    Parameters
-    ----------
-    n : int
-        A positive integer.
-
-    Returns
-    -------
-    list of int
-    """
-    if n < 1:
-        raise SpaceError(f"get_pow2s: {n} is not a positive integer")
-    return [2**x for x in range(n.bit_length())]
 
 
 class TransformSpace:
