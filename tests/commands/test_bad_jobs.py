@@ -227,6 +227,9 @@ CASES = [
     ('args_string', GOOD.replace("M: 16", "M: big"),
      [":4: tasks[0].args: template dense.x86 rejects ('big', 16, 16, 'float32'): placeholder data: "
       "shape entries must be integer constants, got 'big'"]),
+    ('args_yes', GOOD.replace("M: 16", "M: yes"),
+     [":4: tasks[0].args: template dense.x86 takes sizes, not true (YAML reads true/false, yes/no, on/off "
+      "as booleans)"]),
     ('args_list', GOOD.replace("M: 16", "M: [1, 2]"),
      [":4: tasks[0].args: template dense.x86 rejects ((1, 2), 16, 16, 'float32'): placeholder data: "
       'shape entries must be integer constants, got (1, 2)']),

@@ -157,23 +157,24 @@ def _bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def _large_int(value: Any) -> int | None:
-    """The first integer in ``value`` (nested tuples too) beyond 32-bit indexing, or None."""
+def _leaves(value: Any) -> list[Any]:
+    """The scalars of an argument (nested tuples flattened)."""
     if isinstance(value, (tuple, list)):
-        return next((big for v in value if (big := _large_int(v)) is not None), None)
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_ELEMENTS:
-        return value
-    return None
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
 
 
 def _checked_args(spec: TaskSpec) -> tuple[TaskTemplate, tuple]:
     """The template and complete arguments of a task entry, refusing sizes no kernel can address."""
     template = resolve_template(spec)
     args = bind_args(spec, template)
-    big = _large_int(args)
-    if big is not None:
-        where = spec.node.items().get("args", spec.node)
-        raise where.error(f"{big} is beyond what 32-bit indexing addresses (sizes up to {MAX_ELEMENTS})")
+    where = spec.node.items().get("args", spec.node)
+    for leaf in _leaves(args):
+        if isinstance(leaf, bool) and is_builtin(template.name):  # YAML's true/false/yes/no
+            raise where.error(f"template {template.name} takes sizes, not {str(leaf).lower()} (YAML reads "
+                              "true/false, yes/no, on/off as booleans)")
+        if isinstance(leaf, int) and not isinstance(leaf, bool) and abs(leaf) > MAX_ELEMENTS:
+            raise where.error(f"{leaf} is beyond what 32-bit indexing addresses (sizes up to {MAX_ELEMENTS})")
     return template, args
 
 
