@@ -16,6 +16,7 @@ from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigE
 from tunecli.engine.task.space_entities import (
     AnnotateSpace,
     OtherOptionEntity,
+    ReorderSpace,
     SplitEntity,
     SplitSpace,
     VirtualAxis,
@@ -353,3 +354,17 @@ def test_multi_filtered_space_pickles_with_its_validity() -> None:
     valid = [i for i in range(49) if cfg.is_index_valid(i)]
     assert [i for i in range(49) if clone.is_index_valid(i)] == valid
     assert str(clone.get(5)) == str(cfg.get(5))
+
+
+def test_knobs_of_every_kind_refuse_more_values_than_can_be_enumerated() -> None:
+    start = time.process_time()
+    with pytest.raises(SpaceError, match=r"define_reorder: all orders of 12 axes give 479001600 values, more "
+                                         r"than a knob may have \(1000000\)"):
+        ReorderSpace([VirtualAxis(2) for _ in range(12)], "all")
+    with pytest.raises(SpaceError, match=r"define_annotate: try_unroll_vec on 20 axes give 11534336 values"):
+        AnnotateSpace([VirtualAxis(2) for _ in range(20)], "try_unroll_vec")
+    assert time.process_time() - start < 0.5
+    # what stays under the bound enumerates as TVM's product with at most one "vec"
+    axes = [VirtualAxis(2) for _ in range(4)]
+    assert [e.anns for e in AnnotateSpace(axes, "try_unroll_vec").entities] == [
+        list(c) for c in itertools.product(["none", "unroll", "vec"], repeat=4) if c.count("vec") <= 1]

@@ -5,8 +5,8 @@ space here enumerates exactly as ``tvm.autotvm.task.space`` does:
 
 * ``SplitSpace``: depth-first over the candidate factors, the *innermost* factor slowest,
   ``size[0] == -1``; ``verbose`` uses CPython's iteration order of ``set(divisors) | set(pow2s)``.
-  Axes longer than 32-bit indexing and knobs of more than ``MAX_SPLIT_ENTITIES`` splits are
-  refused (a ``SpaceError``) before anything slow is done.
+  Axes longer than 32-bit indexing and knobs of more than ``MAX_KNOB_ENTITIES`` values (of any
+  kind) are refused (a ``SpaceError``) before anything slow is done.
 * ``ReorderSpace``: lexicographic permutations.
 * ``AnnotateSpace``: Cartesian product with axis 0 slowest, at most one ``vec``.
 * ``OtherOptionSpace``: the candidate list in order.
@@ -27,8 +27,8 @@ Axis = namedtuple("Axis", ["space", "index"])
 
 #: Longest axis a split knob takes: kernels index buffers with 32-bit integers.
 MAX_SPLIT_EXTENT = 2**31 - 1
-#: Most splits one knob may enumerate.
-MAX_SPLIT_ENTITIES = 1_000_000
+#: Most values one knob may enumerate.
+MAX_KNOB_ENTITIES = 1_000_000
 
 ANN_TO_NUMBER = {
     "none": 0, "vec": 1, "unroll": 2, "blockIdx.x": 3, "blockIdx.y": 4, "blockIdx.z": 5,
@@ -175,7 +175,7 @@ class SplitSpace(TransformSpace):
 
     def _too_many(self) -> SpaceError:
         return SpaceError(f"define_split: splitting an axis of length {self.product} into {self.num_output} "
-                          f"parts gives more than {MAX_SPLIT_ENTITIES} candidates; use fewer num_outputs, "
+                          f"parts gives more than {MAX_KNOB_ENTITIES} candidates; use fewer num_outputs, "
                           "a max_factor or policy='power2'")
 
     def _generate(self, no_tail: bool) -> None:
@@ -185,7 +185,7 @@ class SplitSpace(TransformSpace):
         depth = self.num_output - 1
         if no_tail:  # the splits are at most the ordered factorizations into num_output parts
             bound = math.prod(math.comb(e + depth, depth) for _, e in prime_factors(self.product))
-            if bound > MAX_SPLIT_ENTITIES and len(self.factors) ** depth > MAX_SPLIT_ENTITIES:
+            if bound > MAX_KNOB_ENTITIES and len(self.factors) ** depth > MAX_KNOB_ENTITIES:
                 raise self._too_many()
         fitting: dict[int, list[int]] = {}
 
@@ -204,7 +204,7 @@ class SplitSpace(TransformSpace):
                     visit(level + 1, rest // factor)
                     continue
                 self.entities.append(SplitEntity([-1] + stack[::-1]))
-                if len(self.entities) > MAX_SPLIT_ENTITIES:
+                if len(self.entities) > MAX_KNOB_ENTITIES:
                     raise self._too_many()
 
         visit(0, self.product)
@@ -252,9 +252,12 @@ class ReorderSpace(TransformSpace):
         if policy == "identity":
             self.entities = [ReorderEntity(range(n))]
         elif policy == "all":
+            _check_count("define_reorder", f"all orders of {n} axes", math.factorial(n))
             self.entities = [ReorderEntity(p) for p in itertools.permutations(range(n))]
         elif policy == "interval_all":
             begin, end = kwargs["interval"]
+            _check_count("define_reorder", f"all orders of {end - begin} axes",
+                         math.factorial(max(0, end - begin)))
             prefix, suffix = tuple(range(begin)), tuple(range(end, n))
             self.entities = [ReorderEntity(prefix + p + suffix)
                              for p in itertools.permutations(range(begin, end))]
@@ -269,6 +272,13 @@ class ReorderSpace(TransformSpace):
 
     def __repr__(self) -> str:
         return f"Reorder(policy={self.policy}) len={len(self)}"
+
+
+def _check_count(primitive: str, what: str, count: int) -> None:
+    """Refuse a knob of more than :data:`MAX_KNOB_ENTITIES` values before enumerating it."""
+    if count > MAX_KNOB_ENTITIES:
+        raise SpaceError(f"{primitive}: {what} give {count} values, more than a knob may have "
+                         f"({MAX_KNOB_ENTITIES})")
 
 
 def _index_of(axes: Sequence[Any], axis: Any) -> int:
@@ -363,6 +373,8 @@ class AnnotateSpace(TransformSpace):
             else:
                 raise SpaceError(f"define_annotate: {policy} needs more axes than {n}")
         elif policy == "locate_cache":
+            _check_count("define_annotate", f"{kwargs['num_anchor']} anchors among {n} axes",
+                         math.comb(n, kwargs["num_anchor"]))
             self.anns = list(itertools.combinations(range(n), kwargs["num_anchor"]))
             self.entities = [AnnotateEntity(x) for x in self.anns]
         else:
@@ -370,9 +382,23 @@ class AnnotateSpace(TransformSpace):
             if any(t not in ("none", "unroll", "vec") for t in tokens):
                 raise SpaceError(f"define_annotate: invalid policy: {policy}")
             self.anns = [tokens] * n
-            for combo in itertools.product(tokens, repeat=n):
-                if combo.count("vec") <= 1:
-                    self.entities.append(AnnotateEntity(list(combo)))
+            vec = tokens.count("vec")
+            other = len(tokens) - vec
+            count = other**n + n * vec * other ** max(0, n - 1)  # none or one "vec"
+            _check_count("define_annotate", f"{policy} on {n} axes", count)
+            self._generate(tokens, [], False)
+
+    def _generate(self, tokens: list[str], prefix: list[str], vectorized: bool) -> None:
+        """The annotations in the order of ``itertools.product(tokens)``, at most one ``vec``."""
+        if len(prefix) == self.num_axis:
+            self.entities.append(AnnotateEntity(list(prefix)))
+            return
+        for token in tokens:
+            if token == "vec" and vectorized:
+                continue
+            prefix.append(token)
+            self._generate(tokens, prefix, vectorized or token == "vec")
+            prefix.pop()
 
     def __repr__(self) -> str:
         return f"Annotate(policy={self.policy}) len={len(self)}"
