@@ -474,3 +474,12 @@ def test_a_log_that_is_not_a_regular_file_is_named_so_by_every_command(invoke: I
         result = invoke(*command)
         assert (result.exit_code, result.stderr) == (code, message), command
     assert not (workdir / "fifo.log.lock").exists()
+
+
+def test_endless_and_looping_job_paths(invoke: Invoke, workdir: Path) -> None:
+    result = invoke("tune", "/dev/zero")  # read up to the limit, not forever
+    assert (result.exit_code, result.stderr) == (2, "error: /dev/zero: the job file is larger than 1 MiB\n")
+    (workdir / "loop.yaml").symlink_to("loop.yaml")
+    result = invoke("tune", "loop.yaml")
+    assert (result.exit_code, result.stderr) == (
+        2, "error: loop.yaml: cannot read the job file: Too many levels of symbolic links\n")
