@@ -164,7 +164,7 @@ class Node:
         if not self.node.value.strip():
             raise self.error("expected a non-empty string")
         if any(ord(c) < 32 or ord(c) == 127 for c in self.node.value):
-            raise self.error(f"expected text without control characters, got {self.node.value!r}")
+            raise self.error(f"expected text without control characters, got {self.describe()}")
         return self.node.value
 
     def as_int(self, minimum: int | None = None, maximum: int | None = None) -> int:
