@@ -49,7 +49,18 @@ class SpaceError(TuneError):
 
 
 class RecordError(TuneError):
-    """A tuning-log record is malformed."""
+    """A tuning log cannot be read, or one of its records is malformed.
+
+    Parameters
+    ----------
+    message : str
+    kind : str
+        What is wrong, in a few words ("not JSON", "bad cost", ...): readers group skipped lines by it.
+    """
+
+    def __init__(self, message: str, kind: str = "malformed record"):
+        super().__init__(message)
+        self.kind = kind
 
 
 class JobError(TuneError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .conftest import Invoke
 
 REPO_TOPHUB = Path(__file__).parent / "data" / "llvm_v0.04_head.log"
@@ -44,7 +46,9 @@ def test_reads_tvm_tophub_log(invoke: Invoke) -> None:
     first = report["workloads"][0]
     assert first["target"] == "llvm -mcpu=skylake-avx512"
     assert first["workload"][:2] == ["conv2d_NCHWc.x86", ["TENSOR", [1, 3, 224, 224], "float32"]]
-    assert first["flop"] is None and first["best"][0]["gflops"] is None  # template not known here
+    # TVM's conv2d_NCHWc workload: 2 * 64 out channels * 112 * 112 * 3 in channels * 7 * 7
+    assert first["flop"] == 2 * 64 * 112 * 112 * 3 * 7 * 7
+    assert first["best"][0]["gflops"] == pytest.approx(first["flop"] / first["best"][0]["cost"] / 1e9)
     assert first["best"][0]["config"] == "#193 tile_ic=[1,3] tile_oc=[2,32] tile_ow=[14,8] unroll_kw=False"
 
 

@@ -80,7 +80,7 @@ def test_v01_records_decode_to_the_same_configs_as_v02() -> None:
         assert str(inp1.target) == str(inp2.target)
 
 
-def test_malformed_lines_are_skipped_with_one_warning_each(tmp_path, caplog) -> None:
+def test_malformed_lines_are_skipped_first_of_each_kind_named_by_line(tmp_path, caplog) -> None:
     good = encode(sample_input(1), MeasureResult((1.0,), 0, 1.0, 0.0))
     good2 = encode(sample_input(2), MeasureResult((2.0,), 0, 1.0, 0.0))
     text = "\n".join(["# header", good, "", "garbage here", good[:40], '{"input": []}', good2, "  "]) + "\n"
@@ -90,8 +90,9 @@ def test_malformed_lines_are_skipped_with_one_warning_each(tmp_path, caplog) -> 
     pairs = list(load_from_file(path))
     assert [inp.config.index for inp, _ in pairs] == [1, 2]
     warnings = [r.getMessage() for r in caplog.records]
+    assert [w.split(": skipping")[0] for w in warnings[:2]] == [f"{path}:4", f"{path}:6"]
+    assert warnings[2] == f"{path}: skipped 1 more line of the same kind (not JSON): line 5"
     assert len(warnings) == 3
-    assert [w.split(": skipping")[0] for w in warnings] == [f"{path}:4", f"{path}:5", f"{path}:6"]
     assert [inp.config.index for inp, _ in load_from_buffer(io.StringIO(text))] == [1, 2]
 
 

@@ -1,27 +1,26 @@
 """``best_of_logs``: the best configs per workload found in one or more tuning logs.
 
 Logs are read tolerantly (TVM's own logs included: v0.2 and v0.1 rows, comments, malformed lines
-skipped with a warning naming the line).  Records are grouped by task (target and workload, as
+skipped with a warning naming the line), and records faster than any machine are skipped
+(``log.plausibility``).  Records are grouped by task (target and workload, as
 ``log.task_records.record_key`` says) and ranked by mean cost; GFLOPS are shown where the FLOP
-count of the workload is known, that is where its template is registered here (the built-ins,
-or one already imported) and accepts the arguments.
+count of the workload is known (``log.plausibility.workload_flop``).  The output log is written
+whole through a temporary file, never over one of the logs read or a log a tune is writing.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tunecli.engine.job.log_path import log_problem
 from tunecli.engine.job.text import config_text, workload_text
-from tunecli.engine.log.record import encode, load_from_file
+from tunecli.engine.log.log_files import check_log_file, check_output_log, write_log
+from tunecli.engine.log.plausibility import plausible, workload_flop
+from tunecli.engine.log.record import encode, read_log
 from tunecli.engine.log.task_records import record_key
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
-from tunecli.engine.target import Target
-from tunecli.engine.task.task import TASK_TABLE, create
-from tunecli.errors import RecordError, TuneError
 
 
 @dataclass(frozen=True)
@@ -103,16 +102,18 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
     ------
     RecordError
         When a log cannot be read.
+    LogInUseError
+        When ``out`` is one of ``paths`` (by any name) or a tune is writing it.
     """
     report = BestReport(logs=[str(p) for p in paths])
-    groups: dict[tuple, list[tuple]] = {}
     for path in paths:
-        problem = log_problem(path, reading=True)
-        if problem:
-            raise RecordError(f"{path}: {problem}")
-        for inp, res in load_from_file(path):
-            report.records += 1
-            groups.setdefault(record_key(inp), []).append((inp, res))
+        check_log_file(path)
+    if out is not None:
+        check_output_log(out, paths)
+    groups: dict[tuple, list[tuple]] = {}
+    for record in plausible(record for path in paths for record in read_log(path)):
+        report.records += 1
+        groups.setdefault(record_key(record.inp), []).append((record.inp, record.result))
     kept: list[tuple] = []
     for pairs in groups.values():
         first = pairs[0][0]
@@ -129,33 +130,6 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
             kept.append((inp, res))
         report.workloads.append(entry)
     if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w", encoding="utf-8") as file:
-            for inp, res in kept:
-                file.write(encode(inp, res) + "\n")
+        write_log(out, (encode(inp, res) + "\n" for inp, res in kept))
         report.written = str(out)
     return report
-
-
-def workload_flop(name: str, args: tuple, target: str | Target) -> float | None:
-    """Return the FLOP count of a workload whose template is known here, else None.
-
-    Parameters
-    ----------
-    name : str
-        Template name.
-    args : tuple
-        Serialized arguments (as in the log).
-    target : str or Target
-
-    Returns
-    -------
-    float or None
-    """
-    if name not in TASK_TABLE:
-        return None
-    try:
-        task = create(name, args, target)
-    except (TuneError, ValueError, TypeError, AssertionError, ZeroDivisionError, IndexError):
-        return None
-    return float(task.flop) if task.flop else None

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tunecli.engine.build import lower
-from tunecli.engine.job.best_of_logs import workload_flop
-from tunecli.engine.job.log_path import log_problem
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tasks import check_task_index, create_tasks
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.job.tune_job import task_label
-from tunecli.engine.log.record import load_from_file
+from tunecli.engine.log.log_files import check_log_file
+from tunecli.engine.log.plausibility import plausible, workload_flop
+from tunecli.engine.log.record import read_log
 from tunecli.engine.log.task_records import record_key
 from tunecli.engine.measure.result import MeasureErrorNo
-from tunecli.errors import JobError, RecordError
+from tunecli.errors import JobError
 
 
 @dataclass(frozen=True)
@@ -138,12 +138,11 @@ def inspect_log(path: str) -> LogView:
     RecordError
         When the log cannot be read.
     """
-    problem = log_problem(path, reading=True)
-    if problem:
-        raise RecordError(f"{path}: {problem}")
+    check_log_file(path)
     view = LogView(path)
     curves: dict[tuple, WorkloadCurve] = {}
-    for inp, res in load_from_file(path):
+    for record in plausible(read_log(path)):
+        inp, res = record.inp, record.result
         view.records += 1
         key = record_key(inp)
         if key not in curves:

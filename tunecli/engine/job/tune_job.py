@@ -13,11 +13,8 @@ an interrupted or killed run loses no finished measurement, only the ones still 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,12 +23,13 @@ from tunecli.engine.job.measure_setup import close_measure_option, make_measure_
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.job.text import config_text, workload_text
+from tunecli.engine.log.log_files import check_log_file, exclusive_log, real_log_path
 from tunecli.engine.log.record import load_from_file
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.tuner_kinds import tuner_kind
-from tunecli.errors import LogInUseError
+from tunecli.errors import JobError, RecordError
 
 
 @dataclass(frozen=True)
@@ -145,31 +143,21 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
     job = load_job(path).with_overrides(n_trial=n_trial, tuner=tuner, log=log, seed=seed)
     tasks = create_tasks(job)
     log_path = Path(job.log)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive_log(log_path):
+    _prepare_log(log_path)
+    with exclusive_log(log_path):
         return _tune_tasks(job, tasks, log_path, on_event)
 
 
-@contextlib.contextmanager
-def _exclusive_log(log_path: Path) -> Iterator[None]:
-    """Hold ``<log>.lock`` while tuning: two tunes appending to one log would measure configs twice."""
-    lock_path = log_path.with_name(log_path.name + ".lock")
-    with open(lock_path, "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "another process"
-            raise LogInUseError(f"{log_path}: another tuning run ({holder}) is writing this log: wait for "
-                                "it, or write to another log") from None
-        lock.seek(0)
-        lock.truncate()
-        lock.write(f"pid {os.getpid()}")
-        lock.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+def _prepare_log(log_path: Path) -> None:
+    """Make the log's directory; refuse a log that exists and is not a readable regular file."""
+    try:
+        if log_path.exists() or log_path.is_symlink():
+            check_log_file(log_path)
+        real_log_path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    except RecordError as err:
+        raise JobError(str(err)) from None
+    except OSError as err:
+        raise JobError(f"{log_path}: cannot make the log's directory: {err.strerror}") from None
 
 
 def _tune_tasks(job: Job, tasks: list, log_path: Path,

@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterable
 from typing import IO, Any
 
+from tunecli.engine.log.log_files import write_log
 from tunecli.engine.log.record import encode, load_from_buffer, load_from_file, measure_str_key
 from tunecli.engine.log.task_records import record_key
 from tunecli.engine.target import as_target
@@ -131,7 +132,7 @@ def pick_best(in_file: str | os.PathLike, out_file: str | os.PathLike | IO[str])
     """Write the best record per (target, workload), (target key, workload) and (model, workload).
 
     Records of ``out_file``, when it is an existing path, compete too.  Lines are written in
-    input order, each once.
+    input order, each once; a path is replaced whole (``log_files.write_log``).
 
     Parameters
     ----------
@@ -159,6 +160,5 @@ def pick_best(in_file: str | os.PathLike, out_file: str | os.PathLike | IO[str])
     if hasattr(out_file, "write"):
         out_file.writelines(lines)
     else:
-        with open(out_file, "w", encoding="utf-8") as file:
-            file.writelines(lines)
+        write_log(out_file, lines)
     return len(lines)

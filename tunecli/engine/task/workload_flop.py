@@ -1,0 +1,166 @@
+"""FLOP counts of TVM workloads computed from the workload tuple itself, without the template.
+
+A log records a workload as ``(template name, serialized arguments)``.  When the template is
+registered here the FLOP count comes from tracing it (``task.create``); the table below covers
+TVM's x86 workloads whose arithmetic is fixed by their arguments, so the records of TVM's own
+logs (tophub) get GFLOPS even where no template of that name is loaded.  The counts follow
+TVM's ``compute_flop``: one multiply and one add per step of each reduction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def _shape(arg: Any) -> list[int]:
+    """The shape of a serialized tensor argument ``["TENSOR", shape, dtype]``."""
+    if not (isinstance(arg, (list, tuple)) and len(arg) == 3 and arg[0] == "TENSOR"):
+        raise ValueError(f"not a tensor argument: {arg!r}")
+    shape = [int(d) for d in arg[1]]
+    if any(d <= 0 for d in shape):
+        raise ValueError(f"a tensor shape with a non-positive extent: {shape}")
+    return shape
+
+
+def _pair(value: Any) -> tuple[int, int]:
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise ValueError(f"not a pair: {value!r}")
+        return int(value[0]), int(value[1])
+    return int(value), int(value)
+
+
+def _padding(value: Any) -> tuple[int, int]:
+    """Total padding of height and width from TVM's 1, 2 or 4 padding values."""
+    if isinstance(value, (list, tuple)):
+        if len(value) == 4:
+            return int(value[0]) + int(value[2]), int(value[1]) + int(value[3])
+        top, left = _pair(value)
+        return 2 * top, 2 * left
+    return 2 * int(value), 2 * int(value)
+
+
+def _out_size(size: int, pad: int, kernel: int, stride: int, dilation: int) -> int:
+    out = (size + pad - ((kernel - 1) * dilation + 1)) // stride + 1
+    if out <= 0 or stride <= 0 or dilation <= 0:
+        raise ValueError("the window does not fit the input")
+    return out
+
+
+def _data_nchw(shape: Sequence[int]) -> tuple[int, int, int, int]:
+    """(N, C, H, W) of NCHW data or of blocked NCHW[x]c data."""
+    if len(shape) == 4:
+        n, c, h, w = shape
+        return n, c, h, w
+    if len(shape) == 5:
+        n, c_outer, h, w, c_inner = shape
+        return n, c_outer * c_inner, h, w
+    raise ValueError(f"data of rank {len(shape)}")
+
+
+def _kernel_oihw(shape: Sequence[int]) -> tuple[int, int, int, int]:
+    """(O, I, KH, KW) of an OIHW kernel or of a blocked OIHW[x]i[y]o kernel."""
+    if len(shape) == 4:
+        o, i, kh, kw = shape
+        return o, i, kh, kw
+    if len(shape) == 6:
+        o_outer, i_outer, kh, kw, i_inner, o_inner = shape
+        return o_outer * o_inner, i_outer * i_inner, kh, kw
+    raise ValueError(f"kernel of rank {len(shape)}")
+
+
+def _conv_window(args: Sequence[Any]) -> tuple[int, int, int, int, int, int]:
+    """(N, OH, OW, KH, KW, C) of a conv workload ``(data, kernel, strides, padding, dilation, ...)``."""
+    n, c, h, w = _data_nchw(_shape(args[0]))
+    _, _, kh, kw = _kernel_oihw(_shape(args[1]))
+    (sh, sw), (ph, pw), (dh, dw) = _pair(args[2]), _padding(args[3]), _pair(args[4])
+    return n, _out_size(h, ph, kh, sh, dh), _out_size(w, pw, kw, sw, dw), kh, kw, c
+
+
+def conv2d_nchwc_flop(args: Sequence[Any]) -> int:
+    """FLOPs of ``conv2d_NCHWc.x86(data, kernel, strides, padding, dilation, layout, out_layout, dtype)``.
+
+    Parameters
+    ----------
+    args : sequence
+        The serialized workload arguments.
+
+    Returns
+    -------
+    int
+    """
+    n, oh, ow, kh, kw, _ = _conv_window(args)
+    oc, ic, _, _ = _kernel_oihw(_shape(args[1]))
+    return 2 * n * oc * oh * ow * ic * kh * kw
+
+
+def depthwise_conv2d_nchwc_flop(args: Sequence[Any]) -> int:
+    """FLOPs of ``depthwise_conv2d_NCHWc.x86(data, kernel, strides, padding, dilation, ...)``.
+
+    The kernel is ``[C, multiplier, KH, KW]`` (or blocked ``[OC/oc, 1, KH, KW, 1, oc]``).
+
+    Parameters
+    ----------
+    args : sequence
+
+    Returns
+    -------
+    int
+    """
+    n, oh, ow, kh, kw, _ = _conv_window(args)
+    kernel = _shape(args[1])
+    oc = kernel[0] * kernel[1] if len(kernel) == 4 else kernel[0] * kernel[5]
+    return 2 * n * oc * oh * ow * kh * kw
+
+
+def dense_flop(args: Sequence[Any]) -> int:
+    """FLOPs of ``dense_pack.x86`` / ``dense_nopack.x86(data [M, K], weight [N, K], bias, out_dtype)``.
+
+    Parameters
+    ----------
+    args : sequence
+
+    Returns
+    -------
+    int
+    """
+    m, k = _shape(args[0])
+    weight = _shape(args[1])
+    n = weight[0] if len(weight) == 2 else weight[0] * weight[2]  # [N, K] or packed [N/n, K, n]
+    bias = 0 if len(args) < 3 or args[2] is None else m * n
+    return 2 * m * n * k + bias
+
+
+#: Template name -> FLOP count of its serialized arguments.
+WORKLOAD_FLOP: dict[str, Callable[[Sequence[Any]], int]] = {
+    "conv2d_NCHWc.x86": conv2d_nchwc_flop,
+    "depthwise_conv2d_NCHWc.x86": depthwise_conv2d_nchwc_flop,
+    "dense_pack.x86": dense_flop,
+    "dense_nopack.x86": dense_flop,
+}
+
+
+def flop_from_workload(name: str, args: Sequence[Any]) -> int | None:
+    """Return the FLOP count of a workload in ``WORKLOAD_FLOP``; None for others or bad arguments.
+
+    Parameters
+    ----------
+    name : str
+        Template name.
+    args : sequence
+        Serialized arguments, as in the log.
+
+    Returns
+    -------
+    int or None
+    """
+    count = WORKLOAD_FLOP.get(name)
+    if count is None:
+        return None
+    try:
+        flop = count(args)
+    except (ValueError, TypeError, IndexError):
+        return None
+    return flop if 0 < flop < math.inf else None
