@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tunecli.engine.log.plausibility import peak_flops
+
 from .conftest import Invoke
 
 REPO_TOPHUB = Path(__file__).parent / "data" / "llvm_v0.04_head.log"
@@ -67,3 +69,69 @@ def test_missing_log_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("best", str(tmp_path / "none.log"))
     assert result.exit_code == 2
     assert "does not exist" in result.stderr
+
+
+def test_output_that_is_an_input_is_refused_and_the_log_kept(invoke: Invoke, matmul_log: Path,
+                                                             tmp_path: Path, monkeypatch) -> None:
+    before = matmul_log.read_bytes()
+    link = tmp_path / "link.log"
+    link.symlink_to(matmul_log)
+    monkeypatch.chdir(tmp_path)
+    for out in (str(matmul_log), str(link), matmul_log.name):
+        result = invoke("best", str(matmul_log), "--top", "1", "-o", out)
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (f"error: {out}: is the input log {matmul_log}: writing it would replace the "
+                                 "records being read; write to another log (-o PATH)\n")
+    assert matmul_log.read_bytes() == before
+
+
+def test_output_a_tune_is_writing_is_refused(invoke: Invoke, matmul_log: Path, tmp_path: Path) -> None:
+    import fcntl
+
+    busy = tmp_path / "busy.log"
+    busy.write_text("# a tune appends here\n")
+    with open(tmp_path / "busy.log.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242")
+        held.flush()
+        result = invoke("best", str(matmul_log), "-o", str(busy))
+    assert result.exit_code == 2
+    assert "a tuning run (pid 4242) is writing this log" in result.stderr
+    assert busy.read_text() == "# a tune appends here\n"
+
+
+def test_hostile_records_are_skipped_and_the_best_is_real(invoke: Invoke, matmul_log: Path,
+                                                          tmp_path: Path) -> None:
+    """A negative cost, a nanosecond for a 16^3 matmul... none of them may become the best."""
+    good = matmul_log.read_text().splitlines()
+    row = json.loads(good[1])
+
+    def variant(**changes) -> str:
+        copy = json.loads(json.dumps(row))
+        for key, value in changes.items():
+            if key == "index":
+                copy["config"]["index"] = value
+            else:
+                copy["result"][["costs", "error_no"].index(key)] = value
+        return json.dumps(copy)
+
+    hostile = tmp_path / "hostile.log"
+    hostile.write_text("\n".join([*good, variant(costs=[-1.0]), variant(costs=[1e-15]), variant(error_no=99),
+                                  variant(error_no="x"), variant(index="abc"), variant(costs=[])]) + "\n")
+    result = invoke("best", str(hostile), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["records"] == 3
+    best = report["workloads"][0]["best"][0]
+    assert (best["index"], best["cost"]) == (7, 5e-4)
+    peak = peak_flops("llvm", row["input"][2]) / 1e9
+    assert result.stderr.splitlines() == [
+        f"warning: {hostile}:4: skipping malformed record: cost -1.0 is not a positive number of seconds",
+        f"warning: {hostile}:5: skipping a record of 8.192e+09 GFLOPS (8192 FLOP in 1e-15 s), more than any "
+        f"machine of target llvm reaches ({peak:.6g} GFLOPS)",
+        f"warning: {hostile}:6: skipping malformed record: error number 99 is not one of 0..8",
+        f"warning: {hostile}:8: skipping malformed record: config index 'abc' is not a non-negative integer",
+        f"warning: {hostile}: skipped 1 more line of the same kind (bad cost): line 9",
+        f"warning: {hostile}: skipped 1 more line of the same kind (bad error number): line 7",
+    ]
+    assert "RuntimeWarning" not in result.stderr

@@ -7,8 +7,9 @@ import json
 import click
 from rich.table import Table
 
-from tunecli.commands.app import App
+from tunecli.commands.app import App, option_hint
 from tunecli.engine.job.best_of_logs import BestReport, best_of_logs
+from tunecli.errors import LogInUseError
 
 
 def _table(report: BestReport) -> Table:
@@ -40,7 +41,8 @@ def best(app: App, logs: tuple[str, ...], top: int, as_json: bool, output: str |
     GFLOPS are shown where the workload's template is known (built-in templates); other
     workloads show their time only.
     """
-    report = best_of_logs(list(logs), top=top, out=output)
+    with option_hint(LogInUseError, "-o PATH"):
+        report = best_of_logs(list(logs), top=top, out=output)
     if as_json:
         app.echo(json.dumps(report.as_dict(), indent=2))
         return

@@ -163,3 +163,79 @@ def test_measure_result_repr_names_the_error() -> None:
     assert repr(res) == ("MeasureResult(costs=(0.0120379658,), error_no=MeasureErrorNo.NO_ERROR, "
                          "all_cost=0.694, timestamp=1672653690.186004)")
     assert res == ((0.0120379658,), 0, 0.694, 1672653690.186004)
+
+
+def _line(costs, error_no=0, index=1, all_cost=1.0, timestamp=0.0) -> str:
+    import json
+
+    row = json.loads(encode(sample_input(1), MeasureResult((1.0,), 0, 1.0, 0.0)))
+    row["config"]["index"] = index
+    row["result"] = [costs, error_no, all_cost, timestamp]
+    return json.dumps(row)
+
+
+@pytest.mark.parametrize(("line", "kind", "says"), [
+    (_line([-1.0]), "bad cost", "cost -1.0 is not a positive number of seconds"),
+    (_line([0.0]), "bad cost", "cost 0.0 is not a positive"),
+    (_line([]), "bad cost", "a successful measurement has no costs"),
+    (_line(["1"]), "bad cost", "cost '1' is not a positive"),
+    (_line([1e-3, float("nan")]), "bad cost", "cost nan"),
+    (_line([float("inf")]), "bad cost", "cost inf"),
+    (_line(5.0), "bad cost", "costs 5.0 are not a list"),
+    (_line([1.0], error_no=99), "bad error number", "error number 99 is not one of 0..8"),
+    (_line([1.0], error_no="x"), "bad error number", "error number 'x'"),
+    (_line([1.0], error_no=True), "bad error number", "error number True"),
+    (_line([1.0], index="abc"), "bad config index", "config index 'abc' is not a non-negative integer"),
+    (_line([1.0], index=-3), "bad config index", "config index -3"),
+    (_line([1.0], index=1.5), "bad config index", "config index 1.5"),
+    (_line([1.0], all_cost="x"), "not a record", "all_cost 'x'"),
+    (_line([1.0], timestamp=None), "not a record", "timestamp None"),
+    ("[1, 2]", "not a record", "a JSON value that is not a record"),
+    ('{"input": 5}', "not a record", "malformed record"),
+])
+def test_records_no_measurement_could_write_are_refused(line: str, kind: str, says: str) -> None:
+    with pytest.raises(RecordError, match="malformed record|not a record") as info:
+        decode(line)
+    assert info.value.kind == kind
+    assert says in str(info.value)
+
+
+def test_failed_records_keep_tvm_error_costs() -> None:
+    inp, res = decode(_line([1e9], error_no=4))
+    assert res.error_no == MeasureErrorNo.RUNTIME_DEVICE and inp.config.cost is None
+
+
+def test_bad_records_are_skipped_and_named_once_per_kind(tmp_path, caplog) -> None:
+    good = _line([1e-3])
+    lines = [good, _line([-1.0]), _line([1.0], index="abc"), _line([-2.0]), _line([]),
+             _line([1.0], error_no=99), good]
+    path = tmp_path / "hostile.log"
+    path.write_text("\n".join(lines) + "\n")
+    caplog.set_level(logging.WARNING, logger="autotvm")
+    assert len(list(load_from_file(path))) == 2
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        f"{path}:2: skipping malformed record: cost -1.0 is not a positive number of seconds",
+        f"{path}:3: skipping malformed record: config index 'abc' is not a non-negative integer",
+        f"{path}:6: skipping malformed record: error number 99 is not one of 0..8",
+        f"{path}: skipped 2 more lines of the same kind (bad cost): lines 4, 5",
+    ]
+
+
+def test_a_huge_line_is_skipped_unread_and_line_numbers_stay_right(tmp_path, caplog, monkeypatch) -> None:
+    from tunecli.engine.log import record
+
+    monkeypatch.setattr(record, "MAX_LINE_CHARS", 4096)
+    good = _line([1e-3])
+    path = tmp_path / "huge.log"
+    path.write_text(good + "\n" + "x" * 100_000 + "\n" + good + "\n" + "y" * 5000)
+    caplog.set_level(logging.WARNING, logger="autotvm")
+    assert [r.line for r in record.read_log(path)] == [1, 3]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}:2: skipping a line longer than 4096 characters",
+        f"{path}: skipped 1 more line of the same kind (too long): line 4"]
+
+
+def test_a_directory_is_named_as_such(tmp_path) -> None:
+    with pytest.raises(RecordError, match="is a directory, not a log file"):
+        list(load_from_file(tmp_path))

@@ -19,6 +19,7 @@ from typing import Any
 
 from tunecli.engine.ir.dtype import parse_dtype
 from tunecli.engine.log.record import LogRecord, SkipWarnings
+from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import TASK_TABLE, create
 from tunecli.engine.task.workload_flop import flop_from_workload
@@ -137,9 +138,9 @@ def plausible(records: Iterable[LogRecord]) -> Iterator[LogRecord]:
             if flops > peak:
                 skipped = warnings.setdefault(record.path, SkipWarnings(record.path))
                 skipped.add(record.line, "faster than any machine",
-                            f"a record of {flops / 1e9:.6g} GFLOPS, more than the {peak / 1e9:.6g} GFLOPS "
-                            f"a {inp.target.kind} machine can reach (cost {res.mean_cost:.3g} s for "
-                            f"{flop:.6g} FLOP)")
+                            f"a record of {flops / 1e9:.6g} GFLOPS ({flop:.6g} FLOP in "
+                            f"{res.mean_cost:.3g} s), more than any machine of target {inp.target} "
+                            f"reaches ({peak / 1e9:.6g} GFLOPS)")
                 continue
         yield record
     for skipped in warnings.values():

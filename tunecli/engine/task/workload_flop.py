@@ -43,8 +43,10 @@ def _padding(value: Any) -> tuple[int, int]:
 
 
 def _out_size(size: int, pad: int, kernel: int, stride: int, dilation: int) -> int:
+    if stride <= 0 or dilation <= 0:
+        raise ValueError("a stride or dilation that is not positive")
     out = (size + pad - ((kernel - 1) * dilation + 1)) // stride + 1
-    if out <= 0 or stride <= 0 or dilation <= 0:
+    if out <= 0:
         raise ValueError("the window does not fit the input")
     return out
 
