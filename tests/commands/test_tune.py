@@ -156,3 +156,45 @@ def test_a_job_without_tuner_tunes_with_xgb(invoke: Invoke, tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert (summary["tuner"], summary["tasks"][0]["measured"]) == ("xgb", 2)
+
+
+def test_a_symlink_or_relative_path_to_a_locked_log_is_refused(invoke: Invoke, tiny_job, tmp_path: Path,
+                                                               monkeypatch) -> None:
+    from tunecli.engine.log.log_files import exclusive_log
+
+    job, log = tiny_job(n_trial=2)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    link = tmp_path / "link.log"
+    link.symlink_to(log)
+    monkeypatch.chdir(log.parent)
+    with exclusive_log(log):
+        for other in (str(link), "tiny.log", "../logs/tiny.log"):
+            second = invoke("tune", job, "--log", other)
+            assert second.exit_code == 2, second.output
+            assert second.stderr.startswith(f"error: {other}: another tuning run (pid ")
+    assert not log.exists()
+
+
+def test_resume_skips_hostile_records_of_the_log(invoke: Invoke, tiny_job) -> None:
+    """Records a run could not have written are skipped with their line (no ValueError traceback)."""
+    job, log = tiny_job(n_trial=3)
+    assert invoke("tune", job, "--tuner", "gridsearch").exit_code == 0
+    lines = log.read_text().splitlines()
+    bad = []
+    for change in ({"index": "abc"}, {"index": -1}, {"error_no": 99}, {"costs": []}, {"costs": [-1.0]}):
+        row = json.loads(lines[0])
+        for key, value in change.items():
+            if key == "index":
+                row["config"]["index"] = value
+            else:
+                row["result"][["costs", "error_no"].index(key)] = value
+        bad.append(json.dumps(row))
+    log.write_text("\n".join([*lines, *bad, "{truncated", "\x00\x01 binary"]) + "\n")
+    result = invoke("tune", job, "--json", "--n-trial", "5")
+    assert result.exit_code == 0, result.output
+    task = json.loads(result.stdout)["tasks"][0]
+    assert (task["previous"], task["measured"]) == (3, 2)
+    assert "Traceback" not in result.stderr and "RuntimeWarning" not in result.stderr
+    assert f"warning: {log}:4: skipping malformed record: config index 'abc'" in result.stderr
+    new = [json.loads(line)["config"]["index"] for line in log.read_text().splitlines()[len(lines) + 7:]]
+    assert len(new) == len(set(new)) == 2 and not set(new) & {0, 1, 2}

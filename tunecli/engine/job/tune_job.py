@@ -151,7 +151,7 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
 def _prepare_log(log_path: Path) -> None:
     """Make the log's directory; refuse a log that exists and is not a readable regular file."""
     try:
-        if log_path.exists() or log_path.is_symlink():
+        if log_path.exists():
             check_log_file(log_path)
         real_log_path(log_path).parent.mkdir(parents=True, exist_ok=True)
     except RecordError as err:
