@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import time
 from pathlib import Path
 
@@ -26,10 +28,13 @@ def test_apply_best_config_checks_and_exports(invoke: Invoke, tiny_job, matmul_l
     assert (task["config"], task["fallback"]) == ("#7 tile_y=[-1,4] tile_x=[-1,2]", False)
     assert (task["checked_against"], task["correct"]) == ("numpy", True)
     assert task["tuned"] > 0 and task["default"] > 0 and task["numpy"] > 0
+    assert re.fullmatch(r"float32 a @ b, \d+ threads", task["numpy_baseline"])
+    stem = "tiny_task0_tutorial_matmul_" + hashlib.sha1(repr(("tutorial/matmul", 16, 16, 16, "float32"))
+                                                         .encode()).hexdigest()[:8]
     names = sorted(p.name for p in export.iterdir())
-    assert names == ["task0_tutorial_matmul.ll", "task0_tutorial_matmul.o", "task0_tutorial_matmul.s"]
-    assert (export / "task0_tutorial_matmul.o").read_bytes()[:4] == b"\x7fELF"
-    assert "define" in (export / "task0_tutorial_matmul.ll").read_text()
+    assert names == [f"{stem}.ll", f"{stem}.o", f"{stem}.s"]
+    assert (export / f"{stem}.o").read_bytes()[:4] == b"\x7fELF"
+    assert f"define void @{stem}(" in (export / f"{stem}.ll").read_text()  # the symbol names the job too
 
 
 def test_apply_without_record_uses_fallback_with_warning(invoke: Invoke, matmul_log: Path,

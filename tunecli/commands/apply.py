@@ -19,8 +19,18 @@ def _ratio(num: float | None, den: float | None) -> str:
     return f"{num / den:.2f}x" if num and den else "-"
 
 
+def _numpy_caption(report: ApplyReport) -> str | None:
+    """What the numpy column timed (the float64 reference is for the check only)."""
+    kinds = sorted({t.numpy_baseline for t in report.tasks if t.numpy_baseline and t.numpy is not None})
+    if not kinds:
+        return None
+    return (f"numpy ms: numpy computing the operator in the kernel's dtype ({'; '.join(kinds)}), in the "
+            "kernels' worker process, timed in turn with them; the float64 reference only checks answers")
+
+
 def _table(report: ApplyReport) -> Table:
-    table = Table(title=f"{report.job}: best configs of {report.log} on {report.target}")
+    table = Table(title=f"{report.job}: best configs of {report.log} on {report.target}",
+                  caption=_numpy_caption(report), caption_justify="left")
     for name in ("task", "workload", "check", "tuned ms", "GFLOPS", "default ms", "speedup", "numpy ms",
                  "speedup", "config"):
         table.add_column(name, justify="left" if name in ("workload", "check", "config") else "right",
@@ -47,11 +57,13 @@ def _table(report: ApplyReport) -> Table:
 def apply(app: App, job: str, log: str, export: str | None, as_json: bool) -> None:
     """Build every task of JOB with its best config in LOG, check it and benchmark it.
 
-    Each kernel is checked against the numpy reference (built-in templates) or the untuned
-    default config, and timed next to the default config and numpy, in a worker process as
-    tuning does. Tasks without a record use the fallback config, with a warning. A kernel that
-    crashes or hangs is reported for its task and the other tasks are still applied. Exit code 1
-    when a kernel gives a wrong answer, crashes, hangs or does not build.
+    Each kernel is checked against the numpy reference (built-in templates, in float64) or the
+    untuned default config, and timed next to the default config and numpy computing the same
+    operator in the kernel's dtype (float32 a @ w.T for dense) with the kernels' thread count, in
+    turn, in the worker process that tuning uses. Tasks without a record use the fallback config,
+    with a warning. A kernel that crashes or hangs is reported for its task and the other tasks
+    are still applied. Exit code 1 when a kernel gives a wrong answer, crashes, hangs or does not
+    build.
     """
     report = apply_job(job, log, export=export)
     if as_json:

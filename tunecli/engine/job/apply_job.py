@@ -2,44 +2,58 @@
 
 For every task: the best config of the log is looked up as TVM's ``apply_history_best`` does
 (a task without a valid record gets the fallback config, with a warning); the kernel is built,
-its output checked against the task's numpy reference (or, without one, against the untuned
-default config), and timed next to the untuned default config (the fallback config: what a
-schedule gives without tuning) and the numpy reference.  ``export`` writes ``.o``, ``.ll`` and
-``.s`` files of the tuned kernels.
+its output checked against the task's numpy reference (float64: for the check only; or, without
+one, against the untuned default config), and timed next to the untuned default config (the
+fallback config: what a schedule gives without tuning) and numpy's way of computing the operator
+in the kernel's dtype (``numpy_baseline``).  ``export`` writes ``.o``, ``.ll`` and ``.s`` files of
+the tuned kernels, named after the job and the workload (``kernel_stem``).  Records of the log
+that are faster than any machine (``log.plausibility``) are skipped, naming their line.
 
 Kernels run where tuning runs them: in a measurement worker process
-(:func:`tunecli.engine.measure.timing.measure_in_worker`), with the job's runner settings.  A
+(:func:`tunecli.engine.measure.timing.measure_in_worker`), with the job's runner settings; the
+numpy baseline runs in the same worker with numpy's BLAS on the kernels' thread count.  The
+three are timed in turn, one round each, ``repeat`` times, with a pause of ``SETTLE_S`` after
+each round, so a slow moment of the machine is shared rather than charged to one of them.  A
 kernel that crashes or hangs, or a config that does not build, becomes that task's ``error``;
 the other tasks are still built, checked and timed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tunecli.engine.build import build
-from tunecli.engine.job.log_path import log_problem
-from tunecli.engine.job.spec import Job, RunnerSpec, load_job
+from tunecli.engine.job.numpy_baseline import BASELINE_FUNC, BaselineRequest, baseline_of
+from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.job.text import config_text
 from tunecli.engine.job.tune_job import task_label
 from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.log_files import check_log_file
+from tunecli.engine.log.plausibility import plausible
+from tunecli.engine.log.record import read_log
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, random_arguments
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest, measure_in_worker
-from tunecli.engine.measure.worker import Worker
+from tunecli.engine.measure.timing_options import TimingOptions
+from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.ops.registry import tolerance
-from tunecli.engine.runtime import Module, time_calls
+from tunecli.engine.runtime import Module
+from tunecli.engine.runtime.openmp import get_num_threads
 from tunecli.engine.task.space import FallbackConfigEntity
-from tunecli.errors import RecordError
 
 _SEED = 0
+#: Seconds of rest after each timing round, so the threads of one contender (OpenBLAS spins
+#: for a while after a call, libgomp at barriers) are idle when the next one starts.
+SETTLE_S = 0.05
 
 
 @dataclass
@@ -57,6 +71,7 @@ class AppliedTask:
     tuned: float | None = None
     default: float | None = None
     numpy: float | None = None
+    numpy_baseline: str | None = None  #: what the numpy time is of ("float32 a @ w.T, 2 threads")
     files: list[str] = field(default_factory=list)
     error: str | None = None  #: why the tuned kernel was not built, checked or timed
 
@@ -97,7 +112,7 @@ def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
     log : str
         Tuning log(s) holding the best configs.
     export : str, optional
-        Directory to write ``task<i>_<name>.{o,ll,s}`` of the tuned kernels into.
+        Directory to write ``<stem>.{o,ll,s}`` of the tuned kernels into (``kernel_stem``).
 
     Returns
     -------
@@ -111,12 +126,11 @@ def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
         When the log does not exist.
     """
     job = load_job(path)
-    problem = log_problem(log, reading=True)
-    if problem:
-        raise RecordError(f"{log}: {problem}")
-    history = ApplyHistoryBest(log)
+    check_log_file(log)
+    history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
     report: ApplyReport | None = None
-    worker = Worker(preload=("tunecli.engine.measure.timing",), name="tunecli-apply")
+    worker = Worker(preload=("tunecli.engine.measure.timing", "tunecli.engine.job.numpy_baseline"),
+                    name="tunecli-apply")
     try:
         for index in range(len(job.tasks)):
             task = create_task(job, index)
@@ -137,30 +151,31 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
         config = history.query(task.target, task.workload)
     out = AppliedTask(index, task_label(task), float(task.flop or 0), config_text(config),
                       bool(getattr(config, "is_fallback", False)))
+    stem = kernel_stem(job.name, index, task)
     try:
-        tuned, outputs = _build(task, config, f"task{index}")
+        tuned, outputs = _build(task, config, stem)
     except Exception as err:  # noqa: BLE001 - a config that does not build is this task's error
         out.error = f"the config does not build: {type(err).__name__}: {err}"
         return out
     if export is not None:
-        out.files = _export(tuned, export, index, task.name)
+        out.files = _export(tuned, export, stem)
     if not runs_here:
         return out
     specs = normalize_arg_specs(tuned.arg_specs)
-    tuned_run = _measure(worker, tuned, specs, outputs, job.runner)
+    check = job.runner.timing.with_values(number=1, repeat=1, min_repeat_ms=0, warmup_ms=0)
+    tuned_run = _measure(worker, tuned, specs, outputs, check)
     if tuned_run.error_no:
         out.error = f"{MeasureErrorNo(tuned_run.error_no).name}: {tuned_run.error}"
         return out
-    out.tuned = _mean(tuned_run.costs)
     try:
-        default, _ = _build(task, FallbackConfigEntity(), f"task{index}_default")
-        default_run = _measure(worker, default, specs, outputs, job.runner)
+        default: Module | None = _build(task, FallbackConfigEntity(), stem + "_default")[0]
+        default_run = _measure(worker, default, specs, outputs, check)
     except Exception as err:  # noqa: BLE001 - reported like a kernel that fails
+        default = None
         default_run = MeasureReply((), int(MeasureErrorNo.COMPILE_HOST), f"{type(err).__name__}: {err}")
-    out.default = _mean(default_run.costs) if not default_run.error_no else None
     reference = task.reference  # built-in templates' numpy reference (see task.create)
-    inputs = [a for i, a in enumerate(random_arguments(specs, _SEED)) if i not in outputs]
     if reference is not None:
+        inputs = [a for i, a in enumerate(random_arguments(specs, _SEED)) if i not in outputs]
         expected = reference(*inputs)
         expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
         out.checked_against = "numpy"
@@ -172,17 +187,65 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
         expected = _outputs(default_run, specs)
         out.checked_against = "default config"
     out.correct, out.max_error = _compare(_outputs(tuned_run, specs), expected)
-    if reference is not None:
-        t = job.runner.timing
-        out.numpy = _mean(time_calls(lambda: reference(*inputs), (), t.number, t.repeat, t.min_repeat_ms,
-                                     warmup_ms=t.warmup_ms))
+    baseline = baseline_of(reference)
+    contenders: dict[str, Callable[[TimingOptions], MeasureReply]] = {
+        "tuned": lambda timing: _measure(worker, tuned, specs, outputs, timing)}
+    if default is not None and not default_run.error_no:
+        contenders["default"] = lambda timing: _measure(worker, default, specs, outputs, timing)
+    if baseline is not None:
+        out.numpy_baseline = f"{_dtype_of(specs, outputs)} {baseline.text}, {get_num_threads()} threads"
+        request = BaselineRequest(reference, specs, tuple(outputs), _SEED, job.runner.timing)
+        contenders["numpy"] = lambda timing: _time_baseline(worker, replace(request, timing=timing))
+    times = _interleaved(contenders, job.runner.timing)
+    if times["tuned"].error_no:
+        out.error = f"{MeasureErrorNo(times['tuned'].error_no).name}: {times['tuned'].error}"
+        return out
+    out.tuned = _mean(times["tuned"].costs)
+    for name in ("default", "numpy"):
+        reply = times.get(name)
+        if reply is not None and not reply.error_no:
+            setattr(out, name, _mean(reply.costs))
     return out
 
 
+def _interleaved(contenders: dict[str, Callable[[TimingOptions], MeasureReply]],
+                 timing: TimingOptions) -> dict[str, MeasureReply]:
+    """Time each contender ``timing.repeat`` times, one round each in turn with a pause between.
+
+    Interleaving spreads a machine's slow moments over all contenders instead of one; each round
+    has its own warm-up.  A contender that fails is not run again: its reply is its failure.
+    """
+    one_round = timing.with_values(repeat=1)
+    costs: dict[str, list[float]] = {name: [] for name in contenders}
+    failed: dict[str, MeasureReply] = {}
+    for _ in range(timing.repeat):
+        for name, measure in contenders.items():
+            if name in failed:
+                continue
+            reply = measure(one_round)
+            if reply.error_no:
+                failed[name] = reply
+            else:
+                costs[name].extend(reply.costs)
+            time.sleep(SETTLE_S)
+    return {name: failed.get(name) or MeasureReply(tuple(costs[name])) for name in contenders}
+
+
+def _time_baseline(worker: Worker, request: BaselineRequest) -> MeasureReply:
+    outcome = worker.call(BASELINE_FUNC, request, request.timing.timeout)
+    if outcome.status is CallStatus.OK:
+        return outcome.value
+    return MeasureReply((), int(MeasureErrorNo.UNKNOWN_ERROR), outcome.detail)
+
+
+def _dtype_of(specs: tuple[ArgSpecT, ...], outputs: list[int]) -> str:
+    return str(specs[outputs[0]][1]) if outputs else str(specs[-1][1])
+
+
 def _measure(worker: Worker, module: Module, specs: tuple[ArgSpecT, ...], outputs: list[int],
-             runner: RunnerSpec) -> MeasureReply:
+             timing: TimingOptions) -> MeasureReply:
     """Run ``module`` once (sending its outputs back) and time it in ``worker``, as tuning does."""
-    request = MeasureRequest(module.object_bytes(), module.entry_name, specs, timing=runner.timing,
+    request = MeasureRequest(module.object_bytes(), module.entry_name, specs, timing=timing,
                              seed=_SEED, output_indices=tuple(outputs), return_outputs=True)
     return measure_in_worker(worker, request)
 
@@ -219,10 +282,33 @@ def _mean(costs: Sequence[float]) -> float:
     return float(np.mean(costs))
 
 
-def _export(module: Any, directory: str, index: int, name: str) -> list[str]:
+def kernel_stem(job: str, index: int, task: Any) -> str:
+    """The symbol and file stem of a job's kernel: ``<job>_<task index>_<template>_<workload hash>``.
+
+    Kernels of two jobs (or of one template with other arguments) linked into one program do
+    not collide; the hash is of the workload, so a kernel keeps its name from run to run.
+
+    Parameters
+    ----------
+    job : str
+        The job's name.
+    index : int
+        The task's index in the job.
+    task : Task
+
+    Returns
+    -------
+    str
+        A C identifier.
+    """
+    digest = hashlib.sha1(repr(task.workload).encode()).hexdigest()[:8]
+    stem = re.sub(r"[^A-Za-z0-9_]+", "_", f"{job}_task{index}_{task.name}").strip("_")
+    return f"{'k_' if stem[:1].isdigit() else ''}{stem}_{digest}"
+
+
+def _export(module: Any, directory: str, stem: str) -> list[str]:
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    stem = f"task{index}_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
     files = []
     for suffix in (".o", ".ll", ".s"):
         target = folder / (stem + suffix)
