@@ -32,12 +32,21 @@ def test_best_of_own_log(invoke: Invoke, matmul_log: Path, tmp_path: Path) -> No
     assert lines[0] == matmul_log.read_text().splitlines()[1]  # written back byte for byte
 
 
-def test_top_k_table(invoke: Invoke, matmul_log: Path) -> None:
-    result = invoke("best", str(matmul_log), "--top", "2")
-    assert result.exit_code == 0
-    assert "3 records (1 errors) in" in result.stdout
-    rows = [line for line in result.stdout.splitlines() if "#7 " in line or "#3 " in line]
+def test_top_k_table(invoke: Invoke, matmul_log: Path, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = invoke("best", str(matmul_log), "--top", "2")
+    assert wide.exit_code == 0
+    assert "3 records (1 errors) in" in wide.stdout
+    rows = [line for line in wide.stdout.splitlines() if "#7 " in line or "#3 " in line]
     assert len(rows) == 2 and "#7 " in rows[0] and "0.5000" in rows[0] and "1.0000" in rows[1]
+    monkeypatch.delenv("COLUMNS")
+    narrow = invoke("best", str(matmul_log), "--top", "2")  # not a terminal: 80 columns
+    lines = narrow.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert [line.split() for line in lines if line.strip().startswith(("0 │", "│"))][:2] == [
+        ["0", "│", "1", "│", "0.02", "│", "0.5000"], ["│", "2", "│", "0.01", "│", "1.0000"]]
+    assert lines[-3:] == ["[0] tutorial/matmul(16, 16, 16, float32) on llvm",
+                          "[0] #1: #7 tile_y=[-1,4] tile_x=[-1,2]", "[0] #2: #3 tile_y=[-1,8] tile_x=[-1,1]"]
 
 
 def test_reads_tvm_tophub_log(invoke: Invoke) -> None:

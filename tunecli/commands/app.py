@@ -27,8 +27,8 @@ from tunecli.engine.job.runner_kinds import parse_host_port
 from tunecli.errors import JobError, TuneError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-#: Width of tables written to a file or a pipe.
-PIPE_WIDTH = 160
+#: Width of output written to a file or a pipe (tables fit it; COLUMNS overrides it).
+PIPE_WIDTH = 80
 
 
 class App:
@@ -55,7 +55,7 @@ class App:
 
 
 def _console(stderr: bool) -> Console:
-    """A rich console; output to a file or pipe gets a wide fixed width (unless COLUMNS is set)."""
+    """A rich console; output to a file or pipe gets PIPE_WIDTH columns (unless COLUMNS is set)."""
     console = Console(stderr=stderr, highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console = Console(stderr=stderr, highlight=False, width=PIPE_WIDTH)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import click
-from rich.table import Table
 
 from tunecli.commands.app import App, fail
-from tunecli.engine.job.apply_job import ApplyReport, apply_job
+from tunecli.commands.tables import print_fitted, table
+from tunecli.engine.job.apply_job import AppliedTask, ApplyReport, apply_job
 
 
 def _ms(seconds: float | None) -> str:
@@ -28,22 +28,31 @@ def _numpy_caption(report: ApplyReport) -> str | None:
             "kernels' worker process, timed in turn with them; the float64 reference only checks answers")
 
 
-def _table(report: ApplyReport) -> Table:
-    table = Table(title=f"{report.job}: best configs of {report.log} on {report.target}",
-                  caption=_numpy_caption(report), caption_justify="left")
-    for name in ("task", "workload", "check", "tuned ms", "GFLOPS", "default ms", "speedup", "numpy ms",
-                 "speedup", "config"):
-        table.add_column(name, justify="left" if name in ("workload", "check", "config") else "right",
-                         overflow="fold")
+_NUMBERS = ("tuned ms", "GFLOPS", "default ms", "speedup", "numpy ms", "vs numpy")
+_SHORT = ("tuned ms", "GFLOPS", "default", "speedup", "numpy", "vs numpy")
+
+
+def _check(t: AppliedTask) -> str:
+    if t.error is not None:
+        return "ERROR"
+    if t.correct is None:
+        return "-"
+    return f"ok ({t.checked_against})" if t.correct else f"WRONG ({t.checked_against}, err {t.max_error:.2g})"
+
+
+def _print_report(app: App, report: ApplyReport) -> None:
+    title = f"{report.job}: best configs of {report.log} on {report.target}"
+    wide = table(title, ("task", "workload", "check", *_NUMBERS, "config"), right=("task", *_NUMBERS))
+    narrow = table(title, ("task", "check", *_SHORT), right=("task", *_SHORT), wrap=False)
+    notes = []
     for t in report.tasks:
-        check = "-" if t.correct is None else (f"ok ({t.checked_against})" if t.correct else
-                                                f"WRONG ({t.checked_against}, err {t.max_error:.2g})")
-        if t.error is not None:
-            check = "ERROR"
-        table.add_row(str(t.index), t.label, check, _ms(t.tuned), f"{t.gflops:.2f}" if t.gflops else "-",
-                      _ms(t.default), _ratio(t.default, t.tuned), _ms(t.numpy), _ratio(t.numpy, t.tuned),
-                      t.config)
-    return table
+        numbers = (_ms(t.tuned), f"{t.gflops:.2f}" if t.gflops else "-", _ms(t.default),
+                   _ratio(t.default, t.tuned), _ms(t.numpy), _ratio(t.numpy, t.tuned))
+        wide.add_row(str(t.index), t.label, _check(t), *numbers, t.config)
+        narrow.add_row(str(t.index), _check(t).split(" ")[0], *numbers)
+        notes.append(f"task {t.index}: {t.label}: {t.config}; check: {_check(t)}")
+    caption = _numpy_caption(report)
+    print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer=[caption] if caption else [])
 
 
 @click.command()
@@ -69,7 +78,7 @@ def apply(app: App, job: str, log: str, export: str | None, as_json: bool) -> No
     if as_json:
         app.echo(json.dumps(report.as_dict(), indent=2))
     else:
-        app.console.print(_table(report))
+        _print_report(app, report)
         for t in report.tasks:
             for path in t.files:
                 app.echo(f"wrote {path}")

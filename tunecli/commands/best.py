@@ -5,26 +5,33 @@ from __future__ import annotations
 import json
 
 import click
-from rich.table import Table
 
 from tunecli.commands.app import App, option_hint
+from tunecli.commands.tables import print_fitted, table
 from tunecli.engine.job.best_of_logs import BestReport, best_of_logs
 from tunecli.errors import LogInUseError
 
+_NUMBERS = ("#", "GFLOPS", "time (ms)")
 
-def _table(report: BestReport) -> Table:
-    table = Table(title=f"{report.records} records ({report.errors} errors) in {', '.join(report.logs)}")
-    for name in ("workload", "target", "#", "GFLOPS", "time (ms)", "config"):
-        table.add_column(name, justify="right" if name in ("#", "GFLOPS", "time (ms)") else "left",
-                         overflow="fold")
-    for w in report.workloads:
+
+def _print_report(app: App, report: BestReport) -> None:
+    title = f"{report.records} records ({report.errors} errors) in {', '.join(report.logs)}"
+    wide = table(title, ("workload", "target", *_NUMBERS, "config"), right=_NUMBERS)
+    narrow = table(title, ("id", *_NUMBERS), right=("id", *_NUMBERS), wrap=False)
+    notes = []
+    for i, w in enumerate(report.workloads):
+        notes.append(f"[{i}] {w.workload} on {w.target}")
         if not w.best:
-            table.add_row(w.workload, w.target, "-", "-", "-", f"no valid record ({w.errors} errors)")
+            wide.add_row(w.workload, w.target, "-", "-", "-", f"no valid record ({w.errors} errors)")
+            narrow.add_row(str(i), "-", "-", "-")
+            notes.append(f"[{i}] no valid record ({w.errors} errors)")
         for e in w.best:
-            table.add_row(w.workload if e.rank == 1 else "", w.target if e.rank == 1 else "", str(e.rank),
-                          f"{e.gflops:.2f}" if e.gflops is not None else "-", f"{e.cost * 1e3:.4f}",
-                          e.config)
-    return table
+            numbers = (str(e.rank), f"{e.gflops:.2f}" if e.gflops is not None else "-", f"{e.cost * 1e3:.4f}")
+            first = e.rank == 1
+            wide.add_row(w.workload if first else "", w.target if first else "", *numbers, e.config)
+            narrow.add_row(str(i) if first else "", *numbers)
+            notes.append(f"[{i}] #{e.rank}: {e.config}")
+    print_fitted(app.console, wide, lambda: narrow, lambda: notes)
 
 
 @click.command()
@@ -46,6 +53,6 @@ def best(app: App, logs: tuple[str, ...], top: int, as_json: bool, output: str |
     if as_json:
         app.echo(json.dumps(report.as_dict(), indent=2))
         return
-    app.console.print(_table(report))
+    _print_report(app, report)
     if report.written:
         app.echo(f"wrote {sum(len(w.best) for w in report.workloads)} records to {report.written}")

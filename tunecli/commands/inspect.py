@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import click
-from rich.table import Table
 
 from tunecli.commands.app import App
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
+from tunecli.commands.tables import print_fitted, table
 from tunecli.engine.job.inspect_job import LogView, TaskView, inspect_job, inspect_log
 
 _JOB_SUFFIXES = (".yaml", ".yml")
@@ -30,15 +30,18 @@ def _render_tasks(app: App, views: list[TaskView]) -> None:
 def _render_log(app: App, view: LogView) -> None:
     errors = ", ".join(f"{k} {v}" for k, v in view.errors.most_common()) or "none"
     app.echo(f"{view.path}: {view.records} records, errors: {errors}")
-    table = Table()
-    for name in ("workload", "target", "trials", "errors", "best"):
-        table.add_column(name, justify="right" if name in ("trials", "best") else "left", overflow="fold")
-    for w in view.workloads:
+    columns = ("trials", "errors", "best")
+    wide = table(None, ("workload", "target", *columns), right=("trials", "best"))
+    narrow = table(None, ("id", *columns), right=("id", "trials", "best"), wrap=False)
+    notes = []
+    for i, w in enumerate(view.workloads):
         best = w.best_so_far()[-1] if w.costs else None
-        table.add_row(w.label, w.target, str(len(w.costs)),
-                      ", ".join(f"{k} {v}" for k, v in w.errors.most_common()) or "-",
-                      f"{best:.4f} {w.unit}" if best is not None else "-")
-    app.console.print(table)
+        numbers = (str(len(w.costs)), ", ".join(f"{k} {v}" for k, v in w.errors.most_common()) or "-",
+                   f"{best:.4f} {w.unit}" if best is not None else "-")
+        wide.add_row(w.label, w.target, *numbers)
+        narrow.add_row(str(i), *numbers)
+        notes.append(f"[{i}] {w.label} on {w.target}")
+    print_fitted(app.console, wide, lambda: narrow, lambda: notes)
     if any(y is not None for w in view.workloads for y in w.best_so_far()):
         try:
             app.echo(text_plot(view, app.console.is_terminal))

@@ -7,8 +7,13 @@ without them, and a command that needs one names the extra when it is missing.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
+import logging
 import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -19,6 +24,10 @@ from tunecli.errors import TuneError
 
 #: How to get the plotting libraries.
 INSTALL_HINT = "pip install 'tunecli[plot]'"
+#: The marker of each curve of a text plot, in turn.
+MARKERS = ("*", "+", "o", "x", "#", "@", "%", "=")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+logger = logging.getLogger("tunecli")
 
 
 class PlottingUnavailable(TuneError):
@@ -53,6 +62,10 @@ def require(module: str, purpose: str) -> ModuleType:
 def text_plot(view: LogView, color: bool, width: int = 78, height: int = 18) -> str:
     """Draw the best-so-far curves of ``view`` in text, one plot per unit.
 
+    Each curve has its own marker; the legend is printed under the plot (plotext's own legend
+    box would sit on top of the curves).  What plotext says while drawing is logged as a
+    warning of the ``tunecli`` logger, as plain text.
+
     Parameters
     ----------
     view : LogView
@@ -74,17 +87,32 @@ def text_plot(view: LogView, color: bool, width: int = 78, height: int = 18) -> 
     out = []
     for unit in sorted({w.unit for w in view.workloads}):
         figure.clear()
+        legend = []
         for curve in (w for w in view.workloads if w.unit == unit):
             points = [(i, y) for i, y in enumerate(curve.best_so_far(), start=1) if y is not None]
             if points:
-                signal = figure.signal([p[0] for p in points], [p[1] for p in points]).lines()
-                signal.label(curve.label[:40])
-                figure.draw(signal)
+                marker = MARKERS[len(legend) % len(MARKERS)]
+                signal = figure.signal([p[0] for p in points], [p[1] for p in points], marker=marker)
+                figure.draw(signal.lines())
+                label = curve.label if len(curve.label) <= width - 4 else curve.label[:width - 5] + "…"
+                legend.append(f"  {marker} {label}")
         figure.plot_size(width, height)
         figure.title(f"best {unit} so far")
         figure.label("trial", "x")
-        out.append(figure.build().string(colorless=not color))
+        out.append(_quietly(lambda: figure.build().string(colorless=not color)))
+        out.extend(legend)
     return "\n".join(out)
+
+
+def _quietly(draw: Callable[[], str]) -> str:
+    """Run ``draw`` with plotext's own messages (coloured, on stdout/stderr) logged as plain warnings."""
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        text = draw()
+    for line in _ANSI.sub("", said.getvalue()).splitlines():
+        if line.strip():
+            logger.warning("%s", line.strip())
+    return text
 
 
 def write_png(view: LogView, png: str | os.PathLike) -> None:

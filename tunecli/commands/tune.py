@@ -16,11 +16,11 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
+from tunecli.commands.tables import print_fitted, table
 from tunecli.engine.job.text import workload_text
-from tunecli.engine.job.tune_job import TuneEvent, TuneSummary, tune_job
+from tunecli.engine.job.tune_job import TaskOutcome, TuneEvent, TuneSummary, tune_job
 from tunecli.engine.tuner.tuner_kinds import TUNERS
 from tunecli.errors import LogInUseError
 
@@ -82,17 +82,26 @@ def _resume_line(event: TuneEvent) -> str:
             f"{event.total} trials are already in the log")
 
 
-def _table(summary: TuneSummary) -> Table:
-    table = Table(title=f"{summary.job}: {summary.tuner} tuner, log {summary.log}")
-    for name in ("task", "workload", "trials", "new", "errors", "best GFLOPS", "best ms", "config"):
-        table.add_column(name, justify="left" if name in ("workload", "config") else "right", overflow="fold")
+_NUMBERS = ("trials", "new", "errors", "best GFLOPS", "best ms")
+
+
+def _numbers(t: TaskOutcome) -> list[str]:
+    return [f"{t.previous + t.measured}/{t.n_trial}", str(t.measured), str(t.errors),
+            f"{t.best_flops / 1e9:.2f}" if t.ok else "-",
+            f"{t.best_cost * 1e3:.4f}" if t.best_cost is not None else "-"]
+
+
+def _print_summary(app: App, summary: TuneSummary) -> None:
+    title = f"{summary.job}: {summary.tuner} tuner, log {summary.log}"
+    wide = table(title, ("task", "workload", *_NUMBERS, "config"), right=("task", *_NUMBERS))
+    narrow = table(title, ("task", *_NUMBERS), right=("task", *_NUMBERS), wrap=False)
+    notes = []
     for t in summary.tasks:
-        table.add_row(str(t.index), workload_text(t.template, t.args),
-                      f"{t.previous + t.measured}/{t.n_trial}", str(t.measured), str(t.errors),
-                      f"{t.best_flops / 1e9:.2f}" if t.ok else "-",
-                      f"{t.best_cost * 1e3:.4f}" if t.best_cost is not None else "-",
-                      t.best_config if t.ok else "no valid config")
-    return table
+        workload, config = workload_text(t.template, t.args), t.best_config if t.ok else "no valid config"
+        wide.add_row(str(t.index), workload, *_numbers(t), config)
+        narrow.add_row(str(t.index), *_numbers(t))
+        notes.append(f"task {t.index}: {workload}: {config}")
+    print_fitted(app.console, wide, lambda: narrow, lambda: notes)
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -106,7 +115,8 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 @click.option("--log", "log", type=click.Path(dir_okay=False), help="Log to append to (overrides log).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of the tuner (overrides tuner.seed).")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary on stdout.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print nothing but errors (and the JSON summary with --json).")
 @click.pass_obj
 def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | None, seed: int | None,
          as_json: bool, quiet: bool) -> None:
@@ -114,7 +124,8 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
 
     Running again resumes: configs already in the log are not measured again and count
     toward n_trial; the tuner starts from what the log holds. Ctrl-C or kill (exit code 130) loses
-    no finished measurement. Exit code 1 when a task has no valid config.
+    no finished measurement. Exit code 1 when a task has no valid config. Progress goes to stderr,
+    the results table (or with --json only the JSON summary) to stdout.
     """
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -136,12 +147,12 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
         signal.signal(signal.SIGTERM, old_term)
     if as_json:
         app.echo(json.dumps(summary.as_dict(), indent=2))
-    else:
-        app.console.print(_table(summary))
+    elif not quiet:
+        _print_summary(app, summary)
     failed = [t for t in summary.tasks if not t.ok]
     for t in failed:
-        app.err.print(f"task {t.index} ({t.template}): first error: {t.first_error or 'none in this run'}",
-                      markup=False, highlight=False, soft_wrap=True)
+        click.echo(f"task {t.index} ({t.template}): first error: {t.first_error or 'none in this run'}",
+                   err=True)
     if failed:
         names = ", ".join(f"task {t.index} ({t.template})" for t in failed)
         fail(f"no valid config found for {names}; errors by kind: `tunecli inspect {summary.log}`")

@@ -157,7 +157,8 @@ def _prepare_log(log_path: Path) -> None:
     except RecordError as err:
         raise JobError(str(err)) from None
     except OSError as err:
-        raise JobError(f"{log_path}: cannot make the log's directory: {err.strerror}") from None
+        raise JobError(f"{log_path}: cannot create the log's directory {log_path.parent}: "
+                       f"{err.strerror}") from None
 
 
 def _tune_tasks(job: Job, tasks: list, log_path: Path,

@@ -1,0 +1,87 @@
+"""Result tables that fit the console: the full table when it fits, else numbers and notes.
+
+A table of workloads and configs is wide; folded into 80 columns its cells break every few
+letters.  So each command builds two forms of its result: the full table, and a narrow one
+(numbers only, rows keyed by a short id) followed by one note per row with the long text,
+wrapped as prose.  ``print_fitted`` prints the first when it fits the console's width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+
+_UNBOUNDED = 100_000
+
+
+def table(title: str | None, columns: Sequence[str], right: Sequence[str] = (), wrap: bool = True) -> Table:
+    """A table with ``columns``; those named in ``right`` are right-justified and never wrap.
+
+    Parameters
+    ----------
+    title : str or None
+    columns : sequence of str
+    right : sequence of str
+        The numeric columns.
+    wrap : bool
+        Let the other columns wrap (the wide form); the narrow form never wraps a cell.
+
+    Returns
+    -------
+    rich.table.Table
+    """
+    out = Table(title=title, title_justify="left", show_edge=wrap)
+    for name in columns:
+        if name in right:
+            out.add_column(name, justify="right", no_wrap=True)
+        else:
+            out.add_column(name, justify="left", overflow="fold", no_wrap=not wrap)
+    return out
+
+
+def fits(console: Console, wide: Table) -> bool:
+    """True when ``wide`` shows at its natural width within the console's width.
+
+    Parameters
+    ----------
+    console : rich.console.Console
+    wide : rich.table.Table
+
+    Returns
+    -------
+    bool
+    """
+    unbounded = console.options.update(width=_UNBOUNDED, max_width=_UNBOUNDED)
+    return Measurement.get(console, unbounded, wide).maximum <= console.width
+
+
+def print_fitted(console: Console, wide: Table, narrow: Callable[[], Table],
+                 notes: Callable[[], list[str]], footer: Sequence[str] = ()) -> None:
+    """Print ``wide`` when it fits, else ``narrow()`` followed by ``notes()``; then ``footer``.
+
+    Parameters
+    ----------
+    console : rich.console.Console
+    wide : rich.table.Table
+    narrow : callable
+        Makes the narrow table.
+    notes : callable
+        Makes the lines (long workload and config texts) that go with the narrow table.
+    footer : sequence of str
+        Lines printed after either form (wrapped to the width).
+    """
+    if fits(console, wide):
+        console.print(wide)
+    else:
+        short = narrow()
+        if short.title:  # a line of its own, not wrapped to the narrow table's width
+            console.print(str(short.title), markup=False, highlight=False)
+            short.title = None
+        console.print(short)
+        for line in notes():
+            console.print(line, markup=False, highlight=False)
+    for line in footer:
+        console.print(line, markup=False, highlight=False)
