@@ -122,3 +122,27 @@ def test_inspect_refuses_the_duplicate_tasks_tune_refuses(invoke: Invoke, tmp_pa
         assert result.exit_code == 2
         assert result.stderr == (f"error: {job}:5: tasks[1]: the same task as tasks[0] "
                                  "(tutorial/matmul(16, 16, 16, 'float32'))\n")
+
+
+def test_text_plot_legend_is_under_the_plot_and_plotext_notes_are_plain_warnings(
+        invoke: Invoke, matmul_log: Path, tmp_path: Path) -> None:
+    result = invoke("inspect", str(matmul_log))
+    lines = result.stdout.splitlines()
+    axis = max(i for i, line in enumerate(lines) if line.strip() == "trial")
+    assert lines[axis + 1:] == ["", "  * tutorial/matmul(16, 16, 16, float32)"]  # below the plot, not on it
+    assert max(len(line) for line in lines if str(tmp_path) not in line) <= 80
+
+    # costs so large and so close that plotext draws them on one spot, and says so in colour
+    row = json.loads(matmul_log.read_text().splitlines()[0])
+    rows = []
+    for index, cost in ((1, 1e13), (2, 1e13 + 0.002)):
+        row["config"]["index"], row["result"][0] = index, [cost]
+        row["input"][1] = "not_known_here"  # no FLOP count: the plot is in ms
+        rows.append(json.dumps(row))
+    close = tmp_path / "close.log"
+    close.write_text("\n".join(rows) + "\n")
+    result = invoke("inspect", str(close))
+    assert result.exit_code == 0, result.output
+    assert "\x1b[" not in result.stderr and "\x1b[" not in result.stdout
+    assert result.stderr == ("warning: plotext.figure: the values on the left y axis are too close together "
+                             "to be told apart, so they are drawn on a single spot\n")

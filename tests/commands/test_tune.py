@@ -199,3 +199,26 @@ def test_resume_skips_hostile_records_of_the_log(invoke: Invoke, tiny_job) -> No
     assert f"warning: {log}:4: skipping malformed record: config index 'abc'" in result.stderr
     new = [json.loads(line)["config"]["index"] for line in log.read_text().splitlines()[len(lines) + 7:]]
     assert len(new) == len(set(new)) == 2 and not set(new) & {0, 1, 2}
+
+
+def test_quiet_prints_nothing_and_json_prints_only_json(invoke: Invoke, tiny_job) -> None:
+    job, log = tiny_job(n_trial=2)
+    quiet = invoke("tune", job, "--quiet")
+    assert quiet.exit_code == 0, quiet.output
+    assert (quiet.stdout, quiet.stderr) == ("", "")
+    as_json = invoke("tune", job, "--json", "--quiet", "--n-trial", "3")
+    assert json.loads(as_json.stdout)["tasks"][0]["measured"] == 1 and as_json.stderr == ""
+    noisy = invoke("tune", job, "--json", "--n-trial", "4")
+    assert json.loads(noisy.stdout)["ok"]  # stdout is the JSON document alone; progress is on stderr
+    assert "resuming, 3 of 4 trials" in noisy.stderr
+
+
+def test_results_fit_80_columns_off_a_terminal(invoke: Invoke, tiny_job, matmul_log: Path,
+                                               tmp_path: Path) -> None:
+    job, log = tiny_job(n_trial=2)
+    results = [invoke("tune", job), invoke("best", str(log), str(matmul_log), "--top", "2"),
+               invoke("apply", job, "--log", str(matmul_log)), invoke("inspect", str(matmul_log))]
+    for result in results:
+        assert result.exit_code == 0, result.output
+        lines = [line for line in result.stdout.splitlines() if str(tmp_path) not in line]  # paths whole
+        assert max(map(len, lines)) <= 80, result.stdout

@@ -44,7 +44,7 @@ def _render_log(app: App, view: LogView) -> None:
     print_fitted(app.console, wide, lambda: narrow, lambda: notes)
     if any(y is not None for w in view.workloads for y in w.best_so_far()):
         try:
-            app.echo(text_plot(view, app.console.is_terminal))
+            app.echo(text_plot(view, app.console.is_terminal, width=min(app.console.width, 120) - 2))
         except PlottingUnavailable as err:
             app.warn(f"{err}; the summary above is complete")
 

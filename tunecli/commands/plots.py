@@ -72,7 +72,7 @@ def text_plot(view: LogView, color: bool, width: int = 78, height: int = 18) -> 
     color : bool
         Use terminal colours.
     width, height : int
-        Size of each plot in characters.
+        Size of each plot in characters, tick labels and legend included.
 
     Returns
     -------
@@ -96,10 +96,15 @@ def text_plot(view: LogView, color: bool, width: int = 78, height: int = 18) -> 
                 figure.draw(signal.lines())
                 label = curve.label if len(curve.label) <= width - 4 else curve.label[:width - 5] + "…"
                 legend.append(f"  {marker} {label}")
-        figure.plot_size(width, height)
         figure.title(f"best {unit} so far")
         figure.label("trial", "x")
-        out.append(_quietly(lambda: figure.build().string(colorless=not color)))
+        figure.plot_size(width, height)
+        text = _quietly(lambda: figure.build().string(colorless=not color))
+        over = max(len(_ANSI.sub("", line)) for line in text.splitlines()) - width
+        if over > 0:  # the tick labels come on top of the plot's size
+            figure.plot_size(width - over, height)
+            text = _quietly(lambda: figure.build().string(colorless=not color))
+        out.append(text)
         out.extend(legend)
     return "\n".join(out)
 
