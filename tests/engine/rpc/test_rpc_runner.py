@@ -173,3 +173,15 @@ def test_rpc_runner_is_a_runner_made_from_tvm_keywords_or_timing_options():
     assert not should_overlap(LocalBuilder(n_parallel=1), runner, True)  # it spreads batches over devices
     with pytest.raises(TuneError, match="timing option warmup_ms"):
         RPCRunner("key", "127.0.0.1", 9190, warmup_ms=-1)
+
+
+def test_a_tracker_that_died_is_named_as_gone_not_as_missing_devices(procs, tracker):
+    start_servers(procs, tracker, "orphan", 1)
+    runner = RPCRunner("orphan", "127.0.0.1", tracker.port, timeout=2)
+    runner.set_task(None)
+    tracker.stop()  # dies between the check and the batch, as a tracker killed mid-tune
+    with pytest.raises(RPCError, match=f"the tracker 127.0.0.1:{tracker.port} is gone .it does not answer.: "
+                                       "2 config.s. of this batch were not measured; restart the tracker"):
+        runner.run(inputs(2), [built(VADD, "vadd")] * 2)
+    with pytest.raises(RPCError, match=f"the tracker 127.0.0.1:{tracker.port} does not answer: start it"):
+        runner.set_task(None)

@@ -148,7 +148,11 @@ class RPCRunner(Runner):
         """
         self.task = task
         self._refs.clear()
-        if self._count_devices() == 0:
+        devices = self._devices_or_none()
+        if devices is None:
+            raise RPCError(f"RPCRunner: the tracker {self.host}:{self.port} does not answer: start it "
+                           "(`tunecli tracker`) or give the address of a running one")
+        if devices == 0:
             raise RPCError(
                 f"RPCRunner: Cannot get remote devices from the tracker {self.host}:{self.port} for key "
                 f"{self.key!r}. Please check the tracker's queue status (its summary) and make sure "
@@ -160,13 +164,17 @@ class RPCRunner(Runner):
 
     def _count_devices(self) -> int:
         """Number of servers registered with the key (0 when the tracker cannot be reached)."""
+        return self._devices_or_none() or 0
+
+    def _devices_or_none(self) -> int | None:
+        """Number of servers registered with the key; None when the tracker cannot be reached."""
         try:
             with connect_tracker(self.host, self.port, self.token, timeout=2.0) as tracker:
                 servers = tracker.summary()["server_info"]
         except AuthenticationError:
             raise
         except (RPCError, KeyError, TypeError):
-            return 0
+            return None
         return sum(1 for info in servers if info.get("key") == "server:" + self.key)
 
     def run(self, measure_inputs: Sequence[MeasureInput],
@@ -244,6 +252,10 @@ class RPCRunner(Runner):
         if unmeasured and reason == MeasureErrorNo.RUNTIME_DEVICE:
             # Not the configs' fault: leave them unmeasured (a resumed tune measures them) rather
             # than logging errors that would count as trials.
+            if self._devices_or_none() is None:
+                raise RPCError(f"RPCRunner: the tracker {self.host}:{self.port} is gone (it does not "
+                               f"answer): {unmeasured} config(s) of this batch were not measured; restart "
+                               "the tracker and its device servers and run again to resume")
             raise RPCError(f"RPCRunner: no device of key {self.key!r} is available: {unmeasured} "
                            "config(s) of this batch were not measured; start a device server of "
                            "that key and run again to resume")
