@@ -16,7 +16,7 @@ from tunecli.engine.schedule import create_schedule
 from tunecli.engine.task.task import get_config, template
 
 #: Values of the ``mode`` knob of ``measure_test/faulty``, in index order.
-MODES = ["ok", "raise", "invalid", "wrong", "sleep", "die", "noarg"]
+MODES = ["ok", "raise", "invalid", "wrong", "sleep", "die", "noarg", "exit"]
 
 
 @template("measure_test/matmul")
@@ -51,6 +51,8 @@ def faulty(n: int) -> tuple[Any, list]:
         time.sleep(60)
     if mode == "die":
         os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "exit":
+        os._exit(3)
     A = te.placeholder((n,), name="A")
     B = te.placeholder((n,), name="B")
     if mode == "wrong":

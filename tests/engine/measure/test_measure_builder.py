@@ -48,7 +48,7 @@ def test_builds_real_kernels_that_compute_the_right_thing(matmul_task):
 def test_every_failure_is_a_result_and_the_batch_completes(faulty_task):
     builder = LocalBuilder(timeout=3, n_parallel=2)
     builder.set_task(faulty_task)
-    modes = ["ok", "raise", "invalid", "sleep", "die", "noarg", "wrong"]
+    modes = ["ok", "raise", "invalid", "sleep", "die", "noarg", "wrong", "exit"]
     try:
         results = builder.build(inputs(faulty_task, [MODES.index(m) for m in modes]))
         by_mode = dict(zip(modes, results, strict=True))
@@ -56,7 +56,8 @@ def test_every_failure_is_a_result_and_the_batch_completes(faulty_task):
         assert isinstance(by_mode["wrong"], BuildResult)  # only a runner can tell
         E = MeasureErrorNo
         expected = {"raise": E.INSTANTIATION_ERROR, "invalid": E.INSTANTIATION_ERROR,
-                    "sleep": E.BUILD_TIMEOUT, "die": E.RUNTIME_DEVICE, "noarg": E.COMPILE_HOST}
+                    "sleep": E.BUILD_TIMEOUT, "die": E.COMPILE_HOST, "noarg": E.COMPILE_HOST,
+                    "exit": E.COMPILE_HOST}
         for mode, error_no in expected.items():
             res = by_mode[mode]
             assert isinstance(res, MeasureResult), mode
@@ -68,7 +69,8 @@ def test_every_failure_is_a_result_and_the_batch_completes(faulty_task):
         assert "invalid" in by_mode["invalid"].costs[0]
         assert isinstance(by_mode["noarg"].costs[1], TuneError)  # the compiler's own error, kept
         assert by_mode["sleep"].all_cost == 3
-        assert sum(w.restarts for w in builder.pool.workers) == 2  # killed sleeper, died one
+        assert by_mode["die"].costs[0].startswith("the build process died: ")  # a build error, not a device's
+        assert sum(w.restarts for w in builder.pool.workers) == 3  # killed sleeper, died and exited ones
         again = builder.build(inputs(faulty_task, [0]))  # the replaced workers build fine
         assert isinstance(again[0], BuildResult)
     finally:

@@ -14,7 +14,9 @@ It runs :func:`build_job`: ``task.instantiate(config)`` then ``tunecli.engine.bu
 
 Outcomes (TVM's numbers): the template raised or ``not config.valid()`` → INSTANTIATION_ERROR;
 the compiler raised → COMPILE_HOST; the build ran past ``timeout`` → BUILD_TIMEOUT (child
-killed and replaced, ``all_cost = timeout``); the child died → RUNTIME_DEVICE.
+killed and replaced, ``all_cost = timeout``); the child died (a template calling ``os._exit``, a
+compiler crash) → COMPILE_HOST, as TVM's builders record a build process that fails without a
+Python exception: nothing was run on a device.
 """
 
 from __future__ import annotations
@@ -188,8 +190,9 @@ def failure_result(outcome: CallOutcome | BuildFailure, timeout: float) -> Measu
     if outcome.status is CallStatus.TIMEOUT:
         return MeasureResult.failure(MeasureErrorNo.BUILD_TIMEOUT, outcome.detail, timeout,
                                      TimeoutError(outcome.detail))
-    if outcome.status is CallStatus.DIED:
-        return MeasureResult.failure(MeasureErrorNo.RUNTIME_DEVICE, outcome.detail, outcome.elapsed)
+    if outcome.status is CallStatus.DIED:  # as TVM's builders: a build process that dies is a build error
+        return MeasureResult.failure(MeasureErrorNo.COMPILE_HOST, f"the build process died: {outcome.detail}",
+                                     outcome.elapsed)
     return MeasureResult.failure(MeasureErrorNo.UNKNOWN_ERROR, outcome.detail, outcome.elapsed,
                                  TuneError("build worker raised"))
 
