@@ -7,6 +7,7 @@ import json
 import click
 
 from tunecli.commands.app import App, fail
+from tunecli.commands.log_args import readable_logs
 from tunecli.commands.tables import print_fitted, table
 from tunecli.engine.job.apply_job import AppliedTask, ApplyReport, apply_job
 
@@ -58,7 +59,7 @@ def _print_report(app: App, report: ApplyReport) -> None:
 @click.command()
 @click.argument("job", type=click.Path(exists=True, dir_okay=False))
 @click.option("--log", "log", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Tuning log with the configs to apply.")
+              callback=readable_logs, help="Tuning log with the configs to apply.")
 @click.option("--export", type=click.Path(file_okay=False),
               help="Write .o, .ll and .s of each tuned kernel here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

@@ -7,6 +7,7 @@ import json
 import click
 
 from tunecli.commands.app import App, option_hint
+from tunecli.commands.log_args import readable_logs
 from tunecli.commands.tables import print_fitted, table
 from tunecli.engine.job.best_of_logs import BestReport, best_of_logs
 from tunecli.errors import LogInUseError
@@ -35,7 +36,8 @@ def _print_report(app: App, report: BestReport) -> None:
 
 
 @click.command()
-@click.argument("logs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("logs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False),
+                callback=readable_logs)
 @click.option("-k", "--top", default=1, show_default=True, type=click.IntRange(min=1),
               help="Configs to show per workload.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

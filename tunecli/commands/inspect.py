@@ -11,6 +11,7 @@ import json
 import click
 
 from tunecli.commands.app import App
+from tunecli.commands.log_args import readable_logs
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
 from tunecli.commands.tables import print_fitted, table
 from tunecli.engine.job.inspect_job import LogView, TaskView, inspect_job, inspect_log
@@ -49,6 +50,10 @@ def _render_log(app: App, view: LogView) -> None:
             app.warn(f"{err}; the summary above is complete")
 
 
+def _path_param() -> click.Parameter:
+    return next(p for p in click.get_current_context().command.params if p.name == "path")
+
+
 @click.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--task", type=click.IntRange(min=0), help="Job: only this task (0-based).")
@@ -73,6 +78,7 @@ def inspect(app: App, path: str, task: int | None, config: int | None, png: str 
     if is_job:
         _render_tasks(app, inspect_job(path, task=task, config=config))
         return
+    readable_logs(click.get_current_context(), _path_param(), path)
     if png:
         require("matplotlib", "inspect --png")  # before reading the log
     view = inspect_log(path)

@@ -145,6 +145,8 @@ def decode(row: str, protocol: str = "json") -> tuple[MeasureInput, MeasureResul
         obj = json.loads(row)
     except ValueError as err:
         raise _bad("not JSON", f"a line that is not JSON ({err})") from None
+    except RecursionError:
+        raise _bad("not JSON", "a line of JSON nested too deeply to be a record") from None
     try:
         if not isinstance(obj, dict):
             raise _bad("not a record", "a JSON value that is not a record")
