@@ -222,3 +222,23 @@ def test_results_fit_80_columns_off_a_terminal(invoke: Invoke, tiny_job, matmul_
         assert result.exit_code == 0, result.output
         lines = [line for line in result.stdout.splitlines() if str(tmp_path) not in line]  # paths whole
         assert max(map(len, lines)) <= 80, result.stdout
+
+
+def test_a_record_faster_than_any_machine_is_not_the_best_of_a_resumed_tune(invoke: Invoke, tiny_job) -> None:
+    job, log = tiny_job(n_trial=3)
+    assert invoke("tune", job, "--tuner", "gridsearch").exit_code == 0
+    lines = log.read_text().splitlines()
+    from tunecli.engine.log.record import encode
+    from tunecli.engine.measure.result import MeasureInput, MeasureResult
+    from tunecli.engine.task.task import create
+
+    task = create("tutorial/matmul", (16, 16, 16, "float32"), "llvm")
+    fake = encode(MeasureInput(task.target, task, task.config_space.get(24)),
+                  MeasureResult((1e-15,), 0, 0.1, time.time()))  # 8 PFLOPS for a 16^3 matmul
+    log.write_text("\n".join([*lines, fake]) + "\n")
+    result = invoke("tune", job, "--json", "--n-trial", "4")
+    assert result.exit_code == 0, result.output
+    task = json.loads(result.stdout)["tasks"][0]
+    assert task["previous"] == 4 and task["measured"] == 0  # its config counts as measured...
+    assert task["best_index"] != 24 and task["best_flops"] < 1e12  # ...but it is nobody's best
+    assert f"warning: {log}:4: skipping a record of " in result.stderr

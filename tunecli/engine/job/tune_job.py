@@ -24,7 +24,8 @@ from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.log_files import check_log_file, exclusive_log, real_log_path
-from tunecli.engine.log.record import load_from_file
+from tunecli.engine.log.plausibility import plausible
+from tunecli.engine.log.record import read_log
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.tuner.callback import log_to_file
@@ -164,7 +165,10 @@ def _prepare_log(log_path: Path) -> None:
 def _tune_tasks(job: Job, tasks: list, log_path: Path,
                 on_event: Callable[[TuneEvent], None] | None) -> TuneSummary:
     """Tune ``tasks`` of ``job`` in order, resuming from the records in ``log_path``."""
-    history = list(load_from_file(log_path)) if log_path.exists() else []
+    logged = list(read_log(log_path)) if log_path.exists() else []
+    history = [(r.inp, r.result) for r in logged]
+    # a record faster than any machine still marks its config as measured, but is nobody's best
+    implausible = {id(r.result) for r in logged} - {id(r.result) for r in plausible(logged)}
     summary = TuneSummary(job.name, job.log, str(tasks[0].target), job.tuner.kind, job.tuner.seed)
     emit = on_event or (lambda event: None)
     options: list[dict] = []  # made once, when a task first needs measuring (starts the workers)
@@ -176,7 +180,8 @@ def _tune_tasks(job: Job, tasks: list, log_path: Path,
 
     try:
         for index, task in enumerate(tasks):
-            summary.tasks.append(_tune_task(job, index, len(tasks), task, history, measure_option, emit))
+            summary.tasks.append(_tune_task(job, index, len(tasks), task, history, implausible,
+                                            measure_option, emit))
     finally:
         for option in options:
             close_measure_option(option)
@@ -188,7 +193,7 @@ def task_label(task: Any) -> str:
     return workload_text(task.name, task.args)
 
 
-def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tuple],
+def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tuple], implausible: set[int],
                measure_option: Callable[[], dict], emit: Callable[[TuneEvent], None]) -> TaskOutcome:
     """Tune one task and return its outcome."""
     records = records_of(history, task)
@@ -198,7 +203,8 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tupl
     outcome = TaskOutcome(index, task.name, list(task.args), float(task.flop or 0), space, total,
                           previous=len(measured))
     for inp, res in records:
-        _consider(outcome, task, inp, res)
+        if id(res) not in implausible:
+            _consider(outcome, task, inp, res)
     label = task_label(task)
     tic = time.time()
 
