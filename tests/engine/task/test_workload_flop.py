@@ -17,6 +17,11 @@ def test_conv2d_nchwc_counts_one_multiply_add_per_step() -> None:
     assert flop_from_workload("conv2d_NCHWc.x86", args) == 2 * 64 * 112 * 112 * 3 * 7 * 7
 
 
+def test_tvm_v01_conv2d_nchwc_workload_counts_the_same() -> None:
+    old = [tensor(1, 3, 224, 224), tensor(64, 3, 7, 7), 3, [7, 7], [2, 2], [3, 3], "NCHW", "NCHW", "float32"]
+    assert flop_from_workload("topi_x86_conv2d_NCHWc", old) == 2 * 64 * 112 * 112 * 3 * 7 * 7
+
+
 def test_conv2d_nchwc_with_blocked_layouts_and_dilation() -> None:
     plain = [tensor(1, 32, 28, 28), tensor(64, 32, 3, 3), 1, 2, 2, "NCHW", "NCHW", "float32"]
     blocked = [tensor(1, 4, 28, 28, 8), tensor(4, 4, 3, 3, 8, 16), [1, 1], [2, 2], [2, 2], "NCHW8c",

@@ -98,6 +98,21 @@ def conv2d_nchwc_flop(args: Sequence[Any]) -> int:
     return 2 * n * oc * oh * ow * ic * kh * kw
 
 
+def old_conv2d_nchwc_flop(args: Sequence[Any]) -> int:
+    """FLOPs of TVM's v0.1 ``topi_x86_conv2d_NCHWc(data, kernel, num_filter, kernel_size, strides,
+    padding, layout, out_layout, dtype)`` (old tophub logs).
+
+    Parameters
+    ----------
+    args : sequence
+
+    Returns
+    -------
+    int
+    """
+    return conv2d_nchwc_flop([args[0], args[1], args[4], args[5], 1])
+
+
 def depthwise_conv2d_nchwc_flop(args: Sequence[Any]) -> int:
     """FLOPs of ``depthwise_conv2d_NCHWc.x86(data, kernel, strides, padding, dilation, ...)``.
 
@@ -138,6 +153,7 @@ def dense_flop(args: Sequence[Any]) -> int:
 #: Template name -> FLOP count of its serialized arguments.
 WORKLOAD_FLOP: dict[str, Callable[[Sequence[Any]], int]] = {
     "conv2d_NCHWc.x86": conv2d_nchwc_flop,
+    "topi_x86_conv2d_NCHWc": old_conv2d_nchwc_flop,
     "depthwise_conv2d_NCHWc.x86": depthwise_conv2d_nchwc_flop,
     "dense_pack.x86": dense_flop,
     "dense_nopack.x86": dense_flop,
