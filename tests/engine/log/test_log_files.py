@@ -106,5 +106,18 @@ def test_check_log_file_names_what_the_path_is(tmp_path: Path) -> None:
         locked = tmp_path / "locked.log"
         locked.write_text("")
         locked.chmod(0)
-        with pytest.raises(RecordError, match="Permission denied"):
+        with pytest.raises(RecordError, match="cannot read this log: Permission denied"):
             check_log_file(locked)
+
+
+def test_log_problem_for_a_log_to_write(tmp_path: Path) -> None:
+    from tunecli.engine.log.log_files import MAX_LOG_NAME, log_problem
+
+    assert log_problem(tmp_path / "new" / "deeper" / "x.log") is None  # made when tuning starts
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert log_problem(blocker / "x.log") == f"{blocker} is not a directory"
+    assert log_problem(tmp_path / ("x" * (MAX_LOG_NAME + 1))) == (
+        f"a file name in the path is longer than {MAX_LOG_NAME} bytes")
+    assert log_problem(tmp_path) == "is a directory, not a log file"
+    assert log_problem(tmp_path / "none.log", reading=True) == "no such log file"

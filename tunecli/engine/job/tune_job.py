@@ -23,14 +23,14 @@ from tunecli.engine.job.measure_setup import close_measure_option, make_measure_
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.job.text import config_text, workload_text
-from tunecli.engine.log.log_files import check_log_file, exclusive_log, real_log_path
+from tunecli.engine.log.log_files import exclusive_log, log_problem, real_log_path
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.tuner_kinds import tuner_kind
-from tunecli.errors import JobError, RecordError
+from tunecli.errors import JobError
 
 
 @dataclass(frozen=True)
@@ -150,13 +150,12 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
 
 
 def _prepare_log(log_path: Path) -> None:
-    """Make the log's directory; refuse a log that exists and is not a readable regular file."""
+    """Make the log's directory; refuse a path that cannot be a log (``log_files.log_problem``)."""
+    problem = log_problem(log_path)
+    if problem:
+        raise JobError(f"{log_path}: {problem}")
     try:
-        if log_path.exists():
-            check_log_file(log_path)
         real_log_path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    except RecordError as err:
-        raise JobError(str(err)) from None
     except OSError as err:
         raise JobError(f"{log_path}: cannot create the log's directory {log_path.parent}: "
                        f"{err.strerror}") from None

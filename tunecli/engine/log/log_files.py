@@ -109,10 +109,55 @@ def lock_holder(path: str | os.PathLike) -> str | None:
     return None
 
 
-def check_log_file(path: str | os.PathLike) -> None:
-    """Raise unless ``path`` is a regular file this process may read.
+#: Longest file name of a log (its lock file ``<log>.lock`` must fit the file system's 255).
+MAX_LOG_NAME = 255 - len(".lock")
 
-    A FIFO or a device would block or never end, a directory is not a log.
+
+def log_problem(log: str | os.PathLike, reading: bool = False) -> str | None:
+    """What keeps ``log`` from being a tuning log, or None.
+
+    One rule for every command: ``tune`` appends to a log (with ``<log>.lock`` beside it), so a
+    log it writes may not exist yet; ``best``, ``inspect`` and ``apply`` read one.  A FIFO or a
+    device would block or never end, a directory is not a log.
+
+    Parameters
+    ----------
+    log : str or path
+    reading : bool
+        The log must exist and be readable.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"is a directory, not a log file"``.
+    """
+    path = Path(log)
+    if any(len(os.fsencode(part)) > MAX_LOG_NAME for part in path.parts):
+        return f"a file name in the path is longer than {MAX_LOG_NAME} bytes"
+    try:
+        mode: int | None = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    except OSError as err:
+        return err.strerror or str(err)
+    if mode is not None:
+        if stat.S_ISDIR(mode):
+            return "is a directory, not a log file"
+        if not stat.S_ISREG(mode):
+            return "is not a regular file (a FIFO or a device cannot be a log)"
+        if reading and not os.access(path, os.R_OK):
+            return f"cannot read this log: {os.strerror(errno.EACCES)}"
+        return None
+    if reading:
+        return "no such log file"
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{parent} is not a directory"
+    return None
+
+
+def check_log_file(path: str | os.PathLike) -> None:
+    """Raise unless ``path`` is a regular file this process may read (``log_problem``).
 
     Parameters
     ----------
@@ -123,19 +168,9 @@ def check_log_file(path: str | os.PathLike) -> None:
     RecordError
         Naming the path and what it is instead.
     """
-    name = os.fspath(path)
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise RecordError(f"{name}: no such log file") from None
-    except OSError as err:
-        raise RecordError(f"{name}: cannot read this log: {err.strerror}") from None
-    if stat.S_ISDIR(mode):
-        raise RecordError(f"{name}: is a directory, not a log file")
-    if not stat.S_ISREG(mode):
-        raise RecordError(f"{name}: is not a regular file (a FIFO, socket or device), not a log file")
-    if not os.access(path, os.R_OK):
-        raise RecordError(f"{name}: cannot read this log: {os.strerror(errno.EACCES)}")
+    problem = log_problem(path, reading=True)
+    if problem:
+        raise RecordError(f"{os.fspath(path)}: {problem}")
 
 
 def check_output_log(out: str | os.PathLike, inputs: Iterable[str | os.PathLike] = ()) -> None:
