@@ -467,12 +467,11 @@ def test_job_file_without_read_permission(invoke: Invoke, workdir: Path) -> None
 
 def test_a_log_that_is_not_a_regular_file_is_named_so_by_every_command(invoke: Invoke, workdir: Path) -> None:
     (workdir / "job.yaml").write_text(GOOD)
-    message = "error: fifo.log: is not a regular file (a FIFO or a device cannot be a log)\n"
-    for command, code in ((["best", "fifo.log"], 1), (["inspect", "fifo.log"], 1),
-                          (["apply", "job.yaml", "--log", "fifo.log"], 1),
-                          (["tune", "job.yaml", "--log", "fifo.log"], 2)):
+    message = "fifo.log: is not a regular file (a FIFO or a device cannot be a log)\n"
+    for command in (["best", "fifo.log"], ["inspect", "fifo.log"], ["apply", "job.yaml", "--log", "fifo.log"],
+                    ["tune", "job.yaml", "--log", "fifo.log"]):
         result = invoke(*command)
-        assert (result.exit_code, result.stderr) == (code, message), command
+        assert result.exit_code == 2 and result.stderr.endswith(message), (command, result.stderr)
     assert not (workdir / "fifo.log.lock").exists()
 
 

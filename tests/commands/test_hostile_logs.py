@@ -114,7 +114,7 @@ def test_places_that_are_not_logs_are_usage_errors(invoke: Invoke, matmul_log: P
     yaml_dir.write_text(Path(job).read_text().replace(str(log), str(directory)))
     result = invoke("tune", str(yaml_dir))
     assert result.exit_code == 2
-    assert result.stderr == f"error: {directory}: is a directory, not a log file\n"
+    assert result.stderr == f"error: {yaml_dir}:3: log: {directory}: is a directory, not a log file\n"
     assert not (tmp_path / "logdir.lock").exists() and not fifo.with_name("fifo.log.lock").exists()
 
 

@@ -14,7 +14,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from tunecli.engine.job.log_path import log_problem
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.log_files import check_log_file, check_output_log, write_log
 from tunecli.engine.log.plausibility import plausible, workload_flop

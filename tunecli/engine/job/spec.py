@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from tunecli.engine.codegen.compile import target_problem
-from tunecli.engine.job.log_path import log_problem
 from tunecli.engine.job.nodes import Node, load_document
 from tunecli.engine.job.runner_kinds import RUNNERS
+from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
 from tunecli.engine.target import Target, as_target
