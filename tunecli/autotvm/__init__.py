@@ -1,7 +1,7 @@
 """tunecli.autotvm: TVM's ``tvm.autotvm`` API (re-exports of ``tunecli.engine``)."""
 
 import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates, e.g. dense.x86)
-from tunecli.autotvm import callback, env, measure, record, task, tuner
+from tunecli.autotvm import callback, env, measure, record, task, tophub, tuner
 from tunecli.engine.log.history_best import ApplyHistoryBest, apply_history_best
 from tunecli.engine.measure import (
     LocalBuilder,
@@ -21,5 +21,5 @@ __all__ = [
     "GLOBAL_SCOPE", "ApplyConfig", "ApplyHistoryBest", "ConfigEntity", "ConfigSpace", "DispatchContext",
     "FallbackConfigEntity", "FallbackContext", "LocalBuilder", "LocalRunner", "MeasureErrorNo",
     "MeasureInput", "MeasureResult", "RPCRunner", "Task", "apply_history_best", "callback", "create", "env",
-    "get_config", "measure", "measure_option", "record", "task", "template", "tuner",
+    "get_config", "measure", "measure_option", "record", "task", "template", "tophub", "tuner",
 ]

@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterable
 from typing import IO, Any
 
+from tunecli.engine.log import tophub
 from tunecli.engine.log.log_files import write_log
 from tunecli.engine.log.record import encode, load_from_buffer, load_from_file, measure_str_key
 from tunecli.engine.log.task_records import record_key
@@ -35,10 +36,13 @@ class ApplyHistoryBest(DispatchContext):
     ----------
     records : path, file object, iterable of (MeasureInput, MeasureResult), or nested iterables
         Sources to load; more can be added with ``load``.
+    pretuned : bool
+        Answer what the records do not with the target's pre-tuned packages (``tophub``).
     """
 
-    def __init__(self, records: Any = None):
+    def __init__(self, records: Any = None, pretuned: bool = True):
         super().__init__()
+        self.pretuned = pretuned
         self.best_by_target: dict[tuple, tuple] = {}
         self.best_by_targetkey: dict[tuple, tuple] = {}
         self.best_by_model: dict[tuple, tuple] = {}
@@ -86,6 +90,10 @@ class ApplyHistoryBest(DispatchContext):
                 return self._best_user_defined[key]
             if key in self.best_by_targetkey:
                 return self.best_by_targetkey[key][0].config
+        if self.pretuned and workload is not None:
+            package = pretuned_context(target)
+            if package is not None:
+                return package._query_inside(target, workload)
         return None
 
     def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
@@ -97,6 +105,53 @@ class ApplyHistoryBest(DispatchContext):
 
 
 apply_history_best = ApplyHistoryBest
+
+# One loaded context per set of package files (and their modification times).
+_PACKAGES: dict[tuple, ApplyHistoryBest] = {}
+
+
+def pretuned_context(target: Any) -> ApplyHistoryBest | None:
+    """The records of the pre-tuned packages of ``target`` (``tophub.package_files``), loaded once;
+    None when there is none.
+
+    Parameters
+    ----------
+    target : str or Target
+
+    Returns
+    -------
+    ApplyHistoryBest or None
+    """
+    files = tophub.package_files(target)
+    if not files:
+        return None
+    key = tuple((str(f), f.stat().st_mtime_ns) for f in files)
+    if key not in _PACKAGES:
+        _PACKAGES[key] = ApplyHistoryBest(files, pretuned=False)
+    return _PACKAGES[key]
+
+
+def tophub_context(target: Any, extra_files: Iterable[Any] | None = None) -> ApplyHistoryBest:
+    """TVM's ``autotvm.tophub.context``: a dispatch context of the pre-tuned packages of the target(s).
+
+    Parameters
+    ----------
+    target : str, Target, or a list of them
+    extra_files : iterable of paths, optional
+        More logs to load (TVM's ``extra_files``).
+
+    Returns
+    -------
+    ApplyHistoryBest
+        Answers from those records only; use it as ``with tophub_context(target): ...``.
+    """
+    targets = target if isinstance(target, (list, tuple)) else [target]
+    context = ApplyHistoryBest(pretuned=False)
+    for t in targets:
+        context.load([str(f) for f in tophub.package_files(as_target(t))])
+    if extra_files:
+        context.load([os.fspath(f) for f in extra_files])
+    return context
 
 
 def _keep_best(table: dict, key: tuple, inp: Any, res: Any, cost: float) -> None:

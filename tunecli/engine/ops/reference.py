@@ -73,6 +73,64 @@ def conv2d_nchw_python(a_np: np.ndarray, w_np: np.ndarray, stride: Any, padding:
     return out.astype(out_dtype)
 
 
+def nchw_to_nchwc(data: np.ndarray, bn: int) -> np.ndarray:
+    """``[N, C, H, W]`` -> ``[N, C // bn, H, W, bn]`` (channel ``c``: block ``c // bn``, lane ``c % bn``)."""
+    n, c, h, w = data.shape
+    return np.ascontiguousarray(data.reshape(n, c // bn, bn, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def nchwc_to_nchw(data: np.ndarray) -> np.ndarray:
+    """``[N, C // bn, H, W, bn]`` -> ``[N, C, H, W]``."""
+    n, cc, h, w, bn = data.shape
+    return np.ascontiguousarray(data.transpose(0, 1, 4, 2, 3).reshape(n, cc * bn, h, w))
+
+
+def oihw_to_kernel_nchwc(kernel: np.ndarray, ic_bn: int, oc_bn: int) -> np.ndarray:
+    """``[O, I, KH, KW]`` -> ``[O // oc_bn, I // ic_bn, KH, KW, ic_bn, oc_bn]`` (TVM's packed kernel)."""
+    o, i, kh, kw = kernel.shape
+    blocks = kernel.reshape(o // oc_bn, oc_bn, i // ic_bn, ic_bn, kh, kw)
+    return np.ascontiguousarray(blocks.transpose(0, 2, 4, 5, 3, 1))
+
+
+def kernel_nchwc_to_oihw(kernel: np.ndarray) -> np.ndarray:
+    """The inverse of ``oihw_to_kernel_nchwc``."""
+    oc, ic, kh, kw, ib, ob = kernel.shape
+    return np.ascontiguousarray(kernel.transpose(0, 5, 1, 4, 2, 3).reshape(oc * ob, ic * ib, kh, kw))
+
+
+def conv2d_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any, dilation: Any = 1,
+                        layout: str = "NCHW", out_layout: str = "NCHW", out_dtype: Any = None) -> np.ndarray:
+    """Convolution of blocked data ``[N, C/ic_bn, H, W, ic_bn]`` with a packed kernel
+    ``[O/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn]`` (``nn.conv2d_NCHWc``); ``layout`` and
+    ``out_layout`` are ignored.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[N, O/oc_bn, OH, OW, oc_bn]``.
+    """
+    out = conv2d_nchw_python(nchwc_to_nchw(data), kernel_nchwc_to_oihw(kernel), stride, padding, dilation,
+                             out_dtype)
+    return nchw_to_nchwc(out, kernel.shape[-1])
+
+
+def depthwise_conv2d_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,
+                                  dilation: Any = 1, layout: str = "NCHW", out_layout: str = "NCHW",
+                                  out_dtype: Any = None) -> np.ndarray:
+    """Depthwise convolution of blocked data ``[N, C/ic_bn, H, W, ic_bn]`` with a kernel
+    ``[C/oc_bn, 1, KH, KW, 1, oc_bn]`` (``nn.depthwise_conv2d_NCHWc``, multiplier 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[N, C/oc_bn, OH, OW, oc_bn]``.
+    """
+    oc, _, kh, kw, _, ob = kernel.shape
+    filt = kernel.transpose(0, 5, 1, 4, 2, 3).reshape(oc * ob, 1, kh, kw)
+    out = depthwise_conv2d_python_nchw(nchwc_to_nchw(data), filt, stride, padding, dilation, out_dtype)
+    return nchw_to_nchwc(out, ob)
+
+
 def depthwise_conv2d_python_nchw(input_np: np.ndarray, filter_np: np.ndarray, stride: Any, padding: Any,
                                  dilation: Any = 1, out_dtype: Any = None) -> np.ndarray:
     """Depthwise NCHW convolution with a ``[in_channel, multiplier, kh, kw]`` filter.
@@ -105,6 +163,14 @@ def dense_python(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None =
     if bias is not None:
         out = out + bias.astype(acc)
     return out.astype(out_dtype)
+
+
+def dense_packed_python(data: np.ndarray, packed_weight: np.ndarray, bias: np.ndarray | None = None,
+                        out_dtype: Any = None) -> np.ndarray:
+    """``dense_python`` with the weight in ``[N // bn, K, bn]`` panels (``dense_pack.x86``'s kernel input)."""
+    nb, k, bn = packed_weight.shape
+    weight = packed_weight.transpose(0, 2, 1).reshape(nb * bn, k)
+    return dense_python(data, weight, bias, out_dtype)
 
 
 def batch_matmul(x: np.ndarray, y: np.ndarray, out_dtype: Any = None, trans_x: bool = False,

@@ -17,6 +17,12 @@ TVM's ``conv2d_strategy`` registers ``conv2d_nchw.x86`` for ``cpu``.  Its parts 
     anchor's output would have been written, so the fused kernel writes memory once.
 ``reference(*input_arrays, **attrs)``
     numpy: the expected outputs.
+``pack(cfg, call) -> OpCall`` (optional)
+    The kernel's inputs in the layout the config chooses.  TVM's NCHWc templates name the
+    logical tensors in their workload (``data [N, C, H, W]``) while their kernels take blocked
+    ones (``data [N, C/ic_bn, H, W, ic_bn]``, the kernel pre-packed) whose block sizes are knobs;
+    ``pack`` defines those knobs and returns placeholders of the blocked shapes.  A graph layer
+    transforms its tensors to these layouts (the weights once, at build time) instead.
 
 The autotvm template of a strategy is ``schedule(cfg, compute(cfg, *declare(*args)))`` with the
 kernel arguments ``inputs + outputs``.  A graph layer uses the same row with its own tensors::
@@ -37,6 +43,7 @@ from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.target import Target
+from tunecli.engine.task.task import deserialize_args
 from tunecli.errors import InstantiationError
 
 _NO_DEFAULT = inspect.Parameter.empty
@@ -85,6 +92,9 @@ class Strategy:
         One line for the template table of the README.
     plevel : int
         Priority among the implementations of one operator for one target key (highest first).
+    pack : callable, optional
+        ``pack(cfg, call) -> OpCall``: the kernel's inputs in the layout the config chooses (see
+        the module docstring); None when ``declare``'s inputs are the kernel's.
     """
 
     op: str
@@ -97,6 +107,7 @@ class Strategy:
     outputs: tuple[str, ...]
     summary: str = ""
     plevel: int = 10
+    pack: Callable[..., OpCall] | None = None
 
     @property
     def parameters(self) -> tuple[inspect.Parameter, ...]:
@@ -159,16 +170,21 @@ class Strategy:
 
     def instantiate(self, cfg: Any, *args: Any) -> tuple[Any, list[te.Tensor]]:
         """The template body: ``(schedule, inputs + outputs)`` for the template arguments ``args``."""
-        call = self.declare(*args)
+        call = self.kernel_call(cfg, *args)
         outs = self.outputs_of(cfg, call)
         return self.schedule(cfg, outs), [*call.inputs, *outs]
+
+    def kernel_call(self, cfg: Any, *args: Any) -> OpCall:
+        """The operator call whose inputs are the kernel's: ``declare``, then ``pack`` under ``cfg``."""
+        call = self.declare(*args)
+        return call if self.pack is None else self.pack(cfg, call)
 
     def reference_for(self, *args: Any) -> Callable[..., Any]:
         """The numpy reference of one task: ``f(*input_arrays) -> expected outputs``.
 
         A ``functools.partial`` of module-level functions, so it pickles with the task.
         """
-        attrs = self.declare(*self.bind(list(args))).attrs
+        attrs = self.declare(*deserialize_args(self.bind(list(args)))).attrs
         return partial(self.reference, **attrs)
 
 

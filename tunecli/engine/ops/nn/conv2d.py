@@ -83,3 +83,54 @@ def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, 
         name="conv2d_nchw",
         tag="conv2d_nchw",
     )
+
+
+def conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any, dilation: Any,
+                 layout: str = "NCHW", out_layout: str = "NCHW", out_dtype: str | None = None) -> te.Tensor:
+    """Convolution of channel-blocked data with a packed kernel (TVM's ``topi.nn.conv2d_NCHWc``).
+
+    Parameters
+    ----------
+    data : te.Tensor
+        ``[batch, in_channel // ic_bn, in_height, in_width, ic_bn]``.
+    kernel : te.Tensor
+        ``[num_filter // oc_bn, in_channel // ic_bn, filter_height, filter_width, ic_bn, oc_bn]``.
+    stride, dilation : int or (int, int)
+    padding : int, 2- or 4-tuple, "VALID" or "SAME"
+    layout, out_layout : str
+        Kept for the workload (TVM logs them); the blocks are read from the shapes.
+    out_dtype : str, optional
+        Accumulation and output type (default ``data.dtype``; ``int32`` for int8 inputs).
+
+    Returns
+    -------
+    te.Tensor
+        ``[batch, num_filter // oc_bn, out_height, out_width, oc_bn]``; when there is padding its
+        input 0 is the padding stage ``data_pad``.
+    """
+    if len(data.shape) != 5 or len(kernel.shape) != 6:
+        raise ExprError(f"conv2d_NCHWc: data must be 5-D and kernel 6-D, got {data.shape} and {kernel.shape}")
+    out_dtype = data.dtype if out_dtype is None else out_dtype
+    n, ic_chunk, h, w, ic_bn = data.shape
+    oc_chunk, k_ic_chunk, kh, kw, k_ic_bn, oc_bn = kernel.shape
+    if (k_ic_chunk, k_ic_bn) != (ic_chunk, ic_bn):
+        raise ExprError(f"conv2d_NCHWc: kernel {kernel.shape} does not match the channel blocks of data "
+                        f"{data.shape} (grouped convolution is not supported)")
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    data_pad = data
+    if pt or pl or pb or pr:
+        data_pad = pad(data, [0, 0, pt, pl, 0], [0, 0, pb, pr, 0], name="data_pad")
+    icc = te.reduce_axis((0, ic_chunk), name="ic_chunk")
+    icb = te.reduce_axis((0, ic_bn), name="ic_block")
+    rkh = te.reduce_axis((0, kh), name="kh")
+    rkw = te.reduce_axis((0, kw), name="kw")
+    return te.compute(
+        (n, oc_chunk, oh, ow, oc_bn),
+        lambda b, oc, y, x, ob: te.sum(
+            data_pad[b, icc, y * sh + rkh * dh, x * sw + rkw * dw, icb].astype(out_dtype)
+            * kernel[oc, icc, rkh, rkw, icb, ob].astype(out_dtype),
+            axis=[icc, icb, rkh, rkw],
+        ),
+        name="conv2d_NCHWc", tag="conv2d_NCHWc")

@@ -7,8 +7,8 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.errors import ExprError
 
-from .conv2d import pad_nchw_window
-from .pad import pair
+from .conv2d import conv2d_output_shape, pad_nchw_window
+from .pad import pad, pair
 
 
 def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, dilation: Any,
@@ -55,3 +55,60 @@ def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padd
         name="DepthwiseConv2d",
         tag="depthwise_conv2d_nchw",
     )
+
+
+def depthwise_conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any, dilation: Any,
+                           layout: str = "NCHW", out_layout: str = "NCHW",
+                           out_dtype: str | None = None) -> te.Tensor:
+    """Depthwise convolution of channel-blocked data (TVM's ``depthwise_conv2d_NCHWc``, multiplier 1).
+
+    Parameters
+    ----------
+    data : te.Tensor
+        ``[batch, channel // ic_bn, in_height, in_width, ic_bn]``.
+    kernel : te.Tensor
+        ``[channel // oc_bn, 1, filter_height, filter_width, 1, oc_bn]``.
+    stride, dilation : int or (int, int)
+    padding : int, 2- or 4-tuple, "VALID" or "SAME"
+    layout, out_layout : str
+        Kept for the workload; the blocks are read from the shapes.
+    out_dtype : str, optional
+        Accumulation and output type (default ``data.dtype``).
+
+    Returns
+    -------
+    te.Tensor
+        ``[batch, channel // oc_bn, out_height, out_width, oc_bn]``; when there is padding its
+        input 0 is the padding stage ``data_pad``.
+    """
+    if len(data.shape) != 5 or len(kernel.shape) != 6:
+        raise ExprError(f"depthwise_conv2d_NCHWc: data must be 5-D and kernel 6-D, got {data.shape} and "
+                        f"{kernel.shape}")
+    out_dtype = data.dtype if out_dtype is None else out_dtype
+    n, ic_chunk, h, w, ic_bn = data.shape
+    oc_chunk, m_chunk, kh, kw, m_bn, oc_bn = kernel.shape
+    if m_chunk * m_bn != 1 or oc_chunk * oc_bn != ic_chunk * ic_bn:
+        raise ExprError(f"depthwise_conv2d_NCHWc: kernel {kernel.shape} must have multiplier 1 and as many "
+                        f"channels as data {data.shape}")
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    data_pad = data
+    if pt or pl or pb or pr:
+        data_pad = pad(data, [0, 0, pt, pl, 0], [0, 0, pb, pr, 0], name="data_pad")
+    rkh = te.reduce_axis((0, kh), name="kh")
+    rkw = te.reduce_axis((0, kw), name="kw")
+
+    def channel(oc: Any, ob: Any) -> tuple[Any, Any]:
+        if ic_bn == oc_bn:  # the same blocks: no index arithmetic
+            return oc, ob
+        c = oc * oc_bn + ob
+        return c // ic_bn, c % ic_bn
+
+    def body(b: Any, oc: Any, y: Any, x: Any, ob: Any) -> Any:
+        cc, cb = channel(oc, ob)
+        return te.sum(data_pad[b, cc, y * sh + rkh * dh, x * sw + rkw * dw, cb].astype(out_dtype)
+                      * kernel[oc, 0, rkh, rkw, 0, ob].astype(out_dtype), axis=[rkh, rkw])
+
+    return te.compute((n, oc_chunk, oh, ow, oc_bn), body, name="depthwise_conv2d_NCHWc",
+                      tag="depthwise_conv2d_NCHWc")

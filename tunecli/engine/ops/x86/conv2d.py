@@ -120,7 +120,7 @@ def schedule_conv2d_nchwc(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tens
     return s
 
 
-CONV2D_NCHWC = Strategy(
+CONV2D_NCHW = Strategy(
     op="conv2d_nchw", target_key="cpu", name="conv2d_nchw.x86", declare=declare_conv2d_nchw,
     compute=conv2d_nchwc_x86_compute, schedule=schedule_conv2d_nchwc, reference=ref.conv2d_nchw_python,
     outputs=("out",))

@@ -1,0 +1,244 @@
+"""``conv2d_NCHWc.x86``: TVM's x86 convolution on channel-blocked data with a pre-packed kernel.
+
+Template arguments are TVM's workload: ``data, kernel, strides, padding, dilation, layout,
+out_layout, out_dtype`` with ``data [N, C, H, W]`` and ``kernel [O, C, KH, KW]`` tensors (given
+as tensors or ``("TENSOR", shape, dtype)``), so TVM's records (its tophub packages among them)
+and ours name the same tasks.  The kernel's arguments are the blocked tensors the config
+chooses: ``data [N, C/ic_bn, H, W, ic_bn]``, ``kernel [O/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn]``
+and the output ``[N, O/oc_bn, OH, OW, oc_bn]``; the layout transforms happen outside the kernel
+(a graph packs the weights once, at build time).
+
+Knobs, in TVM's order (the config indices of TVM's logs decode to the same configs):
+``tile_ic`` and ``tile_oc`` (splits of C and O, inner = ``ic_bn`` / ``oc_bn``), ``tile_ow`` (split
+of OW, inner ``reg_n <= 64``: output columns per register tile), then ``unroll_kw`` (True/False)
+or, for 1x1 kernels, ``tile_oh`` (1 or 2 output rows per register tile).  ``tile_ow`` uses the
+``factors`` policy, the space of TVM's pre-tuned ``llvm_v0.04`` package (newer TVM sources
+enumerate it with ``verbose``, which numbers the configs differently; a record's entities, not
+its index, are what dispatch applies, so both apply here).
+
+Schedules (TVM's ``conv2d_avx_common`` / ``conv2d_avx_1x1``): the output is tiled into
+``reg_n x oc_bn`` (1x1: ``tile_oh x reg_n x oc_bn``) blocks accumulated in a local stage with
+the reduction outside the block, ``oc_bn`` vectorized and the columns unrolled, so a block is
+``reg_n * oc_bn / lanes`` vector registers; batch, output-channel blocks and rows are fused
+into one parallel loop.  For 1x1 kernels this is a packed GEMM.  int8 data and kernel with
+``out_dtype="int32"`` accumulate in int32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
+from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc, conv2d_output_shape
+from tunecli.engine.ops.nn.pad import get_pad_tuple, pair
+from tunecli.engine.ops.strategy import OpCall, Strategy
+from tunecli.engine.schedule import Schedule
+from tunecli.engine.target import Target
+from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
+from tunecli.engine.task.task import deserialize_args
+from tunecli.errors import InstantiationError, ScheduleError
+
+MAX_REG_N = 64  # TVM's filter on the inner tile_ow factor
+
+
+def fp32_lanes() -> int:
+    """float32 lanes of the current target's widest vector (TVM's ``get_fp32_len``)."""
+    target = Target.current() or Target("llvm")
+    return max(target.vector_bits // 32, 1)
+
+
+def fallback_register_tile() -> int:
+    """Most accumulator vectors of a fallback register tile: TVM's 31 where there are 32 vector
+    registers (AVX-512), two less than the register count elsewhere (16 with AVX2)."""
+    target = Target.current() or Target("llvm")
+    return 31 if target.vector_bits >= 512 else 14
+
+
+def logical_tensors(*tensors: Any) -> list[te.Tensor]:
+    """Template tensor arguments as placeholders (``("TENSOR", shape, dtype)`` or tensors)."""
+    return deserialize_args(tensors)
+
+
+def declare_conv2d_NCHWc(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1),
+                         layout: str = "NCHW", out_layout: str = "NCHW",
+                         out_dtype: str = "float32") -> OpCall:
+    """TVM's workload of ``conv2d_NCHWc.x86``: logical ``data [N, C, H, W]``, ``kernel [O, C, KH, KW]``."""
+    data, kernel = logical_tensors(data, kernel)
+    if len(data.shape) != 4 or len(kernel.shape) != 4 or data.shape[1] != kernel.shape[1]:
+        raise InstantiationError(f"conv2d_NCHWc.x86: data [N, C, H, W] and kernel [O, C, KH, KW] expected, "
+                                 f"got {tuple(data.shape)} and {tuple(kernel.shape)}")
+    return OpCall((data, kernel), {"stride": strides, "padding": padding, "dilation": dilation,
+                                   "layout": layout, "out_layout": out_layout, "out_dtype": out_dtype})
+
+
+def logical_shapes(data: te.Tensor, kernel: te.Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``([N, C, H, W], [O, C, KH, KW])`` of logical (4-D) or blocked (5-D / 6-D) tensors."""
+    if len(data.shape) == 5:
+        n, cc, h, w, cb = data.shape
+        oc, kc, kh, kw, kb, ob = kernel.shape
+        return (n, cc * cb, h, w), (oc * ob, kc * kb, kh, kw)
+    return tuple(data.shape), tuple(kernel.shape)
+
+
+def define_conv2d_nchwc_space(cfg: Any, data_shape: Sequence[int], kernel_shape: Sequence[int], strides: Any,
+                              padding: Any) -> None:
+    """Define TVM's knobs of ``conv2d_NCHWc.x86`` (see the module docstring); a fallback config gets
+    TVM's default entities."""
+    n, ic, ih, iw = data_shape
+    oc, _, kh, kw = kernel_shape
+    pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw))
+    sh, sw = pair(strides, "strides")
+    oh = (ih - kh + pt + pb) // sh + 1  # TVM's extents (without dilation): they shape the space
+    ow = (iw - kw + pl + pr) // sw + 1
+    cfg.define_split("tile_ic", ic, num_outputs=2)
+    cfg.define_split("tile_oc", oc, num_outputs=2)
+    cfg.define_split("tile_ow", ow, num_outputs=2, filter=lambda y: y.size[-1] <= MAX_REG_N)
+    if kh == 1 and kw == 1:
+        cfg.define_knob("tile_oh", [1, 2] if oh > 1 else [1])
+    else:
+        cfg.define_knob("unroll_kw", [True, False])
+    if cfg.is_fallback:
+        _fallback_config(cfg, ic, oc, oh, ow, kh == 1 and kw == 1)
+
+
+def _largest_divisor(n: int, limit: int) -> int:
+    return next(b for b in range(min(limit, n), 0, -1) if n % b == 0)
+
+
+def _fallback_config(cfg: Any, ic: int, oc: int, oh: int, ow: int, is_1x1: bool) -> None:
+    """TVM's ``_fallback_schedule`` of ``conv2d_avx_common`` / ``conv2d_avx_1x1`` (its register tile
+    sized for the target's vector registers)."""
+    oc_bn = _largest_divisor(oc, fp32_lanes())
+    ic_bn = _largest_divisor(ic, oc_bn)
+    cfg["tile_ic"] = SplitEntity([ic // ic_bn, ic_bn])
+    cfg["tile_oc"] = SplitEntity([oc // oc_bn, oc_bn])
+    if not is_1x1:
+        reg_n = _largest_divisor(ow, fallback_register_tile())
+        cfg["tile_ow"] = SplitEntity([ow // reg_n, reg_n])
+        cfg["unroll_kw"] = OtherOptionEntity(False)
+        return
+    for ow_factor in range(ow, 0, -1):
+        if ow % ow_factor:
+            continue
+        for oh_factor in range(oh, 0, -1):
+            if oh % oh_factor == 0 and ow_factor * oh_factor <= fallback_register_tile():
+                cfg["tile_oh"] = OtherOptionEntity(oh_factor)
+                cfg["tile_ow"] = SplitEntity([ow // ow_factor, ow_factor])
+                return
+
+
+def pack_conv2d_NCHWc(cfg: Any, call: OpCall) -> OpCall:
+    """The kernel's inputs: blocked ``data`` and packed ``kernel`` placeholders for ``cfg``'s blocks."""
+    data, kernel = call.inputs
+    define_conv2d_nchwc_space(cfg, data.shape, kernel.shape, call.attrs["stride"], call.attrs["padding"])
+    n, ic, ih, iw = data.shape
+    oc, _, kh, kw = kernel.shape
+    ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
+    data5 = te.placeholder((n, ic // ic_bn, ih, iw, ic_bn), dtype=data.dtype, name="data")
+    kernel6 = te.placeholder((oc // oc_bn, ic // ic_bn, kh, kw, ic_bn, oc_bn), dtype=kernel.dtype,
+                             name="kernel")
+    return OpCall((data5, kernel6), call.attrs)
+
+
+def pack_nchwc_stages(data: te.Tensor, kernel: te.Tensor, ic_bn: int,
+                      oc_bn: int) -> tuple[te.Tensor, te.Tensor]:
+    """Stages from NCHW data and an OIHW kernel to the blocked layouts (TVM's ``_pack_data``)."""
+    n, ic, ih, iw = data.shape
+    oc, _, kh, kw = kernel.shape
+    data_vec = te.compute((n, ic // ic_bn, ih, iw, ic_bn), lambda b, c, y, x, v: data[b, c * ic_bn + v, y, x],
+                          name="data_vec", tag="injective,layout_transform")
+    kernel_vec = te.compute((oc // oc_bn, ic // ic_bn, kh, kw, ic_bn, oc_bn),
+                            lambda o, i, y, x, ib, ob: kernel[o * oc_bn + ob, i * ic_bn + ib, y, x],
+                            name="kernel_vec", tag="injective,layout_transform")
+    return data_vec, kernel_vec
+
+
+def conv2d_NCHWc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+                             dilation: Any, layout: str, out_layout: str, out_dtype: str) -> te.Tensor:
+    """Define the knobs, then ``nn.conv2d_NCHWc``; 4-D data and kernel are packed by stages first."""
+    data_shape, kernel_shape = logical_shapes(data, kernel)
+    define_conv2d_nchwc_space(cfg, data_shape, kernel_shape, stride, padding)
+    if len(data.shape) == 4:
+        data, kernel = pack_nchwc_stages(data, kernel, cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1])
+    n, ic, h, w = data_shape
+    oc, _, kh, kw = kernel_shape
+    oh, ow, _ = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    cfg.add_flop(2 * n * oc * oh * ow * ic * kh * kw)
+    return conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype)
+
+
+def schedule_conv2d_NCHWc(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+    """Schedule ``conv2d_NCHWc_x86_compute``'s stages; an epilogue (5-D: bias + relu) writes the result."""
+    (conv,) = outs
+    data_pad, kernel = conv.op.input_tensors
+    s = create_group_schedule(outs, epilogue)
+    out, acc = output_and_accumulator(s, conv, epilogue)
+    if len(out.shape) != 5:
+        raise ScheduleError(f"conv2d_NCHWc.x86: the epilogue {out.op.name} must keep the blocked 5-D "
+                            f"layout, got shape {tuple(out.shape)}")
+    data = data_pad
+    if "pad" in data_pad.op.tag:
+        b, c, y, _, v = s[data_pad].op.axis
+        s[data_pad].parallel(s[data_pad].fuse(b, c, y))
+        s[data_pad].vectorize(v)
+        (data,) = data_pad.op.input_tensors
+    for packed in (data, kernel):
+        if "layout_transform" in getattr(packed.op, "tag", ""):
+            axes = s[packed].op.axis
+            s[packed].parallel(s[packed].fuse(*axes[:2]))
+    kh, kw = kernel.shape[2:4]
+    if kh == 1 and kw == 1:
+        _schedule_1x1(cfg, s, out, acc)
+    else:
+        _schedule_common(cfg, s, out, acc)
+    return s
+
+
+def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor) -> None:
+    """``reg_n x oc_bn`` register blocks; the kernel window and input channels reduce outside them."""
+    reg_n = cfg["tile_ow"].size[-1]
+    b, oc, y, x, ob = s[out].op.axis
+    xo, xi = s[out].split(x, factor=reg_n)
+    s[out].reorder(b, oc, y, xo, xi, ob)
+    s[out].parallel(s[out].fuse(b, oc, y))
+    s[out].vectorize(ob)
+
+    s[acc].compute_at(s[out], xo)
+    _, _, _, x, ob = s[acc].op.axis
+    icc, icb, kh, kw = s[acc].op.reduce_axis
+    if cfg["unroll_kw"].val:
+        s[acc].reorder(icc, kh, icb, kw, x, ob)
+        s[acc].unroll(kw)
+    else:
+        s[acc].reorder(icc, kh, kw, icb, x, ob)
+    s[acc].unroll(x)
+    s[acc].vectorize(ob)
+
+
+def _schedule_1x1(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor) -> None:
+    """A packed GEMM: ``tile_oh x reg_n x oc_bn`` register blocks, the input channels reduce outside."""
+    oh_factor, ow_factor = cfg["tile_oh"].val, cfg["tile_ow"].size[-1]
+    b, oc, y, x, ob = s[out].op.axis
+    yo, yi = s[out].split(y, factor=oh_factor)
+    xo, xi = s[out].split(x, factor=ow_factor)
+    s[out].reorder(b, oc, yo, xo, yi, xi, ob)
+    s[out].parallel(s[out].fuse(b, oc, yo))
+    s[out].vectorize(ob)
+
+    s[acc].compute_at(s[out], xo)
+    _, _, y, x, ob = s[acc].op.axis
+    icc, icb, kh, kw = s[acc].op.reduce_axis
+    s[acc].reorder(icc, icb, kh, kw, y, x, ob)
+    s[acc].unroll(y)
+    s[acc].unroll(x)
+    s[acc].vectorize(ob)
+
+
+CONV2D_NCHWC = Strategy(
+    op="conv2d_NCHWc", target_key="cpu", name="conv2d_NCHWc.x86", declare=declare_conv2d_NCHWc,
+    compute=conv2d_NCHWc_x86_compute, schedule=schedule_conv2d_NCHWc, reference=ref.conv2d_NCHWc_python,
+    outputs=("out",), pack=pack_conv2d_NCHWc,
+    summary="TVM's workload; kernel on `data [N, C/ic_bn, H, W, ic_bn]`, packed kernel, NCHWc output")
