@@ -5,6 +5,8 @@ SMALL_CASES = {
     "batch_matmul.x86": (2, 4, 16, 8, "float32"),
     "conv2d_nchw.x86": (1, 6, 5, 3, 32, 3, 3, 1, 1, 1, "float32"),
     "depthwise_conv2d_nchw.x86": (1, 7, 6, 3, 2, 3, 3, 1, 1, 1, "float32"),
+    "conv2d_NCHWc.x86": (("TENSOR", (1, 8, 6, 5), "float32"), ("TENSOR", (16, 8, 3, 3), "float32"), (1, 1),
+                         (1, 1, 1, 1), (1, 1), "NCHW", "NCHW", "float32"),
     "tutorial/matmul": (8, 6, 12, "float32"),
     "tutorial/conv2d_no_batching": (1, 5, 6, 4, 3, 3, 3, (1, 1), (1, 1)),
 }

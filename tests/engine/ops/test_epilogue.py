@@ -19,9 +19,12 @@ from tunecli.errors import ScheduleError
 
 
 def fused_bias_relu(name, args, cfg):
-    """``relu(bias_add(op, bias))`` of strategy ``name``, scheduled by its schedule; (schedule, args)."""
+    """``relu(bias_add(op, bias))`` of strategy ``name``, scheduled by its schedule; (schedule, args).
+
+    The bias is added along axis 1 (the channel blocks of an NCHWc output).
+    """
     strategy = registry.get_strategy(name)
-    call = strategy.declare(*args)
+    call = strategy.kernel_call(cfg, *args)
     (out,) = strategy.outputs_of(cfg, call)
     bias = te.placeholder((out.shape[1],), dtype=out.dtype, name="bias")
     fused = relu(bias_add(out, bias, axis=1))

@@ -31,6 +31,8 @@ INT8_CASES = {
     "conv2d_nchw.x86": (1, 5, 5, 8, 16, 3, 3, 2, (1, 0), 1, "int8"),
     "depthwise_conv2d_nchw.x86": (1, 5, 5, 2, 1, 3, 3, 1, 1, 2, "int8"),
     "batch_matmul.x86": (1, 2, 16, 32, "int8"),
+    "conv2d_NCHWc.x86": (("TENSOR", (1, 8, 5, 5), "int8"), ("TENSOR", (16, 8, 3, 3), "int8"), (2, 2),
+                         (1, 0, 1, 0), (1, 1), "NCHW", "NCHW", "int32"),
 }
 
 

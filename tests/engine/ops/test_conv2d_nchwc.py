@@ -1,0 +1,188 @@
+"""conv2d_NCHWc.x86: TVM's workload and space, so TVM's pre-tuned x86 records decode and build here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from autotvm_templates import tophub_dir
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tunecli.engine import te
+from tunecli.engine.build import build, lower
+from tunecli.engine.log.record import load_from_file
+from tunecli.engine.log.task_records import denotes
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops import registry
+from tunecli.engine.ops.x86.conv2d_nchwc import CONV2D_NCHWC
+from tunecli.engine.target import Target
+from tunecli.engine.task import task as autotvm_task
+from tunecli.engine.task.space import ConfigSpace, FallbackConfigEntity
+
+# Records of llvm_v0.04.log built in `make test` (the stem, a 3x3, 1x1 with tile_oh 2 and 1);
+# the others are marked slow.
+FAST_RECORDS = {0, 9, 21, 24}
+
+
+def tophub_records():
+    records = load_from_file(tophub_dir() / "llvm_v0.04.log")
+    return [r for r in records if r[0].task.name == "conv2d_NCHWc.x86"]
+
+
+def workload(data, kernel, strides, padding, dtype="float32", out_dtype="float32", dilation=(1, 1)):
+    return (("TENSOR", data, dtype), ("TENSOR", kernel, dtype), strides, padding, dilation, "NCHW", "NCHW",
+            out_dtype)
+
+
+def run_config(task, config, rng):
+    """Build ``config`` of ``task``, run it on random blocked inputs; return (output, numpy's)."""
+    sch, bufs = task.instantiate(config)
+    mod = build(sch, bufs, target="llvm")
+    if np.dtype(bufs[0].dtype).kind == "i":
+        inputs = [rng.integers(-128, 128, size=b.shape).astype(b.dtype) for b in bufs[:-1]]
+    else:
+        inputs = [rng.standard_normal(b.shape).astype(b.dtype) for b in bufs[:-1]]
+    out = np.zeros(bufs[-1].shape, dtype=bufs[-1].dtype)
+    mod(*inputs, out)
+    return out, task.reference(*inputs)
+
+
+def test_every_tophub_x86_config_index_decodes_to_its_logged_entity():
+    records = tophub_records()
+    assert len(records) == 35
+    for inp, _ in records:
+        task = autotvm_task.create(inp.task.name, inp.task.args, "llvm")
+        assert task.workload == inp.task.workload
+        assert denotes(task.config_space, inp.config), (inp.task.args, inp.config)
+
+
+def test_space_has_tvms_knobs_in_tvms_order():
+    conv3 = autotvm_task.create("conv2d_NCHWc.x86", workload((1, 64, 56, 56), (64, 64, 3, 3), (1, 1),
+                                                             (1, 1, 1, 1)), "llvm").config_space
+    assert list(conv3.space_map) == ["tile_ic", "tile_oc", "tile_ow", "unroll_kw"]
+    assert conv3.space_map["unroll_kw"].entities[0].val is True
+    conv1 = autotvm_task.create("conv2d_NCHWc.x86", workload((1, 64, 56, 56), (64, 64, 1, 1), (1, 1),
+                                                             (0, 0, 0, 0)), "llvm").config_space
+    assert list(conv1.space_map) == ["tile_ic", "tile_oc", "tile_ow", "tile_oh"]
+    assert [e.val for e in conv1.space_map["tile_oh"].entities] == [1, 2]
+    assert max(e.size[-1] for e in conv1.space_map["tile_ow"].entities) == 56
+    wide = autotvm_task.create("conv2d_NCHWc.x86", workload((1, 3, 224, 224), (64, 3, 3, 3), (1, 1),
+                                                            (1, 1, 1, 1)), "llvm").config_space
+    assert max(e.size[-1] for e in wide.space_map["tile_ow"].entities) == 56  # inner <= 64
+
+
+@pytest.mark.parametrize("index", [pytest.param(i, marks=[] if i in FAST_RECORDS else [pytest.mark.slow])
+                                   for i in range(35)])
+def test_tophub_config_builds_a_kernel_equal_to_numpy(index):
+    inp, _ = tophub_records()[index]
+    task = autotvm_task.create(inp.task.name, inp.task.args, "llvm")
+    got, want = run_config(task, inp.config, np.random.default_rng(index))
+    ic_bn, oc_bn = inp.config["tile_ic"].size[-1], inp.config["tile_oc"].size[-1]
+    assert got.shape[-1] == oc_bn and task.instantiate(inp.config)[1][0].shape[-1] == ic_bn
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-3)
+
+
+@st.composite
+def nchwc_case(draw):
+    """A small convolution and a random legal config index of its space."""
+    k = draw(st.sampled_from([1, 3]))
+    stride = draw(st.integers(1, 2))
+    pad = tuple(draw(st.integers(0, 1)) for _ in range(4)) if k == 3 else (0, 0, 0, 0)
+    dilation = draw(st.integers(1, 2)) if k == 3 else 1
+    h, w = draw(st.integers(4, 7)), draw(st.integers(4, 7))
+    ci, co = draw(st.sampled_from([2, 4, 6])), draw(st.sampled_from([4, 8, 12]))
+    args = workload((1, ci, h, w), (co, ci, k, k), (stride, stride), pad, dilation=(dilation, dilation))
+    space = autotvm_task.create("conv2d_NCHWc.x86", args, "llvm").config_space
+    return args, draw(st.integers(0, len(space) - 1))
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nchwc_case(), st.integers(0, 2**31))
+def test_random_legal_configs_match_numpy(case, seed):
+    args, index = case
+    task = autotvm_task.create("conv2d_NCHWc.x86", args, "llvm")
+    got, want = run_config(task, task.config_space.get(index), np.random.default_rng(seed))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_fallback_config_is_tvms_on_avx512():
+    with Target("llvm -mcpu=skylake-avx512"):
+        cfg = FallbackConfigEntity()
+        CONV2D_NCHWC.kernel_call(cfg, *workload((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1)))
+        assert [cfg[k].size for k in ("tile_ic", "tile_oc", "tile_ow")] == [[4, 16], [4, 16], [2, 28]]
+        assert cfg["unroll_kw"].val is False
+        one = FallbackConfigEntity()
+        CONV2D_NCHWC.kernel_call(one, *workload((1, 64, 56, 56), (256, 64, 1, 1), (1, 1), (0, 0, 0, 0)))
+        assert one["tile_ow"].size == [2, 28] and one["tile_oh"].val == 1
+        assert one["tile_oc"].size == [16, 16]
+
+
+def test_fallback_register_tile_fits_sixteen_avx2_registers():
+    with Target("llvm -mcpu=haswell -mattr=+avx2,+fma"):
+        cfg = FallbackConfigEntity()
+        call = CONV2D_NCHWC.kernel_call(cfg, *workload((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1)))
+    assert cfg["tile_oc"].size[-1] == 8 and cfg["tile_ow"].size[-1] == 14
+    assert [tuple(t.shape) for t in call.inputs] == [(1, 8, 56, 56, 8), (8, 8, 3, 3, 8, 8)]
+
+
+def test_kernel_is_register_blocked_vectorized_and_parallel():
+    args = workload((1, 16, 8, 8), (32, 16, 3, 3), (1, 1), (1, 1, 1, 1))
+    task = autotvm_task.create("conv2d_NCHWc.x86", args, "llvm")
+    space = task.config_space
+    knobs = [[e.size for e in space.space_map["tile_ic"].entities].index([-1, 8]),
+             [e.size for e in space.space_map["tile_oc"].entities].index([-1, 16]),
+             [e.size for e in space.space_map["tile_ow"].entities].index([-1, 4]), 0]
+    sch, bufs = task.instantiate(space.get(space.knob2point(knobs)))
+    text = str(lower(sch, bufs))
+    assert [tuple(b.shape) for b in bufs] == [(1, 2, 8, 8, 8), (2, 2, 3, 3, 8, 16), (1, 2, 8, 8, 16)]
+    assert "conv2d_NCHWc.local[float32 * 64]" in text  # reg_n x oc_bn = 4 x 16 accumulators
+    assert "parallel for (b.oc.fused.y.fused, 0, 16)" in text
+    assert "unrolled for (kw, 0, 3)" in text and "vectorized for (ob.c, 0, 16)" in text
+
+
+def test_one_by_one_kernel_is_a_packed_gemm_with_row_tiles():
+    args = workload((1, 8, 4, 6), (16, 8, 1, 1), (1, 1), (0, 0, 0, 0))
+    task = autotvm_task.create("conv2d_NCHWc.x86", args, "llvm")
+    space = task.config_space
+    cfg = next(space.get(i) for i in range(len(space)) if space.get(i)["tile_oh"].val == 2
+               and space.get(i)["tile_ow"].size[-1] == 3 and space.get(i)["tile_oc"].size[-1] == 8)
+    text = str(lower(*task.instantiate(cfg)))
+    assert "unrolled for (y.c, 0, 2)" in text and "unrolled for (x.c, 0, 3)" in text
+    got, want = run_config(task, cfg, np.random.default_rng(3))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_nchw_tensors_are_packed_by_stages_of_the_kernel():
+    data = te.placeholder((1, 4, 5, 5), name="data")
+    kernel = te.placeholder((8, 4, 3, 3), name="kernel")
+    cfg = ConfigSpace()
+    (out,) = CONV2D_NCHWC.outputs_of(cfg, CONV2D_NCHWC.declare(data, kernel, (1, 1), (1, 1, 1, 1)))
+    oc_bn = cfg["tile_oc"].size[-1]
+    assert tuple(out.shape) == (1, 8 // oc_bn, 5, 5, oc_bn)
+    sch = CONV2D_NCHWC.schedule(cfg, [out])
+    assert "data_vec" in str(lower(sch, [data, kernel, out]))
+    mod = build(sch, [data, kernel, out], target="llvm")
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((1, 4, 5, 5)).astype("float32")
+    w = rng.standard_normal((8, 4, 3, 3)).astype("float32")
+    got = np.zeros(out.shape, dtype="float32")
+    mod(a, w, got)
+    want = ref.conv2d_nchw_python(a, w, 1, 1)
+    np.testing.assert_allclose(ref.nchwc_to_nchw(got), want, rtol=1e-5, atol=1e-5)
+
+
+def test_blocked_numpy_helpers_are_inverse_layouts():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 12, 3, 4))
+    w = rng.standard_normal((8, 12, 3, 3))
+    assert np.array_equal(ref.nchwc_to_nchw(ref.nchw_to_nchwc(a, 4)), a)
+    packed = ref.oihw_to_kernel_nchwc(w, 4, 8)
+    assert packed.shape == (1, 3, 3, 3, 4, 8) and packed[0, 1, 2, 0, 3, 5] == w[5, 7, 2, 0]
+    assert np.array_equal(ref.kernel_nchwc_to_oihw(packed), w)
+
+
+def test_workload_is_tvms_and_strategy_is_selected_by_operator():
+    strategy = registry.STRATEGIES.select("conv2d_NCHWc", "llvm")
+    assert strategy is CONV2D_NCHWC
+    assert strategy.arg_names == ("data", "kernel", "strides", "padding", "dilation", "layout", "out_layout",
+                                  "out_dtype")
