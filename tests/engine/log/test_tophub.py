@@ -1,0 +1,118 @@
+"""Pre-tuned packages (TVM's tophub): which files answer for a target, and the dispatch fallback to them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from autotvm_templates import tophub_dir
+
+from tunecli.engine.build import build
+from tunecli.engine.job.best_of_logs import best_of_logs
+from tunecli.engine.log import tophub
+from tunecli.engine.log.history_best import ApplyHistoryBest, tophub_context
+from tunecli.engine.log.record import encode, load_from_file
+from tunecli.engine.ops import registry
+from tunecli.engine.target import Target
+from tunecli.engine.task.dispatcher import DispatchContext
+from tunecli.engine.task.task import deserialize_args
+from tunecli.errors import TuneError
+
+
+@pytest.fixture(autouse=True)
+def no_user_packages(monkeypatch: pytest.MonkeyPatch):
+    """Each test starts from the environment's default: no user package, the shipped one."""
+    monkeypatch.delenv(tophub.ENV_VAR, raising=False)
+    tophub.set_locations(None)
+    yield
+    tophub.set_locations(None)
+
+
+def conv_records():
+    records = load_from_file(tophub_dir() / "llvm_v0.04.log")
+    return [(inp, res) for inp, res in records if inp.task.name == "conv2d_NCHWc.x86"]
+
+
+def touch(path: Path) -> Path:
+    path.write_text("")
+    return path
+
+
+def test_package_files_follow_tvms_names(tmp_path: Path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    touch(first / "llvm.log")
+    versioned = touch(first / "llvm_v0.04.log")
+    arm = touch(second / "arm_cpu.log")
+    plain = touch(second / "llvm.log")
+    assert tophub.package_files("llvm", [first, second]) == [versioned, plain]  # TVM's version first
+    assert tophub.package_files("llvm -device=arm_cpu", [first, second]) == [versioned, arm]  # device first
+    assert tophub.backend_names("llvm -device=arm_cpu -mtriple=aarch64-linux-gnu") == ["arm_cpu", "llvm"]
+    assert tophub.package_files("cuda", [first, second]) == []
+
+
+def test_locations_come_from_the_environment_or_set_locations(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    assert tophub.locations() == [tophub.SHIPPED_DIR]
+    monkeypatch.setenv(tophub.ENV_VAR, str(tmp_path))
+    assert tophub.locations() == [tmp_path, tophub.SHIPPED_DIR]
+    monkeypatch.setenv(tophub.ENV_VAR, "NONE")
+    assert tophub.locations() == []
+    tophub.set_locations([tmp_path])
+    assert tophub.locations() == [tmp_path, tophub.SHIPPED_DIR]
+    tophub.set_locations("NONE")
+    assert tophub.locations() == []
+    with pytest.raises(TuneError, match="not a directory"):
+        tophub.set_locations([tmp_path / "missing"])
+
+
+def test_history_best_falls_back_to_the_package_before_the_fallback_config(tmp_path: Path):
+    (inp, res), (other, other_res) = conv_records()[:2]
+    own_log = tmp_path / "mine.log"
+    own_log.write_text(encode(other, other_res) + "\n")
+    target = Target("llvm")  # the package's records are for llvm -mcpu=skylake-avx512: matched by key
+    with ApplyHistoryBest(str(own_log)):
+        assert DispatchContext.current.query(target, inp.task.workload).is_fallback
+    tophub.set_locations([tophub_dir()])
+    with ApplyHistoryBest(str(own_log)):
+        cfg = DispatchContext.current.query(target, inp.task.workload)
+        assert str(cfg) == str(inp.config) and not cfg.is_fallback
+        assert DispatchContext.current.query(target, other.task.workload).index == other.config.index
+    with ApplyHistoryBest(str(own_log), pretuned=False):
+        assert DispatchContext.current.query(target, inp.task.workload).is_fallback
+    with tophub_context(target):  # TVM's autotvm.tophub.context: the packages alone
+        assert str(DispatchContext.current.query(target, inp.task.workload)) == str(inp.config)
+
+
+def test_an_untuned_template_call_builds_with_the_pretuned_config():
+    tophub.set_locations([tophub_dir()])
+    inp, _ = conv_records()[9]  # 512 -> 512 channels, 3x3, 7x7 output
+    template = registry.TEMPLATES["conv2d_NCHWc.x86"]
+    with Target("llvm"), ApplyHistoryBest([]):
+        sch, tensors = template(*deserialize_args(inp.task.args))
+    ic_bn, oc_bn = inp.config["tile_ic"].size[-1], inp.config["tile_oc"].size[-1]
+    assert tensors[0].shape[-1] == ic_bn and tensors[-1].shape[-1] == oc_bn
+    mod = build(sch, tensors, target="llvm")
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal(t.shape).astype("float32") for t in tensors[:-1]]
+    out = np.zeros(tensors[-1].shape, dtype="float32")
+    mod(*inputs, out)
+    want = registry.get_strategy("conv2d_NCHWc.x86").reference_for(*inp.task.args)(*inputs)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=2e-3)
+
+
+def test_best_of_logs_writes_a_package(tmp_path: Path):
+    package = tmp_path / "package"
+    source = tmp_path / "logs"
+    source.mkdir()
+    shutil.copy(tophub_dir() / "llvm_v0.04.log", source / "tvm.log")
+    best_of_logs([str(source / "tvm.log")], out=package / "llvm.log")
+    tophub.set_locations([package])
+    assert tophub.package_files("llvm") == [package / "llvm.log"]
+    target = Target("llvm -mcpu=znver3")
+    with ApplyHistoryBest([]):
+        for inp, _ in conv_records():
+            assert str(DispatchContext.current.query(target, inp.task.workload)) == str(inp.config)
