@@ -24,15 +24,26 @@ import numpy as np
 
 from tunecli.engine.ops import tutorial
 from tunecli.engine.ops.strategy import Strategy, StrategyTable
-from tunecli.engine.ops.x86 import batch_matmul, conv2d, conv2d_nchwc, dense, depthwise_conv2d
+from tunecli.engine.ops.x86 import (
+    batch_matmul,
+    conv2d,
+    conv2d_nchwc,
+    dense,
+    dense_pack,
+    depthwise_conv2d,
+    depthwise_nchwc,
+)
 from tunecli.engine.task.task import TASK_TABLE, get_config, template
 
 _ROWS = (
     dense.DENSE_PACK,
+    dense_pack.DENSE_PACK_TVM,
+    dense_pack.DENSE_NOPACK_TVM,
     batch_matmul.BATCH_MATMUL_PACK,
     conv2d.CONV2D_NCHW,
     conv2d_nchwc.CONV2D_NCHWC,
     depthwise_conv2d.DEPTHWISE_CONV2D_NCHW,
+    depthwise_nchwc.DEPTHWISE_CONV2D_NCHWC,
     tutorial.MATMUL,
     tutorial.CONV2D_NO_BATCHING,
 )

@@ -2,7 +2,7 @@
 
 from .batch_matmul import batch_matmul, batch_matmul_pack
 from .conv2d import conv2d_nchw, conv2d_NCHWc, conv2d_output_shape
-from .dense import dense, dense_pack, pack_weight
+from .dense import dense, dense_pack, dense_packed, pack_weight
 from .depthwise_conv2d import depthwise_conv2d_nchw, depthwise_conv2d_NCHWc
 from .elemwise import add, bias_add, broadcast_shape, relu
 from .pad import get_pad_tuple, pad
@@ -10,6 +10,6 @@ from .pooling import pool2d
 
 __all__ = [
     "batch_matmul", "batch_matmul_pack", "conv2d_NCHWc", "conv2d_nchw", "conv2d_output_shape", "dense",
-    "dense_pack", "pack_weight", "depthwise_conv2d_NCHWc", "depthwise_conv2d_nchw", "add", "bias_add",
-    "broadcast_shape", "relu", "get_pad_tuple", "pad", "pool2d",
+    "dense_pack", "dense_packed", "pack_weight", "depthwise_conv2d_NCHWc", "depthwise_conv2d_nchw", "add",
+    "bias_add", "broadcast_shape", "relu", "get_pad_tuple", "pad", "pool2d",
 ]

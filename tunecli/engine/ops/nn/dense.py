@@ -72,13 +72,36 @@ def dense_pack(data: te.Tensor, weight: te.Tensor, bn: int, out_dtype: str | Non
         ``[M, N]``; its input 1 is the ``packed_weight`` stage ``[N // bn, K, bn]``.
     """
     _check_dense_shapes(data, weight, None)
+    return dense_packed(data, pack_weight(weight, bn), out_dtype)
+
+
+def dense_packed(data: te.Tensor, packed_weight: te.Tensor, out_dtype: str | None = None) -> te.Tensor:
+    """Dense with a weight already packed into ``[N // bn, K, bn]`` panels.
+
+    Parameters
+    ----------
+    data : te.Tensor
+        ``[M, K]``.
+    packed_weight : te.Tensor
+        ``[N // bn, K, bn]``: output feature ``j`` is panel ``j // bn``, lane ``j % bn``.
+    out_dtype : str, optional
+        Accumulation and output type.
+
+    Returns
+    -------
+    te.Tensor
+        ``[M, N]``, tagged ``dense_pack``.
+    """
+    if len(data.shape) != 2 or len(packed_weight.shape) != 3 or data.shape[1] != packed_weight.shape[1]:
+        raise ExprError(f"dense_packed: data [M, K] and packed weight [N // bn, K, bn] expected, got "
+                        f"{data.shape} and {packed_weight.shape}")
     out_dtype = data.dtype if out_dtype is None else out_dtype
     m, kdim = data.shape
-    n = weight.shape[0]
-    packw = pack_weight(weight, bn)
+    nb, _, bn = packed_weight.shape
+    packw = packed_weight
     k = te.reduce_axis((0, kdim), name="k")
     return te.compute(
-        (m, n),
+        (m, nb * bn),
         lambda y, x: te.sum(
             data[y, k].astype(out_dtype) * packw[x // bn, k, x % bn].astype(out_dtype), axis=k),
         name="T_dense_pack",

@@ -1,0 +1,150 @@
+"""``depthwise_conv2d_NCHWc.x86``: TVM's x86 depthwise convolution on channel-blocked data (MobileNet).
+
+Template arguments are TVM's workload: ``data, kernel, strides, padding, dilation, layout,
+out_layout, out_dtype`` with ``data [N, C, H, W]`` and ``kernel [C, 1, KH, KW]`` (channel
+multiplier 1, as TVM's template requires).  The kernel's arguments are the blocked tensors:
+``data [N, C/ic_bn, H, W, ic_bn]``, ``kernel [C/oc_bn, 1, KH, KW, 1, oc_bn]`` and the output
+``[N, C/oc_bn, OH, OW, oc_bn]``.
+
+Knobs, in TVM's order: ``tile_ic``, ``tile_oc`` (channel blocks of the input and the output),
+``tile_ow`` (split of OW, inner ``<= 64``: columns per register tile), ``unroll_kw``.  Schedule
+(TVM's): ``tile_ow x oc_bn`` register blocks accumulated over the window, ``oc_bn`` vectorized,
+columns unrolled, channel blocks and rows fused into one parallel loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
+from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
+from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_NCHWc
+from tunecli.engine.ops.strategy import OpCall, Strategy
+from tunecli.engine.ops.x86.conv2d_nchwc import MAX_REG_N, fallback_register_tile, fp32_lanes, logical_tensors
+from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
+from tunecli.errors import InstantiationError, ScheduleError
+
+
+def declare_depthwise_conv2d_NCHWc(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1),
+                                   layout: str = "NCHW", out_layout: str = "NCHW",
+                                   out_dtype: str = "float32") -> OpCall:
+    """TVM's workload: logical ``data [N, C, H, W]`` and ``kernel [C, 1, KH, KW]``."""
+    data, kernel = logical_tensors(data, kernel)
+    if (len(data.shape) != 4 or len(kernel.shape) != 4 or kernel.shape[1] != 1
+            or kernel.shape[0] != data.shape[1]):
+        raise InstantiationError(f"depthwise_conv2d_NCHWc.x86: data [N, C, H, W] and kernel [C, 1, KH, KW] "
+                                 f"expected, got {tuple(data.shape)} and {tuple(kernel.shape)}")
+    return OpCall((data, kernel), {"stride": strides, "padding": padding, "dilation": dilation,
+                                   "layout": layout, "out_layout": out_layout, "out_dtype": out_dtype})
+
+
+def _logical(data: te.Tensor, kernel: te.Tensor) -> tuple[tuple[int, ...], tuple[int, int]]:
+    """``([N, C, H, W], (KH, KW))`` of logical or blocked tensors."""
+    if len(data.shape) == 5:
+        n, cc, h, w, cb = data.shape
+        return (n, cc * cb, h, w), tuple(kernel.shape[2:4])
+    return tuple(data.shape), tuple(kernel.shape[2:4])
+
+
+def define_depthwise_nchwc_space(cfg: Any, data_shape: Sequence[int], kernel_hw: Sequence[int], strides: Any,
+                                 padding: Any, dilation: Any) -> None:
+    """Define TVM's knobs; a fallback config gets TVM's default entities."""
+    _, c, h, w = data_shape
+    _, ow, _ = conv2d_output_shape((h, w), tuple(kernel_hw), strides, padding, dilation)
+    cfg.define_split("tile_ic", c, num_outputs=2)
+    cfg.define_split("tile_oc", c, num_outputs=2)
+    cfg.define_split("tile_ow", ow, num_outputs=2, filter=lambda y: y.size[-1] <= MAX_REG_N)
+    cfg.define_knob("unroll_kw", [True, False])
+    if cfg.is_fallback:
+        oc_bn = next(b for b in range(min(fp32_lanes(), c), 0, -1) if c % b == 0)
+        reg_n = next(n for n in range(min(fallback_register_tile(), ow), 0, -1) if ow % n == 0)
+        cfg["tile_ic"] = SplitEntity([c // oc_bn, oc_bn])
+        cfg["tile_oc"] = SplitEntity([c // oc_bn, oc_bn])
+        cfg["tile_ow"] = SplitEntity([ow // reg_n, reg_n])
+        cfg["unroll_kw"] = OtherOptionEntity(False)
+
+
+def pack_depthwise_conv2d_NCHWc(cfg: Any, call: OpCall) -> OpCall:
+    """The kernel's inputs: blocked ``data`` and ``kernel`` placeholders for ``cfg``'s blocks."""
+    data, kernel = call.inputs
+    a = call.attrs
+    define_depthwise_nchwc_space(cfg, data.shape, kernel.shape[2:4], a["stride"], a["padding"], a["dilation"])
+    n, c, h, w = data.shape
+    kh, kw = kernel.shape[2:4]
+    ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
+    data5 = te.placeholder((n, c // ic_bn, h, w, ic_bn), dtype=data.dtype, name="data")
+    kernel6 = te.placeholder((c // oc_bn, 1, kh, kw, 1, oc_bn), dtype=kernel.dtype, name="kernel")
+    return OpCall((data5, kernel6), call.attrs)
+
+
+def depthwise_conv2d_NCHWc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any,
+                                       padding: Any, dilation: Any, layout: str, out_layout: str,
+                                       out_dtype: str) -> te.Tensor:
+    """Define the knobs, then ``nn.depthwise_conv2d_NCHWc``; 4-D tensors are packed by stages first."""
+    data_shape, (kh, kw) = _logical(data, kernel)
+    define_depthwise_nchwc_space(cfg, data_shape, (kh, kw), stride, padding, dilation)
+    if len(data.shape) == 4:
+        ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
+        n, c, h, w = data.shape
+        src_data, src_kernel = data, kernel
+        data = te.compute((n, c // ic_bn, h, w, ic_bn),
+                          lambda b, i, y, x, v: src_data[b, i * ic_bn + v, y, x],
+                          name="data_vec", tag="injective,layout_transform")
+        kernel = te.compute((c // oc_bn, 1, kh, kw, 1, oc_bn),
+                            lambda o, _m, y, x, _mb, ob: src_kernel[o * oc_bn + ob, 0, y, x],
+                            name="kernel_vec", tag="injective,layout_transform")
+    n, c, h, w = data_shape
+    oh, ow, _ = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    cfg.add_flop(2 * n * c * oh * ow * kh * kw)
+    return depthwise_conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype)
+
+
+def schedule_depthwise_conv2d_NCHWc(cfg: Any, outs: Sequence[te.Tensor],
+                                    epilogue: te.Tensor | None = None) -> Schedule:
+    """TVM's schedule of the blocked depthwise convolution; a 5-D epilogue writes the result."""
+    (conv,) = outs
+    data_pad, kernel = conv.op.input_tensors
+    s = create_group_schedule(outs, epilogue)
+    out, acc = output_and_accumulator(s, conv, epilogue)
+    if len(out.shape) != 5:
+        raise ScheduleError(f"depthwise_conv2d_NCHWc.x86: the epilogue {out.op.name} must keep the blocked "
+                            f"5-D layout, got shape {tuple(out.shape)}")
+    data = data_pad
+    if "pad" in data_pad.op.tag:
+        b, c, y, _, v = s[data_pad].op.axis
+        s[data_pad].parallel(s[data_pad].fuse(b, c, y))
+        s[data_pad].vectorize(v)
+        (data,) = data_pad.op.input_tensors
+    for packed in (data, kernel):
+        if "layout_transform" in getattr(packed.op, "tag", ""):
+            axes = s[packed].op.axis
+            s[packed].parallel(s[packed].fuse(*axes[:2]))
+
+    reg_n = cfg["tile_ow"].size[-1]
+    b, oc, y, x, ob = s[out].op.axis
+    xo, xi = s[out].split(x, factor=reg_n)
+    s[out].reorder(b, oc, y, xo, xi, ob)
+    s[out].parallel(s[out].fuse(b, oc, y))
+    s[out].vectorize(ob)
+
+    s[acc].compute_at(s[out], xo)
+    _, _, _, x, ob = s[acc].op.axis
+    kh, kw = s[acc].op.reduce_axis
+    s[acc].reorder(kh, kw, x, ob)
+    if cfg["unroll_kw"].val:
+        s[acc].unroll(kw)
+    s[acc].unroll(x)
+    s[acc].vectorize(ob)
+    return s
+
+
+DEPTHWISE_CONV2D_NCHWC = Strategy(
+    op="depthwise_conv2d_NCHWc", target_key="cpu", name="depthwise_conv2d_NCHWc.x86",
+    declare=declare_depthwise_conv2d_NCHWc, compute=depthwise_conv2d_NCHWc_x86_compute,
+    schedule=schedule_depthwise_conv2d_NCHWc, reference=ref.depthwise_conv2d_NCHWc_python, outputs=("out",),
+    pack=pack_depthwise_conv2d_NCHWc,
+    summary="TVM's workload (multiplier 1); kernel on blocked data and kernel, NCHWc output")
