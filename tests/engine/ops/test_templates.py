@@ -35,6 +35,8 @@ INT8_CASES = {
                          (1, 0, 1, 0), (1, 1), "NCHW", "NCHW", "int32"),
     "dense_pack.x86": (("TENSOR", (3, 40), "int8"), ("TENSOR", (16, 40), "int8"), None, "int32"),
     "dense_nopack.x86": (("TENSOR", (3, 40), "int8"), ("TENSOR", (16, 40), "int8"), None, "int32"),
+    "depthwise_conv2d_NCHWc.x86": (("TENSOR", (1, 8, 5, 5), "int8"), ("TENSOR", (8, 1, 3, 3), "int8"), (1, 1),
+                                   (1, 1, 1, 1), (1, 1), "NCHW", "NCHW", "int32"),
 }
 
 

@@ -1,0 +1,62 @@
+"""depthwise_conv2d_NCHWc.x86: TVM's workload and knobs on blocked MobileNet layers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tunecli.engine.build import build, lower
+from tunecli.engine.ops import registry
+from tunecli.engine.ops.x86.depthwise_nchwc import DEPTHWISE_CONV2D_NCHWC
+from tunecli.engine.target import Target
+from tunecli.engine.task import task as autotvm_task
+from tunecli.engine.task.space import FallbackConfigEntity
+
+
+def workload(c, hw, stride, dtype="float32", out_dtype="float32"):
+    return (("TENSOR", (1, c, hw, hw), dtype), ("TENSOR", (c, 1, 3, 3), dtype), (stride, stride),
+            (1, 1, 1, 1), (1, 1), "NCHW", "NCHW", out_dtype)
+
+
+def test_space_has_tvms_knobs_in_tvms_order():
+    space = autotvm_task.create("depthwise_conv2d_NCHWc.x86", workload(32, 112, 1), "llvm").config_space
+    assert list(space.space_map) == ["tile_ic", "tile_oc", "tile_ow", "unroll_kw"]
+    assert len(space) == 6 * 6 * 9 * 2  # divisors of 32, 32, and of 112 up to 64; two unroll options
+    assert registry.STRATEGIES.select("depthwise_conv2d_NCHWc", "llvm") is DEPTHWISE_CONV2D_NCHWC
+
+
+def test_fallback_config_is_tvms_on_avx512():
+    with Target("llvm -mcpu=skylake-avx512"):
+        cfg = FallbackConfigEntity()
+        call = DEPTHWISE_CONV2D_NCHWC.kernel_call(cfg, *workload(32, 112, 1))
+    assert [cfg[k].size for k in ("tile_ic", "tile_oc", "tile_ow")] == [[2, 16], [2, 16], [4, 28]]
+    assert [tuple(t.shape) for t in call.inputs] == [(1, 2, 112, 112, 16), (2, 1, 3, 3, 1, 16)]
+
+
+def test_mobilenet_layer_is_register_blocked_and_equals_numpy():
+    task = autotvm_task.create("depthwise_conv2d_NCHWc.x86", workload(64, 28, 2), "llvm")
+    space = task.config_space
+    knobs = [[e.size for e in space.space_map["tile_ic"].entities].index([-1, 8]),
+             [e.size for e in space.space_map["tile_oc"].entities].index([-1, 16]),
+             [e.size for e in space.space_map["tile_ow"].entities].index([-1, 7]), 0]
+    cfg = space.get(space.knob2point(knobs))
+    sch, bufs = task.instantiate(cfg)
+    text = str(lower(sch, bufs))
+    assert "depthwise_conv2d_NCHWc.local[float32 * 112]" in text  # 7 columns x 16 channels
+    assert "unrolled for (kw, 0, 3)" in text and "parallel for" in text
+    mod = build(sch, bufs, target="llvm")
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(b.shape).astype("float32") for b in bufs[:-1]]
+    out = np.zeros(bufs[-1].shape, dtype="float32")
+    mod(*inputs, out)
+    np.testing.assert_allclose(out, task.reference(*inputs), rtol=1e-5, atol=1e-5)
+
+
+def test_int8_accumulates_in_int32():
+    task = autotvm_task.create("depthwise_conv2d_NCHWc.x86", workload(8, 6, 1, "int8", "int32"), "llvm")
+    sch, bufs = task.instantiate(task.config_space.get(len(task.config_space) - 1))
+    mod = build(sch, bufs, target="llvm")
+    rng = np.random.default_rng(1)
+    inputs = [rng.integers(-128, 128, size=b.shape).astype("int8") for b in bufs[:-1]]
+    out = np.zeros(bufs[-1].shape, dtype="int32")
+    mod(*inputs, out)
+    np.testing.assert_array_equal(out, task.reference(*inputs))
