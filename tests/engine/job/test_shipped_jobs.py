@@ -47,3 +47,18 @@ def test_seed_conv2d_is_the_seed_workload() -> None:
     assert tutorial.args == (1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1))
     assert len(tutorial.config_space) == 10454400
     assert tutorial.flop == x86.flop == 2 * 512 * 7 * 7 * 512 * 3 * 3
+
+
+def test_resnet18_nchwc_job_holds_tvms_workloads_of_the_same_layers() -> None:
+    from autotvm_templates import tophub_dir
+
+    from tunecli.engine.log.record import load_from_file
+    from tunecli.engine.log.task_records import denotes
+
+    tasks = create_tasks(load_job(ROOT / "jobs" / "resnet18_conv2d_nchwc.yaml"))
+    expected = [(("TENSOR", (1, ci, h, h), "float32"), ("TENSOR", (co, ci, k, k), "float32"), (s, s),
+                 (p,) * 4, (1, 1), "NCHW", "NCHW", "float32") for h, ci, co, k, s, p in RESNET18]
+    assert [t.args for t in tasks] == expected
+    tvm = {inp.task.workload: inp.config for inp, _ in load_from_file(tophub_dir() / "llvm_v0.04.log")}
+    for task in tasks:  # TVM's pre-tuned package has a record of every layer, decoding in our space
+        assert denotes(task.config_space, tvm[task.workload])

@@ -241,4 +241,4 @@ CONV2D_NCHWC = Strategy(
     op="conv2d_NCHWc", target_key="cpu", name="conv2d_NCHWc.x86", declare=declare_conv2d_NCHWc,
     compute=conv2d_NCHWc_x86_compute, schedule=schedule_conv2d_NCHWc, reference=ref.conv2d_NCHWc_python,
     outputs=("out",), pack=pack_conv2d_NCHWc,
-    summary="TVM's workload; kernel on `data [N, C/ic_bn, H, W, ic_bn]`, packed kernel, NCHWc output")
+    summary="TVM's; NCHW[ic_bn]c data, packed kernel, NCHW[oc_bn]c output")

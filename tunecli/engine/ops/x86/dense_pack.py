@@ -195,9 +195,9 @@ DENSE_PACK_TVM = Strategy(
     op="dense", target_key="cpu", name="dense_pack.x86", declare=declare_dense_tvm,
     compute=dense_pack_x86_compute, schedule=schedule_dense_pack_x86, reference=ref.dense_packed_python,
     outputs=("out",), pack=pack_dense, plevel=5,
-    summary="TVM's workload; kernel on `data [M, K]` and the packed weight `[N/bn, K, bn]`")
+    summary="TVM's; the kernel takes the weight packed `[N/bn, K, bn]`")
 
 DENSE_NOPACK_TVM = Strategy(
     op="dense", target_key="cpu", name="dense_nopack.x86", declare=declare_dense_tvm,
     compute=dense_nopack_x86_compute, schedule=schedule_dense_nopack_x86, reference=ref.dense_python,
-    outputs=("out",), plevel=4, summary="TVM's workload; `out[M, N] = data[M, K] · weight[N, K]ᵀ`")
+    outputs=("out",), plevel=4, summary="TVM's; the weight as given")

@@ -147,4 +147,4 @@ DEPTHWISE_CONV2D_NCHWC = Strategy(
     declare=declare_depthwise_conv2d_NCHWc, compute=depthwise_conv2d_NCHWc_x86_compute,
     schedule=schedule_depthwise_conv2d_NCHWc, reference=ref.depthwise_conv2d_NCHWc_python, outputs=("out",),
     pack=pack_depthwise_conv2d_NCHWc,
-    summary="TVM's workload (multiplier 1); kernel on blocked data and kernel, NCHWc output")
+    summary="TVM's (multiplier 1); blocked as `conv2d_NCHWc.x86`")
