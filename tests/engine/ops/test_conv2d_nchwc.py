@@ -14,7 +14,7 @@ from tunecli.engine.log.record import load_from_file
 from tunecli.engine.log.task_records import denotes
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import registry
-from tunecli.engine.ops.x86.conv2d_nchwc import CONV2D_NCHWC
+from tunecli.engine.ops.x86.conv2d_nchwc import CONV2D_NCHWC, infer_layout
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
 from tunecli.engine.task.space import ConfigSpace, FallbackConfigEntity
@@ -186,3 +186,17 @@ def test_workload_is_tvms_and_strategy_is_selected_by_operator():
     assert strategy is CONV2D_NCHWC
     assert strategy.arg_names == ("data", "kernel", "strides", "padding", "dilation", "layout", "out_layout",
                                   "out_dtype")
+
+
+def test_infer_layout_names_the_blocked_layouts_of_a_config():
+    inp, _ = tophub_records()[2]  # 64 -> 128 channels, 3x3, stride 2: tile_ic 32, tile_oc 64
+    (data,), (out,) = infer_layout(inp.task.workload, inp.config)
+    assert data == ((1, 2, 56, 56, 32), "NCHW32c")
+    assert out == ((1, 2, 28, 28, 64), "NCHW64c")
+    depthwise = ("depthwise_conv2d_NCHWc.x86", ("TENSOR", (1, 32, 8, 8), "float32"),
+                 ("TENSOR", (32, 1, 3, 3), "float32"), (2, 2), (1, 1, 1, 1), (1, 1), "NCHW", "NCHW",
+                 "float32")
+    cfg = FallbackConfigEntity()
+    with Target("llvm -mcpu=skylake-avx512"):
+        registry.get_strategy("depthwise_conv2d_NCHWc.x86").kernel_call(cfg, *depthwise[1:])
+    assert infer_layout(depthwise, cfg)[1][0] == ((1, 2, 4, 4, 16), "NCHW16c")

@@ -104,6 +104,32 @@ def define_conv2d_nchwc_space(cfg: Any, data_shape: Sequence[int], kernel_shape:
         _fallback_config(cfg, ic, oc, oh, ow, kh == 1 and kw == 1)
 
 
+def infer_layout(workload: Sequence[Any], cfg: Any) -> tuple[tuple, tuple]:
+    """The data and output layouts a config of a ``conv2d_NCHWc.x86`` (or depthwise) workload gives
+    (TVM's ``conv2d_infer_layout``, which the graph tuner reads).
+
+    Parameters
+    ----------
+    workload : sequence
+        ``(name, data, kernel, strides, padding, dilation, layout, out_layout, out_dtype)`` with
+        tensors as ``("TENSOR", shape, dtype)``.
+    cfg : ConfigEntity
+
+    Returns
+    -------
+    tuple
+        ``(((in_shape, "NCHW{ic_bn}c"),), ((out_shape, "NCHW{oc_bn}c"),))``.
+    """
+    _, data, kernel, strides, padding, dilation = workload[:6]
+    n, ic, h, w = data[1]
+    kh, kw = kernel[1][2:4]
+    oc = kernel[1][0] * kernel[1][1] if workload[0].startswith("depthwise") else kernel[1][0]
+    oh, ow, _ = conv2d_output_shape((h, w), (kh, kw), strides, padding, dilation)
+    ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
+    return ((((n, ic // ic_bn, h, w, ic_bn), f"NCHW{ic_bn}c"),),
+            (((n, oc // oc_bn, oh, ow, oc_bn), f"NCHW{oc_bn}c"),))
+
+
 def _largest_divisor(n: int, limit: int) -> int:
     return next(b for b in range(min(limit, n), 0, -1) if n % b == 0)
 
