@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -74,6 +75,7 @@ def test_history_best_falls_back_to_the_package_before_the_fallback_config(tmp_p
     own_log = tmp_path / "mine.log"
     own_log.write_text(encode(other, other_res) + "\n")
     target = Target("llvm")  # the package's records are for llvm -mcpu=skylake-avx512: matched by key
+    tophub.set_locations("NONE")
     with ApplyHistoryBest(str(own_log)):
         assert DispatchContext.current.query(target, inp.task.workload).is_fallback
     tophub.set_locations([tophub_dir()])
@@ -116,3 +118,18 @@ def test_best_of_logs_writes_a_package(tmp_path: Path):
     with ApplyHistoryBest([]):
         for inp, _ in conv_records():
             assert str(DispatchContext.current.query(target, inp.task.workload)) == str(inp.config)
+
+
+def test_the_first_package_answers_whatever_the_costs(tmp_path: Path):
+    inp, res = conv_records()[1]
+    for name, cost, offset in (("first", 2.0, 0), ("second", 1.0, 1)):  # the second is cheaper
+        (tmp_path / name).mkdir()
+        record = json.loads(encode(inp, res))
+        record["result"][0] = [cost]
+        record["config"]["index"] += offset
+        (tmp_path / name / "llvm.log").write_text(json.dumps(record) + "\n")
+    tophub.set_locations([tmp_path / "first", tmp_path / "second"])
+    with ApplyHistoryBest([]):
+        assert DispatchContext.current.query(Target("llvm"), inp.task.workload).index == inp.config.index
+    with tophub_context("llvm"):  # TVM's context merges the files: the cheaper record
+        assert DispatchContext.current.query(Target("llvm"), inp.task.workload).index == inp.config.index + 1

@@ -91,9 +91,10 @@ class ApplyHistoryBest(DispatchContext):
             if key in self.best_by_targetkey:
                 return self.best_by_targetkey[key][0].config
         if self.pretuned and workload is not None:
-            package = pretuned_context(target)
-            if package is not None:
-                return package._query_inside(target, workload)
+            for package in pretuned_packages(target):
+                config = package._query_inside(target, workload)
+                if config is not None:
+                    return config
         return None
 
     def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
@@ -106,13 +107,14 @@ class ApplyHistoryBest(DispatchContext):
 
 apply_history_best = ApplyHistoryBest
 
-# One loaded context per set of package files (and their modification times).
-_PACKAGES: dict[tuple, ApplyHistoryBest] = {}
+# One loaded context per package file (and its modification time).
+_PACKAGES: dict[tuple[str, int], ApplyHistoryBest] = {}
 
 
-def pretuned_context(target: Any) -> ApplyHistoryBest | None:
-    """The records of the pre-tuned packages of ``target`` (``tophub.package_files``), loaded once;
-    None when there is none.
+def pretuned_packages(target: Any) -> list[ApplyHistoryBest]:
+    """The records of each pre-tuned package file of ``target`` (``tophub.package_files``), in
+    search order (a user's package before the shipped one: costs measured on different machines
+    are not compared), each file loaded once.
 
     Parameters
     ----------
@@ -120,15 +122,15 @@ def pretuned_context(target: Any) -> ApplyHistoryBest | None:
 
     Returns
     -------
-    ApplyHistoryBest or None
+    list of ApplyHistoryBest
     """
-    files = tophub.package_files(target)
-    if not files:
-        return None
-    key = tuple((str(f), f.stat().st_mtime_ns) for f in files)
-    if key not in _PACKAGES:
-        _PACKAGES[key] = ApplyHistoryBest(files, pretuned=False)
-    return _PACKAGES[key]
+    packages = []
+    for path in tophub.package_files(target):
+        key = (str(path), path.stat().st_mtime_ns)
+        if key not in _PACKAGES:
+            _PACKAGES[key] = ApplyHistoryBest(str(path), pretuned=False)
+        packages.append(_PACKAGES[key])
+    return packages
 
 
 def tophub_context(target: Any, extra_files: Iterable[Any] | None = None) -> ApplyHistoryBest:
