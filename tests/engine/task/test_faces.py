@@ -25,6 +25,7 @@ def test_tvm_names_are_the_engine_objects() -> None:
     assert {"log_to_file", "progress_bar", "Monitor"} <= set(callback.__all__)
     measure_names = {"measure_option", "LocalBuilder", "LocalRunner", "RPCRunner", "MeasureInput"}
     assert measure_names <= set(autotvm.__all__)
+    assert autotvm.tophub.context is history_best.tophub_context
 
 
 def test_virtual_axis_of_an_itervar_takes_its_name_and_extent() -> None:
