@@ -62,3 +62,12 @@ def test_resnet18_nchwc_job_holds_tvms_workloads_of_the_same_layers() -> None:
     tvm = {inp.task.workload: inp.config for inp, _ in load_from_file(tophub_dir() / "llvm_v0.04.log")}
     for task in tasks:  # TVM's pre-tuned package has a record of every layer, decoding in our space
         assert denotes(task.config_space, tvm[task.workload])
+
+
+def test_mobilenet_nchwc_job_holds_the_layers_of_the_nchw_job() -> None:
+    nchw = create_tasks(load_job(ROOT / "jobs" / "mobilenet_depthwise.yaml"))
+    nchwc = create_tasks(load_job(ROOT / "jobs" / "mobilenet_depthwise_nchwc.yaml"))
+    layers = [(n, c, h, w, (kh, kw), (s, s), (p,) * 4) for n, h, w, c, _, kh, kw, s, p, _, _ in
+              (t.args for t in nchw)]
+    assert [(*t.args[0][1], t.args[1][1][2:], t.args[2], t.args[3]) for t in nchwc] == layers
+    assert [t.flop for t in nchwc] == [t.flop for t in nchw]
