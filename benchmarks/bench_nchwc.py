@@ -26,7 +26,7 @@ import _common  # before numpy: unsets the OpenBLAS variables
 import numpy as np
 
 from tunecli.engine.build import build
-from tunecli.engine.codegen import set_num_threads
+from tunecli.engine.runtime import set_num_threads
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.log import tophub
