@@ -4,13 +4,15 @@ from tunecli.engine.ops.nn import (
     batch_matmul,
     bias_add,
     conv2d_nchw,
+    conv2d_NCHWc,
     dense,
     depthwise_conv2d_nchw,
+    depthwise_conv2d_NCHWc,
     get_pad_tuple,
     pad,
     pool2d,
     relu,
 )
 
-__all__ = ["batch_matmul", "bias_add", "conv2d_nchw", "dense", "depthwise_conv2d_nchw", "get_pad_tuple",
-           "pad", "pool2d", "relu"]
+__all__ = ["batch_matmul", "bias_add", "conv2d_NCHWc", "conv2d_nchw", "dense", "depthwise_conv2d_NCHWc",
+           "depthwise_conv2d_nchw", "get_pad_tuple", "pad", "pool2d", "relu"]

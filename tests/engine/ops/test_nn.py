@@ -8,6 +8,7 @@ import pytest
 from tunecli import topi
 from tunecli.engine import te
 from tunecli.engine.build import build
+from tunecli.engine.ops import reference
 from tunecli.engine.schedule import create_schedule
 from tunecli.errors import ExprError
 
@@ -172,3 +173,24 @@ def test_bad_arguments_raise_expr_error():
         topi.nn.pool2d(data, 2, 2, 1, 0, "sum")
     with pytest.raises(ExprError):
         topi.add(data, te.placeholder((3, 5)))
+
+
+def test_conv2d_nchwc_computes_on_blocked_layouts():
+    data = te.placeholder((1, 2, 5, 6, 4), name="data")  # 8 channels in blocks of 4
+    kernel = te.placeholder((3, 2, 3, 3, 4, 2), name="kernel")  # 6 filters in blocks of 2
+    out = topi.nn.conv2d_NCHWc(data, kernel, (2, 1), (1, 0, 1, 2), (1, 2))
+    a, w = rand(data.shape), rand(kernel.shape)
+    want = reference.conv2d_NCHWc_python(a, w, (2, 1), (1, 0, 1, 2), (1, 2))
+    np.testing.assert_allclose(run(out, [data, kernel], [a, w]), want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ExprError, match="does not match the channel blocks"):
+        topi.nn.conv2d_NCHWc(data, te.placeholder((3, 4, 3, 3, 2, 2)), 1, 1, 1)
+
+
+def test_depthwise_conv2d_nchwc_reads_input_blocks_of_another_width():
+    data = te.placeholder((1, 2, 6, 5, 4), name="data")  # 8 channels in blocks of 4
+    kernel = te.placeholder((4, 1, 3, 3, 1, 2), name="kernel")  # output blocks of 2
+    out = topi.nn.depthwise_conv2d_NCHWc(data, kernel, 1, 1, 1)
+    a, w = rand(data.shape), rand(kernel.shape)
+    want = reference.depthwise_conv2d_NCHWc_python(a, w, 1, 1, 1)
+    assert want.shape == (1, 4, 6, 5, 2)
+    np.testing.assert_allclose(run(out, [data, kernel], [a, w]), want, rtol=1e-5, atol=1e-5)
