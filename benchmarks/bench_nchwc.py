@@ -26,12 +26,12 @@ import _common  # before numpy: unsets the OpenBLAS variables
 import numpy as np
 
 from tunecli.engine.build import build
-from tunecli.engine.runtime import set_num_threads
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.log import tophub
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.ops import reference as ref
+from tunecli.engine.runtime import set_num_threads
 
 JOB = Path(__file__).resolve().parents[1] / "jobs" / "resnet18_conv2d_nchwc.yaml"
 
