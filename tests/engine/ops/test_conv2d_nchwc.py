@@ -89,7 +89,9 @@ def nchwc_case(draw):
     stride = draw(st.integers(1, 2))
     pad = tuple(draw(st.integers(0, 1)) for _ in range(4)) if k == 3 else (0, 0, 0, 0)
     dilation = draw(st.integers(1, 2)) if k == 3 else 1
-    h, w = draw(st.integers(4, 7)), draw(st.integers(4, 7))
+    reach = (k - 1) * dilation + 1  # the dilated window must fit the padded input
+    h = draw(st.integers(max(4, reach - pad[0] - pad[2]), 7))
+    w = draw(st.integers(max(4, reach - pad[1] - pad[3]), 7))
     ci, co = draw(st.sampled_from([2, 4, 6])), draw(st.sampled_from([4, 8, 12]))
     args = workload((1, ci, h, w), (co, ci, k, k), (stride, stride), pad, dilation=(dilation, dilation))
     space = autotvm_task.create("conv2d_NCHWc.x86", args, "llvm").config_space
