@@ -14,6 +14,7 @@ from tunecli.engine.log.record import load_from_file
 from tunecli.engine.log.task_records import denotes
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import registry
+from tunecli.engine.ops.nn import relu
 from tunecli.engine.ops.x86.conv2d_nchwc import CONV2D_NCHWC, infer_layout
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
@@ -202,3 +203,31 @@ def test_infer_layout_names_the_blocked_layouts_of_a_config():
     with Target("llvm -mcpu=skylake-avx512"):
         registry.get_strategy("depthwise_conv2d_NCHWc.x86").kernel_call(cfg, *depthwise[1:])
     assert infer_layout(depthwise, cfg)[1][0] == ((1, 2, 4, 4, 16), "NCHW16c")
+
+
+@pytest.mark.parametrize("kernel_hw", [3, 1])
+def test_an_unpack_epilogue_gives_tvms_conv2d_nchw(kernel_hw):
+    """NCHW in, packing stages, relu(unpack(conv)) out: TVM's conv2d_nchw.x86 on x86, one kernel."""
+    data = te.placeholder((1, 8, 6, 6), name="data")
+    kernel = te.placeholder((16, 8, kernel_hw, kernel_hw), name="kernel")
+    pad = (1, 1, 1, 1) if kernel_hw == 3 else (0, 0, 0, 0)
+    args = workload((1, 8, 6, 6), (16, 8, kernel_hw, kernel_hw), (1, 1), pad)
+    space = autotvm_task.create("conv2d_NCHWc.x86", args, "llvm").config_space
+    cfg = next(space.get(i) for i in range(len(space)) if space.get(i)["tile_oc"].size[-1] == 8
+               and space.get(i)["tile_ow"].size[-1] == 3 and space.get(i)["tile_ic"].size[-1] == 4)
+    (conv,) = CONV2D_NCHWC.outputs_of(cfg, CONV2D_NCHWC.declare(data, kernel, (1, 1), pad))
+    unpacked = te.compute((1, 16, 6, 6), lambda b, c, y, x: conv[b, c // 8, y, x, c % 8], name="unpack",
+                          tag="injective")
+    fused = relu(unpacked)
+    sch = CONV2D_NCHWC.schedule(cfg, [conv], epilogue=fused)
+    text = str(lower(sch, [data, kernel, fused]))
+    assert "allocate conv2d_NCHWc[float32 * 24], local" in text  # one 3 x 8 register block
+    assert "unpack[" not in text and "vectorized for (i1.inner, 0, 8)" in text  # 8 channels of NCHW
+    mod = build(sch, [data, kernel, fused], target="llvm")
+    rng = np.random.default_rng(kernel_hw)
+    a = rng.standard_normal((1, 8, 6, 6)).astype("float32")
+    w = rng.standard_normal(kernel.shape).astype("float32")
+    got = np.zeros((1, 16, 6, 6), dtype="float32")
+    mod(a, w, got)
+    want = np.maximum(ref.conv2d_nchw_python(a, w, 1, pad), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tunecli.engine import te
 from tunecli.engine.build import build, lower
+from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.x86.depthwise_nchwc import DEPTHWISE_CONV2D_NCHWC
 from tunecli.engine.target import Target
@@ -60,3 +62,25 @@ def test_int8_accumulates_in_int32():
     out = np.zeros(bufs[-1].shape, dtype="int32")
     mod(*inputs, out)
     np.testing.assert_array_equal(out, task.reference(*inputs))
+
+
+def test_an_unpack_epilogue_gives_an_nchw_depthwise_kernel():
+    data = te.placeholder((1, 16, 7, 7), name="data")
+    kernel = te.placeholder((16, 1, 3, 3), name="kernel")
+    task = autotvm_task.create("depthwise_conv2d_NCHWc.x86", workload(16, 7, 2), "llvm")
+    space = task.config_space
+    cfg = next(space.get(i) for i in range(len(space)) if space.get(i)["tile_oc"].size[-1] == 8
+               and space.get(i)["tile_ic"].size[-1] == 4)
+    strategy = DEPTHWISE_CONV2D_NCHWC
+    (conv,) = strategy.outputs_of(cfg, strategy.declare(data, kernel, (2, 2), (1, 1, 1, 1)))
+    out = te.compute((1, 16, 4, 4), lambda b, c, y, x: conv[b, c // 8, y, x, c % 8], name="unpack",
+                     tag="injective")
+    sch = strategy.schedule(cfg, [conv], epilogue=out)
+    mod = build(sch, [data, kernel, out], target="llvm")
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((1, 16, 7, 7)).astype("float32")
+    w = rng.standard_normal((16, 1, 3, 3)).astype("float32")
+    got = np.zeros((1, 16, 4, 4), dtype="float32")
+    mod(a, w, got)
+    want = ref.depthwise_conv2d_python_nchw(a, w, 2, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -197,42 +197,66 @@ def conv2d_NCHWc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, strid
 
 
 def schedule_conv2d_NCHWc(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
-    """Schedule ``conv2d_NCHWc_x86_compute``'s stages; an epilogue (5-D: bias + relu) writes the result."""
+    """Schedule ``conv2d_NCHWc_x86_compute``'s stages.
+
+    An epilogue writes the result: blocked (5-D, e.g. bias + relu) or NCHW (4-D: it unpacks the
+    blocks, TVM's ``conv2d_nchw.x86``); either way the accumulator is one register block.
+    """
     (conv,) = outs
-    data_pad, kernel = conv.op.input_tensors
     s = create_group_schedule(outs, epilogue)
     out, acc = output_and_accumulator(s, conv, epilogue)
-    if len(out.shape) != 5:
-        raise ScheduleError(f"conv2d_NCHWc.x86: the epilogue {out.op.name} must keep the blocked 5-D "
-                            f"layout, got shape {tuple(out.shape)}")
-    data = data_pad
-    if "pad" in data_pad.op.tag:
-        b, c, y, _, v = s[data_pad].op.axis
-        s[data_pad].parallel(s[data_pad].fuse(b, c, y))
-        s[data_pad].vectorize(v)
-        (data,) = data_pad.op.input_tensors
+    schedule_input_stages(s, conv)
+    kh, kw = conv.op.input_tensors[1].shape[2:4]
+    oc_bn = conv.shape[-1]
+    if kh == 1 and kw == 1:
+        _schedule_1x1(cfg, s, out, acc, oc_bn)
+    else:
+        _schedule_common(cfg, s, out, acc, oc_bn)
+    return s
+
+
+def schedule_input_stages(s: Schedule, conv: te.Tensor) -> None:
+    """Parallel padding (vectorized over the channel block) and packing stages of a blocked conv."""
+    data, kernel = conv.op.input_tensors
+    if "pad" in data.op.tag:
+        b, c, y, _, v = s[data].op.axis
+        s[data].parallel(s[data].fuse(b, c, y))
+        s[data].vectorize(v)
+        (data,) = data.op.input_tensors
     for packed in (data, kernel):
         if "layout_transform" in getattr(packed.op, "tag", ""):
             axes = s[packed].op.axis
             s[packed].parallel(s[packed].fuse(*axes[:2]))
-    kh, kw = kernel.shape[2:4]
-    if kh == 1 and kw == 1:
-        _schedule_1x1(cfg, s, out, acc)
+
+
+def tile_output(s: Schedule, out: te.Tensor, oc_bn: int, reg_n: int, oh_factor: int | None = None) -> Any:
+    """Tile the stage writing the result into ``[oh_factor x] reg_n x oc_bn`` blocks, the outer loops
+    fused and parallel, ``oc_bn`` vectorized; return the loop the accumulator is computed at.
+
+    ``out`` is blocked ``[N, O/oc_bn, OH, OW, oc_bn]`` or, after an unpack epilogue, ``[N, O, OH, OW]``.
+    """
+    if len(out.shape) == 5:
+        b, oc, y, x, ob = s[out].op.axis
+    elif len(out.shape) == 4:
+        b, c, y, x = s[out].op.axis
+        oc, ob = s[out].split(c, factor=oc_bn)
     else:
-        _schedule_common(cfg, s, out, acc)
-    return s
-
-
-def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor) -> None:
-    """``reg_n x oc_bn`` register blocks; the kernel window and input channels reduce outside them."""
-    reg_n = cfg["tile_ow"].size[-1]
-    b, oc, y, x, ob = s[out].op.axis
+        raise ScheduleError(f"the epilogue {out.op.name} of a blocked convolution must be 5-D (blocked) or "
+                            f"4-D (NCHW), got shape {tuple(out.shape)}")
+    rows, row_block = [y], []
+    if oh_factor is not None:
+        yo, yi = s[out].split(y, factor=oh_factor)
+        rows, row_block = [yo], [yi]
     xo, xi = s[out].split(x, factor=reg_n)
-    s[out].reorder(b, oc, y, xo, xi, ob)
-    s[out].parallel(s[out].fuse(b, oc, y))
+    s[out].reorder(b, oc, *rows, xo, *row_block, xi, ob)
+    s[out].parallel(s[out].fuse(b, oc, *rows))
     s[out].vectorize(ob)
+    return xo
 
-    s[acc].compute_at(s[out], xo)
+
+def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: int) -> None:
+    """``reg_n x oc_bn`` register blocks; the kernel window and input channels reduce outside them."""
+    s[acc].compute_at(s[out], tile_output(s, out, oc_bn, cfg["tile_ow"].size[-1]))
     _, _, _, x, ob = s[acc].op.axis
     icc, icb, kh, kw = s[acc].op.reduce_axis
     if cfg["unroll_kw"].val:
@@ -244,16 +268,9 @@ def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor) -> N
     s[acc].vectorize(ob)
 
 
-def _schedule_1x1(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor) -> None:
+def _schedule_1x1(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: int) -> None:
     """A packed GEMM: ``tile_oh x reg_n x oc_bn`` register blocks, the input channels reduce outside."""
-    oh_factor, ow_factor = cfg["tile_oh"].val, cfg["tile_ow"].size[-1]
-    b, oc, y, x, ob = s[out].op.axis
-    yo, yi = s[out].split(y, factor=oh_factor)
-    xo, xi = s[out].split(x, factor=ow_factor)
-    s[out].reorder(b, oc, yo, xo, yi, xi, ob)
-    s[out].parallel(s[out].fuse(b, oc, yo))
-    s[out].vectorize(ob)
-
+    xo = tile_output(s, out, oc_bn, cfg["tile_ow"].size[-1], cfg["tile_oh"].val)
     s[acc].compute_at(s[out], xo)
     _, _, y, x, ob = s[acc].op.axis
     icc, icb, kh, kw = s[acc].op.reduce_axis

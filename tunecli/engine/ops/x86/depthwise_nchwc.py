@@ -23,10 +23,17 @@ from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumu
 from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_NCHWc
 from tunecli.engine.ops.strategy import OpCall, Strategy
-from tunecli.engine.ops.x86.conv2d_nchwc import MAX_REG_N, fallback_register_tile, fp32_lanes, logical_tensors
+from tunecli.engine.ops.x86.conv2d_nchwc import (
+    MAX_REG_N,
+    fallback_register_tile,
+    fp32_lanes,
+    logical_tensors,
+    schedule_input_stages,
+    tile_output,
+)
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
-from tunecli.errors import InstantiationError, ScheduleError
+from tunecli.errors import InstantiationError
 
 
 def declare_depthwise_conv2d_NCHWc(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1),
@@ -105,33 +112,13 @@ def depthwise_conv2d_NCHWc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Ten
 
 def schedule_depthwise_conv2d_NCHWc(cfg: Any, outs: Sequence[te.Tensor],
                                     epilogue: te.Tensor | None = None) -> Schedule:
-    """TVM's schedule of the blocked depthwise convolution; a 5-D epilogue writes the result."""
+    """TVM's schedule of the blocked depthwise convolution; an epilogue (blocked 5-D, or 4-D NCHW
+    unpacking the blocks) writes the result."""
     (conv,) = outs
-    data_pad, kernel = conv.op.input_tensors
     s = create_group_schedule(outs, epilogue)
     out, acc = output_and_accumulator(s, conv, epilogue)
-    if len(out.shape) != 5:
-        raise ScheduleError(f"depthwise_conv2d_NCHWc.x86: the epilogue {out.op.name} must keep the blocked "
-                            f"5-D layout, got shape {tuple(out.shape)}")
-    data = data_pad
-    if "pad" in data_pad.op.tag:
-        b, c, y, _, v = s[data_pad].op.axis
-        s[data_pad].parallel(s[data_pad].fuse(b, c, y))
-        s[data_pad].vectorize(v)
-        (data,) = data_pad.op.input_tensors
-    for packed in (data, kernel):
-        if "layout_transform" in getattr(packed.op, "tag", ""):
-            axes = s[packed].op.axis
-            s[packed].parallel(s[packed].fuse(*axes[:2]))
-
-    reg_n = cfg["tile_ow"].size[-1]
-    b, oc, y, x, ob = s[out].op.axis
-    xo, xi = s[out].split(x, factor=reg_n)
-    s[out].reorder(b, oc, y, xo, xi, ob)
-    s[out].parallel(s[out].fuse(b, oc, y))
-    s[out].vectorize(ob)
-
-    s[acc].compute_at(s[out], xo)
+    schedule_input_stages(s, conv)
+    s[acc].compute_at(s[out], tile_output(s, out, conv.shape[-1], cfg["tile_ow"].size[-1]))
     _, _, _, x, ob = s[acc].op.axis
     kh, kw = s[acc].op.reduce_axis
     s[acc].reorder(kh, kw, x, ob)
