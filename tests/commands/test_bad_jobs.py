@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tunecli.engine.job.spec import max_builders
+from tunecli.engine.ops.registry import builtin_names
 
 from .conftest import Invoke
 
@@ -174,18 +175,16 @@ CASES = [
      [":3: tasks[0].templat: unknown field (expected one of: template, args); did you mean 'template'?",
       ":3: tasks[0]: missing required field 'template'"]),
     ('template_unknown', GOOD.replace("dense.x86", "dense.x68"),
-     [":3: tasks[0].template: unknown template 'dense.x68' (built-in templates: dense.x86, "
-      'batch_matmul.x86, conv2d_nchw.x86, depthwise_conv2d_nchw.x86, tutorial/matmul, '
-      'tutorial/conv2d_no_batching; or use "path/to/file.py:function")']),
+     [f":3: tasks[0].template: unknown template 'dense.x68' (built-in templates: "
+      f'{", ".join(builtin_names())}; or use "path/to/file.py:function")']),
     ('template_empty', GOOD.replace("dense.x86", "''"),
      [':3: tasks[0].template: expected a non-empty string']),
     ('template_number', GOOD.replace("dense.x86", "5"),
      [":3: tasks[0].template: expected a string, got '5'"]),
     ('template_name_5000_chars', GOOD.replace("dense.x86", "x" * 5000),
      [':3: tasks[0].template: unknown template '
-      "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (built-in templates: dense.x86, "
-      'batch_matmul.x86, conv2d_nchw.x86, depthwise_conv2d_nchw.x86, tutorial/matmul, '
-      'tutorial/conv2d_no_batching; or use "path/to/file.py:function")']),
+      "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (built-in templates: "
+      f'{", ".join(builtin_names())}; or use "path/to/file.py:function")']),
     ('template_with_nul_escape', GOOD.replace("dense.x86", '"a\\0b.py:f"'),
      [":3: tasks[0].template: expected text without control characters, got 'a\\x00b.py:f'"]),
     ('template_file_missing', GOOD.replace("dense.x86", "nope.py:f"),
