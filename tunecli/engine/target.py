@@ -59,7 +59,8 @@ def host_features() -> str:
     return llvm.get_host_cpu_features().flatten()
 
 
-def _arch(triple: str) -> str:
+def triple_arch(triple: str) -> str:
+    """The architecture part of an LLVM triple, normalised (``arm64-apple-darwin`` → ``aarch64``)."""
     arch = triple.split("-", 1)[0]
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
 
@@ -136,7 +137,7 @@ class Target:
             return tuple(self._attrs["keys"])
         keys = list(_DEFAULT_KEYS.get(self.kind, []))
         triple = self.mtriple or ""
-        is_arm = _arch(triple) in ("aarch64", "arm", "armv7l", "armv7")
+        is_arm = triple_arch(triple) in ("aarch64", "arm", "armv7l", "armv7")
         if self.kind == "llvm" and is_arm and "arm_cpu" not in keys:
             keys = ["arm_cpu"] + keys
         device = self._attrs.get("device")
@@ -194,12 +195,12 @@ class Target:
     @property
     def is_host(self) -> bool:
         """True when code for this target can run in this process."""
-        return self.kind == "llvm" and _arch(self.llvm_triple) == _arch(host_triple())
+        return self.kind == "llvm" and triple_arch(self.llvm_triple) == triple_arch(host_triple())
 
     @property
     def vector_bits(self) -> int:
         """Widest SIMD register in bits, used to choose vector widths."""
-        arch = _arch(self.llvm_triple)
+        arch = triple_arch(self.llvm_triple)
         if arch == "x86_64":
             feats = self.llvm_features
             cpu = self.llvm_cpu
@@ -282,4 +283,4 @@ def parse_target(text: str) -> Target:
 
 def host_arch() -> str:
     """Return the host's architecture name (``x86_64``, ``aarch64``)."""
-    return _arch(platform.machine().lower())
+    return triple_arch(platform.machine().lower())

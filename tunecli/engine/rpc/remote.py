@@ -10,6 +10,7 @@ from __future__ import annotations
 import select
 import socket
 
+from tunecli.engine.rpc.device_info import DeviceInfo
 from tunecli.engine.rpc.protocol import (
     MAX_HEADER,
     RPC_CODE_DUPLICATE,
@@ -26,7 +27,14 @@ from tunecli.engine.rpc.protocol import (
     send_frame,
     shutdown_socket,
 )
-from tunecli.engine.rpc.session import MeasureReply, MeasureRequest, decode_reply, encode_request
+from tunecli.engine.rpc.session import (
+    DESCRIBE,
+    MeasureReply,
+    MeasureRequest,
+    decode_device,
+    decode_reply,
+    encode_request,
+)
 from tunecli.errors import RPCError
 
 
@@ -73,6 +81,26 @@ class RemoteSession:
                 raise RPCError("server sent an unexpected frame")
             send_frame(self._sock, header, payload)
             return decode_reply(*recv_frame(self._sock))
+        except (OSError, RPCError) as err:
+            self.close()
+            raise RPCError(f"rpc session {self.addr[0]}:{self.addr[1]}: {err}") from None
+
+    def describe(self, timeout: float = 30.0) -> DeviceInfo:
+        """The processor the server runs kernels on.
+
+        Raises
+        ------
+        RPCError
+            When the connection fails or the server does not answer with a description; the
+            session is closed then.
+        """
+        if self._sock is None:
+            raise RPCError(f"rpc session {self.addr[0]}:{self.addr[1]}: session is closed")
+        try:
+            self._sock.settimeout(timeout)
+            send_frame(self._sock, DESCRIBE)
+            header, _ = recv_frame(self._sock)
+            return decode_device(header)
         except (OSError, RPCError) as err:
             self.close()
             raise RPCError(f"rpc session {self.addr[0]}:{self.addr[1]}: {err}") from None

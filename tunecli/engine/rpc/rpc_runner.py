@@ -7,6 +7,10 @@ config goes back to the queue for another device (after ``max_attempts`` attempt
 RUNTIME_DEVICE / RUN_TIMEOUT result). An overall deadline and a check that devices of the key
 are still registered bound the wait, so every input gets exactly one result.
 
+Once a task is set, each session starts by asking the server what it runs on
+(:class:`tunecli.engine.rpc.device_info.DeviceInfo`); a device that cannot run the task's
+target stops ``run`` with a TargetError before anything is measured or logged.
+
 ``run(..., on_result=hook)`` calls ``hook(index, result)`` in the caller's thread as each
 result is ready (the device threads queue finished indices; the waiting loop reports them).
 """
@@ -30,7 +34,7 @@ from tunecli.engine.rpc.client import TrackerSession, connect_tracker
 from tunecli.engine.rpc.protocol import AuthenticationError
 from tunecli.engine.rpc.remote import RemoteSession
 from tunecli.engine.rpc.session import MeasureRequest
-from tunecli.errors import RPCError, TuneError
+from tunecli.errors import RPCError, TargetError, TuneError
 
 logger = logging.getLogger("tunecli.rpc.runner")
 
@@ -326,8 +330,23 @@ class RPCRunner(Runner):
 
     def _measure_on(self, session: RemoteSession, batch: _Batch, build_results: list,
                     requests: dict[int, MeasureRequest]) -> None:
-        """Measure queued configs through ``session`` until the queue is empty or the device fails."""
+        """Measure queued configs through ``session`` until the queue is empty or the device fails.
+
+        Raises
+        ------
+        TargetError
+            When the device cannot run the task's target.
+        """
         device = f"{session.addr[0]}:{session.addr[1]}"
+        target = getattr(self.task, "target", None)
+        if target is not None:
+            try:
+                problem = session.describe().mismatch(target)
+            except RPCError as err:
+                logger.warning("RPCRunner: device %s lost: %s", device, err)
+                return
+            if problem:
+                raise TargetError(f"RPCRunner: {problem}")
         while not batch.stop.is_set():
             with batch.lock:
                 if not batch.queue:

@@ -9,9 +9,11 @@ than ``unmatch_timeout`` seconds it PUTs a new one. A lost tracker connection is
 
 A client connects with TVM's handshake (``client:<matchkey>``, options ``-timeout=`` and, when
 the server has a token, ``-token=``), then runs a measurement session
-(:mod:`tunecli.engine.rpc.session`). Kernels run in a persistent
+(:mod:`tunecli.engine.rpc.session`), in which it describes its processor when asked
+(:class:`tunecli.engine.rpc.device_info.DeviceInfo`). Kernels run in a persistent
 :class:`tunecli.engine.measure.worker.Worker` child process, replaced when it dies, so a
-crashing kernel becomes a RUNTIME_DEVICE reply and a hanging one a RUN_TIMEOUT reply. When the
+crashing kernel becomes a RUNTIME_DEVICE reply and a hanging one a RUN_TIMEOUT reply that says
+it was killed for running past the request's timeout. When the
 session ends the server PUTs a new match key and is free again.
 
 Handshakes are read concurrently by a :class:`tunecli.engine.rpc.connections.HandshakeGate`
@@ -32,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MEASURE_FUNC, measure_in_worker
 from tunecli.engine.measure.worker import Worker
 from tunecli.engine.rpc.client import TrackerSession
@@ -44,6 +47,7 @@ from tunecli.engine.rpc.connections import (
     keep_alive,
     recv_before,
 )
+from tunecli.engine.rpc.device_info import DeviceInfo, this_device
 from tunecli.engine.rpc.protocol import (
     MAX_HEADER,
     NEEDS_TOKEN,
@@ -63,7 +67,13 @@ from tunecli.engine.rpc.protocol import (
     token_matches,
     unpack_int,
 )
-from tunecli.engine.rpc.session import MeasureReply, MeasureRequest, decode_request, encode_reply
+from tunecli.engine.rpc.session import (
+    MeasureReply,
+    MeasureRequest,
+    decode_request,
+    encode_device,
+    encode_reply,
+)
 from tunecli.errors import RPCError
 
 logger = logging.getLogger("tunecli.rpc.server")
@@ -100,6 +110,8 @@ class Server:
     ----------
     port : int
         The bound port.
+    device : DeviceInfo
+        The processor kernels run on, as the server describes it to clients.
     """
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = 9091, port_end: int = 9199, key: str = "",
@@ -117,6 +129,7 @@ class Server:
         self.unmatch_timeout = unmatch_timeout
         self.retry_period = retry_period
         self.idle_timeout = idle_timeout
+        self.device: DeviceInfo = this_device(key)
         self._listen = bind_first_free(host, port, port_end)
         self.host = host
         self.port = self._listen.getsockname()[1]
@@ -308,6 +321,9 @@ class Server:
                 op = header.get("op")
                 if op == "close":
                     return
+                if op == "describe":
+                    send_frame(conn, *encode_device(self.device))
+                    continue
                 if op != "measure":
                     self._send_error(conn, f"unknown session op {op!r}")
                     return
@@ -340,9 +356,14 @@ class Server:
         -------
         MeasureReply
             The worker's reply; RUNTIME_DEVICE when the kernel killed the worker, RUN_TIMEOUT
-            when it was killed for running past the timeout.
+            when it was killed for running past the timeout (its error says so).
         """
-        return measure_in_worker(self._worker, request)
+        reply = measure_in_worker(self._worker, request)
+        if reply.error_no == MeasureErrorNo.RUN_TIMEOUT:
+            reply = dataclasses.replace(reply, error=(
+                f"{self.device.describe()} killed the kernel: it ran past the request's timeout of "
+                f"{request.timing.timeout:g} s ({reply.error})"))
+        return reply
 
     @staticmethod
     def _send_error(conn: socket.socket, message: str) -> None:

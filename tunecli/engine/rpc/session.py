@@ -6,6 +6,9 @@ Frames are :func:`tunecli.engine.rpc.protocol.send_frame` frames (JSON header + 
   followed by the reference outputs (their lengths in ``request["ref_lengths"]``);
 * server → client ``{"op": "result", "reply": {...}}`` with payload = the outputs returned
   when the request set ``return_outputs`` (lengths in ``reply["output_lengths"]``);
+* client → server ``{"op": "describe"}``, server → client ``{"op": "device", "device": {...}}``:
+  the processor the server runs kernels on (:class:`tunecli.engine.rpc.device_info.DeviceInfo`),
+  asked by a runner before it measures, so a job built for another machine stops at once;
 * client → server ``{"op": "close"}`` ends the session (so does closing the socket);
 * server → client ``{"op": "error", "error": message}`` before closing on a bad frame.
 
@@ -22,10 +25,15 @@ from __future__ import annotations
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TIMING_OPTIONS, TimingOptions
+from tunecli.engine.rpc.device_info import DeviceInfo
 from tunecli.errors import RPCError, TuneError
 
-__all__ = ["MeasureReply", "MeasureRequest", "decode_reply", "decode_request", "decode_timing",
-           "encode_reply", "encode_request", "encode_timing", "wire_arg_specs"]
+__all__ = ["DESCRIBE", "MeasureReply", "MeasureRequest", "decode_device", "decode_reply", "decode_request",
+           "decode_timing", "encode_device", "encode_reply", "encode_request", "encode_timing",
+           "wire_arg_specs"]
+
+#: The frame header a client sends to ask for the server's :class:`DeviceInfo`.
+DESCRIBE = {"op": "describe"}
 
 ArgSpecT = tuple[tuple[int, ...], str]
 _ERROR_NOS = {int(e) for e in MeasureErrorNo}
@@ -186,6 +194,26 @@ def decode_reply(header: dict, payload: bytes = b"") -> MeasureReply:
         )
     except (KeyError, TypeError, ValueError) as err:
         raise RPCError(f"rpc session: malformed measure reply ({err!r})") from None
+
+
+def encode_device(info: DeviceInfo) -> tuple[dict, bytes]:
+    """The frame (header, empty payload) that answers a ``describe`` request."""
+    return {"op": "device", "device": info.as_dict()}, b""
+
+
+def decode_device(header: dict) -> DeviceInfo:
+    """Rebuild the server's :class:`DeviceInfo` from the answer to a ``describe`` request.
+
+    Raises
+    ------
+    RPCError
+        When the server reported a session error or the description is malformed.
+    """
+    if header.get("op") == "error":
+        raise RPCError(f"rpc session: server error: {header.get('error', '')}")
+    if header.get("op") != "device":
+        raise RPCError(f"rpc session: unexpected frame {header.get('op')!r} instead of a device description")
+    return DeviceInfo.from_dict(header.get("device"))
 
 
 def _int(value: object, name: str) -> int:

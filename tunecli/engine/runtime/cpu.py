@@ -42,6 +42,10 @@ _jit_state: dict[str, Any] = {}
 _library_ids = itertools.count()
 _ELF_MACHINES = {3: "x86", 40: "ARM", 62: "x86_64", 183: "AArch64", 243: "RISC-V"}
 _HOST_ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "arm": 40, "armv7l": 40, "riscv64": 243}
+#: Hosts whose JIT links with JITLink instead of RuntimeDyld: on AArch64, RuntimeDyld places an
+#: object's sections independently and aborts the process when a 32-bit PC-relative relocation
+#: (``.eh_frame`` → ``.text``, GOT pages) spans more than 2 GiB, which depends on where mmap put them.
+_JITLINK_ARCHES = ("aarch64",)
 
 
 @dataclass
@@ -123,7 +127,7 @@ def _jit() -> Any:
         host = Target("llvm")
         tm = llvm.Target.from_triple(host.llvm_triple).create_target_machine(
             cpu=host.llvm_cpu, features=host.llvm_features, opt=3, reloc="pic")
-        _jit_state["jit"] = llvm.create_lljit_compiler(tm)
+        _jit_state["jit"] = llvm.create_lljit_compiler(tm, use_jit_link=host_arch() in _JITLINK_ARCHES)
     return _jit_state["jit"]
 
 
