@@ -83,8 +83,11 @@ def apply(app: App, job: str, log: str, export: str | None, as_json: bool) -> No
         for t in report.tasks:
             for path in t.files:
                 app.echo(f"wrote {path}")
-        if not report.runs_here:
-            app.echo(f"note: {report.target} does not run on this machine: kernels were built, not run")
+        if report.device is None:
+            app.echo(f"note: {report.target} does not run on this machine and the job measures no "
+                     "device: kernels were built, not run")
+        elif not report.runs_here:
+            app.echo(f"kernels ran on {report.device}")
     for t in report.tasks:
         if t.error is not None:
             click.echo(f"error: task {t.index} ({t.label}): {t.error}", err=True)

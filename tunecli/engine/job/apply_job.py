@@ -9,9 +9,12 @@ in the kernel's dtype (``numpy_baseline``).  ``export`` writes ``.o``, ``.ll`` a
 the tuned kernels, named after the job and the workload (``kernel_stem``).  Records of the log
 that are faster than any machine (``log.plausibility``) are skipped, naming their line.
 
-Kernels run where tuning runs them: in a measurement worker process
-(:func:`tunecli.engine.measure.timing.measure_in_worker`), with the job's runner settings; the
-numpy baseline runs in the same worker with numpy's BLAS on the kernels' thread count.  The
+Kernels run where tuning runs them (:mod:`tunecli.engine.job.apply_device`), with the job's
+runner settings: in a measurement worker process on this machine, where the numpy baseline runs
+too with numpy's BLAS on the kernels' thread count; or, for a job measured through RPC for a
+target this machine cannot run (an ARM board), on a device of the job's key, where numpy is not
+timed (its time on this machine compares with nothing). A job for another machine without an
+RPC runner only builds and exports its kernels.  The
 three are timed in turn, one round each, ``repeat`` times, with a pause of ``SETTLE_S`` after
 each round, so a slow moment of the machine is shared rather than charged to one of them.  A
 kernel that crashes or hangs, or a config that does not build, becomes that task's ``error``;
@@ -31,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.build import build
+from tunecli.engine.job.apply_device import ApplyDevice, open_apply_device
 from tunecli.engine.job.numpy_baseline import BASELINE_FUNC, BaselineRequest, baseline_of
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_task
@@ -42,13 +46,14 @@ from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, random_arguments
 from tunecli.engine.measure.result import MeasureErrorNo
-from tunecli.engine.measure.timing import MeasureReply, MeasureRequest, measure_in_worker
+from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.ops.registry import tolerance
 from tunecli.engine.runtime import Module
 from tunecli.engine.runtime.openmp import get_num_threads
 from tunecli.engine.task.space import FallbackConfigEntity
+from tunecli.errors import RPCError
 
 _SEED = 0
 #: Seconds of rest after each timing round, so the threads of one contender (OpenBLAS spins
@@ -90,6 +95,7 @@ class ApplyReport:
     target: str
     runs_here: bool
     tasks: list[AppliedTask] = field(default_factory=list)
+    device: str | None = None  #: what ran the kernels (None: they were only built)
 
     @property
     def ok(self) -> bool:
@@ -99,7 +105,8 @@ class ApplyReport:
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
         return {"job": self.job, "log": self.log, "target": self.target, "runs_here": self.runs_here,
-                "ok": self.ok, "tasks": [dict(vars(t), gflops=t.gflops) for t in self.tasks]}
+                "device": self.device, "ok": self.ok,
+                "tasks": [dict(vars(t), gflops=t.gflops) for t in self.tasks]}
 
 
 def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
@@ -124,29 +131,31 @@ def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
         For an invalid job.
     RecordError
         When the log does not exist.
+    RPCError, TargetError
+        When the job measures through RPC and no device of its key can run its kernels.
     """
     job = load_job(path)
     check_log_file(log)
     history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
     report: ApplyReport | None = None
-    worker = Worker(preload=("tunecli.engine.measure.timing", "tunecli.engine.job.numpy_baseline"),
-                    name="tunecli-apply")
+    device: ApplyDevice | None = None
     try:
         for index in range(len(job.tasks)):
             task = create_task(job, index)
             if report is None:
-                report = ApplyReport(job.name, log, str(task.target), task.target.is_host)
-                if report.runs_here:
-                    worker.start()  # warms up while the first kernel builds
-            report.tasks.append(_apply_task(job, index, task, history, export, report.runs_here, worker))
+                device = open_apply_device(job, task.target, preload=(BASELINE_FUNC.partition(":")[0],))
+                report = ApplyReport(job.name, log, str(task.target), task.target.is_host,
+                                     device=None if device is None else device.where)
+            report.tasks.append(_apply_task(job, index, task, history, export, device))
     finally:
-        worker.close()
+        if device is not None:
+            device.close()
     assert report is not None  # a job has at least one task
     return report
 
 
 def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, export: str | None,
-                runs_here: bool, worker: Worker) -> AppliedTask:
+                device: ApplyDevice | None) -> AppliedTask:
     with history:
         config = history.query(task.target, task.workload)
     out = AppliedTask(index, task_label(task), float(task.flop or 0), config_text(config),
@@ -159,17 +168,17 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
         return out
     if export is not None:
         out.files = _export(tuned, export, stem)
-    if not runs_here:
+    if device is None:
         return out
     specs = normalize_arg_specs(tuned.arg_specs)
     check = job.runner.timing.with_values(number=1, repeat=1, min_repeat_ms=0, warmup_ms=0)
-    tuned_run = _measure(worker, tuned, specs, outputs, check)
+    tuned_run = _measure(device, tuned, specs, outputs, check)
     if tuned_run.error_no:
         out.error = f"{MeasureErrorNo(tuned_run.error_no).name}: {tuned_run.error}"
         return out
     try:
         default: Module | None = _build(task, FallbackConfigEntity(), stem + "_default")[0]
-        default_run = _measure(worker, default, specs, outputs, check)
+        default_run = _measure(device, default, specs, outputs, check)
     except Exception as err:  # noqa: BLE001 - reported like a kernel that fails
         default = None
         default_run = MeasureReply((), int(MeasureErrorNo.COMPILE_HOST), f"{type(err).__name__}: {err}")
@@ -189,10 +198,11 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
     out.correct, out.max_error = _compare(_outputs(tuned_run, specs), expected)
     baseline = baseline_of(reference)
     contenders: dict[str, Callable[[TimingOptions], MeasureReply]] = {
-        "tuned": lambda timing: _measure(worker, tuned, specs, outputs, timing)}
+        "tuned": lambda timing: _measure(device, tuned, specs, outputs, timing)}
     if default is not None and not default_run.error_no:
-        contenders["default"] = lambda timing: _measure(worker, default, specs, outputs, timing)
-    if baseline is not None:
+        contenders["default"] = lambda timing: _measure(device, default, specs, outputs, timing)
+    worker = device.worker
+    if baseline is not None and worker is not None:
         out.numpy_baseline = f"{_dtype_of(specs, outputs)} {baseline.text}, {get_num_threads()} threads"
         request = BaselineRequest(reference, specs, tuple(outputs), _SEED, job.runner.timing)
         contenders["numpy"] = lambda timing: _time_baseline(worker, replace(request, timing=timing))
@@ -242,12 +252,15 @@ def _dtype_of(specs: tuple[ArgSpecT, ...], outputs: list[int]) -> str:
     return str(specs[outputs[0]][1]) if outputs else str(specs[-1][1])
 
 
-def _measure(worker: Worker, module: Module, specs: tuple[ArgSpecT, ...], outputs: list[int],
+def _measure(device: ApplyDevice, module: Module, specs: tuple[ArgSpecT, ...], outputs: list[int],
              timing: TimingOptions) -> MeasureReply:
-    """Run ``module`` once (sending its outputs back) and time it in ``worker``, as tuning does."""
+    """Run ``module`` once (sending its outputs back) and time it on ``device``, as tuning does."""
     request = MeasureRequest(module.object_bytes(), module.entry_name, specs, timing=timing,
                              seed=_SEED, output_indices=tuple(outputs), return_outputs=True)
-    return measure_in_worker(worker, request)
+    try:
+        return device.measure(request)
+    except RPCError as err:  # the device was lost: this task's error
+        return MeasureReply((), int(MeasureErrorNo.RUNTIME_DEVICE), str(err))
 
 
 def _outputs(reply: MeasureReply, specs: tuple[ArgSpecT, ...]) -> list[np.ndarray]:

@@ -1,0 +1,86 @@
+"""Where ``apply`` runs a job's tuned kernels: where the job's runner measured them.
+
+A job whose target runs on this machine runs its kernels in a local measurement worker (which
+may preload more modules, e.g. what times the numpy baseline); a job
+measured through RPC (``measure.runner.kind: rpc``) for a target this machine cannot run (an
+ARM board) runs them on a device of its key, through one session for the whole apply; any
+other job only builds (and exports) its kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tunecli.engine.job.spec import Job
+from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureReply, MeasureRequest, measure_in_worker
+from tunecli.engine.measure.worker import Worker
+from tunecli.engine.rpc.client import connect_tracker
+from tunecli.engine.target import Target
+from tunecli.errors import RPCError, TargetError
+
+#: Seconds an apply waits in the tracker's queue for a device of the job's key.
+DEVICE_WAIT = 60.0
+
+
+@dataclass
+class ApplyDevice:
+    """Runs kernels for ``apply``.
+
+    Attributes
+    ----------
+    where : str
+        What runs them: ``"this machine"`` or the RPC device's description.
+    worker : Worker or None
+        The local measurement worker (None on an RPC device).
+    measure : callable
+        ``measure(request) -> MeasureReply``.
+    close : callable
+        Releases the worker or the session.
+    """
+
+    where: str
+    worker: Worker | None
+    measure: Callable[[MeasureRequest], MeasureReply]
+    close: Callable[[], None]
+
+
+def open_apply_device(job: Job, target: Target, preload: Sequence[str] = ()) -> ApplyDevice | None:
+    """The device that runs ``job``'s kernels built for ``target``; None when none can.
+
+    ``preload``: modules a local worker imports at start, besides the measurement's.
+
+    Raises
+    ------
+    RPCError
+        When the job measures through RPC and no device of its key can be had.
+    TargetError
+        When the device of the job's key cannot run ``target``.
+    """
+    if target.is_host:
+        worker = Worker(preload=(MEASURE_FUNC.partition(":")[0], *preload), name="tunecli-apply")
+        worker.start()  # warms up while the first kernel builds
+        return ApplyDevice("this machine", worker, lambda request: measure_in_worker(worker, request),
+                           worker.close)
+    if job.runner.kind != "rpc":
+        return None
+    options = job.runner.options
+    host, port = options["tracker"]
+    with connect_tracker(host, port, timeout=10.0) as tracker:
+        session = tracker.request(options["key"], options.get("priority", 1), max_retry=2,
+                                  wait_timeout=DEVICE_WAIT)
+    try:
+        info = session.describe()
+        problem = info.mismatch(target)
+    except RPCError:
+        session.close()
+        raise
+    if problem:
+        session.close()
+        raise TargetError(f"apply: {problem}")
+
+    def measure(request: MeasureRequest) -> MeasureReply:
+        return session.measure(request, timeout=request.timing.timeout + 10.0)
+
+    return ApplyDevice(f"{info.describe()} at {session.addr[0]}:{session.addr[1]}", None, measure,
+                       session.close)
