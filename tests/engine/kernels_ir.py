@@ -77,12 +77,13 @@ exit:
 
 
 @functools.cache
-def compile_ir(ir_text: str) -> bytes:
-    """Compile LLVM IR text to a relocatable object for the host."""
+def compile_ir(ir_text: str, triple: str | None = None) -> bytes:
+    """Compile LLVM IR text to a relocatable object for the host (or for ``triple``)."""
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(), opt=2, reloc="pic")
+    target = llvm.Target.from_triple(triple or llvm.get_process_triple())
+    cpu = "generic" if triple else llvm.get_host_cpu_name()
+    machine = target.create_target_machine(cpu=cpu, opt=2, reloc="pic")
     module = llvm.parse_assembly(ir_text)
     module.verify()
     return machine.emit_object(module)
