@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tunecli.engine.rpc.tracker import Tracker
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "arm64-device.sh"
 #: Seconds allowed for building the root (first run: about a minute with a fast network).
 BUILD_TIMEOUT = 1200
@@ -99,11 +101,12 @@ class ArmServer:
         self.popen.wait(30)
 
 
-def start_arm_server(tracker_port: int, key: str) -> ArmServer:
+def start_arm_server(tracker: Tracker, key: str) -> ArmServer:
     """Start ``tunecli server --tracker 127.0.0.1:PORT --key KEY`` on the emulated board.
 
-    Returns once it listens (it registers with the tracker right after).
+    Returns once the tracker lists it as a free device of ``key``.
     """
+    tracker_port = tracker.port
     arm_root()
     env = dict(os.environ)
     env.pop("TUNECLI_RPC_TOKEN", None)
@@ -122,6 +125,11 @@ def start_arm_server(tracker_port: int, key: str) -> ArmServer:
         seen.append(line)
         match = re.search(r"listening on [\d.]+:(\d+)", line)
         if match:
-            return ArmServer(popen, int(match.group(1)), key, seen)
+            server = ArmServer(popen, int(match.group(1)), key, seen)
+            while time.monotonic() < deadline and popen.poll() is None:
+                if tracker.summary()["queue_info"].get(key, {}).get("free", 0) >= 1:
+                    return server
+                time.sleep(0.1)
+            break
     ArmServer(popen, 0, key, seen).stop()
     raise AssertionError(f"the emulated server did not start within {START_TIMEOUT} s: {''.join(seen)!r}")

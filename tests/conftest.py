@@ -28,6 +28,6 @@ def arm_tracker() -> Iterator[Tracker]:
 def arm_board(arm_tracker: Tracker) -> Iterator[ArmServer]:
     """``tunecli server --key rk3399`` on the emulated AArch64 board, registered with
     ``arm_tracker``; shared by the tests of a session (skipped where it cannot run)."""
-    server = start_arm_server(arm_tracker.port, BOARD_KEY)
+    server = start_arm_server(arm_tracker, BOARD_KEY)
     yield server
     server.stop()
