@@ -13,4 +13,7 @@ SMALL_CASES = {
     "dense_nopack.x86": (("TENSOR", (4, 12), "float32"), ("TENSOR", (8, 12), "float32"), None, "float32"),
     "tutorial/matmul": (8, 6, 12, "float32"),
     "tutorial/conv2d_no_batching": (1, 5, 6, 4, 3, 3, 3, (1, 1), (1, 1)),
+    "conv2d_nchw_spatial_pack.arm_cpu": (("TENSOR", (1, 3, 6, 5), "float32"),
+                                         ("TENSOR", (8, 3, 3, 3), "float32"), (1, 1), (1, 1, 1, 1), (1, 1),
+                                         "float32"),
 }

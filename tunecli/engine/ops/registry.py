@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.ops import tutorial
+from tunecli.engine.ops.arm_cpu import conv2d_spatial_pack
 from tunecli.engine.ops.strategy import Strategy, StrategyTable
 from tunecli.engine.ops.x86 import (
     batch_matmul,
@@ -46,6 +47,7 @@ _ROWS = (
     depthwise_nchwc.DEPTHWISE_CONV2D_NCHWC,
     tutorial.MATMUL,
     tutorial.CONV2D_NO_BATCHING,
+    conv2d_spatial_pack.CONV2D_NCHW_SPATIAL_PACK,
 )
 #: Every built-in strategy, by ``(operator, target key)`` and by template name.
 STRATEGIES = StrategyTable(_ROWS)
