@@ -36,7 +36,10 @@ DENSE_AND_CONV2D = """\
   - template: dense.x86
     args: {M: 32, N: 32, K: 32}
   - template: conv2d_nchw.x86
-    args: {N: 1, H: 8, W: 8, CI: 8, CO: 8, KH: 3, KW: 3, stride: [1, 1], padding: [1, 1]}"""
+    args: {N: 1, H: 8, W: 8, CI: 8, CO: 8, KH: 3, KW: 3, stride: [1, 1], padding: [1, 1]}
+  - template: conv2d_nchw_spatial_pack.arm_cpu     # TVM's arguments, as its arm_cpu logs write them
+    args: [[TENSOR, [1, 8, 8, 8], float32], [TENSOR, [8, 8, 3, 3], float32], [1, 1], [1, 1, 1, 1], [1, 1],
+           float32]"""
 
 #: A user template whose second config reads 1 GiB past its input: it crashes on the board.
 CRASHING_TEMPLATE = '''\
@@ -66,21 +69,23 @@ def test_tune_best_and_apply_a_job_for_the_board(arm_board, arm_tracker, invoke,
     tuned = invoke("tune", job, "--log", str(log), "--quiet")
     assert tuned.exit_code == 0, tuned.output
     records = list(load_from_file(str(log)))
-    assert len(records) == 6
+    assert len(records) == 9
     assert {str(inp.target) for inp, _ in records} == {AARCH64_NEON}
-    assert {inp.task.name for inp, _ in records} == {"dense.x86", "conv2d_nchw.x86"}
+    assert {inp.task.name for inp, _ in records} == {"dense.x86", "conv2d_nchw.x86",
+                                                     "conv2d_nchw_spatial_pack.arm_cpu"}
     assert all(res.error_no == MeasureErrorNo.NO_ERROR for _, res in records), records
 
     best = invoke("best", str(log), "--json")
     assert best.exit_code == 0, best.output
     workloads = json.loads(best.stdout)["workloads"]
-    assert sorted(w["workload"][0] for w in workloads) == ["conv2d_nchw.x86", "dense.x86"]
+    assert sorted(w["workload"][0] for w in workloads) == [
+        "conv2d_nchw.x86", "conv2d_nchw_spatial_pack.arm_cpu", "dense.x86"]
 
     applied = invoke("apply", job, "--log", str(log), "--export", str(tmp_path / "kernels"), "--json")
     assert applied.exit_code == 0, applied.output
     report = json.loads(applied.stdout)
     assert report["runs_here"] is False and "rk3399" in report["device"]
-    assert [(t["correct"], t["checked_against"]) for t in report["tasks"]] == [(True, "numpy")] * 2
+    assert [(t["correct"], t["checked_against"]) for t in report["tasks"]] == [(True, "numpy")] * 3
     for task in report["tasks"]:
         obj = Path(next(f for f in task["files"] if f.endswith(".o"))).read_bytes()
         assert int.from_bytes(obj[18:20], "little") == EM_AARCH64
