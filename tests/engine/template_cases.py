@@ -16,4 +16,7 @@ SMALL_CASES = {
     "conv2d_nchw_spatial_pack.arm_cpu": (("TENSOR", (1, 3, 6, 5), "float32"),
                                          ("TENSOR", (8, 3, 3, 3), "float32"), (1, 1), (1, 1, 1, 1), (1, 1),
                                          "float32"),
+    "depthwise_conv2d_nchw.arm_cpu": (("TENSOR", (1, 6, 7, 6), "float32"),
+                                      ("TENSOR", (6, 1, 3, 3), "float32"), (1, 1), (1, 1, 1, 1), (1, 1),
+                                      "float32"),
 }

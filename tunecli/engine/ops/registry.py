@@ -24,6 +24,7 @@ import numpy as np
 
 from tunecli.engine.ops import tutorial
 from tunecli.engine.ops.arm_cpu import conv2d_spatial_pack
+from tunecli.engine.ops.arm_cpu import depthwise_conv2d as arm_depthwise_conv2d
 from tunecli.engine.ops.strategy import Strategy, StrategyTable
 from tunecli.engine.ops.x86 import (
     batch_matmul,
@@ -48,6 +49,7 @@ _ROWS = (
     tutorial.MATMUL,
     tutorial.CONV2D_NO_BATCHING,
     conv2d_spatial_pack.CONV2D_NCHW_SPATIAL_PACK,
+    arm_depthwise_conv2d.DEPTHWISE_CONV2D_NCHW_ARM,
 )
 #: Every built-in strategy, by ``(operator, target key)`` and by template name.
 STRATEGIES = StrategyTable(_ROWS)

@@ -1,4 +1,5 @@
-"""``conv2d_nchw_spatial_pack.arm_cpu``: TVM's ARM template, its knobs and its logs.
+"""TVM's ARM templates (``conv2d_nchw_spatial_pack.arm_cpu``, ``depthwise_conv2d_nchw.arm_cpu``):
+their knobs and TVM's logs.
 
 The records are lines of TVM's pre-tuned ``arm_cpu`` log (tophub ``arm_cpu_v0.08.log``); their
 config index must denote the entity they log, as in TVM, and the config must build and compute
@@ -33,10 +34,24 @@ TVM_RECORDS = [
          ["tile_co", "sp", [64, 8]], ["tile_oh", "sp", [7, 2]], ["tile_ow", "sp", [7, 2]],
          ["reorder_0", "re", [0, 1, 2, 3, 4, 5, 6, 9, 7, 8]], ["ann_reduce", "an", ["unroll", "unroll"]],
          ["ann_spatial", "an", ["none", "none", "vec"]]]}},
+    {"input": ["llvm -device=arm_cpu -model=bcm2837 -mtriple=armv7l-linux-gnueabihf -mattr=+neon",
+               "depthwise_conv2d_nchw.arm_cpu",
+               [["TENSOR", [1, 960, 7, 7], "float32"], ["TENSOR", [960, 1, 3, 3], "float32"], [1, 1],
+                [1, 1, 1, 1], [1, 1], "float32"], {}],
+     "config": {"index": 1513, "code_hash": None, "entity": [
+         ["tile_c", "sp", [480, 2]], ["tile_h", "sp", [7, 1]], ["tile_w", "sp", [1, 7]],
+         ["ann", "an", ["unroll", "unroll", "vec"]]]}},
+    {"input": ["llvm -device=arm_cpu -model=bcm2837 -mtriple=armv7l-linux-gnueabihf -mattr=+neon",
+               "depthwise_conv2d_nchw.arm_cpu",
+               [["TENSOR", [1, 576, 14, 14], "float32"], ["TENSOR", [576, 1, 3, 3], "float32"], [2, 2],
+                [1, 1, 1, 1], [1, 1], "float32"], {}],
+     "config": {"index": 864, "code_hash": None, "entity": [
+         ["tile_c", "sp", [144, 4]], ["tile_h", "sp", [1, 7]], ["tile_w", "sp", [7, 1]],
+         ["ann", "an", ["unroll", "none", "vec"]]]}},
 ]
 
 
-@pytest.mark.parametrize("record", TVM_RECORDS, ids=["7x7s2", "1x1"])
+@pytest.mark.parametrize("record", TVM_RECORDS, ids=["conv7x7s2", "conv1x1", "depthwise", "depthwise_s2"])
 def test_tvm_arm_cpu_records_decode_to_the_logged_entities(record):
     name, args = record["input"][1], record["input"][2]
     task = create(name, args=args, target=AARCH64)
@@ -52,19 +67,23 @@ def test_tvm_arm_cpu_records_decode_to_the_logged_entities(record):
 
 
 def test_an_aarch64_target_selects_the_arm_template_for_conv2d_and_the_cpu_one_for_dense():
-    assert registry.STRATEGIES.select("conv2d_nchw", AARCH64).name == "conv2d_nchw_spatial_pack.arm_cpu"
-    assert registry.STRATEGIES.select("conv2d_nchw", "llvm").name == "conv2d_nchw.x86"
-    assert registry.STRATEGIES.select("dense", AARCH64).name == "dense.x86"  # TVM: dense falls back to cpu
+    select = registry.STRATEGIES.select
+    assert select("conv2d_nchw", AARCH64).name == "conv2d_nchw_spatial_pack.arm_cpu"
+    assert select("conv2d_nchw", "llvm").name == "conv2d_nchw.x86"
+    assert select("depthwise_conv2d_nchw", AARCH64).name == "depthwise_conv2d_nchw.arm_cpu"
+    assert select("dense", AARCH64).name == "dense.x86"  # TVM: dense falls back to cpu
 
 
-@pytest.mark.parametrize(("strides", "padding", "dilation", "index"), [
-    ((2, 2), (1, 1, 1, 1), (1, 1), 5),
-    ((1, 1), (2, 2, 2, 2), (2, 2), 17),
+@pytest.mark.parametrize(("name", "kernel", "strides", "padding", "dilation", "index"), [
+    ("conv2d_nchw_spatial_pack.arm_cpu", (6, 4, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 5),
+    ("conv2d_nchw_spatial_pack.arm_cpu", (6, 4, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 17),
+    ("depthwise_conv2d_nchw.arm_cpu", (4, 2, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 7),
+    ("depthwise_conv2d_nchw.arm_cpu", (4, 1, 3, 3), (1, 1), (0, 0, 0, 0), (2, 2), 11),
 ])
-def test_strided_and_dilated_configs_match_numpy(strides, padding, dilation, index):
-    args = (("TENSOR", (1, 4, 10, 10), "float32"), ("TENSOR", (6, 4, 3, 3), "float32"), strides, padding,
+def test_strided_and_dilated_configs_match_numpy(name, kernel, strides, padding, dilation, index):
+    args = (("TENSOR", (1, 4, 10, 10), "float32"), ("TENSOR", kernel, "float32"), strides, padding,
             dilation, "float32")
-    task = create("conv2d_nchw_spatial_pack.arm_cpu", args=args, target="llvm")
+    task = create(name, args=args, target="llvm")
     sch, bufs = task.instantiate(task.config_space.get(index))
     mod = build(sch, bufs, target="llvm")
     rng = np.random.default_rng(index)
