@@ -8,6 +8,8 @@ the convolution.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -91,3 +93,13 @@ def test_strided_and_dilated_configs_match_numpy(name, kernel, strides, padding,
     out = np.zeros(tuple(bufs[2].shape), "float32")
     mod(data, kernel, out)
     np.testing.assert_allclose(out, task.reference(data, kernel), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("record", [TVM_RECORDS[1], TVM_RECORDS[2]], ids=["conv1x1", "depthwise"])
+def test_tvm_arm_cpu_records_build_neon_code_for_aarch64(record):
+    task = create(record["input"][1], args=record["input"][2], target=AARCH64)
+    with task.target:
+        sch, bufs = task.instantiate(task.config_space.get(record["config"]["index"]))
+    mod = build(sch, bufs, target=task.target)
+    assert int.from_bytes(mod.object_bytes()[18:20], "little") == 183  # EM_AARCH64
+    assert re.search(r"\bv\d+\.[24]s\b", mod.get_source("asm"))  # NEON vector registers

@@ -97,10 +97,24 @@ def test_crash_and_hang_on_the_board_become_error_results_and_the_server_recover
     objs = {name: compile_ir(ir, TRIPLE) for name, ir in (("vadd", VADD), ("crash", CRASH), ("hang", HANG))}
     order = ("vadd", "crash", "hang", "vadd")
     builds = [BuildResult(objs[name], name, ARG_SPECS, 0.0, (2,)) for name in order]
-    runner = runner_for(arm_board, arm_tracker, timeout=10)
+    runner = runner_for(arm_board, arm_tracker, timeout=5)
     results = runner.run([MeasureInput(AARCH64_NEON, None, i) for i in range(4)], builds)
     assert [int(r.error_no) for r in results] == [0, int(MeasureErrorNo.RUNTIME_DEVICE),
                                                   int(MeasureErrorNo.RUN_TIMEOUT), 0], results
     assert "SIGSEGV" in results[1].error_message
-    assert "killed the kernel" in results[2].error_message and "timeout of 10 s" in results[2].error_message
+    assert "killed the kernel" in results[2].error_message and "timeout of 5 s" in results[2].error_message
     assert np.isfinite(results[3].mean_cost)
+
+
+@pytest.mark.parametrize("name", ["conv2d_nchw_spatial_pack.arm_cpu", "depthwise_conv2d_nchw.arm_cpu"])
+def test_tvm_arm_templates_run_and_are_checked_on_the_board(arm_board, arm_tracker, name):
+    kernel = (8, 4, 3, 3) if name.startswith("conv2d") else (4, 2, 3, 3)
+    args = (("TENSOR", (1, 4, 8, 8), "float32"), ("TENSOR", kernel, "float32"), (1, 1), (1, 1, 1, 1), (1, 1),
+            "float32")
+    task = create(name, args=args, target=AARCH64_NEON)
+    indices = (0, len(task.config_space) // 3)
+    builds = build_configs(task, indices)
+    runner = runner_for(arm_board, arm_tracker, check_correctness=True)
+    runner.set_task(task)
+    results = runner.run([MeasureInput(task.target, task, task.config_space.get(i)) for i in indices], builds)
+    assert [r.error_no for r in results] == [MeasureErrorNo.NO_ERROR] * 2, results

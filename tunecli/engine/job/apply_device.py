@@ -79,8 +79,5 @@ def open_apply_device(job: Job, target: Target, preload: Sequence[str] = ()) -> 
         session.close()
         raise TargetError(f"apply: {problem}")
 
-    def measure(request: MeasureRequest) -> MeasureReply:
-        return session.measure(request, timeout=request.timing.timeout + 10.0)
-
-    return ApplyDevice(f"{info.describe()} at {session.addr[0]}:{session.addr[1]}", None, measure,
+    return ApplyDevice(f"{info.describe()} at {session.addr[0]}:{session.addr[1]}", None, session.measure,
                        session.close)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import select
 import socket
 
+from tunecli.engine.measure.worker import STARTUP_TIMEOUT
 from tunecli.engine.rpc.device_info import DeviceInfo
 from tunecli.engine.rpc.protocol import (
     MAX_HEADER,
@@ -37,6 +38,11 @@ from tunecli.engine.rpc.session import (
 )
 from tunecli.errors import RPCError
 
+#: Seconds a client waits for a reply beyond the request's timeout: a server replaces a worker
+#: that a crashing or hanging kernel killed before it runs the next kernel, which may take up to
+#: the worker's start-up timeout on a slow (or emulated) board.
+REPLY_SLACK = STARTUP_TIMEOUT + 10.0
+
 
 class RemoteSession:
     """A measurement session with one device server (after the handshake).
@@ -62,8 +68,8 @@ class RemoteSession:
         request : MeasureRequest
             The kernel and its timing parameters.
         timeout : float, optional
-            Seconds to wait for the reply (default: the request's timeout plus 30 s, since
-            the server enforces the request's timeout itself).
+            Seconds to wait for the reply (default: the request's timeout plus
+            :data:`REPLY_SLACK`, since the server enforces the request's timeout itself).
 
         Raises
         ------
@@ -75,7 +81,7 @@ class RemoteSession:
             raise RPCError(f"rpc session {self.addr[0]}:{self.addr[1]}: session is closed")
         header, payload = encode_request(request)
         try:
-            self._sock.settimeout(timeout if timeout is not None else request.timing.timeout + 30.0)
+            self._sock.settimeout(timeout if timeout is not None else request.timing.timeout + REPLY_SLACK)
             if select.select([self._sock], [], [], 0)[0]:  # the server ended the session meanwhile
                 decode_reply(*recv_frame(self._sock))
                 raise RPCError("server sent an unexpected frame")

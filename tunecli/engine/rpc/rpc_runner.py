@@ -357,7 +357,7 @@ class RPCRunner(Runner):
             build = build_results[index]
             start = time.monotonic()
             try:
-                reply = session.measure(requests[index], timeout=self.timeout + 10.0)
+                reply = session.measure(requests[index])
             except RPCError as err:
                 self._device_lost(batch, index, device, err, time.monotonic() - start)
                 return
