@@ -9,6 +9,7 @@ import pytest
 
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tasks import create_task, create_tasks, physical_memory
+from tunecli.engine.ops.registry import builtin_names
 from tunecli.errors import JobError
 
 TEMPLATE = Path(__file__).parent / "data" / "scaled_add.py"
@@ -64,10 +65,8 @@ def test_user_template_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.parametrize(("tasks", "message"), [
     ("- template: dense.x68\n  args: [1, 2, 3]\n",
-     "3: tasks[0].template: unknown template 'dense.x68' (built-in templates: dense.x86, dense_pack.x86, "
-     "dense_nopack.x86, batch_matmul.x86, conv2d_nchw.x86, conv2d_NCHWc.x86, depthwise_conv2d_nchw.x86, "
-     "depthwise_conv2d_NCHWc.x86, tutorial/matmul, tutorial/conv2d_no_batching; or use "
-     "\"path/to/file.py:function\")"),
+     f"3: tasks[0].template: unknown template 'dense.x68' (built-in templates: {', '.join(builtin_names())}; "
+     "or use \"path/to/file.py:function\")"),
     ("- template: dense.x86\n  args: {M: 16, N: 16}\n",
      "4: tasks[0].args: dense.x86: missing arguments ['K']; expected ('M', 'N', 'K', 'dtype')"),
     ("- template: dense.x86\n  args: {M: 16, N: 16, K: 8, L: 3}\n",
