@@ -98,7 +98,7 @@ EOF
     echo "arm64-device: fetching the aarch64 wheels of tunecli's dependencies" >&2
     local -a reqs
     mapfile -t reqs < <(base_requirements)
-    python3 -m pip install -q --disable-pip-version-check --no-compile --target "$ROOT.tmp/opt/tunecli/site-packages" \
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-compile --target "$ROOT.tmp/opt/tunecli/site-packages" \
         --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64 --platform linux_aarch64 \
         --implementation cp --python-version 3.11 --abi cp311 --only-binary=:all: "${reqs[@]}" >&2
     # Byte-compile with the host's Python 3.11 (the same bytecode), which is much faster than
