@@ -13,6 +13,8 @@ from typing import Any
 import tunecli.engine.lower as lowering
 from tunecli.engine.codegen import codegen
 from tunecli.engine.ir.stmt import PrimFunc
+from tunecli.engine.lower.thread_scope import is_gpu_target
+from tunecli.engine.lower.verify_gpu import check_gpu_code
 from tunecli.engine.runtime import Module
 from tunecli.engine.target import Target, as_target
 from tunecli.errors import CodegenError
@@ -58,6 +60,12 @@ def build(sch: Any, args: Sequence[Any] | None = None, target: str | Target | No
     -------
     Module
         Callable on arrays of the target's device (numpy arrays for the host).
+
+    Raises
+    ------
+    InstantiationError
+        For a GPU target, when the kernel exceeds the target's limits (threads per block,
+        shared memory ...: ``engine.lower.verify_gpu``).
     """
     t = as_target(target)
     if isinstance(sch, PrimFunc):
@@ -65,5 +73,7 @@ def build(sch: Any, args: Sequence[Any] | None = None, target: str | Target | No
     else:
         if args is None:
             raise CodegenError("build: the kernel's arguments (args=[...]) are required for a schedule")
-        func = lowering.lower(sch, list(args), name)
+        func = lowering.lower(sch, list(args), name, t)
+    if is_gpu_target(t):
+        check_gpu_code(func, t)
     return Module(codegen(func, t))

@@ -5,6 +5,11 @@ read, with the consumer loops *inside* the producer's attach point relaxed over 
 the loops at or outside it kept symbolic; so a stage computed at ``jo`` covers
 ``[jo*32, jo*32 + 31]``.  Regions are clamped to the producer's own domain.  Loop ranges then
 flow down through split/fuse relations; root values flow up from the loop variables.
+
+For a GPU target (``relax_threads``) the loops bound to threads that share the producer's
+storage are relaxed too, as TVM's InferBound does: a ``shared`` stage computed inside a
+``threadIdx``/``vthread`` loop covers what every thread of the block reads (the threads fetch
+it together), a ``global`` one also what every block reads; a ``local`` stage stays per thread.
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ from tunecli.engine.ir.simplify import int_bounds, simplify, skey
 from tunecli.engine.ir.visitor import post_order, substitute
 from tunecli.engine.schedule.relations import Fuse, Split
 from tunecli.engine.schedule.stage import SCOPE
-from tunecli.engine.te.tensor import IterVar
+from tunecli.engine.te.tensor import COMM_REDUCE, DATA_PAR, IterVar
 from tunecli.errors import LoweringError
 
 from .inline import reads_of
+from .thread_scope import thread_rank
 
 Rng = tuple[E.Expr, E.Expr]  # (min, extent)
 
@@ -62,6 +68,27 @@ def scope_vars(stage: Any) -> set[Any]:
     return out
 
 
+# TVM's storage ranks (global 0, shared 1, local 3); a loop bound to a thread axis of rank >= the
+# scope's rank (``thread_rank``) runs in threads that share the storage, so the storage must
+# cover all of its iterations.
+_SCOPE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
+
+
+def shared_thread_vars(stage: Any) -> set[Any]:
+    """Variables of thread-bound loops enclosing ``stage`` whose threads share its storage."""
+    scope_rank = _SCOPE_RANK.get(stage.scope, 0)
+    out: set[Any] = set()
+    for parent, iv in attach_chain(stage):
+        leaves = parent.leaf_iter_vars
+        pos = next(n for n, x in enumerate(leaves) if x is iv)
+        for x in leaves[:pos + 1]:
+            bound = parent.bindings.get(x)
+            rank = None if bound is None else thread_rank(bound.thread_tag)
+            if rank is not None and scope_rank <= rank:
+                out.add(x.var)
+    return out
+
+
 def _free_vars(e: E.Expr) -> list[E.Var]:
     found: list[E.Var] = []
     post_order(e, lambda n: found.append(n) if isinstance(n, E.Var) and n not in found else None)
@@ -69,9 +96,14 @@ def _free_vars(e: E.Expr) -> list[E.Var]:
 
 
 class BoundInfo:
-    """Results of bound inference: ``dom[stage][iv] = (min, extent)`` and loop-variable ranges."""
+    """Results of bound inference: ``dom[stage][iv] = (min, extent)`` and loop-variable ranges.
 
-    def __init__(self) -> None:
+    ``split_guards`` (GPU targets) also guards splits of axes that are themselves split or fused
+    results, so no two threads of a cooperative fetch split unevenly handle one element.
+    """
+
+    def __init__(self, split_guards: bool = False) -> None:
+        self.split_guards = split_guards
         self.dom: dict[int, dict[IterVar, Rng]] = {}
         self.loop_ext: dict[int, dict[IterVar, E.Expr]] = {}
         self.var_ranges: dict[Any, Rng] = {}
@@ -99,10 +131,15 @@ class BoundInfo:
         dom = self.dom[id(stage)]
         conds = []
         axes = stage.op.reduce_axis if reduce else stage.op.axis
-        for iv in axes:
-            value = absolute[iv.var]
+        checked = [(iv, True) for iv in axes]
+        if self.split_guards:  # TVM's bound checks of split axes that are not root axes too
+            kind = COMM_REDUCE if reduce else DATA_PAR
+            checked += [(rel.parent, False) for rel in stage.relations if isinstance(rel, Split)
+                        and rel.parent.iter_type == kind and all(rel.parent is not r for r in axes)]
+        for iv, is_root in checked:
             checks = [self._rel[iv] < dom[iv][1]]
-            if not reduce:  # regions of attached stages may overhang the tensor: stay inside it
+            if not reduce and is_root:  # regions of attached stages may overhang the tensor
+                value = absolute[iv.var]
                 checks += [value < iv.dom.extent, value >= 0]
             for c in checks:
                 cond = simplify(c, self.var_ranges)
@@ -112,18 +149,20 @@ class BoundInfo:
         return conds
 
 
-def infer_bounds(sch: Any, stages: list[Any], bodies: Any, full: set[int]) -> BoundInfo:
+def infer_bounds(sch: Any, stages: list[Any], bodies: Any, full: set[int],
+                 relax_threads: bool = False) -> BoundInfo:
     """Infer the ranges of ``stages`` (computed, not inlined; producers first).
 
-    ``full`` holds ids of stages that must be computed over their whole domain (outputs).
+    ``full`` holds ids of stages that must be computed over their whole domain (outputs);
+    ``relax_threads`` relaxes the thread loops sharing a stage's storage (GPU targets).
     """
-    info = BoundInfo()
+    info = BoundInfo(split_guards=relax_threads)
     for stage in reversed(stages):
         consumers = [c for c in stages if c is not stage and reads_of(bodies.of(c), sch, stage)]
         root: dict[IterVar, Rng] = {}
         region = None
         if id(stage) not in full and consumers:
-            region = _region(sch, stage, consumers, bodies, info)
+            region = _region(sch, stage, consumers, bodies, info, relax_threads)
         for d, iv in enumerate(stage.op.axis):
             root[iv] = (iv.dom.min, iv.dom.extent) if region is None else region[d]
         for iv in stage.op.reduce_axis:
@@ -132,8 +171,11 @@ def infer_bounds(sch: Any, stages: list[Any], bodies: Any, full: set[int]) -> Bo
     return info
 
 
-def _region(sch: Any, stage: Any, consumers: list[Any], bodies: Any, info: BoundInfo) -> list[Rng]:
+def _region(sch: Any, stage: Any, consumers: list[Any], bodies: Any, info: BoundInfo,
+            relax_threads: bool) -> list[Rng]:
     scope = scope_vars(stage)
+    if relax_threads:
+        scope -= shared_thread_vars(stage)
     shape = stage.op.output(0).shape
     los: list[list[E.Expr | None]] = [[] for _ in shape]
     his: list[list[E.Expr | None]] = [[] for _ in shape]

@@ -1,4 +1,10 @@
-"""``lower(sch, args)``: a Schedule to a PrimFunc (a flat-indexed loop nest)."""
+"""``lower(sch, args)``: a Schedule to a PrimFunc (a flat-indexed loop nest).
+
+For a GPU target the loop nest gets TVM's GPU meaning: bound inference relaxes the thread loops
+that share a ``shared``/``global`` stage (``bound.shared_thread_vars``), virtual threads are
+injected (``virtual_thread``) and barriers are inserted between threads writing and reading
+shared memory (``storage_sync``).  CPU lowering is unchanged by all of this.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from typing import Any
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.simplify import simplify
 from tunecli.engine.schedule.stage import INLINE
+from tunecli.engine.target import Target, as_target
 from tunecli.engine.te.operation import ComputeOp
 from tunecli.engine.te.tensor import Tensor
 from tunecli.errors import LoweringError
@@ -16,9 +23,12 @@ from .bound import attach_chain, infer_bounds
 from .inline import InlinedBodies, read_stages
 from .schedule_ops import NestBuilder
 from .storage import Storage
+from .storage_sync import insert_shared_sync
+from .thread_scope import is_gpu_target, launch_extents
 
 
-def lower(sch: Any, args: Sequence[Tensor], name: str = "main") -> S.PrimFunc:
+def lower(sch: Any, args: Sequence[Tensor], name: str = "main", target: Target | str | None = None
+          ) -> S.PrimFunc:
     """Lower a schedule to a loop nest.
 
     Parameters
@@ -29,6 +39,9 @@ def lower(sch: Any, args: Sequence[Tensor], name: str = "main") -> S.PrimFunc:
         Kernel arguments in call order (inputs and outputs).
     name : str
         Function name.
+    target : Target or str, optional
+        What the kernel is for (default: the current target, else the host); a GPU target
+        (keys with ``gpu``) gets the GPU meaning of thread bindings and storage scopes.
 
     Returns
     -------
@@ -46,12 +59,15 @@ def lower(sch: Any, args: Sequence[Tensor], name: str = "main") -> S.PrimFunc:
     full = {id(sch[o]) for o in sch.outputs}
     full |= {id(sch[t]) for t in args if isinstance(t, Tensor) and sch[t].op is not None
              and not any(id(sch[t]) == id(s) for s in stages if s.attach_type != "root")}
-    info = infer_bounds(sch, stages, bodies, full)
+    gpu = is_gpu_target(as_target(target))
+    info = infer_bounds(sch, stages, bodies, full, relax_threads=gpu)
     storage = Storage(sch, list(args), info)
     for st in stages:  # name temporaries in producer order
         storage.temp_buffer(st)
-    body = NestBuilder(stages, bodies, info, storage).build()
-    return S.PrimFunc(name, storage.params, simplify(body))
+    body = simplify(NestBuilder(stages, bodies, info, storage).build())
+    if gpu:
+        body = insert_shared_sync(body, launch_extents(body, f"lower {name}"))
+    return S.PrimFunc(name, storage.params, body)
 
 
 def _inside(consumer: Any, producer: Any) -> bool:

@@ -12,7 +12,8 @@ A child receives a :class:`BuildJob`: the task pickled by name (the child import
 start method — and finds the template by name), the config as its JSON dict, and the target.
 It runs :func:`build_job`: ``task.instantiate(config)`` then ``tunecli.engine.build.build``.
 
-Outcomes (TVM's numbers): the template raised or ``not config.valid()`` → INSTANTIATION_ERROR;
+Outcomes (TVM's numbers): the template raised, ``not config.valid()`` or a GPU kernel exceeds
+the target's limits (``engine.lower.verify_gpu``) → INSTANTIATION_ERROR;
 the compiler raised → COMPILE_HOST; the build ran past ``timeout`` → BUILD_TIMEOUT (child
 killed and replaced, ``all_cost = timeout``); the child died (a template calling ``os._exit``, a
 compiler crash) → COMPILE_HOST, as TVM's builders record a build process that fails without a
@@ -131,7 +132,7 @@ def build_job(job: BuildJob) -> BuildResult | BuildFailure:
     -------
     BuildResult or BuildFailure
         A failure carries INSTANTIATION_ERROR (template raised, config invalid, template not
-        found) or COMPILE_HOST (the compiler raised).
+        found, GPU kernel beyond the target's limits) or COMPILE_HOST (the compiler raised).
     """
     start = time.perf_counter()
     try:
@@ -150,8 +151,10 @@ def build_job(job: BuildJob) -> BuildResult | BuildFailure:
         return BuildResult(mod.object_bytes(), mod.entry_name, specs, time.perf_counter() - start,
                            _outputs_of(sch, tensors, specs))
     except Exception as err:  # noqa: BLE001 - a compile failure is data
-        return BuildFailure(int(MeasureErrorNo.COMPILE_HOST), traceback.format_exc(),
-                            _portable(err), time.perf_counter() - start)
+        # a kernel beyond the device's limits (GPU verification) is the config's fault, as in TVM
+        error = MeasureErrorNo.INSTANTIATION_ERROR if isinstance(err, InstantiationError) \
+            else MeasureErrorNo.COMPILE_HOST
+        return BuildFailure(int(error), traceback.format_exc(), _portable(err), time.perf_counter() - start)
 
 
 def make_build_job(task: Any, config: Any, target: Any = None, build_func: Callable[..., Any] | None = None,
