@@ -3,8 +3,9 @@
 The shared emitters build the body; the backend declares a ``ptx_kernel`` with buffers in global
 memory, reads ``%ctaid``/``%tid`` for bound loops, puts ``shared`` temporaries in shared memory
 and calls libdevice (``__nv_*``) for math.  No GPU is needed to emit PTX; where ``ptxas`` is
-installed, it must accept what is emitted.  Barriers between the phases of a shared-memory
-kernel (storage sync), linking libdevice and running kernels belong to the CUDA runtime.
+installed, it must accept what is emitted.  Kernels are lowered for ``cuda`` (shared stages over
+the block's tile, barriers from storage sync: ``tests/engine/lower/test_lower_gpu.py``); linking
+libdevice and running kernels belong to the CUDA runtime.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def vector_add(n: int = 1000, threads: int = 128, bind: bool = True) -> PrimFunc
     if bind:
         s[C].bind(bo, te.thread_axis("blockIdx.x"))
         s[C].bind(ti, te.thread_axis("threadIdx.x"))
-    return lower(s, [A, B, C], name="vadd")
+    return lower(s, [A, B, C], name="vadd", target="cuda")
 
 
 def matmul(n: int = 256, tile: int = 16, shared: bool = False) -> PrimFunc:
@@ -83,7 +84,7 @@ def matmul(n: int = 256, tile: int = 16, shared: bool = False) -> PrimFunc:
             tx, _ = s[cached].split(rest, nparts=tile)
             s[cached].bind(ty, te.thread_axis("threadIdx.y"))
             s[cached].bind(tx, te.thread_axis("threadIdx.x"))
-    return lower(s, [A, B, C], name="matmul")
+    return lower(s, [A, B, C], name="matmul", target="cuda")
 
 
 def ptx_of(func: PrimFunc, target: str = "cuda") -> str:
@@ -141,11 +142,12 @@ def test_shared_caches_live_in_shared_memory_and_fetch_with_the_consumers_thread
     ptx = compiled.obj.decode()
     assert compiled.launch.block == (16, 16, 1)
     assert "addrspace(3)" in emit_llvm(func, "cuda")
-    # one array per block and cache, sized by bound inference (its relaxation over the threads
-    # that share a tile comes with the CUDA target's shared-memory scopes)
-    assert re.search(r"\.shared \.align 16 \.b8 A_shared\[\d+\]", ptx)
-    assert re.search(r"\.shared \.align 16 \.b8 B_shared\[\d+\]", ptx)
+    # one array per block and cache, covering the 16 x 16 tile all threads of the block read
+    assert re.search(r"\.shared \.align 16 \.b8 A_shared\[1024\]", ptx)
+    assert re.search(r"\.shared \.align 16 \.b8 B_shared\[1024\]", ptx)
     assert re.search(r"st\.shared", ptx) and re.search(r"ld\.shared", ptx)
+    # storage sync: before the fetch (the previous step's tiles are still read) and after it
+    assert len(re.findall(r"\bbar(rier)?\.sync\s+0;", ptx)) == 2
 
 
 def test_a_loop_narrower_than_its_launch_axis_runs_in_the_threads_below_its_extent():
