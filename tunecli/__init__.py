@@ -3,8 +3,8 @@
 The public names mirror TVM's: ``tunecli.te`` (tensor expressions and schedules),
 ``tunecli.build`` / ``tunecli.lower``, ``tunecli.topi`` (operators), ``tunecli.autotvm``
 (tuning), ``tunecli.rpc`` (distributed measurement), ``tunecli.target.Target``,
-``tunecli.nd`` (``nd.array``/``nd.empty``), ``tunecli.cpu()`` / ``tunecli.device()`` and
-``tunecli.testing``, ``tunecli.relay`` (networks) and ``tunecli.IRModule``, so ``import tunecli as
+``tunecli.nd`` (``nd.array``/``nd.empty``), ``tunecli.cpu()`` / ``tunecli.cuda()`` /
+``tunecli.device()`` and ``tunecli.testing``, ``tunecli.relay`` (networks) and ``tunecli.IRModule``, so ``import tunecli as
 tvm`` runs TVM user programs.  The heavier faces (``autotvm``, ``topi``, ``rpc``, ``target``, ``nd``,
 ``runtime``, ``testing``, ``relay``) are imported on first attribute access, so ``import tunecli``
 stays cheap for the command line.
@@ -18,7 +18,7 @@ from typing import Any
 from tunecli import te
 from tunecli.engine.build import build, lower
 from tunecli.engine.target import Target
-from tunecli.runtime import Device, cpu, device
+from tunecli.runtime import Device, cpu, cuda, device, gpu
 
 __version__ = "0.1.0"
 
@@ -40,5 +40,5 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_FACES) | set(_LAZY_NAMES))
 
 
-__all__ = ["te", "build", "lower", "Target", "Device", "cpu", "device", "__version__", *_LAZY_FACES,
-           *_LAZY_NAMES]
+__all__ = ["te", "build", "lower", "Target", "Device", "cpu", "cuda", "device", "gpu", "__version__",
+           *_LAZY_FACES, *_LAZY_NAMES]

@@ -36,6 +36,10 @@ class ArgumentError(TuneError):
     """A compiled function was called with arrays of the wrong number, shape or dtype."""
 
 
+class DeviceError(TuneError):
+    """A device cannot be used: its runtime, driver or hardware is missing, or a call on it failed."""
+
+
 class InstantiationError(TuneError):
     """A template could not be instantiated with a config (invalid config, template bug)."""
 

@@ -1,24 +1,30 @@
 """TVM's runtime face: devices (``tunecli.cpu()``, ``tunecli.device()``), ``NDArray`` and ``Module``.
 
-Kernels of ``llvm`` targets run on the host CPU (TVM's ``kDLCPU``); see
+Kernels of ``llvm`` targets run on the host CPU (TVM's ``kDLCPU``), those of ``cuda`` targets
+on an NVIDIA GPU (``tunecli.cuda()``, TVM's ``kDLCUDA``; needs ``tunecli[cuda]``); see
 :mod:`tunecli.engine.runtime` for the devices and how a module runs on them.
 """
 
 from tunecli.engine.runtime import (
     BenchmarkResult,
     CPUDevice,
+    CUDADevice,
     Device,
     Module,
     NDArray,
     array,
     cpu,
+    cuda,
     device,
     empty,
+    gpu,
     load_module,
 )
 
 #: DLPack device type of the CPU (TVM's ``Device.kDLCPU``).
 CPU_DEVICE_TYPE = CPUDevice.device_type
+#: DLPack device type of NVIDIA GPUs (TVM's ``Device.kDLCUDA``).
+CUDA_DEVICE_TYPE = CUDADevice.device_type
 
-__all__ = ["BenchmarkResult", "CPU_DEVICE_TYPE", "Device", "Module", "NDArray", "array", "cpu", "device",
-           "empty", "load_module"]
+__all__ = ["BenchmarkResult", "CPU_DEVICE_TYPE", "CUDA_DEVICE_TYPE", "Device", "Module", "NDArray", "array",
+           "cpu", "cuda", "device", "empty", "gpu", "load_module"]

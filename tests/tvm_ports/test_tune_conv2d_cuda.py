@@ -15,7 +15,12 @@ template body is the tutorial's.  Edits other than imports are marked ``# EDIT:`
 
 from __future__ import annotations
 
+import importlib
+import math
 import random
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +30,9 @@ import pytest
 import tunecli as tvm
 import tunecli.testing  # noqa: F401  (the tutorial's ``import tvm.testing``)
 from tunecli import autotvm, te, topi
+from tunecli.engine.codegen import compile_kernel
+from tunecli.engine.lower import lower
+from tunecli.engine.lower.verify_gpu import GPULimits, verify_gpu_code
 from tunecli.topi.testing import conv2d_nchw_python
 
 
@@ -248,3 +256,101 @@ def test_tune_with_xgb_then_apply_history_best(tmp_path: Path, monkeypatch: pyte
     result = evaluator(a_tvm, w_tvm, c_tvm)
     print("Time cost of this operator: %f" % result.mean)  # noqa: UP031 (tutorial text)
     assert 0 < result.mean < 1 and len(result.results) == 1
+
+
+# ---- the tutorial's own target: "cuda" (no GPU here: lowered, simulated, compiled by ptxas) ----
+
+def _grid_simulator() -> Any:
+    """``run_grid`` of the GPU grid simulator in ``tests/engine/lower`` (imported as pytest does)."""
+    engine_tests = str(Path(__file__).resolve().parents[1] / "engine")
+    if engine_tests not in sys.path:
+        sys.path.insert(0, engine_tests)
+    return importlib.import_module("lower.gpu_simulator").run_grid
+
+
+def _cuda_kernel(index: int, shape: tuple = SMALL, target: str = "cuda") -> Any:
+    """The tutorial's schedule of config ``index`` lowered for ``target``."""
+    task = autotvm.task.create("tvm_port/conv2d_no_batching", args=shape, target=target)
+    with tvm.target.Target(target):
+        with autotvm.ApplyConfig(task.config_space.get(index)):
+            s, arg_bufs = conv2d_no_batching(*shape)
+        return lower(s, arg_bufs, name="conv2d", target=target)
+
+
+def _threads_of(config: Any) -> int:
+    return config["tile_f"].size[2] * config["tile_y"].size[2] * config["tile_x"].size[2]
+
+
+def test_cuda_configs_compute_the_convolution_in_the_simulated_grid() -> None:
+    """Each config's kernel, run block by block with its threads in lock-step between barriers,
+    matches ``conv2d_nchw_python`` (so shared tiles, their bounds and the barriers are right)."""
+    run_grid = _grid_simulator()
+    space = autotvm.task.create("tvm_port/conv2d_no_batching", args=SMALL, target="cuda").config_space
+    a_np, w_np, c_np = _data(3)
+    rng = random.Random(11)
+    for index in [0, len(space) - 1] + [rng.randrange(len(space)) for _ in range(4)]:
+        func = _cuda_kernel(index)
+        out = np.full(c_np.shape, np.nan, dtype="float32")
+        shape = run_grid(func, a_np, w_np, out, reverse=index % 2 == 1)
+        config = space.get(index)
+        assert math.prod(shape["block"]) == _threads_of(config)
+        tvm.testing.assert_allclose(c_np, out, rtol=1e-5, atol=1e-5)
+
+
+def test_cuda_configs_beyond_the_device_limits_are_instantiation_errors() -> None:
+    """On the resnet layer, a config whose thread tile exceeds 1024 threads or whose shared tiles
+    exceed 48 KiB is refused before compiling (TVM's GPU verification); the others build."""
+    shape = (1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1))
+    space = autotvm.task.create("tvm_port/conv2d_no_batching", args=shape, target="cuda").config_space
+    rng = random.Random(5)
+    verdicts = []
+    for index in [rng.randrange(len(space)) for _ in range(40)]:
+        config = space.get(index)
+        func = _cuda_kernel(index, shape)
+        errors = verify_gpu_code(func, GPULimits())
+        assert (_threads_of(config) > 1024) == any("threads per block" in e for e in errors)
+        verdicts.append(bool(errors))
+    assert any(verdicts) and not all(verdicts)
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas (CUDA toolkit) is not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cuda_configs_pass_ptxas(tmp_path: Path, arch: str) -> None:
+    """The PTX of configs of the small layer assembles for the architecture, without spills."""
+    space = autotvm.task.create("tvm_port/conv2d_no_batching", args=SMALL, target="cuda").config_space
+    rng = random.Random(arch)
+    for index in [0] + [rng.randrange(len(space)) for _ in range(3)]:
+        func = _cuda_kernel(index)
+        ptx = tmp_path / f"conv_{index}.ptx"
+        ptx.write_bytes(compile_kernel(func, f"cuda -arch={arch}").obj)
+        cubin = str(ptx.with_suffix(".cubin"))
+        proc = subprocess.run(["ptxas", f"-arch={arch}", "-v", str(ptx), "-o", cubin],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert "bar.sync" in ptx.read_text() or "barrier.sync" in ptx.read_text()
+        assert "0 bytes spill stores" in proc.stderr, proc.stderr
+
+
+def test_the_builder_refuses_configs_beyond_the_targets_limits() -> None:
+    """LocalBuilder for ``cuda -max_threads_per_block=64``: configs with more threads per block are
+    INSTANTIATION_ERROR (not compile or launch failures); the others come back as PTX kernels."""
+    target = "cuda -max_threads_per_block=64"
+    task = autotvm.task.create("tvm_port/conv2d_no_batching", args=SMALL, target=target)
+    space = task.config_space
+    rng = random.Random(2)
+    configs = [space.get(rng.randrange(len(space))) for _ in range(60)]
+    small = [c for c in configs if _threads_of(c) <= 64][:2]
+    large = [c for c in configs if _threads_of(c) > 64][:2]
+    assert len(small) == len(large) == 2
+    builder = autotvm.LocalBuilder(n_parallel=1)
+    builder.set_task(task)
+    try:
+        results = builder.build([autotvm.MeasureInput(task.target, task, c) for c in small + large])
+    finally:
+        builder.close()
+    for result in results[:2]:
+        assert b".entry conv2d" in result.obj or b".entry default_function" in result.obj
+        assert result.launch.threads_per_block <= 64
+    for result in results[2:]:
+        assert result.error_no == autotvm.MeasureErrorNo.INSTANTIATION_ERROR
+        assert "threads per block, more than 64" in result.error_message

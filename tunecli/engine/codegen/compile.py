@@ -12,6 +12,7 @@ import functools
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -74,10 +75,12 @@ class Compiled:
     launch: LaunchShape | None = None
 
 
-def optimise(ir_text: str, tm: llvm.TargetMachine, triple: str, slp: bool = True) -> llvm.ModuleRef:
+def optimise(ir_text: str, tm: llvm.TargetMachine, triple: str, slp: bool = True,
+             link: Callable[[llvm.ModuleRef], None] | None = None) -> llvm.ModuleRef:
     """Parse and verify ``ir_text`` for ``triple``, then run O3 with the loop (and SLP) vectorizers.
 
-    Call with :data:`LOCK` held.  Raises CodegenError when the IR does not verify.
+    ``link`` is called on the parsed module before optimising (to link libraries in).  Call with
+    :data:`LOCK` held.  Raises CodegenError when the IR does not verify.
     """
     try:
         mod = llvm.parse_assembly(ir_text)
@@ -86,6 +89,8 @@ def optimise(ir_text: str, tm: llvm.TargetMachine, triple: str, slp: bool = True
         mod.verify()
     except RuntimeError as err:
         raise CodegenError(f"codegen: generated LLVM IR is invalid: {err}") from None
+    if link is not None:
+        link(mod)
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = slp

@@ -12,7 +12,9 @@
   ``local`` on the thread's stack (registers or local memory); a ``global`` temporary would need
   device memory from the host and is refused;
 * math: the LLVM intrinsics NVPTX has instructions for (``sqrt``, ``fabs``, ``floor``, ``fma`` ...),
-  else libdevice's ``__nv_*`` functions (whoever loads the PTX links libdevice);
+  else libdevice's ``__nv_*`` functions, linked in from the CUDA toolkit's ``libdevice.10.bc``
+  (``$CUDA_HOME``, ``/usr/local/cuda`` or the ``nvidia-cuda-nvcc`` wheel) before optimising, so
+  the PTX is self-contained;
 * ``tvm_storage_sync("shared")``: ``llvm.nvvm.barrier0`` (``bar.sync 0``);
 * compilation: O3 for ``nvptx64-nvidia-cuda`` and the target's ``-arch`` (default ``sm_80``),
   PTX text.
@@ -20,9 +22,15 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import os
 import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 
 from tunecli.engine.ir import expr as E
@@ -49,6 +57,7 @@ THREAD_REGISTERS = {
     f"{tag}.{axis}": (reg, axis)
     for tag, reg in (("blockIdx", "ctaid"), ("threadIdx", "tid")) for axis in "xyz"
 }
+LIBDEVICE = "nvvm/libdevice/libdevice.10.bc"
 _NATIVE_MATH = {"sqrt", "fabs", "floor", "ceil", "trunc", "round", "fma"}
 
 
@@ -130,8 +139,9 @@ class NVPTXBackend(Backend):
 
     def compile(self, kernel: EmittedKernel, target: Target) -> cc.Compiled:
         tm = cc.target_machine(TRIPLE, sm_arch(target), "")
+        link = _link_libdevice(kernel.name) if "__nv_" in kernel.ir else None
         with cc.LOCK:
-            mod = cc.optimise(kernel.ir, tm, TRIPLE, slp=not kernel.vector_code)
+            mod = cc.optimise(kernel.ir, tm, TRIPLE, slp=not kernel.vector_code, link=link)
             ptx = tm.emit_assembly(mod)
             return cc.Compiled(str(mod), ptx.encode(), TRIPLE, self.object_format, kernel.launch)
 
@@ -166,3 +176,37 @@ def _launched_extent(launch: LaunchShape | None, tag: str) -> int:
     assert launch is not None  # set by declare_kernel
     dims = launch.grid if tag.startswith("blockIdx") else launch.block
     return dims["xyz".index(tag[-1])]
+
+
+def libdevice_path() -> Path | None:
+    """The CUDA toolkit's ``libdevice.10.bc``, or None when no toolkit is found."""
+    roots = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
+    spec = importlib.util.find_spec("nvidia")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        roots.append(str(Path(location) / "cuda_nvcc"))
+    for root in roots:
+        if root and (Path(root) / LIBDEVICE).is_file():
+            return Path(root) / LIBDEVICE
+    return None
+
+
+def _link_libdevice(entry: str) -> Callable[[llvm.ModuleRef], None]:
+    path = libdevice_path()
+    if path is None:
+        raise CodegenError(f"codegen: kernel {entry} calls libdevice math (__nv_*) but {LIBDEVICE} was not "
+                           "found; set CUDA_HOME to a CUDA toolkit or `pip install nvidia-cuda-nvcc`")
+
+    def link(mod: llvm.ModuleRef) -> None:
+        lib = llvm.parse_bitcode(_read(path))
+        lib.triple, lib.data_layout = mod.triple, mod.data_layout
+        mod.link_in(lib)
+        for fn in mod.functions:  # keep only what the kernel calls: the rest is dropped by O3
+            if fn.name.startswith("__nv_") and not fn.is_declaration:
+                fn.linkage = "internal"
+
+    return link
+
+
+@functools.cache
+def _read(path: Path) -> bytes:
+    return path.read_bytes()

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tunecli.engine.build import build as default_build
+from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.measure.arrays import output_indices_of
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.worker import CallOutcome, CallStatus, WorkerPool
@@ -61,6 +62,8 @@ class BuildResult:
         Seconds spent instantiating and compiling.
     output_indices : tuple of int
         Which arguments the kernel writes (outputs of the schedule; at least the last one).
+    launch : LaunchShape or None
+        Grid and block of a GPU kernel (``obj`` is then PTX text); None for a CPU object.
     """
 
     obj: bytes
@@ -68,6 +71,7 @@ class BuildResult:
     arg_specs: tuple
     time_cost: float
     output_indices: tuple[int, ...] = ()
+    launch: LaunchShape | None = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def build_job(job: BuildJob) -> BuildResult | BuildFailure:
         mod = func(sch, tensors, job.target, **dict(job.build_kwargs))
         specs = tuple(mod.arg_specs)
         return BuildResult(mod.object_bytes(), mod.entry_name, specs, time.perf_counter() - start,
-                           _outputs_of(sch, tensors, specs))
+                           _outputs_of(sch, tensors, specs), getattr(mod, "launch", None))
     except Exception as err:  # noqa: BLE001 - a compile failure is data
         # a kernel beyond the device's limits (GPU verification) is the config's fault, as in TVM
         error = MeasureErrorNo.INSTANTIATION_ERROR if isinstance(err, InstantiationError) \

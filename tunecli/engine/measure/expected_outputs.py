@@ -23,6 +23,7 @@ from tunecli.engine.measure.builder import BUILD_JOB_FUNC, BuildResult, make_bui
 from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
+from tunecli.engine.target import as_target
 from tunecli.errors import TuneError
 
 RefOutputs = tuple[tuple[int, bytes], ...]
@@ -92,8 +93,10 @@ def built_reference(worker: Worker, task: Any, specs: Sequence[ArgSpecT], output
         why = getattr(built.value, "traceback", None) or built.detail
         raise TuneError(f"measure: the reference config of task {task.name} does not build:\n{why}")
     result: BuildResult = built.value
+    target = as_target(task.target)
     request = MeasureRequest(result.obj, result.entry_name, tuple(specs), TimingOptions(number=1, repeat=1),
-                             seed=seed, output_indices=tuple(outputs), return_outputs=True)
+                             seed=seed, output_indices=tuple(outputs), return_outputs=True,
+                             target=None if target.kind == "llvm" else target, launch=result.launch)
     ran = worker.call(MEASURE_FUNC, request, timeout)
     reply: MeasureReply | None = ran.value
     if ran.status is not CallStatus.OK or reply is None or reply.error_no:

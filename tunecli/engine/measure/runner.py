@@ -24,6 +24,7 @@ from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TimingOptions
+from tunecli.engine.target import Target, as_target
 
 #: Seed of the random inputs of every measurement.
 SEED = 0
@@ -154,4 +155,12 @@ class Runner(ABC):
         check = self.timing.check_correctness
         refs = self.reference_outputs(measure_input.task, specs, outputs) if check else ()
         return MeasureRequest(build.obj, build.entry_name, specs, self.timing, seed=SEED, ref_outputs=refs,
-                              output_indices=outputs)
+                              output_indices=outputs, target=_device_target(measure_input.target),
+                              launch=build.launch)
+
+
+def _device_target(target: Any) -> Target | None:
+    """The target a request names: None (this host) for CPU targets, whose objects the runner
+    loads on its own CPU whatever ``-mcpu`` they were built for, else the target itself."""
+    t = as_target(target)
+    return None if t.kind == "llvm" else t

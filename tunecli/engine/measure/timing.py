@@ -4,8 +4,9 @@
 :class:`MeasureReply`), so the local runner's worker and an RPC device server's worker run the
 same function. It follows TVM's ``time_evaluator``:
 
-1. load the object on the device (``Device.load``; on the CPU: link it into this process's
-   LLJIT, ≈1 ms) and make the arguments there: random inputs from ``seed``, each output
+1. load the object on the device of the request's target (``Device.load``; on the CPU: link it
+   into this process's LLJIT, ≈1 ms; on a CUDA GPU: load the PTX) and make the arguments
+   there: random inputs from ``seed``, each output
    guarded against overruns (:mod:`tunecli.engine.measure.arrays`);
 2. one untimed warm-up call. With a reference (``ref_outputs``) or ``return_outputs`` the
    outputs are first poisoned (NaN), so an element the kernel never writes is caught. Then
@@ -41,6 +42,8 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.codegen import ArgSpec, CompiledKernel
+from tunecli.engine.codegen.backend_table import backend_for
+from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.measure.arrays import ArgSpecT, kernel_arguments, normalize_arg_specs
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing_options import TimingOptions
@@ -90,6 +93,11 @@ class MeasureRequest:
         call); empty means the last one.
     return_outputs : bool
         Send the outputs of the warm-up call back (to make a reference).
+    target : Target or None
+        What ``obj`` was compiled for, which decides the device that runs it (``cuda``: PTX
+        on a CUDA GPU); None means this host's CPU.
+    launch : LaunchShape or None
+        Grid and block of a GPU kernel.
     """
 
     obj: bytes
@@ -102,6 +110,8 @@ class MeasureRequest:
     atol: float | None = None
     output_indices: tuple[int, ...] = ()
     return_outputs: bool = False
+    target: Target | None = None
+    launch: LaunchShape | None = None
 
 
 @dataclass(frozen=True)
@@ -179,10 +189,12 @@ def measure_object(request: MeasureRequest) -> MeasureReply:
     outputs = request.output_indices or ((len(specs) - 1,) if specs else ())
     checked = bool(request.ref_outputs or request.return_outputs)
     try:
-        device = device_for_target(HOST_TARGET)
+        target = request.target or Target(HOST_TARGET)
+        device = device_for_target(target)
         kernel = CompiledKernel(request.obj, request.entry_name,
                                 tuple(ArgSpec(f"arg{i}", shape, dtype, i in outputs)
-                                      for i, (shape, dtype) in enumerate(specs)), Target(HOST_TARGET))
+                                      for i, (shape, dtype) in enumerate(specs)), target,
+                                object_format=backend_for(target).object_format, launch=request.launch)
         loaded = device.load(kernel)
         arrays = kernel_arguments(device, specs, request.seed, outputs, poisoned=checked)
     except Exception as err:  # noqa: BLE001 - a kernel that cannot be loaded is data

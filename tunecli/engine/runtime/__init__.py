@@ -4,6 +4,7 @@ Modules::
 
     device.py   Device: the interface of a backend (memory, load/launch/sync, timing on its clock)
     cpu.py      CPUDevice: the host (LLJIT linking, ctypes launches, guard-page arrays)
+    cuda.py     CUDADevice: NVIDIA GPUs through the driver API of cuda-bindings (PTX, CUDA events)
     openmp.py   libgomp and the thread count of parallel loops (set_num_threads, TUNECLI_NUM_THREADS)
     timer.py    time_calls: TVM's time_evaluator loop on the host clock
     devices.py  the table of device kinds: device(name | type | target), cpu(), device_for_target()
@@ -14,13 +15,14 @@ A new backend is one module beside ``cpu.py`` and one entry in ``devices.DEVICE_
 """
 
 from .cpu import CPUDevice
+from .cuda import CUDADevice
 from .device import Device
-from .devices import as_device, cpu, device, device_for_target
+from .devices import as_device, cpu, cuda, device, device_for_target, gpu
 from .module import BenchmarkResult, Module, load_module
 from .ndarray import NDArray, array, empty
 from .openmp import get_num_threads, set_num_threads
 from .timer import time_calls
 
-__all__ = ["BenchmarkResult", "CPUDevice", "Device", "Module", "NDArray", "array", "as_device", "cpu",
-           "device", "device_for_target", "empty", "get_num_threads", "load_module", "set_num_threads",
-           "time_calls"]
+__all__ = ["BenchmarkResult", "CPUDevice", "CUDADevice", "Device", "Module", "NDArray", "array", "as_device",
+           "cpu", "cuda", "device", "device_for_target", "empty", "get_num_threads", "gpu", "load_module",
+           "set_num_threads", "time_calls"]

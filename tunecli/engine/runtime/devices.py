@@ -13,10 +13,11 @@ from tunecli.engine.target import Target, as_target
 from tunecli.errors import ArgumentError
 
 from .cpu import CPUDevice
+from .cuda import CUDADevice
 from .device import Device
 
 #: Every device kind this runtime has.
-DEVICE_KINDS: tuple[type[Device], ...] = (CPUDevice,)
+DEVICE_KINDS: tuple[type[Device], ...] = (CPUDevice, CUDADevice)
 
 _BY_TYPE = {kind.device_type: kind for kind in DEVICE_KINDS}
 _BY_NAME = {name: kind for kind in DEVICE_KINDS for name in kind.names}
@@ -74,6 +75,16 @@ def device(dev_type: str | int | Target, dev_id: int = 0) -> Device:
 def cpu(dev_id: int = 0) -> Device:
     """The host CPU (TVM's ``tvm.cpu``)."""
     return device(CPUDevice.device_type, dev_id)
+
+
+def cuda(dev_id: int = 0) -> Device:
+    """An NVIDIA GPU (TVM's ``tvm.cuda``); using it needs ``tunecli[cuda]``, a driver and the GPU."""
+    return device(CUDADevice.device_type, dev_id)
+
+
+def gpu(dev_id: int = 0) -> Device:
+    """Old name of :func:`cuda` (TVM's ``tvm.gpu``)."""
+    return cuda(dev_id)
 
 
 def device_for_target(target: Target | str, dev_id: int = 0) -> Device:

@@ -18,6 +18,7 @@ import numpy as np
 
 from tunecli.engine.codegen import ArgSpec, CompiledKernel
 from tunecli.engine.codegen.compile import assembly
+from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.target import Target, as_target
 from tunecli.errors import ArgumentError, CodegenError
 
@@ -53,6 +54,11 @@ class Module:
     def target(self) -> Target:
         """What the kernel was compiled for."""
         return self.kernel.target
+
+    @property
+    def launch(self) -> LaunchShape | None:
+        """Grid and block of a GPU kernel; None for a CPU kernel."""
+        return self.kernel.launch
 
     @property
     def device(self) -> Device:
