@@ -15,6 +15,7 @@ template body is the tutorial's.  Edits other than imports are marked ``# EDIT:`
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import random
@@ -270,11 +271,15 @@ def _grid_simulator() -> Any:
 
 def _cuda_kernel(index: int, shape: tuple = SMALL, target: str = "cuda") -> Any:
     """The tutorial's schedule of config ``index`` lowered for ``target``."""
-    task = autotvm.task.create("tvm_port/conv2d_no_batching", args=shape, target=target)
     with tvm.target.Target(target):
-        with autotvm.ApplyConfig(task.config_space.get(index)):
+        with autotvm.ApplyConfig(_space(shape).get(index)):
             s, arg_bufs = conv2d_no_batching(*shape)
         return lower(s, arg_bufs, name="conv2d", target=target)
+
+
+@functools.cache
+def _space(shape: tuple) -> Any:
+    return autotvm.task.create("tvm_port/conv2d_no_batching", args=shape, target="cuda").config_space
 
 
 def _threads_of(config: Any) -> int:
@@ -285,7 +290,7 @@ def test_cuda_configs_compute_the_convolution_in_the_simulated_grid() -> None:
     """Each config's kernel, run block by block with its threads in lock-step between barriers,
     matches ``conv2d_nchw_python`` (so shared tiles, their bounds and the barriers are right)."""
     run_grid = _grid_simulator()
-    space = autotvm.task.create("tvm_port/conv2d_no_batching", args=SMALL, target="cuda").config_space
+    space = _space(SMALL)
     a_np, w_np, c_np = _data(3)
     rng = random.Random(11)
     for index in [0, len(space) - 1] + [rng.randrange(len(space)) for _ in range(4)]:
@@ -301,10 +306,10 @@ def test_cuda_configs_beyond_the_device_limits_are_instantiation_errors() -> Non
     """On the resnet layer, a config whose thread tile exceeds 1024 threads or whose shared tiles
     exceed 48 KiB is refused before compiling (TVM's GPU verification); the others build."""
     shape = (1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1))
-    space = autotvm.task.create("tvm_port/conv2d_no_batching", args=shape, target="cuda").config_space
+    space = _space(shape)
     rng = random.Random(5)
     verdicts = []
-    for index in [rng.randrange(len(space)) for _ in range(40)]:
+    for index in [rng.randrange(len(space)) for _ in range(12)]:
         config = space.get(index)
         func = _cuda_kernel(index, shape)
         errors = verify_gpu_code(func, GPULimits())
@@ -317,7 +322,7 @@ def test_cuda_configs_beyond_the_device_limits_are_instantiation_errors() -> Non
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_cuda_configs_pass_ptxas(tmp_path: Path, arch: str) -> None:
     """The PTX of configs of the small layer assembles for the architecture, without spills."""
-    space = autotvm.task.create("tvm_port/conv2d_no_batching", args=SMALL, target="cuda").config_space
+    space = _space(SMALL)
     rng = random.Random(arch)
     for index in [0] + [rng.randrange(len(space)) for _ in range(3)]:
         func = _cuda_kernel(index)
@@ -354,3 +359,36 @@ def test_the_builder_refuses_configs_beyond_the_targets_limits() -> None:
     for result in results[2:]:
         assert result.error_no == autotvm.MeasureErrorNo.INSTANTIATION_ERROR
         assert "threads per block, more than 64" in result.error_message
+
+
+@pytest.mark.skipif(not tvm.cuda(0).exist, reason="no CUDA GPU (with cuda-bindings and a driver) here")
+def test_the_tutorial_on_its_own_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tutorial unchanged but for the trial count: tune for ``cuda``, apply the best config,
+    run it on ``tvm.cuda()`` and compare with ``conv2d_nchw_python``."""
+    monkeypatch.chdir(tmp_path)
+    N, H, W, CO, CI, KH, KW, strides, padding = 1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1)
+    task = autotvm.task.create(
+        "tvm_port/conv2d_no_batching", args=(N, H, W, CO, CI, KH, KW, strides, padding), target="cuda"
+    )
+    measure_option = autotvm.measure_option(
+        builder=autotvm.LocalBuilder(),
+        runner=autotvm.LocalRunner(repeat=3, min_repeat_ms=100, timeout=4),
+    )
+    tuner = autotvm.tuner.XGBTuner(task)
+    tuner.tune(n_trial=8, measure_option=measure_option,  # EDIT: 20 in the tutorial
+               callbacks=[autotvm.callback.log_to_file("conv2d.log")])
+    with autotvm.apply_history_best("conv2d.log"):
+        with tvm.target.Target("cuda"):
+            s, arg_bufs = conv2d_no_batching(N, H, W, CO, CI, KH, KW, strides, padding)
+            func = tvm.build(s, arg_bufs)
+    a_np = np.random.uniform(size=(N, CI, H, W)).astype(np.float32)
+    w_np = np.random.uniform(size=(CO, CI, KH, KW)).astype(np.float32)
+    c_np = conv2d_nchw_python(a_np, w_np, strides, padding)
+    dev = tvm.cuda()
+    a_tvm = tvm.nd.array(a_np, device=dev)
+    w_tvm = tvm.nd.array(w_np, device=dev)
+    c_tvm = tvm.nd.empty(c_np.shape, device=dev)
+    func(a_tvm, w_tvm, c_tvm)
+    tvm.testing.assert_allclose(c_np, c_tvm.numpy(), rtol=1e-2)
+    evaluator = func.time_evaluator(func.entry_name, dev, number=400)
+    print("Time cost of this operator: %f" % evaluator(a_tvm, w_tvm, c_tvm).mean)  # noqa: UP031
