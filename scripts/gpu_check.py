@@ -1,0 +1,207 @@
+"""The checks a session with an NVIDIA GPU runs, in one call (about 8 minutes on an H200).
+
+1. ``tunecli.cuda(0)`` exists (cuda-bindings, driver, GPU) and reports its compute capability;
+2. a vector add built for ``cuda`` runs and matches numpy, and is timed with CUDA events;
+3. the seed's conv2d (TVM's ``tune_conv2d_cuda.py`` template, resnet's last layer: 1x512x7x7,
+   512 3x3 filters) is built for ``--configs`` random configs of its space; each one that builds
+   runs on fresh random inputs and must match ``conv2d_nchw_python`` (configs beyond the GPU's
+   limits must be refused when built, never fail at launch);
+4. the conv2d is tuned for ``--trials`` trials (LocalBuilder / LocalRunner with
+   ``check_correctness``; every measured config is checked against numpy), the best config is
+   built under ``apply_history_best``, checked and timed, and compared with PyTorch's cuDNN
+   conv2d (fp32, TF32 off) when torch is importable;
+5. a short table last; exit status 1 when any check failed.
+
+Usage (from the repository root; see the README's CUDA section for the device call)::
+
+    python3 scripts/gpu_check.py [--trials 200] [--configs 24] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import tunecli as tvm  # noqa: E402
+from tunecli import autotvm, te  # noqa: E402
+from tunecli.engine.task.template_file import load_template_file  # noqa: E402
+from tunecli.errors import InstantiationError  # noqa: E402
+from tunecli.topi.testing import conv2d_nchw_python  # noqa: E402
+
+TEMPLATE_FILE = ROOT / "tests" / "tvm_ports" / "test_tune_conv2d_cuda.py"
+SEED = (1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1))
+ROWS: list[tuple[str, str, str]] = []
+
+
+def row(check: str, ok: bool | None, detail: str) -> None:
+    status = "ok" if ok else ("skip" if ok is None else "FAIL")
+    ROWS.append((check, status, detail))
+    print(f"[{status}] {check}: {detail}", flush=True)
+
+
+def vector_add(dev: tvm.Device) -> None:
+    n = 1 << 20
+    A, B = te.placeholder((n,), name="A"), te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    bo, ti = s[C].split(C.op.axis[0], factor=256)
+    s[C].bind(bo, te.thread_axis("blockIdx.x"))
+    s[C].bind(ti, te.thread_axis("threadIdx.x"))
+    func = tvm.build(s, [A, B, C], target="cuda", name="vadd")
+    rng = np.random.default_rng()
+    a, b = (rng.uniform(size=n).astype("float32") for _ in range(2))
+    args = [tvm.nd.array(a, device=dev), tvm.nd.array(b, device=dev), tvm.nd.empty((n,), "float32", dev)]
+    func(*args)
+    dev.sync()
+    ok = np.allclose(args[2].numpy(), a + b, rtol=1e-6)
+    t = func.time_evaluator(func.entry_name, dev, number=100, repeat=3)(*args).mean
+    row("vector add", ok, f"{n} floats, {t * 1e6:.1f} us, {3 * 4 * n / t / 1e9:.0f} GB/s")
+
+
+def conv_inputs(seed: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    N, H, W, CO, CI, KH, KW, strides, padding = SEED
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(size=(N, CI, H, W)).astype(np.float32)
+    w = rng.uniform(size=(CO, CI, KH, KW)).astype(np.float32)
+    return a, w, conv2d_nchw_python(a, w, strides, padding)
+
+
+def run_conv(func: tvm.runtime.Module, dev: tvm.Device, number: int = 0) -> tuple[bool, float]:
+    a, w, c = conv_inputs()
+    args = [tvm.nd.array(a, device=dev), tvm.nd.array(w, device=dev), tvm.nd.empty(c.shape, "float32", dev)]
+    func(*args)
+    dev.sync()
+    ok = np.allclose(args[2].numpy(), c, rtol=1e-3, atol=1e-3)
+    t = func.time_evaluator(func.entry_name, dev, number=number, repeat=3)(*args).mean if number else 0.0
+    return ok, t
+
+
+def conv_configs(dev: tvm.Device, template: object, count: int) -> None:
+    task = autotvm.task.create("tvm_port/conv2d_no_batching", args=SEED, target="cuda")
+    rng = random.Random()
+    built = refused = wrong = 0
+    for _ in range(count):
+        config = task.config_space.get(rng.randrange(len(task.config_space)))
+        try:
+            with tvm.target.Target("cuda"):
+                with autotvm.ApplyConfig(config):
+                    s, bufs = template(*SEED)
+                func = tvm.build(s, bufs)
+        except InstantiationError:
+            refused += 1
+            continue
+        built += 1
+        ok, _ = run_conv(func, dev)
+        if not ok:
+            wrong += 1
+            print(f"  wrong answer: config {config.index} {config}", flush=True)
+    row("conv2d random configs", wrong == 0 and built > 0,
+        f"{built} built and ran ({wrong} wrong), {refused} refused by GPU verification")
+
+
+def tune_conv(dev: tvm.Device, template: object, trials: int, out: Path) -> float | None:
+    task = autotvm.task.create("tvm_port/conv2d_no_batching", args=SEED, target="cuda")
+    log = out / "conv2d_cuda.log"
+    log.unlink(missing_ok=True)
+    option = autotvm.measure_option(
+        builder=autotvm.LocalBuilder(timeout=20),
+        runner=autotvm.LocalRunner(number=20, repeat=3, min_repeat_ms=50, timeout=10, check_correctness=True))
+    start = time.time()
+    autotvm.tuner.GATuner(task).tune(n_trial=trials, measure_option=option,
+                                     callbacks=[autotvm.callback.log_to_file(str(log))])
+    records = list(autotvm.record.load_from_file(str(log)))
+    errors: dict[int, int] = {}
+    for _, result in records:
+        errors[int(result.error_no)] = errors.get(int(result.error_no), 0) + 1
+    wrong = errors.get(int(autotvm.MeasureErrorNo.WRONG_ANSWER), 0)
+    row("tuning", wrong == 0 and errors.get(0, 0) > 0,
+        f"{len(records)} trials in {time.time() - start:.0f} s; error counts {dict(sorted(errors.items()))}")
+    if not errors.get(0):
+        return None
+    with autotvm.apply_history_best(str(log)):
+        with tvm.target.Target("cuda"):
+            s, bufs = template(*SEED)
+            func = tvm.build(s, bufs)
+    ok, t = run_conv(func, dev, number=400)
+    flop = 2 * 512 * 7 * 7 * 512 * 3 * 3
+    row("best tuned conv2d", ok, f"{t * 1e6:.1f} us, {flop / t / 1e9:.0f} GFLOPS")
+    return t
+
+
+def cudnn_time() -> float | None:
+    try:
+        import torch
+    except ImportError:
+        row("cuDNN conv2d (PyTorch)", None, "torch is not installed")
+        return None
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    a, w, c = conv_inputs()
+    x, k = torch.from_numpy(a).cuda(), torch.from_numpy(w).cuda()
+    for _ in range(20):
+        y = torch.nn.functional.conv2d(x, k, padding=1)
+    torch.cuda.synchronize()
+    ok = np.allclose(y.cpu().numpy(), c, rtol=1e-3, atol=1e-3)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(400):
+        torch.nn.functional.conv2d(x, k, padding=1)
+    end.record()
+    torch.cuda.synchronize()
+    t = start.elapsed_time(end) / 1e3 / 400
+    row("cuDNN conv2d (PyTorch)", ok, f"{t * 1e6:.1f} us (fp32, TF32 off)")
+    return t
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=200, help="tuning trials of the seed conv2d")
+    parser.add_argument("--configs", type=int, default=24, help="random conv2d configs to build and check")
+    parser.add_argument("--out", type=Path, default=Path("."), help="where the tuning log goes")
+    opts = parser.parse_args()
+    opts.out.mkdir(parents=True, exist_ok=True)
+    dev = tvm.cuda(0)
+    if not dev.exist:
+        try:
+            tvm.nd.empty((1,), "float32", dev)
+        except Exception as err:  # noqa: BLE001 - report why there is no GPU
+            row("CUDA device", False, str(err))
+        return 1
+    row("CUDA device", True, f"cuda(0), compute capability {dev.compute_version}")
+    template = load_template_file(TEMPLATE_FILE).conv2d_no_batching
+    ours = theirs = None
+    for name, step in (("vector add", lambda: vector_add(dev)),
+                       ("conv2d random configs", lambda: conv_configs(dev, template, opts.configs))):
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - one failed check must not hide the others
+            row(name, False, traceback.format_exc(limit=3).strip().splitlines()[-1])
+    try:
+        ours = tune_conv(dev, template, opts.trials, opts.out)
+    except Exception:  # noqa: BLE001
+        row("tuning", False, traceback.format_exc(limit=3).strip().splitlines()[-1])
+    try:
+        theirs = cudnn_time()
+    except Exception:  # noqa: BLE001
+        row("cuDNN conv2d (PyTorch)", False, traceback.format_exc(limit=3).strip().splitlines()[-1])
+    if ours and theirs:
+        row("tuned / cuDNN speed", ours <= theirs / 0.8, f"{theirs / ours:.2f}x cuDNN (goal >= 0.8x)")
+    print("\n| check | status | detail |\n| --- | --- | --- |")
+    for check, status, detail in ROWS:
+        print(f"| {check} | {status} | {detail} |")
+    failed = [check for check, status, _ in ROWS if status == "FAIL" and check != "tuned / cuDNN speed"]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
