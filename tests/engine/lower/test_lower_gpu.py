@@ -164,7 +164,7 @@ def test_an_uneven_cooperative_fetch_is_guarded_so_no_element_is_fetched_twice()
 
 
 def test_vthread_and_local_stages_stay_per_thread():
-    """A local accumulator inside vthread loops: one per (thread, virtual thread)."""
+    """A local accumulator inside vthread loops: one per (thread, virtual thread), interleaved."""
     n = 16
     A = te.placeholder((n, n), name="A")
     k = te.reduce_axis((0, n), name="k")
@@ -180,11 +180,71 @@ def test_vthread_and_local_stages_stay_per_thread():
         s[C].bind(axis, te.thread_axis(tag))
     s[CL].compute_at(s[C], tj)
     func = lower(s, [A, C], "vt", target="cuda")
+    assert not [x for x in _loops(func.body) if x.thread_tag == "vthread"]
+    assert local_sizes(func) == {"C.local": 4} and func.attrs["vthreads"] == 4
     a = np.random.default_rng(1).uniform(size=(n, n)).astype("float32")
     c = np.full((n, n), np.nan, "float32")
     shape = run_grid(func, a, c)
     assert shape["grid"] == (2, 1, 1) and shape["block"] == (8, 4, 1)
     np.testing.assert_allclose(c, a @ a, rtol=1e-5)
+
+
+def vthread_matmul(n: int = 32):
+    """C = A @ B, a block per 16 x 8 tile: 2 virtual threads of 8 x 8 threads, A's tile in shared
+    memory for all of them."""
+    A, B = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    bi, rest = s[C].split(i, factor=16)
+    vi, ti = s[C].split(rest, nparts=2)
+    bj, tj = s[C].split(j, factor=8)
+    s[C].reorder(bi, bj, vi, ti, tj)
+    for axis, tag in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (vi, "vthread"), (ti, "threadIdx.y"),
+                      (tj, "threadIdx.x")):
+        s[C].bind(axis, te.thread_axis(tag))
+    s[CL].compute_at(s[C], tj)
+    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=8)
+    AS = s.cache_read(A, "shared", [CL])
+    s[AS].compute_at(s[CL], ko)
+    ty, rest = s[AS].split(s[AS].fuse(*s[AS].op.axis), nparts=8)
+    tx, _ = s[AS].split(rest, nparts=8)
+    s[AS].bind(ty, te.thread_axis("threadIdx.y"))
+    s[AS].bind(tx, te.thread_axis("threadIdx.x"))
+    return s, [A, B, C]
+
+
+def local_sizes(func: S.PrimFunc) -> dict[str, int]:
+    found = {}
+    post_order(func.body, lambda n: found.__setitem__(n.buffer.name, n.buffer.size)
+               if isinstance(n, S.Allocate) and n.buffer.scope == "local" else None)
+    return found
+
+
+def stores_to(func: S.PrimFunc, name: str) -> int:
+    found = []
+    post_order(func.body, lambda n: found.append(n) if isinstance(n, S.BufferStore) and n.buffer.name == name
+               else None)
+    return len(found)
+
+
+def test_virtual_threads_share_the_fetch_and_interleave_their_work():
+    """TVM's InjectVirtualThread: the shared tile is fetched once for both virtual threads, the
+    accumulator has room for both, and each update appears once per virtual thread."""
+    s, args = vthread_matmul()
+    func = lower(s, args, "vmm", target="cuda")
+    assert not [x for x in _loops(func.body) if x.thread_tag == "vthread"]
+    assert shared_sizes(func) == {"A.shared": 128}  # 16 rows x 8 of k: both virtual threads
+    assert local_sizes(func) == {"C.local": 2}
+    assert stores_to(func, "A.shared") == 1 and stores_to(func, "C.local") == 4  # init + update, x2
+    assert stores_to(func, "C") == 2 and barriers(func.body) == 2
+    a, b, c = matmul_arrays()
+    shape = run_grid(func, a, b, c, reverse=True)
+    assert shape["block"] == (8, 8, 1) and shape["grid"] == (4, 2, 1)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    assert verify_gpu_code(func, GPULimits(max_vthread=1)) == ["2 virtual threads, more than 1"]
 
 
 def vector_add(threads_x: int, threads_y: int = 1):

@@ -25,6 +25,7 @@ from .schedule_ops import NestBuilder
 from .storage import Storage
 from .storage_sync import insert_shared_sync
 from .thread_scope import is_gpu_target, launch_extents
+from .virtual_thread import VTHREADS_ATTR, inject_virtual_threads, vthread_count
 
 
 def lower(sch: Any, args: Sequence[Tensor], name: str = "main", target: Target | str | None = None
@@ -65,9 +66,12 @@ def lower(sch: Any, args: Sequence[Tensor], name: str = "main", target: Target |
     for st in stages:  # name temporaries in producer order
         storage.temp_buffer(st)
     body = simplify(NestBuilder(stages, bodies, info, storage).build())
+    attrs = {}
     if gpu:
+        attrs[VTHREADS_ATTR] = vthread_count(body)
+        body = simplify(inject_virtual_threads(body))
         body = insert_shared_sync(body, launch_extents(body, f"lower {name}"))
-    return S.PrimFunc(name, storage.params, body)
+    return S.PrimFunc(name, storage.params, body, attrs)
 
 
 def _inside(consumer: Any, producer: Any) -> bool:

@@ -23,9 +23,9 @@ from tunecli.engine.target import Target
 from tunecli.errors import InstantiationError, TargetError
 
 from .thread_scope import launch_extents
+from .virtual_thread import VTHREADS_ATTR, vthread_count
 
 _UNLIMITED = 2**63 - 1
-VTHREAD_TAGS = ("vthread", "cthread")
 
 
 @dataclass(frozen=True)
@@ -77,14 +77,12 @@ def verify_gpu_code(func: S.PrimFunc, limits: GPULimits) -> list[str]:
         errors.append(f"{threads} threads per block, more than {limits.max_threads_per_block}")
     shared: dict[int, S.Buffer] = {}
     local: dict[int, S.Buffer] = {}
-    vthreads = [1]
+    vthreads = [func.attrs.get(VTHREADS_ATTR) or vthread_count(func.body)]
     vector_bytes = [0]
 
     def see(n: Any) -> None:
         if isinstance(n, S.Allocate):
             {"shared": shared, "local": local}.get(n.buffer.scope, {})[id(n.buffer)] = n.buffer
-        elif isinstance(n, S.For) and n.thread_tag in VTHREAD_TAGS and isinstance(n.extent, E.IntImm):
-            vthreads[0] *= n.extent.value
         elif isinstance(n, (S.BufferStore, E.BufferLoad)):
             value = n.value if isinstance(n, S.BufferStore) else n
             t = parse_dtype(value.dtype)
