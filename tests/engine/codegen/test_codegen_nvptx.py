@@ -108,7 +108,7 @@ def test_the_target_kind_chooses_the_backend():
 def test_vector_add_is_a_kernel_of_blocks_and_threads():
     func = vector_add()
     ir_text = emit_llvm(func, "cuda")
-    assert 'define ptx_kernel void @"vadd"(ptr addrspace(1) noalias %"A"' in ir_text
+    assert 'define ptx_kernel void @"vadd"(ptr addrspace(1) noalias align 16 %"A"' in ir_text
     assert "llvm.nvvm.read.ptx.sreg.ctaid.x" in ir_text and "llvm.nvvm.read.ptx.sreg.tid.x" in ir_text
     compiled = compile_kernel(func, "cuda")
     assert compiled.launch.grid == (8, 1, 1) and compiled.launch.block == (128, 1, 1)
@@ -245,3 +245,31 @@ def test_ptxas_accepts_the_kernels(tmp_path, arch):
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert "0 bytes spill stores" in proc.stderr
+
+
+def reversed_copy(n: int = 1024) -> PrimFunc:
+    """C = 2 * A reversed: blocks of 256, A's block fetched into shared memory 4 floats per thread
+    (vectorized), C written 4 floats per thread (vectorized)."""
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[n - 1 - i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    AS = s.cache_read(A, "shared", [C])
+    bo, rest = s[C].split(C.op.axis[0], factor=256)
+    tx, vi = s[C].split(rest, factor=4)
+    s[C].bind(bo, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    s[C].vectorize(vi)
+    s[AS].compute_at(s[C], bo)
+    atx, av = s[AS].split(s[AS].op.axis[0], factor=4)
+    s[AS].bind(atx, te.thread_axis("threadIdx.x"))
+    s[AS].vectorize(av)
+    return lower(s, [A, C], name="reversed_copy", target="cuda")
+
+
+def test_vectorized_loops_are_128_bit_loads_and_stores():
+    func = reversed_copy()
+    assert "ptr addrspace(1) noalias align 16" in emit_llvm(func, "cuda")
+    ptx = ptx_of(func)
+    assert re.search(r"ld\.global(\.nc)?\.v4\.(b|f)32", ptx), "the fetch reads 4 floats at once"
+    assert re.search(r"st\.shared\.v4\.(b|f)32", ptx) and re.search(r"st\.global\.v4\.(b|f)32", ptx)
+    assert len(re.findall(r"\bbar(rier)?\.sync\s+0;", ptx)) == 1

@@ -321,3 +321,27 @@ def _loops(stmt: S.Stmt) -> list[S.For]:
     found: list[S.For] = []
     post_order(stmt, lambda n: found.append(n) if isinstance(n, S.For) else None)
     return found
+
+
+def test_a_vectorized_fetch_through_shared_memory_computes_the_copy():
+    """The kernel of ``test_codegen_nvptx.reversed_copy``: 4-float vectors per thread both ways."""
+    n = 1024
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[n - 1 - i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    AS = s.cache_read(A, "shared", [C])
+    bo, rest = s[C].split(C.op.axis[0], factor=256)
+    tx, vi = s[C].split(rest, factor=4)
+    s[C].bind(bo, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    s[C].vectorize(vi)
+    s[AS].compute_at(s[C], bo)
+    atx, av = s[AS].split(s[AS].op.axis[0], factor=4)
+    s[AS].bind(atx, te.thread_axis("threadIdx.x"))
+    s[AS].vectorize(av)
+    func = lower(s, [A, C], "reversed_copy", target="cuda")
+    assert shared_sizes(func) == {"A.shared": 256}
+    a = np.arange(n, dtype="float32")
+    c = np.full(n, np.nan, "float32")
+    assert run_grid(func, a, c, reverse=True)["block"] == (64, 1, 1)
+    np.testing.assert_array_equal(c, 2 * a[::-1])

@@ -1,7 +1,7 @@
 """The NVPTX backend: CUDA kernels as PTX text through LLVM's NVPTX target.
 
-* kernel: ``ptx_kernel void <name>(ptr addrspace(1) noalias <buffer>, ...)``, the buffers in
-  global memory;
+* kernel: ``ptx_kernel void <name>(ptr addrspace(1) noalias align 16 <buffer>, ...)``, the
+  buffers in global memory, aligned so that vectorized accesses become ``ld``/``st.v4``;
 * loops bound to ``blockIdx.x|y|z`` / ``threadIdx.x|y|z``: the loop variable is ``min`` plus the
   block or thread index (``llvm.nvvm.read.ptx.sreg.ctaid.x`` / ``.tid.x``, PTX ``%ctaid.x`` /
   ``%tid.x``), also where one such loop sits inside another bound to the same axis (a
@@ -52,6 +52,7 @@ TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_80"
 GLOBAL = 1  # NVPTX address spaces
 SHARED = 3
+PARAM_ALIGN = 16  # what the kernel may assume of its buffers (the widest vector access)
 # thread tag -> (PTX special register, axis)
 THREAD_REGISTERS = {
     f"{tag}.{axis}": (reg, axis)
@@ -85,6 +86,8 @@ class NVPTXBackend(Backend):
     def declare_kernel(self, ctx: FunctionContext, func: S.PrimFunc) -> ir.Function:
         ctx.launch = launch_shape(func)
         fn = declare_pointer_params(ctx.module, func, ir.PointerType(addrspace=GLOBAL))
+        for arg in fn.args:  # cuMemAlloc aligns to 256 bytes: vector accesses can be ld/st.v4
+            arg.attributes.align = PARAM_ALIGN
         fn.calling_convention = "ptx_kernel"
         return fn
 
