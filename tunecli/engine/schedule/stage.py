@@ -200,8 +200,9 @@ class Stage:
         * ``auto_unroll_max_step`` (an int N): TVM's UnrollLoop under this loop — serial loops with
           constant extents in its scope (itself included) are unrolled while the unrolled copies
           hold at most N statements (see ``engine.lower.auto_unroll``).
-        * ``unroll_explicit``: accepted; a no-op on the CPU target (TVM's 0 only leaves unrolling
-          to the backend, and loops marked here are always expanded by tunecli's codegen).
+        * ``unroll_explicit``: accepted; a no-op on every target (TVM's 0 only leaves unrolling
+          to the backend, and loops marked here are always expanded by tunecli's codegen, for
+          the CPU and the NVPTX backend alike).
         * any other pragma (``debug_skip_region``, ``import_llvm`` ...): stored and ignored.
         """
         self._check_compute("pragma")
@@ -219,6 +220,10 @@ class Stage:
 
     def bind(self, ivar: IterVar, thread_ivar: IterVar) -> None:
         """Bind loop ``ivar`` to a GPU thread axis (``te.thread_axis``), as TVM's ``Stage.bind``.
+
+        For a GPU target (``cuda``) the loop becomes the block or thread index (``blockIdx.*``,
+        ``threadIdx.*``), ``vthread`` loops are interleaved into each thread, and stages of scope
+        ``shared`` computed inside thread loops cover the whole block's tile (``engine.lower``).
 
         On the CPU target a bound axis stays a loop, with the extent bound inference gives it
         (a thread axis's own range is not used), and that loop is ``serial`` whatever the tag
@@ -279,7 +284,7 @@ class Stage:
         self.attach_type, self.attach_stage, self.attach_ivar = ROOT, None, None
 
     def set_scope(self, scope: str) -> None:
-        """Set the storage scope of this stage's buffer (``global`` or ``local``)."""
+        """Set the storage scope of this stage's buffer (``global``, ``shared`` or ``local``)."""
         self.scope = scope
 
 
