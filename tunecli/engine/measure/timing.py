@@ -34,10 +34,12 @@ TVM. A kernel that crashes or hangs takes this process with it, so always call t
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -50,6 +52,7 @@ from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.runtime import device_for_target
 from tunecli.engine.target import Target
+from tunecli.errors import DeviceError
 
 #: Bytes written by the cache flush before each timed round.
 FLUSH_BYTES = 64 * 1024 * 1024
@@ -57,6 +60,8 @@ FLUSH_BYTES = 64 * 1024 * 1024
 HOST_TARGET = "llvm"
 #: ``"module:function"`` of :func:`measure_object`, for :class:`Worker` calls.
 MEASURE_FUNC = "tunecli.engine.measure.timing:measure_object"
+#: Exit status of a measurement worker ended by a device fault (see :func:`_end_worker`).
+DEVICE_FAULT_EXIT = 70
 _state: dict[str, Any] = {}
 #: What a measurement that produced no reply means (the child died: a crashing kernel).
 _WORKER_FAILURES = {CallStatus.DIED: MeasureErrorNo.RUNTIME_DEVICE,
@@ -182,7 +187,9 @@ def measure_object(request: MeasureRequest) -> MeasureReply:
     -------
     MeasureReply
         Costs in seconds per call; or RUNTIME_DEVICE when the object cannot be loaded or its
-        arguments made, WRONG_ANSWER when an output differs from ``ref_outputs``.
+        arguments made, WRONG_ANSWER when an output differs from ``ref_outputs``.  A launch that
+        fails on the device (a GPU kernel's fault) ends the process instead: its context cannot
+        be used again, and the worker's parent reports RUNTIME_DEVICE and replaces it.
     """
     start = time.perf_counter()
     specs = normalize_arg_specs(request.arg_specs)
@@ -200,6 +207,15 @@ def measure_object(request: MeasureRequest) -> MeasureReply:
     except Exception as err:  # noqa: BLE001 - a kernel that cannot be loaded is data
         return MeasureReply((), int(MeasureErrorNo.RUNTIME_DEVICE), f"{type(err).__name__}: {err}",
                             time.perf_counter() - start)
+    try:
+        return _run(request, device, loaded, arrays, outputs, checked, start)
+    except DeviceError as err:  # a faulting GPU kernel leaves its context unusable
+        _end_worker(err)
+
+
+def _run(request: MeasureRequest, device: Any, loaded: Any, arrays: list[Any], outputs: tuple[int, ...],
+         checked: bool, start: float) -> MeasureReply:
+    """The checked warm-up launch and the timed rounds of :func:`measure_object`."""
     warm_start = time.perf_counter()
     device.launch(loaded, arrays)  # the warm-up launch, whose outputs are checked
     device.sync()
@@ -215,6 +231,14 @@ def measure_object(request: MeasureRequest) -> MeasureReply:
                         before_repeat=_flush if timing.enable_cpu_cache_flush else None, warmup=0)
     return MeasureReply(tuple(costs), int(MeasureErrorNo.NO_ERROR), "", time.perf_counter() - start,
                         returned)
+
+
+def _end_worker(err: DeviceError) -> NoReturn:
+    """End this worker process after a device fault; its parent reports RUNTIME_DEVICE and starts
+    a fresh worker (with a fresh device context), as for a kernel that crashed the CPU."""
+    sys.stderr.write(f"tunecli measurement worker: {err}\n")
+    sys.stderr.flush()
+    os._exit(DEVICE_FAULT_EXIT)
 
 
 def measure_in_worker(worker: Worker, request: MeasureRequest) -> MeasureReply:
