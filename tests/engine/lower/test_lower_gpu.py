@@ -291,6 +291,8 @@ def test_the_limits_are_the_targets_options():
     t = Target("cuda -arch=sm_90 -max_threads_per_block=4096 -max_shared_memory_per_block=232448")
     assert GPULimits.from_target(t).max_threads_per_block == 4096
     assert GPULimits.from_target(Target("cuda -max_num_threads=256")).max_threads_per_block == 256
+    tvm_written = Target("cuda -keys=cuda,gpu -arch=sm_80 -max_num_threads=1024 -thread_warp_size=32")
+    assert tvm_written.keys == ["cuda", "gpu"] and GPULimits.from_target(tvm_written) == GPULimits()
     check_gpu_code(lower(*shared_copy(16384), "big", target="cuda"), t)
     with pytest.raises(InstantiationError, match=r"kernel big does not fit target 'cuda -max_num_threads=256'"
                        r": 512 threads per block, more than 256$"):
