@@ -8,7 +8,9 @@ the work of its ``n`` virtual threads, interleaved.  The loop disappears and, in
   virtual threads: every virtual thread of the block needs the same tile);
 * a statement that does (it uses the loop variable, reads or writes a buffer whose contents
   depend on it) runs once per virtual thread: ``n`` copies with the variable replaced by
-  ``0 .. n-1`` when it holds no loop and ``n < 16``, else a serial loop over them;
+  ``0 .. n-1`` when it holds no loop and ``n < 16``, else a loop over them, marked ``unrolled``
+  (TVM unrolls it after injection; the widened local buffers then stay in registers; codegen's
+  caps keep a too large body a loop);
 * loops and conditions that do not depend on it are kept, the copies inside them (so a
   reduction loop holds the updates of all virtual threads);
 * a buffer allocated inside whose contents depend on the virtual thread (a ``local``
@@ -142,7 +144,7 @@ class _Injector:
             return S.SeqStmt([substitute(body, {self.var: E.IntImm(self.min + i, self.var.dtype)})
                               for i in range(self.n)])
         v = E.Var(self.var.name + ".s", self.var.dtype)
-        return S.For(v, E.IntImm(self.min, v.dtype), E.IntImm(self.n, v.dtype), S.SERIAL,
+        return S.For(v, E.IntImm(self.min, v.dtype), E.IntImm(self.n, v.dtype), S.UNROLLED,
                      substitute(body, {self.var: v}))
 
 
