@@ -4,10 +4,10 @@ The public names mirror TVM's: ``tunecli.te`` (tensor expressions and schedules)
 ``tunecli.build`` / ``tunecli.lower``, ``tunecli.topi`` (operators), ``tunecli.autotvm``
 (tuning), ``tunecli.rpc`` (distributed measurement), ``tunecli.target.Target``,
 ``tunecli.nd`` (``nd.array``/``nd.empty``), ``tunecli.cpu()`` / ``tunecli.cuda()`` /
-``tunecli.device()`` and ``tunecli.testing``, ``tunecli.relay`` (networks) and ``tunecli.IRModule``, so ``import tunecli as
-tvm`` runs TVM user programs.  The heavier faces (``autotvm``, ``topi``, ``rpc``, ``target``, ``nd``,
-``runtime``, ``testing``, ``relay``) are imported on first attribute access, so ``import tunecli``
-stays cheap for the command line.
+``tunecli.device()`` and ``tunecli.testing``, ``tunecli.relay`` (networks) and
+``tunecli.IRModule``, so ``import tunecli as tvm`` runs TVM user programs.  The heavier faces
+(``autotvm``, ``topi``, ``rpc``, ``target``, ``nd``, ``runtime``, ``testing``, ``relay``) are
+imported on first attribute access, so ``import tunecli`` stays cheap for the command line.
 """
 
 from __future__ import annotations
