@@ -7,6 +7,7 @@ import struct
 
 import pytest
 
+from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.measure.timing_options import WARMUP_MS, TimingOptions
 from tunecli.engine.rpc import protocol
 from tunecli.engine.rpc.scheduler import PriorityScheduler, Resource
@@ -18,6 +19,7 @@ from tunecli.engine.rpc.session import (
     encode_reply,
     encode_request,
 )
+from tunecli.engine.target import Target
 from tunecli.errors import RPCError
 
 
@@ -129,6 +131,22 @@ def test_measure_request_roundtrip_and_validation():
     for name, bad in (("number", "many"), ("number", 0), ("warmup_ms", -1), ("timeout", 0)):
         wrong = dict(header, request=dict(header["request"], **{name: bad}))
         with pytest.raises(RPCError, match=f"field {name}: expected"):  # checked, not clamped
+            decode_request(wrong, payload)
+
+
+def test_a_gpu_kernels_request_carries_its_target_and_launch_shape():
+    req = MeasureRequest(b".entry k", "k", (((4,), "float32"),), target=Target("cuda -arch=sm_90"),
+                         launch=LaunchShape((8, 1, 1), (128, 2, 1)))
+    header, payload = encode_request(req)
+    assert header["request"]["target"] == "cuda -arch=sm_90"
+    assert decode_request(header, payload) == req
+    cpu = MeasureRequest(b"OBJ", "k", (((4,), "float32"),))
+    assert "target" not in encode_request(cpu)[0]["request"]  # what older servers read
+    for field, bad, match in (("launch", [[8, 1], [1, 1, 1]], "malformed launch shape"),
+                              ("launch", [[0, 1, 1], [1, 1, 1]], "malformed launch shape"),
+                              ("target", "-arch=sm_90", "bad target")):
+        wrong = dict(header, request=dict(header["request"], **{field: bad}))
+        with pytest.raises(RPCError, match=match):
             decode_request(wrong, payload)
 
 

@@ -22,11 +22,13 @@ servers and clients expect; a setting a peer does not send takes its default.
 
 from __future__ import annotations
 
+from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TIMING_OPTIONS, TimingOptions
 from tunecli.engine.rpc.device_info import DeviceInfo
-from tunecli.errors import RPCError, TuneError
+from tunecli.engine.target import Target, parse_target
+from tunecli.errors import RPCError, TargetError, TuneError
 
 __all__ = ["DESCRIBE", "MeasureReply", "MeasureRequest", "decode_device", "decode_reply", "decode_request",
            "decode_timing", "encode_device", "encode_reply", "encode_request", "encode_timing",
@@ -119,7 +121,27 @@ def encode_request(req: MeasureRequest) -> tuple[dict, bytes]:
         "ref_indices": ref_indices,
         "ref_lengths": ref_lengths,
     }
+    if req.target is not None:  # a device kernel (PTX): its target and launch shape
+        meta["target"] = str(req.target)
+        if req.launch is not None:
+            meta["launch"] = [list(req.launch.grid), list(req.launch.block)]
     return {"op": "measure", "request": meta}, req.obj + refs
+
+
+def _target(value: object) -> Target:
+    try:
+        return parse_target(str(value))
+    except TargetError as err:
+        raise RPCError(f"rpc session: bad target of a measure request: {err}") from None
+
+
+def _launch(value: object) -> LaunchShape:
+    """A launch shape from its wire form ``[[gx, gy, gz], [bx, by, bz]]``."""
+    if not (isinstance(value, list) and len(value) == 2 and all(
+            isinstance(dims, list) and len(dims) == 3 and all(type(n) is int and n >= 1 for n in dims)
+            for dims in value)):
+        raise RPCError(f"rpc session: malformed launch shape {value!r}")
+    return LaunchShape(tuple(value[0]), tuple(value[1]))
 
 
 def decode_request(header: dict, payload: bytes) -> MeasureRequest:
@@ -150,6 +172,8 @@ def decode_request(header: dict, payload: bytes) -> MeasureRequest:
             rtol=float(meta["rtol"]),
             atol=None if atol is None else float(atol),
             return_outputs=bool(meta["return_outputs"]),
+            target=None if meta.get("target") is None else _target(meta["target"]),
+            launch=None if meta.get("launch") is None else _launch(meta["launch"]),
         )
     except (KeyError, TypeError, ValueError) as err:
         raise RPCError(f"rpc session: malformed measure request ({err!r})") from None
