@@ -21,7 +21,7 @@ from tunecli.engine.lower import lower
 from tunecli.engine.lower.storage_sync import is_barrier
 from tunecli.engine.lower.verify_gpu import GPULimits, check_gpu_code, verify_gpu_code
 from tunecli.engine.target import Target
-from tunecli.errors import InstantiationError, TargetError
+from tunecli.errors import InstantiationError, LoweringError, TargetError
 
 from .gpu_simulator import run_grid
 from .ir_interpreter import InterpError
@@ -347,3 +347,19 @@ def test_a_vectorized_fetch_through_shared_memory_computes_the_copy():
     c = np.full(n, np.nan, "float32")
     assert run_grid(func, a, c, reverse=True)["block"] == (64, 1, 1)
     np.testing.assert_array_equal(c, 2 * a[::-1])
+
+
+def test_shared_memory_used_where_only_some_threads_run_is_refused():
+    """The consumer's thread loop is narrower than the fetch's: fetch and use both run under
+    ``if threadIdx.x < ...``, where a barrier would hang the block."""
+    A = te.placeholder((64,), name="A")
+    C = te.compute((32,), lambda i: A[63 - i] + A[i], name="C")
+    s = te.create_schedule(C.op)
+    AS = s.cache_read(A, "shared", [C])
+    bo, tx = s[C].split(C.op.axis[0], factor=32)
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    s[AS].compute_at(s[C], tx)
+    atx, _ = s[AS].split(s[AS].op.axis[0], factor=1)
+    s[AS].bind(atx, te.thread_axis("threadIdx.x"))
+    with pytest.raises(LoweringError, match="shared A.shared is written and read under a loop or condition"):
+        lower(s, [A, C], "narrow", target="cuda")

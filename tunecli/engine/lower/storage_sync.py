@@ -25,6 +25,7 @@ from typing import Any
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.visitor import post_order
+from tunecli.errors import LoweringError
 
 from .thread_scope import LAUNCH_TAGS
 
@@ -159,6 +160,11 @@ class _Planner:
     @staticmethod
     def _unit(s: S.Stmt, pending: _Pending) -> tuple[S.Stmt, _Pending]:
         access = _shared_access(s)
+        if isinstance(s, (S.For, S.IfThenElse)) and access.writes & access.reads:
+            names = sorted(b.name for b in access.writes & access.reads)
+            raise LoweringError(f"storage sync: shared {', '.join(names)} is written and read under a "
+                                "loop or condition that only some threads of the block run, where no "
+                                "barrier can be placed; bind loops so all threads of the block reach it")
         if pending.conflicts(access):
             return S.SeqStmt([barrier(), s]), access
         return s, pending | access

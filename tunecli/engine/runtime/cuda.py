@@ -197,8 +197,8 @@ class CUDADevice(Device):
                                 f"built for {str(kernel.target)!r}; a CUDA GPU runs PTX (target 'cuda')")
         cu = driver()
         self.activate()
-        ptx = kernel.obj if kernel.obj.endswith(b"\0") else kernel.obj + b"\0"
-        module = call(f"cuModuleLoadData of kernel {kernel.entry_name}", cu.cuModuleLoadData(ptx))
+        ptx = np.frombuffer(kernel.obj + b"\0", dtype=np.uint8)  # NUL-terminated text, kept alive
+        module = call(f"cuModuleLoadData of kernel {kernel.entry_name}", cu.cuModuleLoadData(ptx.ctypes.data))
         function = call(f"cuModuleGetFunction of {kernel.entry_name}",
                         cu.cuModuleGetFunction(module, kernel.entry_name.encode()))
         return CUDAKernel(kernel, module, function)
