@@ -94,3 +94,12 @@ def test_measuring_on_the_gpu_checks_and_times():
     reply = measure_object(MeasureRequest(mod.object_bytes(), mod.entry_name, specs,
                                           target=Target("cuda"), launch=mod.launch, return_outputs=True))
     assert reply.error_no == MeasureErrorNo.NO_ERROR and len(reply.costs) == 1
+
+
+def test_the_ptx_stays_in_the_module(tmp_path):
+    mod = build(*vector_add(), target="cuda -arch=sm_90")
+    ptx = mod.get_source("asm")
+    assert ptx == mod.get_source("ptx") and ".target sm_90" in ptx and ".entry default_function" in ptx
+    assert "define ptx_kernel" in mod.get_source()  # the optimised LLVM IR
+    mod.save(tmp_path / "k.ptx")
+    assert (tmp_path / "k.ptx").read_text() == ptx

@@ -73,8 +73,11 @@ class Module:
         return self.kernel.obj
 
     def get_source(self, fmt: str = "ll") -> str:
-        """Optimised LLVM IR (``"ll"``) or assembly (``"asm"``/``"s"``) of the kernel."""
+        """Optimised LLVM IR (``"ll"``) or assembly (``"asm"``/``"s"``; PTX, also ``"ptx"``, for a
+        CUDA kernel) of the kernel."""
         fmt = fmt or "ll"
+        if self.kernel.object_format == "ptx" and fmt in ("asm", "s", "ptx"):
+            return self.kernel.obj.decode()
         if fmt not in ("ll", "asm", "s"):
             raise CodegenError(f"Module.get_source: unknown format {fmt!r}; use 'll' or 'asm'")
         ir_text = self.kernel.ir_text
@@ -84,15 +87,16 @@ class Module:
         return ir_text if fmt == "ll" else assembly(ir_text, self.target)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the object (``.o``), LLVM IR (``.ll``) or assembly (``.s``) to ``path``."""
+        """Write the object (``.o``; ``.ptx`` for a CUDA kernel), LLVM IR (``.ll``) or assembly
+        (``.s``) to ``path``."""
         suffix = os.path.splitext(os.fspath(path))[1]
-        if suffix == ".o":
+        if suffix == ".o" or (suffix == ".ptx" and self.kernel.object_format == "ptx"):
             data: bytes = self.kernel.obj
         elif suffix in (".ll", ".s"):
             data = self.get_source("ll" if suffix == ".ll" else "asm").encode()
         else:
             raise CodegenError(f"Module.save: cannot tell the format of {os.fspath(path)!r}; "
-                               "use a .o, .ll or .s file name")
+                               "use a .o, .ll or .s file name (.ptx for a CUDA kernel)")
         with open(path, "wb") as f:
             f.write(data)
 
