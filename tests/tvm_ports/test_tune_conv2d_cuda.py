@@ -19,7 +19,6 @@ import functools
 import importlib
 import math
 import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +31,7 @@ import tunecli as tvm
 import tunecli.testing  # noqa: F401  (the tutorial's ``import tvm.testing``)
 from tunecli import autotvm, te, topi
 from tunecli.engine.codegen import compile_kernel
+from tunecli.engine.codegen.nvptx_backend import ptxas_path
 from tunecli.engine.ir import Allocate
 from tunecli.engine.ir.visitor import post_order
 from tunecli.engine.lower import lower
@@ -320,7 +320,7 @@ def test_cuda_configs_beyond_the_device_limits_are_instantiation_errors() -> Non
     assert any(verdicts) and not all(verdicts)
 
 
-@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas (CUDA toolkit) is not installed")
+@pytest.mark.skipif(ptxas_path() is None, reason="ptxas (CUDA toolkit or nvidia-cuda-nvcc) is not installed")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_cuda_configs_pass_ptxas(tmp_path: Path, arch: str) -> None:
     """The PTX of configs of the small layer assembles for the architecture; a config whose
@@ -332,7 +332,7 @@ def test_cuda_configs_pass_ptxas(tmp_path: Path, arch: str) -> None:
         ptx = tmp_path / f"conv_{index}.ptx"
         ptx.write_bytes(compile_kernel(func, f"cuda -arch={arch}").obj)
         cubin = str(ptx.with_suffix(".cubin"))
-        proc = subprocess.run(["ptxas", f"-arch={arch}", "-v", str(ptx), "-o", cubin],
+        proc = subprocess.run([str(ptxas_path()), f"-arch={arch}", "-v", str(ptx), "-o", cubin],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert "bar.sync" in ptx.read_text() or "barrier.sync" in ptx.read_text()

@@ -11,7 +11,6 @@ libdevice and running kernels belong to the CUDA runtime.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -23,7 +22,7 @@ from tunecli.engine.build import build
 from tunecli.engine.codegen import codegen, compile_kernel, emit_llvm
 from tunecli.engine.codegen.backend_table import backend_for
 from tunecli.engine.codegen.cpu_backend import CPUBackend
-from tunecli.engine.codegen.nvptx_backend import NVPTXBackend, libdevice_path
+from tunecli.engine.codegen.nvptx_backend import NVPTXBackend, libdevice_path, ptxas_path
 from tunecli.engine.ir import (
     Allocate,
     Buffer,
@@ -229,7 +228,7 @@ def test_what_a_kernel_cannot_hold_is_one_clear_error():
         emit_llvm(PrimFunc("dynamic", [a], dynamic), "cuda")
 
 
-@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas (CUDA toolkit) is not installed")
+@pytest.mark.skipif(ptxas_path() is None, reason="ptxas (CUDA toolkit or nvidia-cuda-nvcc) is not installed")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_ptxas_accepts_the_kernels(tmp_path, arch):
     x, y = Buffer("x", (32,), "float32"), Buffer("y", (32,), "float32")
@@ -241,7 +240,7 @@ def test_ptxas_accepts_the_kernels(tmp_path, arch):
         path = tmp_path / f"{func.name}_{arch}.ptx"
         path.write_bytes(compile_kernel(func, f"cuda -arch={arch}").obj)
         cubin = path.with_suffix(".cubin")
-        proc = subprocess.run(["ptxas", f"-arch={arch}", "-v", str(path), "-o", str(cubin)],
+        proc = subprocess.run([str(ptxas_path()), f"-arch={arch}", "-v", str(path), "-o", str(cubin)],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert "0 bytes spill stores" in proc.stderr

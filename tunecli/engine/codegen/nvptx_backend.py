@@ -26,6 +26,7 @@ import functools
 import importlib.util
 import os
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
@@ -181,16 +182,28 @@ def _launched_extent(launch: LaunchShape | None, tag: str) -> int:
     return dims["xyz".index(tag[-1])]
 
 
-def libdevice_path() -> Path | None:
-    """The CUDA toolkit's ``libdevice.10.bc``, or None when no toolkit is found."""
+def _toolkit_file(relative: str) -> Path | None:
+    """``relative`` in a CUDA toolkit: ``$CUDA_HOME``, ``$CUDA_PATH``, ``/usr/local/cuda`` or
+    NVIDIA's wheels (``nvidia-cuda-nvcc``: ``nvidia/cu13``, ``nvidia/cuda_nvcc``)."""
     roots = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
     spec = importlib.util.find_spec("nvidia")
     for location in (spec.submodule_search_locations or []) if spec is not None else []:
-        roots.append(str(Path(location) / "cuda_nvcc"))
+        roots += [str(Path(location) / "cu13"), str(Path(location) / "cuda_nvcc")]
     for root in roots:
-        if root and (Path(root) / LIBDEVICE).is_file():
-            return Path(root) / LIBDEVICE
+        if root and (Path(root) / relative).is_file():
+            return Path(root) / relative
     return None
+
+
+def libdevice_path() -> Path | None:
+    """The CUDA toolkit's ``libdevice.10.bc``, or None when no toolkit is found."""
+    return _toolkit_file(LIBDEVICE)
+
+
+def ptxas_path() -> Path | None:
+    """NVIDIA's PTX assembler (``ptxas`` on the PATH, else in a toolkit), or None."""
+    found = shutil.which("ptxas")
+    return Path(found) if found else _toolkit_file("bin/ptxas")
 
 
 def _link_libdevice(entry: str) -> Callable[[llvm.ModuleRef], None]:
