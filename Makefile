@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[test,plot,onnx,xgb]'
+	$(PIP) install -q -e '.[test,plot,onnx]'
 	touch $(STAMP)
 
 install: $(STAMP)

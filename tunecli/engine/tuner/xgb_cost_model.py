@@ -31,7 +31,7 @@ def _import_xgboost() -> Any:
         import xgboost
     except ImportError as err:
         raise ImportError("XGBTuner needs the xgboost package: install it with "
-                          "`pip install 'tunecli[xgb]'` (or `pip install xgboost-cpu`)") from err
+                          "`pip install xgboost-cpu` (a dependency of tunecli)") from err
     return xgboost
 
 
