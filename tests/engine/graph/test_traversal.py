@@ -12,6 +12,15 @@ def test_free_vars_in_order_of_first_use_skip_bound_ones() -> None:
     assert g.free_vars(y) == [x, w, b]
     fn = g.Function([x, w], y)
     assert g.free_vars(fn) == [b]
+    assert g.free_vars(nn.bias_add(y, b)) == [x, w, b]
+
+
+def test_post_order_skips_nodes_and_everything_below_them() -> None:
+    x = g.var("x", shape=(4,))
+    r = unary.relu(x)
+    y = g.Tuple([unary.sigmoid(r), x])
+    assert g.post_order(y, skip=lambda n: n is r) == [y.fields[0], x, y]
+    assert g.post_order(y, skip=lambda n: n is y) == []
 
 
 def test_post_order_is_iterative_on_deep_chains() -> None:
@@ -49,3 +58,28 @@ def test_post_order_can_stop_at_nested_functions_and_count_calls() -> None:
     seen = []
     g.post_order_visit(call, seen.append)
     assert seen[-1] is call
+
+
+def test_mutator_visiting_nodes_one_by_one_walks_each_once(expanded_nodes: list[int]) -> None:
+    y = g.var("x", shape=(4,))
+    for _ in range(400):
+        y = unary.relu(y)
+    order = g.post_order(y)
+    before = expanded_nodes[0]
+    mutator = g.ExprMutator()
+    assert [mutator.visit(node) for node in order] == order
+    assert expanded_nodes[0] - before == len(order)
+
+
+def test_free_vars_compares_each_variable_a_bounded_number_of_times(monkeypatch) -> None:
+    compared = [0]
+    real = g.Expr.__eq__
+
+    def counting(self: g.Expr, other: object) -> bool:
+        compared[0] += 1
+        return real(self, other)
+
+    variables = [g.var(f"v{i}", shape=(1,)) for i in range(2000)]
+    monkeypatch.setattr(g.Expr, "__eq__", counting)
+    assert g.free_vars(g.Tuple(variables)) == variables
+    assert compared[0] <= 2 * len(variables)

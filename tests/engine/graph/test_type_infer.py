@@ -104,3 +104,36 @@ def test_called_functions_type_from_their_annotated_params() -> None:
     bad = g.Call(fused, [g.var("y", shape=(2, 4))])
     with pytest.raises(GraphError, match="argument types"):
         _typed(bad)
+
+
+@pytest.mark.parametrize("layers", [50, 400])
+def test_typing_a_graph_as_it_is_built_walks_each_node_once(layers: int, expanded_nodes: list[int]) -> None:
+    y = g.var("x", shape=(1, 4, 8, 8))
+    for i in range(layers):  # as the ONNX importer does: type each new node, weights from their uses
+        y = conv.conv2d(y, g.var(f"w{i}"), channels=4, kernel_size=3, padding=1)
+        assert g.infer_types(y) == TensorType((1, 4, 8, 8))
+        y = unary.relu(y)
+        g.infer_types(y)
+    walked = expanded_nodes[0]
+    nodes = len(g.post_order(y))
+    assert nodes == 3 * layers + 1
+    assert walked == nodes
+    assert y.args[0].args[1].checked_type == TensorType((4, 4, 3, 3))
+
+
+def test_typed_nodes_keep_their_type_and_rewritten_nodes_wait_for_inference() -> None:
+    x = g.var("x", shape=(1, 4))
+    r = unary.relu(x)
+    y = unary.sigmoid(r) + 1.0
+    g.infer_types(y)
+
+    class SigmoidToTanh(g.ExprMutator):
+        def visit_call(self, call: g.Call) -> g.Expr:
+            new = super().visit_call(call)
+            return unary.tanh(new.args[0]) if call.op.name == "sigmoid" else new
+
+    out = SigmoidToTanh().visit(y)
+    assert out.args[0].args[0] is r and r.has_type
+    assert not out.has_type and not out.args[0].has_type
+    assert g.infer_types(out) == TensorType((1, 4))
+    assert out.args[0].checked_type == TensorType((1, 4))

@@ -1,6 +1,8 @@
 """Walking and rewriting graphs: ``post_order``, ``free_vars`` and :class:`ExprMutator`.
 
 Walks are iterative, so a network hundreds of layers deep never reaches Python's recursion limit.
+A walk can ``skip`` nodes that are already handled (typed, rewritten) with everything below them, so
+repeated incremental passes over a growing graph cost time in the new nodes only.
 """
 
 from __future__ import annotations
@@ -29,14 +31,19 @@ def children(node: Expr) -> tuple[Expr, ...]:
     raise GraphError(f"not a graph expression: {node!r}")
 
 
-def post_order(root: Expr, into_functions: bool = True) -> list[Expr]:
+def post_order(
+    root: Expr, into_functions: bool = True, skip: Callable[[Expr], bool] | None = None
+) -> list[Expr]:
     """Every node reachable from ``root`` once, each after its inputs (``root`` last).
 
     With ``into_functions=False`` a function inside ``root`` (the callee of a fused call) is one
-    node: its parameters and body are not listed.
+    node: its parameters and body are not listed.  A node for which ``skip(node)`` is true is
+    neither listed nor walked below (the list is empty when it is true of ``root``).
     """
     order: list[Expr] = []
     done: set[int] = set()
+    if skip is not None and skip(root):
+        return order
     stack: list[tuple[Expr, bool]] = [(root, False)]
     while stack:
         node, expanded = stack.pop()
@@ -49,7 +56,13 @@ def post_order(root: Expr, into_functions: bool = True) -> list[Expr]:
         stack.append((node, True))
         if isinstance(node, Function) and node is not root and not into_functions:
             continue
-        stack.extend((c, False) for c in reversed(children(node)) if id(c) not in done)
+        for c in reversed(children(node)):
+            if id(c) in done:
+                continue
+            if skip is not None and skip(c):
+                done.add(id(c))
+                continue
+            stack.append((c, False))
     return order
 
 
@@ -68,11 +81,11 @@ def free_vars(expr: Expr) -> list[Var]:
             bound.update(node.params)
     if isinstance(expr, Function):
         bound.update(expr.params)
-    seen: list[Var] = []
-    for node in post_order(expr.body if isinstance(expr, Function) else expr):
-        if isinstance(node, Var) and node not in bound and node not in seen:
-            seen.append(node)
-    return seen
+    return [
+        node
+        for node in post_order(expr.body if isinstance(expr, Function) else expr)
+        if isinstance(node, Var) and node not in bound
+    ]
 
 
 def count_calls(expr: Expr) -> dict[str, int]:
@@ -99,8 +112,8 @@ class ExprMutator:
         """The rewritten form of ``expr``."""
         if expr in self.memo:
             return self.memo[expr]
-        for node in post_order(expr):
-            if node not in self.memo:
+        for node in post_order(expr, skip=self.memo.__contains__):
+            if node not in self.memo:  # a visit_* override may have visited it already
                 self.memo[node] = self._dispatch(node)
         return self.memo[expr]
 

@@ -13,7 +13,15 @@ import onnx  # noqa: E402
 from onnx import helper  # noqa: E402
 
 from tunecli import relay  # noqa: E402
-from tunecli.engine.graph import Constant, Var, count_calls, evaluate, post_order  # noqa: E402
+from tunecli.engine.graph import (  # noqa: E402
+    Constant,
+    Function,
+    TensorType,
+    Var,
+    count_calls,
+    evaluate,
+    post_order,
+)
 from tunecli.engine.graph.frontend import from_onnx  # noqa: E402
 from tunecli.engine.runtime import NDArray  # noqa: E402
 
@@ -72,6 +80,42 @@ def test_residual_network_matches_onnxruntime() -> None:
 
 def test_residual_network_with_separate_parameters_matches_onnxruntime() -> None:
     assert_matches_onnxruntime(residual_network(), {"input": randn(1, 3, 16, 16)}, freeze_params=False)
+
+
+def conv_relu_chain(layers: int) -> onnx.ModelProto:
+    """``layers`` 3x3 Conv + Relu pairs on 4 channels, each with its own weight: the identity
+    kernel, so that the output is exactly ``relu(input)`` however deep the chain."""
+    identity = np.zeros((4, 4, 3, 3), "float32")
+    identity[range(4), range(4), 1, 1] = 1
+    nodes, weights, x = [], {}, "input"
+    for i in range(layers):
+        weights[f"w{i}"] = identity.copy()
+        nodes.append(helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        x = f"r{i}"
+    return make_model(nodes, {"input": ((1, 4, 8, 8), "float32")}, {x: "float32"}, weights)
+
+
+def test_a_deep_network_imports_typed_walking_each_node_a_bounded_number_of_times(
+    expanded_nodes: list[int],
+) -> None:
+    mod, params = from_onnx(conv_relu_chain(300), freeze_params=False)
+    walked = expanded_nodes[0]
+    fn = mod["main"]
+    nodes = post_order(fn)
+    assert len(nodes) == 3 * 300 + 2
+    assert walked <= 3 * len(nodes)
+    assert count_calls(fn) == {"nn.conv2d": 300, "nn.relu": 300}
+    assert all(n.checked_type == TensorType((1, 4, 8, 8)) for n in nodes if not isinstance(n, Var | Function))
+    assert [p.checked_type for p in fn.params[1:]] == [TensorType((4, 4, 3, 3))] * 300
+    assert fn.checked_type.ret_type == TensorType((1, 4, 8, 8))
+
+
+def test_a_deep_network_matches_onnxruntime() -> None:
+    x = randn(1, 4, 8, 8)
+    model = conv_relu_chain(300)
+    np.testing.assert_array_equal(onnxruntime_outputs(model, {"input": x})[0], np.maximum(x, 0))
+    assert_matches_onnxruntime(model, {"input": x}, freeze_params=False)
 
 
 def inverted_residual_block(opset: int) -> onnx.ModelProto:
