@@ -143,33 +143,20 @@ def conv2d_reference(attrs: Conv2DAttrs, data: np.ndarray, weight: np.ndarray) -
     return convert_array(out, "NCHW", attrs.out_layout or attrs.data_layout)
 
 
-register_op(
-    "nn.conv2d",
-    ("data", "weight"),
-    _relation,
-    conv2d_reference,
-    OpPattern.OUT_ELEMWISE_FUSABLE,
-    Conv2DAttrs,
-    strategy_op="conv2d",
-)
-register_op(
-    "nn.contrib_conv2d_NCHWc",
-    ("data", "weight"),
-    _relation,
-    conv2d_reference,
-    OpPattern.OUT_ELEMWISE_FUSABLE,
-    Conv2DAttrs,
-    strategy_op="conv2d_NCHWc",
-)
-register_op(
-    "nn.contrib_depthwise_conv2d_NCHWc",
-    ("data", "weight"),
-    _relation,
-    conv2d_reference,
-    OpPattern.OUT_ELEMWISE_FUSABLE,
-    Conv2DAttrs,
-    strategy_op="depthwise_conv2d_NCHWc",
-)
+for _name, _strategy_op in (
+    ("nn.conv2d", "conv2d"),
+    ("nn.contrib_conv2d_NCHWc", "conv2d_NCHWc"),
+    ("nn.contrib_depthwise_conv2d_NCHWc", "depthwise_conv2d_NCHWc"),
+):
+    register_op(
+        _name,
+        ("data", "weight"),
+        _relation,
+        conv2d_reference,
+        OpPattern.OUT_ELEMWISE_FUSABLE,
+        Conv2DAttrs,
+        strategy_op=_strategy_op,
+    )
 
 
 def make_conv2d_attrs(
@@ -237,18 +224,8 @@ def conv2d(
     -------
     Call
     """
-    attrs = make_conv2d_attrs(
-        strides,
-        padding,
-        dilation,
-        groups,
-        channels,
-        kernel_size,
-        data_layout,
-        kernel_layout,
-        out_layout,
-        out_dtype,
-    )
+    args = (strides, padding, dilation, groups, channels, kernel_size, data_layout, kernel_layout)
+    attrs = make_conv2d_attrs(*args, out_layout, out_dtype)
     return make_call("nn.conv2d", [data, weight], attrs)
 
 
