@@ -40,23 +40,23 @@ def prime_factors(n: int) -> list[tuple[int, int]]:
     -------
     list of tuple
     """
-    out = []
+    out: list[tuple[int, int]] = []
     rest = n
-    for prime in (2, 3):
+
+    def divide_out(prime: int) -> None:
+        nonlocal rest
         exponent = 0
         while rest % prime == 0:
             rest //= prime
             exponent += 1
         if exponent:
             out.append((prime, exponent))
+
+    divide_out(2)
+    divide_out(3)
     candidate, step = 5, 2  # 6k - 1, 6k + 1
     while candidate * candidate <= rest:
-        exponent = 0
-        while rest % candidate == 0:
-            rest //= candidate
-            exponent += 1
-        if exponent:
-            out.append((candidate, exponent))
+        divide_out(candidate)
         candidate += step
         step = 6 - step
     if rest > 1:
