@@ -38,6 +38,14 @@ def conv2d(data: Expr, name: str, weight: Expr | None = None, **kwargs: Any) -> 
     return conv2d_op(data, weight or Var(f"{name}_weight"), **kwargs)
 
 
+def conv2d_bn(data: Expr, conv_name: str, bn_name: str, epsilon: float = 1e-5, **kwargs: Any) -> Expr:
+    """:func:`conv2d` named ``conv_name``, then :func:`batch_norm_infer` named ``bn_name`` on the
+    channel axis of the conv's ``data_layout``."""
+    out = conv2d(data, conv_name, **kwargs)
+    axis = kwargs.get("data_layout", "NCHW").index("C")
+    return batch_norm_infer(out, bn_name, epsilon=epsilon, axis=axis)
+
+
 def dense_add_bias(
     data: Expr, name: str, units: int, weight: Expr | None = None, bias: Expr | None = None
 ) -> Call:

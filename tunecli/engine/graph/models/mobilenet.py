@@ -16,7 +16,7 @@ from ..ops.pool import global_avg_pool2d
 from ..ops.unary import relu
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import batch_norm_infer, conv2d, conv_kernel_layout
+from .layers import conv2d_bn, conv_kernel_layout
 
 
 def conv_block(
@@ -30,9 +30,11 @@ def conv_block(
     layout: str = "NCHW",
 ) -> Expr:
     """conv + batch norm + relu."""
-    conv = conv2d(
+    conv = conv2d_bn(
         data,
         f"{name}_conv",
+        f"{name}_bn",
+        epsilon,
         channels=channels,
         kernel_size=kernel_size,
         strides=strides,
@@ -40,7 +42,7 @@ def conv_block(
         data_layout=layout,
         kernel_layout=conv_kernel_layout(layout),
     )
-    return relu(batch_norm_infer(conv, f"{name}_bn", epsilon=epsilon, axis=layout.index("C")))
+    return relu(conv)
 
 
 def separable_conv_block(
@@ -57,15 +59,16 @@ def separable_conv_block(
 ) -> Expr:
     """Depthwise 3x3 conv + bn + relu, then pointwise 1x1 conv + bn + relu."""
     strides = (2, 2) if downsample else (1, 1)
-    axis = layout.index("C")
     kernel_layout = conv_kernel_layout(layout, True)
     wshape = layout_shape(
         {"O": depthwise_channels, "I": 1, "H": kernel_size[0], "W": kernel_size[1]}, kernel_layout
     )
     weight = var(f"{name}_weight", shape=wshape, dtype=dtype)
-    conv1 = conv2d(
+    conv1 = conv2d_bn(
         data,
         f"{name}_depthwise_conv1",
+        f"{name}_bn1",
+        epsilon,
         weight=weight,
         channels=depthwise_channels,
         groups=depthwise_channels,
@@ -75,10 +78,11 @@ def separable_conv_block(
         data_layout=layout,
         kernel_layout=kernel_layout,
     )
-    act1 = relu(batch_norm_infer(conv1, f"{name}_bn1", epsilon=epsilon, axis=axis))
-    conv2 = conv2d(
-        act1,
+    conv2 = conv2d_bn(
+        relu(conv1),
         f"{name}_conv2",
+        f"{name}_bn2",
+        epsilon,
         channels=pointwise_channels,
         kernel_size=(1, 1),
         strides=(1, 1),
@@ -86,7 +90,7 @@ def separable_conv_block(
         data_layout=layout,
         kernel_layout=conv_kernel_layout(layout),
     )
-    return relu(batch_norm_infer(conv2, f"{name}_bn2", epsilon=epsilon, axis=axis))
+    return relu(conv2)
 
 
 def mobile_net(

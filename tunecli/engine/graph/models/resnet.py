@@ -47,45 +47,24 @@ def residual_unit(
     quarter of the filters); ``dim_match=False`` adds the 1x1 shortcut conv ``<name>_sc``."""
     axis = data_layout.index("C")
     lay = {"data_layout": data_layout, "kernel_layout": kernel_layout}
-    bn1 = batch_norm_infer(data, f"{name}_bn1", epsilon=2e-5, axis=axis)
-    act1 = relu(bn1)
+    act1 = relu(batch_norm_infer(data, f"{name}_bn1", epsilon=2e-5, axis=axis))
+    # (channels, kernel, strides, padding) of the unit's convs <name>_conv1, _conv2, ...
     if bottle_neck:
         quarter = int(num_filter * 0.25)
-        body = conv2d(
-            act1, f"{name}_conv1", channels=quarter, kernel_size=(1, 1), strides=stride, padding=(0, 0), **lay
-        )
-        body = relu(batch_norm_infer(body, f"{name}_bn2", epsilon=2e-5, axis=axis))
-        body = conv2d(
-            body, f"{name}_conv2", channels=quarter, kernel_size=(3, 3), strides=(1, 1), padding=(1, 1), **lay
-        )
-        body = relu(batch_norm_infer(body, f"{name}_bn3", epsilon=2e-5, axis=axis))
-        body = conv2d(
-            body,
-            f"{name}_conv3",
-            channels=num_filter,
-            kernel_size=(1, 1),
-            strides=(1, 1),
-            padding=(0, 0),
-            **lay,
-        )
+        convs = [(quarter, 1, stride, 0), (quarter, 3, (1, 1), 1), (num_filter, 1, (1, 1), 0)]
     else:
-        body = conv2d(
-            act1,
-            f"{name}_conv1",
-            channels=num_filter,
-            kernel_size=(3, 3),
-            strides=stride,
-            padding=(1, 1),
-            **lay,
-        )
-        body = relu(batch_norm_infer(body, f"{name}_bn2", epsilon=2e-5, axis=axis))
+        convs = [(num_filter, 3, stride, 1), (num_filter, 3, (1, 1), 1)]
+    body = act1
+    for i, (channels, kernel, strides, pad) in enumerate(convs, start=1):
+        if i > 1:
+            body = relu(batch_norm_infer(body, f"{name}_bn{i}", epsilon=2e-5, axis=axis))
         body = conv2d(
             body,
-            f"{name}_conv2",
-            channels=num_filter,
-            kernel_size=(3, 3),
-            strides=(1, 1),
-            padding=(1, 1),
+            f"{name}_conv{i}",
+            channels=channels,
+            kernel_size=(kernel, kernel),
+            strides=strides,
+            padding=(pad, pad),
             **lay,
         )
     if dim_match:
