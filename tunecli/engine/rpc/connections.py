@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from tunecli.engine.rpc.protocol import recv_all
 from tunecli.errors import RPCError
 
 logger = logging.getLogger("tunecli.rpc.connections")
@@ -116,7 +117,8 @@ class PeerLimiter:
 
 
 def recv_before(sock: socket.socket, nbytes: int, deadline: float) -> bytes:
-    """Read exactly ``nbytes`` from ``sock`` before the ``time.monotonic()`` deadline.
+    """Read exactly ``nbytes`` from ``sock`` before the ``time.monotonic()`` deadline
+    (:func:`~tunecli.engine.rpc.protocol.recv_all` with a deadline).
 
     Raises
     ------
@@ -125,19 +127,7 @@ def recv_before(sock: socket.socket, nbytes: int, deadline: float) -> bytes:
     RPCError
         When the peer closes the connection first.
     """
-    chunks = []
-    remaining = nbytes
-    while remaining > 0:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"{remaining} bytes missing at the deadline")
-        sock.settimeout(left)
-        chunk = sock.recv(min(remaining, 1 << 16))
-        if not chunk:
-            raise RPCError(f"connection closed by the peer ({remaining} bytes missing)")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+    return recv_all(sock, nbytes, deadline)
 
 
 def keep_alive(sock: socket.socket, idle: int = 60, interval: int = 10, count: int = 3) -> None:

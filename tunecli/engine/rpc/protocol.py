@@ -47,6 +47,7 @@ import os
 import random
 import socket
 import struct
+import time
 from collections.abc import Iterator
 
 from tunecli.errors import RPCError
@@ -207,15 +208,18 @@ def unpack_int(data: bytes) -> int:
     return _INT.unpack(data)[0]
 
 
-def recv_all(sock: socket.socket, nbytes: int) -> bytes:
+def recv_all(sock: socket.socket, nbytes: int, deadline: float | None = None) -> bytes:
     """Read exactly ``nbytes`` from ``sock``.
 
     Parameters
     ----------
     sock : socket.socket
-        A connected socket (its timeout applies to each chunk).
+        A connected socket (without a deadline its timeout applies to each chunk).
     nbytes : int
         Number of bytes to read.
+    deadline : float, optional
+        A ``time.monotonic()`` time by which all of the bytes must have come, however slowly the
+        peer trickles them (the socket's timeout is set to what is left before each chunk).
 
     Returns
     -------
@@ -226,10 +230,17 @@ def recv_all(sock: socket.socket, nbytes: int) -> bytes:
     ------
     RPCError
         When the peer closes the connection first.
+    TimeoutError
+        When the deadline passes first.
     """
     chunks = []
     remaining = nbytes
     while remaining > 0:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{remaining} bytes missing at the deadline")
+            sock.settimeout(left)
         chunk = sock.recv(min(remaining, 1 << 20))
         if not chunk:
             raise RPCError(f"rpc protocol: connection reset by {_peer(sock)} ({remaining} bytes missing)")
