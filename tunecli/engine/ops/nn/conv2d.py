@@ -33,11 +33,16 @@ def conv2d_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stri
 
 
 def pad_nchw_window(data: te.Tensor, kernel_hw: tuple[int, int], stride: Any, padding: Any, dilation: Any,
-                    name: str) -> tuple[te.Tensor, int, int]:
-    """Pad H and W of an NCHW tensor for a 2-D window op; return ``(padded, out_height, out_width)``."""
-    out_h, out_w, (top, left, bottom, right) = conv2d_output_shape(data.shape[2:], kernel_hw, stride, padding,
-                                                                   dilation)
-    return pad(data, [0, 0, top, left], [0, 0, bottom, right], name=name), out_h, out_w
+                    name: str, skip_zero: bool = False) -> tuple[te.Tensor, int, int]:
+    """Pad H and W (axes 2 and 3) of an NCHW or channel-blocked ``NCHW{c}c`` tensor for a 2-D window
+    op; return ``(padded, out_height, out_width)``.  With ``skip_zero``, zero padding returns
+    ``data`` itself (no padding stage)."""
+    out_h, out_w, pads = conv2d_output_shape(data.shape[2:4], kernel_hw, stride, padding, dilation)
+    top, left, bottom, right = pads
+    if skip_zero and not (top or left or bottom or right):
+        return data, out_h, out_w
+    block = [0] * (len(data.shape) - 4)
+    return pad(data, [0, 0, top, left, *block], [0, 0, bottom, right, *block], name=name), out_h, out_w
 
 
 def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, dilation: Any,
@@ -118,10 +123,7 @@ def conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any, 
                         f"{data.shape} (grouped convolution is not supported)")
     sh, sw = pair(stride, "stride")
     dh, dw = pair(dilation, "dilation")
-    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
-    data_pad = data
-    if pt or pl or pb or pr:
-        data_pad = pad(data, [0, 0, pt, pl, 0], [0, 0, pb, pr, 0], name="data_pad")
+    data_pad, oh, ow = pad_nchw_window(data, (kh, kw), stride, padding, dilation, "data_pad", skip_zero=True)
     icc = te.reduce_axis((0, ic_chunk), name="ic_chunk")
     icb = te.reduce_axis((0, ic_bn), name="ic_block")
     rkh = te.reduce_axis((0, kh), name="kh")

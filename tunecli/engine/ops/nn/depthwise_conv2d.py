@@ -7,8 +7,8 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.errors import ExprError
 
-from .conv2d import conv2d_output_shape, pad_nchw_window
-from .pad import pad, pair
+from .conv2d import pad_nchw_window
+from .pad import pair
 
 
 def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, dilation: Any,
@@ -92,10 +92,7 @@ def depthwise_conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: Any, padd
                         f"channels as data {data.shape}")
     sh, sw = pair(stride, "stride")
     dh, dw = pair(dilation, "dilation")
-    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
-    data_pad = data
-    if pt or pl or pb or pr:
-        data_pad = pad(data, [0, 0, pt, pl, 0], [0, 0, pb, pr, 0], name="data_pad")
+    data_pad, oh, ow = pad_nchw_window(data, (kh, kw), stride, padding, dilation, "data_pad", skip_zero=True)
     rkh = te.reduce_axis((0, kh), name="kh")
     rkw = te.reduce_axis((0, kw), name="kw")
 

@@ -26,8 +26,8 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
-from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
-from tunecli.engine.ops.nn.pad import pad, pair
+from tunecli.engine.ops.nn.conv2d import conv2d_output_shape, pad_nchw_window
+from tunecli.engine.ops.nn.pad import pair
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.dense import out_dtype_for
 from tunecli.engine.ops.x86.gemm import panel_filter
@@ -60,10 +60,7 @@ def conv2d_nchwc_compute(data: te.Tensor, kernel: te.Tensor, vc: int, stride: An
     co, _, kh, kw = kernel.shape
     sh, sw = pair(stride, "stride")
     dh, dw = pair(dilation, "dilation")
-    oh, ow, (pt, pl, pb, pr) = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
-    data_pad = data
-    if pt or pl or pb or pr:
-        data_pad = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
+    data_pad, oh, ow = pad_nchw_window(data, (kh, kw), stride, padding, dilation, "data_pad", skip_zero=True)
     kernel_vec = te.compute((co // vc, ci, kh, kw, vc), lambda c, i, y, x, v: kernel[c * vc + v, i, y, x],
                             name="kernel_vec", tag="injective,layout_transform")
     ric = te.reduce_axis((0, ci), name="ic")
