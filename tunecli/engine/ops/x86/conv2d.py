@@ -81,8 +81,15 @@ def conv2d_nchwc_compute(data: te.Tensor, kernel: te.Tensor, vc: int, stride: An
 def declare_conv2d_nchw(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: Any, padding: Any,
                         dilation: Any = 1, dtype: str = "float32") -> OpCall:
     """``data [N, CI, H, W]`` and ``kernel [CO, CI, KH, KW]`` placeholders and the window attributes."""
-    data = te.placeholder((N, CI, H, W), dtype=dtype, name="data")
-    kernel = te.placeholder((CO, CI, KH, KW), dtype=dtype, name="kernel")
+    return declare_window_op((N, CI, H, W), (CO, CI, KH, KW), stride, padding, dilation, dtype)
+
+
+def declare_window_op(data_shape: tuple[int, ...], kernel_shape: tuple[int, ...], stride: Any, padding: Any,
+                      dilation: Any, dtype: str) -> OpCall:
+    """``data`` and ``kernel`` placeholders of ``dtype``, the window attributes and the output type
+    of ``dtype`` (the call of a 2-D convolution template)."""
+    data = te.placeholder(data_shape, dtype=dtype, name="data")
+    kernel = te.placeholder(kernel_shape, dtype=dtype, name="kernel")
     return OpCall((data, kernel), {"stride": stride, "padding": padding, "dilation": dilation,
                                    "out_dtype": out_dtype_for(dtype)})
 

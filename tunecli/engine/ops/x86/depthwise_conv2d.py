@@ -25,7 +25,7 @@ from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumu
 from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
 from tunecli.engine.ops.strategy import OpCall, Strategy
-from tunecli.engine.ops.x86.dense import out_dtype_for
+from tunecli.engine.ops.x86.conv2d import declare_window_op
 from tunecli.engine.schedule import Schedule
 
 MAX_CB = 8
@@ -37,10 +37,7 @@ def declare_depthwise_conv2d_nchw(N: int, H: int, W: int, C: int, multiplier: in
                                   stride: Any, padding: Any, dilation: Any = 1,
                                   dtype: str = "float32") -> OpCall:
     """``data [N, C, H, W]`` and ``kernel [C, multiplier, KH, KW]`` placeholders and the window attributes."""
-    data = te.placeholder((N, C, H, W), dtype=dtype, name="data")
-    kernel = te.placeholder((C, multiplier, KH, KW), dtype=dtype, name="kernel")
-    return OpCall((data, kernel), {"stride": stride, "padding": padding, "dilation": dilation,
-                                   "out_dtype": out_dtype_for(dtype)})
+    return declare_window_op((N, C, H, W), (C, multiplier, KH, KW), stride, padding, dilation, dtype)
 
 
 def depthwise_conv2d_nchw_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
