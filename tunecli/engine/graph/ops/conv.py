@@ -11,15 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.ops.nn.pad import get_pad_tuple
 from tunecli.engine.ops.reference import conv2d_nchw_python, depthwise_conv2d_python_nchw
-from tunecli.errors import ExprError, GraphError
 
 from ..graph_expr import Call, Expr
 from ..layout import convert_array, layout_shape, primal_sizes
 from ..op_registry import Attrs, OpPattern, Solved, expect, tensor_arg
 from ..types import TensorType, Type
-from .define import int_tuple, make_call, out_dtype_of, register_op
+from .define import int_tuple, make_call, out_dtype_of, register_op, window_pads
 
 
 @dataclass(frozen=True)
@@ -41,14 +39,8 @@ class Conv2DAttrs(Attrs):
 
 def conv2d_padding(attrs: Conv2DAttrs, kernel_hw: tuple[int, int] = (1, 1)) -> tuple[int, int, int, int]:
     """``(top, left, bottom, right)`` padding of a conv2d call."""
-    padding = attrs.padding
-    if len(padding) == 1:
-        padding = padding * 4
     dh, dw = attrs.dilation
-    try:
-        return get_pad_tuple(padding, ((kernel_hw[0] - 1) * dh + 1, (kernel_hw[1] - 1) * dw + 1))
-    except ExprError as err:
-        raise GraphError(f"nn.conv2d: padding {attrs.padding}: {err}") from None
+    return window_pads("nn.conv2d", attrs.padding, ((kernel_hw[0] - 1) * dh + 1, (kernel_hw[1] - 1) * dw + 1))
 
 
 def _relation(op_name: str, arg_types: Sequence[Type | None], attrs: Conv2DAttrs) -> Type | Solved:

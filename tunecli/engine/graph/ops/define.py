@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.errors import GraphError
+from tunecli.engine.ops.nn.pad import get_pad_tuple
+from tunecli.errors import ExprError, GraphError
 
 from ..graph_expr import Call, Expr, const
 from ..op_registry import OPS, Attrs, NoAttrs, Op, OpPattern, TypeRelation, expect, tensor_arg
@@ -77,6 +78,15 @@ def int_tuple(value: Any, length: int | None = None, what: str = "value") -> tup
         return tuple(int(v) for v in value)
     except (TypeError, ValueError):
         raise GraphError(f"{what} must be an int or a sequence of ints, got {value!r}") from None
+
+
+def window_pads(op_name: str, padding: tuple[int, ...], window: Sequence[int]) -> tuple[int, int, int, int]:
+    """``(top, left, bottom, right)`` of a 2-D window operator's ``padding`` attribute (1, 2 or 4
+    numbers, as TVM's ``get_pad_tuple`` reads them for the ``window`` of this height and width)."""
+    try:
+        return get_pad_tuple(padding * 4 if len(padding) == 1 else padding, window)
+    except ExprError as err:
+        raise GraphError(f"{op_name}: padding {padding}: {err}") from None
 
 
 def out_dtype_of(out_dtype: str, default: str) -> str:

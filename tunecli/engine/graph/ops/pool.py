@@ -9,15 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.ops.nn.pad import get_pad_tuple
 from tunecli.engine.ops.reference import pool2d_nchw_python
-from tunecli.errors import ExprError, GraphError
 
 from ..graph_expr import Call, Expr
 from ..layout import convert_array, layout_shape, primal_sizes
 from ..op_registry import Attrs, OpPattern, expect, tensor_arg
 from ..types import TensorType, Type
-from .define import int_tuple, make_call, register_op
+from .define import int_tuple, make_call, register_op, window_pads
 
 
 @dataclass(frozen=True)
@@ -49,18 +47,10 @@ def _nchw_sizes(op_name: str, data: TensorType, layout: str) -> dict[str, int]:
     return sizes
 
 
-def _pads(op_name: str, attrs: Pool2DAttrs) -> tuple[int, int, int, int]:
-    padding = attrs.padding * 4 if len(attrs.padding) == 1 else attrs.padding
-    try:
-        return get_pad_tuple(padding, attrs.pool_size)
-    except ExprError as err:
-        raise GraphError(f"{op_name}: padding {attrs.padding}: {err}") from None
-
-
 def _pool_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Pool2DAttrs) -> Type:
     data = tensor_arg(op_name, arg_types, 0, "data")
     d = _nchw_sizes(op_name, data, attrs.layout)
-    top, left, bottom, right = _pads(op_name, attrs)
+    top, left, bottom, right = window_pads(op_name, attrs.padding, attrs.pool_size)
     dims = []
     for size, k, s, dil, before, after in (
         (d["H"], attrs.pool_size[0], attrs.strides[0], attrs.dilation[0], top, bottom),
@@ -83,7 +73,7 @@ def _pool_reference(pool_type: str) -> Any:
             attrs.pool_size,
             attrs.strides,
             attrs.dilation,
-            _pads("pool2d", attrs),
+            window_pads("pool2d", attrs.padding, attrs.pool_size),
             pool_type,
             attrs.ceil_mode,
             attrs.count_include_pad,
