@@ -6,6 +6,8 @@ Iandola et al., "SqueezeNet".  Layer names follow TVM's (``conv1``, ``fire<i>_in
 
 from __future__ import annotations
 
+from typing import Any
+
 from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
@@ -20,15 +22,14 @@ from .init import create_workload
 from .layers import conv2d
 
 
+def _conv_relu(data: Expr, name: str, **kwargs: Any) -> Expr:
+    """conv ``<name>`` + bias ``<name>_bias`` + relu."""
+    return relu(bias_add(conv2d(data, name, **kwargs), Var(f"{name}_bias")))
+
+
 def _fire_conv(data: Expr, channels: int, kernel_size: int, padding: int, prefix: str) -> Expr:
-    out = conv2d(
-        data,
-        f"{prefix}_conv",
-        channels=channels,
-        kernel_size=(kernel_size, kernel_size),
-        padding=(padding, padding),
-    )
-    return relu(bias_add(out, Var(f"{prefix}_conv_bias")))
+    size = (kernel_size, kernel_size)
+    return _conv_relu(data, f"{prefix}_conv", channels=channels, kernel_size=size, padding=(padding, padding))
 
 
 def make_fire(
@@ -49,7 +50,7 @@ def get_net(
         raise GraphError(f"squeezenet: version {version!r}; choose '1.0' or '1.1'")
     net: Expr = var("data", shape=(batch_size, *image_shape), dtype=dtype)
     if version == "1.0":
-        net = conv2d(net, "conv1", channels=96, kernel_size=(7, 7), strides=(2, 2), padding=(3, 3))
+        net = _conv_relu(net, "conv1", channels=96, kernel_size=(7, 7), strides=(2, 2), padding=(3, 3))
         # (squeeze, expand) per fire module; "pool" is a 3x3 max pool with stride 2
         plan = [
             "pool",
@@ -65,7 +66,7 @@ def get_net(
             (64, 256),
         ]
     else:
-        net = conv2d(net, "conv1", channels=64, kernel_size=(3, 3), strides=(2, 2), padding=(1, 1))
+        net = _conv_relu(net, "conv1", channels=64, kernel_size=(3, 3), strides=(2, 2), padding=(1, 1))
         plan = [
             "pool",
             (16, 64),
@@ -79,7 +80,6 @@ def get_net(
             (64, 256),
             (64, 256),
         ]
-    net = relu(bias_add(net, Var("conv1_bias")))
     fire = 0
     for step in plan:
         if step == "pool":
@@ -89,8 +89,7 @@ def get_net(
             squeeze, expand = step
             net = make_fire(net, squeeze, expand, expand, f"fire{fire}")
     net = dropout(net, rate=0.5)
-    net = conv2d(net, "conv_final", channels=num_classes, kernel_size=(1, 1))
-    net = relu(bias_add(net, Var("conv_final_bias")))
+    net = _conv_relu(net, "conv_final", channels=num_classes, kernel_size=(1, 1))
     out = softmax(batch_flatten(global_avg_pool2d(net)))
     return Function(free_vars(out), out)
 
