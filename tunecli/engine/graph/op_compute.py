@@ -1,0 +1,326 @@
+"""Tensor-expression definitions of the graph operators (TVM's ``FTVMCompute``).
+
+``COMPUTES[op_name](attrs, inputs, out_type) -> te.Tensor`` builds the te stages of one graph
+call on the te tensors of its arguments; ``out_type`` is the call's inferred
+:class:`TensorType`.  Elementwise, broadcast and injective stages carry the tags
+``ops.epilogue`` inlines (``elemwise``, ``broadcast``, ``injective``), so a fused group's
+consumers of an anchor become its schedule's epilogue.  The tunable anchors (``nn.conv2d``,
+``nn.dense``, ``nn.batch_matmul``) are computed through their strategies by
+``graph.lower_group``; their entries here are the plain definitions used when no strategy
+applies (grouped convolutions other than depthwise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ops.nn import bias_add, dense, pad, pool2d
+from tunecli.errors import GraphError
+
+from .layout import parse_layout
+from .types import TensorType
+
+Compute = Callable[[Any, Sequence[te.Tensor], TensorType], te.Tensor]
+COMPUTES: dict[str, Compute] = {}
+
+
+def _register(*names: str) -> Callable[[Compute], Compute]:
+    def wrap(fn: Compute) -> Compute:
+        for n in names:
+            COMPUTES[n] = fn
+        return fn
+
+    return wrap
+
+
+def compute_of(op_name: str) -> Compute:
+    """The te definition of graph operator ``op_name`` (GraphError naming the ones there are)."""
+    try:
+        return COMPUTES[op_name]
+    except KeyError:
+        raise GraphError(f"{op_name}: no compiled implementation; the compiler supports "
+                         f"{', '.join(sorted(COMPUTES))}") from None
+
+
+def _read(t: te.Tensor, shape: tuple[int, ...], idx: Sequence[E.Expr]) -> E.Expr:
+    """``t`` read at the broadcast of index ``idx`` of an output of ``shape``."""
+    skip = len(shape) - len(t.shape)
+    return t(*[idx[skip + d] if t.shape[d] != 1 else 0 for d in range(len(t.shape))])
+
+
+def _binary(name: str, fn: Callable[[E.Expr, E.Expr], E.Expr]) -> Compute:
+    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+        a, b = inputs
+        return te.compute(out.shape, lambda *i: fn(_read(a, out.shape, i), _read(b, out.shape, i)),
+                          name=f"T_{name}", tag="broadcast")
+
+    return compute
+
+
+for _name, _fn in {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
+                   "multiply": lambda a, b: a * b, "divide": lambda a, b: a / b,
+                   "maximum": lambda a, b: te.max(a, b), "minimum": lambda a, b: te.min(a, b)}.items():
+    COMPUTES[_name] = _binary(_name, _fn)
+
+
+def _unary(name: str, fn: Callable[[E.Expr, Any, str], E.Expr]) -> Compute:
+    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+        (x,) = inputs
+        return te.compute(out.shape, lambda *i: fn(x(*i), attrs, out.dtype), name=f"T_{name}", tag="elemwise")
+
+    return compute
+
+
+_UNARY: dict[str, Callable[[E.Expr, Any, str], E.Expr]] = {
+    "nn.relu": lambda x, a, dt: te.max(x, E.const(0, dt)),
+    "nn.leaky_relu": lambda x, a, dt: E.Select(x > E.const(0, dt), x, x * E.const(a.alpha, dt)),
+    "clip": lambda x, a, dt: te.max(te.min(x, E.const(a.a_max, dt)), E.const(a.a_min, dt)),
+    "sigmoid": lambda x, a, dt: te.sigmoid(x),
+    "tanh": lambda x, a, dt: te.tanh(x),
+    "exp": lambda x, a, dt: te.exp(x),
+    "sqrt": lambda x, a, dt: te.sqrt(x),
+    "negative": lambda x, a, dt: E.const(0, dt) - x,
+    "cast": lambda x, a, dt: x.astype(dt),
+}
+for _name, _ufn in _UNARY.items():
+    COMPUTES[_name] = _unary(_name.split(".")[-1], _ufn)
+
+
+@_register("nn.bias_add")
+def _bias_add(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    data, bias = inputs
+    return bias_add(data, bias, attrs.axis)
+
+
+def _unravel(flat: E.Expr, shape: Sequence[int]) -> list[E.Expr]:
+    idx = []
+    for k in range(len(shape)):
+        inner = math.prod(shape[k + 1:])
+        v = flat // inner if inner > 1 else flat
+        idx.append(v % shape[k] if k > 0 else v)
+    return idx
+
+
+def _ravel(idx: Sequence[E.Expr], shape: Sequence[int]) -> E.Expr:
+    flat: E.Expr = E.const(0, "int32")
+    for i, s in zip(idx, shape, strict=True):
+        flat = flat * s + i
+    return flat
+
+
+@_register("reshape", "nn.batch_flatten", "squeeze", "expand_dims")
+def _reshape(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    return te.compute(out.shape, lambda *i: x(*_unravel(_ravel(i, out.shape), x.shape)), name="T_reshape",
+                      tag="injective,reshape")
+
+
+@_register("transpose")
+def _transpose(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    ndim = len(x.shape)
+    axes = [a % ndim for a in attrs.axes] if attrs.axes else list(reversed(range(ndim)))
+
+    def read(*i: E.Expr) -> E.Expr:
+        src = [None] * ndim
+        for k, a in enumerate(axes):
+            src[a] = i[k]
+        return x(*src)
+
+    return te.compute(out.shape, read, name="T_transpose", tag="injective,transpose")
+
+
+@_register("concatenate")
+def _concatenate(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    axis = attrs.axis % len(out.shape)
+    starts = [0]
+    for t in inputs:
+        starts.append(starts[-1] + t.shape[axis])
+
+    def read(*i: E.Expr) -> E.Expr:
+        value = None
+        for t, start in reversed(list(zip(inputs, starts, strict=False))):
+            src = list(i)
+            src[axis] = i[axis] - start
+            here = t(*src)
+            value = here if value is None else te.if_then_else(i[axis] >= start, here, value)
+        return value
+
+    return te.compute(out.shape, read, name="T_concat", tag="injective,concatenate")
+
+
+@_register("nn.pad")
+def _pad(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    if attrs.pad_mode != "constant":
+        raise GraphError(f"nn.pad: only pad_mode 'constant' is compiled, got {attrs.pad_mode!r}")
+    (x,) = inputs
+    before = [int(p[0]) for p in attrs.pad_width]
+    after = [int(p[1]) for p in attrs.pad_width]
+    return pad(x, before, after, pad_value=E.const(attrs.pad_value, x.dtype), name="T_pad")
+
+
+@_register("layout_transform")
+def _layout_transform(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    src, dst = parse_layout(attrs.src_layout), parse_layout(attrs.dst_layout)
+
+    def read(*i: E.Expr) -> E.Expr:
+        value: dict[str, E.Expr] = {}
+        for (axis, factor), v in zip(dst, i, strict=True):
+            if factor is None:
+                value[axis] = value.get(axis, 0) + v * _block(dst, axis)
+            else:
+                value[axis.upper()] = value.get(axis.upper(), 0) + v
+        coords = []
+        for axis, factor in src:
+            if factor is None:
+                block = _block(src, axis)
+                coords.append(value[axis] // block if block > 1 else value[axis])
+            else:
+                coords.append(value[axis.upper()] % factor)
+        return x(*coords)
+
+    return te.compute(out.shape, read, name="T_layout_trans", tag="injective,layout_transform")
+
+
+def _block(layout: Sequence[tuple[str, int | None]], axis: str) -> int:
+    return next((f for a, f in layout if f is not None and a == axis.lower()), 1)
+
+
+def _pool(kind: str) -> Compute:
+    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+        (x,) = inputs
+        return pool2d(x, attrs.pool_size, attrs.strides, attrs.dilation, attrs.padding, kind, attrs.ceil_mode,
+                      attrs.layout, attrs.out_layout, attrs.count_include_pad)
+
+    return compute
+
+
+def _global_pool(kind: str) -> Compute:
+    return lambda attrs, inputs, out: _adaptive_pool(kind, attrs, inputs, out)
+
+
+COMPUTES.update({"nn.max_pool2d": _pool("max"), "nn.avg_pool2d": _pool("avg"),
+                 "nn.global_avg_pool2d": _global_pool("avg"), "nn.global_max_pool2d": _global_pool("max"),
+                 "nn.adaptive_avg_pool2d": _global_pool("avg")})
+
+
+def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW"):
+        raise GraphError(f"global pooling: only the NCHW layout is compiled, got {attrs.layout!r}")
+    n, c, h, w = x.shape
+    oh, ow = out.shape[2:]
+    if h % oh or w % ow:
+        raise GraphError(f"adaptive pooling: output {oh}x{ow} must divide the input {h}x{w}")
+    kh, kw = h // oh, w // ow
+    rh, rw = te.reduce_axis((0, kh), name="rh"), te.reduce_axis((0, kw), name="rw")
+    if kind == "max":
+        return te.compute(out.shape, lambda b, ch, y, z: te.max(x[b, ch, y * kh + rh, z * kw + rw], axis=[rh, rw]),
+                          name="T_global_max", tag="global_pool_max")
+    total = te.compute(out.shape, lambda b, ch, y, z: te.sum(x[b, ch, y * kh + rh, z * kw + rw], axis=[rh, rw]),
+                       name="T_global_sum", tag="global_pool_sum")
+    return te.compute(out.shape, lambda *i: total(*i) / E.const(kh * kw, x.dtype), name="T_global_avg",
+                      tag="elemwise,pool_avg")
+
+
+@_register("nn.softmax")
+def _softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    shape = tuple(x.shape)
+    axis = attrs.axis % len(shape)
+    k1, k2 = te.reduce_axis((0, shape[axis]), name="k1"), te.reduce_axis((0, shape[axis]), name="k2")
+    red_shape = shape[:axis] + shape[axis + 1:]
+
+    def at(i: Sequence[E.Expr], k: Any) -> list[Any]:
+        return [*i[:axis], k, *i[axis:]]
+
+    mx = te.compute(red_shape, lambda *i: te.max(x(*at(i, k1)), axis=[k1]), name="T_softmax_maxelem")
+    ex = te.compute(shape, lambda *i: te.exp(x(*i) - mx(*(i[:axis] + i[axis + 1:]))), name="T_softmax_exp")
+    sm = te.compute(red_shape, lambda *i: te.sum(ex(*at(i, k2)), axis=[k2]), name="T_softmax_expsum")
+    return te.compute(shape, lambda *i: ex(*i) / sm(*(i[:axis] + i[axis + 1:])), name="T_softmax_norm",
+                      tag="softmax_output")
+
+
+def _reduce(kind: str) -> Compute:
+    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+        (x,) = inputs
+        ndim = len(x.shape)
+        axes = list(range(ndim)) if attrs.axis is None else [a % ndim for a in attrs.axis]
+        if attrs.exclude:
+            axes = [a for a in range(ndim) if a not in axes]
+        raxes = {a: te.reduce_axis((0, x.shape[a]), name=f"k{a}") for a in axes}
+        count = math.prod(x.shape[a] for a in axes)
+
+        def body(*i: E.Expr) -> E.Expr:
+            it = iter(i)
+            coords = []
+            for a in range(ndim):
+                if a in raxes:
+                    coords.append(raxes[a])
+                    if attrs.keepdims:
+                        next(it)
+                else:
+                    coords.append(next(it))
+            value = x(*coords)
+            red = list(raxes.values())
+            if kind == "max":
+                return te.max(value, axis=red)
+            if kind == "min":
+                return te.min(value, axis=red)
+            return te.sum(value, axis=red)
+
+        total = te.compute(out.shape, body, name=f"T_{kind}", tag=f"comm_reduce_{kind}")
+        if kind != "mean":
+            return total
+        return te.compute(out.shape, lambda *i: total(*i) / E.const(count, x.dtype), name="T_mean",
+                          tag="elemwise")
+
+    return compute
+
+
+for _kind in ("sum", "mean", "max", "min"):
+    COMPUTES[_kind] = _reduce(_kind)
+
+
+@_register("nn.dense")
+def _dense(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    data, weight = inputs
+    return dense(data, weight, out_dtype=out.dtype)
+
+
+@_register("nn.conv2d")
+def _grouped_conv2d(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    """Grouped NCHW convolution (any number of groups), the plain definition."""
+    data, weight = inputs
+    if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":
+        raise GraphError(f"nn.conv2d: only NCHW data with OIHW kernels is compiled, got {attrs.data_layout} "
+                         f"and {attrs.kernel_layout}")
+    _, ci, _, _ = data.shape
+    co, cig, kh, kw = weight.shape
+    groups = attrs.groups
+    (sh, sw), (dh, dw) = attrs.strides, attrs.dilation
+    pt, pl, pb, pr = _padding4(attrs.padding)
+    padded = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="pad_temp") if pt or pl or pb or pr else data
+    rc, ry, rx = te.reduce_axis((0, cig), name="rc"), te.reduce_axis((0, kh), name="ry"), \
+        te.reduce_axis((0, kw), name="rx")
+    per_group = co // groups
+    return te.compute(
+        out.shape,
+        lambda n, f, y, x: te.sum(
+            padded[n, f // per_group * cig + rc, y * sh + ry * dh, x * sw + rx * dw].astype(out.dtype)
+            * weight[f, rc, ry, rx].astype(out.dtype), axis=[rc, ry, rx]),
+        name="group_conv2d_nchw", tag="group_conv2d_nchw")
+
+
+def _padding4(padding: Sequence[int]) -> tuple[int, int, int, int]:
+    p = [int(v) for v in padding]
+    if len(p) == 1:
+        return p[0], p[0], p[0], p[0]
+    if len(p) == 2:
+        return p[0], p[1], p[0], p[1]
+    return p[0], p[1], p[2], p[3]

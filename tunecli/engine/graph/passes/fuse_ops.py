@@ -1,0 +1,171 @@
+"""FuseOps: groups of operators that become one kernel, as calls of ``Primitive`` functions.
+
+The rules follow TVM's ``FuseOps`` on the operators' :class:`OpPattern`, on the single-output
+groups a dataflow walk finds (a node whose value has several consumers ends its group):
+
+* an *anchor* (``OUT_ELEMWISE_FUSABLE``: conv2d, dense, batch_matmul, the pools) takes its
+  elementwise and broadcast consumers (bias, batch-norm shift, residual add, relu, clip);
+* an injective group (elementwise, broadcast, injective ops) takes injective consumers, and is
+  taken by a pool or reduction that consumes it (``pad`` then ``max_pool2d``), but never by a
+  tunable anchor (whose schedule has no prologue);
+* a reduction (``COMM_REDUCE``) takes elementwise and broadcast consumers;
+* ``OPAQUE`` operators (softmax) stay alone.
+
+Each group becomes ``Call(Function(params, body).with_attr("Primitive", 1), inputs)`` whose
+parameters are typed (``p0, p1, ...``: the group's inputs, constants included).  Under
+``PassContext(opt_level=0)`` every operator is its own group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tunecli.errors import GraphError
+
+from ..graph_expr import Call, Expr, Function, Tuple, TupleGetItem, Var
+from ..op_registry import Op, OpPattern
+from ..traversal import children, post_order
+from .pass_infra import Pass, PassContext, function_pass
+
+_ANCHOR, _INJECTIVE, _REDUCE, _OPAQUE = "anchor", "injective", "reduce", "opaque"
+
+
+@dataclass(eq=False)
+class _Group:
+    kind: str
+    members: list[Call] = field(default_factory=list)
+
+    @property
+    def output(self) -> Call:
+        return self.members[-1]
+
+
+def _kind(op: Op) -> str:
+    if op.pattern <= OpPattern.INJECTIVE:
+        return _INJECTIVE
+    if op.pattern == OpPattern.OUT_ELEMWISE_FUSABLE and op.strategy_op is not None:
+        return _ANCHOR
+    if op.pattern in (OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.COMM_REDUCE):
+        return _REDUCE
+    return _OPAQUE
+
+
+def _accepts(group: _Group, op: Op) -> bool:
+    """Whether ``group`` (ending in the producer) may take a consumer calling ``op``."""
+    if group.kind in (_ANCHOR, _REDUCE):
+        return op.pattern <= OpPattern.BROADCAST
+    if group.kind == _INJECTIVE:
+        return op.pattern <= OpPattern.INJECTIVE
+    return False
+
+
+def _takes_prologue(op: Op, producer: _Group) -> bool:
+    """Whether a pool or reduction calling ``op`` starts a group with the injective ``producer``."""
+    return producer.kind == _INJECTIVE and _kind(op) == _REDUCE
+
+
+def find_groups(fn: Function, fuse_level: int = 1) -> list[_Group]:
+    """The fusion groups of ``fn``'s body, in execution order (each group after its inputs)."""
+    order = post_order(fn.body, into_functions=False)
+    uses: dict[Expr, int] = {fn.body: 1}
+    for node in order:
+        for c in children(node):
+            uses[c] = uses.get(c, 0) + 1
+    group_of: dict[Expr, _Group] = {}
+    groups: list[_Group] = []
+    for node in order:
+        if not isinstance(node, Call):
+            continue
+        if not isinstance(node.op, Op):
+            _raise_nested()
+        joined = None
+        if fuse_level > 0:
+            for arg in _producers(node):
+                g = group_of.get(arg)
+                if g is None or g.output is not arg or uses.get(arg, 0) != 1:
+                    continue
+                if _accepts(g, node.op):
+                    joined = g
+                    break
+                if _takes_prologue(node.op, g):
+                    g.kind = _REDUCE
+                    joined = g
+                    break
+        if joined is None:
+            joined = _Group(_kind(node.op))
+            groups.append(joined)
+        joined.members.append(node)
+        group_of[node] = joined
+    # a group is placed where its output is computed: after every input of every member
+    position = {id(n): k for k, n in enumerate(order)}
+    return sorted(groups, key=lambda g: position[id(g.output)])
+
+
+def _producers(call: Call) -> list[Expr]:
+    """The call's argument nodes, anchors' outputs first (a residual add joins its convolution)."""
+    args = [a for a in call.args if isinstance(a, Call)]
+    return sorted(args, key=lambda a: 0 if isinstance(a.op, Op) and _kind(a.op) == _ANCHOR else 1)
+
+
+def _raise_nested() -> None:
+    raise GraphError("FuseOps: the function already calls fused (primitive) functions; fuse once")
+
+
+def fuse_ops(fn: Function, fuse_level: int = 1) -> Function:
+    """``fn`` with each fusion group replaced by a call of a primitive function."""
+    groups = find_groups(fn, fuse_level)
+    new: dict[Expr, Expr] = {p: p for p in fn.params}
+    member_of = {m: g for g in groups for m in g.members}
+    for node in post_order(fn.body, into_functions=False):
+        if node in new:
+            continue
+        if isinstance(node, Call):
+            g = member_of[node]
+            if node is g.output:
+                new[node] = _group_call(g, new)
+            continue
+        if isinstance(node, Tuple):
+            new[node] = Tuple([new[f] for f in node.fields]) if all(f in new for f in node.fields) else node
+        elif isinstance(node, TupleGetItem):
+            new[node] = TupleGetItem(new[node.tuple_value], node.index)
+        else:
+            new[node] = node
+    return Function(fn.params, new[fn.body], fn.ret_type, attrs=fn.attrs)
+
+
+def _group_call(group: _Group, new: dict[Expr, Expr]) -> Call:
+    members = set(group.members)
+    params: list[Var] = []
+    inputs: list[Expr] = []
+    inner: dict[Expr, Expr] = {}
+
+    def outside(e: Expr) -> Expr:
+        if e not in inner:
+            var = Var(f"p{len(params)}", e.checked_type)
+            params.append(var)
+            inputs.append(new[e] if e in new else e)
+            inner[e] = var
+        return inner[e]
+
+    def rebuild(e: Expr) -> Expr:
+        if e in members:
+            if e not in inner:
+                inner[e] = Call(e.op, [rebuild(a) for a in e.args], e.attrs)  # type: ignore[union-attr]
+            return inner[e]
+        if isinstance(e, Tuple):
+            return Tuple([rebuild(f) for f in e.fields])
+        return outside(e)
+
+    body = rebuild(group.output)
+    prim = Function(params, body).with_attr("Primitive", 1)
+    return Call(prim, inputs)
+
+
+def FuseOps(fuse_opt_level: int = -1) -> Pass:  # noqa: N802 - TVM's name
+    """The pass (TVM's ``relay.transform.FuseOps``); level -1 reads the current PassContext."""
+
+    def rewrite(fn: Function) -> Function:
+        level = fuse_opt_level if fuse_opt_level >= 0 else PassContext.current().opt_level
+        return fuse_ops(fn, level)
+
+    return function_pass("FuseOps", 0, rewrite)
