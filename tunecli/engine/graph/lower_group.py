@@ -1,0 +1,146 @@
+"""One fused group (a ``Primitive`` function) → one compiled kernel (TVM's compile engine).
+
+The group's parameters become placeholders; its calls are computed in order: a tunable anchor
+(conv2d, dense, batch_matmul) through the strategy row the target selects (``op_strategy``) with
+the config ``DispatchContext.current`` gives for the row's workload (a tuned record under
+``apply_history_best``, else the fallback config), every other call by its te definition
+(``op_compute``).  An anchor's group is scheduled by the row's schedule with the rest of the group
+as its epilogue; other groups by ``group_schedule``.  The kernel's arguments are the group's
+parameters, in order, then its output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.build import build
+from tunecli.engine.codegen import CompiledKernel
+from tunecli.engine.ops.strategy import OpCall
+from tunecli.engine.target import Target
+from tunecli.engine.task.dispatcher import DispatchContext
+from tunecli.errors import GraphError
+
+from .graph_expr import Call, Function, Tuple, Var
+from .op_compute import compute_of
+from .op_registry import Op
+from .group_schedule import schedule_group
+from .op_strategy import Implementation, implementation
+from .traversal import post_order
+from .type_infer import tensor_type_of
+
+
+@dataclass(frozen=True)
+class AnchorConfig:
+    """The tunable op of a kernel: its task and whether a tuned record configured it.
+
+    Attributes
+    ----------
+    task_name : str
+    workload : tuple
+    tuned : bool
+        False when the fallback config was used.
+    """
+
+    task_name: str
+    workload: tuple
+    tuned: bool
+
+
+@dataclass(frozen=True)
+class LoweredKernel:
+    """A compiled group: the kernel and, for a group with a tunable anchor, its task.
+
+    Attributes
+    ----------
+    kernel : CompiledKernel
+    anchor : AnchorConfig or None
+    """
+
+    kernel: CompiledKernel
+    anchor: AnchorConfig | None
+
+
+def lower_group(fn: Function, target: Target, func_name: str) -> LoweredKernel:
+    """Compile the primitive function ``fn`` into the kernel ``func_name`` for ``target``.
+
+    Parameters
+    ----------
+    fn : Function
+        A fused group (typed parameters; the body's calls are operator calls).
+    target : Target
+    func_name : str
+        Symbol of the kernel.
+
+    Returns
+    -------
+    LoweredKernel
+    """
+    anchor_impl = _anchor_of(fn, target)
+    anchor_call = anchor_impl[0] if anchor_impl else None
+    placeholders = {p: te.placeholder(_param_shape(p, fn, anchor_impl), tensor_type_of(p).dtype,
+                                      name=p.name_hint) for p in fn.params}
+    values: dict[Any, Any] = dict(placeholders)
+    anchor_outs: tuple[te.Tensor, ...] | None = None
+    anchor_cfg = None
+    for node in post_order(fn.body, into_functions=False):
+        if node in values:
+            continue
+        if isinstance(node, Tuple):
+            values[node] = [values[f] for f in node.fields]
+        elif isinstance(node, Call) and isinstance(node.op, Op):
+            inputs = [values[a] for a in node.args]
+            if node is anchor_call:
+                impl: Implementation = anchor_impl[1]  # type: ignore[index]
+                anchor_cfg = DispatchContext.current.query(target, impl.workload)
+                call = OpCall(tuple(inputs), impl.strategy.declare(*impl.args).attrs)
+                with target:
+                    anchor_outs = impl.strategy.outputs_of(anchor_cfg, call)
+                values[node] = anchor_outs[0]
+            else:
+                if isinstance(node.args[0], Tuple):
+                    inputs = values[node.args[0]]
+                values[node] = compute_of(node.op.name)(node.attrs, inputs, tensor_type_of(node))
+        else:
+            raise GraphError(f"{func_name}: cannot compile {node!r} inside a fused group")
+    out = values[fn.body]
+    if anchor_outs is not None:
+        epilogue = None if out is anchor_outs[0] else out
+        with target:
+            sch = anchor_impl[1].strategy.schedule(anchor_cfg, anchor_outs, epilogue)  # type: ignore[index]
+    else:
+        sch = schedule_group([out])
+    args = [placeholders[p] for p in fn.params] + [out]
+    module = build(sch, args, target, name=func_name)
+    anchor = None
+    if anchor_impl is not None:
+        impl = anchor_impl[1]
+        anchor = AnchorConfig(impl.task_name, impl.workload, not getattr(anchor_cfg, "is_fallback", False))
+    return LoweredKernel(module.kernel, anchor)
+
+
+def _anchor_of(fn: Function, target: Target) -> tuple[Call, Implementation] | None:
+    for node in post_order(fn.body, into_functions=False):
+        if isinstance(node, Call) and isinstance(node.op, Op) and node.op.strategy_op is not None:
+            impl = implementation(node, target)
+            return (node, impl) if impl is not None else None
+    return None
+
+
+def _param_shape(p: Var, fn: Function, anchor: tuple[Call, Implementation] | None) -> tuple[int, ...]:
+    """A parameter's shape in the kernel: the anchor row's input shape when the anchor reads it
+    (a depthwise weight ``[C * m, 1, KH, KW]`` is the row's ``[C, m, KH, KW]``: same bytes)."""
+    shape = tuple(tensor_type_of(p).shape)
+    if anchor is not None and p in anchor[0].args:
+        declared = anchor[1].strategy.declare(*anchor[1].args).inputs[anchor[0].args.index(p)]
+        if tuple(declared.shape) != shape and _size(declared.shape) == _size(shape):
+            return tuple(declared.shape)
+    return shape
+
+
+def _size(shape: Any) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n

@@ -1,0 +1,126 @@
+"""Which strategy row implements a tunable graph call, and its template arguments (TVM's
+``relay.op.strategy``: ``conv2d_strategy``, ``dense_strategy`` ...).
+
+For a call of ``nn.conv2d`` / ``nn.dense`` / ``nn.batch_matmul`` on a target, :func:`implementation`
+picks the best row of ``ops.registry.STRATEGIES`` among the operator keys the call can use (a
+depthwise convolution its depthwise keys, a plain one ``conv2d_NCHWc`` before ``conv2d_nchw``),
+and fills the row's template arguments by name from what the call determines (its *facts*:
+``N, H, W, CI, CO, KH, KW, stride(s), padding, dilation, dtype`` and TVM's ``data, kernel,
+layout, out_layout, out_dtype``...).  So the task name and workload of a call (what
+``extract_from_program`` returns and ``apply_history_best`` looks up) are those of the row the
+target selects: a new row is a table entry, not a change here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tunecli.engine.ops.registry import STRATEGIES
+from tunecli.engine.ops.strategy import Strategy
+from tunecli.engine.target import Target
+from tunecli.engine.task.task import args_to_workload
+from tunecli.errors import GraphError
+
+from .graph_expr import Call
+from .ops.conv import conv2d_padding
+from .type_infer import tensor_type_of
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """The strategy row of one graph call and the template arguments of its task.
+
+    Attributes
+    ----------
+    strategy : Strategy
+    args : tuple
+        Template arguments, in the row's order (tensors as ``("TENSOR", shape, dtype)``).
+    """
+
+    strategy: Strategy
+    args: tuple
+
+    @property
+    def task_name(self) -> str:
+        """The autotvm template (task) name."""
+        return self.strategy.name
+
+    @property
+    def workload(self) -> tuple:
+        """The task's workload key: ``(name, *args)`` in log form."""
+        return args_to_workload(self.args, self.strategy.name)
+
+
+def _tensor(shape: tuple[int, ...], dtype: str) -> tuple:
+    return ("TENSOR", tuple(int(s) for s in shape), dtype)
+
+
+def _conv2d_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+    attrs = call.attrs
+    data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
+    if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":
+        return [], {}
+    n, ci, h, w = data.shape
+    co, _, kh, kw = weight.shape
+    pads = tuple(int(p) for p in conv2d_padding(attrs, (kh, kw)))
+    facts = {"N": n, "H": h, "W": w, "CI": ci, "CO": co, "KH": kh, "KW": kw, "C": ci,
+             "multiplier": co // ci, "stride": tuple(attrs.strides), "strides": tuple(attrs.strides),
+             "padding": pads, "dilation": tuple(attrs.dilation), "dtype": data.dtype,
+             "data": _tensor(data.shape, data.dtype), "kernel": _tensor(weight.shape, weight.dtype),
+             "layout": attrs.data_layout, "out_layout": attrs.out_layout or attrs.data_layout,
+             "out_dtype": out.dtype}
+    if attrs.groups == 1:
+        return ["conv2d_NCHWc", "conv2d_nchw"], facts
+    if attrs.groups == ci and co % ci == 0:
+        return ["depthwise_conv2d_NCHWc", "depthwise_conv2d_nchw"], facts
+    return [], facts
+
+
+def _dense_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+    data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
+    (m, k), n = data.shape, weight.shape[0]
+    facts = {"M": m, "N": n, "K": k, "dtype": data.dtype, "data": _tensor(data.shape, data.dtype),
+             "weight": _tensor(weight.shape, weight.dtype), "bias": None, "out_dtype": out.dtype}
+    return ["dense"], facts
+
+
+def _batch_matmul_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+    if call.attrs.transpose_a or not call.attrs.transpose_b:
+        return [], {}
+    x, y, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
+    b, m, k = x.shape
+    facts = {"B": b, "M": m, "N": y.shape[1], "K": k, "dtype": x.dtype, "x": _tensor(x.shape, x.dtype),
+             "y": _tensor(y.shape, y.dtype), "tensor_a": _tensor(x.shape, x.dtype),
+             "tensor_b": _tensor(y.shape, y.dtype), "out_dtype": out.dtype}
+    return ["batch_matmul"], facts
+
+
+_KEYS = {"nn.conv2d": _conv2d_keys, "nn.dense": _dense_keys, "nn.batch_matmul": _batch_matmul_keys}
+
+
+def implementation(call: Call, target: Target) -> Implementation | None:
+    """The strategy row and template arguments of a tunable ``call`` on ``target``; None when the
+    operator is not tunable or no row fits it (a grouped, non-depthwise convolution)."""
+    keys_of = _KEYS.get(call.op.name)  # type: ignore[union-attr]
+    if keys_of is None:
+        return None
+    keys, facts = keys_of(call)
+    for key in keys:
+        rows = STRATEGIES.candidates(key, target)
+        if rows:
+            return Implementation(rows[0], _template_args(rows[0], facts, call))
+    return None
+
+
+def _template_args(strategy: Strategy, facts: dict[str, Any], call: Call) -> tuple:
+    args = []
+    for p in strategy.parameters:
+        if p.name in facts:
+            args.append(facts[p.name])
+        elif p.default is not p.empty:
+            args.append(p.default)
+        else:
+            raise GraphError(f"{call.op.name}: the template {strategy.name} takes an argument "  # type: ignore[union-attr]
+                             f"{p.name!r} the graph call does not determine")
+    return tuple(args)
