@@ -128,6 +128,7 @@ class InferType:
     module whose functions have every ``checked_type`` filled in."""
 
     name = "InferType"
+    opt_level = 0
 
     def __call__(self, mod: IRModule) -> IRModule:
         for fn in mod.functions.values():

@@ -1,0 +1,152 @@
+"""A built network as the runtime sees it (TVM's ``GraphExecutorFactoryModule``) and the exported
+shared library format.
+
+:class:`GraphLibrary` holds the graph JSON, the kernels and the parameters; ``lib["default"](dev)``
+gives a :class:`GraphModule`.  An exported library is one ELF shared object: the kernels' code
+(each kernel ``void name(void*...)`` and its ``name__num_threads`` global) linked together, and
+one data blob at the symbols ``tunecli_graph_blob`` / ``tunecli_graph_blob_size``:
+``MAGIC``, a little-endian u64 header length, the header (JSON: graph, kernel names, parameter
+names, dtypes, shapes and offsets), then the parameters' bytes, each 64-byte aligned from the
+blob's start.  :func:`load_module` opens such a file with the dynamic loader: nothing is
+compiled, the parameters are read in place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.codegen import ArgSpec
+from tunecli.errors import ArgumentError
+
+from .cpu import CPUKernel
+from .graph_executor import GraphExecutor, GraphModule
+from .module import Module
+from .module import load_module as load_object
+from .openmp import load_libgomp
+
+MAGIC = b"TUNECLI-GRAPH\x00\x01\x00"
+BLOB_SYMBOL = "tunecli_graph_blob"
+BLOB_SIZE_SYMBOL = "tunecli_graph_blob_size"
+_ALIGN = 64
+
+
+class GraphLibrary:
+    """A network's graph, kernels and parameters (what ``relay.build`` returns, and what
+    ``load_module`` gives for an exported library).
+
+    Parameters
+    ----------
+    graph_json : str
+    load_kernels : callable
+        ``load_kernels() -> {func_name: loaded kernel}`` (called once, on first use).
+    params : mapping of str to array
+    libmod_name : str
+        The key of ``lib[...]`` (TVM's ``"default"``).
+    """
+
+    def __init__(self, graph_json: str, load_kernels: Callable[[], Mapping[str, Any]],
+                 params: Mapping[str, Any], libmod_name: str = "default"):
+        self.graph_json = graph_json
+        self.params = dict(params)
+        self.libmod_name = libmod_name
+        self._load_kernels = load_kernels
+        self._kernels: Mapping[str, Any] | None = None
+
+    def __getitem__(self, key: str) -> Callable[..., GraphModule]:
+        if key != self.libmod_name:
+            raise ArgumentError(f"graph library: no function {key!r}; use lib[{self.libmod_name!r}](dev)")
+        return self.create
+
+    def create(self, device: Any = None) -> GraphModule:
+        """A new executor of the graph (own buffers; shared read-only parameters)."""
+        if self._kernels is None:
+            self._kernels = self._load_kernels()
+        return GraphModule(GraphExecutor(self.graph_json, self._kernels, self.params))
+
+    def get_graph_json(self) -> str:
+        """The graph JSON (TVM's format)."""
+        return self.graph_json
+
+    def get_params(self) -> dict[str, Any]:
+        """The parameters the graph reads, by name."""
+        return dict(self.params)
+
+
+def pack_blob(graph_json: str, kernel_names: Sequence[str], params: Mapping[str, Any]) -> bytes:
+    """The data blob of an exported library (see the module docstring)."""
+    entries, chunks, offset = [], [], 0
+    arrays = {name: np.ascontiguousarray(np.asarray(v)) for name, v in params.items()}
+    for name, arr in arrays.items():
+        entries.append({"name": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "offset": offset})
+        chunks.append(arr.tobytes())
+        offset += -(-arr.nbytes // _ALIGN) * _ALIGN
+    header = json.dumps({"graph_json": graph_json, "kernels": list(kernel_names), "params": entries}).encode()
+    start = -(-(len(MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
+    out = bytearray(MAGIC + struct.pack("<Q", len(header)) + header)
+    out += bytes(start - len(out))
+    for entry, chunk in zip(entries, chunks, strict=True):
+        out += bytes(start + entry["offset"] - len(out))
+        out += chunk
+    return bytes(out)
+
+
+def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
+    """Open a library written by ``export_library`` (ArgumentError naming the file when it is not one)."""
+    where = os.fspath(path)
+    if not os.path.isfile(where):
+        raise ArgumentError(f"load_module: no such file {where!r}")
+    load_libgomp()
+    try:
+        lib = ctypes.CDLL(os.path.abspath(where), mode=ctypes.RTLD_LOCAL)
+        size = ctypes.c_uint64.in_dll(lib, BLOB_SIZE_SYMBOL).value
+        base = ctypes.addressof(ctypes.c_char.in_dll(lib, BLOB_SYMBOL))
+    except (OSError, ValueError) as err:
+        raise ArgumentError(f"load_module: {where!r} is not a library exported by export_library: {err}") from None
+    blob = (ctypes.c_char * size).from_address(base)
+    if bytes(blob[:len(MAGIC)]) != MAGIC:
+        raise ArgumentError(f"load_module: {where!r} has no tunecli graph (wrong magic)")
+    (hlen,) = struct.unpack("<Q", bytes(blob[len(MAGIC):len(MAGIC) + 8]))
+    header = json.loads(bytes(blob[len(MAGIC) + 8:len(MAGIC) + 8 + hlen]))
+    start = -(-(len(MAGIC) + 8 + hlen) // _ALIGN) * _ALIGN
+    params = {}
+    for p in header["params"]:
+        dtype = np.dtype(p["dtype"])
+        count = math.prod(p["shape"])
+        arr = np.frombuffer(blob, dtype=dtype, count=count, offset=start + p["offset"]).reshape(p["shape"])
+        arr.flags.writeable = False
+        params[p["name"]] = arr
+
+    def load_kernels() -> dict[str, CPUKernel]:
+        kernels = {}
+        for name in header["kernels"]:
+            func = getattr(lib, name)
+            func.restype = None
+            try:
+                threads = ctypes.c_int32.in_dll(lib, f"{name}__num_threads")
+            except ValueError:
+                threads = None
+            kernels[name] = CPUKernel(name, (), func, threads, lib)
+        return kernels
+
+    library = GraphLibrary(header["graph_json"], load_kernels, params)
+    library._handle = lib  # type: ignore[attr-defined]  # the code and the parameters live while it does
+    return library
+
+
+def load_module(path_or_obj: Any, entry_name: str | None = None,
+                arg_specs: Sequence[ArgSpec | tuple] | None = None, target: Any = None) -> Module | GraphLibrary:
+    """TVM's ``runtime.load_module``: a library exported by ``export_library`` (one path argument),
+    or a kernel object (``obj, entry_name, arg_specs[, target]``, see ``module.load_module``)."""
+    if entry_name is None and isinstance(path_or_obj, (str, os.PathLike)):
+        return load_graph_library(path_or_obj)
+    if entry_name is None or arg_specs is None:
+        raise ArgumentError("load_module: give a library path, or an object with its entry_name and arg_specs")
+    return load_object(path_or_obj, entry_name, arg_specs, target)
