@@ -22,7 +22,8 @@ from tunecli.runtime import Device, cpu, cuda, device, gpu
 
 __version__ = "0.1.0"
 
-_LAZY_FACES = ("autotvm", "topi", "rpc", "target", "nd", "runtime", "testing", "tir", "relay")
+_LAZY_FACES = ("autotvm", "topi", "rpc", "target", "nd", "runtime", "testing", "tir", "relay", "transform",
+               "contrib")
 # top-level names TVM users reach as ``tvm.<name>``, defined in a lazy face
 _LAZY_NAMES = {"IRModule": "relay"}
 

@@ -3,8 +3,8 @@
 ``relay.var``, ``relay.const``, ``relay.Function``, ``relay.Call``, ``relay.Tuple``,
 ``relay.TupleGetItem``, the operators (``relay.add``, ``relay.nn.conv2d``, ...), ``relay.op.get``,
 ``relay.analysis.free_vars``, ``relay.transform.InferType``, ``relay.create_executor("debug")`` and
-``relay.testing`` (built-in networks with random weights) and ``relay.frontend.from_onnx`` re-export
-``tunecli.engine.graph``.
+``relay.testing`` (built-in networks with random weights), ``relay.frontend.from_onnx`` and
+``relay.build`` re-export ``tunecli.engine.graph``.
 """
 
 from tunecli.engine.graph.graph_expr import (
@@ -24,7 +24,8 @@ from tunecli.engine.graph.interpreter import create_executor
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.traversal import ExprMutator
 from tunecli.engine.graph.types import FuncType, TensorType, TupleType
-from tunecli.relay import analysis, frontend, op, testing, transform
+from tunecli.relay import analysis, build_module, frontend, op, testing, transform
+from tunecli.relay.build_module import build, optimize
 from tunecli.relay.op import (
     add,
     cast,
@@ -68,6 +69,8 @@ __all__ = [
     "Var",
     "add",
     "analysis",
+    "build",
+    "build_module",
     "astext",
     "cast",
     "clip",
@@ -88,6 +91,7 @@ __all__ = [
     "negative",
     "nn",
     "op",
+    "optimize",
     "reshape",
     "sigmoid",
     "sqrt",

@@ -1,5 +1,15 @@
 """TVM's ``tvm.relay.transform`` face: the graph passes."""
 
-from tunecli.engine.graph.type_infer import InferType
+from tunecli.engine.graph.passes import (
+    DeadCodeElimination,
+    FoldConstant,
+    FoldScaleAxis,
+    FuseOps,
+    InferType,
+    Sequential,
+    SimplifyInference,
+)
+from tunecli.engine.graph.passes.pass_infra import PassContext
 
-__all__ = ["InferType"]
+__all__ = ["DeadCodeElimination", "FoldConstant", "FoldScaleAxis", "FuseOps", "InferType", "PassContext",
+           "Sequential", "SimplifyInference"]

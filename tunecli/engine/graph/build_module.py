@@ -125,7 +125,7 @@ class BuiltGraph(GraphLibrary):
             raise GraphError("export_library: no C compiler (cc or gcc) on PATH to link the library")
         if not self.target.is_host:
             raise GraphError(f"export_library: the kernels are for {self.target}, not this machine")
-        blob = pack_blob(self.graph_json, list(self.kernels), self.params)
+        blob = pack_blob(self.graph_json, {n: len(k.arg_specs) for n, k in self.kernels.items()}, self.params)
         with tempfile.TemporaryDirectory(prefix="tunecli_export_") as tmp:
             objects = []
             for k, kernel in enumerate(self.kernels.values()):

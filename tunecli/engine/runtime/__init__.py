@@ -9,7 +9,9 @@ Modules::
     timer.py    time_calls: TVM's time_evaluator loop on the host clock
     devices.py  the table of device kinds: device(name | type | target), cpu(), device_for_target()
     ndarray.py  NDArray, array(), empty(): TVM's nd face over a device's memory
-    module.py   Module (call, time_evaluator, save, get_source), BenchmarkResult, load_module()
+    module.py   Module (call, time_evaluator, save, get_source), BenchmarkResult
+    graph_executor.py  GraphExecutor, GraphModule: a network's kernels run in order on planned buffers
+    graph_library.py   GraphLibrary (``lib["default"](dev)``), exported libraries, load_module()
 
 A new backend is one module beside ``cpu.py`` and one entry in ``devices.DEVICE_KINDS``.
 """
@@ -18,11 +20,13 @@ from .cpu import CPUDevice
 from .cuda import CUDADevice
 from .device import Device
 from .devices import as_device, cpu, cuda, device, device_for_target, gpu
-from .module import BenchmarkResult, Module, load_module
+from .graph_executor import GraphExecutor, GraphModule
+from .graph_library import GraphLibrary, load_module
+from .module import BenchmarkResult, Module
 from .ndarray import NDArray, array, empty
 from .openmp import get_num_threads, set_num_threads
 from .timer import time_calls
 
-__all__ = ["BenchmarkResult", "CPUDevice", "CUDADevice", "Device", "Module", "NDArray", "array", "as_device",
-           "cpu", "cuda", "device", "device_for_target", "empty", "get_num_threads", "gpu", "load_module",
-           "set_num_threads", "time_calls"]
+__all__ = ["BenchmarkResult", "CPUDevice", "CUDADevice", "Device", "GraphExecutor", "GraphLibrary", "GraphModule",
+           "Module", "NDArray", "array", "as_device", "cpu", "cuda", "device", "device_for_target", "empty",
+           "get_num_threads", "gpu", "load_module", "set_num_threads", "time_calls"]

@@ -5,8 +5,8 @@ shared library format.
 gives a :class:`GraphModule`.  An exported library is one ELF shared object: the kernels' code
 (each kernel ``void name(void*...)`` and its ``name__num_threads`` global) linked together, and
 one data blob at the symbols ``tunecli_graph_blob`` / ``tunecli_graph_blob_size``:
-``MAGIC``, a little-endian u64 header length, the header (JSON: graph, kernel names, parameter
-names, dtypes, shapes and offsets), then the parameters' bytes, each 64-byte aligned from the
+``MAGIC``, a little-endian u64 header length, the header (JSON: graph, kernel names and
+argument counts, parameter names, dtypes, shapes and offsets), then the parameters' bytes, each 64-byte aligned from the
 blob's start.  :func:`load_module` opens such a file with the dynamic loader: nothing is
 compiled, the parameters are read in place.
 """
@@ -67,9 +67,13 @@ class GraphLibrary:
 
     def create(self, device: Any = None) -> GraphModule:
         """A new executor of the graph (own buffers; shared read-only parameters)."""
+        return GraphModule(GraphExecutor(self.graph_json, self.loaded_kernels(), self.params))
+
+    def loaded_kernels(self) -> Mapping[str, Any]:
+        """The kernels loaded on their device, by function name (loaded on first use)."""
         if self._kernels is None:
             self._kernels = self._load_kernels()
-        return GraphModule(GraphExecutor(self.graph_json, self._kernels, self.params))
+        return self._kernels
 
     def get_graph_json(self) -> str:
         """The graph JSON (TVM's format)."""
@@ -80,15 +84,16 @@ class GraphLibrary:
         return dict(self.params)
 
 
-def pack_blob(graph_json: str, kernel_names: Sequence[str], params: Mapping[str, Any]) -> bytes:
-    """The data blob of an exported library (see the module docstring)."""
+def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[str, Any]) -> bytes:
+    """The data blob of an exported library (see the module docstring); ``kernel_args``: kernel
+    name -> number of pointer arguments."""
     entries, chunks, offset = [], [], 0
     arrays = {name: np.ascontiguousarray(np.asarray(v)) for name, v in params.items()}
     for name, arr in arrays.items():
         entries.append({"name": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "offset": offset})
         chunks.append(arr.tobytes())
         offset += -(-arr.nbytes // _ALIGN) * _ALIGN
-    header = json.dumps({"graph_json": graph_json, "kernels": list(kernel_names), "params": entries}).encode()
+    header = json.dumps({"graph_json": graph_json, "kernels": dict(kernel_args), "params": entries}).encode()
     start = -(-(len(MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
     out = bytearray(MAGIC + struct.pack("<Q", len(header)) + header)
     out += bytes(start - len(out))
@@ -126,9 +131,10 @@ def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
 
     def load_kernels() -> dict[str, CPUKernel]:
         kernels = {}
-        for name in header["kernels"]:
+        for name, num_args in header["kernels"].items():
             func = getattr(lib, name)
             func.restype = None
+            func.argtypes = [ctypes.c_void_p] * num_args
             try:
                 threads = ctypes.c_int32.in_dll(lib, f"{name}__num_threads")
             except ValueError:

@@ -1,0 +1,1 @@
+"""TVM's ``tvm.contrib`` face: ``graph_executor``."""

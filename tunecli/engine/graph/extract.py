@@ -1,0 +1,90 @@
+"""Task extraction (TVM's ``autotvm.task.extract_from_program``): the tunable tasks of a network.
+
+The network goes through the build's graph passes (so the tasks are those of the graph that is
+built: batch norms folded, constants folded); each call of a requested tunable operator then
+names the strategy row the target selects and its template arguments (``op_strategy``), and
+each distinct workload becomes one ``autotvm`` task, in the order the network first uses it.
+:func:`task_occurrences` counts how often each workload occurs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tunecli.engine.target import Target, as_target
+from tunecli.engine.task.task import Task, create
+from tunecli.errors import GraphError
+
+from .build_module import optimize
+from .graph_expr import Call, Function
+from .ir_module import IRModule
+from .op_registry import OPS, Op
+from .op_strategy import Implementation, implementation
+from .traversal import post_order
+
+
+def _op_names(ops: Iterable[Any] | None) -> set[str] | None:
+    if ops is None:
+        return None
+    names = set()
+    for op in ops:
+        name = op.name if isinstance(op, Op) else str(op)
+        if name not in OPS:
+            raise GraphError(f"extract_from_program: unknown operator {name!r} in ops")
+        names.add(name)
+    return names
+
+
+def tunable_calls(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Target,
+                  ops: Iterable[Any] | None = None) -> list[Implementation]:
+    """The implementation of every tunable call of the optimized network, in execution order."""
+    wanted = _op_names(ops)
+    fused = optimize(mod, params)["main"]
+    found = []
+    for node in post_order(fused.body, into_functions=True):
+        if (isinstance(node, Call) and isinstance(node.op, Op) and node.op.strategy_op is not None
+                and (wanted is None or node.op.name in wanted)):
+            impl = implementation(node, target)
+            if impl is not None:
+                found.append(impl)
+    return found
+
+
+def extract_from_program(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Any,
+                         target_host: Any = None, ops: Iterable[Any] | None = None,
+                         mod_name: str = "default", include_simple_tasks: bool = False) -> list[Task]:
+    """The distinct tunable tasks of a network.
+
+    Parameters
+    ----------
+    mod : IRModule or Function
+        The network (``mod["main"]``).
+    params : mapping of str to array, optional
+        Its weights (bound as constants, as ``relay.build`` does).
+    target : str or Target
+    target_host : optional
+    ops : iterable of Op or str, optional
+        Only calls of these operators (``relay.op.get("nn.conv2d")``); default every tunable one.
+    mod_name, include_simple_tasks
+        Accepted for TVM compatibility.
+
+    Returns
+    -------
+    list of Task
+    """
+    t = as_target(target)
+    tasks: dict[tuple, Task] = {}
+    for impl in tunable_calls(mod, params, t, ops):
+        if impl.workload not in tasks:
+            tasks[impl.workload] = create(impl.task_name, impl.args, t, target_host)
+    return list(tasks.values())
+
+
+def task_occurrences(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Any,
+                     ops: Iterable[Any] | None = None) -> dict[tuple, int]:
+    """How many calls of the network use each task workload."""
+    counts: dict[tuple, int] = {}
+    for impl in tunable_calls(mod, params, as_target(target), ops):
+        counts[impl.workload] = counts.get(impl.workload, 0) + 1
+    return counts
