@@ -174,21 +174,18 @@ def build(mod: IRModule | Function, target: Any = None, target_host: Any = None,
     """
     t = as_target(target if not isinstance(target, Mapping) else next(iter(target.values())))
     fused = optimize(mod, params)
-    program = graph_program(fused["main"])
-    kernels: dict[str, CompiledKernel] = {}
-    anchors: dict[tuple, AnchorConfig] = {}
     silent = GLOBAL_SCOPE.silent
     GLOBAL_SCOPE.silent = True
     try:
-        for name, fn in program.functions.items():
-            lowered = lower_group(fn, t, name)
-            kernels[name] = lowered.kernel
-            if lowered.anchor is not None:
-                anchors.setdefault(lowered.anchor.workload, lowered.anchor)
+        program = graph_program(fused["main"], lambda fn, name, constant: lower_group(fn, t, name, constant))
     finally:
         GLOBAL_SCOPE.silent = silent
+    anchors: dict[tuple, AnchorConfig] = {}
+    for lowered in program.lowered:
+        if lowered.anchor is not None:
+            anchors.setdefault(lowered.anchor.workload, lowered.anchor)
     summary = TuningSummary(tuple(a for a in anchors.values() if a.tuned),
                             tuple(a for a in anchors.values() if not a.tuned))
     if anchors:
         (logger.warning if summary.fallback else logger.info)(summary.line())
-    return BuiltGraph(program.graph_json, kernels, program.params, t, summary, mod_name)
+    return BuiltGraph(program.graph_json, program.kernels, program.params, t, summary, mod_name)

@@ -1,9 +1,10 @@
 """A fused network → the graph executor's program: TVM's graph JSON with a memory plan, the
-primitive functions to compile (one per distinct group) and the parameters.
+compiled kernels (one per distinct group) and the parameters.
 
 The fused ``main`` (after ``FuseOps``) is a dataflow of calls of primitive functions on inputs and
-constants.  Inputs become ``"null"`` nodes under their names, constants ``"null"`` nodes ``p0,
-p1, ...`` (the parameters), each call a ``"tvm_op"`` node naming its kernel
+constants.  Inputs become ``"null"`` nodes under their names, the constants a kernel reads
+``"null"`` nodes ``p0, p1, ...`` (the parameters; a weight the kernel reads re-laid out is
+precomputed here, once), each call a ``"tvm_op"`` node naming its kernel
 (``tvmgen_default_fused_<ops>``; structurally equal groups share one kernel).  The memory plan
 (:func:`plan_storage`) gives every value a storage id: inputs and parameters their own, and a
 kernel's output a free buffer (best fit, grown when none is large enough) once the values of
@@ -14,16 +15,19 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from tunecli.engine.codegen import CompiledKernel
+from tunecli.engine.runtime import Module
 from tunecli.errors import GraphError
 
 from .graph_expr import Call, Constant, Expr, Function, Tuple, Var
 from .graph_printer import astext
+from .lower_group import LoweredKernel, PrecomputedInput
 from .op_registry import Op
 from .traversal import post_order
 from .type_infer import tensor_type_of
@@ -31,20 +35,27 @@ from .type_infer import tensor_type_of
 
 @dataclass(frozen=True)
 class GraphProgram:
-    """What the executor runs and the compiler still has to build.
+    """What the executor runs.
 
     Attributes
     ----------
     graph_json : str
-    functions : dict
-        Kernel name -> the primitive function to compile (each distinct group once).
+    kernels : dict
+        Kernel name -> compiled kernel (each distinct group once).
+    lowered : tuple of LoweredKernel
+        The lowered groups, in the order of ``kernels``.
     params : dict
-        Parameter name -> array (the constants the graph reads).
+        Parameter name -> array (the constants the kernels read, weights pre-transformed).
     """
 
     graph_json: str
-    functions: dict[str, Function]
+    kernels: dict[str, CompiledKernel]
+    lowered: tuple[LoweredKernel, ...]
     params: dict[str, np.ndarray]
+
+
+#: ``lower(fn, func_name, constant_params) -> LoweredKernel``: how a group becomes a kernel.
+Lower = Callable[[Function, str, frozenset], LoweredKernel]
 
 
 def _kernel_base_name(fn: Function) -> str:
@@ -54,70 +65,101 @@ def _kernel_base_name(fn: Function) -> str:
     return name if len(name) <= 80 else name[:80]
 
 
-def graph_program(fn: Function) -> GraphProgram:
-    """The program of the fused function ``fn`` (see the module docstring)."""
-    nodes: list[dict[str, Any]] = []
-    shapes: list[tuple[int, ...]] = []
-    dtypes: list[str] = []
+class _Builder:
+    """The graph JSON under construction: nodes, their types, the parameters."""
+
+    def __init__(self) -> None:
+        self.nodes: list[dict[str, Any]] = []
+        self.shapes: list[tuple[int, ...]] = []
+        self.dtypes: list[str] = []
+        self.params: dict[str, np.ndarray] = {}
+        self.const_node: dict[int, int] = {}
+
+    def add(self, node: dict[str, Any], shape: Sequence[int], dtype: str) -> int:
+        self.nodes.append(node)
+        self.shapes.append(tuple(int(s) for s in shape))
+        self.dtypes.append(str(dtype))
+        return len(self.nodes) - 1
+
+    def param(self, value: np.ndarray, key: int | None = None) -> int:
+        if key is not None and key in self.const_node:
+            return self.const_node[key]
+        name = f"p{len(self.params)}"
+        self.params[name] = value
+        nid = self.add({"op": "null", "name": name, "inputs": []}, value.shape, str(value.dtype))
+        if key is not None:
+            self.const_node[key] = nid
+        return nid
+
+
+def graph_program(fn: Function, lower: Lower) -> GraphProgram:
+    """The program of the fused function ``fn`` (see the module docstring); ``lower`` compiles each
+    distinct group (by its text and which of its arguments are constants) once."""
+    g = _Builder()
     node_of: dict[Expr, int] = {}
-    params: dict[str, np.ndarray] = {}
-    functions: dict[str, Function] = {}
-    by_text: dict[str, str] = {}
-
-    def add_node(node: dict[str, Any], t: Expr) -> int:
-        tt = tensor_type_of(t)
-        nodes.append(node)
-        shapes.append(tuple(int(s) for s in tt.shape))
-        dtypes.append(tt.dtype)
-        return len(nodes) - 1
-
+    kernels: dict[str, CompiledKernel] = {}
+    lowered: dict[tuple[str, frozenset], tuple[str, LoweredKernel]] = {}
     for p in fn.params:
-        node_of[p] = add_node({"op": "null", "name": p.name_hint, "inputs": []}, p)
+        t = tensor_type_of(p)
+        node_of[p] = g.add({"op": "null", "name": p.name_hint, "inputs": []}, t.shape, t.dtype)
+
+    def entry(arg: Expr) -> int:
+        if isinstance(arg, Constant):
+            return g.param(np.asarray(arg.data), id(arg))
+        return node_of[arg]
+
     for node in post_order(fn.body, into_functions=False):
-        if node in node_of or isinstance(node, Function):
-            continue
-        if isinstance(node, Constant):
-            name = f"p{len(params)}"
-            params[name] = np.asarray(node.data)
-            node_of[node] = add_node({"op": "null", "name": name, "inputs": []}, node)
-        elif isinstance(node, Call) and isinstance(node.op, Function):
-            func_name = _kernel_name(node.op, functions, by_text)
-            inputs = [[node_of[a], 0, 0] for a in node.args]
-            node_of[node] = add_node({"op": "tvm_op", "name": func_name, "inputs": inputs,
-                                      "attrs": {"func_name": func_name, "flatten_data": "0",
-                                                "num_inputs": str(len(inputs)), "num_outputs": "1"}}, node)
-        elif isinstance(node, (Tuple, Var)):
-            continue
-        else:
-            raise GraphError(f"graph executor: cannot run {node!r} outside a fused group (call FuseOps first; "
-                             f"operators returning tuples are not supported)")
+        if not (isinstance(node, Call) and isinstance(node.op, Function)):
+            if isinstance(node, (Tuple, Var, Constant, Function)):
+                continue
+            raise GraphError(f"graph executor: cannot run {node!r} outside a fused group (call FuseOps "
+                             f"first; operators returning tuples are not supported)")
+        constant = frozenset(i for i, a in enumerate(node.args) if isinstance(a, Constant))
+        key = (astext(node.op), constant)
+        if key not in lowered:
+            name = _unique(_kernel_base_name(node.op), kernels)
+            lowered[key] = (name, lower(node.op, name, constant))
+            kernels[name] = lowered[key][1].kernel
+        name, lk = lowered[key]
+        inputs = []
+        for spec in lk.inputs:
+            if isinstance(spec, int):
+                inputs.append(entry(node.args[spec]))
+            else:
+                inputs.append(g.param(_precompute(spec, [node.args[i].data for i in spec.params])))
+        t = tensor_type_of(node)
+        node_of[node] = g.add({"op": "tvm_op", "name": name, "inputs": [[i, 0, 0] for i in inputs],
+                               "attrs": {"func_name": name, "flatten_data": "0",
+                                         "num_inputs": str(len(inputs)), "num_outputs": "1"}}, t.shape, t.dtype)
     outputs = list(fn.body.fields) if isinstance(fn.body, Tuple) else [fn.body]
-    heads = [[node_of[o], 0, 0] for o in outputs]
-    ops = [(k, [i[0] for i in n["inputs"]]) for k, n in enumerate(nodes) if n["op"] == "tvm_op"]
-    storage = plan_storage(len(nodes), ops, [h[0] for h in heads], shapes, dtypes)
+    heads = [[entry(o), 0, 0] for o in outputs]
+    ops = [(k, [i[0] for i in n["inputs"]]) for k, n in enumerate(g.nodes) if n["op"] == "tvm_op"]
+    storage = plan_storage(len(g.nodes), ops, [h[0] for h in heads], g.shapes, g.dtypes)
     graph = {
-        "nodes": nodes,
-        "arg_nodes": [k for k, n in enumerate(nodes) if n["op"] == "null"],
+        "nodes": g.nodes,
+        "arg_nodes": [k for k, n in enumerate(g.nodes) if n["op"] == "null"],
         "heads": heads,
-        "node_row_ptr": list(range(len(nodes) + 1)),
-        "attrs": {"shape": ["list_shape", [list(s) for s in shapes]], "dltype": ["list_str", dtypes],
+        "node_row_ptr": list(range(len(g.nodes) + 1)),
+        "attrs": {"shape": ["list_shape", [list(s) for s in g.shapes]], "dltype": ["list_str", g.dtypes],
                   "storage_id": ["list_int", storage]},
     }
-    return GraphProgram(json.dumps(graph), functions, params)
+    return GraphProgram(json.dumps(graph), kernels, tuple(lk for _, lk in lowered.values()), g.params)
 
 
-def _kernel_name(fn: Function, functions: dict[str, Function], by_text: dict[str, str]) -> str:
-    text = astext(fn)
-    if text in by_text:
-        return by_text[text]
-    base = _kernel_base_name(fn)
+def _unique(base: str, taken: Mapping[str, Any]) -> str:
     name, k = base, 0
-    while name in functions:
+    while name in taken:
         k += 1
         name = f"{base}_{k}"
-    functions[name] = fn
-    by_text[text] = name
     return name
+
+
+def _precompute(spec: PrecomputedInput, arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Run a build-time kernel on constant arrays; its result becomes a parameter."""
+    out_spec = spec.kernel.arg_specs[-1]
+    out = np.empty(out_spec.shape, dtype=out_spec.dtype)
+    Module(spec.kernel)(*[np.ascontiguousarray(a) for a in arrays], out)
+    return out
 
 
 def plan_storage(num_entries: int, ops: Sequence[tuple[int, Sequence[int]]], outputs: Sequence[int],

@@ -5,8 +5,10 @@ The group's parameters become placeholders; its calls are computed in order: a t
 the config ``DispatchContext.current`` gives for the row's workload (a tuned record under
 ``apply_history_best``, else the fallback config), every other call by its te definition
 (``op_compute``).  An anchor's group is scheduled by the row's schedule with the rest of the group
-as its epilogue; other groups by ``group_schedule``.  The kernel's arguments are the group's
-parameters, in order, then its output.
+as its epilogue; other groups by ``group_schedule``.  Stages computed from constant parameters
+alone (weight re-layouts) are compiled into build-time kernels and the group kernel reads
+their results (``constant_stages``).  The kernel's arguments are the group's parameters it
+still reads, in order, then the precomputed inputs, then its output (``LoweredKernel.inputs``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from tunecli.engine import te
 from tunecli.engine.build import build
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.ops.strategy import OpCall
+from tunecli.engine.schedule import create_schedule
 from tunecli.engine.target import Target
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.errors import GraphError
 
+from .constant_stages import constant_frontier, constant_inputs, identity_stage, replace_stages
 from .graph_expr import Call, Function, Tuple, Var
 from .op_compute import compute_of
 from .op_registry import Op
@@ -49,20 +53,41 @@ class AnchorConfig:
 
 
 @dataclass(frozen=True)
-class LoweredKernel:
-    """A compiled group: the kernel and, for a group with a tunable anchor, its task.
+class PrecomputedInput:
+    """A kernel input computed once at build time from constant arguments of the group.
 
     Attributes
     ----------
     kernel : CompiledKernel
+        Takes the arguments ``params`` (in order), writes the input (its last argument).
+    params : tuple of int
+        Indices of the group's parameters it reads (all constants).
+    """
+
+    kernel: CompiledKernel
+    params: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LoweredKernel:
+    """A compiled group: the kernel, what to pass it, and, for a group with a tunable anchor, its task.
+
+    Attributes
+    ----------
+    kernel : CompiledKernel
+    inputs : tuple of (int or PrecomputedInput)
+        The kernel's input arguments: a group parameter (its index) or a precomputed constant;
+        the output follows them.
     anchor : AnchorConfig or None
     """
 
     kernel: CompiledKernel
+    inputs: tuple[int | PrecomputedInput, ...]
     anchor: AnchorConfig | None
 
 
-def lower_group(fn: Function, target: Target, func_name: str) -> LoweredKernel:
+def lower_group(fn: Function, target: Target, func_name: str,
+                constant_params: frozenset[int] = frozenset()) -> LoweredKernel:
     """Compile the primitive function ``fn`` into the kernel ``func_name`` for ``target``.
 
     Parameters
@@ -72,6 +97,9 @@ def lower_group(fn: Function, target: Target, func_name: str) -> LoweredKernel:
     target : Target
     func_name : str
         Symbol of the kernel.
+    constant_params : frozenset of int
+        Indices of the parameters that are constants at every call (weights): stages computed
+        from them alone are evaluated at build time (``constant_stages``).
 
     Returns
     -------
@@ -105,19 +133,47 @@ def lower_group(fn: Function, target: Target, func_name: str) -> LoweredKernel:
         else:
             raise GraphError(f"{func_name}: cannot compile {node!r} inside a fused group")
     out = values[fn.body]
+    constants = [placeholders[fn.params[i]] for i in sorted(constant_params)]
+    identities, precomputed = _hoist_constant_stages(out, constants, fn, placeholders, target, func_name)
+    if identities:
+        new = replace_stages([out], {id(stage.op): ident for stage, ident in identities})
+        out = new.get(id(out.op), out)
+        if anchor_outs is not None:
+            anchor_outs = tuple(new.get(id(t.op), t) for t in anchor_outs)
     if anchor_outs is not None:
         epilogue = None if out is anchor_outs[0] else out
         with target:
             sch = anchor_impl[1].strategy.schedule(anchor_cfg, anchor_outs, epilogue)  # type: ignore[index]
     else:
         sch = schedule_group([out])
-    args = [placeholders[p] for p in fn.params] + [out]
+    for _, ident in identities:
+        sch[ident].compute_inline()
+    read = {id(t.op) for t in constant_inputs(out)}
+    used = [i for i, p in enumerate(fn.params) if id(placeholders[p].op) in read]
+    args = [placeholders[fn.params[i]] for i in used] + [ph for ph, _ in precomputed] + [out]
     module = build(sch, args, target, name=func_name)
+    inputs: tuple[int | PrecomputedInput, ...] = (*used, *(pre for _, pre in precomputed))
     anchor = None
     if anchor_impl is not None:
         impl = anchor_impl[1]
         anchor = AnchorConfig(impl.task_name, impl.workload, not getattr(anchor_cfg, "is_fallback", False))
-    return LoweredKernel(module.kernel, anchor)
+    return LoweredKernel(module.kernel, inputs, anchor)
+
+
+def _hoist_constant_stages(out: te.Tensor, constants: list[te.Tensor], fn: Function,
+                           placeholders: dict[Var, te.Tensor], target: Target, func_name: str
+                           ) -> tuple[list[tuple[te.Tensor, te.Tensor]], list[tuple[te.Tensor, PrecomputedInput]]]:
+    """Compile each constant stage of the group into a build-time kernel; return ``(stage, identity
+    stage)`` pairs and the new inputs (placeholder, how to compute it)."""
+    index = {id(placeholders[p].op): i for i, p in enumerate(fn.params)}
+    identities, precomputed = [], []
+    for k, stage in enumerate(constant_frontier([out], constants)):
+        reads = constant_inputs(stage)
+        pre = build(create_schedule([stage.op]), [*reads, stage], target, name=f"{func_name}_const{k}")
+        ph = te.placeholder(stage.shape, stage.dtype, name=f"{stage.op.name}_packed")
+        identities.append((stage, identity_stage(ph, stage)))
+        precomputed.append((ph, PrecomputedInput(pre.kernel, tuple(index[id(r.op)] for r in reads))))
+    return identities, precomputed
 
 
 def _anchor_of(fn: Function, target: Target) -> tuple[Call, Implementation] | None:

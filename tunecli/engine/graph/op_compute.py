@@ -1,7 +1,8 @@
 """Tensor-expression definitions of the graph operators (TVM's ``FTVMCompute``).
 
-``COMPUTES[op_name](attrs, inputs, out_type) -> te.Tensor`` builds the te stages of one graph
-call on the te tensors of its arguments; ``out_type`` is the call's inferred
+Each operator's definition is its ``"FTVMCompute"`` attribute in the operator registry
+(``OPS.get_attr(name, "FTVMCompute")``): ``compute(attrs, inputs, out_type) -> te.Tensor`` builds
+the te stages of one graph call on the te tensors of its arguments; ``out_type`` is the call's inferred
 :class:`TensorType`.  Elementwise, broadcast and injective stages carry the tags
 ``ops.epilogue`` inlines (``elemwise``, ``broadcast``, ``injective``), so a fused group's
 consumers of an anchor become its schedule's epilogue.  The tunable anchors (``nn.conv2d``,
@@ -22,28 +23,33 @@ from tunecli.engine.ops.nn import bias_add, dense, pad, pool2d
 from tunecli.errors import GraphError
 
 from .layout import parse_layout
+from .op_registry import OPS
 from .types import TensorType
 
 Compute = Callable[[Any, Sequence[te.Tensor], TensorType], te.Tensor]
-COMPUTES: dict[str, Compute] = {}
+#: The operator attribute holding an operator's te definition (TVM's name).
+COMPUTE_ATTR = "FTVMCompute"
+
+
+def _set(name: str, fn: Compute) -> None:
+    OPS.set_attr(name, COMPUTE_ATTR, fn)
 
 
 def _register(*names: str) -> Callable[[Compute], Compute]:
     def wrap(fn: Compute) -> Compute:
         for n in names:
-            COMPUTES[n] = fn
+            _set(n, fn)
         return fn
 
     return wrap
 
 
 def compute_of(op_name: str) -> Compute:
-    """The te definition of graph operator ``op_name`` (GraphError naming the ones there are)."""
-    try:
-        return COMPUTES[op_name]
-    except KeyError:
-        raise GraphError(f"{op_name}: no compiled implementation; the compiler supports "
-                         f"{', '.join(sorted(COMPUTES))}") from None
+    """The te definition of graph operator ``op_name`` (GraphError naming the operators that have one)."""
+    if not OPS.has_attr(op_name, COMPUTE_ATTR):
+        have = ", ".join(n for n in OPS.names() if OPS.has_attr(n, COMPUTE_ATTR))
+        raise GraphError(f"{op_name}: no compiled implementation; the compiler supports {have}")
+    return OPS.get_attr(op_name, COMPUTE_ATTR)
 
 
 def _read(t: te.Tensor, shape: tuple[int, ...], idx: Sequence[E.Expr]) -> E.Expr:
@@ -64,7 +70,7 @@ def _binary(name: str, fn: Callable[[E.Expr, E.Expr], E.Expr]) -> Compute:
 for _name, _fn in {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
                    "multiply": lambda a, b: a * b, "divide": lambda a, b: a / b,
                    "maximum": lambda a, b: te.max(a, b), "minimum": lambda a, b: te.min(a, b)}.items():
-    COMPUTES[_name] = _binary(_name, _fn)
+    _set(_name, _binary(_name, _fn))
 
 
 def _unary(name: str, fn: Callable[[E.Expr, Any, str], E.Expr]) -> Compute:
@@ -87,7 +93,7 @@ _UNARY: dict[str, Callable[[E.Expr, Any, str], E.Expr]] = {
     "cast": lambda x, a, dt: x.astype(dt),
 }
 for _name, _ufn in _UNARY.items():
-    COMPUTES[_name] = _unary(_name.split(".")[-1], _ufn)
+    _set(_name, _unary(_name.split(".")[-1], _ufn))
 
 
 @_register("nn.bias_add")
@@ -204,9 +210,10 @@ def _global_pool(kind: str) -> Compute:
     return lambda attrs, inputs, out: _adaptive_pool(kind, attrs, inputs, out)
 
 
-COMPUTES.update({"nn.max_pool2d": _pool("max"), "nn.avg_pool2d": _pool("avg"),
-                 "nn.global_avg_pool2d": _global_pool("avg"), "nn.global_max_pool2d": _global_pool("max"),
-                 "nn.adaptive_avg_pool2d": _global_pool("avg")})
+for _name, _compute in {"nn.max_pool2d": _pool("max"), "nn.avg_pool2d": _pool("avg"),
+                        "nn.global_avg_pool2d": _global_pool("avg"), "nn.global_max_pool2d": _global_pool("max"),
+                        "nn.adaptive_avg_pool2d": _global_pool("avg")}.items():
+    _set(_name, _compute)
 
 
 def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
@@ -284,7 +291,7 @@ def _reduce(kind: str) -> Compute:
 
 
 for _kind in ("sum", "mean", "max", "min"):
-    COMPUTES[_kind] = _reduce(_kind)
+    _set(_kind, _reduce(_kind))
 
 
 @_register("nn.dense")
