@@ -149,7 +149,7 @@ def _concatenate(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te
 
     def read(*i: E.Expr) -> E.Expr:
         value = None
-        for t, start in reversed(list(zip(inputs, starts, strict=False))):
+        for t, start in zip(inputs, starts, strict=False):
             src = list(i)
             src[axis] = i[axis] - start
             here = t(*src)
