@@ -42,7 +42,9 @@ def tunable_calls(mod: IRModule | Function, params: Mapping[str, Any] | None, ta
     wanted = _op_names(ops)
     fused = optimize(mod, params)["main"]
     found = []
-    for node in post_order(fused.body, into_functions=True):
+    groups = [n.op for n in post_order(fused.body, into_functions=False)
+              if isinstance(n, Call) and isinstance(n.op, Function)]
+    for node in (n for fn in groups for n in post_order(fn.body, into_functions=False)):
         if (isinstance(node, Call) and isinstance(node.op, Op) and node.op.strategy_op is not None
                 and (wanted is None or node.op.name in wanted)):
             impl = implementation(node, target)

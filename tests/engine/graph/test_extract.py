@@ -1,0 +1,90 @@
+"""Task extraction: the distinct tunable tasks of a network, named and argued as the target's
+strategy rows say, so TVM's logs of the same network apply."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from autotvm_templates import tophub_dir
+
+from tunecli import relay
+from tunecli.engine.graph import op_strategy
+from tunecli.engine.graph.extract import extract_from_program, task_occurrences, tunable_calls
+from tunecli.engine.graph.models import mobilenet, resnet
+from tunecli.engine.ops.registry import STRATEGIES
+from tunecli.engine.ops.strategy import OpCall, Strategy, StrategyTable
+from tunecli.engine.target import Target
+from tunecli.errors import GraphError
+
+
+@pytest.fixture(scope="module")
+def resnet18() -> tuple:
+    return resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 224, 224))
+
+
+def _tophub_inputs() -> list[list]:
+    """``[name, *args]`` of every conv2d_NCHWc.x86 record of TVM's x86 package (ResNet-18 and -50)."""
+    rows = []
+    for line in (tophub_dir() / "llvm_v0.04.log").read_text().splitlines():
+        if line.startswith("{"):
+            target, name, args, _ = json.loads(line)["input"]
+            if name == "conv2d_NCHWc.x86":
+                rows.append([name, *args])
+    return rows
+
+
+def test_resnet18_conv_tasks_are_the_twelve_tophub_convolutions(resnet18: tuple) -> None:
+    mod, params = resnet18
+    tasks = extract_from_program(mod["main"], target="llvm", params=params, ops=(relay.op.get("nn.conv2d"),))
+    assert len(tasks) == 12
+    row = STRATEGIES.select("conv2d_nchw", "llvm")
+    assert {t.name for t in tasks} == {row.name}
+    ours = set()
+    for t in tasks:
+        a = dict(zip(row.arg_names, t.args, strict=True))
+        ours.add(((a["N"], a["CI"], a["H"], a["W"]), (a["CO"], a["CI"], a["KH"], a["KW"]), tuple(a["stride"]),
+                  tuple(a["padding"]), tuple(a["dilation"])))
+    tophub = {(tuple(r[1][1]), tuple(r[2][1]), tuple(r[3]), tuple(r[4]), tuple(r[5]))
+              for r in _tophub_inputs()}
+    assert ours <= tophub
+    assert all(len(t.config_space) > 1 for t in tasks)
+
+
+def test_every_tunable_op_without_a_filter_and_occurrences(resnet18: tuple) -> None:
+    mod, params = resnet18
+    tasks = extract_from_program(mod, params, "llvm")
+    assert len(tasks) == 13 and tasks[-1].name == "dense.x86" and tasks[-1].args == (1, 1000, 512, "float32")
+    counts = task_occurrences(mod, params, "llvm", ops=["nn.conv2d"])
+    assert sum(counts.values()) == 21 and len(counts) == 12
+
+
+def test_a_conv2d_nchwc_row_gives_tvms_workloads_exactly(resnet18: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switching the template is a table row: with a row named and argued as TVM's
+    ``conv2d_NCHWc.x86``, the workloads are byte for byte those of TVM's tophub log."""
+    base = STRATEGIES.select("conv2d_nchw", "llvm")
+
+    def declare(data, kernel, strides, padding, dilation=(1, 1), layout="NCHW", out_layout="NCHW",
+                out_dtype="float32") -> OpCall:
+        raise AssertionError("not traced in this test")
+
+    nchwc = Strategy(op="conv2d_NCHWc", target_key="cpu", name="conv2d_NCHWc.x86", declare=declare,
+                     compute=base.compute, schedule=base.schedule, reference=base.reference, outputs=("out",))
+    monkeypatch.setattr(op_strategy, "STRATEGIES", StrategyTable([nchwc, *STRATEGIES]))
+    mod, params = resnet18
+    impls = tunable_calls(mod, params, Target("llvm -mcpu=skylake-avx512"), ops=["nn.conv2d"])
+    workloads = {json.dumps(i.workload) for i in impls}
+    assert len(workloads) == 12
+    assert workloads <= {json.dumps(r) for r in _tophub_inputs()}
+
+
+def test_depthwise_convolutions_use_the_depthwise_row() -> None:
+    mod, params = mobilenet.get_workload(image_shape=(3, 32, 32))
+    names = {t.name for t in extract_from_program(mod, params, "llvm", ops=[relay.op.get("nn.conv2d")])}
+    assert names == {"conv2d_nchw.x86", "depthwise_conv2d_nchw.x86"}
+
+
+def test_an_unknown_operator_is_named(resnet18: tuple) -> None:
+    mod, params = resnet18
+    with pytest.raises(GraphError, match="extract_from_program: unknown operator 'nn.conv3d'"):
+        extract_from_program(mod, params, "llvm", ops=["nn.conv3d"])
