@@ -36,7 +36,8 @@ LAYERS = [
     ["tunecli.commands"],
 ]
 FACES = ("tunecli.te", "tunecli.tir", "tunecli.topi", "tunecli.autotvm", "tunecli.rpc", "tunecli.target",
-         "tunecli.nd", "tunecli.runtime", "tunecli.testing", "tunecli.relay", "tunecli.transform", "tunecli.contrib")
+         "tunecli.nd", "tunecli.runtime", "tunecli.testing", "tunecli.relay", "tunecli.transform",
+         "tunecli.contrib")
 
 
 def _rank(module: str) -> int | None:

@@ -52,7 +52,7 @@ target = "llvm"
 batch_size = 1
 dtype = "float32"
 model_name = "resnet-18"
-log_file = "%s.log" % model_name
+log_file = "%s.log" % model_name  # noqa: UP031  (the tutorial's text)
 
 input_name = "data"
 
@@ -76,7 +76,7 @@ def tune_kernels(
     tasks, measure_option, tuner="gridsearch", early_stopping=None, log_filename="tuning.log"
 ):
     for i, task in enumerate(tasks):
-        prefix = "[Task %2d/%2d] " % (i + 1, len(tasks))
+        prefix = "[Task %2d/%2d] " % (i + 1, len(tasks))  # noqa: UP031
 
         # create tuner
         if tuner == "xgb" or tuner == "xgb-rank":

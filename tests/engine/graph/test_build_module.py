@@ -73,17 +73,26 @@ def test_memory_plan_reuses_intermediate_buffers(resnet18: tuple) -> None:
 
 def test_one_summary_line_instead_of_a_warning_per_op(caplog: pytest.LogCaptureFixture) -> None:
     x = relay.var("x", shape=(1, 8, 8, 8))
-    net = relay.nn.relu(relay.nn.conv2d(relay.nn.relu(relay.nn.conv2d(x, relay.var("w1", shape=(16, 8, 3, 3)),
-                                                                         padding=(1, 1))),
-                                        relay.var("w2", shape=(16, 16, 1, 1))))
+    net = relay.nn.relu(
+        relay.nn.conv2d(
+            relay.nn.relu(relay.nn.conv2d(x, relay.var("w1", shape=(16, 8, 3, 3)), padding=(1, 1))),
+            relay.var("w2", shape=(16, 16, 1, 1)),
+        )
+    )
     small = g.IRModule.from_expr(net)
-    weights = {"w1": RNG.uniform(-1, 1, (16, 8, 3, 3)).astype("float32"),
-               "w2": RNG.uniform(-1, 1, (16, 16, 1, 1)).astype("float32")}
+    weights = {
+        "w1": RNG.uniform(-1, 1, (16, 8, 3, 3)).astype("float32"),
+        "w2": RNG.uniform(-1, 1, (16, 16, 1, 1)).astype("float32"),
+    }
     with caplog.at_level(logging.INFO, logger="autotvm"):
         lib = _build(small, weights)
     records = [r for r in caplog.records if r.name == "autotvm"]
     assert len(records) == 1
-    assert records[0].getMessage().startswith("0 of 2 tasks tuned; 2 fell back: conv2d_nchw.x86 (1, 8, 8, 8, 16, 3, 3")
+    assert (
+        records[0]
+        .getMessage()
+        .startswith("0 of 2 tasks tuned; 2 fell back: conv2d_nchw.x86 (1, 8, 8, 8, 16, 3, 3")
+    )
     assert lib.summary.line() == records[0].getMessage()
 
 
@@ -95,10 +104,14 @@ def test_apply_history_best_uses_the_logged_config(tmp_path) -> None:
     (task,) = extract_from_program(mod, params, "llvm")
     log = tmp_path / "net.log"
     tuner = autotvm.tuner.RandomTuner(task)
-    option = autotvm.measure_option(builder=autotvm.LocalBuilder(), runner=autotvm.LocalRunner(number=1, repeat=1))
+    option = autotvm.measure_option(
+        builder=autotvm.LocalBuilder(), runner=autotvm.LocalRunner(number=1, repeat=1)
+    )
     tuner.tune(n_trial=3, measure_option=option, callbacks=[autotvm.callback.log_to_file(str(log))])
-    best_index = min((r for r in autotvm.record.load_from_file(str(log)) if r[1].error_no == 0),
-                     key=lambda r: np.mean(r[1].costs))[0].config.index
+    best_index = min(
+        (r for r in autotvm.record.load_from_file(str(log)) if r[1].error_no == 0),
+        key=lambda r: np.mean(r[1].costs),
+    )[0].config.index
     fallback = _build(mod, params)
     with autotvm.apply_history_best(str(log)) as ctx:
         tuned = _build(mod, params)

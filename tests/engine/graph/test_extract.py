@@ -43,10 +43,18 @@ def test_resnet18_conv_tasks_are_the_twelve_tophub_convolutions(resnet18: tuple)
     ours = set()
     for t in tasks:
         a = dict(zip(row.arg_names, t.args, strict=True))
-        ours.add(((a["N"], a["CI"], a["H"], a["W"]), (a["CO"], a["CI"], a["KH"], a["KW"]), tuple(a["stride"]),
-                  tuple(a["padding"]), tuple(a["dilation"])))
-    tophub = {(tuple(r[1][1]), tuple(r[2][1]), tuple(r[3]), tuple(r[4]), tuple(r[5]))
-              for r in _tophub_inputs()}
+        ours.add(
+            (
+                (a["N"], a["CI"], a["H"], a["W"]),
+                (a["CO"], a["CI"], a["KH"], a["KW"]),
+                tuple(a["stride"]),
+                tuple(a["padding"]),
+                tuple(a["dilation"]),
+            )
+        )
+    tophub = {
+        (tuple(r[1][1]), tuple(r[2][1]), tuple(r[3]), tuple(r[4]), tuple(r[5])) for r in _tophub_inputs()
+    }
     assert ours <= tophub
     assert all(len(t.config_space) > 1 for t in tasks)
 
@@ -59,17 +67,28 @@ def test_every_tunable_op_without_a_filter_and_occurrences(resnet18: tuple) -> N
     assert sum(counts.values()) == 21 and len(counts) == 12
 
 
-def test_a_conv2d_nchwc_row_gives_tvms_workloads_exactly(resnet18: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_conv2d_nchwc_row_gives_tvms_workloads_exactly(
+    resnet18: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Switching the template is a table row: with a row named and argued as TVM's
     ``conv2d_NCHWc.x86``, the workloads are byte for byte those of TVM's tophub log."""
     base = STRATEGIES.select("conv2d_nchw", "llvm")
 
-    def declare(data, kernel, strides, padding, dilation=(1, 1), layout="NCHW", out_layout="NCHW",
-                out_dtype="float32") -> OpCall:
+    def declare(
+        data, kernel, strides, padding, dilation=(1, 1), layout="NCHW", out_layout="NCHW", out_dtype="float32"
+    ) -> OpCall:
         raise AssertionError("not traced in this test")
 
-    nchwc = Strategy(op="conv2d_NCHWc", target_key="cpu", name="conv2d_NCHWc.x86", declare=declare,
-                     compute=base.compute, schedule=base.schedule, reference=base.reference, outputs=("out",))
+    nchwc = Strategy(
+        op="conv2d_NCHWc",
+        target_key="cpu",
+        name="conv2d_NCHWc.x86",
+        declare=declare,
+        compute=base.compute,
+        schedule=base.schedule,
+        reference=base.reference,
+        outputs=("out",),
+    )
     monkeypatch.setattr(op_strategy, "STRATEGIES", StrategyTable([nchwc, *STRATEGIES]))
     mod, params = resnet18
     impls = tunable_calls(mod, params, Target("llvm -mcpu=skylake-avx512"), ops=["nn.conv2d"])

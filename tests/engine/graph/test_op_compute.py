@@ -41,8 +41,9 @@ CASES: dict[str, Callable[[], g.Expr]] = {
     "transpose": lambda: relay.transpose(X, (0, 2, 3, 1)),
     "concatenate": lambda: relay.concatenate([X, relay.exp(X)], axis=1),
     "pad": lambda: nn.pad(X, ((0, 0), (0, 0), (1, 2), (2, 1)), 0.5),
-    "layout_transform": lambda: relay.layout_transform(relay.layout_transform(X, "NCHW", "NCHW8c"),
-                                                         "NCHW8c", "NCHW"),
+    "layout_transform": lambda: relay.layout_transform(
+        relay.layout_transform(X, "NCHW", "NCHW8c"), "NCHW8c", "NCHW"
+    ),
     "max_pool2d": lambda: nn.max_pool2d(X, (3, 3), (2, 2), padding=(1, 1)),
     "avg_pool2d": lambda: nn.avg_pool2d(X, (2, 2), (2, 2), padding=(1, 1), count_include_pad=True),
     "global_avg_pool2d": lambda: nn.global_avg_pool2d(X),
@@ -50,8 +51,9 @@ CASES: dict[str, Callable[[], g.Expr]] = {
     "adaptive_avg_pool2d": lambda: nn.adaptive_avg_pool2d(X, (1, 1)),
     "softmax": lambda: nn.softmax(M, axis=1),
     "sum/mean": lambda: relay.add(relay.sum(X, axis=(2, 3)), relay.mean(X, axis=(2, 3))),
-    "max/min keepdims": lambda: relay.subtract(relay.max(X, axis=(1,), keepdims=True),
-                                               relay.min(X, axis=(1,), keepdims=True)),
+    "max/min keepdims": lambda: relay.subtract(
+        relay.max(X, axis=(1,), keepdims=True), relay.min(X, axis=(1,), keepdims=True)
+    ),
     "dense": lambda: nn.dense(M, relay.var("w", shape=(48, 32))),
     "batch_matmul": lambda: nn.batch_matmul(relay.reshape(M, (2, 2, 32)), relay.var("y", shape=(2, 16, 32))),
     "conv2d": lambda: nn.conv2d(X, relay.var("w", shape=(32, 16, 3, 3)), padding=(1, 1), strides=(2, 2)),
@@ -62,8 +64,9 @@ CASES: dict[str, Callable[[], g.Expr]] = {
 
 def _inputs(fn: g.Function, rng: np.random.Generator) -> dict[str, np.ndarray]:
     g.infer_types(fn)
-    return {p.name_hint: rng.uniform(-1, 1, p.checked_type.shape).astype(p.checked_type.dtype)
-            for p in fn.params}
+    return {
+        p.name_hint: rng.uniform(-1, 1, p.checked_type.shape).astype(p.checked_type.dtype) for p in fn.params
+    }
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])
@@ -82,5 +85,7 @@ def test_compiled_operator_equals_reference(case: str, opt_level: int) -> None:
 
 
 def test_an_operator_without_a_compute_is_named() -> None:
-    with pytest.raises(GraphError, match="nn.batch_norm: no compiled implementation; the compiler supports .*nn.conv2d"):
+    with pytest.raises(
+        GraphError, match="nn.batch_norm: no compiled implementation; the compiler supports .*nn.conv2d"
+    ):
         compute_of("nn.batch_norm")

@@ -26,6 +26,6 @@ from tunecli.engine.task.task import (
 __all__ = [
     "TASK_TABLE", "ApplyConfig", "ApplyHistoryBest", "ConfigEntity", "ConfigSpace", "DispatchContext",
     "FallbackConfigEntity", "FallbackContext", "FlopCalculationError", "MissingTask", "Task",
-    "args_to_workload", "clear_fallback_cache", "compute_flop", "create", "deserialize_args", "extract_from_program", "get_config",
-    "serialize_args", "space", "template",
+    "args_to_workload", "clear_fallback_cache", "compute_flop", "create", "deserialize_args",
+    "extract_from_program", "get_config", "serialize_args", "space", "template",
 ]

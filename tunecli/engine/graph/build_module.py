@@ -54,8 +54,17 @@ def optimize(mod: IRModule | Function, params: Mapping[str, Any] | None = None) 
         raise GraphError(f"relay.build: expected an IRModule or a Function, got {type(mod).__name__}")
     if params:
         fn = bind_params(fn, params)
-    seq = Sequential([InferType(), SimplifyInference(), FoldConstant(), FoldScaleAxis(), FoldConstant(),
-                      DeadCodeElimination(), FuseOps()])
+    seq = Sequential(
+        [
+            InferType(),
+            SimplifyInference(),
+            FoldConstant(),
+            FoldScaleAxis(),
+            FoldConstant(),
+            DeadCodeElimination(),
+            FuseOps(),
+        ]
+    )
     return seq(InferType()(IRModule({"main": fn})))
 
 
@@ -91,13 +100,22 @@ class BuiltGraph(GraphLibrary):
     tuned), ``plan`` (entries and memory plan).
     """
 
-    def __init__(self, graph_json: str, kernels: dict[str, CompiledKernel], params: Mapping[str, Any],
-                 target: Target, summary: TuningSummary, libmod_name: str = "default"):
+    def __init__(
+        self,
+        graph_json: str,
+        kernels: dict[str, CompiledKernel],
+        params: Mapping[str, Any],
+        target: Target,
+        summary: TuningSummary,
+        libmod_name: str = "default",
+    ):
         self.kernels = kernels
         self.target = target
         self.summary = summary
         device = device_for_target(target)
-        super().__init__(graph_json, lambda: {n: device.load(k) for n, k in kernels.items()}, params, libmod_name)
+        super().__init__(
+            graph_json, lambda: {n: device.load(k) for n, k in kernels.items()}, params, libmod_name
+        )
         self.plan = GraphPlan.parse(graph_json)
 
     @property
@@ -140,21 +158,31 @@ class BuiltGraph(GraphLibrary):
             with open(asm, "w") as f:
                 f.write(_blob_assembly(data, len(blob)))
             gomp = any(b"GOMP_parallel" in k.obj for k in self.kernels.values())
-            cmd = [compiler, "-shared", "-o", os.fspath(path), *objects, asm, "-lm"] + (["-lgomp"] if gomp else [])
+            cmd = [compiler, "-shared", "-o", os.fspath(path), *objects, asm, "-lm"] + (
+                ["-lgomp"] if gomp else []
+            )
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise GraphError(f"export_library: linking {os.fspath(path)!r} failed: {done.stderr.strip()}")
 
 
 def _blob_assembly(data_path: str, size: int) -> str:
-    return (f'.section .rodata\n.balign 64\n.globl {BLOB_SYMBOL}\n.type {BLOB_SYMBOL}, @object\n'
-            f'{BLOB_SYMBOL}:\n.incbin "{data_path}"\n.balign 8\n.globl {BLOB_SIZE_SYMBOL}\n'
-            f'.type {BLOB_SIZE_SYMBOL}, @object\n{BLOB_SIZE_SYMBOL}:\n.quad {size}\n'
-            '.section .note.GNU-stack,"",@progbits\n')
+    return (
+        f".section .rodata\n.balign 64\n.globl {BLOB_SYMBOL}\n.type {BLOB_SYMBOL}, @object\n"
+        f'{BLOB_SYMBOL}:\n.incbin "{data_path}"\n.balign 8\n.globl {BLOB_SIZE_SYMBOL}\n'
+        f".type {BLOB_SIZE_SYMBOL}, @object\n{BLOB_SIZE_SYMBOL}:\n.quad {size}\n"
+        '.section .note.GNU-stack,"",@progbits\n'
+    )
 
 
-def build(mod: IRModule | Function, target: Any = None, target_host: Any = None,
-          params: Mapping[str, Any] | None = None, mod_name: str = "default", **kwargs: Any) -> BuiltGraph:
+def build(
+    mod: IRModule | Function,
+    target: Any = None,
+    target_host: Any = None,
+    params: Mapping[str, Any] | None = None,
+    mod_name: str = "default",
+    **kwargs: Any,
+) -> BuiltGraph:
     """Compile a network for ``target`` (TVM's ``relay.build``).
 
     Parameters
@@ -184,8 +212,9 @@ def build(mod: IRModule | Function, target: Any = None, target_host: Any = None,
     for lowered in program.lowered:
         if lowered.anchor is not None:
             anchors.setdefault(lowered.anchor.workload, lowered.anchor)
-    summary = TuningSummary(tuple(a for a in anchors.values() if a.tuned),
-                            tuple(a for a in anchors.values() if not a.tuned))
+    summary = TuningSummary(
+        tuple(a for a in anchors.values() if a.tuned), tuple(a for a in anchors.values() if not a.tuned)
+    )
     if anchors:
         (logger.warning if summary.fallback else logger.info)(summary.line())
     return BuiltGraph(program.graph_json, program.kernels, program.params, t, summary, mod_name)

@@ -59,8 +59,11 @@ Lower = Callable[[Function, str, frozenset], LoweredKernel]
 
 
 def _kernel_base_name(fn: Function) -> str:
-    ops = [n.op.name.replace(".", "_") for n in post_order(fn.body, into_functions=False)
-           if isinstance(n, Call) and isinstance(n.op, Op)]
+    ops = [
+        n.op.name.replace(".", "_")
+        for n in post_order(fn.body, into_functions=False)
+        if isinstance(n, Call) and isinstance(n.op, Op)
+    ]
     name = "tvmgen_default_fused_" + "_".join(ops)
     return name if len(name) <= 80 else name[:80]
 
@@ -112,8 +115,10 @@ def graph_program(fn: Function, lower: Lower) -> GraphProgram:
         if not (isinstance(node, Call) and isinstance(node.op, Function)):
             if isinstance(node, (Tuple, Var, Constant, Function)):
                 continue
-            raise GraphError(f"graph executor: cannot run {node!r} outside a fused group (call FuseOps "
-                             f"first; operators returning tuples are not supported)")
+            raise GraphError(
+                f"graph executor: cannot run {node!r} outside a fused group (call FuseOps "
+                f"first; operators returning tuples are not supported)"
+            )
         constant = frozenset(i for i, a in enumerate(node.args) if isinstance(a, Constant))
         key = (astext(node.op), constant)
         if key not in lowered:
@@ -128,9 +133,21 @@ def graph_program(fn: Function, lower: Lower) -> GraphProgram:
             else:
                 inputs.append(g.param(_precompute(spec, [node.args[i].data for i in spec.params])))
         t = tensor_type_of(node)
-        node_of[node] = g.add({"op": "tvm_op", "name": name, "inputs": [[i, 0, 0] for i in inputs],
-                               "attrs": {"func_name": name, "flatten_data": "0",
-                                         "num_inputs": str(len(inputs)), "num_outputs": "1"}}, t.shape, t.dtype)
+        node_of[node] = g.add(
+            {
+                "op": "tvm_op",
+                "name": name,
+                "inputs": [[i, 0, 0] for i in inputs],
+                "attrs": {
+                    "func_name": name,
+                    "flatten_data": "0",
+                    "num_inputs": str(len(inputs)),
+                    "num_outputs": "1",
+                },
+            },
+            t.shape,
+            t.dtype,
+        )
     outputs = list(fn.body.fields) if isinstance(fn.body, Tuple) else [fn.body]
     heads = [[entry(o), 0, 0] for o in outputs]
     ops = [(k, [i[0] for i in n["inputs"]]) for k, n in enumerate(g.nodes) if n["op"] == "tvm_op"]
@@ -140,8 +157,11 @@ def graph_program(fn: Function, lower: Lower) -> GraphProgram:
         "arg_nodes": [k for k, n in enumerate(g.nodes) if n["op"] == "null"],
         "heads": heads,
         "node_row_ptr": list(range(len(g.nodes) + 1)),
-        "attrs": {"shape": ["list_shape", [list(s) for s in g.shapes]], "dltype": ["list_str", g.dtypes],
-                  "storage_id": ["list_int", storage]},
+        "attrs": {
+            "shape": ["list_shape", [list(s) for s in g.shapes]],
+            "dltype": ["list_str", g.dtypes],
+            "storage_id": ["list_int", storage],
+        },
     }
     return GraphProgram(json.dumps(graph), kernels, tuple(lk for _, lk in lowered.values()), g.params)
 
@@ -162,8 +182,13 @@ def _precompute(spec: PrecomputedInput, arrays: Sequence[np.ndarray]) -> np.ndar
     return out
 
 
-def plan_storage(num_entries: int, ops: Sequence[tuple[int, Sequence[int]]], outputs: Sequence[int],
-                 shapes: Sequence[tuple[int, ...]], dtypes: Sequence[str]) -> list[int]:
+def plan_storage(
+    num_entries: int,
+    ops: Sequence[tuple[int, Sequence[int]]],
+    outputs: Sequence[int],
+    shapes: Sequence[tuple[int, ...]],
+    dtypes: Sequence[str],
+) -> list[int]:
     """Storage ids of every entry (see the module docstring).
 
     Parameters

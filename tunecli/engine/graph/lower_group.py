@@ -27,9 +27,9 @@ from tunecli.errors import GraphError
 
 from .constant_stages import constant_frontier, constant_inputs, identity_stage, replace_stages
 from .graph_expr import Call, Function, Tuple, Var
+from .group_schedule import schedule_group
 from .op_compute import compute_of
 from .op_registry import Op
-from .group_schedule import schedule_group
 from .op_strategy import Implementation, implementation
 from .traversal import post_order
 from .type_infer import tensor_type_of
@@ -86,8 +86,9 @@ class LoweredKernel:
     anchor: AnchorConfig | None
 
 
-def lower_group(fn: Function, target: Target, func_name: str,
-                constant_params: frozenset[int] = frozenset()) -> LoweredKernel:
+def lower_group(
+    fn: Function, target: Target, func_name: str, constant_params: frozenset[int] = frozenset()
+) -> LoweredKernel:
     """Compile the primitive function ``fn`` into the kernel ``func_name`` for ``target``.
 
     Parameters
@@ -107,8 +108,10 @@ def lower_group(fn: Function, target: Target, func_name: str,
     """
     anchor_impl = _anchor_of(fn, target)
     anchor_call = anchor_impl[0] if anchor_impl else None
-    placeholders = {p: te.placeholder(_param_shape(p, fn, anchor_impl), tensor_type_of(p).dtype,
-                                      name=p.name_hint) for p in fn.params}
+    placeholders = {
+        p: te.placeholder(_param_shape(p, fn, anchor_impl), tensor_type_of(p).dtype, name=p.name_hint)
+        for p in fn.params
+    }
     values: dict[Any, Any] = dict(placeholders)
     anchor_outs: tuple[te.Tensor, ...] | None = None
     anchor_cfg = None
@@ -160,9 +163,14 @@ def lower_group(fn: Function, target: Target, func_name: str,
     return LoweredKernel(module.kernel, inputs, anchor)
 
 
-def _hoist_constant_stages(out: te.Tensor, constants: list[te.Tensor], fn: Function,
-                           placeholders: dict[Var, te.Tensor], target: Target, func_name: str
-                           ) -> tuple[list[tuple[te.Tensor, te.Tensor]], list[tuple[te.Tensor, PrecomputedInput]]]:
+def _hoist_constant_stages(
+    out: te.Tensor,
+    constants: list[te.Tensor],
+    fn: Function,
+    placeholders: dict[Var, te.Tensor],
+    target: Target,
+    func_name: str,
+) -> tuple[list[tuple[te.Tensor, te.Tensor]], list[tuple[te.Tensor, PrecomputedInput]]]:
     """Compile each constant stage of the group into a build-time kernel; return ``(stage, identity
     stage)`` pairs and the new inputs (placeholder, how to compute it)."""
     index = {id(placeholders[p].op): i for i, p in enumerate(fn.params)}

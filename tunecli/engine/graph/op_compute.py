@@ -61,15 +61,24 @@ def _read(t: te.Tensor, shape: tuple[int, ...], idx: Sequence[E.Expr]) -> E.Expr
 def _binary(name: str, fn: Callable[[E.Expr, E.Expr], E.Expr]) -> Compute:
     def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
         a, b = inputs
-        return te.compute(out.shape, lambda *i: fn(_read(a, out.shape, i), _read(b, out.shape, i)),
-                          name=f"T_{name}", tag="broadcast")
+        return te.compute(
+            out.shape,
+            lambda *i: fn(_read(a, out.shape, i), _read(b, out.shape, i)),
+            name=f"T_{name}",
+            tag="broadcast",
+        )
 
     return compute
 
 
-for _name, _fn in {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
-                   "multiply": lambda a, b: a * b, "divide": lambda a, b: a / b,
-                   "maximum": lambda a, b: te.max(a, b), "minimum": lambda a, b: te.min(a, b)}.items():
+for _name, _fn in {
+    "add": lambda a, b: a + b,
+    "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b,
+    "divide": lambda a, b: a / b,
+    "maximum": lambda a, b: te.max(a, b),
+    "minimum": lambda a, b: te.min(a, b),
+}.items():
     _set(_name, _binary(_name, _fn))
 
 
@@ -105,7 +114,7 @@ def _bias_add(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Te
 def _unravel(flat: E.Expr, shape: Sequence[int]) -> list[E.Expr]:
     idx = []
     for k in range(len(shape)):
-        inner = math.prod(shape[k + 1:])
+        inner = math.prod(shape[k + 1 :])
         v = flat // inner if inner > 1 else flat
         idx.append(v % shape[k] if k > 0 else v)
     return idx
@@ -121,8 +130,12 @@ def _ravel(idx: Sequence[E.Expr], shape: Sequence[int]) -> E.Expr:
 @_register("reshape", "nn.batch_flatten", "squeeze", "expand_dims")
 def _reshape(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
-    return te.compute(out.shape, lambda *i: x(*_unravel(_ravel(i, out.shape), x.shape)), name="T_reshape",
-                      tag="injective,reshape")
+    return te.compute(
+        out.shape,
+        lambda *i: x(*_unravel(_ravel(i, out.shape), x.shape)),
+        name="T_reshape",
+        tag="injective,reshape",
+    )
 
 
 @_register("transpose")
@@ -200,8 +213,18 @@ def _block(layout: Sequence[tuple[str, int | None]], axis: str) -> int:
 def _pool(kind: str) -> Compute:
     def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
         (x,) = inputs
-        return pool2d(x, attrs.pool_size, attrs.strides, attrs.dilation, attrs.padding, kind, attrs.ceil_mode,
-                      attrs.layout, attrs.out_layout, attrs.count_include_pad)
+        return pool2d(
+            x,
+            attrs.pool_size,
+            attrs.strides,
+            attrs.dilation,
+            attrs.padding,
+            kind,
+            attrs.ceil_mode,
+            attrs.layout,
+            attrs.out_layout,
+            attrs.count_include_pad,
+        )
 
     return compute
 
@@ -210,9 +233,13 @@ def _global_pool(kind: str) -> Compute:
     return lambda attrs, inputs, out: _adaptive_pool(kind, attrs, inputs, out)
 
 
-for _name, _compute in {"nn.max_pool2d": _pool("max"), "nn.avg_pool2d": _pool("avg"),
-                        "nn.global_avg_pool2d": _global_pool("avg"), "nn.global_max_pool2d": _global_pool("max"),
-                        "nn.adaptive_avg_pool2d": _global_pool("avg")}.items():
+for _name, _compute in {
+    "nn.max_pool2d": _pool("max"),
+    "nn.avg_pool2d": _pool("avg"),
+    "nn.global_avg_pool2d": _global_pool("avg"),
+    "nn.global_max_pool2d": _global_pool("max"),
+    "nn.adaptive_avg_pool2d": _global_pool("avg"),
+}.items():
     _set(_name, _compute)
 
 
@@ -227,12 +254,24 @@ def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: Tens
     kh, kw = h // oh, w // ow
     rh, rw = te.reduce_axis((0, kh), name="rh"), te.reduce_axis((0, kw), name="rw")
     if kind == "max":
-        return te.compute(out.shape, lambda b, ch, y, z: te.max(x[b, ch, y * kh + rh, z * kw + rw], axis=[rh, rw]),
-                          name="T_global_max", tag="global_pool_max")
-    total = te.compute(out.shape, lambda b, ch, y, z: te.sum(x[b, ch, y * kh + rh, z * kw + rw], axis=[rh, rw]),
-                       name="T_global_sum", tag="global_pool_sum")
-    return te.compute(out.shape, lambda *i: total(*i) / E.const(kh * kw, x.dtype), name="T_global_avg",
-                      tag="elemwise,pool_avg")
+        return te.compute(
+            out.shape,
+            lambda b, ch, y, z: te.max(x[b, ch, y * kh + rh, z * kw + rw], axis=[rh, rw]),
+            name="T_global_max",
+            tag="global_pool_max",
+        )
+    total = te.compute(
+        out.shape,
+        lambda b, ch, y, z: te.sum(x[b, ch, y * kh + rh, z * kw + rw], axis=[rh, rw]),
+        name="T_global_sum",
+        tag="global_pool_sum",
+    )
+    return te.compute(
+        out.shape,
+        lambda *i: total(*i) / E.const(kh * kw, x.dtype),
+        name="T_global_avg",
+        tag="elemwise,pool_avg",
+    )
 
 
 @_register("nn.softmax")
@@ -241,16 +280,20 @@ def _softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Ten
     shape = tuple(x.shape)
     axis = attrs.axis % len(shape)
     k1, k2 = te.reduce_axis((0, shape[axis]), name="k1"), te.reduce_axis((0, shape[axis]), name="k2")
-    red_shape = shape[:axis] + shape[axis + 1:]
+    red_shape = shape[:axis] + shape[axis + 1 :]
 
     def at(i: Sequence[E.Expr], k: Any) -> list[Any]:
         return [*i[:axis], k, *i[axis:]]
 
     mx = te.compute(red_shape, lambda *i: te.max(x(*at(i, k1)), axis=[k1]), name="T_softmax_maxelem")
-    ex = te.compute(shape, lambda *i: te.exp(x(*i) - mx(*(i[:axis] + i[axis + 1:]))), name="T_softmax_exp")
+    ex = te.compute(shape, lambda *i: te.exp(x(*i) - mx(*(i[:axis] + i[axis + 1 :]))), name="T_softmax_exp")
     sm = te.compute(red_shape, lambda *i: te.sum(ex(*at(i, k2)), axis=[k2]), name="T_softmax_expsum")
-    return te.compute(shape, lambda *i: ex(*i) / sm(*(i[:axis] + i[axis + 1:])), name="T_softmax_norm",
-                      tag="softmax_output")
+    return te.compute(
+        shape,
+        lambda *i: ex(*i) / sm(*(i[:axis] + i[axis + 1 :])),
+        name="T_softmax_norm",
+        tag="softmax_output",
+    )
 
 
 def _reduce(kind: str) -> Compute:
@@ -284,8 +327,9 @@ def _reduce(kind: str) -> Compute:
         total = te.compute(out.shape, body, name=f"T_{kind}", tag=f"comm_reduce_{kind}")
         if kind != "mean":
             return total
-        return te.compute(out.shape, lambda *i: total(*i) / E.const(count, x.dtype), name="T_mean",
-                          tag="elemwise")
+        return te.compute(
+            out.shape, lambda *i: total(*i) / E.const(count, x.dtype), name="T_mean", tag="elemwise"
+        )
 
     return compute
 
@@ -305,23 +349,32 @@ def _grouped_conv2d(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) ->
     """Grouped NCHW convolution (any number of groups), the plain definition."""
     data, weight = inputs
     if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":
-        raise GraphError(f"nn.conv2d: only NCHW data with OIHW kernels is compiled, got {attrs.data_layout} "
-                         f"and {attrs.kernel_layout}")
+        raise GraphError(
+            f"nn.conv2d: only NCHW data with OIHW kernels is compiled, got {attrs.data_layout} "
+            f"and {attrs.kernel_layout}"
+        )
     _, ci, _, _ = data.shape
     co, cig, kh, kw = weight.shape
     groups = attrs.groups
     (sh, sw), (dh, dw) = attrs.strides, attrs.dilation
     pt, pl, pb, pr = _padding4(attrs.padding)
     padded = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="pad_temp") if pt or pl or pb or pr else data
-    rc, ry, rx = te.reduce_axis((0, cig), name="rc"), te.reduce_axis((0, kh), name="ry"), \
-        te.reduce_axis((0, kw), name="rx")
+    rc, ry, rx = (
+        te.reduce_axis((0, cig), name="rc"),
+        te.reduce_axis((0, kh), name="ry"),
+        te.reduce_axis((0, kw), name="rx"),
+    )
     per_group = co // groups
     return te.compute(
         out.shape,
         lambda n, f, y, x: te.sum(
             padded[n, f // per_group * cig + rc, y * sh + ry * dh, x * sw + rx * dw].astype(out.dtype)
-            * weight[f, rc, ry, rx].astype(out.dtype), axis=[rc, ry, rx]),
-        name="group_conv2d_nchw", tag="group_conv2d_nchw")
+            * weight[f, rc, ry, rx].astype(out.dtype),
+            axis=[rc, ry, rx],
+        ),
+        name="group_conv2d_nchw",
+        tag="group_conv2d_nchw",
+    )
 
 
 def _padding4(padding: Sequence[int]) -> tuple[int, int, int, int]:

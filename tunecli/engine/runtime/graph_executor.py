@@ -67,7 +67,9 @@ class GraphPlan:
             storage = tuple(int(s) for s in attrs["storage_id"][1])
             heads = tuple(row[h[0]] + h[1] for h in g["heads"])
         except (ValueError, KeyError, IndexError, TypeError) as err:
-            raise ArgumentError(f"graph JSON: not a graph executor graph ({type(err).__name__}: {err})") from None
+            raise ArgumentError(
+                f"graph JSON: not a graph executor graph ({type(err).__name__}: {err})"
+            ) from None
         ops, inputs = [], {}
         for nid, node in enumerate(nodes):
             if node["op"] == "null":
@@ -118,7 +120,8 @@ class GraphExecutor:
         self._storage = {sid: _aligned(n) for sid, n in plan.storage_bytes().items() if sid in used}
         self._arrays: list[np.ndarray] = [
             _view(self._storage[sid], shape, dtype) if e not in bound else np.empty(0, np.uint8)
-            for e, (sid, shape, dtype) in enumerate(zip(plan.storage, plan.shapes, plan.dtypes, strict=True))]
+            for e, (sid, shape, dtype) in enumerate(zip(plan.storage, plan.shapes, plan.dtypes, strict=True))
+        ]
         self._shared: set[int] = set()
         for name, value in params.items():
             if name in plan.inputs:
@@ -130,14 +133,18 @@ class GraphExecutor:
         arr = np.asarray(value)
         shape, dtype = self.plan.shapes[entry], self.plan.dtypes[entry]
         if arr.dtype != np.dtype(dtype) or arr.size != math.prod(shape):
-            raise ArgumentError(f"graph executor: parameter of entry {entry} must be {dtype}{list(shape)}, got "
-                                f"{arr.dtype}{list(arr.shape)}")
+            raise ArgumentError(
+                f"graph executor: parameter of entry {entry} must be {dtype}{list(shape)}, got "
+                f"{arr.dtype}{list(arr.shape)}"
+            )
         self._arrays[entry] = np.ascontiguousarray(arr).reshape(shape)
         self._shared.add(entry)
 
     def _bind(self) -> None:
-        self._calls = [(k, tuple(self._arrays[e].ctypes.data for e in args))
-                       for k, (_, args) in zip(self._kernels, self.plan.ops, strict=True)]
+        self._calls = [
+            (k, tuple(self._arrays[e].ctypes.data for e in args))
+            for k, (_, args) in zip(self._kernels, self.plan.ops, strict=True)
+        ]
 
     def run(self) -> None:
         """Run every kernel once, in order."""
@@ -152,8 +159,10 @@ class GraphExecutor:
                 raise ArgumentError(f"graph executor: {what} index {key} out of range (0..{len(names) - 1})")
             key = names[key]
         if key not in self.plan.inputs:
-            raise ArgumentError(f"graph executor: no input named {key!r}; inputs: {', '.join(names[:8])}"
-                                + (" ..." if len(names) > 8 else ""))
+            raise ArgumentError(
+                f"graph executor: no input named {key!r}; inputs: {', '.join(names[:8])}"
+                + (" ..." if len(names) > 8 else "")
+            )
         return self.plan.inputs[key]
 
     def set_input(self, key: str | int, value: Any) -> None:
@@ -162,8 +171,9 @@ class GraphExecutor:
         arr = np.asarray(value)
         target = self._arrays[e]
         if arr.size != target.size:
-            raise ArgumentError(f"graph executor: input {key!r} has shape {list(target.shape)}, got "
-                                f"{list(arr.shape)}")
+            raise ArgumentError(
+                f"graph executor: input {key!r} has shape {list(target.shape)}, got {list(arr.shape)}"
+            )
         if e in self._shared:  # a parameter shared with other executors: this one gets its own
             self._arrays[e] = target = np.empty(target.shape, target.dtype)
             self._shared.discard(e)
@@ -178,7 +188,7 @@ class GraphExecutor:
 def _aligned(nbytes: int) -> np.ndarray:
     raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
     offset = (-raw.ctypes.data) % ALIGNMENT
-    return raw[offset:offset + nbytes]
+    return raw[offset : offset + nbytes]
 
 
 def _view(buf: np.ndarray, shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -230,8 +240,9 @@ class GraphModule:
         """A copy of output ``index`` (written into ``out`` when given)."""
         outputs = self._exec.plan.outputs
         if not 0 <= index < len(outputs):
-            raise ArgumentError(f"GraphModule.get_output: index {index} out of range (the graph has "
-                                f"{len(outputs)} outputs)")
+            raise ArgumentError(
+                f"GraphModule.get_output: index {index} out of range (the graph has {len(outputs)} outputs)"
+            )
         value = self._exec.array(outputs[index])
         if out is not None:
             np.copyto(out, value)
@@ -251,11 +262,21 @@ class GraphModule:
         self._exec.entry(name)
         return list(self._exec.plan.inputs).index(name)
 
-    def benchmark(self, device: Any = None, func_name: str = "run", repeat: int = 5, number: int = 5,
-                  min_repeat_ms: float | None = None, end_to_end: bool = False, **kwargs: Any) -> BenchmarkResult:
+    def benchmark(
+        self,
+        device: Any = None,
+        func_name: str = "run",
+        repeat: int = 5,
+        number: int = 5,
+        min_repeat_ms: float | None = None,
+        end_to_end: bool = False,
+        **kwargs: Any,
+    ) -> BenchmarkResult:
         """Seconds per ``run``, one result per repeat (TVM's ``GraphModule.benchmark``)."""
         if func_name != "run":
-            raise ArgumentError(f"GraphModule.benchmark: only func_name='run' is supported, got {func_name!r}")
+            raise ArgumentError(
+                f"GraphModule.benchmark: only func_name='run' is supported, got {func_name!r}"
+            )
         if kwargs:
             self.set_input(**kwargs)
         run: Callable[[], None] = self._exec.run

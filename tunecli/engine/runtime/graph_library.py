@@ -6,9 +6,9 @@ gives a :class:`GraphModule`.  An exported library is one ELF shared object: the
 (each kernel ``void name(void*...)`` and its ``name__num_threads`` global) linked together, and
 one data blob at the symbols ``tunecli_graph_blob`` / ``tunecli_graph_blob_size``:
 ``MAGIC``, a little-endian u64 header length, the header (JSON: graph, kernel names and
-argument counts, parameter names, dtypes, shapes and offsets), then the parameters' bytes, each 64-byte aligned from the
-blob's start.  :func:`load_module` opens such a file with the dynamic loader: nothing is
-compiled, the parameters are read in place.
+argument counts, parameter names, dtypes, shapes and offsets), then the parameters' bytes,
+each 64-byte aligned from the blob's start.  :func:`load_module` opens such a file with the
+dynamic loader: nothing is compiled, the parameters are read in place.
 """
 
 from __future__ import annotations
@@ -52,8 +52,13 @@ class GraphLibrary:
         The key of ``lib[...]`` (TVM's ``"default"``).
     """
 
-    def __init__(self, graph_json: str, load_kernels: Callable[[], Mapping[str, Any]],
-                 params: Mapping[str, Any], libmod_name: str = "default"):
+    def __init__(
+        self,
+        graph_json: str,
+        load_kernels: Callable[[], Mapping[str, Any]],
+        params: Mapping[str, Any],
+        libmod_name: str = "default",
+    ):
         self.graph_json = graph_json
         self.params = dict(params)
         self.libmod_name = libmod_name
@@ -114,12 +119,14 @@ def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
         size = ctypes.c_uint64.in_dll(lib, BLOB_SIZE_SYMBOL).value
         base = ctypes.addressof(ctypes.c_char.in_dll(lib, BLOB_SYMBOL))
     except (OSError, ValueError) as err:
-        raise ArgumentError(f"load_module: {where!r} is not a library exported by export_library: {err}") from None
+        raise ArgumentError(
+            f"load_module: {where!r} is not a library exported by export_library: {err}"
+        ) from None
     blob = (ctypes.c_char * size).from_address(base)
-    if bytes(blob[:len(MAGIC)]) != MAGIC:
+    if bytes(blob[: len(MAGIC)]) != MAGIC:
         raise ArgumentError(f"load_module: {where!r} has no tunecli graph (wrong magic)")
-    (hlen,) = struct.unpack("<Q", bytes(blob[len(MAGIC):len(MAGIC) + 8]))
-    header = json.loads(bytes(blob[len(MAGIC) + 8:len(MAGIC) + 8 + hlen]))
+    (hlen,) = struct.unpack("<Q", bytes(blob[len(MAGIC) : len(MAGIC) + 8]))
+    header = json.loads(bytes(blob[len(MAGIC) + 8 : len(MAGIC) + 8 + hlen]))
     start = -(-(len(MAGIC) + 8 + hlen) // _ALIGN) * _ALIGN
     params = {}
     for p in header["params"]:
@@ -147,12 +154,18 @@ def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
     return library
 
 
-def load_module(path_or_obj: Any, entry_name: str | None = None,
-                arg_specs: Sequence[ArgSpec | tuple] | None = None, target: Any = None) -> Module | GraphLibrary:
+def load_module(
+    path_or_obj: Any,
+    entry_name: str | None = None,
+    arg_specs: Sequence[ArgSpec | tuple] | None = None,
+    target: Any = None,
+) -> Module | GraphLibrary:
     """TVM's ``runtime.load_module``: a library exported by ``export_library`` (one path argument),
     or a kernel object (``obj, entry_name, arg_specs[, target]``, see ``module.load_module``)."""
     if entry_name is None and isinstance(path_or_obj, (str, os.PathLike)):
         return load_graph_library(path_or_obj)
     if entry_name is None or arg_specs is None:
-        raise ArgumentError("load_module: give a library path, or an object with its entry_name and arg_specs")
+        raise ArgumentError(
+            "load_module: give a library path, or an object with its entry_name and arg_specs"
+        )
     return load_object(path_or_obj, entry_name, arg_specs, target)

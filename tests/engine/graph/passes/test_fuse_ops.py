@@ -17,10 +17,15 @@ def _groups(expr: g.Expr) -> list[list[str]]:
 
 
 def _kernel_ops(fn: g.Function) -> list[list[str]]:
-    kernels = [n for n in g.post_order(fn.body, into_functions=False)
-               if isinstance(n, g.Call) and isinstance(n.op, g.Function)]
-    return [[n.op.name for n in g.post_order(k.op.body, into_functions=False) if isinstance(n, g.Call)]
-            for k in kernels]
+    kernels = [
+        n
+        for n in g.post_order(fn.body, into_functions=False)
+        if isinstance(n, g.Call) and isinstance(n.op, g.Function)
+    ]
+    return [
+        [n.op.name for n in g.post_order(k.op.body, into_functions=False) if isinstance(n, g.Call)]
+        for k in kernels
+    ]
 
 
 def _w(*shape: int) -> g.Constant:
@@ -30,26 +35,38 @@ def _w(*shape: int) -> g.Constant:
 def test_anchor_takes_its_elementwise_and_broadcast_consumers() -> None:
     x = relay.var("x", shape=(1, 4, 8, 8))
     y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, _w(4, 4, 3, 3), padding=(1, 1)), _w(4)))
-    assert _groups(relay.clip(relay.add(y, x), 0.0, 6.0)) == [["nn.conv2d", "nn.bias_add", "nn.relu", "add", "clip"]]
+    assert _groups(relay.clip(relay.add(y, x), 0.0, 6.0)) == [
+        ["nn.conv2d", "nn.bias_add", "nn.relu", "add", "clip"]
+    ]
 
 
 def test_an_injective_chain_is_one_kernel_and_a_pool_takes_it_as_prologue() -> None:
     x = relay.var("x", shape=(1, 4, 8, 8))
     chain = relay.transpose(relay.exp(relay.nn.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))), (0, 1, 3, 2))
     assert _groups(chain) == [["nn.pad", "exp", "transpose"]]
-    assert _groups(relay.nn.max_pool2d(chain, (2, 2), (2, 2))) == [["nn.pad", "exp", "transpose", "nn.max_pool2d"]]
+    assert _groups(relay.nn.max_pool2d(chain, (2, 2), (2, 2))) == [
+        ["nn.pad", "exp", "transpose", "nn.max_pool2d"]
+    ]
 
 
 def test_an_anchor_never_takes_a_prologue_and_opaque_ops_stay_alone() -> None:
     x = relay.var("x", shape=(2, 8))
     dense = relay.nn.dense(relay.exp(x), _w(3, 8))
-    assert _groups(relay.nn.softmax(relay.sigmoid(dense))) == [["exp"], ["nn.dense", "sigmoid"], ["nn.softmax"]]
+    assert _groups(relay.nn.softmax(relay.sigmoid(dense))) == [
+        ["exp"],
+        ["nn.dense", "sigmoid"],
+        ["nn.softmax"],
+    ]
 
 
 def test_a_value_read_twice_ends_its_group() -> None:
     x = relay.var("x", shape=(1, 4, 8, 8))
     conv = relay.nn.conv2d(x, _w(4, 4, 1, 1))
-    assert _groups(relay.add(relay.nn.relu(conv), relay.exp(conv))) == [["nn.conv2d"], ["exp"], ["nn.relu", "add"]]
+    assert _groups(relay.add(relay.nn.relu(conv), relay.exp(conv))) == [
+        ["nn.conv2d"],
+        ["exp"],
+        ["nn.relu", "add"],
+    ]
 
 
 def test_opt_level_0_gives_one_kernel_per_call() -> None:

@@ -13,5 +13,17 @@ from .fuse_ops import FuseOps, find_groups
 from .pass_infra import Pass, PassContext, Sequential, function_pass
 from .simplify_inference import SimplifyInference
 
-__all__ = ["DeadCodeElimination", "FoldConstant", "FoldScaleAxis", "FuseOps", "InferType", "Pass", "PassContext",
-           "Sequential", "SimplifyInference", "bind_params", "find_groups", "function_pass"]
+__all__ = [
+    "DeadCodeElimination",
+    "FoldConstant",
+    "FoldScaleAxis",
+    "FuseOps",
+    "InferType",
+    "Pass",
+    "PassContext",
+    "Sequential",
+    "SimplifyInference",
+    "bind_params",
+    "find_groups",
+    "function_pass",
+]

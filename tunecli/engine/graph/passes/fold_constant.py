@@ -20,8 +20,11 @@ from .pass_infra import Pass, function_pass
 class _Fold(ExprMutator):
     def visit_call(self, call: Call) -> Expr:
         new = super().visit_call(call)
-        if (isinstance(new, Call) and isinstance(new.op, Op)
-                and all(isinstance(a, Constant) or _constant_tuple(a) for a in new.args)):
+        if (
+            isinstance(new, Call)
+            and isinstance(new.op, Op)
+            and all(isinstance(a, Constant) or _constant_tuple(a) for a in new.args)
+        ):
             args = [a.data if isinstance(a, Constant) else tuple(f.data for f in a.fields) for a in new.args]
             out = new.op.reference(new.attrs, *args)
             if not isinstance(out, tuple):

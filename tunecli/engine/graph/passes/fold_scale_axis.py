@@ -61,10 +61,16 @@ class _FoldScale(ExprMutator):
 
 
 def _fold(anchor: Expr, scale: np.ndarray, out_shape: tuple[int, ...]) -> Call | None:
-    if not (isinstance(anchor, Call) and isinstance(anchor.op, Op) and anchor.op.name in ("nn.conv2d", "nn.dense")
-            and isinstance(anchor.args[1], Constant)):
+    if not (
+        isinstance(anchor, Call)
+        and isinstance(anchor.op, Op)
+        and anchor.op.name in ("nn.conv2d", "nn.dense")
+        and isinstance(anchor.args[1], Constant)
+    ):
         return None
-    if anchor.op.name == "nn.conv2d" and (anchor.attrs.kernel_layout != "OIHW" or anchor.attrs.data_layout != "NCHW"):
+    if anchor.op.name == "nn.conv2d" and (
+        anchor.attrs.kernel_layout != "OIHW" or anchor.attrs.data_layout != "NCHW"
+    ):
         return None
     per_channel = _channel_scale(anchor.op.name, out_shape, scale)
     weight = anchor.args[1].data

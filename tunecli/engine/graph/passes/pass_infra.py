@@ -32,9 +32,15 @@ class PassContext:
 
     _stack: list[PassContext] = []
 
-    def __init__(self, opt_level: int = 2, required_pass: Sequence[str] | None = None,
-                 disabled_pass: Sequence[str] | None = None, config: Mapping[str, Any] | None = None,
-                 instruments: Sequence[Any] | None = None, trace: Any = None):
+    def __init__(
+        self,
+        opt_level: int = 2,
+        required_pass: Sequence[str] | None = None,
+        disabled_pass: Sequence[str] | None = None,
+        config: Mapping[str, Any] | None = None,
+        instruments: Sequence[Any] | None = None,
+        trace: Any = None,
+    ):
         if not isinstance(opt_level, int) or not 0 <= opt_level <= 4:
             raise GraphError(f"PassContext: opt_level must be an int from 0 to 4, got {opt_level!r}")
         self.opt_level = opt_level
@@ -116,6 +122,7 @@ class Sequential(Pass):
 
 def function_pass(name: str, opt_level: int, rewrite: Callable[..., Any]) -> Pass:
     """A pass applying ``rewrite(fn) -> Function`` to every function of a module, then typing it."""
+
     def run(mod: IRModule) -> IRModule:
         out = {}
         for key, fn in mod.functions.items():
