@@ -128,7 +128,7 @@ def lower_group(
                 call = OpCall(tuple(inputs), impl.strategy.declare(*impl.args).attrs)
                 with target:
                     anchor_outs = impl.strategy.outputs_of(anchor_cfg, call)
-                values[node] = anchor_outs[0]
+                values[node] = _in_call_layout(anchor_outs[0], tensor_type_of(node), impl.task_name)
             else:
                 if isinstance(node.args[0], Tuple):
                     inputs = values[node.args[0]]
@@ -182,6 +182,20 @@ def _hoist_constant_stages(
         identities.append((stage, identity_stage(ph, stage)))
         precomputed.append((ph, PrecomputedInput(pre.kernel, tuple(index[id(r.op)] for r in reads))))
     return identities, precomputed
+
+
+def _in_call_layout(out: te.Tensor, call_type: Any, task_name: str) -> te.Tensor:
+    """The anchor's output as the graph call's type: a channel-blocked ``[N, C/b, H, W, b]``
+    output (an NCHWc row) is unpacked to ``[N, C, H, W]`` by an injective stage the epilogue
+    starts with."""
+    want = tuple(call_type.shape)
+    if tuple(out.shape) == want:
+        return out
+    if len(out.shape) == 5 and len(want) == 4 and out.shape[1] * out.shape[4] == want[1]:
+        block = out.shape[4]
+        return te.compute(want, lambda n, c, h, w: out[n, c // block, h, w, c % block], name="unpack_nchwc",
+                          tag="injective,layout_transform")
+    raise GraphError(f"{task_name}: its output {tuple(out.shape)} is not the graph's {want}")
 
 
 def _anchor_of(fn: Function, target: Target) -> tuple[Call, Implementation] | None:

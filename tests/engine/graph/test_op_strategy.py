@@ -1,0 +1,47 @@
+"""A tunable call's strategy row and template arguments come from the strategy table."""
+
+from __future__ import annotations
+
+from tunecli import relay
+from tunecli.engine import graph as g
+from tunecli.engine.graph.op_strategy import implementation
+from tunecli.engine.target import Target
+
+LLVM = Target("llvm")
+
+
+def _call(expr: g.Expr) -> g.Call:
+    g.infer_types(g.Function(g.free_vars(expr), expr))
+    return expr
+
+
+def test_conv2d_row_and_arguments_by_name() -> None:
+    x = relay.var("x", shape=(1, 16, 14, 14))
+    call = _call(relay.nn.conv2d(x, relay.var("w", shape=(32, 16, 3, 3)), strides=(2, 2), padding=(1, 1)))
+    impl = implementation(call, LLVM)
+    assert impl.task_name == "conv2d_nchw.x86"
+    named = dict(zip(impl.strategy.arg_names, impl.args, strict=True))
+    assert named == {"N": 1, "H": 14, "W": 14, "CI": 16, "CO": 32, "KH": 3, "KW": 3, "stride": (2, 2),
+                     "padding": (1, 1, 1, 1), "dilation": (1, 1), "dtype": "float32"}
+    assert impl.workload == ("conv2d_nchw.x86", *impl.args)
+
+
+def test_depthwise_dense_and_batch_matmul_rows() -> None:
+    x = relay.var("x", shape=(1, 8, 6, 6))
+    dw = implementation(_call(relay.nn.conv2d(x, relay.var("w", shape=(8, 1, 3, 3)), groups=8)), LLVM)
+    assert dw.task_name == "depthwise_conv2d_nchw.x86" and dw.args[3:5] == (8, 1)
+    m = relay.var("m", shape=(4, 32))
+    dense = implementation(_call(relay.nn.dense(m, relay.var("w", shape=(10, 32)))), LLVM)
+    assert (dense.task_name, dense.args) == ("dense.x86", (4, 10, 32, "float32"))
+    a, b = relay.var("a", shape=(2, 4, 8)), relay.var("b", shape=(2, 5, 8))
+    bmm = implementation(_call(relay.nn.batch_matmul(a, b)), LLVM)
+    assert bmm.task_name.startswith("batch_matmul") and bmm.args[:4] == (2, 4, 5, 8)
+
+
+def test_calls_no_row_fits_have_no_implementation() -> None:
+    x = relay.var("x", shape=(1, 8, 6, 6))
+    grouped = _call(relay.nn.conv2d(x, relay.var("w", shape=(8, 2, 3, 3)), groups=4))
+    assert implementation(grouped, LLVM) is None
+    assert implementation(_call(relay.nn.relu(x)), LLVM) is None
+    a, b = relay.var("a", shape=(2, 4, 8)), relay.var("b", shape=(2, 8, 5))
+    assert implementation(_call(relay.nn.batch_matmul(a, b, transpose_b=False)), LLVM) is None
