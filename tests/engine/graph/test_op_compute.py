@@ -50,6 +50,7 @@ CASES: dict[str, Callable[[], g.Expr]] = {
     "global_max_pool2d": lambda: nn.global_max_pool2d(X),
     "adaptive_avg_pool2d": lambda: nn.adaptive_avg_pool2d(X, (1, 1)),
     "softmax": lambda: nn.softmax(M, axis=1),
+    "log_softmax": lambda: nn.log_softmax(relay.reshape(M, (4, 4, 8)), axis=1),
     "sum/mean": lambda: relay.add(relay.sum(X, axis=(2, 3)), relay.mean(X, axis=(2, 3))),
     "max/min keepdims": lambda: relay.subtract(
         relay.max(X, axis=(1,), keepdims=True), relay.min(X, axis=(1,), keepdims=True)

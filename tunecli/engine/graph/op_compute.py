@@ -274,11 +274,9 @@ def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: Tens
     )
 
 
-@_register("nn.softmax")
-def _softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
-    (x,) = inputs
+def _softmax_stages(x: te.Tensor, axis: int) -> tuple[Any, Any, Any]:
+    """``max``, ``exp(x - max)`` and its sum along ``axis`` (the stages softmax and log_softmax share)."""
     shape = tuple(x.shape)
-    axis = attrs.axis % len(shape)
     k1, k2 = te.reduce_axis((0, shape[axis]), name="k1"), te.reduce_axis((0, shape[axis]), name="k2")
     red_shape = shape[:axis] + shape[axis + 1 :]
 
@@ -288,12 +286,29 @@ def _softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Ten
     mx = te.compute(red_shape, lambda *i: te.max(x(*at(i, k1)), axis=[k1]), name="T_softmax_maxelem")
     ex = te.compute(shape, lambda *i: te.exp(x(*i) - mx(*(i[:axis] + i[axis + 1 :]))), name="T_softmax_exp")
     sm = te.compute(red_shape, lambda *i: te.sum(ex(*at(i, k2)), axis=[k2]), name="T_softmax_expsum")
-    return te.compute(
-        shape,
-        lambda *i: ex(*i) / sm(*(i[:axis] + i[axis + 1 :])),
-        name="T_softmax_norm",
-        tag="softmax_output",
-    )
+    return mx, ex, sm
+
+
+@_register("nn.softmax")
+def _softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    axis = attrs.axis % len(x.shape)
+    _, ex, sm = _softmax_stages(x, axis)
+    return te.compute(x.shape, lambda *i: ex(*i) / sm(*(i[:axis] + i[axis + 1 :])), name="T_softmax_norm",
+                      tag="softmax_output")
+
+
+@_register("nn.log_softmax")
+def _log_softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    axis = attrs.axis % len(x.shape)
+    mx, _, sm = _softmax_stages(x, axis)
+
+    def body(*i: E.Expr) -> E.Expr:
+        rest = i[:axis] + i[axis + 1 :]
+        return x(*i) - mx(*rest) - te.log(sm(*rest))
+
+    return te.compute(x.shape, body, name="T_log_softmax", tag="log_softmax_output")
 
 
 def _reduce(kind: str) -> Compute:
