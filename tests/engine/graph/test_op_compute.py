@@ -57,6 +57,9 @@ CASES: dict[str, Callable[[], g.Expr]] = {
     ),
     "dense": lambda: nn.dense(M, relay.var("w", shape=(48, 32))),
     "batch_matmul": lambda: nn.batch_matmul(relay.reshape(M, (2, 2, 32)), relay.var("y", shape=(2, 16, 32))),
+    "batch_matmul transposes": lambda: nn.batch_matmul(
+        relay.var("a", shape=(2, 8, 5)), relay.var("b", shape=(1, 8, 3)), transpose_a=True, transpose_b=False
+    ),
     "conv2d": lambda: nn.conv2d(X, relay.var("w", shape=(32, 16, 3, 3)), padding=(1, 1), strides=(2, 2)),
     "depthwise conv2d": lambda: nn.conv2d(X, relay.var("w", shape=(16, 1, 3, 3)), padding=(1, 1), groups=16),
     "grouped conv2d": lambda: nn.conv2d(X, relay.var("w", shape=(8, 4, 3, 3)), groups=4),

@@ -359,6 +359,22 @@ def _dense(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tenso
     return dense(data, weight, out_dtype=out.dtype)
 
 
+@_register("nn.batch_matmul")
+def _batch_matmul(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    """``a @ b`` per batch with TVM's ``transpose_a`` / ``transpose_b`` (batch 1 broadcasts)."""
+    a, b = inputs
+    k_len = a.shape[1] if attrs.transpose_a else a.shape[2]
+    k = te.reduce_axis((0, k_len), name="k")
+
+    def body(n: E.Expr, i: E.Expr, j: E.Expr) -> E.Expr:
+        na, nb = (n if a.shape[0] != 1 else 0), (n if b.shape[0] != 1 else 0)
+        lhs = a[na, k, i] if attrs.transpose_a else a[na, i, k]
+        rhs = b[nb, j, k] if attrs.transpose_b else b[nb, k, j]
+        return te.sum(lhs.astype(out.dtype) * rhs.astype(out.dtype), axis=k)
+
+    return te.compute(out.shape, body, name="T_batch_matmul", tag="batch_matmul")
+
+
 @_register("nn.conv2d")
 def _grouped_conv2d(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     """Grouped NCHW convolution (any number of groups), the plain definition."""
