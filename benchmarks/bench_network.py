@@ -120,7 +120,7 @@ def bench(name: str, args: argparse.Namespace) -> None:
     onnx_bytes = to_onnx(mod, {k: np.asarray(v) for k, v in params.items()})
     planned, unplanned = lib.plan.intermediate_bytes()
     weights = sum(np.asarray(v).nbytes for v in lib.get_params().values())
-    largest = max(int(np.prod(s)) * 4 for s in lib.plan.shapes)
+    largest = lib.plan.largest_output_bytes()
     print(f"{name}: built in {build_s:.1f} s, {len(lib.kernels)} kernels ({lib.summary.line()})")
     print(f"  memory: weights {weights / 2**20:.1f} MiB, planned intermediates {planned / 2**20:.2f} MiB "
           f"(without reuse {unplanned / 2**20:.2f} MiB), largest activation {largest / 2**20:.2f} MiB")

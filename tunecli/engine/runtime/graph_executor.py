@@ -86,6 +86,11 @@ class GraphPlan:
             sizes[sid] = max(sizes.get(sid, 0), math.prod(shape) * np.dtype(dtype).itemsize)
         return sizes
 
+    def largest_output_bytes(self) -> int:
+        """Bytes of the largest value a kernel writes (the largest activation)."""
+        return max((math.prod(self.shapes[e]) * np.dtype(self.dtypes[e]).itemsize for _, args in self.ops
+                    for e in args[-1:]), default=0)
+
     def intermediate_bytes(self) -> tuple[int, int]:
         """``(planned, unplanned)``: bytes of the kernels' output buffers with reuse, and the sum of
         every kernel output's size (what one buffer per value would take)."""
