@@ -54,8 +54,9 @@ class IRModule:
     def __len__(self) -> int:
         return len(self.functions)
 
-    def astext(self) -> str:
-        """The module as text (what ``print(mod)`` shows)."""
+    def astext(self, show_meta_data: bool = True) -> str:
+        """The module as text (what ``print(mod)`` shows); ``show_meta_data`` is TVM's argument
+        (constants print as their shape and dtype either way)."""
         return astext(self.functions)
 
     def __str__(self) -> str:
