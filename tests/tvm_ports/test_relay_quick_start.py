@@ -13,7 +13,6 @@ import numpy as np
 import tunecli as tvm
 from tunecli import relay
 from tunecli.contrib import graph_executor
-from tunecli.relay import testing
 
 
 def test_relay_quick_start(tmp_path) -> None:

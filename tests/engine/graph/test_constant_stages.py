@@ -8,8 +8,8 @@ from tunecli.engine import te
 from tunecli.engine.build import build
 from tunecli.engine.graph.constant_stages import (
     constant_frontier,
-    constant_inputs,
     identity_stage,
+    placeholders_read,
     replace_stages,
 )
 from tunecli.engine.schedule import create_schedule
@@ -29,7 +29,7 @@ def test_the_frontier_is_the_constant_stage_a_non_constant_one_reads() -> None:
     x, w, wt, out = _group()
     assert constant_frontier([out], [w]) == [wt]
     assert constant_frontier([out], [x]) == []
-    assert constant_inputs(wt) == [w]
+    assert placeholders_read(wt) == [w]
 
 
 def test_the_rebuilt_group_reads_the_precomputed_value() -> None:
@@ -47,4 +47,4 @@ def test_the_rebuilt_group_reads_the_precomputed_value() -> None:
     result = np.empty((4, 4), "float32")
     build(s, [x, ph, new_out], "llvm")(xv, packed, result)
     np.testing.assert_allclose(result, xv @ (2 * wv) + 1, rtol=1e-5)
-    assert {id(t) for t in constant_inputs(new_out)} == {id(x), id(ph)}
+    assert {id(t) for t in placeholders_read(new_out)} == {id(x), id(ph)}

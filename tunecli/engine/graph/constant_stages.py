@@ -57,7 +57,7 @@ def constant_frontier(outs: Sequence[te.Tensor], constants: Sequence[te.Tensor])
     return frontier
 
 
-def constant_inputs(stage: te.Tensor) -> list[te.Tensor]:
+def placeholders_read(stage: te.Tensor) -> list[te.Tensor]:
     """The placeholders ``stage`` reads (through other stages), in order of first appearance."""
     return [op.output(0) for op in _ops_below([stage]) if isinstance(op, PlaceholderOp)]
 

@@ -25,7 +25,7 @@ from tunecli.engine.target import Target
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.errors import GraphError
 
-from .constant_stages import constant_frontier, constant_inputs, identity_stage, replace_stages
+from .constant_stages import constant_frontier, identity_stage, placeholders_read, replace_stages
 from .graph_expr import Call, Function, Tuple, Var
 from .group_schedule import schedule_group
 from .op_compute import compute_of
@@ -107,11 +107,47 @@ def lower_group(
     LoweredKernel
     """
     anchor_impl = _anchor_of(fn, target)
-    anchor_call = anchor_impl[0] if anchor_impl else None
     placeholders = {
         p: te.placeholder(_param_shape(p, fn, anchor_impl), tensor_type_of(p).dtype, name=p.name_hint)
         for p in fn.params
     }
+    out, anchor_outs, anchor_cfg = _compute_group(fn, placeholders, anchor_impl, target, func_name)
+    constants = [placeholders[fn.params[i]] for i in sorted(constant_params)]
+    identities, precomputed = _hoist_constant_stages(out, constants, fn, placeholders, target, func_name)
+    if identities:
+        new = replace_stages([out], {id(stage.op): ident for stage, ident in identities})
+        out = new.get(id(out.op), out)
+        if anchor_outs is not None:
+            anchor_outs = tuple(new.get(id(t.op), t) for t in anchor_outs)
+    if anchor_outs is not None:
+        epilogue = None if out is anchor_outs[0] else out
+        with target:
+            sch = anchor_impl[1].strategy.schedule(anchor_cfg, anchor_outs, epilogue)  # type: ignore[index]
+    else:
+        sch = schedule_group([out])
+    for _, ident in identities:
+        sch[ident].compute_inline()
+    read = {id(t.op) for t in placeholders_read(out)}
+    used = [i for i, p in enumerate(fn.params) if id(placeholders[p].op) in read]
+    args = [placeholders[fn.params[i]] for i in used] + [ph for ph, _ in precomputed] + [out]
+    module = build(sch, args, target, name=func_name)
+    inputs: tuple[int | PrecomputedInput, ...] = (*used, *(pre for _, pre in precomputed))
+    anchor = None
+    if anchor_impl is not None:
+        impl = anchor_impl[1]
+        anchor = AnchorConfig(impl.task_name, impl.workload, not getattr(anchor_cfg, "is_fallback", False))
+    return LoweredKernel(module.kernel, inputs, anchor)
+
+
+def _compute_group(
+    fn: Function,
+    placeholders: dict[Var, te.Tensor],
+    anchor_impl: tuple[Call, Implementation] | None,
+    target: Target,
+    func_name: str,
+) -> tuple[te.Tensor, tuple[te.Tensor, ...] | None, Any]:
+    """The group's stages: ``(output, the anchor's outputs, the anchor's config)``."""
+    anchor_call = anchor_impl[0] if anchor_impl else None
     values: dict[Any, Any] = dict(placeholders)
     anchor_outs: tuple[te.Tensor, ...] | None = None
     anchor_cfg = None
@@ -135,32 +171,7 @@ def lower_group(
                 values[node] = compute_of(node.op.name)(node.attrs, inputs, tensor_type_of(node))
         else:
             raise GraphError(f"{func_name}: cannot compile {node!r} inside a fused group")
-    out = values[fn.body]
-    constants = [placeholders[fn.params[i]] for i in sorted(constant_params)]
-    identities, precomputed = _hoist_constant_stages(out, constants, fn, placeholders, target, func_name)
-    if identities:
-        new = replace_stages([out], {id(stage.op): ident for stage, ident in identities})
-        out = new.get(id(out.op), out)
-        if anchor_outs is not None:
-            anchor_outs = tuple(new.get(id(t.op), t) for t in anchor_outs)
-    if anchor_outs is not None:
-        epilogue = None if out is anchor_outs[0] else out
-        with target:
-            sch = anchor_impl[1].strategy.schedule(anchor_cfg, anchor_outs, epilogue)  # type: ignore[index]
-    else:
-        sch = schedule_group([out])
-    for _, ident in identities:
-        sch[ident].compute_inline()
-    read = {id(t.op) for t in constant_inputs(out)}
-    used = [i for i, p in enumerate(fn.params) if id(placeholders[p].op) in read]
-    args = [placeholders[fn.params[i]] for i in used] + [ph for ph, _ in precomputed] + [out]
-    module = build(sch, args, target, name=func_name)
-    inputs: tuple[int | PrecomputedInput, ...] = (*used, *(pre for _, pre in precomputed))
-    anchor = None
-    if anchor_impl is not None:
-        impl = anchor_impl[1]
-        anchor = AnchorConfig(impl.task_name, impl.workload, not getattr(anchor_cfg, "is_fallback", False))
-    return LoweredKernel(module.kernel, inputs, anchor)
+    return values[fn.body], anchor_outs, anchor_cfg
 
 
 def _hoist_constant_stages(
@@ -176,7 +187,7 @@ def _hoist_constant_stages(
     index = {id(placeholders[p].op): i for i, p in enumerate(fn.params)}
     identities, precomputed = [], []
     for k, stage in enumerate(constant_frontier([out], constants)):
-        reads = constant_inputs(stage)
+        reads = placeholders_read(stage)
         pre = build(create_schedule([stage.op]), [*reads, stage], target, name=f"{func_name}_const{k}")
         ph = te.placeholder(stage.shape, stage.dtype, name=f"{stage.op.name}_packed")
         identities.append((stage, identity_stage(ph, stage)))
