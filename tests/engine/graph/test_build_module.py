@@ -18,6 +18,8 @@ from tunecli.engine.graph.models import mobilenet, resnet
 from tunecli.engine.graph.passes import PassContext
 from tunecli.errors import GraphError
 
+from .test_op_strategy import first_row
+
 RNG = np.random.default_rng(0)
 
 
@@ -58,9 +60,9 @@ def test_resnet18_graph_has_one_kernel_call_per_fused_group(resnet18: tuple) -> 
 
 def test_weights_are_re_laid_out_at_build_time(resnet18: tuple) -> None:
     _, params, lib = resnet18
-    packed = [p for p in lib.get_params().values() if p.ndim == 5]
-    assert len(packed) == 21  # every convolution reads its kernel in output-channel blocks
-    assert not any(p.shape == (64, 64, 3, 3) for p in lib.get_params().values())
+    packed = [p for p in lib.get_params().values() if p.ndim >= 5]
+    assert len(packed) == 21  # every convolution reads its kernel in channel blocks
+    assert not any(p.ndim == 4 for p in lib.get_params().values())
 
 
 def test_memory_plan_reuses_intermediate_buffers(resnet18: tuple) -> None:
@@ -89,11 +91,8 @@ def test_one_summary_line_instead_of_a_warning_per_op(caplog: pytest.LogCaptureF
         lib = _build(small, weights)
     records = [r for r in caplog.records if r.name == "autotvm"]
     assert len(records) == 1
-    assert (
-        records[0]
-        .getMessage()
-        .startswith("0 of 2 tasks tuned; 2 fell back: conv2d_nchw.x86 (1, 8, 8, 8, 16, 3, 3")
-    )
+    conv = first_row("conv2d_NCHWc", "conv2d_nchw").name
+    assert records[0].getMessage().startswith(f"0 of 2 tasks tuned; 2 fell back: {conv} (")
     assert lib.summary.line() == records[0].getMessage()
 
 

@@ -1,10 +1,13 @@
-"""A tunable call's strategy row and template arguments come from the strategy table."""
+"""A tunable call's strategy row and template arguments come from the strategy table: the first
+row of the operator keys the call may use, its arguments filled by name from the call."""
 
 from __future__ import annotations
 
 from tunecli import relay
 from tunecli.engine import graph as g
 from tunecli.engine.graph.op_strategy import implementation
+from tunecli.engine.ops.registry import STRATEGIES
+from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.target import Target
 
 LLVM = Target("llvm")
@@ -15,27 +18,39 @@ def _call(expr: g.Expr) -> g.Call:
     return expr
 
 
+def first_row(*keys: str) -> Strategy:
+    """The row the table gives for the first of ``keys`` that has one on the host."""
+    return next(rows[0] for k in keys if (rows := STRATEGIES.candidates(k, LLVM)))
+
+
 def test_conv2d_row_and_arguments_by_name() -> None:
     x = relay.var("x", shape=(1, 16, 14, 14))
     call = _call(relay.nn.conv2d(x, relay.var("w", shape=(32, 16, 3, 3)), strides=(2, 2), padding=(1, 1)))
     impl = implementation(call, LLVM)
-    assert impl.task_name == "conv2d_nchw.x86"
+    assert impl.strategy is first_row("conv2d_NCHWc", "conv2d_nchw")
+    facts = {"N": 1, "H": 14, "W": 14, "CI": 16, "CO": 32, "KH": 3, "KW": 3, "stride": (2, 2),
+             "strides": (2, 2), "padding": (1, 1, 1, 1), "dilation": (1, 1), "dtype": "float32",
+             "data": ("TENSOR", (1, 16, 14, 14), "float32"), "kernel": ("TENSOR", (32, 16, 3, 3), "float32"),
+             "layout": "NCHW", "out_layout": "NCHW", "out_dtype": "float32"}
     named = dict(zip(impl.strategy.arg_names, impl.args, strict=True))
-    assert named == {"N": 1, "H": 14, "W": 14, "CI": 16, "CO": 32, "KH": 3, "KW": 3, "stride": (2, 2),
-                     "padding": (1, 1, 1, 1), "dilation": (1, 1), "dtype": "float32"}
-    assert impl.workload == ("conv2d_nchw.x86", *impl.args)
+    assert named == {k: facts[k] for k in named}
+    assert impl.workload == (impl.task_name, *impl.args)
 
 
 def test_depthwise_dense_and_batch_matmul_rows() -> None:
     x = relay.var("x", shape=(1, 8, 6, 6))
     dw = implementation(_call(relay.nn.conv2d(x, relay.var("w", shape=(8, 1, 3, 3)), groups=8)), LLVM)
-    assert dw.task_name == "depthwise_conv2d_nchw.x86" and dw.args[3:5] == (8, 1)
+    assert dw.strategy is first_row("depthwise_conv2d_NCHWc", "depthwise_conv2d_nchw")
     m = relay.var("m", shape=(4, 32))
     dense = implementation(_call(relay.nn.dense(m, relay.var("w", shape=(10, 32)))), LLVM)
-    assert (dense.task_name, dense.args) == ("dense.x86", (4, 10, 32, "float32"))
+    assert dense.strategy is first_row("dense")
+    facts = {"M": 4, "N": 10, "K": 32, "dtype": "float32", "data": ("TENSOR", (4, 32), "float32"),
+             "weight": ("TENSOR", (10, 32), "float32"), "bias": None, "out_dtype": "float32"}
+    named = dict(zip(dense.strategy.arg_names, dense.args, strict=True))
+    assert named == {k: facts[k] for k in named}
     a, b = relay.var("a", shape=(2, 4, 8)), relay.var("b", shape=(2, 5, 8))
     bmm = implementation(_call(relay.nn.batch_matmul(a, b)), LLVM)
-    assert bmm.task_name.startswith("batch_matmul") and bmm.args[:4] == (2, 4, 5, 8)
+    assert bmm.strategy is first_row("batch_matmul") and bmm.args[:4] == (2, 4, 5, 8)
 
 
 def test_calls_no_row_fits_have_no_implementation() -> None:
