@@ -27,6 +27,7 @@ from .ndarray import NDArray, array, empty
 from .openmp import get_num_threads, set_num_threads
 from .timer import time_calls
 
-__all__ = ["BenchmarkResult", "CPUDevice", "CUDADevice", "Device", "GraphExecutor", "GraphLibrary", "GraphModule",
-           "Module", "NDArray", "array", "as_device", "cpu", "cuda", "device", "device_for_target", "empty",
-           "get_num_threads", "gpu", "load_module", "set_num_threads", "time_calls"]
+__all__ = ["BenchmarkResult", "CPUDevice", "CUDADevice", "Device", "GraphExecutor", "GraphLibrary",
+           "GraphModule", "Module", "NDArray", "array", "as_device", "cpu", "cuda", "device",
+           "device_for_target", "empty", "get_num_threads", "gpu", "load_module", "set_num_threads",
+           "time_calls"]
