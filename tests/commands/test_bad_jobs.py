@@ -91,11 +91,11 @@ CASES = [
      [':5: tunr: unknown field (expected one of: name, target, log, tasks, tuner, measure); did you '
       "mean 'tuner'?"]),
     ('unknown_task_key', GOOD + "    shape: [1]\n",
-     [':5: tasks[0].shape: unknown field (expected one of: template, args)']),
+     [':5: tasks[0].shape: unknown field (expected one of: template, args, weight)']),
     ('unknown_tuner_key', GOOD + "tuner: {n_trials: 5}\n",
-     [':5: tuner.n_trials: unknown field (expected one of: kind, n_trial, early_stopping, seed, '
-      'plan_size, feature_type, loss_type, num_threads, diversity_filter_ratio, log_interval, '
-      "rerank_factor); did you mean 'n_trial'?"]),
+     [':5: tuner.n_trials: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, '
+      'task_scheduler, plan_size, feature_type, loss_type, num_threads, diversity_filter_ratio, '
+      "log_interval, rerank_factor); did you mean 'n_trial'?"]),
     ('unknown_measure_key', GOOD + "measure: {builer: {}}\n",
      [":5: measure.builer: unknown field (expected one of: builder, runner); did you mean 'builder'?"]),
     ('unknown_builder_key', GOOD + "measure: {builder: {n_paralel: 2}}\n",
@@ -172,7 +172,8 @@ CASES = [
     ('task_without_template', "name: g\ntasks:\n  - args: [1, 2, 3]\n",
      [":3: tasks[0]: missing required field 'template'"]),
     ('template_typo_key', GOOD.replace("- template", "- templat"),
-     [":3: tasks[0].templat: unknown field (expected one of: template, args); did you mean 'template'?",
+     [":3: tasks[0].templat: unknown field (expected one of: template, args, weight); "
+      "did you mean 'template'?",
       ":3: tasks[0]: missing required field 'template'"]),
     ('template_unknown', GOOD.replace("dense.x86", "dense.x68"),
      [f":3: tasks[0].template: unknown template 'dense.x68' (built-in templates: "
@@ -316,7 +317,8 @@ CASES = [
     ('xgb_feature_unknown', GOOD + "tuner: {feature_type: pixels}\n",
      [":5: tuner.feature_type: expected one of knob, itervar, curve, got 'pixels'"]),
     ('option_of_another_tuner', GOOD + "tuner: {kind: random, plan_size: 4}\n",
-     [':5: tuner.plan_size: unknown field (expected one of: kind, n_trial, early_stopping, seed)']),
+     [':5: tuner.plan_size: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, '
+      'task_scheduler)']),
     # --- measure
     ('measure_scalar', GOOD + "measure: fast\n",
      [":5: measure: expected a mapping, got 'fast'"]),
@@ -366,7 +368,8 @@ CASES = [
      "name: 7\ntasks:\n  - templat: dense.x86\ntuner: {n_trial: -3, kind: ga, pop_size: x}\n"
      "measure: {runner: {number: 0}, builder: {n_parallel: 100000}}\n",
      [":1: name: expected a string, got '7'",
-      ":3: tasks[0].templat: unknown field (expected one of: template, args); did you mean 'template'?",
+      ":3: tasks[0].templat: unknown field (expected one of: template, args, weight); "
+      "did you mean 'template'?",
       ":3: tasks[0]: missing required field 'template'",
       ":4: tuner.pop_size: expected an integer, got 'x'",
       ':4: tuner.n_trial: expected an integer >= 1, got -3',
@@ -375,7 +378,8 @@ CASES = [
       ':5: measure.runner.number: expected an integer >= 1, got 0']),
     ('missing_name_and_unknown_key', "tasks:\n  - template: dense.x86\n    args: [8, 8, 8]\n    templat: x\n",
      [":1: missing required field 'name'",
-      ":4: tasks[0].templat: unknown field (expected one of: template, args); did you mean 'template'?"]),
+      ":4: tasks[0].templat: unknown field (expected one of: template, args, weight); "
+      "did you mean 'template'?"]),
 ]
 
 

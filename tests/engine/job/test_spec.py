@@ -89,8 +89,8 @@ BAD = [
     ("  kind: ga", "  kind: annealing",
      "9: tuner.kind: expected one of random, gridsearch, ga, xgb, got 'annealing'"),
     ("  pop_size: 8", "  plan_size: 8",
-     "13: tuner.plan_size: unknown field (expected one of: kind, n_trial, early_stopping, seed, pop_size, "
-     "elite_num, mutation_prob)"),
+     "13: tuner.plan_size: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, "
+     "task_scheduler, pop_size, elite_num, mutation_prob)"),
     ("  seed: 3", "  seed: -1", "12: tuner.seed: expected an integer >= 0, got -1"),
     ("  pop_size: 8", "  pop_size: 8\n  elite_num: 9",
      "14: tuner.elite_num: elite_num (9) must not exceed pop_size (8)"),
@@ -118,7 +118,8 @@ BAD = [
     ("target: llvm", "target: -mcpu=x",
      "2: target: target string '-mcpu=x' must start with a kind such as 'llvm'"),
     ("  - template: dense.x86\n", "  - templat: dense.x86\n",
-     "6: tasks[1].templat: unknown field (expected one of: template, args); did you mean 'template'?\n"
+     "6: tasks[1].templat: unknown field (expected one of: template, args, weight); "
+     "did you mean 'template'?\n"
      "6: tasks[1]: missing required field 'template'"),
     ("    args: {N: 16, K: 32, M: 16}", "    args: 16",
      "7: tasks[1].args: expected a mapping or a list, got '16'"),
@@ -217,7 +218,8 @@ def test_every_problem_is_reported_in_one_run(tmp_path: Path) -> None:
         load_job(path)
     assert info.value.problems == tuple(f"{path}:{line}" for line in (
         "1: missing required field 'name'",
-        "5: tasks[1].templat: unknown field (expected one of: template, args); did you mean 'template'?",
+        "5: tasks[1].templat: unknown field (expected one of: template, args, weight); "
+        "did you mean 'template'?",
         "5: tasks[1]: missing required field 'template'",
         "9: tuner.n_trial: expected an integer, got 'x'",
         "14: measure.builder.timeout: expected a number > 0, got -5",

@@ -8,9 +8,12 @@ A job names the tasks to tune, the tuner and how to measure::
     tasks:                            # required, at least one
       - template: dense.x86           # a built-in template, or "path/to/file.py:function"
         args: {N: 256, K: 256, M: 256}   # by parameter name, or a list in order
+        weight: 1                     # optional: occurrences in the network (with budget)
     tuner:                            # optional: xgb, DEFAULT_N_TRIAL trials per task
       kind: xgb                       # a registered tuner (engine/tuner/tuner_kinds.py)
       n_trial: 32                     # total trials per task (resumed runs count the log)
+      # or budget: 96                 # total trials for all tasks, spent by a task scheduler
+      # task_scheduler: gradient      # with budget: gradient (default) or round-robin
       early_stopping: 16              # optional
       seed: 0                         # optional
       plan_size: 16                   # the tuner kind's own options (TVM's names)
@@ -45,6 +48,7 @@ from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
 from tunecli.engine.target import Target, as_target
+from tunecli.engine.tuner.task_scheduler import STRATEGIES
 from tunecli.engine.tuner.tuner_kinds import TUNERS
 from tunecli.errors import JobError, TargetError
 
@@ -57,7 +61,9 @@ DEFAULT_TUNER = "xgb"
 DEFAULT_N_TRIAL = 200
 _BUILD_TIMEOUT = Option("timeout", float, 10.0, positive=True, maximum=MAX_SECONDS)
 #: Fields of ``tuner`` every tuner kind takes; the rest are the kind's own options.
-_TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed")
+_TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed", "budget", "task_scheduler")
+#: The task scheduler of a job with a ``budget`` that does not name one.
+DEFAULT_TASK_SCHEDULER = "gradient"
 
 
 @dataclass(frozen=True)
@@ -72,19 +78,28 @@ class TaskSpec:
         Positional arguments, or arguments by parameter name.
     node : Node
         The task's YAML node (for error messages during task creation).
+    weight : float
+        How often the task occurs (its share of the objective of a budgeted run).
     """
 
     template: str
     args: list | dict
     node: Node = field(compare=False, repr=False)
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)
 class TunerSpec:
-    """The ``tuner`` section (an XGBoost tuner with ``DEFAULT_N_TRIAL`` trials when absent)."""
+    """The ``tuner`` section (an XGBoost tuner with ``DEFAULT_N_TRIAL`` trials when absent).
+
+    With ``budget`` (trials for all tasks together) a task scheduler (``task_scheduler``, a
+    name in ``engine.tuner.task_scheduler.STRATEGIES``) spends it, and ``n_trial`` is unused.
+    """
 
     kind: str = DEFAULT_TUNER
     n_trial: int = DEFAULT_N_TRIAL
+    budget: int | None = None
+    task_scheduler: str | None = None
     early_stopping: int | None = None
     seed: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -148,7 +163,8 @@ class Job:
                        log: str | None = None, seed: int | None = None) -> Job:
         """Return this job with command-line overrides applied.
 
-        Changing the tuner kind drops the kind-specific options of the job's tuner.
+        Changing the tuner kind drops the kind-specific options of the job's tuner; ``n_trial``
+        (trials per task) replaces a job's ``budget``.
         """
         if log is not None and log != self.log:
             problem = log_problem(log)
@@ -158,7 +174,7 @@ class Job:
         if tuner is not None and tuner != spec.kind:
             spec = replace(spec, kind=tuner, options={})
         if n_trial is not None:
-            spec = replace(spec, n_trial=n_trial)
+            spec = replace(spec, n_trial=n_trial, budget=None, task_scheduler=None)
         if seed is not None:
             spec = replace(spec, seed=seed)
         return replace(self, tuner=spec, log=log if log is not None else self.log)
@@ -198,12 +214,16 @@ def load_job(path: str | Path) -> Job:
     if log is not None:
         _check_log(top.get("log") or top["name"], log, given="log" in top)
     builder, runner = values.get("measure", (BuilderSpec(), RunnerSpec())) or (None, None)
+    tuner, tasks = values.get("tuner", TunerSpec()), values.get("tasks")
+    if tuner is not None and tuner.budget is not None and tasks and tuner.budget < len(tasks):
+        top["tuner"].report(f"a budget of {tuner.budget} trials is less than one trial per task "
+                            f"({len(tasks)} tasks)")
     if runner is not None and target is not None and runner.kind == "local" and not target.is_host:
         top["target"].report(f"code for {str(target)!r} cannot run on this machine: measure it on a "
                              "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
     problems.raise_any()
-    return Job(path=str(path), name=name, target=target, log=log, tasks=values["tasks"],
-               tuner=values.get("tuner", TunerSpec()), builder=builder, runner=runner)
+    return Job(path=str(path), name=name, target=target, log=log, tasks=tasks, tuner=tuner,
+               builder=builder, runner=runner)
 
 
 def _measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:
@@ -257,7 +277,7 @@ def _tasks(n: Node) -> tuple[TaskSpec, ...]:
 
 
 def _task(entry: Node) -> TaskSpec:
-    fields = entry.items(("template", "args"))
+    fields = entry.items(("template", "args", "weight"))
     if "template" not in fields:
         entry.report("missing required field 'template'")
     args: list | dict = []
@@ -269,7 +289,9 @@ def _task(entry: Node) -> TaskSpec:
             args = [_arg(value) for value in a.elements()]
         else:
             raise a.error(f"expected a mapping or a list, got {a.describe()}")
-    return TaskSpec(fields["template"].as_str() if "template" in fields else "", args, entry)
+    weight = entry.problems.collect(lambda: fields["weight"].as_float(positive=True), 1.0) \
+        if "weight" in fields else 1.0
+    return TaskSpec(fields["template"].as_str() if "template" in fields else "", args, entry, weight)
 
 
 def _arg(n: Node) -> Any:
@@ -325,9 +347,18 @@ def _tuner(n: Node) -> TunerSpec:
             return default
         return n.problems.collect(lambda: value.as_int(minimum=minimum), default)
 
-    return TunerSpec(kind=kind.name, n_trial=number("n_trial", 1, DEFAULT_N_TRIAL),
-                     early_stopping=number("early_stopping", 1, None), seed=number("seed", 0, None),
-                     options=options)
+    budget = number("budget", 1, None)
+    scheduler = n.problems.collect(lambda: fields["task_scheduler"].as_choice(tuple(STRATEGIES)), None) \
+        if "task_scheduler" in fields else None
+    if budget is not None and "n_trial" in fields:
+        fields["n_trial"].report("give either n_trial (trials per task) or budget (trials for all tasks)")
+    if scheduler is not None and "budget" not in fields:
+        fields["task_scheduler"].report("a task scheduler spends a budget: give tuner.budget too")
+    if budget is not None:
+        scheduler = scheduler or DEFAULT_TASK_SCHEDULER
+    return TunerSpec(kind=kind.name, n_trial=number("n_trial", 1, DEFAULT_N_TRIAL), budget=budget,
+                     task_scheduler=scheduler, early_stopping=number("early_stopping", 1, None),
+                     seed=number("seed", 0, None), options=options)
 
 
 def max_builders() -> int:

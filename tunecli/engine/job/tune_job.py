@@ -9,6 +9,11 @@ what those records taught it.  Configs in the log count toward
 Every measurement is appended to the log and flushed as soon as it finishes — not when its
 batch is over (``log_to_file`` streams through the ``on_result`` hook of ``measure_batch``) — so
 an interrupted or killed run loses no finished measurement, only the ones still in flight.
+
+With ``tuner.budget`` the tasks share one trial budget instead: a task scheduler
+(``engine.tuner.task_scheduler``, the job's ``tuner.task_scheduler``) gives it round by round to
+the task where the weighted latency ``sum(weight * best latency)`` is expected to gain most.
+The records already in the log count toward the budget, each for its task.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from tunecli.engine.log.record import read_log
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.tuner.callback import log_to_file
+from tunecli.engine.tuner.task_scheduler import TaskScheduler
 from tunecli.engine.tuner.tuner_kinds import tuner_kind
 from tunecli.errors import JobError
 
@@ -46,7 +52,8 @@ class TuneEvent:
     label : str
         The task's template name and arguments.
     total : int
-        Trials wanted for this task (``n_trial``, at most the size of its space).
+        Trials wanted for this task (``n_trial``, at most the size of its space); with a budget,
+        the most it can get (the budget, at most the size of its space).
     done : int
         Trials in the log for this task, including those of this run.
     cur_flops, best_flops : float
@@ -87,6 +94,7 @@ class TaskOutcome:
     best_index: int | None = None
     best_config: str | None = None
     first_error: str | None = None
+    weight: float = 1.0
 
     @property
     def ok(self) -> bool:
@@ -103,6 +111,8 @@ class TuneSummary:
     target: str
     tuner: str
     seed: int | None
+    budget: int | None = None
+    task_scheduler: str | None = None
     tasks: list[TaskOutcome] = field(default_factory=list)
 
     @property
@@ -110,12 +120,20 @@ class TuneSummary:
         """True when every task has a valid config."""
         return all(t.ok for t in self.tasks)
 
+    @property
+    def weighted_latency(self) -> float | None:
+        """``sum(weight * best latency)`` in seconds over the tasks (None while one has no config)."""
+        if not self.tasks or not self.ok:
+            return None
+        return sum(t.weight * t.best_cost for t in self.tasks if t.best_cost is not None)
+
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
         out = asdict(self)
         for task, entry in zip(self.tasks, out["tasks"], strict=True):
             entry["ok"] = task.ok
         out["ok"] = self.ok
+        out["weighted_latency"] = self.weighted_latency
         return out
 
 
@@ -168,7 +186,8 @@ def _tune_tasks(job: Job, tasks: list, log_path: Path,
     history = [(r.inp, r.result) for r in logged]
     # a record faster than any machine still marks its config as measured, but is nobody's best
     implausible = {id(r.result) for r in logged} - {id(r.result) for r in plausible(logged)}
-    summary = TuneSummary(job.name, job.log, str(tasks[0].target), job.tuner.kind, job.tuner.seed)
+    summary = TuneSummary(job.name, job.log, str(tasks[0].target), job.tuner.kind, job.tuner.seed,
+                          job.tuner.budget, job.tuner.task_scheduler)
     emit = on_event or (lambda event: None)
     options: list[dict] = []  # made once, when a task first needs measuring (starts the workers)
 
@@ -178,9 +197,12 @@ def _tune_tasks(job: Job, tasks: list, log_path: Path,
         return options[0]
 
     try:
-        for index, task in enumerate(tasks):
-            summary.tasks.append(_tune_task(job, index, len(tasks), task, history, implausible,
-                                            measure_option, emit))
+        if job.tuner.budget is not None:
+            summary.tasks.extend(_tune_scheduled(job, tasks, history, implausible, measure_option, emit))
+        else:
+            for index, task in enumerate(tasks):
+                summary.tasks.append(_tune_task(job, index, len(tasks), task, history, implausible,
+                                                measure_option, emit))
     finally:
         for option in options:
             close_measure_option(option)
@@ -192,44 +214,86 @@ def task_label(task: Any) -> str:
     return workload_text(task.name, task.args)
 
 
+class _TaskProgress:
+    """One task's outcome, kept up to date from its records and sent as ``TuneEvent``s."""
+
+    def __init__(self, outcome: TaskOutcome, task: Any, n_tasks: int, history: list[tuple],
+                 implausible: set[int], emit: Callable[[TuneEvent], None]) -> None:
+        self.outcome, self.task, self.n_tasks, self.emit = outcome, task, n_tasks, emit
+        records = records_of(history, task)
+        outcome.previous = len({inp.config.index for inp, _ in records})
+        for inp, res in records:
+            if id(res) not in implausible:
+                _consider(outcome, task, inp, res)
+        self.label = task_label(task)
+        self.tic = time.time()
+
+    def event(self, kind: str, cur: float = 0.0) -> None:
+        """Send an event of this task."""
+        o = self.outcome
+        self.emit(TuneEvent(kind, o.index, self.n_tasks, self.label, o.n_trial, o.previous + o.measured, cur,
+                            o.best_flops, o.errors, time.time() - self.tic))
+
+    def on_result(self, _tuner: Any, inp: Any, res: Any) -> None:
+        """Count one measurement of this run."""
+        o = self.outcome
+        o.measured += 1
+        if not res.ok:
+            o.errors += 1
+            o.first_error = o.first_error or _error_text(res)
+        self.event("batch", _consider(o, self.task, inp, res))
+
+
+def _outcome(index: int, task: Any, n_trial: int, weight: float = 1.0) -> TaskOutcome:
+    space = len(task.config_space)
+    return TaskOutcome(index, task.name, list(task.args), float(task.flop or 0), space, min(n_trial, space),
+                       weight=weight)
+
+
 def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tuple], implausible: set[int],
                measure_option: Callable[[], dict], emit: Callable[[TuneEvent], None]) -> TaskOutcome:
     """Tune one task and return its outcome."""
-    records = records_of(history, task)
-    measured = {inp.config.index for inp, _ in records}
-    space = len(task.config_space)
-    total = min(job.tuner.n_trial, space)
-    outcome = TaskOutcome(index, task.name, list(task.args), float(task.flop or 0), space, total,
-                          previous=len(measured))
-    for inp, res in records:
-        if id(res) not in implausible:
-            _consider(outcome, task, inp, res)
-    label = task_label(task)
-    tic = time.time()
-
-    def event(kind: str, cur: float = 0.0) -> TuneEvent:
-        return TuneEvent(kind, index, n_tasks, label, total, outcome.previous + outcome.measured, cur,
-                         outcome.best_flops, outcome.errors, time.time() - tic)
-
-    emit(event("start"))
-    remaining = total - len(measured)
+    outcome = _outcome(index, task, job.tuner.n_trial)
+    progress = _TaskProgress(outcome, task, n_tasks, history, implausible, emit)
+    progress.event("start")
+    remaining = outcome.n_trial - outcome.previous
     if remaining > 0:
         tuner = tuner_kind(job.tuner.kind).make(task, seed=job.tuner.seed, **job.tuner.options)
         if history:
             tuner.load_history(history)
-
-        def on_result(_tuner: Any, inp: Any, res: Any) -> None:
-            outcome.measured += 1
-            if not res.ok:
-                outcome.errors += 1
-                outcome.first_error = outcome.first_error or _error_text(res)
-            emit(event("batch", _consider(outcome, task, inp, res)))
-
         tuner.tune(n_trial=remaining, measure_option=measure_option(),
                    early_stopping=job.tuner.early_stopping,
-                   callbacks=[log_to_file(job.log), _Streaming(on_result)])
-    emit(event("end"))
+                   callbacks=[log_to_file(job.log), _Streaming(progress.on_result)])
+    progress.event("end")
     return outcome
+
+
+def _tune_scheduled(job: Job, tasks: list, history: list[tuple], implausible: set[int],
+                    measure_option: Callable[[], dict],
+                    emit: Callable[[TuneEvent], None]) -> list[TaskOutcome]:
+    """Tune ``tasks`` with one budget spent by the job's task scheduler; return their outcomes."""
+    budget = int(job.tuner.budget or 0)
+    weights = [spec.weight for spec in job.tasks]
+    progress = [_TaskProgress(_outcome(i, task, budget, weights[i]), task, len(tasks), history, implausible,
+                              emit) for i, task in enumerate(tasks)]
+    kind = tuner_kind(job.tuner.kind)
+    scheduler = TaskScheduler(tasks, lambda task: kind.make(task, seed=job.tuner.seed, **job.tuner.options),
+                              budget, weights, job.tuner.task_scheduler or "gradient",
+                              round_trials=job.tuner.options.get("plan_size"),
+                              early_stopping=job.tuner.early_stopping, history=history,
+                              implausible=implausible, seed=job.tuner.seed)
+    for p in progress:
+        p.event("start")
+    by_task = {id(task): p for task, p in zip(tasks, progress, strict=True)}
+
+    def on_result(tuner: Any, inp: Any, res: Any) -> None:
+        by_task[id(tuner.task)].on_result(tuner, inp, res)
+
+    if scheduler.next_task() is not None:
+        scheduler.tune(measure_option(), callbacks=[log_to_file(job.log), _Streaming(on_result)])
+    for p in progress:
+        p.event("end")
+    return [p.outcome for p in progress]
 
 
 class _Streaming:
