@@ -70,7 +70,7 @@ class ScheduledTask:
     since_best : int
         Trials since the best config was found (all trials while there is none).
     history : list of float
-        ``latency`` after each round (the first entry: before this run).
+        ``latency`` after each round (preceded by the latency the log gave, if it had records).
     done : str or None
         Why the task left the schedule (``"space exhausted"``, ``"early stopped"``), or None.
     """
@@ -246,7 +246,7 @@ class TaskScheduler:
         t.previous = t.trials
         if t.previous:
             t.rounds = max(1, round(t.previous / self._round_size(t)))
-        t.history.append(t.latency)
+            t.history.append(t.latency)
         if t.previous >= len(t.task.config_space):
             t.done = "space exhausted"
         elif self.early_stopping and t.previous and t.since_best >= self.early_stopping:
