@@ -73,6 +73,20 @@ def test_rpc_runner_and_overrides(tmp_path: Path) -> None:
     assert job.with_overrides(n_trial=7).tuner.options == {"pop_size": 8}
 
 
+def test_a_budget_is_spent_by_the_gradient_scheduler_unless_the_job_names_another(tmp_path: Path) -> None:
+    text = GOOD.replace("  n_trial: 20", "  budget: 60").replace(
+        "    args: {N: 16, K: 32, M: 16}", "    args: {N: 16, K: 32, M: 16}\n    weight: 2.5")
+    job = load_job(write(tmp_path, text))
+    assert (job.tuner.budget, job.tuner.task_scheduler) == (60, "gradient")
+    assert [t.weight for t in job.tasks] == [1.0, 2.5]
+    robin_text = text.replace("  budget: 60", "  budget: 60\n  task_scheduler: round-robin")
+    robin = load_job(write(tmp_path, robin_text))
+    assert robin.tuner.task_scheduler == "round-robin"
+    per_task = job.with_overrides(n_trial=5).tuner  # --n-trial: trials per task again
+    assert (per_task.n_trial, per_task.budget, per_task.task_scheduler) == (5, None, None)
+    assert load_job(write(tmp_path, GOOD)).tuner.budget is None
+
+
 def test_parse_host_port() -> None:
     assert parse_host_port("localhost:9190") == ("localhost", 9190)
     for bad in ("localhost", ":9190", "host:0", "host:99999", "host:abc"):
@@ -153,6 +167,19 @@ BAD = [
     ("  pop_size: 8", "  mutation_prob: 2",
      "13: tuner.mutation_prob: expected a number between 0 and 1, got 2"),
     ("  seed: 3", "  seed: 3\n  seed: 4", "13: tuner.seed: duplicate field"),
+    ("  n_trial: 20", "  n_trial: 20\n  budget: 40",
+     "10: tuner.n_trial: give either n_trial (trials per task) or budget (trials for all tasks)"),
+    ("  n_trial: 20", "  budget: 0", "10: tuner.budget: expected an integer >= 1, got 0"),
+    ("  n_trial: 20", "  budget: 1",
+     "8: tuner: a budget of 1 trials is less than one trial per task (2 tasks)"),
+    ("  n_trial: 20", "  budget: 40\n  task_scheduler: greedy",
+     "11: tuner.task_scheduler: expected one of gradient, round-robin, got 'greedy'"),
+    ("  n_trial: 20", "  task_scheduler: round-robin",
+     "10: tuner.task_scheduler: a task scheduler spends a budget: give tuner.budget too"),
+    ("    args: {N: 16, K: 32, M: 16}", "    args: {N: 16, K: 32, M: 16}\n    weight: 0",
+     "8: tasks[1].weight: expected a number > 0, got 0"),
+    ("    args: {N: 16, K: 32, M: 16}", "    args: {N: 16, K: 32, M: 16}\n    weight: often",
+     "8: tasks[1].weight: expected a number, got 'often'"),
     ("  kind: ga", "  kind: ga\n bad indent", "10: invalid YAML: expected <block end>, but found '<scalar>'"),
     ("n_parallel: 2}", "n_parallel: 2",  # an unclosed brace is noticed on the next line
      "16: invalid YAML: expected ',' or '}', but got ':' (while parsing a flow mapping on line 15)"),
