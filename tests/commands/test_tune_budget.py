@@ -1,0 +1,69 @@
+"""``tunecli tune`` of a job with ``tuner.budget``: the tasks share the budget, measured for real."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from tunecli.engine.log.record import load_from_file
+
+from .conftest import Invoke
+
+BUDGET_JOB = """\
+name: budgeted
+target: llvm
+log: {log}
+tasks:
+  - template: dense.x86
+    args: [8, 16, 4]
+  - template: dense.x86
+    args: [16, 16, 8]
+    weight: 4
+  - template: dense.x86
+    args: [16, 8, 8]
+    weight: 2
+tuner: {{kind: xgb, budget: {budget}, seed: 0, plan_size: 4}}
+measure:
+  builder: {{timeout: 20, n_parallel: 2}}
+  runner: {{number: 1, repeat: 1, timeout: 20, check_correctness: true}}
+"""
+
+
+def trials_per_task(log: Path) -> Counter:
+    return Counter(tuple(inp.task.args[:3]) for inp, _ in load_from_file(log))
+
+
+def test_a_budget_is_shared_by_the_tasks_and_resumed_per_task(invoke: Invoke, tmp_path: Path) -> None:
+    log = tmp_path / "budgeted.log"
+    job = tmp_path / "budgeted.yaml"
+    job.write_text(BUDGET_JOB.format(log=log, budget=24))
+    first = invoke("tune", str(job), "--json")
+    assert first.exit_code == 0, first.output
+    summary = json.loads(first.stdout)
+    assert (summary["budget"], summary["task_scheduler"], summary["ok"]) == (24, "gradient", True)
+    tasks = summary["tasks"]
+    assert [t["weight"] for t in tasks] == [1.0, 4.0, 2.0]
+    measured = [t["measured"] for t in tasks]
+    assert sum(measured) == 24 and min(measured) >= 4  # the warm-up round: plan_size trials each
+    assert trials_per_task(log) == dict(zip([(8, 16, 4), (16, 16, 8), (16, 8, 8)], measured, strict=True))
+    assert summary["weighted_latency"] == sum(t["weight"] * t["best_cost"] for t in tasks)
+    for line, t in zip(first.stderr.splitlines(), tasks, strict=False):
+        assert line.startswith(f"task {t['index'] + 1}/3 dense.x86(") and f"{t['measured']}/24 trials" in line
+
+    job.write_text(BUDGET_JOB.format(log=log, budget=30))
+    again = invoke("tune", str(job), "--json")
+    assert again.exit_code == 0, again.output
+    resumed = json.loads(again.stdout)["tasks"]
+    assert [t["previous"] for t in resumed] == measured  # the log's records count for their task
+    assert sum(t["measured"] for t in resumed) == 6
+    counts = trials_per_task(log)
+    assert sum(counts.values()) == 30
+    for t in resumed:
+        assert counts[tuple(t["args"][:3])] == t["previous"] + t["measured"]
+    indices = [(tuple(inp.task.args), inp.config.index) for inp, _ in load_from_file(log)]
+    assert len(indices) == len(set(indices))  # nothing measured twice
+    assert "resuming, " in again.stderr
+
+    done = invoke("tune", str(job), "--json")  # the budget is spent: nothing more to measure
+    assert sum(t["measured"] for t in json.loads(done.stdout)["tasks"]) == 0
