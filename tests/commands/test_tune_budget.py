@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections import Counter
 from pathlib import Path
 
+from rich.console import Console
+
+from tunecli.commands.tune import _ProgressView
+from tunecli.engine.job.tune_job import TuneEvent
 from tunecli.engine.log.record import load_from_file
 
 from .conftest import Invoke
@@ -65,5 +70,25 @@ def test_a_budget_is_shared_by_the_tasks_and_resumed_per_task(invoke: Invoke, tm
     assert len(indices) == len(set(indices))  # nothing measured twice
     assert "resuming, " in again.stderr
 
-    done = invoke("tune", str(job), "--json")  # the budget is spent: nothing more to measure
-    assert sum(t["measured"] for t in json.loads(done.stdout)["tasks"]) == 0
+    done = invoke("tune", str(job))  # the budget is spent: nothing more to measure
+    assert done.exit_code == 0, done.output
+    assert "budget 30 trials (gradient task scheduler); weighted latency sum(weight x best): " in done.stdout
+    assert trials_per_task(log) == counts
+
+
+class _Terminal:
+    def __init__(self) -> None:
+        self.err = Console(file=io.StringIO(), width=160, force_terminal=True, color_system=None)
+
+
+def test_a_budgeted_run_shows_a_total_line_beside_the_task_lines() -> None:
+    view = _ProgressView(_Terminal())
+    view(TuneEvent("start", 0, 2, "dense.x86(8, 16, 4, float32)", 24, 0, budget=24, spent=0))
+    view(TuneEvent("start", 1, 2, "dense.x86(16, 16, 8, float32)", 24, 0, budget=24, spent=0))
+    view(TuneEvent("batch", 1, 2, "dense.x86(16, 16, 8, float32)", 24, 5, 1e9, 2e9, budget=24, spent=5))
+    out = Console(file=io.StringIO(), width=160, color_system=None)
+    out.print(view.progress.make_tasks_table(view.progress.tasks))
+    lines = out.file.getvalue().splitlines()
+    assert len(lines) == 3
+    assert "task total" in lines[0] and "all tasks (budget)" in lines[0] and "5/24" in lines[0]
+    assert "task 2/2" in lines[2] and "5/24" in lines[2] and "1.0/2.0 GFLOPS" in lines[2]

@@ -50,6 +50,11 @@ class _ProgressView:
     def __call__(self, event: TuneEvent) -> None:
         fields = dict(n=f"{event.index + 1}/{event.n_tasks}", errors=f"{event.errors} err",
                       flops=f"{event.cur_flops / 1e9:.1f}/{event.best_flops / 1e9:.1f} GFLOPS")
+        if event.budget is not None:  # a budgeted run: one more line, the trials of all tasks
+            if -1 not in self.ids:
+                self.ids[-1] = self.progress.add_task("all tasks (budget)", total=event.budget,
+                                                      n="total", errors="", flops="")
+            self.progress.update(self.ids[-1], completed=event.spent)
         if event.kind == "start":
             if event.done:
                 self.progress.console.print(_resume_line(event), markup=False, soft_wrap=True)
@@ -101,7 +106,13 @@ def _print_summary(app: App, summary: TuneSummary) -> None:
         wide.add_row(str(t.index), workload, *_numbers(t), config)
         narrow.add_row(str(t.index), *_numbers(t))
         notes.append(f"task {t.index}: {workload}: {config}")
-    print_fitted(app.console, wide, lambda: narrow, lambda: notes)
+    footer = []
+    if summary.budget is not None:
+        latency = summary.weighted_latency
+        shown = f"{latency * 1e3:.4f} ms" if latency is not None else "-"
+        footer.append(f"budget {summary.budget} trials ({summary.task_scheduler} task scheduler); weighted "
+                      f"latency sum(weight x best): {shown}")
+    print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer)
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

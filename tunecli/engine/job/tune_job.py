@@ -62,6 +62,10 @@ class TuneEvent:
         Failed measurements in this run.
     elapsed : float
         Seconds since this task started.
+    budget : int or None
+        The job's budget (trials for all tasks), None when it gives trials per task.
+    spent : int
+        With a budget: trials of all tasks in the log, this run's included.
     """
 
     kind: str
@@ -74,6 +78,8 @@ class TuneEvent:
     best_flops: float = 0.0
     errors: int = 0
     elapsed: float = 0.0
+    budget: int | None = None
+    spent: int = 0
 
 
 @dataclass
@@ -218,8 +224,10 @@ class _TaskProgress:
     """One task's outcome, kept up to date from its records and sent as ``TuneEvent``s."""
 
     def __init__(self, outcome: TaskOutcome, task: Any, n_tasks: int, history: list[tuple],
-                 implausible: set[int], emit: Callable[[TuneEvent], None]) -> None:
+                 implausible: set[int], emit: Callable[[TuneEvent], None], budget: int | None = None,
+                 spent: Callable[[], int] = lambda: 0) -> None:
         self.outcome, self.task, self.n_tasks, self.emit = outcome, task, n_tasks, emit
+        self.budget, self.spent = budget, spent
         records = records_of(history, task)
         outcome.previous = len({inp.config.index for inp, _ in records})
         for inp, res in records:
@@ -232,7 +240,7 @@ class _TaskProgress:
         """Send an event of this task."""
         o = self.outcome
         self.emit(TuneEvent(kind, o.index, self.n_tasks, self.label, o.n_trial, o.previous + o.measured, cur,
-                            o.best_flops, o.errors, time.time() - self.tic))
+                            o.best_flops, o.errors, time.time() - self.tic, self.budget, self.spent()))
 
     def on_result(self, _tuner: Any, inp: Any, res: Any) -> None:
         """Count one measurement of this run."""
@@ -274,8 +282,13 @@ def _tune_scheduled(job: Job, tasks: list, history: list[tuple], implausible: se
     """Tune ``tasks`` with one budget spent by the job's task scheduler; return their outcomes."""
     budget = int(job.tuner.budget or 0)
     weights = [spec.weight for spec in job.tasks]
-    progress = [_TaskProgress(_outcome(i, task, budget, weights[i]), task, len(tasks), history, implausible,
-                              emit) for i, task in enumerate(tasks)]
+    outcomes = [_outcome(i, task, budget, weights[i]) for i, task in enumerate(tasks)]
+
+    def spent() -> int:
+        return sum(o.previous + o.measured for o in outcomes)
+
+    progress = [_TaskProgress(outcome, task, len(tasks), history, implausible, emit, budget, spent)
+                for outcome, task in zip(outcomes, tasks, strict=True)]
     kind = tuner_kind(job.tuner.kind)
     scheduler = TaskScheduler(tasks, lambda task: kind.make(task, seed=job.tuner.seed, **job.tuner.options),
                               budget, weights, job.tuner.task_scheduler or "gradient",
