@@ -121,7 +121,8 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 @click.command()
 @click.argument("job", type=click.Path(dir_okay=False))
-@click.option("--n-trial", type=click.IntRange(min=1), help="Trials per task (overrides tuner.n_trial).")
+@click.option("--n-trial", type=click.IntRange(min=1),
+              help="Trials per task (overrides tuner.n_trial, or replaces tuner.budget).")
 @click.option("--tuner", type=click.Choice(tuple(TUNERS)), help="Tuner kind (overrides tuner.kind).")
 @click.option("--log", "log", type=click.Path(dir_okay=False), help="Log to append to (overrides log).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of the tuner (overrides tuner.seed).")
