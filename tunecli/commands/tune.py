@@ -110,8 +110,8 @@ def _print_summary(app: App, summary: TuneSummary) -> None:
     if summary.budget is not None:
         latency = summary.weighted_latency
         shown = f"{latency * 1e3:.4f} ms" if latency is not None else "-"
-        footer.append(f"budget {summary.budget} trials ({summary.task_scheduler} task scheduler); weighted "
-                      f"latency sum(weight x best): {shown}")
+        footer.append(f"budget {summary.budget} trials, {summary.task_scheduler} task scheduler; "
+                      f"weighted latency {shown}")
     print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer)
 
 

@@ -212,6 +212,13 @@ def test_records_in_the_log_count_for_their_task() -> None:
     assert set(range(8)) <= ta.tuner.visited and len(ta.tuner.visited) == 12  # the log's never again
 
 
+def test_an_implausible_record_counts_as_a_trial_but_not_as_the_best() -> None:
+    a, m = task(DENSE_A), task(MATMUL)
+    fast, normal = record(a, 0, 1e-12), record(a, 1, 1e-3)
+    s = TaskScheduler([a, m], random_tuner, budget=20, history=[fast, normal], implausible={id(fast[1])})
+    assert (s.tasks[0].trials, s.tasks[0].best_cost) == (2, 1e-3)
+
+
 def test_a_tuner_starts_from_every_record_known_at_its_first_round() -> None:
     a, m = task(DENSE_A), task(MATMUL)
     seen: dict[str, int] = {}
