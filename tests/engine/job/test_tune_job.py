@@ -58,3 +58,29 @@ def test_resume_counts_only_the_records_of_the_task(tmp_path: Path) -> None:
             if inp.task.workload == create(*MATMUL, "llvm").workload and inp.target == Target("llvm")]
     assert ours[:3] == [1, 2, 7] and len(ours) == 6
     assert len(set(ours[3:]) | {1, 2}) == 5  # nothing measured twice
+
+
+def test_a_round_robin_budget_gives_the_tasks_rounds_in_turn(tmp_path: Path) -> None:
+    log = tmp_path / "robin.log"
+    job = tmp_path / "robin.yaml"
+    job.write_text(textwrap.dedent(f"""\
+        name: robin
+        log: {log}
+        tasks:
+          - template: tutorial/matmul
+            args: [16, 16, 16]
+          - template: dense.x86
+            args: [8, 16, 4]
+            weight: 3
+        tuner: {{kind: xgb, budget: 10, task_scheduler: round-robin, seed: 0, plan_size: 2}}
+        measure:
+          builder: {{n_parallel: 1}}
+          runner: {{number: 1, repeat: 1}}
+        """))
+    summary = tune_job(str(job))
+    assert (summary.budget, summary.task_scheduler) == (10, "round-robin")
+    assert [(t.measured, t.weight) for t in summary.tasks] == [(6, 1.0), (4, 3.0)]  # rounds of 2: a b a b a
+    assert summary.weighted_latency == summary.tasks[0].best_cost + 3 * summary.tasks[1].best_cost
+    order = [inp.task.name for inp, _ in load_from_file(log)]
+    assert order == ["tutorial/matmul"] * 2 + ["dense.x86"] * 2 + ["tutorial/matmul"] * 2 + \
+        ["dense.x86"] * 2 + ["tutorial/matmul"] * 2

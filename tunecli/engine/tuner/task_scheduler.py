@@ -73,6 +73,9 @@ class ScheduledTask:
         ``latency`` after each round (preceded by the latency the log gave, if it had records).
     done : str or None
         Why the task left the schedule (``"space exhausted"``, ``"early stopped"``), or None.
+    group : str or None
+        Its similarity group (the template name): the gradient's forward estimate compares it with
+        the fastest task of the group.  None once it left the group.
     """
 
     task: Any
