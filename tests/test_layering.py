@@ -1,7 +1,7 @@
 """The package's import order is part of its design: lower layers never import higher ones.
 
 errors → ir/target/option → transform → te → schedule → lower → codegen → runtime → build → task
-→ ops → graph → measure → log → tuner → rpc → job → commands.  Only ``tunecli/commands/`` may
+→ ops → graph → measure → log → tuner → rpc → graph_tuner → job → commands.  Only ``tunecli/commands/`` may
 import click, rich or the plotting libraries (matplotlib, plotext), and engine code never imports
 the public faces (``tunecli.te``, ``tunecli.autotvm``, ...).
 """
@@ -32,6 +32,7 @@ LAYERS = [
     ["tunecli.engine.log"],
     ["tunecli.engine.tuner"],
     ["tunecli.engine.rpc"],
+    ["tunecli.engine.graph_tuner"],
     ["tunecli.engine.job"],
     ["tunecli.commands"],
 ]

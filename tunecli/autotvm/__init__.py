@@ -1,7 +1,8 @@
 """tunecli.autotvm: TVM's ``tvm.autotvm`` API (re-exports of ``tunecli.engine``)."""
 
 import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates, e.g. dense.x86)
-from tunecli.autotvm import callback, env, measure, record, task, tophub, tuner
+from tunecli.autotvm import callback, env, graph_tuner, measure, record, task, tophub, tuner
+from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest, apply_graph_best
 from tunecli.engine.log.history_best import ApplyHistoryBest, apply_history_best
 from tunecli.engine.measure import (
     LocalBuilder,
@@ -18,8 +19,9 @@ from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigE
 from tunecli.engine.task.task import Task, create, get_config, template
 
 __all__ = [
-    "GLOBAL_SCOPE", "ApplyConfig", "ApplyHistoryBest", "ConfigEntity", "ConfigSpace", "DispatchContext",
-    "FallbackConfigEntity", "FallbackContext", "LocalBuilder", "LocalRunner", "MeasureErrorNo",
-    "MeasureInput", "MeasureResult", "RPCRunner", "Task", "apply_history_best", "callback", "create", "env",
-    "get_config", "measure", "measure_option", "record", "task", "template", "tophub", "tuner",
+    "GLOBAL_SCOPE", "ApplyConfig", "ApplyGraphBest", "ApplyHistoryBest", "ConfigEntity", "ConfigSpace",
+    "DispatchContext", "FallbackConfigEntity", "FallbackContext", "LocalBuilder", "LocalRunner",
+    "MeasureErrorNo", "MeasureInput", "MeasureResult", "RPCRunner", "Task", "apply_graph_best",
+    "apply_history_best", "callback", "create", "env", "get_config", "graph_tuner", "measure",
+    "measure_option", "record", "task", "template", "tophub", "tuner",
 ]

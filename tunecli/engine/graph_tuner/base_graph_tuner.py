@@ -1,0 +1,314 @@
+"""``BaseGraphTuner``: what TVM's ``DPTuner`` and ``PBQPTuner`` share (TVM's ``base_graph_tuner``).
+
+Construction reads the graph's tunable convolutions (``conv_graph``) and, per convolution
+workload, its candidate records: of the records of that workload without error, the fastest
+one per distinct pair of (input, output) layouts (``infer_layout`` of the template: configs
+with the same ``tile_ic``/``tile_oc`` give the same layouts), the ``max_sch_num`` fastest of
+those.  ``benchmark_layout_transform`` times every ``layout_transform`` kernel a pair of
+adjacent candidates needs (or reads it from ``layout_records``, or infers it from their time per
+element with ``infer_layout=True``); ``run`` (the subclass's solver) picks one candidate per
+convolution; ``get_optimal_records`` / ``write_opt_sch2record_file`` give the chosen records,
+one per convolution in graph order, for ``apply_graph_best``.
+
+A candidate's kernel cost is its record's mean cost.  Transform costs are those of the tensor
+actually transformed (the consumer's input, after any pooling in between).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.graph.layout import convert_shape
+from tunecli.engine.graph_tuner.conv_graph import ConvGraph, conv_graph, input_shapes_checked, main_function
+from tunecli.engine.graph_tuner.layout_cost import INVALID_LAYOUT_TIME, LayoutCostProblem
+from tunecli.engine.graph_tuner.layout_transform_task import TASK_NAME
+from tunecli.engine.graph_tuner.layout_transform_task import layout_transform as _registered  # noqa: F401
+from tunecli.engine.log.record import encode, load_from_file
+from tunecli.engine.measure.batch import create_measure_batch, measure_option
+from tunecli.engine.measure.builder import LocalBuilder
+from tunecli.engine.measure.local_runner import LocalRunner
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.ops.x86.conv2d_nchwc import infer_layout as conv2d_infer_layout
+from tunecli.engine.rpc.rpc_runner import RPCRunner
+from tunecli.engine.target import as_target
+from tunecli.engine.task.task import create as create_task
+from tunecli.errors import GraphError, TuneError
+
+Record = tuple[MeasureInput, MeasureResult]
+
+
+def get_infer_layout(task_name: str) -> Callable[[Sequence[Any], Any], tuple]:
+    """The ``infer_layout`` of a tunable task (TVM's ``get_infer_layout``)."""
+    if task_name.startswith(("conv2d", "depthwise_conv2d")):
+        return conv2d_infer_layout
+    raise TuneError(f"graph tuner: no infer_layout for task {task_name!r}")
+
+
+class BaseGraphTuner:
+    """Choose one schedule per convolution considering kernel and layout-transform times.
+
+    Parameters
+    ----------
+    graph : IRModule or Function
+    input_shapes : dict of str to tuple
+        The graph's data inputs.
+    records : str or iterable of (MeasureInput, MeasureResult)
+        Kernel tuning records (a log path, or records).
+    target_ops : list of Op or str
+        Operators to tune (TVM's ``[relay.op.get("nn.conv2d")]``).
+    target : str or Target
+    max_sch_num : int
+        Candidates kept per workload.
+    dtype : str
+    verbose : bool
+        Log progress to the console.
+    log_file : str, optional
+        Also log progress to this file (TVM writes ``graph_tuner.log`` by default; here only when
+        given).
+    log_level : int
+    name : str
+    """
+
+    def __init__(self, graph: Any, input_shapes: Mapping[str, Sequence[int]], records: Any,
+                 target_ops: Sequence[Any], target: Any, max_sch_num: int = 20, dtype: str = "float32",
+                 verbose: bool = True, log_file: str | None = None, log_level: int = logging.DEBUG,
+                 name: str = "graph_tuner") -> None:
+        self._target = as_target(target)
+        self._dtype = dtype
+        self._max_sch_num = max_sch_num
+        self._input_shapes = dict(input_shapes)
+        self._logger = _logger(name, verbose, log_file, log_level)
+        fn = main_function(graph)
+        input_shapes_checked(fn, self._input_shapes)
+        self._graph: ConvGraph = conv_graph(fn, list(self._input_shapes), target_ops)
+        if not self._graph.nodes:
+            raise TuneError(f"graph tuner: no call of {list(target_ops)} with a tunable workload "
+                            "in the graph")
+        self._candidates = self._fetch_candidates(records)
+        self._layouts = [[self._infer(node.task_name, node.workload, inp.config) for inp, _ in cands]
+                         for node, cands in zip(self._graph.nodes, self._candidates, strict=True)]
+        self._layout_transform_perf_records: dict[tuple, Record | tuple[None, MeasureResult]] = {}
+        self._problem: LayoutCostProblem | None = None
+        self._optimal_choice: tuple[int, ...] | None = None
+
+    def _infer(self, task_name: str, workload: tuple, config: Any) -> tuple[str, str]:
+        with self._target:
+            (((_, in_layout),), ((_, out_layout),)) = get_infer_layout(task_name)(workload, config)
+        return in_layout, out_layout
+
+    def _fetch_candidates(self, records: Any) -> list[list[Record]]:
+        by_workload: dict[tuple, list[Record]] = {}
+        for inp, res in _records_of(records):
+            if res.error_no == MeasureErrorNo.NO_ERROR and inp.task is not None:
+                by_workload.setdefault(inp.task.workload, []).append((inp, res))
+        cache: dict[tuple, list[Record]] = {}
+        out = []
+        for node in self._graph.nodes:
+            if node.workload not in cache:
+                if node.workload not in by_workload:
+                    raise TuneError(f"graph tuner: no tuning record of {node.task_name} for the workload "
+                                    f"{node.workload}: tune that task first")
+                best: dict[tuple[str, str], Record] = {}
+                for inp, res in by_workload[node.workload]:
+                    layouts = self._infer(node.task_name, node.workload, inp.config)
+                    if layouts not in best or res.mean_cost < best[layouts][1].mean_cost:
+                        best[layouts] = (inp, res)
+                ranked = sorted(best.values(), key=lambda r: r[1].mean_cost)
+                cache[node.workload] = ranked[: self._max_sch_num]
+            out.append(cache[node.workload])
+        return out
+
+    def _transform_workload(self, edge_index: int, src_cand: int, dst_cand: int) -> tuple | None:
+        """The layout_transform workload of an edge for two candidates; None when no transform is
+        needed; ``()`` when it is impossible (a block that does not divide the channels)."""
+        edge = self._graph.edges[edge_index]
+        src_layout = self._layouts[edge.src][src_cand][1]
+        dst_layout = self._layouts[edge.dst][dst_cand][0 if edge.to_input else 1]
+        if src_layout == dst_layout:
+            return None
+        try:
+            shape = convert_shape(edge.shape, "NCHW", src_layout)
+            convert_shape(edge.shape, "NCHW", dst_layout)
+        except GraphError:  # the block does not divide the axis
+            return ()
+        return (TASK_NAME, ("TENSOR", shape, self._dtype), src_layout, dst_layout)
+
+    def _transform_workloads(self) -> list[tuple]:
+        found: dict[tuple, None] = {}
+        for e, edge in enumerate(self._graph.edges):
+            for a in range(len(self._candidates[edge.src])):
+                for b in range(len(self._candidates[edge.dst])):
+                    wkl = self._transform_workload(e, a, b)
+                    if wkl:
+                        found[wkl] = None
+        return list(found)
+
+    def benchmark_layout_transform(self, min_exec_num: int = 100, timeout: float = 10, use_rpc: bool = False,
+                                   device_key: str | None = None, host: str = "127.0.0.1", port: int = 9190,
+                                   n_parallel: int = 1, build_func: Any = "default",
+                                   layout_records: Any = None, target_host: Any = None,
+                                   infer_layout: bool = False, runner: Any = None) -> None:
+        """Time every layout transform between adjacent candidates (TVM's arguments).
+
+        Parameters
+        ----------
+        min_exec_num : int
+            Runs averaged per kernel (the runner's ``number``).
+        timeout : float
+        use_rpc : bool
+            Measure on ``device_key`` through the RPC tracker at ``host:port``.
+        device_key, host, port, n_parallel, build_func
+            As TVM's.
+        layout_records : str or iterable of records, optional
+            Earlier layout_transform records: their workloads are not measured again.
+        target_host : str or Target, optional
+        infer_layout : bool
+            Instead of measuring, estimate each missing transform from ``layout_records``' mean
+            time per element.
+        runner : Runner, optional
+            Measure with this runner (default a ``LocalRunner(number=min_exec_num, repeat=1)``).
+        """
+        self._logger.info("Start to benchmark layout transformation...")
+        if layout_records is None and infer_layout:
+            raise TuneError("benchmark_layout_transform: infer_layout=True requires layout_records")
+        known = self._layout_transform_perf_records
+        elements, seconds = 0, 0.0
+        for inp, res in _records_of(layout_records):
+            known[inp.task.workload] = (inp, res)
+            elements += int(np.prod(inp.task.workload[1][1]))
+            seconds += res.mean_cost
+        if infer_layout and not elements:
+            raise TuneError("benchmark_layout_transform: layout_records holds no record to infer from")
+        missing = [w for w in self._transform_workloads() if w not in known]
+        if infer_layout:
+            per_element = seconds / elements
+            for wkl in missing:
+                cost = int(np.prod(wkl[1][1])) * per_element
+                known[wkl] = (None, MeasureResult((cost,), MeasureErrorNo.NO_ERROR, -1, -1))
+            missing = []
+        if missing:
+            if use_rpc:
+                if device_key is None:
+                    raise TuneError("benchmark_layout_transform: use_rpc=True needs device_key")
+                runner = RPCRunner(device_key, host, port, n_parallel=n_parallel, number=min_exec_num,
+                                   repeat=1, timeout=timeout)
+            elif runner is None:
+                runner = LocalRunner(number=min_exec_num, repeat=1, timeout=timeout)
+            option = measure_option(LocalBuilder(n_parallel=n_parallel, build_func=build_func), runner)
+        for wkl in missing:
+            task = create_task(TASK_NAME, wkl[1:], self._target, target_host)
+            inp = MeasureInput(self._target, task, task.config_space.get(0))
+            (res,) = create_measure_batch(task, option)([inp])
+            known[wkl] = (inp, res)
+            self._logger.debug("%s: %s", wkl, res)
+        self._problem = self._cost_problem()
+        self._logger.info("Benchmarking layout transformation successful.")
+
+    def _transform_cost(self, wkl: tuple | None) -> float:
+        if wkl is None:
+            return 0.0
+        if wkl == ():
+            return INVALID_LAYOUT_TIME
+        record = self._layout_transform_perf_records.get(wkl)
+        if record is None:
+            raise TuneError(f"graph tuner: no layout transform time for {wkl}: call "
+                            "benchmark_layout_transform() before run()")
+        res = record[1]
+        return res.mean_cost if res.error_no == MeasureErrorNo.NO_ERROR else INVALID_LAYOUT_TIME
+
+    def _cost_problem(self) -> LayoutCostProblem:
+        edges = []
+        for e, edge in enumerate(self._graph.edges):
+            ns, nd = len(self._candidates[edge.src]), len(self._candidates[edge.dst])
+            m = np.array([[self._transform_cost(self._transform_workload(e, a, b)) for b in range(nd)]
+                          for a in range(ns)])
+            edges.append((edge.src, edge.dst, m))
+        node_costs = [[res.mean_cost for _, res in cands] for cands in self._candidates]
+        return LayoutCostProblem.create(node_costs, edges)
+
+    @property
+    def problem(self) -> LayoutCostProblem:
+        """The cost problem the solver minimises (after ``benchmark_layout_transform``)."""
+        if self._problem is None:
+            self._problem = self._cost_problem()
+        return self._problem
+
+    @property
+    def layout_transform_perf_records(self) -> dict[tuple, Any]:
+        """Layout transform workload -> (MeasureInput, MeasureResult) of its timing."""
+        return self._layout_transform_perf_records
+
+    @property
+    def conv_graph(self) -> ConvGraph:
+        """The graph's tunable convolutions and the edges between them."""
+        return self._graph
+
+    @property
+    def candidates(self) -> list[list[Record]]:
+        """Candidate records of each convolution (``conv_graph.nodes`` order)."""
+        return self._candidates
+
+    def solve(self, problem: LayoutCostProblem, **kwargs: Any) -> tuple[int, ...]:
+        """The subclass's solver: a candidate index per convolution."""
+        raise NotImplementedError
+
+    def run(self, **kwargs: Any) -> None:
+        """Choose one candidate per convolution (TVM's ``run``)."""
+        self._logger.info("Start to run %s...", type(self).__name__)
+        self._optimal_choice = self.solve(self.problem, **kwargs)
+        self._logger.info("Finished %s run: %.6g s in total", type(self).__name__,
+                          self.problem.total(self._optimal_choice))
+
+    def get_optimal_records(self) -> list[Record]:
+        """The chosen record of each convolution, in graph order.
+
+        Returns
+        -------
+        list of (MeasureInput, MeasureResult)
+        """
+        if self._optimal_choice is None:
+            raise TuneError("graph tuner: call run() before get_optimal_records()")
+        return [cands[c] for cands, c in zip(self._candidates, self._optimal_choice, strict=True)]
+
+    def write_opt_sch2record_file(self, record_file: str | os.PathLike = "graph_opt_schedule.log") -> None:
+        """Append the chosen records to ``record_file`` in the log format (TVM's).
+
+        Parameters
+        ----------
+        record_file : str or path
+        """
+        with open(record_file, "a") as out:
+            for inp, res in self.get_optimal_records():
+                out.write(encode(inp, res) + "\n")
+        self._logger.info("Writing optimal schedules to %s successfully.", record_file)
+
+
+def _records_of(records: Any) -> Any:
+    """Records of a log path, or the given iterable (TVM's ``records`` argument)."""
+    if records is None:
+        return []
+    if isinstance(records, (str, os.PathLike)):
+        return load_from_file(records)
+    return records
+
+
+def _logger(name: str, verbose: bool, log_file: str | None, level: int) -> logging.Logger:
+    logger = logging.getLogger(name + "_logger")
+    logger.setLevel(level)
+    kinds = {type(h) for h in logger.handlers}
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
+    if log_file is not None and logging.FileHandler not in kinds:
+        handler: logging.Handler = logging.FileHandler(log_file)
+        handler.setFormatter(fmt)
+        logger.addHandler(handler)
+    if verbose and logging.StreamHandler not in kinds:
+        handler = logging.StreamHandler()
+        handler.setFormatter(fmt)
+        logger.addHandler(handler)
+        logger.propagate = False
+    return logger
