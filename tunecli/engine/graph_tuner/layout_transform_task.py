@@ -4,13 +4,15 @@ Arguments are TVM's: ``data, src_layout, dst_layout`` (``data`` a tensor or ``("
 dtype)``), so the workload ``("layout_transform", ("TENSOR", shape, dtype), "NCHW8c", "NCHW16c")``
 is the one TVM's graph tuner logs.  The kernel arguments are ``data`` and the re-blocked output.
 Layouts are ``engine.graph.layout``'s (``NCHW``, ``NCHW16c``); each primal axis may be split
-once.  The schedule is TVM's injective one for x86: the leading axes fused into one parallel
-loop, the innermost axis vectorized.  The space has one config; its cost is what the graph
-tuner adds between two convolutions whose chosen layouts differ.
+once.  The schedule is TVM's injective one for x86 (the leading axes fused into one loop,
+parallel for large tensors, the innermost axis vectorized in runs contiguous in both
+layouts).  The space has one config; its cost is what the graph tuner adds between two
+convolutions whose chosen layouts differ.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,8 @@ from tunecli.engine.schedule import Schedule, create_schedule
 from tunecli.engine.task.task import deserialize_args, get_config, template
 
 TASK_NAME = "layout_transform"
-MAX_VECTOR = 64  # innermost extents up to this are vectorized
+MAX_VECTOR = 64  # the longest run vectorized
+PARALLEL_ELEMENTS = 1 << 20
 
 
 def layout_transform_compute(data: te.Tensor, src_layout: str, dst_layout: str) -> te.Tensor:
@@ -63,17 +66,32 @@ def layout_transform_compute(data: te.Tensor, src_layout: str, dst_layout: str) 
     return te.compute(out_shape, read, name="T_layout_trans", tag="injective,layout_transform")
 
 
-def schedule_layout_transform(out: te.Tensor) -> Schedule:
-    """The leading axes fused and parallel, a short innermost axis vectorized."""
+def schedule_layout_transform(out: te.Tensor, src_layout: str = "", dst_layout: str = "") -> Schedule:
+    """The leading axes fused (parallel for tensors of ``PARALLEL_ELEMENTS`` or more: a smaller
+    copy is faster on one thread than the parallel launch); the innermost axis split into runs
+    contiguous in both layouts (the gcd of the two channel blocks), each run vectorized."""
     s = create_schedule(out.op)
     axes = list(s[out].op.axis)
     inner = axes[-1]
     if len(axes) > 1:
         outer = axes[:-1] if len(axes) <= 3 else axes[:3]
-        s[out].parallel(s[out].fuse(*outer) if len(outer) > 1 else outer[0])
-    if int(out.shape[-1]) <= MAX_VECTOR and len(axes) > 1:
+        fused = s[out].fuse(*outer) if len(outer) > 1 else outer[0]
+        if math.prod(int(d) for d in out.shape) >= PARALLEL_ELEMENTS:
+            s[out].parallel(fused)
+    run = _contiguous_run(int(out.shape[-1]), src_layout, dst_layout)
+    if run > 1 and len(axes) > 1:
+        if run < int(out.shape[-1]):
+            _, inner = s[out].split(inner, factor=run)
         s[out].vectorize(inner)
     return s
+
+
+def _contiguous_run(extent: int, src_layout: str, dst_layout: str) -> int:
+    """Length of the innermost runs that are contiguous in both layouts (0: none to vectorize)."""
+    src_block = [f for _, f in parse_layout(src_layout) if f is not None] if src_layout else []
+    dst_block = [f for _, f in parse_layout(dst_layout) if f is not None] if dst_layout else []
+    run = math.gcd(src_block[-1], dst_block[-1]) if src_block and dst_block else 0
+    return min(run, MAX_VECTOR) if run and extent % run == 0 else 0
 
 
 def _reference(data: Any, src_layout: str, dst_layout: str) -> Any:
@@ -99,4 +117,4 @@ def layout_transform(data: Any, src_layout: str, dst_layout: str) -> tuple[Sched
     cfg = get_config()
     cfg.add_flop(1)
     out = layout_transform_compute(data, src_layout, dst_layout)
-    return schedule_layout_transform(out), [data, out]
+    return schedule_layout_transform(out, src_layout, dst_layout), [data, out]
