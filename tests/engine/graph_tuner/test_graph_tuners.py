@@ -154,3 +154,16 @@ def test_errors_name_what_is_missing(records: list) -> None:
         tuner.get_optimal_records()
     with pytest.raises(TuneError, match="benchmark_layout_transform"):
         tuner.run()
+
+
+def test_apply_graph_best_answers_a_workload_in_graph_order(records: list) -> None:
+    # Two convolutions of one workload may get different configs: the k-th query gets the k-th.
+    workload = records[0][0].task.workload
+    first, second = [r for r in records if r[0].task.workload == workload][:2]
+    target = Target(TARGET)
+    with apply_graph_best([first, second]) as context:
+        answers = [context.query(target, workload) for _ in range(3)]
+        context.update(target, workload, first[0].config)
+        assert context.query(target, workload).index == first[0].config.index
+    a, b = first[0].config.index, second[0].config.index
+    assert [answer.index for answer in answers] == [a, b, b]
