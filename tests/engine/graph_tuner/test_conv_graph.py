@@ -82,3 +82,8 @@ def test_mobilenet_depthwise_convolutions() -> None:
 def test_input_shapes_must_name_graph_inputs() -> None:
     with pytest.raises(GraphError, match="not parameters of the graph"):
         conv_graph(main_function(residual_net()), ["image"], ["nn.conv2d"])
+
+
+def test_only_convolutions_are_target_ops() -> None:
+    with pytest.raises(GraphError, match=r"target_ops \['nn.dense'\] cannot be tuned"):
+        conv_graph(main_function(residual_net()), ["data"], ["nn.conv2d", relay.op.get("nn.dense")])

@@ -39,6 +39,10 @@ LAYOUT_FIXED_OPS = frozenset({"nn.batch_flatten", "transpose", "reshape", "squee
                               "nn.global_avg_pool2d", "mean", "sum", "max", "min"})
 
 
+#: Operators whose configs' layouts are known (TVM's graph tuner tunes convolutions).
+TUNABLE_OPS = frozenset({"nn.conv2d"})
+
+
 @dataclass(frozen=True)
 class ConvNode:
     """One tunable convolution.
@@ -140,6 +144,10 @@ def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[An
     ConvGraph
     """
     names, inputs = op_names(target_ops), set(input_names)
+    unsupported = names - TUNABLE_OPS
+    if unsupported:
+        raise GraphError(f"graph tuner: target_ops {sorted(unsupported)} cannot be tuned; the layouts of "
+                         f"{sorted(TUNABLE_OPS)} configs are known (TVM's infer_layout)")
     params = {p.name_hint for p in fn.params}
     missing = inputs - params
     if missing:
