@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tunecli import relay
+from tunecli.engine.graph_tuner.conv_graph import conv_graph, main_function
 from tunecli.engine.graph_tuner.dp_solver import solve_dp
 from tunecli.engine.graph_tuner.layout_cost import LayoutCostProblem
 from tunecli.engine.graph_tuner.pbqp_solver import solve_pbqp
@@ -101,3 +103,23 @@ def test_pbqp_gives_a_choice_on_dense_graphs() -> None:
     choice = solve_pbqp(p)
     assert len(choice) == n and all(0 <= c < 3 for c in choice)
     assert p.total(choice) >= p.total(solve_dp(p)) - 1e-12
+
+
+@pytest.fixture(scope="module")
+def resnet18_edges() -> tuple[int, list[tuple[int, int]]]:
+    mod, _ = relay.testing.resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 32, 32))
+    graph = conv_graph(main_function(mod), ["data"], ["nn.conv2d"])
+    return len(graph.nodes), [(e.src, e.dst) for e in graph.edges]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pbqp_equals_dp_on_resnet18s_conv_graph(seed: int, resnet18_edges: tuple) -> None:
+    n, pairs = resnet18_edges
+    rng = np.random.default_rng(seed)
+    p = random_problem(rng, [int(s) for s in rng.integers(2, 6, n)], pairs)
+    dp = solve_dp(p, max_num_states=100_000)
+    assert p.total(solve_pbqp(p)) == pytest.approx(p.total(dp))
+    # Nothing cheaper by changing any one convolution's candidate.
+    for v in range(p.size):
+        for c in range(p.node_costs[v].size):
+            assert p.total(dp[:v] + (c,) + dp[v + 1:]) >= p.total(dp) - 1e-12
