@@ -192,6 +192,7 @@ class BaseGraphTuner:
                 known[wkl] = (None, MeasureResult((cost,), MeasureErrorNo.NO_ERROR, -1, -1))
             missing = []
         if missing:
+            own_runner = runner is None or use_rpc
             if use_rpc:
                 if device_key is None:
                     raise TuneError("benchmark_layout_transform: use_rpc=True needs device_key")
@@ -199,15 +200,24 @@ class BaseGraphTuner:
                                    repeat=1, timeout=timeout)
             elif runner is None:
                 runner = LocalRunner(number=min_exec_num, repeat=1, timeout=timeout)
-            option = measure_option(LocalBuilder(n_parallel=n_parallel, build_func=build_func), runner)
-        for wkl in missing:
+            builder = LocalBuilder(n_parallel=n_parallel, build_func=build_func)
+            try:
+                self._measure_transforms(missing, measure_option(builder, runner), target_host)
+            finally:
+                builder.close()
+                if own_runner:
+                    runner.close()
+        self._problem = self._cost_problem()
+        self._logger.info("Benchmarking layout transformation successful.")
+
+    def _measure_transforms(self, workloads: list[tuple], option: dict, target_host: Any) -> None:
+        """Build and time one layout_transform kernel per workload (a failure is an error record)."""
+        for wkl in workloads:
             task = create_task(TASK_NAME, wkl[1:], self._target, target_host)
             inp = MeasureInput(self._target, task, task.config_space.get(0))
             (res,) = create_measure_batch(task, option)([inp])
-            known[wkl] = (inp, res)
+            self._layout_transform_perf_records[wkl] = (inp, res)
             self._logger.debug("%s: %s", wkl, res)
-        self._problem = self._cost_problem()
-        self._logger.info("Benchmarking layout transformation successful.")
 
     def _transform_cost(self, wkl: tuple | None) -> float:
         if wkl is None:
