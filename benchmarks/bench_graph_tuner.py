@@ -60,9 +60,8 @@ def end_to_end(mod: object, params: dict, shape: tuple, opts: argparse.Namespace
     if not hasattr(relay, "build"):
         print("end to end: skipped (relay.build is not in this tree yet)")
         return
-    import tunecli.contrib.graph_executor as runtime
-
     import tunecli as tvm
+    import tunecli.contrib.graph_executor as runtime
 
     data = np.random.default_rng(0).uniform(size=shape).astype("float32")
     modules = {}
