@@ -31,6 +31,7 @@ demo: $(STAMP)
 	$(VENV)/bin/tunecli best logs/quickstart.log
 
 bench: $(STAMP)
+	$(PIP) install -q -e '.[bench]'
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
