@@ -25,7 +25,7 @@ import random
 import resource
 import time
 
-import tunecli.engine.ops.x86.dense  # noqa: F401  (registers dense.x86)
+import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput
 from tunecli.engine.task.task import create
