@@ -10,8 +10,9 @@ the tuned kernels, named after the job and the workload (``kernel_stem``).  Reco
 that are faster than any machine (``log.plausibility``) are skipped, naming their line.
 
 Kernels run where tuning runs them (:mod:`tunecli.engine.job.apply_device`), with the job's
-runner settings: in a measurement worker process on this machine, where the numpy baseline runs
-too with numpy's BLAS on the kernels' thread count; or, for a job measured through RPC for a
+runner settings: in a measurement worker process on this machine, with the numpy baseline in a
+worker process of its own (numpy's BLAS on the kernels' thread count; OpenBLAS's threads in the
+kernels' process made them run up to 3x slower); or, for a job measured through RPC for a
 target this machine cannot run (an ARM board), on a device of the job's key, where numpy is not
 timed (its time on this machine compares with nothing). A job for another machine without an
 RPC runner only builds and exports its kernels.  The
@@ -24,6 +25,7 @@ the other tasks are still built, checked and timed.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -56,9 +58,12 @@ from tunecli.engine.task.space import FallbackConfigEntity
 from tunecli.errors import RPCError
 
 _SEED = 0
-#: Seconds of rest after each timing round, so the threads of one contender (OpenBLAS spins
-#: for a while after a call, libgomp at barriers) are idle when the next one starts.
-SETTLE_S = 0.05
+#: Seconds of rest after each timing round, so the threads of one contender are idle when the
+#: next one starts: OpenBLAS's threads spin for about 2**28 cycles after a call (its default
+#: thread timeout), libgomp's at barriers; a shorter pause let them take a core from our kernel.
+SETTLE_S = 0.5
+#: OpenBLAS's spin before its threads sleep, as 2**N cycles (its minimum, 4; its default is 28).
+BLAS_THREAD_TIMEOUT = "4"
 
 
 @dataclass
@@ -137,25 +142,33 @@ def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
     job = load_job(path)
     check_log_file(log)
     history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
+    # Spawned workers read it when OpenBLAS starts: its threads then sleep right after a call
+    # instead of spinning for ~2**28 cycles on the cores the kernels are timed on.
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", BLAS_THREAD_TIMEOUT)
     report: ApplyReport | None = None
     device: ApplyDevice | None = None
+    numpy_worker: Worker | None = None
     try:
         for index in range(len(job.tasks)):
             task = create_task(job, index)
             if report is None:
-                device = open_apply_device(job, task.target, preload=(BASELINE_FUNC.partition(":")[0],))
+                device = open_apply_device(job, task.target)
+                if device is not None and device.worker is not None:
+                    numpy_worker = Worker(preload=(BASELINE_FUNC.partition(":")[0],), name="tunecli-numpy")
                 report = ApplyReport(job.name, log, str(task.target), task.target.is_host,
                                      device=None if device is None else device.where)
-            report.tasks.append(_apply_task(job, index, task, history, export, device))
+            report.tasks.append(_apply_task(job, index, task, history, export, device, numpy_worker))
     finally:
         if device is not None:
             device.close()
+        if numpy_worker is not None:
+            numpy_worker.close()
     assert report is not None  # a job has at least one task
     return report
 
 
 def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, export: str | None,
-                device: ApplyDevice | None) -> AppliedTask:
+                device: ApplyDevice | None, numpy_worker: Worker | None = None) -> AppliedTask:
     with history:
         config = history.query(task.target, task.workload)
     out = AppliedTask(index, task_label(task), float(task.flop or 0), config_text(config),
@@ -201,7 +214,7 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
         "tuned": lambda timing: _measure(device, tuned, specs, outputs, timing)}
     if default is not None and not default_run.error_no:
         contenders["default"] = lambda timing: _measure(device, default, specs, outputs, timing)
-    worker = device.worker
+    worker = numpy_worker
     if baseline is not None and worker is not None:
         out.numpy_baseline = f"{_dtype_of(specs, outputs)} {baseline.text}, {get_num_threads()} threads"
         request = BaselineRequest(reference, specs, tuple(outputs), _SEED, job.runner.timing)
