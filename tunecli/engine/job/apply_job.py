@@ -11,8 +11,9 @@ that are faster than any machine (``log.plausibility``) are skipped, naming thei
 
 Kernels run where tuning runs them (:mod:`tunecli.engine.job.apply_device`), with the job's
 runner settings: in a measurement worker process on this machine, with the numpy baseline in a
-worker process of its own (numpy's BLAS on the kernels' thread count; OpenBLAS's threads in the
-kernels' process made them run up to 3x slower); or, for a job measured through RPC for a
+worker process of its own (numpy's BLAS on the kernels' thread count), while this process's BLAS
+keeps to one thread (the spinning threads of a multi-threaded OpenBLAS made the kernels measure up
+to 3x slower); or, for a job measured through RPC for a
 target this machine cannot run (an ARM board), on a device of the job's key, where numpy is not
 timed (its time on this machine compares with nothing). A job for another machine without an
 RPC runner only builds and exports its kernels.  The
@@ -25,7 +26,6 @@ the other tasks are still built, checked and timed.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -37,7 +37,7 @@ import numpy as np
 
 from tunecli.engine.build import build
 from tunecli.engine.job.apply_device import ApplyDevice, open_apply_device
-from tunecli.engine.job.numpy_baseline import BASELINE_FUNC, BaselineRequest, baseline_of
+from tunecli.engine.job.numpy_baseline import BASELINE_FUNC, BaselineRequest, baseline_of, single_blas_thread
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.job.text import config_text
@@ -62,8 +62,6 @@ _SEED = 0
 #: next one starts: OpenBLAS's threads spin for about 2**28 cycles after a call (its default
 #: thread timeout), libgomp's at barriers; a shorter pause let them take a core from our kernel.
 SETTLE_S = 0.5
-#: OpenBLAS's spin before its threads sleep, as 2**N cycles (its minimum, 4; its default is 28).
-BLAS_THREAD_TIMEOUT = "4"
 
 
 @dataclass
@@ -142,22 +140,21 @@ def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
     job = load_job(path)
     check_log_file(log)
     history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
-    # Spawned workers read it when OpenBLAS starts: its threads then sleep right after a call
-    # instead of spinning for ~2**28 cycles on the cores the kernels are timed on.
-    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", BLAS_THREAD_TIMEOUT)
     report: ApplyReport | None = None
     device: ApplyDevice | None = None
     numpy_worker: Worker | None = None
     try:
-        for index in range(len(job.tasks)):
-            task = create_task(job, index)
-            if report is None:
-                device = open_apply_device(job, task.target)
-                if device is not None and device.worker is not None:
-                    numpy_worker = Worker(preload=(BASELINE_FUNC.partition(":")[0],), name="tunecli-numpy")
-                report = ApplyReport(job.name, log, str(task.target), task.target.is_host,
-                                     device=None if device is None else device.where)
-            report.tasks.append(_apply_task(job, index, task, history, export, device, numpy_worker))
+        with single_blas_thread():  # the float64 references: no BLAS threads spinning while kernels run
+            for index in range(len(job.tasks)):
+                task = create_task(job, index)
+                if report is None:
+                    device = open_apply_device(job, task.target)
+                    if device is not None and device.worker is not None:
+                        numpy_worker = Worker(preload=(BASELINE_FUNC.partition(":")[0],),
+                                              name="tunecli-numpy")
+                    report = ApplyReport(job.name, log, str(task.target), task.target.is_host,
+                                         device=None if device is None else device.where)
+                report.tasks.append(_apply_task(job, index, task, history, export, device, numpy_worker))
     finally:
         if device is not None:
             device.close()

@@ -14,9 +14,10 @@ limited to the threads the kernels use (``runtime.openmp.get_num_threads``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,8 @@ from tunecli.engine.runtime.openmp import get_num_threads
 BASELINE_FUNC = "tunecli.engine.job.numpy_baseline:time_baseline"
 _BLAS_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
                  "scipy_openblas_set_num_threads", "openblas_set_num_threads64_", "MKL_Set_Num_Threads")
+_BLAS_GETTERS = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
+                 "scipy_openblas_get_num_threads", "openblas_get_num_threads64_", "MKL_Get_Max_Threads")
 
 
 def _in(dtype: Any, *arrays: np.ndarray) -> list[np.ndarray]:
@@ -145,6 +148,22 @@ class BaselineRequest:
     timing: TimingOptions
 
 
+def _blas_function(names: tuple[str, ...]) -> Any:
+    """The first of ``names`` exported by a BLAS library loaded in this process, or None."""
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        libs = {line.split()[-1] for line in maps if "blas" in line.lower() or "mkl" in line.lower()}
+    for path in sorted(libs):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in names:
+            func = getattr(lib, name, None)
+            if func is not None:
+                return func
+    return None
+
+
 def set_blas_threads(n: int) -> bool:
     """Limit the BLAS numpy loaded in this process to ``n`` threads; False when it cannot be told.
 
@@ -156,19 +175,29 @@ def set_blas_threads(n: int) -> bool:
     -------
     bool
     """
-    with open("/proc/self/maps", encoding="utf-8") as maps:
-        libs = {line.split()[-1] for line in maps if "blas" in line.lower() or "mkl" in line.lower()}
-    for path in sorted(libs):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in _BLAS_SETTERS:
-            setter = getattr(lib, name, None)
-            if setter is not None:
-                setter(ctypes.c_int(n))
-                return True
-    return False
+    setter = _blas_function(_BLAS_SETTERS)
+    if setter is None:
+        return False
+    setter(ctypes.c_int(n))
+    return True
+
+
+@contextlib.contextmanager
+def single_blas_thread() -> Iterator[None]:
+    """numpy's BLAS on one thread inside the block, its thread count restored after.
+
+    The threads of a multi-threaded OpenBLAS spin for a while after each call, on the cores
+    that kernels are timed on; in the process that starts the timing workers they made a
+    2-thread kernel measure up to 3x slower.
+    """
+    getter = _blas_function(_BLAS_GETTERS)
+    before = int(getter()) if getter is not None else 0
+    set_blas_threads(1)
+    try:
+        yield
+    finally:
+        if before > 0:
+            set_blas_threads(before)
 
 
 def time_baseline(request: BaselineRequest) -> MeasureReply:
