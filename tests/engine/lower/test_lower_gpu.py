@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_kernels import reversed_copy
 
 from tunecli import te
 from tunecli.engine.build import build
@@ -326,22 +327,9 @@ def _loops(stmt: S.Stmt) -> list[S.For]:
 
 
 def test_a_vectorized_fetch_through_shared_memory_computes_the_copy():
-    """The kernel of ``test_codegen_nvptx.reversed_copy``: 4-float vectors per thread both ways."""
+    """The kernel of ``gpu_kernels.reversed_copy``: 4-float vectors per thread both ways."""
     n = 1024
-    A = te.placeholder((n,), name="A")
-    C = te.compute((n,), lambda i: A[n - 1 - i] * 2.0, name="C")
-    s = te.create_schedule(C.op)
-    AS = s.cache_read(A, "shared", [C])
-    bo, rest = s[C].split(C.op.axis[0], factor=256)
-    tx, vi = s[C].split(rest, factor=4)
-    s[C].bind(bo, te.thread_axis("blockIdx.x"))
-    s[C].bind(tx, te.thread_axis("threadIdx.x"))
-    s[C].vectorize(vi)
-    s[AS].compute_at(s[C], bo)
-    atx, av = s[AS].split(s[AS].op.axis[0], factor=4)
-    s[AS].bind(atx, te.thread_axis("threadIdx.x"))
-    s[AS].vectorize(av)
-    func = lower(s, [A, C], "reversed_copy", target="cuda")
+    func = reversed_copy(n)
     assert shared_sizes(func) == {"A.shared": 256}
     a = np.arange(n, dtype="float32")
     c = np.full(n, np.nan, "float32")
