@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import textwrap
+
+import pytest
+
 from tunecli.engine.job import apply_job
 from tunecli.engine.job.apply_job import _interleaved, kernel_stem
+from tunecli.engine.job.numpy_baseline import _BLAS_GETTERS, _blas_function, single_blas_thread
+from tunecli.engine.job.tune_job import tune_job
+from tunecli.engine.log.record import load_from_file
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MeasureReply
 from tunecli.engine.measure.timing_options import TimingOptions
@@ -40,3 +47,40 @@ def test_kernel_names_carry_the_job_and_the_workload() -> None:
     assert kernel_stem("resnet", 0, small).startswith("resnet_task0_tutorial_matmul_")
     assert kernel_stem("resnet", 0, small) == kernel_stem("resnet", 0, small)  # stable from run to run
     assert kernel_stem("3d-net", 1, small).startswith("k_3d_net_task1_")  # a C identifier
+
+
+def test_apply_times_the_best_config_as_the_tuner_measured_it(tmp_path) -> None:
+    """apply's tuned time agrees with the tuner's record of the same config.
+
+    The two measure the same kernel with the same runner settings, so a large gap means apply
+    timed it under different conditions (it was 3x when the threads of this process's BLAS,
+    woken by the float64 reference, spun beside the kernel's threads).
+    """
+    job = tmp_path / "job.yaml"
+    log = tmp_path / "dense.log"
+    job.write_text(textwrap.dedent(f"""\
+        name: agree
+        log: {log}
+        tasks:
+          - template: dense.x86
+            args: {{M: 256, N: 256, K: 256}}
+        tuner: {{kind: random, n_trial: 6, seed: 0}}
+        measure:
+          builder: {{n_parallel: 2}}
+          runner: {{number: 5, repeat: 3, min_repeat_ms: 20, check_correctness: true}}
+        """))
+    tune_job(str(job))
+    best = min(res.mean_cost for _, res in load_from_file(str(log)) if res.ok)
+    (applied,) = apply_job.apply_job(str(job), str(log)).tasks
+    assert applied.correct and applied.tuned is not None
+    assert applied.tuned < 2.0 * best, (applied.tuned, best)
+
+
+def test_single_blas_thread_restores_the_thread_count() -> None:
+    getter = _blas_function(_BLAS_GETTERS)
+    if getter is None:
+        pytest.skip("numpy's BLAS exposes no thread-count getter")
+    before = int(getter())
+    with single_blas_thread():
+        assert int(getter()) == 1
+    assert int(getter()) == before
