@@ -95,9 +95,19 @@ def interleaved_compare(label: str, flops: float, ours: Callable[[], object], th
     dict
         threads -> median speed ratio ours/theirs (> 1: ours is faster).
     """
+    medians = interleaved_medians(label, flops, ours, theirs, set_threads, rounds, number, settle, threads,
+                                  theirs_name)
+    return {n: mt / mo for n, (mo, mt) in medians.items()}
+
+
+def interleaved_medians(label: str, flops: float, ours: Callable[[], object], theirs: Callable[[], object],
+                        set_threads: Callable[[int], None], rounds: int, number: int,
+                        settle: float = 0.5, threads: Sequence[int] = (1, 2),
+                        theirs_name: str = "numpy") -> dict[int, tuple[float, float]]:
+    """``interleaved_compare``'s timing, returning threads -> (our median, their median) seconds."""
     from threadpoolctl import threadpool_limits
 
-    ratios = {}
+    medians = {}
     for n in threads:
         set_threads(n)
         with threadpool_limits(n):
@@ -113,9 +123,9 @@ def interleaved_compare(label: str, flops: float, ours: Callable[[], object], th
                 warm_up(theirs)
                 t_np.append(batch_seconds(theirs, number)[0])
         mo, mn = median(t_ours), median(t_np)
-        ratios[n] = mn / mo
+        medians[n] = (mo, mn)
         print(f"{label:<28} threads={n}  ours {flops / mo / 1e9:7.1f} GFLOP/s ({mo * 1e3:7.3f} ms, "
               f"{median(busy):.2f} cores busy)  {theirs_name} {flops / mn / 1e9:7.1f} GFLOP/s "
               f"({mn * 1e3:7.3f} ms)  "
-              f"ratio {ratios[n]:5.2f}x  (medians of {rounds} rounds x {number} calls)")
-    return ratios
+              f"ratio {mn / mo:5.2f}x  (medians of {rounds} rounds x {number} calls)")
+    return medians
