@@ -25,6 +25,9 @@ import numpy as np
 from tunecli.engine.ops import tutorial
 from tunecli.engine.ops.arm_cpu import conv2d_spatial_pack
 from tunecli.engine.ops.arm_cpu import depthwise_conv2d as arm_depthwise_conv2d
+from tunecli.engine.ops.cuda import conv2d_direct
+from tunecli.engine.ops.cuda import dense as cuda_dense
+from tunecli.engine.ops.cuda import depthwise_conv2d as cuda_depthwise_conv2d
 from tunecli.engine.ops.strategy import Strategy, StrategyTable
 from tunecli.engine.ops.x86 import (
     batch_matmul,
@@ -50,6 +53,9 @@ _ROWS = (
     tutorial.CONV2D_NO_BATCHING,
     conv2d_spatial_pack.CONV2D_NCHW_SPATIAL_PACK,
     arm_depthwise_conv2d.DEPTHWISE_CONV2D_NCHW_ARM,
+    conv2d_direct.CONV2D_NCHW_CUDA,
+    cuda_depthwise_conv2d.DEPTHWISE_CONV2D_NCHW_CUDA,
+    cuda_dense.DENSE_SMALL_BATCH_GPU,
 )
 #: Every built-in strategy, by ``(operator, target key)`` and by template name.
 STRATEGIES = StrategyTable(_ROWS)
