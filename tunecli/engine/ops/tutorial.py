@@ -1,4 +1,4 @@
-"""The templates of TVM's autotvm tutorials, scheduled for a CPU.
+"""The templates of TVM's autotvm tutorials, scheduled for a CPU (and the conv2d one for a GPU).
 
 ``tutorial/matmul`` (``tune_simple_template.py``): arguments ``N, L, M, dtype``; kernel
 arguments ``A [N, L]``, ``B [L, M]``, ``C [N, M]``; knobs ``tile_y``, ``tile_x`` (2-way splits of
@@ -14,6 +14,10 @@ to explicit unrolling: ``auto_unroll_max_step = S`` unrolls the accumulator stag
 loops (innermost first) while the product of their extents stays <= S; ``unroll_explicit = 1``
 applies the same rule to the inner loops of the output-copy stage.
 
+For a GPU target (the current target has the key ``gpu``) the conv2d template takes the
+tutorial's own GPU schedule instead (``ops.cuda.conv2d_tutorial``): thread bindings, ``shared``
+and ``local`` stages.
+
 Both are strategies (``MATMUL``, ``CONV2D_NO_BATCHING``) whose knobs are defined by the schedule,
 as in the tutorials; with an epilogue the epilogue stage takes the output stage's place.
 """
@@ -27,11 +31,14 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine import te
+from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.cuda.conv2d_tutorial import schedule_conv2d_no_batching_cuda
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, output_and_accumulator
 from tunecli.engine.ops.nn.conv2d import conv2d_nchw
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.target import Target
 from tunecli.errors import InstantiationError
 
 
@@ -115,6 +122,9 @@ def schedule_conv2d_no_batching(cfg: Any, outs: Sequence[te.Tensor],
     cfg.define_split("tile_rx", rx, num_outputs=3)
     cfg.define_knob("auto_unroll_max_step", [0, 512, 1500])
     cfg.define_knob("unroll_explicit", [0, 1])
+    target = Target.current()
+    if target is not None and is_gpu_target(target):
+        return schedule_conv2d_no_batching_cuda(cfg, outs, epilogue)
 
     pad_data = s[conv].op.input_tensors[0]
     s[pad_data].compute_inline()

@@ -1,0 +1,59 @@
+"""The GPU schedule of ``tutorial/conv2d_no_batching`` (TVM's ``tune_conv2d_cuda.py``), as the tutorial
+writes it; ``ops.tutorial`` uses it when the template is instantiated for a GPU target.
+
+The knobs are the tutorial's (defined by ``ops.tutorial``: ``tile_f/y/x`` 4-way, ``tile_rc/ry/rx``
+3-way, ``auto_unroll_max_step``, ``unroll_explicit``).  Each block computes a ``tile_f x tile_y x
+tile_x`` output tile, each thread accumulates its part in a ``local`` stage; per step of the
+outer reduction loops the block's threads fetch the input window and the kernel slice into
+``shared`` memory together, and each thread copies what one middle step reads into ``local``
+stages.  As in the tutorial, ``tile_rx`` splits the window rows and ``tile_ry`` its columns (the
+tutorial's layers have square kernels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.ops.cuda.gpu_schedule import bind_output_tiles, inline_padding, unroll_pragmas
+from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
+from tunecli.engine.schedule import Schedule
+
+
+def schedule_conv2d_no_batching_cuda(cfg: Any, outs: Sequence[te.Tensor],
+                                     epilogue: te.Tensor | None = None) -> Schedule:
+    """The tutorial's GPU schedule (module docstring); the knobs must be defined on ``cfg``."""
+    (conv,) = outs
+    s = create_group_schedule(outs, epilogue)
+    pad_data, kernel = conv.op.input_tensors
+    inline_padding(s, pad_data)
+    output, OL = output_and_accumulator(s, conv, epilogue)
+    AA = s.cache_read(pad_data, "shared", [OL])
+    WW = s.cache_read(kernel, "shared", [OL])
+    AL = s.cache_read(AA, "local", [OL])
+    WL = s.cache_read(WW, "local", [OL])
+
+    kernel_scope, _, tx = bind_output_tiles(cfg, s, output)
+    s[OL].compute_at(s[output], tx)
+
+    n, f, y, x = s[OL].op.axis
+    rc, ry, rx = s[OL].op.reduce_axis
+    rco, rcm, rci = cfg["tile_rc"].apply(s, OL, rc)
+    ryo, rym, ryi = cfg["tile_rx"].apply(s, OL, ry)
+    rxo, rxm, rxi = cfg["tile_ry"].apply(s, OL, rx)
+    s[OL].reorder(rco, ryo, rxo, rcm, rym, rxm, rci, ryi, rxi, n, f, y, x)
+    s[AA].compute_at(s[OL], rxo)
+    s[WW].compute_at(s[OL], rxo)
+    s[AL].compute_at(s[OL], rxm)
+    s[WL].compute_at(s[OL], rxm)
+    for load in (AA, WW):
+        fused = s[load].fuse(*s[load].op.axis)
+        tz, fused = s[load].split(fused, nparts=cfg["tile_f"].size[2])
+        ty, fused = s[load].split(fused, nparts=cfg["tile_y"].size[2])
+        ltx, fused = s[load].split(fused, nparts=cfg["tile_x"].size[2])
+        s[load].bind(tz, te.thread_axis("threadIdx.z"))
+        s[load].bind(ty, te.thread_axis("threadIdx.y"))
+        s[load].bind(ltx, te.thread_axis("threadIdx.x"))
+    unroll_pragmas(cfg, s, output, kernel_scope)
+    return s
