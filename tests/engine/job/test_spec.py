@@ -117,8 +117,10 @@ BAD = [
      "1: name: expected a name made of letters, digits, '_', '.', '-', got 'a/b'"),
     ("name: small", "name: [x]", "1: name: expected a string, got a list"),
     ("target: llvm", "target: 42", "2: target: expected a string, got '42'"),
-    ("target: llvm", "target: cuda -model=v100",
-     "2: target: tunecli compiles for llvm targets only, got 'cuda -model=v100'"),
+    ("target: llvm", "target: opencl -model=v100",
+     "2: target: tunecli compiles for llvm, cuda, nvptx targets only, got 'opencl -model=v100'"),
+    ("target: llvm", "target: cuda -arch=sm80",
+     "2: target: codegen: 'sm80' in target 'cuda -arch=sm80' is not an SM architecture such as sm_80"),
     ("target: llvm", "target: llvm -mcpu=notacpu",
      "2: target: LLVM cannot compile for 'llvm -mcpu=notacpu': 'notacpu' is not a recognized processor "
      "for this target (ignoring processor); LLVM ERROR: 64-bit code requested on a subtarget that "

@@ -6,7 +6,10 @@ from typing import Any
 
 from tunecli.engine.job.runner_kinds import RUNNERS
 from tunecli.engine.job.spec import Job
+from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.measure import LocalBuilder, measure_option
+from tunecli.engine.runtime.cuda import CUDADevice
+from tunecli.errors import DeviceError, JobError
 
 
 def make_measure_option(job: Job) -> dict[str, Any]:
@@ -31,3 +34,22 @@ def close_measure_option(option: dict[str, Any]) -> None:
     """Stop the worker processes of a ``measure_option``'s builder and runner."""
     option["builder"].close()
     option["runner"].close()
+
+
+def check_local_device(job: Job) -> None:
+    """Refuse a job whose local runner would measure GPU kernels on a machine without a GPU.
+
+    Raises
+    ------
+    JobError
+        Naming the job's target, when its runner is ``local``, its target a GPU one and this
+        machine has no usable CUDA driver and GPU (before anything is built or measured).
+    """
+    if job.runner.kind != "local" or not is_gpu_target(job.target):
+        return
+    try:
+        CUDADevice(0).activate()
+    except DeviceError as err:
+        raise JobError(f"{job.path}: target {str(job.target)!r}: no CUDA driver/GPU on this machine to "
+                       f"measure on ({err}); measure on a GPU server with `runner: {{kind: rpc, key: ..., "
+                       "tracker: HOST:PORT}`") from None

@@ -41,10 +41,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tunecli.engine.codegen.backend_table import BACKENDS
 from tunecli.engine.codegen.compile import target_problem
+from tunecli.engine.codegen.nvptx_backend import sm_arch
 from tunecli.engine.job.nodes import Node, load_document
 from tunecli.engine.job.runner_kinds import RUNNERS
 from tunecli.engine.log.log_files import log_problem
+from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
 from tunecli.engine.target import Target, as_target
@@ -218,7 +221,8 @@ def load_job(path: str | Path) -> Job:
     if tuner is not None and tuner.budget is not None and tasks and tuner.budget < len(tasks):
         top["tuner"].report(f"a budget of {tuner.budget} trials is less than one trial per task "
                             f"({len(tasks)} tasks)")
-    if runner is not None and target is not None and runner.kind == "local" and not target.is_host:
+    if runner is not None and target is not None and runner.kind == "local" \
+            and not is_gpu_target(target) and not target.is_host:
         top["target"].report(f"code for {str(target)!r} cannot run on this machine: measure it on a "
                              "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
     problems.raise_any()
@@ -257,8 +261,14 @@ def _target(n: Node) -> Target:
         target = as_target(text)
     except TargetError as err:
         raise n.error(str(err)) from None
-    if target.kind != "llvm":
-        raise n.error(f"tunecli compiles for llvm targets only, got {text!r}")
+    if target.kind not in BACKENDS:
+        raise n.error(f"tunecli compiles for {', '.join(BACKENDS)} targets only, got {text!r}")
+    if is_gpu_target(target):
+        try:
+            sm_arch(target)
+        except TargetError as err:
+            raise n.error(str(err)) from None
+        return target
     problem = target_problem(target)
     if problem:
         raise n.error(f"LLVM cannot compile for {text!r}: {problem}")

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tunecli.engine.job.measure_setup import close_measure_option, make_measure_option
+from tunecli.engine.job.measure_setup import check_local_device, close_measure_option, make_measure_option
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.job.text import config_text, workload_text
@@ -166,6 +166,7 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
         When the job file, a template or its arguments are invalid (before anything is measured).
     """
     job = load_job(path).with_overrides(n_trial=n_trial, tuner=tuner, log=log, seed=seed)
+    check_local_device(job)
     tasks = create_tasks(job)
     log_path = Path(job.log)
     _prepare_log(log_path)
