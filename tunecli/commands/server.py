@@ -37,4 +37,5 @@ def server(app: App, tracker_addr: tuple[str, int] | None, key: str, host: str, 
     with option_hint(AuthenticationError, "--token"):
         run_server(tracker_addr, key, host=host, port=port, port_end=max(port_end, port + 1), token=token,
                    custom_addr=custom_addr,
-                   on_ready=lambda h, p: app.echo(f"server {key!r} listening on {h}:{p}"))
+                   on_ready=lambda h, p: app.echo(f"server {key!r} listening on {h}:{p}"),
+                   on_device=lambda device: app.echo(f"serving {device.describe()}"))

@@ -378,7 +378,8 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
                port_end: int = 9199, token: str | None = None, custom_addr: str | None = None,
                ping_period: float = 2.0, unmatch_timeout: float = 4.0, retry_period: float = 5.0,
                idle_timeout: float = 600.0, on_ready: Callable[[str, int], None] | None = None,
-               limits: ConnectionLimits = SERVER_LIMITS) -> None:
+               limits: ConnectionLimits = SERVER_LIMITS,
+               on_device: Callable[[DeviceInfo], None] | None = None) -> None:
     """Run a device server in the foreground until interrupted.
 
     The server runs native code that its clients send: bind an address that only trusted
@@ -406,6 +407,9 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
         Called as ``on_ready(host, port)`` once the port is bound.
     limits : ConnectionLimits
         Handshake deadline and connection caps.
+    on_device : callable, optional
+        Called with the server's :class:`DeviceInfo` (its CPU, and its CUDA GPU when it has one)
+        once the port is bound.
 
     Raises
     ------
@@ -419,6 +423,8 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
         logger.warning(warning)
     if on_ready is not None:
         on_ready(server.host, server.port)
+    if on_device is not None:
+        on_device(server.device)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
