@@ -60,3 +60,19 @@ def test_calls_no_row_fits_have_no_implementation() -> None:
     assert implementation(_call(relay.nn.relu(x)), LLVM) is None
     a, b = relay.var("a", shape=(2, 4, 8)), relay.var("b", shape=(2, 8, 5))
     assert implementation(_call(relay.nn.batch_matmul(a, b, transpose_b=False)), LLVM) is None
+
+
+def test_a_cuda_target_gives_tvms_gpu_tasks() -> None:
+    """conv2d, depthwise conv2d and dense on ``cuda`` are TVM's GPU tasks with TVM's workloads."""
+    cuda = Target("cuda -arch=sm_90")
+    x = relay.var("x", shape=(1, 16, 14, 14))
+    conv = _call(relay.nn.conv2d(x, relay.var("w", shape=(32, 16, 3, 3)), padding=(1, 1)))
+    assert implementation(conv, cuda).workload == (
+        "conv2d_nchw.cuda", ("TENSOR", (1, 16, 14, 14), "float32"), ("TENSOR", (32, 16, 3, 3), "float32"),
+        (1, 1), (1, 1, 1, 1), (1, 1), "float32")
+    dw = _call(relay.nn.conv2d(x, relay.var("dw", shape=(16, 1, 3, 3)), padding=(1, 1), groups=16))
+    assert implementation(dw, cuda).task_name == "depthwise_conv2d_nchw.cuda"
+    dense = _call(relay.nn.dense(relay.var("d", shape=(1, 64)), relay.var("dw2", shape=(10, 64))))
+    assert implementation(dense, cuda).workload == (
+        "dense_small_batch.gpu", ("TENSOR", (1, 64), "float32"), ("TENSOR", (10, 64), "float32"), None,
+        "float32")

@@ -71,3 +71,13 @@ def test_mobilenet_nchwc_job_holds_the_layers_of_the_nchw_job() -> None:
               (t.args for t in nchw)]
     assert [(*t.args[0][1], t.args[1][1][2:], t.args[2], t.args[3]) for t in nchwc] == layers
     assert [t.flop for t in nchwc] == [t.flop for t in nchw]
+
+
+def test_seed_conv2d_cuda_is_the_seed_workload_on_its_own_target() -> None:
+    job = load_job(ROOT / "jobs" / "seed_conv2d_cuda.yaml")
+    tutorial, direct = create_tasks(job)
+    assert str(job.target) == "cuda" and job.runner.timing.check_correctness
+    assert tutorial.args == (1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1))
+    assert len(tutorial.config_space) == 10454400
+    assert direct.name == "conv2d_nchw.cuda"
+    assert tutorial.flop == direct.flop == 2 * 512 * 7 * 7 * 512 * 3 * 3

@@ -270,3 +270,11 @@ def test_the_readme_shows_the_smallest_job_and_the_defaults(tmp_path: Path) -> N
     assert (job.tuner.kind, job.tuner.n_trial) == (DEFAULT_TUNER, DEFAULT_N_TRIAL)
     assert f"tuner:                           # optional (default: kind {DEFAULT_TUNER}, n_trial " \
            f"{DEFAULT_N_TRIAL})" in readme
+
+
+@pytest.mark.parametrize("target", ["cuda", "cuda -arch=sm_90"])
+def test_a_cuda_job_is_valid_anywhere_with_a_local_runner(tmp_path: Path, target: str) -> None:
+    """Whether this machine has the GPU a local runner needs is for ``tune`` to find out."""
+    job = load_job(write(tmp_path, GOOD.replace("target: llvm", f"target: {target}")))
+    assert job.target == Target(target) and job.target.keys == ["cuda", "gpu"]
+    assert job.runner.kind == "local"
