@@ -10,17 +10,24 @@
    ``check_correctness``; every measured config is checked against numpy), the best config is
    built under ``apply_history_best``, checked and timed, and compared with PyTorch's cuDNN
    conv2d (fp32, TF32 off) when torch is importable;
-5. a short table last; exit status 1 when any check failed.
+5. each built-in GPU template (``conv2d_nchw.cuda``, ``depthwise_conv2d_nchw.cuda``,
+   ``dense_small_batch.gpu``) on a real layer: ``--configs`` random configs built and checked
+   against its numpy reference on fresh inputs, then ``--template-trials`` trials tuned with
+   ``check_correctness`` (no wrong answer allowed) and the best one's speed;
+6. a device server on this machine (``run_server``, key ``gpu``) says it has the GPU, and an
+   ``RPCRunner`` measures ``conv2d_nchw.cuda`` configs on it (checked against numpy);
+7. a short table last; exit status 1 when any check failed.
 
 Usage (from the repository root; see the README's CUDA section for the device call)::
 
-    python3 scripts/gpu_check.py [--trials 200] [--configs 24] [--out DIR]
+    python3 scripts/gpu_check.py [--trials 200] [--configs 24] [--template-trials 24] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import subprocess
 import sys
 import time
 import traceback
@@ -33,6 +40,8 @@ sys.path.insert(0, str(ROOT))
 
 import tunecli as tvm  # noqa: E402
 from tunecli import autotvm, te  # noqa: E402
+from tunecli.engine.rpc.tracker import Tracker  # noqa: E402
+from tunecli.engine.task.space import FallbackConfigEntity  # noqa: E402
 from tunecli.engine.task.template_file import load_template_file  # noqa: E402
 from tunecli.errors import InstantiationError  # noqa: E402
 from tunecli.topi.testing import conv2d_nchw_python  # noqa: E402
@@ -40,6 +49,21 @@ from tunecli.topi.testing import conv2d_nchw_python  # noqa: E402
 TEMPLATE_FILE = ROOT / "tests" / "tvm_ports" / "test_tune_conv2d_cuda.py"
 SEED = (1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1))
 ROWS: list[tuple[str, str, str]] = []
+F32 = "float32"
+#: The built-in GPU templates on real layers (resnet's last conv, a mobilenet depthwise, a classifier).
+TEMPLATES = {
+    "conv2d_nchw.cuda": (("TENSOR", (1, 512, 7, 7), F32), ("TENSOR", (512, 512, 3, 3), F32), (1, 1),
+                         (1, 1, 1, 1), (1, 1), F32),
+    "depthwise_conv2d_nchw.cuda": (("TENSOR", (1, 256, 56, 56), F32), ("TENSOR", (256, 1, 3, 3), F32), (1, 1),
+                                   (1, 1, 1, 1), (1, 1), F32),
+    "dense_small_batch.gpu": (("TENSOR", (1, 4096), F32), ("TENSOR", (1000, 4096), F32), None, F32),
+}
+SERVER_CODE = """
+import sys
+from tunecli.engine.rpc.server import run_server
+run_server(("127.0.0.1", int(sys.argv[1])), "gpu", host="127.0.0.1", port=9300, port_end=9400, token="",
+           on_ready=lambda h, p: print(p, flush=True), on_device=lambda d: print(d.describe(), flush=True))
+"""
 
 
 def row(check: str, ok: bool | None, detail: str) -> None:
@@ -163,11 +187,96 @@ def cudnn_time() -> float | None:
     return t
 
 
+def template_arrays(task: autotvm.task.Task, bufs: list, seed: int | None = None) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1, 1, tuple(int(d) for d in b.shape)).astype(b.dtype) for b in bufs[:-1]]
+
+
+def template_configs(dev: tvm.Device, name: str, count: int) -> None:
+    """Fallback + ``count`` random configs of template ``name``: built, run on fresh inputs, checked."""
+    task = autotvm.task.create(name, args=TEMPLATES[name], target="cuda")
+    rng = random.Random()
+    configs = [FallbackConfigEntity()] + [task.config_space.get(rng.randrange(len(task.config_space)))
+                                          for _ in range(count)]
+    built = refused = wrong = 0
+    for config in configs:
+        try:
+            s, bufs = task.instantiate(config)
+            func = tvm.build(s, bufs, target="cuda")
+        except InstantiationError:
+            refused += 1
+            continue
+        built += 1
+        inputs = template_arrays(task, bufs)
+        expected = task.reference(*inputs)
+        args = [tvm.nd.array(a, device=dev) for a in inputs]
+        args.append(tvm.nd.empty(expected.shape, str(expected.dtype), dev))
+        func(*args)
+        dev.sync()
+        if not np.allclose(args[-1].numpy(), expected, rtol=1e-3, atol=1e-3):
+            wrong += 1
+            print(f"  {name}: wrong answer: config {config}", flush=True)
+    row(f"{name} random configs", wrong == 0 and built > 0,
+        f"{built} built and ran ({wrong} wrong), {refused} refused by GPU verification")
+
+
+def template_tuning(name: str, trials: int, out: Path) -> None:
+    """Tune template ``name`` for ``trials`` trials with every measurement checked against numpy."""
+    task = autotvm.task.create(name, args=TEMPLATES[name], target="cuda")
+    log = out / f"{name}.log"
+    log.unlink(missing_ok=True)
+    option = autotvm.measure_option(
+        builder=autotvm.LocalBuilder(timeout=20),
+        runner=autotvm.LocalRunner(number=20, repeat=3, min_repeat_ms=20, timeout=10, check_correctness=True))
+    autotvm.tuner.XGBTuner(task).tune(n_trial=min(trials, len(task.config_space)), measure_option=option,
+                                      callbacks=[autotvm.callback.log_to_file(str(log))])
+    results = [r for _, r in autotvm.record.load_from_file(str(log))]
+    wrong = sum(int(r.error_no) == int(autotvm.MeasureErrorNo.WRONG_ANSWER) for r in results)
+    good = [r for r in results if int(r.error_no) == 0]
+    best = min((float(np.mean(r.costs)) for r in good), default=None)
+    detail = f"{len(results)} trials, {len(good)} ok, {wrong} wrong"
+    if best:
+        detail += f"; best {best * 1e6:.1f} us, {task.flop / best / 1e9:.0f} GFLOPS"
+    row(f"{name} tuning", wrong == 0 and bool(good), detail)
+
+
+def rpc_measure(trials: int) -> None:
+    """A device server of this machine reports its GPU; RPCRunner measures conv2d_nchw.cuda on it."""
+    tracker = Tracker("127.0.0.1", 0, 0, token="")
+    server = subprocess.Popen([sys.executable, "-c", SERVER_CODE, str(tracker.port)], stdout=subprocess.PIPE,
+                              text=True, cwd=ROOT)
+    try:
+        assert server.stdout is not None
+        server.stdout.readline()
+        described = server.stdout.readline().strip()
+        if "CUDA GPU" not in described:
+            row("RPC server GPU", False, f"the server describes itself as {described!r}")
+            return
+        task = autotvm.task.create("conv2d_nchw.cuda", args=TEMPLATES["conv2d_nchw.cuda"], target="cuda")
+        option = autotvm.measure_option(
+            builder=autotvm.LocalBuilder(timeout=20),
+            runner=autotvm.RPCRunner("gpu", "127.0.0.1", tracker.port, number=20, repeat=3, timeout=10,
+                                     check_correctness=True))
+        results: list = []
+        autotvm.tuner.RandomTuner(task).tune(
+            n_trial=trials, measure_option=option,
+            callbacks=[lambda _tuner, _inputs, res: results.extend(res)])
+        good = [r for r in results if int(r.error_no) == 0]
+        errors = sorted({int(r.error_no) for r in results})
+        row("RPC server GPU", bool(good) and int(autotvm.MeasureErrorNo.WRONG_ANSWER) not in errors,
+            f"{described}; {len(good)} of {len(results)} configs measured there (error kinds {errors})")
+    finally:
+        server.terminate()
+        server.wait(10)
+        tracker.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200, help="tuning trials of the seed conv2d")
     parser.add_argument("--configs", type=int, default=24, help="random conv2d configs to build and check")
-    parser.add_argument("--out", type=Path, default=Path("."), help="where the tuning log goes")
+    parser.add_argument("--template-trials", type=int, default=24, help="tuning trials per GPU template")
+    parser.add_argument("--out", type=Path, default=Path("."), help="where the tuning logs go")
     opts = parser.parse_args()
     opts.out.mkdir(parents=True, exist_ok=True)
     dev = tvm.cuda(0)
@@ -194,6 +303,16 @@ def main() -> int:
         theirs = cudnn_time()
     except Exception:  # noqa: BLE001
         row("cuDNN conv2d (PyTorch)", False, traceback.format_exc(limit=3).strip().splitlines()[-1])
+    steps = [(f"{name} random configs", lambda name=name: template_configs(dev, name, opts.configs // 2))
+             for name in TEMPLATES]
+    steps += [(f"{name} tuning", lambda name=name: template_tuning(name, opts.template_trials, opts.out))
+              for name in TEMPLATES]
+    steps.append(("RPC server GPU", lambda: rpc_measure(8)))
+    for name, step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - one failed check must not hide the others
+            row(name, False, traceback.format_exc(limit=3).strip().splitlines()[-1])
     if ours and theirs:
         row("tuned / cuDNN speed", ours <= theirs / 0.8, f"{theirs / ours:.2f}x cuDNN (goal >= 0.8x)")
     print("\n| check | status | detail |\n| --- | --- | --- |")

@@ -80,7 +80,8 @@ def test_a_tune_through_a_server_without_a_gpu_stops_with_one_error(invoke: Invo
                                                                     gpu_less_server: tuple[int, str]) -> None:
     port, _ = gpu_less_server
     job = tmp_path / "job.yaml"
-    job.write_text(SMALL_JOB.format(runner=f"{{kind: rpc, key: nogpu, tracker: '127.0.0.1:{port}', timeout: 5}}"))
+    runner = f"{{kind: rpc, key: nogpu, tracker: '127.0.0.1:{port}', timeout: 5}}"
+    job.write_text(SMALL_JOB.format(runner=runner))
     result = invoke("tune", str(job), "--log", str(tmp_path / "small.log"), "--quiet")
     assert result.exit_code == 1, result.output
     assert "the job's target 'cuda -arch=sm_90' runs on an NVIDIA GPU, but device 'nogpu'" in result.output

@@ -49,18 +49,19 @@ SMALL = {
 }
 LARGE = {
     "conv2d_nchw.cuda": (_t(1, 512, 7, 7), _t(512, 512, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), F32),
-    "depthwise_conv2d_nchw.cuda": (_t(1, 256, 56, 56), _t(256, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), F32),
+    "depthwise_conv2d_nchw.cuda": (_t(1, 256, 56, 56), _t(256, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1),
+                                   F32),
     "dense_small_batch.gpu": (_t(1, 4096), _t(1000, 4096), None, F32),
     "tutorial/conv2d_no_batching": (1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1)),
 }
 #: TVM's knobs of each template, in TVM's order.
+CONV_KNOBS = ["tile_f", "tile_y", "tile_x", "tile_rc", "tile_ry", "tile_rx", "auto_unroll_max_step",
+              "unroll_explicit"]
 KNOBS = {
-    "conv2d_nchw.cuda": ["tile_f", "tile_y", "tile_x", "tile_rc", "tile_ry", "tile_rx", "auto_unroll_max_step",
-                         "unroll_explicit"],
+    "conv2d_nchw.cuda": CONV_KNOBS,
     "depthwise_conv2d_nchw.cuda": ["tile_f", "tile_y", "tile_x", "auto_unroll_max_step", "unroll_explicit"],
     "dense_small_batch.gpu": ["tile_k"],
-    "tutorial/conv2d_no_batching": ["tile_f", "tile_y", "tile_x", "tile_rc", "tile_ry", "tile_rx",
-                                    "auto_unroll_max_step", "unroll_explicit"],
+    "tutorial/conv2d_no_batching": CONV_KNOBS,
 }
 NAMES = list(SMALL)
 

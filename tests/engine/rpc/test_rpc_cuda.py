@@ -60,7 +60,7 @@ def test_a_gpu_task_is_refused_by_a_server_without_a_gpu(procs, tracker):
     task = create("conv2d_nchw.cuda", args=CONV_ARGS, target="cuda")
     runner = RPCRunner("nogpu", "127.0.0.1", tracker.port, timeout=10, cooldown_interval=0)
     runner.set_task(task)
-    with pytest.raises(TargetError, match="runs on an NVIDIA GPU, but device 'nogpu'.* has no CUDA driver/GPU"):
+    with pytest.raises(TargetError, match="on an NVIDIA GPU, but device 'nogpu'.* has no CUDA driver/GPU"):
         runner.run([MeasureInput(task.target, task, task.config_space.get(0))], [_ptx_build(task)])
 
 

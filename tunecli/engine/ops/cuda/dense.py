@@ -2,12 +2,12 @@
 
 One knob, as TVM's: ``tile_k``, a 2-way split of the reduction (K) whose inner part ``kf`` is
 the number of threads of a block.  Each block computes one output element: the reduction is
-factored over ``kf`` (``rfactor``), thread ``t`` sums ``data[i, k] * weight[j, k]`` over the
-``k = ko * kf + t`` in a register and stores it into a ``shared`` array of ``kf`` partial sums, and after a barrier the
-block's threads read the partial sums and add them up in a register (TVM reduces them with a
-cross-thread all-reduce instead; each thread here writes the same value).  The grid is ``N x M`` blocks
-(``blockIdx.x`` over the output features, ``blockIdx.y`` over the batch).  Without a tuned
-record ``tile_k`` is TVM's fallback, ``[-1, 64]`` (``[1, K]`` when K <= 64).
+factored over ``kf`` (``rfactor``); thread ``t`` sums ``data[i, k] * weight[j, k]`` over the
+``k = ko * kf + t`` in a register and stores the sum into a ``shared`` array of ``kf`` partial
+sums; after a barrier the block's threads add the partial sums up in a register (TVM reduces
+them with a cross-thread all-reduce instead; here each thread writes the same value).  The grid
+is ``N x M`` blocks (``blockIdx.x`` over the output features, ``blockIdx.y`` over the batch).
+Without a tuned record ``tile_k`` is TVM's fallback, ``[-1, 64]`` (``[1, K]`` when K <= 64).
 
 Template arguments are TVM's workload: ``data, weight, bias, out_dtype`` with ``data [M, K]``,
 ``weight [N, K]`` and ``bias`` None (a graph fuses the bias as an epilogue).
@@ -51,7 +51,8 @@ def dense_small_batch_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_
     return dense(data, weight, out_dtype=out_dtype)
 
 
-def schedule_dense_small_batch(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+def schedule_dense_small_batch(cfg: Any, outs: Sequence[te.Tensor],
+                               epilogue: te.Tensor | None = None) -> Schedule:
     """The module docstring's schedule."""
     (C,) = outs
     s = create_group_schedule(outs, epilogue)
