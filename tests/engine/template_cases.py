@@ -19,4 +19,10 @@ SMALL_CASES = {
     "depthwise_conv2d_nchw.arm_cpu": (("TENSOR", (1, 6, 7, 6), "float32"),
                                       ("TENSOR", (6, 1, 3, 3), "float32"), (1, 1), (1, 1, 1, 1), (1, 1),
                                       "float32"),
+    # the GPU templates on a CPU: bound loops stay loops, shared/local stages are ordinary buffers
+    "conv2d_nchw.cuda": (("TENSOR", (1, 3, 5, 6), "float32"), ("TENSOR", (4, 3, 3, 3), "float32"), (1, 1),
+                         (1, 1, 1, 1), (1, 1), "float32"),
+    "depthwise_conv2d_nchw.cuda": (("TENSOR", (1, 4, 6, 5), "float32"), ("TENSOR", (4, 2, 3, 3), "float32"),
+                                   (2, 2), (1, 1, 1, 1), (1, 1), "float32"),
+    "dense_small_batch.gpu": (("TENSOR", (2, 12), "float32"), ("TENSOR", (6, 12), "float32"), None, "float32"),
 }

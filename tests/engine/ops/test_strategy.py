@@ -20,8 +20,9 @@ def test_select_by_operator_and_target_keys():
     assert [s.name for s in table.candidates("conv2d_nchw", "llvm")] == ["conv2d_nchw.x86",
                                                                         "tutorial/conv2d_no_batching"]
     assert table.select("dense", "llvm -mtriple=aarch64-linux-gnu").name == "dense.x86"  # arm_cpu, then cpu
-    with pytest.raises(InstantiationError, match="no strategy for operator 'dense' on target 'cuda'"):
-        table.select("dense", "cuda")
+    assert table.select("dense", "cuda").name == "dense_small_batch.gpu"  # key cuda, then gpu
+    with pytest.raises(InstantiationError, match="no strategy for operator 'batch_matmul' on target 'cuda'"):
+        table.select("batch_matmul", "cuda")
     assert ("dense", "cpu") in table.keys() and len(table) == len(registry.builtin_names())
 
 
