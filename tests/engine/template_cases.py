@@ -24,5 +24,6 @@ SMALL_CASES = {
                          (1, 1, 1, 1), (1, 1), "float32"),
     "depthwise_conv2d_nchw.cuda": (("TENSOR", (1, 4, 6, 5), "float32"), ("TENSOR", (4, 2, 3, 3), "float32"),
                                    (2, 2), (1, 1, 1, 1), (1, 1), "float32"),
-    "dense_small_batch.gpu": (("TENSOR", (2, 12), "float32"), ("TENSOR", (6, 12), "float32"), None, "float32"),
+    "dense_small_batch.gpu": (("TENSOR", (2, 12), "float32"), ("TENSOR", (6, 12), "float32"), None,
+                              "float32"),
 }
