@@ -12,6 +12,7 @@ The knobs are TVM's, in TVM's order, so a record written by TVM decodes to the c
 from __future__ import annotations
 
 import functools
+import json
 import random
 import subprocess
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 from lower.gpu_simulator import run_grid
 
+from tunecli.engine import te
 from tunecli.engine.codegen import compile_kernel
 from tunecli.engine.codegen.nvptx_backend import ptxas_path
 from tunecli.engine.ir import Allocate
@@ -28,6 +30,7 @@ from tunecli.engine.log.record import decode
 from tunecli.engine.lower import lower
 from tunecli.engine.lower.verify_gpu import GPULimits, check_gpu_code, verify_gpu_code
 from tunecli.engine.ops import registry
+from tunecli.engine.ops.nn import bias_add, relu
 from tunecli.engine.target import Target
 from tunecli.engine.task.space import FallbackConfigEntity
 from tunecli.engine.task.task import create
@@ -202,8 +205,6 @@ def _index_of(space: Any, entity: list) -> int:
 
 
 def test_a_record_written_by_tvm_decodes_to_the_logged_config_and_builds():
-    import json
-
     task = create("conv2d_nchw.cuda", args=LARGE["conv2d_nchw.cuda"], target="cuda")
     record = json.loads(json.dumps(TVM_RECORD))
     record["config"]["index"] = _index_of(task.config_space, record["config"]["entity"])
@@ -218,3 +219,25 @@ def test_a_record_written_by_tvm_decodes_to_the_logged_config_and_builds():
             assert value == want, knob
     func, _ = _kernel("conv2d_nchw.cuda", config, large=True)
     check_gpu_code(func, Target("cuda"))  # 8 x 7 threads, a 1 x 8 x 3 x 3 window per step
+
+
+@pytest.mark.parametrize("name", ["conv2d_nchw.cuda", "depthwise_conv2d_nchw.cuda", "dense_small_batch.gpu"])
+def test_a_fused_bias_relu_epilogue_writes_the_output_tile_on_the_gpu(name):
+    """A graph's ``relu(op + bias)`` takes the output stage's place: one kernel, simulated vs numpy."""
+    strategy, task = registry.get_strategy(name), _task(name)
+    for i, config in enumerate(_configs(name, 2, seed="epilogue")):
+        call = strategy.kernel_call(config, *task.args)
+        (out,) = strategy.outputs_of(config, call)
+        bias = te.placeholder((out.shape[1],), dtype=out.dtype, name="bias")
+        fused = relu(bias_add(out, bias, axis=1))
+        with Target("cuda"):
+            sch = strategy.schedule(config, [out], epilogue=fused)
+        func = lower(sch, [*call.inputs, bias, fused], name="fused", target="cuda")
+        check_gpu_code(func, Target("cuda"))
+        rng = np.random.default_rng(i)
+        inputs = [rng.uniform(-1, 1, tuple(int(d) for d in t.shape)).astype(t.dtype) for t in call.inputs]
+        b = rng.uniform(-1, 1, int(out.shape[1])).astype(out.dtype)
+        got = np.full(tuple(int(d) for d in fused.shape), np.nan, fused.dtype)
+        run_grid(func, *inputs, b, got)
+        want = np.maximum(task.reference(*inputs) + b.reshape((-1,) + (1,) * (got.ndim - 2)), 0)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} config {config}")
