@@ -60,8 +60,10 @@ def test_resnet18_graph_has_one_kernel_call_per_fused_group(resnet18: tuple) -> 
 
 def test_weights_are_re_laid_out_at_build_time(resnet18: tuple) -> None:
     _, params, lib = resnet18
-    packed = [p for p in lib.get_params().values() if p.ndim >= 5]
-    assert len(packed) == 21  # every convolution reads its kernel in channel blocks
+    kernels = [p for p in lib.get_params().values() if p.ndim == 6]
+    assert len(kernels) == 21  # every convolution reads its kernel in channel blocks [O/o, I/i, KH, KW, i, o]
+    shifts = [p for p in lib.get_params().values() if p.ndim == 5]
+    assert shifts and all(p.shape[0] == 1 and p.shape[2:4] == (1, 1) for p in shifts)  # [1, C/b, 1, 1, b]
     assert not any(p.ndim == 4 for p in lib.get_params().values())
 
 

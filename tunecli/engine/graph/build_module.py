@@ -2,8 +2,10 @@
 parameters), runnable with ``lib["default"](dev)`` and exportable as one shared library.
 
 The pipeline: bind the parameters as constants, then under the current ``PassContext``
-``SimplifyInference → FoldConstant → FoldScaleAxis → FoldConstant → DeadCodeElimination →
-FuseOps`` (weights are transformed once here, never per call), the graph program and memory
+``SimplifyInference → FoldConstant → FoldScaleAxis → FoldConstant → AlterOpLayout → FoldConstant
+→ DeadCodeElimination → FuseOps`` (weights are transformed once here, never per call; at
+opt_level 3 an x86 convolution computes in the blocked layouts its config chooses, each with its
+own config, see ``passes.alter_op_layout``), the graph program and memory
 plan (``graph_codegen``), and each distinct group compiled by ``lower_group`` with the config
 ``DispatchContext.current`` gives (``apply_history_best`` installs the tuned records).  Instead of
 a warning per untuned operator the build logs one summary line (``"11 of 12 tasks tuned; 1 fell
@@ -34,6 +36,7 @@ from .graph_expr import Function
 from .ir_module import IRModule
 from .lower_group import AnchorConfig, lower_group
 from .passes import (
+    AlterOpLayout,
     DeadCodeElimination,
     FoldConstant,
     FoldScaleAxis,
@@ -47,8 +50,13 @@ from .passes import (
 logger = logging.getLogger("autotvm")
 
 
-def optimize(mod: IRModule | Function, params: Mapping[str, Any] | None = None) -> IRModule:
-    """The build's graph passes on ``mod`` with ``params`` bound (under the current PassContext)."""
+def optimize(mod: IRModule | Function, params: Mapping[str, Any] | None = None,
+             target: Target | None = None) -> IRModule:
+    """The build's graph passes on ``mod`` with ``params`` bound (under the current PassContext).
+
+    With a ``target``, ``AlterOpLayout`` (opt_level 3) gives its convolutions the layouts their
+    configs choose, then ``FoldConstant`` transforms the weights; without one (task extraction)
+    the graph keeps its layouts."""
     fn = mod["main"] if isinstance(mod, IRModule) else mod
     if not isinstance(fn, Function):
         raise GraphError(f"relay.build: expected an IRModule or a Function, got {type(mod).__name__}")
@@ -61,6 +69,7 @@ def optimize(mod: IRModule | Function, params: Mapping[str, Any] | None = None) 
             FoldConstant(),
             FoldScaleAxis(),
             FoldConstant(),
+            *([AlterOpLayout(target), FoldConstant()] if target is not None else []),
             DeadCodeElimination(),
             FuseOps(),
         ]
@@ -201,10 +210,10 @@ def build(
     BuiltGraph
     """
     t = as_target(target if not isinstance(target, Mapping) else next(iter(target.values())))
-    fused = optimize(mod, params)
     silent = GLOBAL_SCOPE.silent
     GLOBAL_SCOPE.silent = True
     try:
+        fused = optimize(mod, params, t)
         program = graph_program(fused["main"], lambda fn, name, constant: lower_group(fn, t, name, constant))
     finally:
         GLOBAL_SCOPE.silent = silent

@@ -2,7 +2,8 @@
 
 The group's parameters become placeholders; its calls are computed in order: a tunable anchor
 (conv2d, dense, batch_matmul) through the strategy row the target selects (``op_strategy``) with
-the config ``DispatchContext.current`` gives for the row's workload (a tuned record under
+the config the call carries (a blocked convolution: the one ``AlterOpLayout`` chose its layouts
+by) or else the one ``DispatchContext.current`` gives for the row's workload (a tuned record under
 ``apply_history_best``, else the fallback config), every other call by its te definition
 (``op_compute``).  An anchor's group is scheduled by the row's schedule with the rest of the group
 as its epilogue; other groups by ``group_schedule``.  Stages computed from constant parameters
@@ -160,7 +161,9 @@ def _compute_group(
             inputs = [values[a] for a in node.args]
             if node is anchor_call:
                 impl: Implementation = anchor_impl[1]  # type: ignore[index]
-                anchor_cfg = DispatchContext.current.query(target, impl.workload)
+                anchor_cfg = getattr(node.attrs, "config", None)
+                if anchor_cfg is None:
+                    anchor_cfg = DispatchContext.current.query(target, impl.workload)
                 call = OpCall(tuple(inputs), impl.strategy.declare(*impl.args).attrs)
                 with target:
                     anchor_outs = impl.strategy.outputs_of(anchor_cfg, call)
@@ -223,7 +226,8 @@ def _param_shape(p: Var, fn: Function, anchor: tuple[Call, Implementation] | Non
     shape = tuple(tensor_type_of(p).shape)
     if anchor is not None and p in anchor[0].args:
         declared = anchor[1].strategy.declare(*anchor[1].args).inputs[anchor[0].args.index(p)]
-        if tuple(declared.shape) != shape and _size(declared.shape) == _size(shape):
+        same_rank = len(declared.shape) == len(shape)
+        if same_rank and tuple(declared.shape) != shape and _size(declared.shape) == _size(shape):
             return tuple(declared.shape)
     return shape
 

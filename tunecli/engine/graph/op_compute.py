@@ -245,10 +245,12 @@ for _name, _compute in {
 
 def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
-    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW"):
-        raise GraphError(f"global pooling: only the NCHW layout is compiled, got {attrs.layout!r}")
-    n, c, h, w = x.shape
-    oh, ow = out.shape[2:]
+    layout = parse_layout(attrs.layout)
+    blocked = len(layout) == 5 and [a for a, _ in layout] == list("NCHWc")
+    if (attrs.layout != "NCHW" and not blocked) or attrs.out_layout not in ("", attrs.layout):
+        raise GraphError(f"global pooling: only the NCHW and NCHW{{b}}c layouts are compiled, got {attrs.layout!r}")
+    h, w = x.shape[2:4]
+    oh, ow = out.shape[2:4]
     if h % oh or w % ow:
         raise GraphError(f"adaptive pooling: output {oh}x{ow} must divide the input {h}x{w}")
     kh, kw = h // oh, w // ow
@@ -256,13 +258,13 @@ def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: Tens
     if kind == "max":
         return te.compute(
             out.shape,
-            lambda b, ch, y, z: te.max(x[b, ch, y * kh + rh, z * kw + rw], axis=[rh, rw]),
+            lambda b, ch, y, z, *v: te.max(x[(b, ch, y * kh + rh, z * kw + rw, *v)], axis=[rh, rw]),
             name="T_global_max",
             tag="global_pool_max",
         )
     total = te.compute(
         out.shape,
-        lambda b, ch, y, z: te.sum(x[b, ch, y * kh + rh, z * kw + rw], axis=[rh, rw]),
+        lambda b, ch, y, z, *v: te.sum(x[(b, ch, y * kh + rh, z * kw + rw, *v)], axis=[rh, rw]),
         name="T_global_sum",
         tag="global_pool_sum",
     )

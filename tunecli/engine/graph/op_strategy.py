@@ -23,6 +23,7 @@ from tunecli.engine.task.task import args_to_workload
 from tunecli.errors import GraphError
 
 from .graph_expr import Call
+from .layout import primal_sizes
 from .ops.conv import conv2d_padding
 from .type_infer import tensor_type_of
 
@@ -77,6 +78,26 @@ def _conv2d_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return [], facts
 
 
+def _conv2d_nchwc_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+    """A blocked convolution (after ``AlterOpLayout``) keeps the NCHW convolution's workload: the
+    logical ``data [N, C, H, W]`` and ``kernel [O, I, KH, KW]``, layouts ``NCHW``, so tuned logs apply."""
+    attrs = call.attrs
+    data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
+    d = primal_sizes(data.shape, attrs.data_layout)
+    k = primal_sizes(weight.shape, attrs.kernel_layout)
+    n, ci, h, w = d["N"], d["C"], d["H"], d["W"]
+    co, kh, kw = k["O"], k["H"], k["W"]
+    pads = tuple(int(p) for p in conv2d_padding(attrs, (kh, kw)))
+    facts = {"N": n, "H": h, "W": w, "CI": ci, "CO": co, "KH": kh, "KW": kw, "C": ci,
+             "multiplier": co // ci, "stride": tuple(attrs.strides), "strides": tuple(attrs.strides),
+             "padding": pads, "dilation": tuple(attrs.dilation), "dtype": data.dtype,
+             "data": _tensor((n, ci, h, w), data.dtype), "kernel": _tensor((co, k["I"], kh, kw), weight.dtype),
+             "layout": "NCHW", "out_layout": "NCHW", "out_dtype": out.dtype}
+    if call.op.name == "nn.contrib_depthwise_conv2d_NCHWc":  # type: ignore[union-attr]
+        return ["depthwise_conv2d_NCHWc"], facts
+    return ["conv2d_NCHWc"], facts
+
+
 def _dense_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
     (m, k), n = data.shape, weight.shape[0]
@@ -96,7 +117,8 @@ def _batch_matmul_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return ["batch_matmul"], facts
 
 
-_KEYS = {"nn.conv2d": _conv2d_keys, "nn.dense": _dense_keys, "nn.batch_matmul": _batch_matmul_keys}
+_KEYS = {"nn.conv2d": _conv2d_keys, "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_keys,
+         "nn.contrib_depthwise_conv2d_NCHWc": _conv2d_nchwc_keys, "nn.dense": _dense_keys, "nn.batch_matmul": _batch_matmul_keys}
 
 
 def implementation(call: Call, target: Target) -> Implementation | None:

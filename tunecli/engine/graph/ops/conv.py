@@ -6,7 +6,7 @@ alteration).  Pattern OUT_ELEMWISE_FUSABLE."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,16 @@ class Conv2DAttrs(Attrs):
     kernel_layout: str = "OIHW"
     out_layout: str = ""
     out_dtype: str = ""
+
+
+@dataclass(frozen=True)
+class Conv2DNCHWcAttrs(Conv2DAttrs):
+    """Attributes of ``nn.contrib_conv2d_NCHWc`` / ``nn.contrib_depthwise_conv2d_NCHWc``: TVM's
+    ``Conv2DAttrs`` plus ``config``, the tuning config the layout alteration chose the block sizes
+    by (its ``tile_ic`` / ``tile_oc``), which the call's kernel is then compiled with (None: the
+    config the current dispatch context gives the call's workload)."""
+
+    config: Any = None
 
 
 def conv2d_padding(attrs: Conv2DAttrs, kernel_hw: tuple[int, int] = (1, 1)) -> tuple[int, int, int, int]:
@@ -135,10 +145,10 @@ def conv2d_reference(attrs: Conv2DAttrs, data: np.ndarray, weight: np.ndarray) -
     return convert_array(out, "NCHW", attrs.out_layout or attrs.data_layout)
 
 
-for _name, _strategy_op in (
-    ("nn.conv2d", "conv2d"),
-    ("nn.contrib_conv2d_NCHWc", "conv2d_NCHWc"),
-    ("nn.contrib_depthwise_conv2d_NCHWc", "depthwise_conv2d_NCHWc"),
+for _name, _strategy_op, _attrs_type in (
+    ("nn.conv2d", "conv2d", Conv2DAttrs),
+    ("nn.contrib_conv2d_NCHWc", "conv2d_NCHWc", Conv2DNCHWcAttrs),
+    ("nn.contrib_depthwise_conv2d_NCHWc", "depthwise_conv2d_NCHWc", Conv2DNCHWcAttrs),
 ):
     register_op(
         _name,
@@ -146,7 +156,7 @@ for _name, _strategy_op in (
         _relation,
         conv2d_reference,
         OpPattern.OUT_ELEMWISE_FUSABLE,
-        Conv2DAttrs,
+        _attrs_type,
         strategy_op=_strategy_op,
     )
 
@@ -238,7 +248,7 @@ def contrib_conv2d_nchwc(
     """Blocked-layout convolution (``relay.nn.contrib_conv2d_nchwc``): ``data_layout`` ``NCHW{ic}c``,
     ``kernel_layout`` ``OIHW{ic}i{oc}o``, ``out_layout`` ``NCHW{oc}c``."""
     args = (strides, padding, dilation, groups, channels, kernel_size, data_layout, kernel_layout)
-    attrs = make_conv2d_attrs(*args, out_layout, out_dtype)
+    attrs = Conv2DNCHWcAttrs(**asdict(make_conv2d_attrs(*args, out_layout, out_dtype)))
     return make_call("nn.contrib_conv2d_NCHWc", [data, kernel], attrs)
 
 
@@ -259,5 +269,5 @@ def contrib_depthwise_conv2d_nchwc(
     """Blocked-layout depthwise convolution (``relay.nn.contrib_depthwise_conv2d_nchwc``): ``groups``
     equal to the channels, ``kernel_layout`` ``OIHW1i{oc}o``."""
     args = (strides, padding, dilation, groups, channels, kernel_size, data_layout, kernel_layout)
-    attrs = make_conv2d_attrs(*args, out_layout, out_dtype)
+    attrs = Conv2DNCHWcAttrs(**asdict(make_conv2d_attrs(*args, out_layout, out_dtype)))
     return make_call("nn.contrib_depthwise_conv2d_NCHWc", [data, kernel], attrs)
