@@ -248,7 +248,9 @@ def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: Tens
     layout = parse_layout(attrs.layout)
     blocked = len(layout) == 5 and [a for a, _ in layout] == list("NCHWc")
     if (attrs.layout != "NCHW" and not blocked) or attrs.out_layout not in ("", attrs.layout):
-        raise GraphError(f"global pooling: only the NCHW and NCHW{{b}}c layouts are compiled, got {attrs.layout!r}")
+        raise GraphError(
+            f"global pooling: only the NCHW and NCHW{{b}}c layouts are compiled, got {attrs.layout!r}"
+        )
     h, w = x.shape[2:4]
     oh, ow = out.shape[2:4]
     if h % oh or w % ow:

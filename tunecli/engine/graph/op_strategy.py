@@ -91,7 +91,8 @@ def _conv2d_nchwc_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     facts = {"N": n, "H": h, "W": w, "CI": ci, "CO": co, "KH": kh, "KW": kw, "C": ci,
              "multiplier": co // ci, "stride": tuple(attrs.strides), "strides": tuple(attrs.strides),
              "padding": pads, "dilation": tuple(attrs.dilation), "dtype": data.dtype,
-             "data": _tensor((n, ci, h, w), data.dtype), "kernel": _tensor((co, k["I"], kh, kw), weight.dtype),
+             "data": _tensor((n, ci, h, w), data.dtype),
+             "kernel": _tensor((co, k["I"], kh, kw), weight.dtype),
              "layout": "NCHW", "out_layout": "NCHW", "out_dtype": out.dtype}
     if call.op.name == "nn.contrib_depthwise_conv2d_NCHWc":  # type: ignore[union-attr]
         return ["depthwise_conv2d_NCHWc"], facts
@@ -118,7 +119,8 @@ def _batch_matmul_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
 
 
 _KEYS = {"nn.conv2d": _conv2d_keys, "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_keys,
-         "nn.contrib_depthwise_conv2d_NCHWc": _conv2d_nchwc_keys, "nn.dense": _dense_keys, "nn.batch_matmul": _batch_matmul_keys}
+         "nn.contrib_depthwise_conv2d_NCHWc": _conv2d_nchwc_keys, "nn.dense": _dense_keys,
+         "nn.batch_matmul": _batch_matmul_keys}
 
 
 def implementation(call: Call, target: Target) -> Implementation | None:

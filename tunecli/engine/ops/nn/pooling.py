@@ -44,7 +44,8 @@ def pool2d(data: te.Tensor, kernel: Any, stride: Any, dilation: Any, padding: An
         raise ExprError(f"pool2d: only the NCHW and NCHW{{b}}c layouts are supported, got {layout!r} -> "
                         f"{out_layout!r}")
     if len(data.shape) != (5 if blocked else 4):
-        raise ExprError(f"pool2d: a {layout} tensor has {5 if blocked else 4} dimensions, got {tuple(data.shape)}")
+        raise ExprError(f"pool2d: a {layout} tensor has {5 if blocked else 4} dimensions, "
+                        f"got {tuple(data.shape)}")
     if pool_type not in ("max", "avg"):
         raise ExprError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
     batch, channel, height, width = data.shape[:4]
@@ -65,13 +66,15 @@ def pool2d(data: te.Tensor, kernel: Any, stride: Any, dilation: Any, padding: An
     after_h, after_w = max(need_h - height - pt, 0), max(need_w - width - pl, 0)
     fill = E.min_value(data.dtype) if pool_type == "max" else E.const(0, data.dtype)
     extra = [0] * len(block)
-    padded = pad(data, [0, 0, pt, pl, *extra], [0, 0, after_h, after_w, *extra], pad_value=fill, name="pad_temp")
+    padded = pad(data, [0, 0, pt, pl, *extra], [0, 0, after_h, after_w, *extra], pad_value=fill,
+                 name="pad_temp")
     rh = te.reduce_axis((0, kh), name="rv0")
     rw = te.reduce_axis((0, kw), name="rv1")
     if pool_type == "max":
         return te.compute(
             (batch, channel, out_h, out_w, *block),
-            lambda n, c, h, w, *v: te.max(padded[(n, c, h * sh + rh * dh, w * sw + rw * dw, *v)], axis=[rh, rw]),
+            lambda n, c, h, w, *v: te.max(padded[(n, c, h * sh + rh * dh, w * sw + rw * dw, *v)],
+                                          axis=[rh, rw]),
             name="pool_max", tag="pool_max")
     acc = "int32" if data.dtype in ("int8", "uint8", "int16", "uint16") else data.dtype
     pool_sum = te.compute(
