@@ -1,6 +1,7 @@
 """TVM's ``tvm.relay.transform`` face: the graph passes."""
 
 from tunecli.engine.graph.passes import (
+    AlterOpLayout,
     DeadCodeElimination,
     FoldConstant,
     FoldScaleAxis,
@@ -11,5 +12,5 @@ from tunecli.engine.graph.passes import (
 )
 from tunecli.engine.graph.passes.pass_infra import PassContext
 
-__all__ = ["DeadCodeElimination", "FoldConstant", "FoldScaleAxis", "FuseOps", "InferType", "PassContext",
-           "Sequential", "SimplifyInference"]
+__all__ = ["AlterOpLayout", "DeadCodeElimination", "FoldConstant", "FoldScaleAxis", "FuseOps", "InferType",
+           "PassContext", "Sequential", "SimplifyInference"]

@@ -24,8 +24,6 @@ from tunecli.engine.target import Target
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.task import create
 
-from ...graph_tuner.test_conv_graph import residual_net
-
 RNG = np.random.default_rng(0)
 LLVM = Target("llvm")
 BLOCKED = ("nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc")
@@ -81,6 +79,8 @@ def test_resnet18_convolutions_are_blocked_and_transforms_only_at_the_borders(re
     # into the first convolution, one back to NCHW after the global pooling, before the flatten
     assert sorted((c.attrs.src_layout, c.attrs.dst_layout) for c in transforms) == [
         ("NCHW", "NCHW3c"), ("NCHW8c", "NCHW")]
+    convs = [c for c in _calls(fused) if c.op.name == "nn.contrib_conv2d_NCHWc"]
+    assert all(len(c.args[0].checked_type.shape) == 5 for c in convs)  # kernels read blocked data, no packing
     kernels = _kernel_calls(lib)
     assert sum("layout_transform" in k for k in kernels) == 2
     assert any("layout_transform" in k and "batch_flatten" in k for k in kernels)  # fused with the flatten
@@ -178,7 +178,7 @@ class _RandomConfigs(DispatchContext):
         return space.get(int(self.rng.integers(len(space))))
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_random_conv_chains_with_random_blocks_compute_the_same(seed: int) -> None:
     rng = np.random.default_rng(seed)
     channels = [int(c) for c in rng.choice([4, 6, 8, 12, 16], size=4)]
@@ -186,6 +186,8 @@ def test_random_conv_chains_with_random_blocks_compute_the_same(seed: int) -> No
     y, skip = x, None
     for k, (ci, co) in enumerate(zip(channels, channels[1:], strict=False)):
         size = int(rng.choice([1, 3]))
+        if rng.random() < 0.4:  # a depthwise convolution first
+            y = relay.nn.conv2d(y, relay.var(f"d{k}", shape=(ci, 1, 3, 3)), padding=(1, 1), groups=ci)
         y = relay.nn.conv2d(y, relay.var(f"w{k}", shape=(co, ci, size, size)), padding=(size // 2,) * 2)
         if skip is not None and ci == co and rng.random() < 0.7:
             y = relay.add(y, skip)
@@ -249,8 +251,22 @@ class _Recording(DispatchContext):
         self.queried.append(workload)  # type: ignore[arg-type]
 
 
+def _branchy_net() -> relay.Function:
+    """Two branches from the input (3x3 then 3x3; a 1x1 shortcut) added, then a concatenation of
+    two 1x1 convolutions of the pooled sum."""
+    data = relay.var("data", shape=(1, 16, 8, 8))
+    c1 = relay.nn.conv2d(data, relay.var("w1"), channels=32, kernel_size=(3, 3), padding=(1, 1))
+    c2 = relay.nn.conv2d(relay.nn.relu(c1), relay.var("w2"), channels=32, kernel_size=(3, 3), padding=(1, 1))
+    shortcut = relay.nn.conv2d(data, relay.var("w3"), channels=32, kernel_size=(1, 1))
+    pooled = relay.nn.max_pool2d(relay.nn.relu(relay.add(c2, shortcut)), pool_size=(2, 2), strides=(2, 2))
+    left = relay.nn.conv2d(pooled, relay.var("w4"), channels=16, kernel_size=(1, 1))
+    right = relay.nn.conv2d(pooled, relay.var("w5"), channels=16, kernel_size=(3, 3), padding=(1, 1))
+    out = relay.concatenate([left, right], axis=1)
+    return relay.Function(relay.analysis.free_vars(out), out)
+
+
 def test_convolutions_are_configured_in_the_graph_tuners_order() -> None:
-    net = residual_net()
+    net = _branchy_net()
     nodes = conv_graph(main_function(net), ["data"], ["nn.conv2d"]).nodes
     with _Recording() as recording:
         _optimize(InferType()(g.IRModule.from_expr(net)), {})
