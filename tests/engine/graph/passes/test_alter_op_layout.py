@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from autotvm_templates import tophub_dir
 
 from tunecli import relay
 from tunecli.engine import graph as g
@@ -18,6 +19,7 @@ from tunecli.engine.graph.models import mobilenet_v2, resnet, squeezenet, vgg
 from tunecli.engine.graph.passes import InferType, PassContext
 from tunecli.engine.graph_tuner.conv_graph import conv_graph, main_function
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
+from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.log.record import encode
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.target import Target
@@ -86,6 +88,20 @@ def test_resnet18_convolutions_are_blocked_and_transforms_only_at_the_borders(re
     assert any("layout_transform" in k and "batch_flatten" in k for k in kernels)  # fused with the flatten
     data = RNG.uniform(-1, 1, (1, 3, 64, 64)).astype("float32")
     np.testing.assert_allclose(_run(lib, data), g.evaluate(mod, [data], params), rtol=1e-4, atol=1e-6)
+
+
+def test_resnet18_with_tvms_pretuned_configs_transforms_where_blocks_change() -> None:
+    mod, params = resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 224, 224))
+    with apply_history_best(str(tophub_dir() / "llvm_v0.04.log")):
+        unfused = _optimize(mod, params, disabled_pass=["FuseOps"])
+    calls = _calls(unfused)
+    transforms = [c for c in calls if c.op.name == "layout_transform"]
+    pairs = [(c.attrs.src_layout, c.attrs.dst_layout) for c in transforms]
+    assert pairs[0] == ("NCHW", "NCHW3c") and pairs[-1] == ("NCHW32c", "NCHW")  # the input; before flatten
+    assert all(src != dst and "NCHW" not in (src, dst) for src, dst in pairs[1:-1])
+    users = {id(a): c.op.name for c in calls for a in c.args}
+    assert all(users[id(t)] in ("nn.contrib_conv2d_NCHWc", "add", "nn.batch_flatten") for t in transforms)
+    assert len(transforms) == 22  # TVM's per-workload configs change blocks often (no graph tuner)
 
 
 def test_opt_level_2_and_a_disabled_pass_leave_the_graph_nchw() -> None:
