@@ -16,6 +16,7 @@ from tunecli.engine.graph.build_module import BuiltGraph, build
 from tunecli.engine.graph.extract import extract_from_program
 from tunecli.engine.graph.models import mobilenet, resnet
 from tunecli.engine.graph.passes import PassContext
+from tunecli.engine.log import tophub
 from tunecli.errors import GraphError
 
 from .test_op_strategy import first_row
@@ -122,6 +123,29 @@ def test_apply_history_best_uses_the_logged_config(tmp_path) -> None:
     assert fallback.summary.line().startswith("0 of 1 tasks tuned; 1 fell back")
     data = RNG.uniform(-1, 1, (1, 8, 8, 8)).astype("float32")
     np.testing.assert_allclose(_run(tuned, data), g.evaluate(mod, [data], params), rtol=1e-4, atol=1e-5)
+
+
+def test_without_a_dispatch_context_the_pretuned_packages_configure_the_build(tmp_path) -> None:
+    x = relay.var("data", shape=(1, 8, 8, 8))
+    w = relay.var("w", shape=(32, 8, 3, 3))
+    mod = g.IRModule.from_expr(relay.nn.conv2d(x, w, padding=(1, 1)))
+    params = {"w": RNG.uniform(-1, 1, (32, 8, 3, 3)).astype("float32")}
+    (task,) = extract_from_program(mod, params, "llvm")
+    log = tmp_path / "net.log"
+    tuner = autotvm.tuner.RandomTuner(task)
+    runner = autotvm.LocalRunner(number=1, repeat=1)
+    option = autotvm.measure_option(builder=autotvm.LocalBuilder(), runner=runner)
+    tuner.tune(n_trial=2, measure_option=option, callbacks=[autotvm.callback.log_to_file(str(log))])
+    package = tmp_path / "package"
+    package.mkdir()
+    autotvm.record.pick_best(str(log), str(package / "llvm.log"))
+    try:
+        tophub.set_locations([package])
+        assert _build(mod, params).summary.line() == "1 of 1 tasks tuned"
+        tophub.set_locations("NONE")
+        assert _build(mod, params).summary.line().startswith("0 of 1 tasks tuned; 1 fell back")
+    finally:
+        tophub.set_locations(None)
 
 
 def test_mobilenet_equals_the_interpreter() -> None:

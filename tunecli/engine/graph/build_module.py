@@ -7,7 +7,8 @@ The pipeline: bind the parameters as constants, then under the current ``PassCon
 opt_level 3 an x86 convolution computes in the blocked layouts its config chooses, each with its
 own config, see ``passes.alter_op_layout``), the graph program and memory
 plan (``graph_codegen``), and each distinct group compiled by ``lower_group`` with the config
-``DispatchContext.current`` gives (``apply_history_best`` installs the tuned records).  Instead of
+``DispatchContext.current`` gives (``apply_history_best`` installs the tuned records; without a
+context of the user's, the pre-tuned packages of the target answer, as in TVM).  Instead of
 a warning per untuned operator the build logs one summary line (``"11 of 12 tasks tuned; 1 fell
 back: ..."``).
 """
@@ -20,14 +21,17 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from tunecli.engine.codegen import CompiledKernel
+from tunecli.engine.log.history_best import tophub_context
 from tunecli.engine.runtime import Module, device_for_target
 from tunecli.engine.runtime.graph_executor import GraphPlan
 from tunecli.engine.runtime.graph_library import BLOB_SIZE_SYMBOL, BLOB_SYMBOL, GraphLibrary, pack_blob
 from tunecli.engine.target import Target, as_target
+from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.errors import GraphError
 
@@ -210,11 +214,15 @@ def build(
     BuiltGraph
     """
     t = as_target(target if not isinstance(target, Mapping) else next(iter(target.values())))
+    # As TVM: without a dispatch context of the user's, the pre-tuned packages configure the build.
+    pretuned = tophub_context(t) if isinstance(DispatchContext.current, FallbackContext) else nullcontext()
     silent = GLOBAL_SCOPE.silent
     GLOBAL_SCOPE.silent = True
     try:
-        fused = optimize(mod, params, t)
-        program = graph_program(fused["main"], lambda fn, name, constant: lower_group(fn, t, name, constant))
+        with pretuned:
+            fused = optimize(mod, params, t)
+            program = graph_program(fused["main"],
+                                    lambda fn, name, constant: lower_group(fn, t, name, constant))
     finally:
         GLOBAL_SCOPE.silent = silent
     anchors: dict[tuple, AnchorConfig] = {}
