@@ -1,4 +1,5 @@
-"""``tunecli apply``: build a job's tasks with their best configs, check and benchmark them."""
+"""``tunecli apply``: build a job's tasks (or its network) with their best configs, check and benchmark
+them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import click
 from tunecli.commands.app import App, fail
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.tables import print_fitted, table
-from tunecli.engine.job.apply_job import AppliedTask, ApplyReport, apply_job
+from tunecli.engine.job.apply_job import AppliedTask, ApplyReport
+from tunecli.engine.job.apply_network import NetworkApplyReport, apply_job_file
 
 
 def _ms(seconds: float | None) -> str:
@@ -56,16 +58,48 @@ def _print_report(app: App, report: ApplyReport) -> None:
     print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer=[caption] if caption else [])
 
 
+def _print_network(app: App, report: NetworkApplyReport) -> None:
+    title = f"{report.job}: {report.model} with the best configs of {report.log} on {report.target}"
+    columns = ("threads", "tuned ms", "untuned ms", "speedup", "onnxruntime ms", "vs onnxruntime")
+    out = table(title, columns, right=columns, wrap=False)
+    for lat in report.latencies:
+        out.add_row(str(lat.threads), _ms(lat.tuned), _ms(lat.untuned), _ratio(lat.untuned, lat.tuned),
+                    _ms(lat.onnxruntime), _ratio(lat.onnxruntime, lat.tuned))
+    footer = [f"build: {report.summary}; {report.kernels} kernels; built in {report.build_seconds:.1f} s"
+              + (f"; graph tuner's choice: {report.graph_log}" if report.graph_log else "")]
+    if report.correct is not None:
+        footer.append(f"check: {'ok' if report.correct else 'WRONG'} against {report.checked_against} "
+                      f"(max error {report.max_error:.2g})")
+    footer.append(f"onnxruntime: {report.onnxruntime}")
+    print_fitted(app.console, out, lambda: out, lambda: [], footer=footer)
+    if report.export:
+        app.echo(f"wrote {report.export}")
+
+
+def _finish_network(report: NetworkApplyReport) -> None:
+    if report.error is not None:
+        fail(report.error)
+    if report.correct is False:
+        fail(f"wrong answer from the tuned network (compared with {report.checked_against}, max error "
+             f"{report.max_error:.3g})")
+
+
 @click.command()
 @click.argument("job", type=click.Path(exists=True, dir_okay=False))
-@click.option("--log", "log", required=True, type=click.Path(exists=True, dir_okay=False),
-              callback=readable_logs, help="Tuning log with the configs to apply.")
-@click.option("--export", type=click.Path(file_okay=False),
-              help="Write .o, .ll and .s of each tuned kernel here.")
+@click.option("--log", "log", type=click.Path(exists=True, dir_okay=False),
+              callback=readable_logs, help="Tuning log with the configs to apply (default: the job's log).")
+@click.option("--export", type=click.Path(),
+              help="Kernel job: write .o, .ll and .s of each tuned kernel into this directory. Model job: "
+                   "write the tuned network as one shared library (path.so).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def apply(app: App, job: str, log: str, export: str | None, as_json: bool) -> None:
+def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool) -> None:
     """Build every task of JOB with its best config in LOG, check it and benchmark it.
+
+    A model job's network is built with the log's best configs (and the graph tuner's choice
+    when the job has one), checked against onnxruntime (ONNX models) or the graph evaluated op
+    by op with numpy, and timed on 1 thread and on all cores beside the untuned build and
+    onnxruntime.
 
     Each kernel is checked against the numpy reference (built-in templates, in float64) or the
     untuned default config, and timed next to the default config and numpy computing the same
@@ -75,7 +109,14 @@ def apply(app: App, job: str, log: str, export: str | None, as_json: bool) -> No
     are still applied. Exit code 1 when a kernel gives a wrong answer, crashes, hangs or does not
     build.
     """
-    report = apply_job(job, log, export=export)
+    report = apply_job_file(job, log, export=export)
+    if isinstance(report, NetworkApplyReport):
+        if as_json:
+            app.echo(json.dumps(report.as_dict(), indent=2))
+        else:
+            _print_network(app, report)
+        _finish_network(report)
+        return
     if as_json:
         app.echo(json.dumps(report.as_dict(), indent=2))
     else:

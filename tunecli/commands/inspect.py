@@ -14,7 +14,8 @@ from tunecli.commands.app import App
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
 from tunecli.commands.tables import print_fitted, table
-from tunecli.engine.job.inspect_job import LogView, TaskView, inspect_job, inspect_log
+from tunecli.engine.job.inspect_job import LogView, TaskView, inspect_log
+from tunecli.engine.job.inspect_network import NetworkView, inspect_job_file
 
 _JOB_SUFFIXES = (".yaml", ".yml")
 
@@ -26,6 +27,30 @@ def _render_tasks(app: App, views: list[TaskView]) -> None:
         if view.lowered is not None:
             app.echo(f"# config {view.config}")
             app.echo(view.lowered)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+
+
+def _render_network(app: App, view: NetworkView) -> None:
+    title = f"{view.job}: {view.model} on {view.target}"
+    numbers = ("calls", "MFLOP", "share")
+    wide = table(title, ("task", "workload", *numbers), right=("task", *numbers))
+    narrow = table(title, ("task", *numbers), right=("task", *numbers), wrap=False)
+    notes = []
+    for t in view.tasks:
+        numbers = (str(t.occurrences), f"{t.flop / 1e6:.1f}", f"{t.share:.1%}")
+        wide.add_row(str(t.index), t.label, *numbers)
+        narrow.add_row(str(t.index), *numbers)
+        notes.append(f"task {t.index}: {t.label}")
+    footer = [f"inputs: {', '.join(f'{n} {shape} {dtype}' for n, (shape, dtype) in view.inputs.items())}",
+              f"{len(view.kernels)} fused kernels, {view.kernel_calls} calls per run",
+              f"intermediate memory (executor plan): {_mib(view.intermediate_bytes)} (one buffer per value: "
+              f"{_mib(view.unplanned_bytes)}; largest activation {_mib(view.largest_activation_bytes)}); "
+              f"weights {_mib(view.weight_bytes)}"]
+    print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer)
+    app.echo("kernels: " + ", ".join(f"{name} x{n}" if n > 1 else name for name, n in view.kernels.items()))
 
 
 def _render_log(app: App, view: LogView) -> None:
@@ -60,23 +85,34 @@ def _path_param() -> click.Parameter:
 @click.option("--config", type=click.IntRange(min=0),
               help="Job: also print the loop nest of this config index.")
 @click.option("--png", type=click.Path(dir_okay=False), help="Log: also write the convergence plot as PNG.")
-@click.option("--json", "as_json", is_flag=True, help="Log: print the summary as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Log or model job: print the summary as JSON.")
 @click.pass_obj
 def inspect(app: App, path: str, task: int | None, config: int | None, png: str | None,
             as_json: bool) -> None:
     """Inspect a job file (PATH.yaml) or a tuning log (any other PATH).
 
     For a job: the config space of each task, printed as ``print(task.config_space)`` does,
-    and with --config the lowered loop nest of that config. For a log: records, errors by kind,
+    and with --config the lowered loop nest of that config; for a model job: the tasks of its
+    network (workload, calls, share of FLOPs), its fused kernels, the executor's intermediate
+    memory and the weights' size. For a log: records, errors by kind,
     the best result per workload and its convergence over the trials.
     """
     is_job = path.endswith(_JOB_SUFFIXES)
-    if is_job and (png or as_json):
-        raise click.UsageError("--png and --json apply to logs, not to job files")
+    if is_job and png:
+        raise click.UsageError("--png applies to logs, not to job files")
     if not is_job and (task is not None or config is not None):
         raise click.UsageError("--task and --config apply to job files (.yaml), not to logs")
     if is_job:
-        _render_tasks(app, inspect_job(path, task=task, config=config))
+        found = inspect_job_file(path, task=task, config=config)
+        if isinstance(found, NetworkView):
+            if as_json:
+                app.echo(json.dumps(found.as_dict(), indent=2))
+            else:
+                _render_network(app, found)
+        elif as_json:
+            raise click.UsageError("--json applies to logs and model jobs, not to jobs of tasks")
+        else:
+            _render_tasks(app, found)
         return
     readable_logs(click.get_current_context(), _path_param(), path)
     if png:

@@ -50,10 +50,11 @@ class _ProgressView:
     def __call__(self, event: TuneEvent) -> None:
         fields = dict(n=f"{event.index + 1}/{event.n_tasks}", errors=f"{event.errors} err",
                       flops=f"{event.cur_flops / 1e9:.1f}/{event.best_flops / 1e9:.1f} GFLOPS")
-        if event.budget is not None:  # a budgeted run: one more line, the trials of all tasks
+        if event.budget is not None or event.n_tasks > 1:  # one more line: the trials of all tasks
             if -1 not in self.ids:
-                self.ids[-1] = self.progress.add_task("all tasks (budget)", total=event.budget,
-                                                      n="total", errors="", flops="")
+                what = "all tasks (budget)" if event.budget is not None else "all tasks"
+                self.ids[-1] = self.progress.add_task(what, total=event.all_trials, n="total", errors="",
+                                                      flops="")
             self.progress.update(self.ids[-1], completed=event.spent)
         if event.kind == "start":
             if event.done:
@@ -69,15 +70,17 @@ class _ProgressView:
 
 
 def _plain_progress(app: App) -> Callable[[TuneEvent], None]:
-    """One line per finished task, for logs and pipes (stderr is not a terminal)."""
+    """One line per finished task, and the trials of all tasks, for logs and pipes (stderr is not
+    a terminal)."""
 
     def show(event: TuneEvent) -> None:
         if event.kind == "start" and event.done:
             app.err.print(_resume_line(event), markup=False, soft_wrap=True)
         if event.kind == "end":
+            total = f"; all tasks {event.spent}/{event.all_trials}" if event.n_tasks > 1 else ""
             app.err.print(f"task {event.index + 1}/{event.n_tasks} {event.label}: {event.done}/{event.total} "
                           f"trials, best {event.best_flops / 1e9:.2f} GFLOPS, {event.errors} errors, "
-                          f"{event.elapsed:.1f} s", markup=False, soft_wrap=True)
+                          f"{event.elapsed:.1f} s{total}", markup=False, soft_wrap=True)
 
     return show
 
@@ -107,12 +110,25 @@ def _print_summary(app: App, summary: TuneSummary) -> None:
         narrow.add_row(str(t.index), *_numbers(t))
         notes.append(f"task {t.index}: {workload}: {config}")
     footer = []
+    latency = summary.weighted_latency
+    shown = f"{latency * 1e3:.4f} ms" if latency is not None else "-"
     if summary.budget is not None:
-        latency = summary.weighted_latency
-        shown = f"{latency * 1e3:.4f} ms" if latency is not None else "-"
         footer.append(f"budget {summary.budget} trials, {summary.task_scheduler} task scheduler; "
                       f"weighted latency {shown}")
+    if summary.model is not None:
+        trials = sum(t.previous + t.measured for t in summary.tasks)
+        footer.append(f"network {summary.model}: {len(summary.tasks)} tasks, {trials} trials; kernel time "
+                      f"(best of each task x its calls) {shown}")
+    graph = summary.graph
+    if graph is not None and graph.error is None:
+        footer.append(f"graph tuner {graph.kind}: {graph.convolutions} convolutions, {graph.transforms} "
+                      f"layout transforms timed; predicted {_ms(graph.predicted)} (each kernel's best: "
+                      f"{_ms(graph.kernel_only)}); wrote {graph.path}")
     print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer)
+
+
+def _ms(seconds: float | None) -> str:
+    return f"{seconds * 1e3:.4f} ms" if seconds is not None else "-"
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -161,6 +177,9 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
         app.echo(json.dumps(summary.as_dict(), indent=2))
     elif not quiet:
         _print_summary(app, summary)
+    if summary.graph is not None and summary.graph.error is not None:
+        fail(f"graph tuner {summary.graph.kind}: {summary.graph.error} (the kernel tuning is in "
+             f"{summary.log})")
     failed = [t for t in summary.tasks if not t.ok]
     for t in failed:
         click.echo(f"task {t.index} ({t.template}): first error: {t.first_error or 'none in this run'}",

@@ -5,7 +5,7 @@ A job names the tasks to tune, the tuner and how to measure::
     name: quickstart                  # required; also names the default log logs/<name>.log
     target: llvm                      # TVM target string (default "llvm")
     log: logs/quickstart.log          # optional
-    tasks:                            # required, at least one
+    tasks:                            # at least one (or a model, see model_spec)
       - template: dense.x86           # a built-in template, or "path/to/file.py:function"
         args: {N: 256, K: 256, M: 256}   # by parameter name, or a list in order
         weight: 1                     # optional: occurrences in the network (with budget)
@@ -24,6 +24,9 @@ A job names the tasks to tune, the tuner and how to measure::
                warmup_ms: 50, cooldown_interval: 0}
       # a registered runner kind (engine/job/runner_kinds.py): its TimingOptions settings and
       # its own options (rpc: key, tracker "HOST:PORT", priority instead of check_correctness)
+
+A model job names a network (``model:``, with optional ``ops:`` and ``graph_tuner:``; see
+``model_spec``) whose tasks are extracted and tuned, besides any ``tasks``.
 
 Every error names the file, the line and the field (``jobs/bad.yaml:7: tuner.n_trial:
 expected an integer, got 'many'``); ``load_job`` reports every problem of a file at once.
@@ -44,13 +47,21 @@ from typing import Any
 from tunecli.engine.codegen.backend_table import BACKENDS
 from tunecli.engine.codegen.compile import target_problem
 from tunecli.engine.codegen.nvptx_backend import sm_arch
+from tunecli.engine.job.model_spec import (
+    DEFAULT_OPS,
+    GraphTunerSpec,
+    ModelSpec,
+    read_graph_tuner,
+    read_model,
+    read_ops,
+)
 from tunecli.engine.job.nodes import Node, load_document
 from tunecli.engine.job.runner_kinds import RUNNERS
 from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
-from tunecli.engine.target import Target, as_target
+from tunecli.engine.target import Target, as_target, triple_arch
 from tunecli.engine.tuner.task_scheduler import STRATEGIES
 from tunecli.engine.tuner.tuner_kinds import TUNERS
 from tunecli.errors import JobError, TargetError
@@ -148,9 +159,15 @@ class Job:
     target : Target
         Parsed once here; the object travels to tasks, measure inputs and workers.
     tasks : tuple of TaskSpec
+        Empty in a model job without extra tasks.
     tuner : TunerSpec
     builder : BuilderSpec
     runner : RunnerSpec
+    model : ModelSpec or None
+        The network of a model job.
+    ops : tuple of str
+        The operators whose calls in ``model`` become tasks.
+    graph_tuner : GraphTunerSpec or None
     """
 
     path: str
@@ -161,6 +178,9 @@ class Job:
     tuner: TunerSpec
     builder: BuilderSpec
     runner: RunnerSpec
+    model: ModelSpec | None = None
+    ops: tuple[str, ...] = DEFAULT_OPS
+    graph_tuner: GraphTunerSpec | None = None
 
     def with_overrides(self, n_trial: int | None = None, tuner: str | None = None,
                        log: str | None = None, seed: int | None = None) -> Job:
@@ -201,14 +221,19 @@ def load_job(path: str | Path) -> Job:
     """
     root = load_document(path)
     problems = root.problems
-    top = problems.collect(lambda: root.items(("name", "target", "log", "tasks", "tuner", "measure")), {})
-    for required in ("name", "tasks"):
-        if required not in top and root.is_mapping():
-            root.report(f"missing required field '{required}'")
+    fields = ("name", "target", "log", "tasks", "model", "ops", "graph_tuner", "tuner", "measure")
+    top = problems.collect(lambda: root.items(fields), {})
+    if "name" not in top and root.is_mapping():
+        root.report("missing required field 'name'")
+    if "tasks" not in top and "model" not in top and root.is_mapping():
+        root.report("missing required field 'tasks' (or 'model', a network to tune)")
+    for extra in ("ops", "graph_tuner"):
+        if extra in top and "model" not in top:
+            top[extra].report("applies to model jobs: give a model too")
 
     readers: dict[str, Callable[[Node], Any]] = {
         "name": _name, "target": _target, "log": Node.as_str, "tasks": _tasks, "tuner": _tuner,
-        "measure": _measure}
+        "measure": _measure, "model": read_model, "ops": read_ops, "graph_tuner": read_graph_tuner}
     # in the order of the file, so that the problems are listed in it
     values = {key: problems.collect(lambda key=key: readers[key](top[key]), None) for key in top}
     name, target, log = values.get("name"), values.get("target", as_target("llvm")), values.get("log")
@@ -217,7 +242,11 @@ def load_job(path: str | Path) -> Job:
     if log is not None:
         _check_log(top.get("log") or top["name"], log, given="log" in top)
     builder, runner = values.get("measure", (BuilderSpec(), RunnerSpec())) or (None, None)
-    tuner, tasks = values.get("tuner", TunerSpec()), values.get("tasks")
+    tuner, tasks = values.get("tuner", TunerSpec()), values.get("tasks", ())
+    graph_tuner = values.get("graph_tuner")
+    if graph_tuner is not None and target is not None and triple_arch(target.llvm_triple) != "x86_64":
+        top["graph_tuner"].report(f"the graph tuner chooses among x86 NCHWc layouts; {str(target)!r} is "
+                                  "not an x86 target")
     if tuner is not None and tuner.budget is not None and tasks and tuner.budget < len(tasks):
         top["tuner"].report(f"a budget of {tuner.budget} trials is less than one trial per task "
                             f"({len(tasks)} tasks)")
@@ -227,7 +256,8 @@ def load_job(path: str | Path) -> Job:
                              "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
     problems.raise_any()
     return Job(path=str(path), name=name, target=target, log=log, tasks=tasks, tuner=tuner,
-               builder=builder, runner=runner)
+               builder=builder, runner=runner, model=values.get("model"), ops=values.get("ops", DEFAULT_OPS),
+               graph_tuner=graph_tuner)
 
 
 def _measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:

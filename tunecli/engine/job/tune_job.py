@@ -14,6 +14,10 @@ With ``tuner.budget`` the tasks share one trial budget instead: a task scheduler
 (``engine.tuner.task_scheduler``, the job's ``tuner.task_scheduler``) gives it round by round to
 the task where the weighted latency ``sum(weight * best latency)`` is expected to gain most.
 The records already in the log count toward the budget, each for its task.
+
+A model job's tasks are extracted from its network (``network.job_tasks``), each weighted by how
+often the network runs it; with ``graph_tuner`` the graph tuner then chooses one record per
+convolution from the log (``graph_tuning.tune_graph``), written next to the log.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tunecli.engine.job.graph_tuning import GraphTuning, tune_graph
 from tunecli.engine.job.measure_setup import check_local_device, close_measure_option, make_measure_option
+from tunecli.engine.job.network import job_tasks, load_network
 from tunecli.engine.job.spec import Job, load_job
-from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.log_files import exclusive_log, log_problem, real_log_path
 from tunecli.engine.log.plausibility import plausible
@@ -65,7 +70,10 @@ class TuneEvent:
     budget : int or None
         The job's budget (trials for all tasks), None when it gives trials per task.
     spent : int
-        With a budget: trials of all tasks in the log, this run's included.
+        Trials of all tasks in the log, this run's included (without a budget: of the tasks
+        started so far).
+    all_trials : int
+        Trials wanted for all tasks: the budget, or the sum of the tasks' ``total``.
     """
 
     kind: str
@@ -80,6 +88,7 @@ class TuneEvent:
     elapsed: float = 0.0
     budget: int | None = None
     spent: int = 0
+    all_trials: int = 0
 
 
 @dataclass
@@ -120,6 +129,8 @@ class TuneSummary:
     budget: int | None = None
     task_scheduler: str | None = None
     tasks: list[TaskOutcome] = field(default_factory=list)
+    model: str | None = None  #: the network of a model job
+    graph: GraphTuning | None = None  #: what the graph tuner chose (model jobs with graph_tuner)
 
     @property
     def ok(self) -> bool:
@@ -167,11 +178,20 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
     """
     job = load_job(path).with_overrides(n_trial=n_trial, tuner=tuner, log=log, seed=seed)
     check_local_device(job)
-    tasks = create_tasks(job)
+    network = load_network(job) if job.model is not None else None
+    tasks, weights = job_tasks(job, network)
+    if job.tuner.budget is not None and job.tuner.budget < len(tasks):
+        raise JobError(f"{job.path}: tuner.budget: a budget of {job.tuner.budget} trials is less than one "
+                       f"trial per task ({len(tasks)} tasks)")
     log_path = Path(job.log)
     _prepare_log(log_path)
     with exclusive_log(log_path):
-        return _tune_tasks(job, tasks, log_path, on_event)
+        summary = _tune_tasks(job, tasks, weights, log_path, on_event)
+        if network is not None:
+            summary.model = network.label
+            if job.graph_tuner is not None and summary.ok:
+                summary.graph = tune_graph(job, network)
+    return summary
 
 
 def _prepare_log(log_path: Path) -> None:
@@ -186,7 +206,7 @@ def _prepare_log(log_path: Path) -> None:
                        f"{err.strerror}") from None
 
 
-def _tune_tasks(job: Job, tasks: list, log_path: Path,
+def _tune_tasks(job: Job, tasks: list, weights: list[float], log_path: Path,
                 on_event: Callable[[TuneEvent], None] | None) -> TuneSummary:
     """Tune ``tasks`` of ``job`` in order, resuming from the records in ``log_path``."""
     logged = list(read_log(log_path)) if log_path.exists() else []
@@ -205,11 +225,14 @@ def _tune_tasks(job: Job, tasks: list, log_path: Path,
 
     try:
         if job.tuner.budget is not None:
-            summary.tasks.extend(_tune_scheduled(job, tasks, history, implausible, measure_option, emit))
+            summary.tasks.extend(_tune_scheduled(job, tasks, weights, history, implausible, measure_option,
+                                                 emit))
         else:
+            all_trials = sum(min(job.tuner.n_trial, len(task.config_space)) for task in tasks)
             for index, task in enumerate(tasks):
-                summary.tasks.append(_tune_task(job, index, len(tasks), task, history, implausible,
-                                                measure_option, emit))
+                before = sum(t.previous + t.measured for t in summary.tasks)
+                summary.tasks.append(_tune_task(job, index, len(tasks), task, weights[index], history,
+                                                implausible, measure_option, emit, (before, all_trials)))
     finally:
         for option in options:
             close_measure_option(option)
@@ -226,9 +249,9 @@ class _TaskProgress:
 
     def __init__(self, outcome: TaskOutcome, task: Any, n_tasks: int, history: list[tuple],
                  implausible: set[int], emit: Callable[[TuneEvent], None], budget: int | None = None,
-                 spent: Callable[[], int] = lambda: 0) -> None:
+                 spent: Callable[[], int] = lambda: 0, all_trials: int = 0) -> None:
         self.outcome, self.task, self.n_tasks, self.emit = outcome, task, n_tasks, emit
-        self.budget, self.spent = budget, spent
+        self.budget, self.spent, self.all_trials = budget, spent, all_trials or (budget or 0)
         records = records_of(history, task)
         outcome.previous = len({inp.config.index for inp, _ in records})
         for inp, res in records:
@@ -241,7 +264,8 @@ class _TaskProgress:
         """Send an event of this task."""
         o = self.outcome
         self.emit(TuneEvent(kind, o.index, self.n_tasks, self.label, o.n_trial, o.previous + o.measured, cur,
-                            o.best_flops, o.errors, time.time() - self.tic, self.budget, self.spent()))
+                            o.best_flops, o.errors, time.time() - self.tic, self.budget, self.spent(),
+                            self.all_trials))
 
     def on_result(self, _tuner: Any, inp: Any, res: Any) -> None:
         """Count one measurement of this run."""
@@ -259,11 +283,14 @@ def _outcome(index: int, task: Any, n_trial: int, weight: float = 1.0) -> TaskOu
                        weight=weight)
 
 
-def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tuple], implausible: set[int],
-               measure_option: Callable[[], dict], emit: Callable[[TuneEvent], None]) -> TaskOutcome:
-    """Tune one task and return its outcome."""
-    outcome = _outcome(index, task, job.tuner.n_trial)
-    progress = _TaskProgress(outcome, task, n_tasks, history, implausible, emit)
+def _tune_task(job: Job, index: int, n_tasks: int, task: Any, weight: float, history: list[tuple],
+               implausible: set[int], measure_option: Callable[[], dict],
+               emit: Callable[[TuneEvent], None], totals: tuple[int, int] = (0, 0)) -> TaskOutcome:
+    """Tune one task and return its outcome (``totals``: trials of the tasks before it, of all)."""
+    outcome = _outcome(index, task, job.tuner.n_trial, weight)
+    progress = _TaskProgress(outcome, task, n_tasks, history, implausible, emit,
+                             spent=lambda: totals[0] + outcome.previous + outcome.measured,
+                             all_trials=totals[1])
     progress.event("start")
     remaining = outcome.n_trial - outcome.previous
     if remaining > 0:
@@ -277,12 +304,11 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, history: list[tupl
     return outcome
 
 
-def _tune_scheduled(job: Job, tasks: list, history: list[tuple], implausible: set[int],
+def _tune_scheduled(job: Job, tasks: list, weights: list[float], history: list[tuple], implausible: set[int],
                     measure_option: Callable[[], dict],
                     emit: Callable[[TuneEvent], None]) -> list[TaskOutcome]:
     """Tune ``tasks`` with one budget spent by the job's task scheduler; return their outcomes."""
     budget = int(job.tuner.budget or 0)
-    weights = [spec.weight for spec in job.tasks]
     outcomes = [_outcome(i, task, budget, weights[i]) for i, task in enumerate(tasks)]
 
     def spent() -> int:

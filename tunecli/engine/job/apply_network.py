@@ -1,0 +1,311 @@
+"""``apply_network``: build a model job's network with the log's best configs, check it, time it.
+
+The network is built (``relay.build`` at ``opt_level=3``) under ``apply_history_best`` of the log
+and, when the job has a ``graph_tuner`` and its output exists (``graph_tuning.graph_log_path``),
+under ``apply_graph_best`` of that too; and once more without any record (the untuned build:
+fallback configs).  The tuned build's output is checked against onnxruntime for an ONNX model
+(when installed) and otherwise against the graph evaluated op by op with the numpy references
+(the interpreter).  Both builds are exported and timed in a measurement worker
+(``network_timing``), on one thread and on all cores, beside onnxruntime for an ONNX model: each
+contender one round in turn, ``repeat`` rounds, with a pause of ``SETTLE_S`` after each round
+(so the threads of one are idle when the next starts).  numpy's BLAS in this process keeps to one
+thread (``single_blas_thread``) while the interpreter computes the reference and kernels are timed.
+
+``apply_job_file`` is what ``tunecli apply`` calls: a model job goes here, a job of kernels to
+``apply_job``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.graph.build_module import BuiltGraph, build
+from tunecli.engine.graph.interpreter import evaluate
+from tunecli.engine.graph.passes import PassContext
+from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
+from tunecli.engine.job.apply_job import SETTLE_S, ApplyReport, apply_job
+from tunecli.engine.job.graph_tuning import graph_log_path
+from tunecli.engine.job.network import Network, load_network
+from tunecli.engine.job.network_timing import RUN_NETWORK_FUNC, NetworkReply, NetworkRun
+from tunecli.engine.job.numpy_baseline import single_blas_thread
+from tunecli.engine.job.spec import Job, load_job
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.log_files import check_log_file
+from tunecli.engine.log.plausibility import plausible
+from tunecli.engine.log.record import read_log
+from tunecli.engine.measure.worker import CallStatus, Worker
+from tunecli.engine.ops.registry import tolerance
+from tunecli.errors import JobError, TuneError
+
+_SEED = 0
+#: The logger ``relay.build`` writes its tuning summary to (TVM's).
+BUILD_LOGGER = "autotvm"
+
+
+@dataclass
+class NetworkLatency:
+    """Seconds per run of each contender at one thread count (None: not timed or failed)."""
+
+    threads: int
+    tuned: float | None = None
+    untuned: float | None = None
+    onnxruntime: float | None = None
+
+
+@dataclass
+class NetworkApplyReport:
+    """The result of ``apply_network``; ``as_dict()`` is the JSON form.
+
+    Attributes
+    ----------
+    summary : str
+        The tuned build's line ``"11 of 12 tasks tuned; 1 fell back: ..."``.
+    kernels : int
+        Kernels (fused groups) of the tuned build.
+    checked_against : str or None
+        ``"onnxruntime"`` or ``"interpreter"`` (the numpy references, op by op).
+    onnxruntime : str
+        Whether onnxruntime was compared with, or why not.
+    """
+
+    job: str
+    log: str
+    model: str
+    target: str
+    graph_log: str | None = None
+    summary: str = ""
+    kernels: int = 0
+    build_seconds: float = 0.0
+    checked_against: str | None = None
+    correct: bool | None = None
+    max_error: float | None = None
+    latencies: list[NetworkLatency] = field(default_factory=list)
+    onnxruntime: str = ""
+    export: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """False when the tuned build gave a wrong answer or failed to run."""
+        return self.correct is not False and self.error is None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict."""
+        return dict(asdict(self), ok=self.ok)
+
+
+def apply_job_file(path: str, log: str | None = None,
+                   export: str | None = None) -> ApplyReport | NetworkApplyReport:
+    """Apply a job file: a model job's network (:func:`apply_network`), or each kernel of the job.
+
+    Parameters
+    ----------
+    path : str
+    log : str, optional
+        The log of best configs (default: the job's log).
+    export : str, optional
+        Model job: the shared library to write; kernel job: the directory of kernel files.
+
+    Returns
+    -------
+    ApplyReport or NetworkApplyReport
+    """
+    job = load_job(path)
+    log = log if log is not None else job.log
+    if job.model is None:
+        return apply_job(path, log, export=export)
+    return apply_network(job, log, export)
+
+
+def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApplyReport:
+    """Build, check, time (and export) a model job's network with the best configs of ``log``.
+
+    Parameters
+    ----------
+    job : Job
+        A model job.
+    log : str
+    export : str, optional
+        Write the tuned build here (``export_library``: a ``.so`` that ``tunecli.runtime.load_module``
+        loads in any process).
+
+    Returns
+    -------
+    NetworkApplyReport
+
+    Raises
+    ------
+    JobError
+        For a bad model; RecordError when the log cannot be read.
+    """
+    check_log_file(log)
+    network = load_network(job)
+    graph_log = graph_log_path(log) if job.graph_tuner is not None else None
+    report = NetworkApplyReport(job.name, log, network.label, str(job.target),
+                                graph_log=str(graph_log) if graph_log is not None and graph_log.exists()
+                                else None)
+    history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
+    start = time.perf_counter()
+    try:
+        tuned = _build(job, network, history, report.graph_log)
+        untuned = _build(job, network, None, None)
+    except TuneError as err:
+        report.error = f"the network does not build: {err}"
+        return report
+    report.build_seconds = time.perf_counter() - start
+    report.summary, report.kernels = tuned.summary.line(), len(tuned.kernels)
+    inputs = network.random_inputs(_SEED)
+    ort = _onnxruntime_note(network)
+    report.onnxruntime = ort or "compared"
+    with tempfile.TemporaryDirectory(prefix="tunecli_apply_") as tmp, single_blas_thread():
+        libraries = {}
+        for name, lib in (("tuned", tuned), ("untuned", untuned)):
+            libraries[name] = os.path.join(tmp, f"{name}.so")
+            lib.export_library(libraries[name])
+        if export is not None:
+            Path(export).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(libraries["tuned"], export)
+            report.export = export
+        worker = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network")
+        try:
+            _check(report, job, network, worker, libraries["tuned"], inputs, ort is None)
+            if report.error is None:
+                _time(report, job, network, worker, libraries, inputs, ort is None)
+        finally:
+            worker.close()
+    return report
+
+
+def _build(job: Job, network: Network, history: ApplyHistoryBest | None, graph_log: str | None) -> BuiltGraph:
+    """The network built under ``history`` and the graph tuner's records; without ``history`` the
+    untuned build, whose summary line (every task falls back) is not logged."""
+    with _maybe(history), _maybe(ApplyGraphBest(graph_log) if graph_log else None), \
+            PassContext(opt_level=3), _maybe(None if history is not None else quiet_build()):
+        return build(network.mod, target=job.target, params=network.params)
+
+
+@contextlib.contextmanager
+def quiet_build() -> Iterator[None]:
+    """No summary line from ``relay.build`` (a build meant to be untuned)."""
+    log = logging.getLogger(BUILD_LOGGER)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+class _maybe:
+    """``with`` a context when there is one."""
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+
+    def __enter__(self) -> None:
+        if self.context is not None:
+            self.context.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.context is not None:
+            self.context.__exit__(*exc)
+
+
+def _onnxruntime_note(network: Network) -> str | None:
+    """None when onnxruntime runs this network; else why not."""
+    if network.onnx is None:
+        return "not compared (a built-in model; there is no ONNX file of it)"
+    if importlib.util.find_spec("onnxruntime") is None:
+        return "not installed (pip install 'tunecli[bench]')"
+    return None
+
+
+def _call(worker: Worker, request: NetworkRun, timeout: float) -> tuple[NetworkReply | None, str | None]:
+    outcome = worker.call(RUN_NETWORK_FUNC, request, timeout)
+    if outcome.status is CallStatus.OK:
+        return outcome.value, None
+    return None, f"{outcome.status.name}: {outcome.detail.strip().splitlines()[-1] if outcome.detail else ''}"
+
+
+def _timeout(job: Job) -> float:
+    return max(60.0, 20 * job.runner.timing.timeout)
+
+
+def _check(report: NetworkApplyReport, job: Job, network: Network, worker: Worker, library: str,
+           inputs: dict[str, np.ndarray], with_ort: bool) -> None:
+    got, error = _call(worker, NetworkRun(library, None, inputs, thread_counts()[-1]), _timeout(job))
+    if got is None:
+        report.error = f"the tuned network failed to run: {error}"
+        return
+    if with_ort:
+        expected, error = _call(worker, NetworkRun(None, network.onnx, inputs, 1), _timeout(job))
+        if expected is None:
+            raise JobError(f"{job.path}: onnxruntime cannot run {network.onnx}: {error}")
+        report.checked_against = "onnxruntime"
+        reference = list(expected.outputs)
+    else:
+        value = evaluate(network.mod, inputs={**network.params, **inputs})
+        reference = [np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+                     for v in (value if isinstance(value, (tuple, list)) else [value])]
+        report.checked_against = "interpreter"
+    report.correct, report.max_error = _compare(list(got.outputs), reference)
+
+
+def _compare(got: list[np.ndarray], expected: list[np.ndarray]) -> tuple[bool, float]:
+    if len(got) != len(expected):
+        return False, float("inf")
+    ok, worst = True, 0.0
+    for a, b in zip(got, expected, strict=True):
+        b = np.asarray(b).reshape(a.shape)
+        rtol, atol = tolerance(a.dtype)
+        worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))) if a.size else 0.0)
+        ok = ok and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+    return ok, worst
+
+
+def thread_counts() -> list[int]:
+    """1 and all cores of this machine (one entry on a single core)."""
+    cores = len(os.sched_getaffinity(0))
+    return [1] if cores == 1 else [1, cores]
+
+
+def _time(report: NetworkApplyReport, job: Job, network: Network, worker: Worker, libraries: dict[str, str],
+          inputs: dict[str, np.ndarray], with_ort: bool) -> None:
+    timing = job.runner.timing
+    one_round = timing.with_values(repeat=1)
+    for threads in thread_counts():
+        contenders = {name: NetworkRun(path, None, inputs, threads, one_round)
+                      for name, path in libraries.items()}
+        if with_ort:
+            contenders["onnxruntime"] = NetworkRun(None, network.onnx, inputs, threads, one_round)
+        costs: dict[str, list[float]] = {name: [] for name in contenders}
+        failed: set[str] = set()
+        for _ in range(timing.repeat):
+            for name, request in contenders.items():
+                if name in failed:
+                    continue
+                reply, error = _call(worker, request, _timeout(job))
+                if reply is None:
+                    failed.add(name)
+                    if name == "tuned":
+                        report.error = f"the tuned network failed on {threads} thread(s): {error}"
+                else:
+                    costs[name].extend(reply.costs)
+                time.sleep(SETTLE_S)
+        latency = NetworkLatency(threads)
+        for name, values in costs.items():
+            if values and name not in failed:
+                setattr(latency, name, float(np.median(values)))
+        report.latencies.append(latency)
