@@ -88,8 +88,8 @@ CASES = [
     ('duplicate_task_key', GOOD + "    template: dense.x86\n",
      [':5: tasks[0].template: duplicate field']),
     ('unknown_top_key', GOOD + "tunr: {kind: xgb}\n",
-     [':5: tunr: unknown field (expected one of: name, target, log, tasks, tuner, measure); did you '
-      "mean 'tuner'?"]),
+     [':5: tunr: unknown field (expected one of: name, target, log, tasks, model, ops, graph_tuner, tuner, '
+      "measure); did you mean 'tuner'?"]),
     ('unknown_task_key', GOOD + "    shape: [1]\n",
      [':5: tasks[0].shape: unknown field (expected one of: template, args, weight)']),
     ('unknown_tuner_key', GOOD + "tuner: {n_trials: 5}\n",
@@ -158,7 +158,7 @@ CASES = [
       'on a device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`']),
     # --- tasks and templates
     ('missing_tasks', "name: g\n",
-     [":1: missing required field 'tasks'"]),
+     [":1: missing required field 'tasks' (or 'model', a network to tune)"]),
     ('tasks_mapping', "name: g\ntasks: {template: dense.x86}\n",
      [':2: tasks: expected a list, got a mapping']),
     ('tasks_scalar', "name: g\ntasks: dense.x86\n",

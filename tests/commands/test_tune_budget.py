@@ -92,3 +92,14 @@ def test_a_budgeted_run_shows_a_total_line_beside_the_task_lines() -> None:
     assert len(lines) == 3
     assert "task total" in lines[0] and "all tasks (budget)" in lines[0] and "5/24" in lines[0]
     assert "task 2/2" in lines[2] and "5/24" in lines[2] and "1.0/2.0 GFLOPS" in lines[2]
+
+
+def test_tasks_with_n_trial_show_a_total_line_too() -> None:
+    view = _ProgressView(_Terminal())
+    view(TuneEvent("start", 0, 2, "dense.x86(8, 16, 4, float32)", 8, 0, spent=0, all_trials=16))
+    view(TuneEvent("batch", 0, 2, "dense.x86(8, 16, 4, float32)", 8, 3, 1e9, 2e9, spent=3, all_trials=16))
+    out = Console(file=io.StringIO(), width=160, color_system=None)
+    out.print(view.progress.make_tasks_table(view.progress.tasks))
+    lines = out.file.getvalue().splitlines()
+    assert len(lines) == 2
+    assert "task total" in lines[0] and "all tasks " in lines[0] and "3/16" in lines[0]

@@ -50,11 +50,11 @@ class _ProgressView:
     def __call__(self, event: TuneEvent) -> None:
         fields = dict(n=f"{event.index + 1}/{event.n_tasks}", errors=f"{event.errors} err",
                       flops=f"{event.cur_flops / 1e9:.1f}/{event.best_flops / 1e9:.1f} GFLOPS")
-        if event.budget is not None or event.n_tasks > 1:  # one more line: the trials of all tasks
+        all_trials = event.all_trials or event.budget or 0
+        if all_trials and (event.budget is not None or event.n_tasks > 1):  # a line for all tasks
             if -1 not in self.ids:
                 what = "all tasks (budget)" if event.budget is not None else "all tasks"
-                self.ids[-1] = self.progress.add_task(what, total=event.all_trials, n="total", errors="",
-                                                      flops="")
+                self.ids[-1] = self.progress.add_task(what, total=all_trials, n="total", errors="", flops="")
             self.progress.update(self.ids[-1], completed=event.spent)
         if event.kind == "start":
             if event.done:

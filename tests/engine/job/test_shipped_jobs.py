@@ -81,3 +81,13 @@ def test_seed_conv2d_cuda_is_the_seed_workload_on_its_own_target() -> None:
     assert len(tutorial.config_space) == 10454400
     assert direct.name == "conv2d_nchw.cuda"
     assert tutorial.flop == direct.flop == 2 * 512 * 7 * 7 * 512 * 3 * 3
+
+
+@pytest.mark.parametrize(("name", "tasks", "calls"), [("resnet18", 13, 22), ("mobilenet", 20, 28)])
+def test_model_jobs_tune_every_task_of_their_network(name: str, tasks: int, calls: int) -> None:
+    from tunecli.engine.job.network import job_tasks
+
+    job = load_job(ROOT / "jobs" / f"{name}.yaml")
+    found, weights = job_tasks(job)
+    assert (len(found), sum(weights)) == (tasks, calls)  # distinct tasks; calls of them in the network
+    assert job.tuner.budget is not None and job.tuner.budget >= 50 * tasks

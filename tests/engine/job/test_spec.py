@@ -110,8 +110,8 @@ BAD = [
      "14: tuner.elite_num: elite_num (9) must not exceed pop_size (8)"),
     ("  pop_size: 8", "  pop_size: 2", "13: tuner.pop_size: elite_num (3) must not exceed pop_size (2)"),
     ("name: small", "name: small\nnmae: typo",
-     "2: nmae: unknown field (expected one of: name, target, log, tasks, tuner, measure); did you mean "
-     "'name'?"),
+     "2: nmae: unknown field (expected one of: name, target, log, tasks, model, ops, graph_tuner, tuner, "
+     "measure); did you mean 'name'?"),
     ("name: small\n", "", "1: missing required field 'name'"),
     ("name: small", "name: a/b",
      "1: name: expected a name made of letters, digits, '_', '.', '-', got 'a/b'"),
@@ -142,7 +142,8 @@ BAD = [
     ("    args: {N: 16, K: 32, M: 16}", "    args: {N: {a: 1}, K: 32, M: 16}",
      "7: tasks[1].args.N: expected a number, a string or a list, got a mapping"),
     ("tasks:\n", "tasks: []\nx:\n",
-     "4: x: unknown field (expected one of: name, target, log, tasks, tuner, measure)\n"
+     "4: x: unknown field (expected one of: name, target, log, tasks, model, ops, graph_tuner, tuner, "
+     "measure)\n"
      "3: tasks: expected at least one task"),
     ("  builder: {timeout: 5, n_parallel: 2}", "  builder: {timeout: 0, n_parallel: 2}",
      "15: measure.builder.timeout: expected a number > 0, got 0"),

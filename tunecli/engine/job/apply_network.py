@@ -150,8 +150,8 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
     JobError
         For a bad model; RecordError when the log cannot be read.
     """
-    check_log_file(log)
     network = load_network(job)
+    check_log_file(log)
     graph_log = graph_log_path(log) if job.graph_tuner is not None else None
     report = NetworkApplyReport(job.name, log, network.label, str(job.target),
                                 graph_log=str(graph_log) if graph_log is not None and graph_log.exists()

@@ -1,0 +1,195 @@
+"""Model jobs through the CLI: ``tune`` extracts and tunes every task of a network (and resumes),
+``apply`` builds it with the best configs, checks it, times it and exports it, ``inspect`` lists
+its tasks and kernels; the graph tuner's output is what ``apply`` builds under; bad model input is
+one message and exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tunecli.engine.job.graph_tuning import graph_log_path
+from tunecli.engine.job.network import job_tasks
+from tunecli.engine.job.spec import load_job
+from tunecli.engine.log.record import encode
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+
+from .conftest import Invoke
+
+pytest.importorskip("onnx")
+
+from tests.engine.job.tiny_network import INPUT, SHAPE, write_tiny_onnx  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MODEL_JOB = """\
+name: {name}
+model: {model}
+tuner: {{kind: random, n_trial: {n_trial}, seed: 0}}
+measure:
+  builder: {{timeout: 20, n_parallel: 2}}
+  runner: {{number: 1, repeat: 1, timeout: 20}}
+"""
+
+
+def _write_job(tmp_path: Path, model: str, n_trial: int = 2, name: str = "net", extra: str = "") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(MODEL_JOB.format(name=name, model=model, n_trial=n_trial) + extra)
+    return path
+
+
+def _tiny_model(tmp_path: Path) -> str:
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    return f"{{onnx: {onnx}, input: {{{INPUT}: [{', '.join(map(str, SHAPE))}]}}}}"
+
+
+def test_tune_resume_and_inspect_a_tiny_onnx_network(invoke: Invoke, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    job = _write_job(tmp_path, _tiny_model(tmp_path))
+    tuned = invoke("tune", str(job), "--json")
+    assert tuned.exit_code == 0, tuned.output
+    summary = json.loads(tuned.stdout)
+    assert summary["model"] == str(tmp_path / "tiny.onnx") and summary["ok"]
+    assert [(t["template"], t["measured"], t["weight"]) for t in summary["tasks"]] == [
+        ("conv2d_NCHWc.x86", 2, 1.0), ("conv2d_NCHWc.x86", 2, 1.0), ("dense.x86", 2, 1.0)]
+    assert "all tasks 6/6" in tuned.stderr  # the network total beside each task's line
+
+    again = invoke("tune", str(job), "--json")  # resumes per task: every task is done
+    assert again.exit_code == 0, again.output
+    assert [t["measured"] for t in json.loads(again.stdout)["tasks"]] == [0, 0, 0]
+    assert again.stderr.count("resuming, 2 of 2 trials are already in the log") == 3
+
+    shown = invoke("inspect", str(job))
+    assert shown.exit_code == 0, shown.output
+    assert "5 fused kernels, 5 calls per run" in shown.stdout and "intermediate memory" in shown.stdout
+    assert "fused_nn_conv2d_add_nn_relu" in shown.stdout
+    view = json.loads(invoke("inspect", str(job), "--json").stdout)
+    assert [(t["occurrences"], round(t["share"], 3)) for t in view["tasks"]] == [
+        (1, 0.333), (1, 0.666), (1, 0.001)]
+    assert view["weight_bytes"] > 0 and 0 < view["intermediate_bytes"] <= view["unplanned_bytes"]
+
+
+def test_apply_checks_times_and_exports_a_tiny_onnx_network(invoke: Invoke, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    job = _write_job(tmp_path, _tiny_model(tmp_path))
+    tasks, _ = job_tasks(load_job(str(job)))
+    log = tmp_path / "logs" / "net.log"
+    log.parent.mkdir()
+    log.write_text("".join(_record(t, 1, 1e-5) + "\n" for t in tasks))
+    export = tmp_path / "out" / "tiny.so"
+    applied = invoke("apply", str(job), "--export", str(export), "--json")
+    assert applied.exit_code == 0, applied.output
+    report = json.loads(applied.stdout)
+    assert report["ok"] and report["correct"] and report["checked_against"] == "onnxruntime"
+    assert report["summary"] == "3 of 3 tasks tuned" and report["kernels"] == 5
+    assert report["log"] == "logs/net.log" and report["export"] == str(export)
+    assert [lat["threads"] for lat in report["latencies"]][0] == 1
+    for lat in report["latencies"]:
+        assert lat["tuned"] > 0 and lat["untuned"] > 0 and lat["onnxruntime"] > 0
+
+    data = np.random.default_rng(1).uniform(size=SHAPE).astype("float32")
+    np.save(tmp_path / "data.npy", data)
+    script = textwrap.dedent(f"""
+        import numpy as np
+        import tunecli.runtime
+        m = tunecli.runtime.load_module({str(export)!r})["default"](tunecli.runtime.cpu())
+        m.set_input({INPUT!r}, np.load({str(tmp_path / "data.npy")!r}))
+        m.run()
+        np.save({str(tmp_path / "out.npy")!r}, m.get_output(0).numpy())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(tmp_path / "tiny.onnx"), providers=["CPUExecutionProvider"])
+    [expected] = session.run(None, {INPUT: data})
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, rtol=1e-4, atol=1e-5)
+
+
+def _record(task, index: int, cost: float) -> str:
+    inp = MeasureInput(task.target, task, task.config_space.get(index))
+    return encode(inp, MeasureResult((cost,), MeasureErrorNo.NO_ERROR, 0.1, time.time()))
+
+
+def test_apply_builds_under_the_graph_tuners_records(invoke: Invoke, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log holds only the dense task; the graph tuner's file beside it holds the two
+    convolutions: all three are tuned only because apply reads that file."""
+    monkeypatch.chdir(tmp_path)
+    job = _write_job(tmp_path, _tiny_model(tmp_path), extra="graph_tuner: dp\n")
+    tasks, _ = job_tasks(load_job(str(job)))
+    log = tmp_path / "kernels.log"
+    log.write_text(_record(tasks[2], 0, 1e-6) + "\n")
+    graph_log = graph_log_path(log)
+    assert graph_log == tmp_path / "kernels.graph.log"
+    graph_log.write_text("".join(_record(t, 0, 1e-5) + "\n" for t in tasks[:2]))
+    result = invoke("apply", str(job), "--log", str(log))
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())  # the table's footer may wrap
+    assert "build: 3 of 3 tasks tuned; 5 kernels; built in" in out
+    assert f"graph tuner's choice: {graph_log}" in out and "check: ok against onnxruntime" in out
+
+
+@pytest.mark.slow
+def test_graph_tuner_job_end_to_end(invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    job = _write_job(tmp_path, _tiny_model(tmp_path), n_trial=6,
+                     extra="graph_tuner: {kind: dp, max_sch_num: 4, min_exec_num: 10}\n")
+    tuned = invoke("tune", str(job), "--json")
+    assert tuned.exit_code == 0, tuned.output
+    graph = json.loads(tuned.stdout)["graph"]
+    assert graph["kind"] == "dp" and graph["error"] is None and graph["convolutions"] == 2
+    assert graph["path"] == "logs/net.graph.log" and graph["predicted"] <= graph["kernel_only"] + 1e-12
+    assert len(Path(graph["path"]).read_text().splitlines()) == 2  # one record per convolution
+    applied = invoke("apply", str(job), "--json")
+    assert applied.exit_code == 0, applied.output
+    report = json.loads(applied.stdout)
+    assert report["graph_log"] == "logs/net.graph.log" and report["correct"]
+
+
+@pytest.mark.slow
+def test_resnet18_at_a_small_image_tuned_and_applied(invoke: Invoke, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    job = _write_job(tmp_path, "{name: resnet-18, image_shape: [3, 32, 32]}", n_trial=2, name="r18")
+    tuned = invoke("tune", str(job), "--json")
+    assert tuned.exit_code == 0, tuned.output
+    tasks = json.loads(tuned.stdout)["tasks"]
+    assert len(tasks) == 13 and sum(t["weight"] for t in tasks) == 22  # 21 convolutions, 1 dense
+    applied = invoke("apply", str(job), "--json")
+    assert applied.exit_code == 0, applied.output
+    report = json.loads(applied.stdout)
+    assert report["summary"] == "13 of 13 tasks tuned" and report["checked_against"] == "interpreter"
+    assert report["correct"] and report["onnxruntime"].startswith("not compared")
+    assert all(lat["tuned"] > 0 and lat["untuned"] > 0 for lat in report["latencies"])
+
+
+@pytest.mark.parametrize(("model", "message"), [
+    ("{onnx: missing.onnx}", ":2: model.onnx: missing.onnx: no such ONNX file"),
+    ("{onnx: corrupt.onnx}", ":2: model: ONNX file 'corrupt.onnx' is not a valid ONNX model"),
+    ("{onnx: tiny.onnx, input: {data: [1, 4, 8, 8]}}", ":2: model: "),
+    ("{onnx: tiny.onnx, input: {image: [1, 4, 8]}}", ":2: model: "),
+    ("resnet-17", ":2: model: unknown model 'resnet-17'"),
+])
+def test_bad_model_input_is_one_message_and_exit_code_2(invoke: Invoke, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch, model: str,
+                                                        message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_tiny_onnx(tmp_path / "tiny.onnx")
+    (tmp_path / "corrupt.onnx").write_bytes(b"\x08\x07 no protobuf \xff\xfe")
+    job = _write_job(tmp_path, model)
+    for command in ("tune", "apply", "inspect"):
+        result = invoke(command, str(job))
+        assert result.exit_code == 2, (command, result.output)
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith(f"error: {job}{message}"), (command, line)

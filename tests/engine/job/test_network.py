@@ -1,0 +1,117 @@
+"""The network of a model job: built-in models and ONNX files loaded, each bad input one message
+naming the job's ``model`` field, and the tasks extracted with how often the network runs them."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tunecli.engine.graph.extract import extract_from_program, task_occurrences
+from tunecli.engine.job.network import job_tasks, load_network, network_tasks
+from tunecli.engine.job.network_models import MODELS
+from tunecli.engine.job.spec import load_job
+from tunecli.errors import JobError
+
+from .tiny_network import INPUT, SHAPE, write_tiny_onnx
+
+pytest.importorskip("onnx")
+
+
+def _job(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "job.yaml"
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def _load_error(tmp_path: Path, text: str) -> str:
+    job = load_job(_job(tmp_path, text))
+    with pytest.raises(JobError) as info:
+        job_tasks(job)
+    assert len(info.value.problems) == 1
+    return info.value.problems[0]
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_builtin_model_loads_at_a_small_image(tmp_path: Path, name: str) -> None:
+    job = load_job(_job(tmp_path, f"name: m\nmodel: {{name: {name}, image_shape: [3, 32, 32]}}\n"))
+    network = load_network(job)
+    assert network.inputs == {MODELS[name].input_name: ((1, 3, 32, 32), "float32")}
+
+
+def test_resnet18_tasks_and_occurrences_are_extract_from_programs(tmp_path: Path) -> None:
+    job = load_job(_job(tmp_path, "name: r\nmodel: {name: resnet-18, image_shape: [3, 32, 32]}\n"))
+    network = load_network(job)
+    found = network_tasks(job, network)
+    expected = extract_from_program(network.mod, network.params, job.target, ops=job.ops)
+    counts = task_occurrences(network.mod, network.params, job.target, ops=job.ops)
+    assert [t.task.workload for t in found] == [t.workload for t in expected]
+    assert [t.occurrences for t in found] == [counts[t.workload] for t in expected]
+    # relay.testing's ResNet-18: the stem, 16 3x3 convolutions in the blocks, 4 1x1 shortcuts
+    assert sum(t.occurrences for t in found if t.task.name.startswith("conv2d")) == 21
+    tasks, weights = job_tasks(job, network)
+    assert weights == [float(t.occurrences) for t in found]
+
+
+def test_ops_selects_the_operators_whose_calls_become_tasks(tmp_path: Path) -> None:
+    text = "name: r\nmodel: {name: resnet-18, image_shape: [3, 32, 32]}\nops: [dense]\n"
+    job = load_job(_job(tmp_path, text))
+    assert [t.task.name for t in network_tasks(job, load_network(job))] == ["dense.x86"]
+
+
+def test_extra_tasks_come_after_the_networks(tmp_path: Path) -> None:
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    job = load_job(_job(tmp_path, f"""\
+        name: t
+        model: {{onnx: {onnx}}}
+        tasks:
+          - template: tutorial/matmul
+            args: [8, 8, 8, float32]
+            weight: 3
+        """))
+    tasks, weights = job_tasks(job)
+    assert [t.name for t in tasks] == ["conv2d_NCHWc.x86", "conv2d_NCHWc.x86", "dense.x86", "tutorial/matmul"]
+    assert weights == [1.0, 1.0, 1.0, 3.0]
+
+
+def test_a_corrupt_onnx_file(tmp_path: Path) -> None:
+    (tmp_path / "bad.onnx").write_bytes(b"\x08\x07garbage that is no protobuf \xff\xfe")
+    message = _load_error(tmp_path, f"name: b\nmodel: {{onnx: {tmp_path / 'bad.onnx'}}}\n")
+    assert message.startswith(f"{tmp_path / 'job.yaml'}:2: model: ")
+    assert "bad.onnx" in message
+
+
+def test_an_unsupported_operator(tmp_path: Path) -> None:
+    from onnx import helper
+
+    from tests.engine.graph.frontend.onnx_models import make_model
+
+    model = make_model([helper.make_node("Einsum", ["x", "x"], ["y"], name="mix", equation="ij,ij->i")],
+                       {"x": ((2, 2), "float32")}, {"y": "float32"})
+    (tmp_path / "einsum.onnx").write_bytes(model.SerializeToString())
+    message = _load_error(tmp_path, f"name: b\nmodel: {{onnx: {tmp_path / 'einsum.onnx'}}}\n")
+    assert message.startswith(f"{tmp_path / 'job.yaml'}:2: model: ")
+    assert "Einsum" in message and "mix" in message
+
+
+def test_a_wrong_input_name_or_shape(tmp_path: Path) -> None:
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    message = _load_error(tmp_path, f"name: b\nmodel: {{onnx: {onnx}, input: {{data: [1, 4, 8, 8]}}}}\n")
+    assert message.startswith(f"{tmp_path / 'job.yaml'}:2: model: ") and "'data'" in message
+    message = _load_error(tmp_path, f"name: b\nmodel: {{onnx: {onnx}, input: {{{INPUT}: [1, 4, 8]}}}}\n")
+    assert message.startswith(f"{tmp_path / 'job.yaml'}:2: model: ") and INPUT in message
+    good = load_network(load_job(_job(tmp_path, f"name: g\nmodel: {{onnx: {onnx}}}\n")))
+    assert good.inputs == {INPUT: (SHAPE, "float32")}
+
+
+def test_an_image_the_model_cannot_take(tmp_path: Path) -> None:
+    message = _load_error(tmp_path, "name: b\nmodel: {name: vgg-16, image_shape: [3, 8, 8]}\n")
+    assert message.startswith(f"{tmp_path / 'job.yaml'}:2: model: ")
+
+
+def test_a_network_without_the_ops(tmp_path: Path) -> None:
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    message = _load_error(tmp_path, f"name: b\nmodel: {{onnx: {onnx}}}\nops: [batch_matmul]\n")
+    assert message == (f"{tmp_path / 'job.yaml'}:2: model: {onnx} has no call of nn.batch_matmul with a "
+                       "tunable implementation for llvm")
