@@ -1,9 +1,9 @@
 """Whole networks: ResNet-18 and MobileNet (224×224, batch 1, fp32) built by ``relay.build`` with
 fallback configs (or a tuning log) vs onnxruntime's CPU provider, at 1 and 2 threads.
 
-The relay.testing model is exported to ONNX with ``onnx.helper`` from the same parameters
-(Conv, BatchNormalization, Relu, Add, MaxPool, GlobalAveragePool, Flatten, Gemm, Softmax), so
-both runtimes compute the same network; the outputs are compared first.  Latencies are timed
+The relay.testing model is exported to ONNX from the same parameters
+(``engine.graph.frontend.onnx_export.to_onnx``), so both runtimes compute the same network; the
+outputs are compared first.  Latencies are timed
 round by round, ours then onnxruntime's with a pause before each (``--settle``), each side
 ``--number`` runs per round after 50 ms of untimed runs; medians of ``--rounds`` rounds.  Also
 printed: the build time, the kernel count, the executor's planned intermediate memory beside the
@@ -25,10 +25,9 @@ from typing import Any
 import _common  # before numpy: unsets the OpenBLAS variables
 import numpy as np
 
-from tunecli.engine import graph as g
 from tunecli.engine.graph.build_module import build
+from tunecli.engine.graph.frontend.onnx_export import to_onnx
 from tunecli.engine.graph.models import mobilenet, resnet
-from tunecli.engine.graph.ops.conv import conv2d_padding
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.runtime import set_num_threads
@@ -37,69 +36,6 @@ NETWORKS = {
     "resnet-18": lambda: resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 224, 224)),
     "mobilenet": lambda: mobilenet.get_workload(batch_size=1, image_shape=(3, 224, 224)),
 }
-
-
-def to_onnx(mod: g.IRModule, params: dict[str, Any]) -> bytes:
-    """The network as an ONNX model (opset 13) with ``params`` as initializers."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    fn = mod["main"]
-    g.infer_types(fn)
-    names: dict[g.Expr, str] = {}
-    nodes, inits = [], []
-    inputs = []
-    for p in fn.params:
-        names[p] = p.name_hint
-        if p.name_hint in params:
-            inits.append(numpy_helper.from_array(np.asarray(params[p.name_hint]), p.name_hint))
-        else:
-            shape = list(p.checked_type.shape)
-            inputs.append(helper.make_tensor_value_info(p.name_hint, TensorProto.FLOAT, shape))
-
-    def add(op: str, args: list[g.Expr], node: g.Expr, **attrs: Any) -> None:
-        names[node] = f"n{len(nodes)}"
-        nodes.append(helper.make_node(op, [names[a] for a in args], [names[node]], **attrs))
-
-    for node in g.post_order(fn.body, into_functions=False):
-        if isinstance(node, g.Constant):
-            names[node] = f"c{len(inits)}"
-            inits.append(numpy_helper.from_array(np.asarray(node.data), names[node]))
-        elif isinstance(node, g.TupleGetItem):
-            names[node] = names[node.tuple_value]
-        elif isinstance(node, g.Call):
-            name, a = node.op.name, node.attrs
-            if name == "nn.conv2d":
-                kh, kw = node.args[1].checked_type.shape[2:]
-                pads = conv2d_padding(a, (kh, kw))
-                add("Conv", list(node.args), node, strides=list(a.strides), dilations=list(a.dilation),
-                    pads=[pads[0], pads[1], pads[2], pads[3]], group=a.groups, kernel_shape=[kh, kw])
-            elif name == "nn.batch_norm":
-                add("BatchNormalization", list(node.args), node, epsilon=a.epsilon)
-            elif name == "nn.relu":
-                add("Relu", list(node.args), node)
-            elif name in ("add", "nn.bias_add"):
-                add("Add", list(node.args), node)
-            elif name == "nn.max_pool2d":
-                p = list(a.padding) * (2 if len(a.padding) == 2 else 1)
-                add("MaxPool", list(node.args), node, kernel_shape=list(a.pool_size), strides=list(a.strides),
-                    pads=p)
-            elif name == "nn.global_avg_pool2d":
-                add("GlobalAveragePool", list(node.args), node)
-            elif name == "nn.batch_flatten":
-                add("Flatten", list(node.args), node)
-            elif name == "nn.dense":
-                add("Gemm", list(node.args), node, transB=1)
-            elif name == "nn.softmax":
-                add("Softmax", list(node.args), node, axis=a.axis)
-            else:
-                raise SystemExit(f"to_onnx: no ONNX form for {name}")
-    out_shape = list(fn.body.checked_type.shape)
-    output = helper.make_tensor_value_info(names[fn.body], TensorProto.FLOAT, out_shape)
-    graph = helper.make_graph(nodes, "net", inputs, [output], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
-    return model.SerializeToString()
 
 
 def bench(name: str, args: argparse.Namespace) -> None:

@@ -6,7 +6,8 @@ under ``apply_graph_best`` of that too; and once more without any record (the un
 fallback configs).  The tuned build's output is checked against onnxruntime for an ONNX model
 (when installed) and otherwise against the graph evaluated op by op with the numpy references
 (the interpreter).  Both builds are exported and timed in a measurement worker
-(``network_timing``), on one thread and on all cores, beside onnxruntime for an ONNX model: each
+(``network_timing``), on one thread and on all cores, beside onnxruntime (when installed) running
+the ONNX model, or the built-in model written as ONNX (``onnx_export.to_onnx``): each
 contender one round in turn, ``repeat`` rounds, with a pause of ``SETTLE_S`` after each round
 (so the threads of one are idle when the next starts).  numpy's BLAS in this process keeps to one
 thread (``single_blas_thread``) while the interpreter computes the reference and kernels are timed.
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.graph.build_module import BuiltGraph, build
+from tunecli.engine.graph.frontend.onnx_export import to_onnx
 from tunecli.engine.graph.interpreter import evaluate
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
@@ -47,7 +49,7 @@ from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.ops.registry import tolerance
-from tunecli.errors import JobError, TuneError
+from tunecli.errors import GraphError, JobError, TuneError
 
 _SEED = 0
 #: The logger ``relay.build`` writes its tuning summary to (TVM's).
@@ -167,9 +169,8 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
     report.build_seconds = time.perf_counter() - start
     report.summary, report.kernels = tuned.summary.line(), len(tuned.kernels)
     inputs = network.random_inputs(_SEED)
-    ort = _onnxruntime_note(network)
-    report.onnxruntime = ort or "compared"
     with tempfile.TemporaryDirectory(prefix="tunecli_apply_") as tmp, single_blas_thread():
+        onnx, report.onnxruntime = _onnx_model(network, tmp)
         libraries = {}
         for name, lib in (("tuned", tuned), ("untuned", untuned)):
             libraries[name] = os.path.join(tmp, f"{name}.so")
@@ -180,9 +181,9 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
             report.export = export
         worker = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network")
         try:
-            _check(report, job, network, worker, libraries["tuned"], inputs, ort is None)
+            _check(report, job, network, worker, libraries["tuned"], inputs, onnx)
             if report.error is None:
-                _time(report, job, network, worker, libraries, inputs, ort is None)
+                _time(report, job, worker, libraries, inputs, onnx)
         finally:
             worker.close()
     return report
@@ -223,13 +224,21 @@ class _maybe:
             self.context.__exit__(*exc)
 
 
-def _onnxruntime_note(network: Network) -> str | None:
-    """None when onnxruntime runs this network; else why not."""
-    if network.onnx is None:
-        return "not compared (a built-in model; there is no ONNX file of it)"
+def _onnx_model(network: Network, folder: str) -> tuple[str | None, str]:
+    """The ONNX file onnxruntime runs for ``network`` (a built-in one written into ``folder``), or
+    None; and what the report says of onnxruntime."""
     if importlib.util.find_spec("onnxruntime") is None:
-        return "not installed (pip install 'tunecli[bench]')"
-    return None
+        return None, "not installed (pip install 'tunecli[bench]')"
+    if network.onnx is not None:
+        return network.onnx, f"runs {network.onnx}"
+    try:
+        data = to_onnx(network.mod, network.params)
+    except (GraphError, ImportError) as err:
+        return None, f"not compared: the model has no ONNX form ({err})"
+    path = os.path.join(folder, "model.onnx")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path, "runs the model written as ONNX"
 
 
 def _call(worker: Worker, request: NetworkRun, timeout: float) -> tuple[NetworkReply | None, str | None]:
@@ -244,13 +253,14 @@ def _timeout(job: Job) -> float:
 
 
 def _check(report: NetworkApplyReport, job: Job, network: Network, worker: Worker, library: str,
-           inputs: dict[str, np.ndarray], with_ort: bool) -> None:
+           inputs: dict[str, np.ndarray], onnx: str | None) -> None:
+    """Compare the tuned build with onnxruntime (an ONNX model) or the interpreter (built-ins)."""
     got, error = _call(worker, NetworkRun(library, None, inputs, thread_counts()[-1]), _timeout(job))
     if got is None:
         report.error = f"the tuned network failed to run: {error}"
         return
-    if with_ort:
-        expected, error = _call(worker, NetworkRun(None, network.onnx, inputs, 1), _timeout(job))
+    if onnx is not None and network.onnx is not None:
+        expected, error = _call(worker, NetworkRun(None, onnx, inputs, 1), _timeout(job))
         if expected is None:
             raise JobError(f"{job.path}: onnxruntime cannot run {network.onnx}: {error}")
         report.checked_against = "onnxruntime"
@@ -281,15 +291,15 @@ def thread_counts() -> list[int]:
     return [1] if cores == 1 else [1, cores]
 
 
-def _time(report: NetworkApplyReport, job: Job, network: Network, worker: Worker, libraries: dict[str, str],
-          inputs: dict[str, np.ndarray], with_ort: bool) -> None:
+def _time(report: NetworkApplyReport, job: Job, worker: Worker, libraries: dict[str, str],
+          inputs: dict[str, np.ndarray], onnx: str | None) -> None:
     timing = job.runner.timing
     one_round = timing.with_values(repeat=1)
     for threads in thread_counts():
         contenders = {name: NetworkRun(path, None, inputs, threads, one_round)
                       for name, path in libraries.items()}
-        if with_ort:
-            contenders["onnxruntime"] = NetworkRun(None, network.onnx, inputs, threads, one_round)
+        if onnx is not None:
+            contenders["onnxruntime"] = NetworkRun(None, onnx, inputs, threads, one_round)
         costs: dict[str, list[float]] = {name: [] for name in contenders}
         failed: set[str] = set()
         for _ in range(timing.repeat):
