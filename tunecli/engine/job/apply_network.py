@@ -168,6 +168,10 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
         return report
     report.build_seconds = time.perf_counter() - start
     report.summary, report.kernels = tuned.summary.line(), len(tuned.kernels)
+    if not job.target.is_host:
+        report.error = (f"{job.target} does not run on this machine: the network was built, not run "
+                        "(apply of a network on an RPC device is not supported)")
+        return report
     inputs = network.random_inputs(_SEED)
     with tempfile.TemporaryDirectory(prefix="tunecli_apply_") as tmp, single_blas_thread():
         onnx, report.onnxruntime = _onnx_model(network, tmp)
