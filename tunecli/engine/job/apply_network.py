@@ -194,16 +194,17 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
 
 
 def _build(job: Job, network: Network, history: ApplyHistoryBest | None, graph_log: str | None) -> BuiltGraph:
-    """The network built under ``history`` and the graph tuner's records; without ``history`` the
-    untuned build, whose summary line (every task falls back) is not logged."""
-    with _maybe(history), _maybe(ApplyGraphBest(graph_log) if graph_log else None), \
-            PassContext(opt_level=3), _maybe(None if history is not None else quiet_build()):
+    """The network built under ``history`` and the graph tuner's records (without ``history``: the
+    untuned build); its summary line goes to the report, not to the log."""
+    graph_best = ApplyGraphBest(graph_log) if graph_log else contextlib.nullcontext()
+    kernels_best = history if history is not None else contextlib.nullcontext()
+    with kernels_best, graph_best, PassContext(opt_level=3), quiet_build():
         return build(network.mod, target=job.target, params=network.params)
 
 
 @contextlib.contextmanager
 def quiet_build() -> Iterator[None]:
-    """No summary line from ``relay.build`` (a build meant to be untuned)."""
+    """No summary line from ``relay.build`` in the log (for builds whose summary is reported)."""
     log = logging.getLogger(BUILD_LOGGER)
     level = log.level
     log.setLevel(logging.ERROR)
@@ -211,21 +212,6 @@ def quiet_build() -> Iterator[None]:
         yield
     finally:
         log.setLevel(level)
-
-
-class _maybe:
-    """``with`` a context when there is one."""
-
-    def __init__(self, context: Any) -> None:
-        self.context = context
-
-    def __enter__(self) -> None:
-        if self.context is not None:
-            self.context.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.context is not None:
-            self.context.__exit__(*exc)
 
 
 def _onnx_model(network: Network, folder: str) -> tuple[str | None, str]:
