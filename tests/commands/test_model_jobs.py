@@ -117,6 +117,19 @@ def test_apply_checks_times_and_exports_a_tiny_onnx_network(invoke: Invoke, tmp_
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, rtol=1e-4, atol=1e-5)
 
 
+def test_inspect_one_task_of_a_network_and_its_loop_nest(invoke: Invoke, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    job = _write_job(tmp_path, _tiny_model(tmp_path))
+    shown = invoke("inspect", str(job), "--task", "2", "--config", "3")
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.startswith("# task 2: dense.x86(1, 5, 8, float32)  (80 FLOP)\nConfigSpace (len=48")
+    assert "# config #3 " in shown.stdout and "primfn main(" in shown.stdout
+    missing = invoke("inspect", str(job), "--task", "3")
+    assert missing.exit_code == 2
+    assert f"error: {job}: there is no task 3: the network has 3 task(s), numbered 0..2" in missing.stderr
+
+
 def _record(task, index: int, cost: float) -> str:
     inp = MeasureInput(task.target, task, task.config_space.get(index))
     return encode(inp, MeasureResult((cost,), MeasureErrorNo.NO_ERROR, 0.1, time.time()))

@@ -94,7 +94,8 @@ def inspect(app: App, path: str, task: int | None, config: int | None, png: str 
     For a job: the config space of each task, printed as ``print(task.config_space)`` does,
     and with --config the lowered loop nest of that config; for a model job: the tasks of its
     network (workload, calls, share of FLOPs), its fused kernels, the executor's intermediate
-    memory and the weights' size. For a log: records, errors by kind,
+    memory and the weights' size (with --task or --config: its tasks' spaces, numbered as tune
+    numbers them). For a log: records, errors by kind,
     the best result per workload and its convergence over the trials.
     """
     is_job = path.endswith(_JOB_SUFFIXES)

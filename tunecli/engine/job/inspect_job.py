@@ -60,22 +60,30 @@ def inspect_job(path: str, task: int | None = None, config: int | None = None) -
         For an invalid job, task number or config index.
     """
     job = load_job(path)
-    views = []
     indices = check_task_index(job, task)
-    for i, t in zip(indices, create_tasks(job, indices), strict=True):
-        space = t.config_space
-        view = TaskView(i, task_label(t), float(t.flop or 0), str(space))
-        if config is not None:
-            if not 0 <= config < space.range_length or not space.is_index_valid(config):
-                raise JobError(f"{path}: config {config} is not a valid config index of task {i} "
-                               f"(the space has {len(space)} configs, indices 0..{space.range_length - 1})")
-            entity = space.get(config)
-            with t.target:
-                sch, args = t.instantiate(entity)
-                lowered = str(lower(sch, args, name="main"))
-            view = TaskView(i, view.label, view.flop, view.space, config_text(entity), lowered)
-        views.append(view)
-    return views
+    return [task_view(path, i, t, config) for i, t in zip(indices, create_tasks(job, indices), strict=True)]
+
+
+def task_view(path: str, index: int, task: Any, config: int | None = None) -> TaskView:
+    """The view of one task of the job at ``path``: its space and, with ``config``, its loop nest.
+
+    Raises
+    ------
+    JobError
+        For a config index outside the task's space.
+    """
+    space = task.config_space
+    view = TaskView(index, task_label(task), float(task.flop or 0), str(space))
+    if config is None:
+        return view
+    if not 0 <= config < space.range_length or not space.is_index_valid(config):
+        raise JobError(f"{path}: config {config} is not a valid config index of task {index} "
+                       f"(the space has {len(space)} configs, indices 0..{space.range_length - 1})")
+    entity = space.get(config)
+    with task.target:
+        sch, args = task.instantiate(entity)
+        lowered = str(lower(sch, args, name="main"))
+    return TaskView(index, view.label, view.flop, view.space, config_text(entity), lowered)
 
 
 @dataclass

@@ -18,8 +18,8 @@ import numpy as np
 from tunecli.engine.graph.build_module import build
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.job.apply_network import quiet_build
-from tunecli.engine.job.inspect_job import TaskView, inspect_job
-from tunecli.engine.job.network import load_network, network_tasks
+from tunecli.engine.job.inspect_job import TaskView, inspect_job, task_view
+from tunecli.engine.job.network import job_tasks, load_network, network_tasks
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tune_job import task_label
 from tunecli.errors import JobError
@@ -116,12 +116,17 @@ def inspect_job_file(path: str, task: int | None = None,
     Raises
     ------
     JobError
-        For an invalid job, or ``task``/``config`` given for a model job.
+        For an invalid job, task number or config index.  A model job with ``task`` or ``config``
+        gets the views of its network's tasks (``job_tasks`` order, as ``tune`` numbers them).
     """
     job = load_job(path)
     if job.model is None:
         return inspect_job(path, task=task, config=config)
-    if task is not None or config is not None:
-        raise JobError(f"{path}: --task and --config apply to jobs with tasks; a model job's tasks are "
-                       "listed by `tunecli inspect` without them")
-    return inspect_network(job)
+    if task is None and config is None:
+        return inspect_network(job)
+    tasks, _ = job_tasks(job)
+    if task is not None and not 0 <= task < len(tasks):
+        raise JobError(f"{path}: there is no task {task}: the network has {len(tasks)} task(s), numbered "
+                       f"0..{len(tasks) - 1}")
+    indices = range(len(tasks)) if task is None else [task]
+    return [task_view(path, i, tasks[i], config) for i in indices]
