@@ -103,3 +103,17 @@ def test_tasks_with_n_trial_show_a_total_line_too() -> None:
     lines = out.file.getvalue().splitlines()
     assert len(lines) == 2
     assert "task total" in lines[0] and "all tasks " in lines[0] and "3/16" in lines[0]
+
+
+def test_a_task_left_without_a_trial_by_a_spent_budget_says_so(invoke: Invoke, tmp_path: Path) -> None:
+    log = tmp_path / "budgeted.log"
+    job = tmp_path / "budgeted.yaml"
+    two_tasks = BUDGET_JOB.split("  - template: dense.x86\n    args: [16, 8, 8]\n    weight: 2\n")
+    job.write_text("".join(two_tasks).format(log=log, budget=8))
+    assert invoke("tune", str(job)).exit_code == 0
+    job.write_text(BUDGET_JOB.format(log=log, budget=8))  # a third task, the budget already spent
+    done = invoke("tune", str(job))
+    assert done.exit_code == 1
+    text = " ".join(done.stderr.split())
+    assert "task 2 (dense.x86): no trial: the budget of 8 trials was spent (8 in the log)" in text
+    assert "raise tuner.budget or give --n-trial" in text

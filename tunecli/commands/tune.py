@@ -182,6 +182,12 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
              f"{summary.log})")
     failed = [t for t in summary.tasks if not t.ok]
     for t in failed:
+        if summary.budget is not None and t.previous + t.measured == 0:
+            click.echo(f"task {t.index} ({t.template}): no trial: the budget of {summary.budget} trials "
+                       f"was spent ({sum(o.previous + o.measured for o in summary.tasks)} in the log); "
+                       "raise tuner.budget or give --n-trial",
+                       err=True)
+            continue
         click.echo(f"task {t.index} ({t.template}): first error: {t.first_error or 'none in this run'}",
                    err=True)
     if failed:
