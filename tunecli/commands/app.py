@@ -23,7 +23,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from tunecli.engine.job.runner_kinds import parse_host_port
+from tunecli.engine.rpc.sockets import parse_host_port
 from tunecli.errors import JobError, TuneError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

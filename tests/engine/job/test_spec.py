@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tunecli.engine.job.runner_kinds import parse_host_port
 from tunecli.engine.job.spec import (
     DEFAULT_N_TRIAL,
     DEFAULT_TUNER,
@@ -85,13 +84,6 @@ def test_a_budget_is_spent_by_the_gradient_scheduler_unless_the_job_names_anothe
     per_task = job.with_overrides(n_trial=5).tuner  # --n-trial: trials per task again
     assert (per_task.n_trial, per_task.budget, per_task.task_scheduler) == (5, None, None)
     assert load_job(write(tmp_path, GOOD)).tuner.budget is None
-
-
-def test_parse_host_port() -> None:
-    assert parse_host_port("localhost:9190") == ("localhost", 9190)
-    for bad in ("localhost", ":9190", "host:0", "host:99999", "host:abc"):
-        with pytest.raises(ValueError, match="expected HOST:PORT"):
-            parse_host_port(bad)
 
 
 BAD = [

@@ -17,7 +17,7 @@ from tunecli.engine.rpc.connections import (
     is_loopback,
     recv_before,
 )
-from tunecli.engine.rpc.protocol import bind_first_free
+from tunecli.engine.rpc.sockets import bind_first_free
 from tunecli.errors import RPCError
 
 HELLO = b"hello"

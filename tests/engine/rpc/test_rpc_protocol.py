@@ -95,14 +95,6 @@ def test_tokens_compare_exactly(monkeypatch):
         protocol.resolve_token("two words")
 
 
-def test_parse_addr():
-    assert protocol.parse_addr("10.0.0.1:9190") == ("10.0.0.1", 9190)
-    assert protocol.parse_addr("trackerhost") == ("trackerhost", 9190)
-    for bad in ["host:port", ":9190", "h:0", "h:70000"]:
-        with pytest.raises(RPCError, match="HOST:PORT"):
-            protocol.parse_addr(bad)
-
-
 def test_match_keys_and_key_options():
     key = protocol.random_key("127.0.0.1:5555")
     assert protocol.split_random_key(key) == "127.0.0.1:5555"

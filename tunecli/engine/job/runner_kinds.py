@@ -16,28 +16,7 @@ from tunecli.engine.measure import LocalRunner, Runner, TimingOptions
 from tunecli.engine.measure.timing_options import TIMING_OPTIONS
 from tunecli.engine.option import Option
 from tunecli.engine.rpc.rpc_runner import RPCRunner
-
-
-def parse_host_port(text: str) -> tuple[str, int]:
-    """Split ``"HOST:PORT"`` into its parts.
-
-    Parameters
-    ----------
-    text : str
-
-    Returns
-    -------
-    tuple of (str, int)
-
-    Raises
-    ------
-    ValueError
-        When the text is not of the form HOST:PORT with a port in 1..65535.
-    """
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:9190), got {text!r}")
-    return host, int(port)
+from tunecli.engine.rpc.sockets import parse_host_port
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,14 @@ from tunecli.engine.rpc.protocol import (
     TOKEN_CODE,
     AuthenticationError,
     TrackerCode,
-    closing_on_failure,
     pack_int,
     recv_int,
     recv_json,
     resolve_token,
     send_json,
-    shutdown_socket,
 )
 from tunecli.engine.rpc.remote import RemoteSession, connect
+from tunecli.engine.rpc.sockets import closing_on_failure, shutdown_socket
 from tunecli.errors import RPCError
 
 __all__ = ["RemoteSession", "TrackerSession", "connect", "connect_tracker", "connect_with_retry",

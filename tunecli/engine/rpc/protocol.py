@@ -39,7 +39,6 @@ Token authentication (tunecli extension)
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import hmac
 import json
@@ -48,7 +47,6 @@ import random
 import socket
 import struct
 import time
-from collections.abc import Iterator
 
 from tunecli.errors import RPCError
 
@@ -169,33 +167,6 @@ def random_key(prefix: str, exclude: set[str] | frozenset[str] = frozenset()) ->
 def split_random_key(matchkey: str) -> str:
     """Return the device key of a match key (``rsplit(":", 1)[0]``, so keys may contain ``:``)."""
     return matchkey.rsplit(":", 1)[0]
-
-
-def parse_addr(text: str, default_port: int = 9190) -> tuple[str, int]:
-    """Parse ``"HOST:PORT"`` (or ``"HOST"``) as given to ``--tracker`` into ``(host, port)``.
-
-    Parameters
-    ----------
-    text : str
-        The address; the port is what follows the last ``:``.
-    default_port : int
-        Port used when none is given.
-
-    Returns
-    -------
-    tuple of (str, int)
-
-    Raises
-    ------
-    RPCError
-        When the port is not an integer in [1, 65535] or the host is empty.
-    """
-    host, sep, port = text.strip().rpartition(":")
-    if not sep:
-        host, port = port, str(default_port)
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise RPCError(f"rpc address: {text!r} is not HOST:PORT")
-    return host, int(port)
 
 
 def pack_int(value: int) -> bytes:
@@ -361,61 +332,6 @@ def parse_key_options(keystr: str) -> tuple[str, dict[str, str]]:
         if sep and name.startswith("-"):
             options[name[1:]] = value
     return (parts[0] if parts else ""), options
-
-
-def bind_first_free(host: str, port: int, port_end: int) -> socket.socket:
-    """Bind a listening TCP socket to the first free port in ``[port, port_end)``.
-
-    Parameters
-    ----------
-    host : str
-        Address to bind.
-    port, port_end : int
-        Port range; ``port_end <= port`` tries ``port`` only; port 0 lets the OS choose.
-
-    Returns
-    -------
-    socket.socket
-        A listening socket.
-
-    Raises
-    ------
-    RPCError
-        When no port in the range can be bound.
-    """
-    for candidate in range(port, max(port_end, port + 1)):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, candidate))
-        except OSError:
-            sock.close()
-            continue
-        sock.listen(128)
-        return sock
-    raise RPCError(f"rpc bind: cannot bind to any port in [{port}, {port_end}) on {host}")
-
-
-@contextlib.contextmanager
-def closing_on_failure(sock: socket.socket, where: str) -> Iterator[None]:
-    """Close ``sock`` when the block fails with OSError or RPCError, raised as RPCError naming ``where``."""
-    try:
-        yield
-    except RPCError:
-        sock.close()
-        raise
-    except OSError as err:
-        sock.close()
-        raise RPCError(f"{where}: {err}") from None
-
-
-def shutdown_socket(sock: socket.socket | None) -> None:
-    """Break ``sock`` from another thread, so that a call blocked on it raises (None: nothing)."""
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 def _peer(sock: socket.socket) -> str:

@@ -19,14 +19,12 @@ from tunecli.engine.rpc.protocol import (
     RPC_CODE_SUCCESS,
     RPC_MAGIC,
     check_length,
-    closing_on_failure,
     pack_int,
     recv_all,
     recv_frame,
     recv_int,
     resolve_token,
     send_frame,
-    shutdown_socket,
 )
 from tunecli.engine.rpc.session import (
     DESCRIBE,
@@ -36,6 +34,7 @@ from tunecli.engine.rpc.session import (
     decode_reply,
     encode_request,
 )
+from tunecli.engine.rpc.sockets import closing_on_failure, shutdown_socket
 from tunecli.errors import RPCError
 
 #: Seconds a client waits for a reply beyond the request's timeout: a server replaces a worker

@@ -57,7 +57,6 @@ from tunecli.engine.rpc.protocol import (
     AuthenticationError,
     PeerClosed,
     TrackerCode,
-    bind_first_free,
     pack_int,
     parse_key_options,
     random_key,
@@ -74,6 +73,7 @@ from tunecli.engine.rpc.session import (
     encode_device,
     encode_reply,
 )
+from tunecli.engine.rpc.sockets import bind_first_free
 from tunecli.errors import RPCError
 
 logger = logging.getLogger("tunecli.rpc.server")

@@ -54,12 +54,12 @@ from tunecli.engine.rpc.protocol import (
     RPC_TRACKER_MAGIC,
     TOKEN_CODE,
     TrackerCode,
-    bind_first_free,
     pack_int,
     resolve_token,
     token_matches,
     unpack_int,
 )
+from tunecli.engine.rpc.sockets import bind_first_free
 from tunecli.engine.rpc.tracker_state import TrackerConnection, TrackerState
 from tunecli.errors import RPCError
 
