@@ -7,7 +7,6 @@ import itertools
 import numpy as np
 import pytest
 
-from tunecli.engine.ops.nn import get_pad_tuple
 from tunecli.topi import testing
 
 RNG = np.random.default_rng(3)
@@ -35,14 +34,6 @@ def naive_conv(a, w, stride, pad, dilation, groups_depthwise=False):
                     acc += sum(a[b, ci, iy, ix] * w[f, ci, ry, rx] for ci in range(c))
         out[b, f, y, x] = acc
     return out
-
-
-def test_get_pad_tuple_matches_tvm():
-    assert get_pad_tuple(1, (3, 3)) == (1, 1, 1, 1)
-    assert get_pad_tuple((1, 2), (3, 3)) == (1, 2, 1, 2)
-    assert get_pad_tuple((1, 2, 3, 4), (3, 3)) == (1, 2, 3, 4)
-    assert get_pad_tuple("SAME", (4, 3)) == (2, 1, 1, 1)
-    assert get_pad_tuple("VALID", (4, 3)) == (0, 0, 0, 0)
 
 
 @pytest.mark.parametrize("stride,dilation", [(1, 1), (2, 1), (1, 2)])

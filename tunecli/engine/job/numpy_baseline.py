@@ -30,10 +30,9 @@ from tunecli.engine.measure.timing import MeasureReply
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import tutorial
-from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
-from tunecli.engine.ops.nn.pad import pair
 from tunecli.engine.runtime import time_calls
 from tunecli.engine.runtime.openmp import get_num_threads
+from tunecli.engine.te.window import conv2d_output_shape, pair
 
 #: ``"module:function"`` of :func:`time_baseline`, for :class:`Worker` calls.
 BASELINE_FUNC = "tunecli.engine.job.numpy_baseline:time_baseline"

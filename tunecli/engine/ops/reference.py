@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .nn.conv2d import conv2d_output_shape
-from .nn.pad import get_pad_tuple, pair
+from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
 
 
 def _acc_dtype(dtype: Any, out_dtype: Any) -> np.dtype:

@@ -13,6 +13,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tunecli.engine.te.window import conv2d_output_shape
+from tunecli.errors import ExprError
+
 
 def _shape(arg: Any) -> list[int]:
     """The shape of a serialized tensor argument ``["TENSOR", shape, dtype]``."""
@@ -22,33 +25,6 @@ def _shape(arg: Any) -> list[int]:
     if any(d <= 0 for d in shape):
         raise ValueError(f"a tensor shape with a non-positive extent: {shape}")
     return shape
-
-
-def _pair(value: Any) -> tuple[int, int]:
-    if isinstance(value, (list, tuple)):
-        if len(value) != 2:
-            raise ValueError(f"not a pair: {value!r}")
-        return int(value[0]), int(value[1])
-    return int(value), int(value)
-
-
-def _padding(value: Any) -> tuple[int, int]:
-    """Total padding of height and width from TVM's 1, 2 or 4 padding values."""
-    if isinstance(value, (list, tuple)):
-        if len(value) == 4:
-            return int(value[0]) + int(value[2]), int(value[1]) + int(value[3])
-        top, left = _pair(value)
-        return 2 * top, 2 * left
-    return 2 * int(value), 2 * int(value)
-
-
-def _out_size(size: int, pad: int, kernel: int, stride: int, dilation: int) -> int:
-    if stride <= 0 or dilation <= 0:
-        raise ValueError("a stride or dilation that is not positive")
-    out = (size + pad - ((kernel - 1) * dilation + 1)) // stride + 1
-    if out <= 0:
-        raise ValueError("the window does not fit the input")
-    return out
 
 
 def _data_nchw(shape: Sequence[int]) -> tuple[int, int, int, int]:
@@ -77,8 +53,8 @@ def _conv_window(args: Sequence[Any]) -> tuple[int, int, int, int, int, int]:
     """(N, OH, OW, KH, KW, C) of a conv workload ``(data, kernel, strides, padding, dilation, ...)``."""
     n, c, h, w = _data_nchw(_shape(args[0]))
     _, _, kh, kw = _kernel_oihw(_shape(args[1]))
-    (sh, sw), (ph, pw), (dh, dw) = _pair(args[2]), _padding(args[3]), _pair(args[4])
-    return n, _out_size(h, ph, kh, sh, dh), _out_size(w, pw, kw, sw, dw), kh, kw, c
+    oh, ow, _ = conv2d_output_shape((h, w), (kh, kw), args[2], args[3], args[4])
+    return n, oh, ow, kh, kw, c
 
 
 def conv2d_nchwc_flop(args: Sequence[Any]) -> int:
@@ -179,6 +155,6 @@ def flop_from_workload(name: str, args: Sequence[Any]) -> int | None:
         return None
     try:
         flop = count(args)
-    except (ValueError, TypeError, IndexError):
+    except (ExprError, ValueError, TypeError, IndexError):
         return None
     return flop if 0 < flop < math.inf else None

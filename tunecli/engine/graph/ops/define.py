@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.ops.nn.pad import get_pad_tuple
+from tunecli.engine.te.window import get_pad_tuple
 from tunecli.errors import ExprError, GraphError
 
 from ..graph_expr import Call, Expr, const

@@ -31,10 +31,10 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
-from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
-from tunecli.engine.ops.nn.pad import pad, pair
+from tunecli.engine.ops.nn.pad import pad
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.te.window import conv2d_output_shape, pair
 
 
 def as_placeholder(value: Any, name: str) -> te.Tensor:

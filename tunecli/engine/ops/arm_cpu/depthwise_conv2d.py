@@ -23,10 +23,10 @@ from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.arm_cpu.conv2d_spatial_pack import as_placeholder
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
-from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.te.window import conv2d_output_shape
 
 
 def declare_depthwise_conv2d(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = 1,

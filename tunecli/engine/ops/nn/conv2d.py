@@ -5,31 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.te.window import conv2d_output_shape, pair
 from tunecli.errors import ExprError
 
-from .pad import get_pad_tuple, pad, pair
-
-
-def conv2d_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stride: Any, padding: Any,
-                        dilation: Any) -> tuple[int, int, tuple[int, int, int, int]]:
-    """Output height/width and ``(top, left, bottom, right)`` padding of a 2-D window op."""
-    stride_h, stride_w = pair(stride, "stride")
-    dilation_h, dilation_w = pair(dilation, "dilation")
-    for what, value, (h, w) in (("stride", stride, (stride_h, stride_w)),
-                                ("dilation", dilation, (dilation_h, dilation_w))):
-        if h < 1 or w < 1:
-            raise ExprError(f"{what} must be at least 1, got {value!r}")
-    dk_h = (kernel_hw[0] - 1) * dilation_h + 1
-    dk_w = (kernel_hw[1] - 1) * dilation_w + 1
-    pads = get_pad_tuple(padding, (dk_h, dk_w))
-    if min(pads) < 0:
-        raise ExprError(f"padding must not be negative, got {padding!r}")
-    out_h = (in_hw[0] - dk_h + pads[0] + pads[2]) // stride_h + 1
-    out_w = (in_hw[1] - dk_w + pads[1] + pads[3]) // stride_w + 1
-    if out_h < 1 or out_w < 1:
-        raise ExprError(f"window {kernel_hw} (dilation {dilation}) does not fit input {in_hw} with "
-                        f"padding {padding}")
-    return out_h, out_w, pads
+from .pad import pad
 
 
 def pad_nchw_window(data: te.Tensor, kernel_hw: tuple[int, int], stride: Any, padding: Any, dilation: Any,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.te.window import pair
 from tunecli.errors import ExprError
 
 from .conv2d import pad_nchw_window
-from .pad import pair
 
 
 def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, dilation: Any,

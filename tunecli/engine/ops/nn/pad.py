@@ -1,8 +1,8 @@
-"""Padding: ``pad`` (TVM's ``topi.nn.pad``) and the padding-argument helpers of conv/pool."""
+"""Padding: ``pad`` (TVM's ``topi.nn.pad``); the padding arguments of conv/pool are read by
+:mod:`tunecli.engine.te.window`."""
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,51 +60,3 @@ def pad(data: te.Tensor, pad_before: Sequence[int], pad_after: Sequence[int] | N
         return data(*index_tuple)
 
     return te.compute(out_shape, _pad, name=name, tag="injective,pad")
-
-
-def get_pad_tuple(padding: Any, kernel: Sequence[int]) -> tuple[int, int, int, int]:
-    """Normalise a conv/pool padding argument to ``(top, left, bottom, right)``.
-
-    Parameters
-    ----------
-    padding : int, (pad_h, pad_w), (top, left, bottom, right), "VALID" or "SAME"
-        As TVM's ``get_pad_tuple``: a 2-tuple pads both sides of H and W by that amount.
-    kernel : (int, int)
-        (Dilated) kernel height and width, used by "SAME".
-
-    Returns
-    -------
-    tuple of int
-        ``(pad_top, pad_left, pad_down, pad_right)``.
-    """
-    if isinstance(padding, (tuple, list)):
-        if len(padding) == 2:
-            pad_h, pad_w = int(padding[0]) * 2, int(padding[1]) * 2
-        elif len(padding) == 4:
-            return int(padding[0]), int(padding[1]), int(padding[2]), int(padding[3])
-        else:
-            raise ExprError(f"padding must have 2 or 4 entries, got {padding!r}")
-    elif isinstance(padding, int):
-        pad_h = pad_w = padding * 2
-    elif padding == "VALID":
-        pad_h = pad_w = 0
-    elif padding == "SAME":
-        pad_h, pad_w = int(kernel[0]) - 1, int(kernel[1]) - 1
-    else:
-        raise ExprError(f"unknown padding option {padding!r}")
-    pad_top = (pad_h + 1) // 2
-    pad_left = (pad_w + 1) // 2
-    return pad_top, pad_left, pad_h - pad_top, pad_w - pad_left
-
-
-def pair(value: Any, what: str) -> tuple[int, int]:
-    """``value`` as an (h, w) pair: an int is used for both."""
-    if _is_int(value):
-        return int(value), int(value)
-    if isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_int(v) for v in value):
-        return int(value[0]), int(value[1])
-    raise ExprError(f"{what} must be an int or a pair of ints, got {value!r}")
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)

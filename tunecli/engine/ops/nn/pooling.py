@@ -7,9 +7,10 @@ from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
+from tunecli.engine.te.window import get_pad_tuple, pair
 from tunecli.errors import ExprError
 
-from .pad import get_pad_tuple, pad, pair
+from .pad import pad
 
 
 def pool2d(data: te.Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str = "max",

@@ -26,12 +26,12 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
-from tunecli.engine.ops.nn.conv2d import conv2d_output_shape, pad_nchw_window
-from tunecli.engine.ops.nn.pad import pair
+from tunecli.engine.ops.nn.conv2d import pad_nchw_window
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.dense import out_dtype_for
 from tunecli.engine.ops.x86.gemm import panel_filter
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.te.window import conv2d_output_shape, pair
 
 MAX_RW = 16
 

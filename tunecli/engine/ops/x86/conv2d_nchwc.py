@@ -32,13 +32,13 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
-from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc, conv2d_output_shape
-from tunecli.engine.ops.nn.pad import get_pad_tuple, pair
+from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
 from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
 from tunecli.engine.task.task import deserialize_args
+from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
 from tunecli.errors import InstantiationError, ScheduleError
 
 MAX_REG_N = 64  # TVM's filter on the inner tile_ow factor

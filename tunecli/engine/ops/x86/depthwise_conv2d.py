@@ -22,11 +22,11 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
-from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_window_op
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.te.window import conv2d_output_shape
 
 MAX_CB = 8
 MAX_HB = 4

@@ -20,7 +20,6 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
-from tunecli.engine.ops.nn.conv2d import conv2d_output_shape
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_NCHWc
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d_nchwc import (
@@ -33,6 +32,7 @@ from tunecli.engine.ops.x86.conv2d_nchwc import (
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
+from tunecli.engine.te.window import conv2d_output_shape
 from tunecli.errors import InstantiationError
 
 
