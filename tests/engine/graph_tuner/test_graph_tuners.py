@@ -30,7 +30,7 @@ LAYOUTS_PER_TASK = 3
 def measured_records(net: object) -> list:
     """For each conv workload of ``net``: its first config of each of a few (ic_bn, oc_bn)
     pairs, built and measured."""
-    graph = conv_graph(main_function(net), ["data"], ["nn.conv2d"])
+    graph = conv_graph(main_function(net), ["data"], ["nn.conv2d"], "llvm")
     option = measure_option(LocalBuilder(n_parallel=1), LocalRunner(number=5, repeat=1))
     records = []
     for workload in dict.fromkeys(n.workload for n in graph.nodes):

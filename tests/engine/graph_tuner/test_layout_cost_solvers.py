@@ -108,7 +108,7 @@ def test_pbqp_gives_a_choice_on_dense_graphs() -> None:
 @pytest.fixture(scope="module")
 def resnet18_edges() -> tuple[int, list[tuple[int, int]]]:
     mod, _ = relay.testing.resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 32, 32))
-    graph = conv_graph(main_function(mod), ["data"], ["nn.conv2d"])
+    graph = conv_graph(main_function(mod), ["data"], ["nn.conv2d"], "llvm")
     return len(graph.nodes), [(e.src, e.dst) for e in graph.edges]
 
 

@@ -85,7 +85,7 @@ class BaseGraphTuner:
         self._logger = _logger(name, verbose, log_file, log_level)
         fn = main_function(graph)
         input_shapes_checked(fn, self._input_shapes)
-        self._graph: ConvGraph = conv_graph(fn, list(self._input_shapes), target_ops)
+        self._graph: ConvGraph = conv_graph(fn, list(self._input_shapes), target_ops, self._target)
         if not self._graph.nodes:
             raise TuneError(f"graph tuner: no call of {list(target_ops)} with a tunable workload "
                             "in the graph")

@@ -27,10 +27,10 @@ from typing import Any
 from tunecli.engine.graph.graph_expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.op_registry import Op
-from tunecli.engine.graph.ops.conv import conv2d_padding
+from tunecli.engine.graph.op_strategy import implementation
 from tunecli.engine.graph.traversal import post_order
 from tunecli.engine.graph.type_infer import infer_types, tensor_type_of
-from tunecli.engine.task.task import args_to_workload
+from tunecli.engine.target import Target, as_target
 from tunecli.errors import GraphError
 
 #: Operators whose output layout is fixed: the graph tuner's boundaries (TVM's LAYOUT_FIXED_OP).
@@ -99,24 +99,21 @@ def op_names(target_ops: Sequence[Any]) -> frozenset[str]:
     return frozenset(op.name if isinstance(op, Op) else str(op) for op in target_ops)
 
 
-def conv_workload(call: Call) -> tuple[str, tuple] | None:
-    """``(task name, workload)`` of an NCHW ``nn.conv2d`` call on x86 (TVM's ``conv2d_NCHWc.x86``
-    or, for a depthwise one, ``depthwise_conv2d_NCHWc.x86``); None for other layouts or groups."""
-    attrs = call.attrs
-    if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":
+#: The tasks whose configs choose an NCHW[x]c layout, the graph tuner's choices.
+NCHWC_TASKS = frozenset({"conv2d_NCHWc.x86", "depthwise_conv2d_NCHWc.x86"})
+
+
+def conv_workload(call: Call, target: Target) -> tuple[str, tuple] | None:
+    """``(task name, workload)`` of a ``nn.conv2d`` call: that of the strategy row ``target``
+    selects (:func:`tunecli.engine.graph.op_strategy.implementation`) when it is one of
+    :data:`NCHWC_TASKS` (a depthwise one with a channel multiplier of 1); None otherwise."""
+    impl = implementation(call, target)
+    if impl is None or impl.task_name not in NCHWC_TASKS:
         return None
-    data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
-    ci, (co, _, kh, kw) = data.shape[1], weight.shape
-    if attrs.groups == 1:
-        name = "conv2d_NCHWc.x86"
-    elif attrs.groups == ci and co == ci:
-        name = "depthwise_conv2d_NCHWc.x86"
-    else:
+    if impl.task_name.startswith("depthwise") and \
+            tensor_type_of(call.args[1]).shape[0] != tensor_type_of(call.args[0]).shape[1]:
         return None
-    args = (("TENSOR", tuple(data.shape), data.dtype), ("TENSOR", tuple(weight.shape), weight.dtype),
-            tuple(attrs.strides), tuple(int(p) for p in conv2d_padding(attrs, (kh, kw))),
-            tuple(attrs.dilation), "NCHW", attrs.out_layout or "NCHW", out.dtype)
-    return name, args_to_workload(args, name)
+    return impl.task_name, impl.workload
 
 
 def main_function(graph: Any) -> Function:
@@ -128,7 +125,8 @@ def main_function(graph: Any) -> Function:
     return fn
 
 
-def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[Any]) -> ConvGraph:
+def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[Any],
+               target: Target | str) -> ConvGraph:
     """The :class:`ConvGraph` of ``fn`` (see the module docstring).
 
     Parameters
@@ -138,12 +136,14 @@ def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[An
     input_names : sequence of str
         The data inputs (other free variables are weights).
     target_ops : sequence of Op or str
+    target : Target or str
+        Selects the strategy row (and so the task) of each convolution.
 
     Returns
     -------
     ConvGraph
     """
-    names, inputs = op_names(target_ops), set(input_names)
+    names, inputs, target = op_names(target_ops), set(input_names), as_target(target)
     unsupported = names - TUNABLE_OPS
     if unsupported:
         raise GraphError(f"graph tuner: target_ops {sorted(unsupported)} cannot be tuned; the layouts of "
@@ -188,7 +188,7 @@ def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[An
             continue
         workload = None
         if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in names:
-            workload = conv_workload(node)
+            workload = conv_workload(node, target)
         if workload is not None:
             convs[node] = ConvNode(position[node], node, *workload)
             follows[node] = node
