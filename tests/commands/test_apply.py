@@ -95,15 +95,33 @@ def test_crashing_and_hanging_kernels_are_their_tasks_errors_and_the_others_are_
 def test_the_table_marks_a_failed_task(invoke: Invoke, tmp_path: Path) -> None:
     """Without --json the failed task's row says ERROR and the correct one is checked."""
     job = tmp_path / "crashy.yaml"
-    job.write_text(FAULTY_JOB.format(template=Path(__file__).parent / "data" / "faulty_kernels.py")
-                   .replace("maybe_hang", "maybe_crash"))
+    job.write_text(FAULTY_JOB.replace("  - template: {template}:maybe_hang\n    args: {{n: 64}}\n", "")
+                   .format(template=Path(__file__).parent / "data" / "faulty_kernels.py"))
     spec = load_job(str(job))
     log = tmp_path / "crashy.log"
     with open(log, "w") as file:
-        for index, config_index in ((0, 1), (2, 0)):
+        for index, config_index in ((0, 1), (1, 0)):
             task = create_task(spec, index)
             inp = MeasureInput(task.target, task, task.config_space.get(config_index))
             file.write(encode(inp, MeasureResult((1e-6,), MeasureErrorNo.NO_ERROR, 0.1, time.time())) + "\n")
     result = invoke("apply", str(job), "--log", str(log))
     assert result.exit_code == 1
     assert "ERROR" in result.stdout and "ok (default config)" in result.stdout
+
+
+def test_apply_checks_every_task_first_and_names_every_problem(invoke: Invoke, matmul_log: Path,
+                                                             tmp_path: Path) -> None:
+    conv = ("  - template: conv2d_nchw.x86\n"
+            "    args: {N: 1, H: 8, W: 8, CI: 4, CO: 4, KH: 3, KW: 3, stride: 1, padding: 1, dilation: 1}\n")
+    job = tmp_path / "job.yaml"
+    job.write_text("name: g\ntasks:\n  - template: dense.x86\n    args: {M: 16, N: 16, K: 16}\n"
+                   + conv.replace("stride: 1", "stride: 0") + conv.replace("KH: 3", "KH: 30"))
+    export = tmp_path / "kernels"
+    result = invoke("apply", str(job), "--log", str(matmul_log), "--export", str(export))
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"error: {job}:6: tasks[1].args: template conv2d_nchw.x86 rejects (1, 8, 8, 4, 4, 3, 3, 0, 1, 1, "
+        "'float32'): stride must be at least 1, got 0\n"
+        f"error: {job}:8: tasks[2].args: template conv2d_nchw.x86 rejects (1, 8, 8, 4, 4, 30, 3, 1, 1, 1, "
+        "'float32'): window (30, 3) (dilation 1) does not fit input (8, 8) with padding 1\n")
+    assert not export.exists()  # nothing built before the job is known good

@@ -39,7 +39,7 @@ from tunecli.engine.build import build
 from tunecli.engine.job.apply_device import ApplyDevice, open_apply_device
 from tunecli.engine.job.numpy_baseline import BASELINE_FUNC, BaselineRequest, baseline_of, single_blas_thread
 from tunecli.engine.job.spec import Job, load_job
-from tunecli.engine.job.tasks import create_task
+from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.job.text import config_text
 from tunecli.engine.job.tune_job import task_label
 from tunecli.engine.log.history_best import ApplyHistoryBest
@@ -139,28 +139,25 @@ def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
     """
     job = load_job(path)
     check_log_file(log)
+    tasks = create_tasks(job)  # every task checked before anything is built; problems reported together
     history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
-    report: ApplyReport | None = None
+    target = tasks[0].target
     device: ApplyDevice | None = None
     numpy_worker: Worker | None = None
     try:
         with single_blas_thread():  # the float64 references: no BLAS threads spinning while kernels run
-            for index in range(len(job.tasks)):
-                task = create_task(job, index)
-                if report is None:
-                    device = open_apply_device(job, task.target)
-                    if device is not None and device.worker is not None:
-                        numpy_worker = Worker(preload=(BASELINE_FUNC.partition(":")[0],),
-                                              name="tunecli-numpy")
-                    report = ApplyReport(job.name, log, str(task.target), task.target.is_host,
-                                         device=None if device is None else device.where)
+            device = open_apply_device(job, target)
+            if device is not None and device.worker is not None:
+                numpy_worker = Worker(preload=(BASELINE_FUNC.partition(":")[0],), name="tunecli-numpy")
+            report = ApplyReport(job.name, log, str(target), target.is_host,
+                                 device=None if device is None else device.where)
+            for index, task in enumerate(tasks):
                 report.tasks.append(_apply_task(job, index, task, history, export, device, numpy_worker))
     finally:
         if device is not None:
             device.close()
         if numpy_worker is not None:
             numpy_worker.close()
-    assert report is not None  # a job has at least one task
     return report
 
 
