@@ -5,7 +5,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import pytest
 
-from tunecli.engine.target import Target, as_target, host_triple
+from tunecli.engine.target import Target, as_target, host_arch, host_triple
 from tunecli.errors import TargetError
 
 
@@ -48,6 +48,37 @@ def test_host_target_resolves_to_this_machine():
 def test_cross_target_is_not_host_and_uses_generic_cpu():
     t = Target("llvm -mtriple=aarch64-linux-gnu")
     assert not t.is_host and t.llvm_cpu == "generic" and t.llvm_features == "" and t.vector_bits == 128
+
+
+def _host_flags() -> tuple[list[str], list[str]]:
+    """This machine's CPU features as LLVM reports them: those it has and those it lacks."""
+    flags = llvm.get_host_cpu_features().flatten().split(",")
+    return [f[1:] for f in flags if f.startswith("+")], [f[1:] for f in flags if f.startswith("-")]
+
+
+def test_a_target_of_the_hosts_own_cpu_and_features_is_the_host():
+    have, _ = _host_flags()
+    assert Target(f"llvm -mcpu={llvm.get_host_cpu_name()}").is_host
+    assert Target("llvm -mattr=" + ",".join("+" + f for f in have)).is_host
+    assert Target(f"llvm -mcpu={llvm.get_host_cpu_name()} -mattr=+{have[0]}").is_host
+    assert Target("llvm -mcpu=x86-64" if host_arch() == "x86_64" else "llvm -mcpu=generic").is_host
+
+
+def test_a_target_needing_a_feature_the_host_lacks_is_not_the_host():
+    have, lacks = _host_flags()
+    assert lacks, "LLVM lists no feature this CPU lacks"
+    assert not Target(f"llvm -mattr=+{lacks[0]}").is_host
+    assert not Target(f"llvm -mattr=+{have[0]},+{lacks[-1]}").is_host
+    assert Target(f"llvm -mattr=+{have[0]},-{lacks[0]}").is_host  # a feature turned off is not needed
+
+
+@pytest.mark.skipif(host_arch() != "x86_64", reason="x86 CPU names")
+def test_an_mcpu_is_the_host_only_where_the_host_has_its_features():
+    have, _ = _host_flags()
+    assert Target("llvm -mcpu=skylake-avx512").is_host == ("avx512f" in have and "avx512bw" in have)
+    assert Target("llvm -mcpu=x86-64-v3").is_host == ("avx2" in have and "fma" in have)
+    assert Target("llvm -mcpu=x86-64-v2").is_host == ("sse4.2" in have)
+    assert Target("llvm -mcpu=skylake-avx512").vector_bits == 512
 
 
 def test_current_target_stack_and_as_target():

@@ -65,6 +65,55 @@ def triple_arch(triple: str) -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
 
 
+_X86_V2 = ("sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "cx16", "sahf")
+_X86_V3 = (*_X86_V2, "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe")
+_X86_V4 = (*_X86_V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+
+#: The instruction-set features x86 CPU names (``-mcpu``) require of the machine that runs their
+#: code: the x86-64 psABI levels (v2: SSE4.2, v3: AVX2/FMA, v4: AVX-512) each CPU name implies.
+X86_CPU_FEATURES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("generic", "x86-64"), ()),
+    **dict.fromkeys(("x86-64-v2", "nehalem", "westmere", "silvermont", "goldmont", "goldmont-plus",
+                     "tremont", "btver2", "bdver1"), _X86_V2),
+    **dict.fromkeys(("sandybridge", "ivybridge"), (*_X86_V2, "avx")),
+    **dict.fromkeys(("x86-64-v3", "haswell", "broadwell", "skylake", "alderlake", "raptorlake",
+                     "meteorlake", "gracemont", "znver1", "znver2", "znver3"), _X86_V3),
+    **dict.fromkeys(("x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake",
+                     "icelake-client", "icelake-server", "tigerlake", "rocketlake", "sapphirerapids",
+                     "emeraldrapids", "graniterapids", "znver4", "znver5"), _X86_V4),
+}
+
+
+def required_features(mcpu: str | None, mattr: list[str] | tuple[str, ...]) -> frozenset[str] | None:
+    """The CPU features code for ``-mcpu``/``-mattr`` needs of the machine that runs it.
+
+    Parameters
+    ----------
+    mcpu : str or None
+    mattr : list of str
+        ``+feature`` (needed) and ``-feature`` (not used) entries.
+
+    Returns
+    -------
+    frozenset of str or None
+        Feature names without ``+``; None when ``mcpu`` is a CPU name not in
+        :data:`X86_CPU_FEATURES` (its features are unknown here).
+    """
+    needed = {f[1:] for f in mattr if f.startswith("+")}
+    if mcpu is not None:
+        implied = X86_CPU_FEATURES.get(mcpu)
+        if implied is None:
+            return None
+        needed.update(implied)
+    return frozenset(needed - {f[1:] for f in mattr if f.startswith("-")})
+
+
+def host_has(features: frozenset[str]) -> bool:
+    """Whether this machine's CPU has every one of ``features`` (names without ``+``)."""
+    have = {f[1:] for f in host_features().split(",") if f.startswith("+")}
+    return features <= have
+
+
 class TargetKind(str):
     """The kind of a target (``llvm``, ``cuda``, ...): a string that also has TVM's ``.name``."""
 
@@ -194,8 +243,14 @@ class Target:
 
     @property
     def is_host(self) -> bool:
-        """True when code for this target can run in this process."""
-        return self.kind == "llvm" and triple_arch(self.llvm_triple) == triple_arch(host_triple())
+        """True when code for this target can run in this process: an ``llvm`` target of this
+        machine's architecture whose ``-mcpu``/``-mattr`` need no CPU feature this machine lacks
+        (an ``-mcpu`` naming this machine's CPU, or one whose features are unknown here, is trusted)."""
+        if self.kind != "llvm" or triple_arch(self.llvm_triple) != triple_arch(host_triple()):
+            return False
+        mcpu = None if self.mcpu == host_cpu() else self.mcpu
+        needed = required_features(mcpu, self.mattr)
+        return needed is None or host_has(needed)
 
     @property
     def vector_bits(self) -> int:
@@ -204,9 +259,7 @@ class Target:
         if arch == "x86_64":
             feats = self.llvm_features
             cpu = self.llvm_cpu
-            if "+avx512f" in feats or cpu.startswith(("znver4", "znver5", "skylake-avx512", "icelake",
-                                                       "sapphirerapids", "cascadelake", "cooperlake",
-                                                       "tigerlake", "rocketlake", "x86-64-v4")):
+            if "+avx512f" in feats or "avx512f" in X86_CPU_FEATURES.get(cpu, ()):
                 return 512
             if "+avx" in feats or "+avx2" in feats:
                 return 256
