@@ -346,11 +346,9 @@ CASES = [
      [":5: measure.runner.tracker: expected HOST:PORT (e.g. 127.0.0.1:9190), got 'nowhere'"]),
     ('rpc_tracker_port_99999', GOOD + "measure: {runner: {kind: rpc, key: k, tracker: 'h:99999'}}\n",
      [":5: measure.runner.tracker: expected HOST:PORT (e.g. 127.0.0.1:9190), got 'h:99999'"]),
-    ('rpc_check_correctness',
-     GOOD + "measure: {runner: {kind: rpc, key: k, tracker: 'h:1', check_correctness: true}}\n",
-     [':5: measure.runner.check_correctness: unknown field (expected one of: kind, number, repeat, '
-      'min_repeat_ms, timeout, enable_cpu_cache_flush, warmup_ms, cooldown_interval, key, tracker, '
-      'priority)']),
+    ('rpc_check_correctness_number',
+     GOOD + "measure: {runner: {kind: rpc, key: k, tracker: 'h:1', check_correctness: 1}}\n",
+     [":5: measure.runner.check_correctness: expected true or false, got '1'"]),
     ('rpc_priority_string', GOOD + "measure: {runner: {kind: rpc, key: k, tracker: 'h:1', priority: high}}\n",
      [":5: measure.runner.priority: expected an integer, got 'high'"]),
     ('number_zero', GOOD + "measure: {runner: {number: 0}}\n",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from tunecli.engine.job.measure_setup import close_measure_option, make_measure_option
@@ -18,19 +17,18 @@ tasks: [{template: dense.x86, args: {M: 8, N: 8, K: 8}}]
 tuner: {kind: random, n_trial: 1}
 measure:
   runner: {kind: KIND, number: 2, repeat: 5, min_repeat_ms: 1.5, timeout: 3, warmup_ms: 7,
-           cooldown_interval: 0.25, enable_cpu_cache_flush: true EXTRA}
+           cooldown_interval: 0.25, enable_cpu_cache_flush: true, check_correctness: true EXTRA}
 """
     expected = TimingOptions(number=2, repeat=5, min_repeat_ms=1.5, timeout=3, warmup_ms=7,
-                             cooldown_interval=0.25, enable_cpu_cache_flush=True)
-    for kind, extra, cls in (("local", ", check_correctness: true", LocalRunner),
+                             cooldown_interval=0.25, enable_cpu_cache_flush=True, check_correctness=True)
+    for kind, extra, cls in (("local", "", LocalRunner),
                              ("rpc", ", key: k, tracker: '127.0.0.1:9190', priority: 3", RPCRunner)):
         path = tmp_path / f"{kind}.yaml"
         path.write_text(job_text.replace("KIND", kind).replace(" EXTRA", extra))
         job = load_job(path)
         option = make_measure_option(job)
         runner = option["runner"]
-        want = dataclasses.replace(expected, check_correctness=kind == "local")
-        assert type(runner) is cls and job.runner.timing == want and runner.timing is job.runner.timing
+        assert type(runner) is cls and job.runner.timing == expected and runner.timing is job.runner.timing
         close_measure_option(option)
     assert (runner.key, runner.host, runner.port, runner.priority) == ("k", "127.0.0.1", 9190, 3)
 

@@ -149,9 +149,10 @@ BAD = [
     ("{number: 2,", "{key: abc, number: 2,",
      "16: measure.runner.key: unknown field (expected one of: kind, number, repeat, min_repeat_ms, timeout, "
      "enable_cpu_cache_flush, warmup_ms, cooldown_interval, check_correctness)"),
-    ("{number: 2,", "{kind: rpc, key: k, tracker: 'h:1', number: 2,",
-     "16: measure.runner.check_correctness: unknown field (expected one of: kind, number, repeat, "
-     "min_repeat_ms, timeout, enable_cpu_cache_flush, warmup_ms, cooldown_interval, key, tracker, priority)"),
+    ("{number: 2,", "{kind: rpc, key: k, tracker: 'h:1', n_parallel: 2, number: 2,",
+     "16: measure.runner.n_parallel: unknown field (expected one of: kind, number, repeat, min_repeat_ms, "
+     "timeout, enable_cpu_cache_flush, warmup_ms, cooldown_interval, check_correctness, key, tracker, "
+     "priority)"),
     ("check_correctness: true}", "kind: rpc, key: k, tracker: nowhere}",
      "16: measure.runner.tracker: expected HOST:PORT (e.g. 127.0.0.1:9190), got 'nowhere'"),
     ("check_correctness: true}", "check_correctness: true, warmup_ms: -1}",

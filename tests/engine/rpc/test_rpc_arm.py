@@ -73,7 +73,7 @@ def test_neon_kernels_of_a_builtin_template_run_and_are_checked_on_the_board(arm
     assert all(r.mean_cost > 0 for r in results)
     assert set(runner.last_devices) == {f"127.0.0.1:{arm_board.port}"}
 
-    wrong = types.SimpleNamespace(name="dense+1", target=task.target,
+    wrong = types.SimpleNamespace(name="dense+1", args=task.args, target=task.target,
                                   reference=lambda data, weight: data @ weight.T + 1)
     runner.set_task(wrong)
     (result,) = runner.run([MeasureInput(task.target, wrong, task.config_space.get(0))], builds[:1])

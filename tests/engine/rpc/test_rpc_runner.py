@@ -8,10 +8,11 @@ import time
 import types
 
 import pytest
+import rpc_templates  # noqa: F401  (registers rpc_test/add_or_sub)
 from conftest import free_servers, wait_for
 from kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir
 
-from tunecli.engine.measure import LocalBuilder, Runner
+from tunecli.engine.measure import LocalBuilder, Runner, create_measure_batch, measure_option
 from tunecli.engine.measure.batch import should_overlap
 from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
@@ -20,6 +21,7 @@ from tunecli.engine.rpc.client import connect_tracker
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.rpc.session import MeasureRequest
 from tunecli.engine.rpc.tracker import Tracker
+from tunecli.engine.task.task import create
 from tunecli.errors import RPCError, TuneError
 
 
@@ -71,12 +73,32 @@ def test_crash_and_hang_become_error_results(procs, tracker):
 
 def test_check_correctness_with_the_tasks_numpy_reference(procs, tracker):
     start_servers(procs, tracker, "chk", 1)
-    task = types.SimpleNamespace(name="vadd", reference=lambda a, b: a + b)
+    task = types.SimpleNamespace(name="vadd", args=(), target="llvm", reference=lambda a, b: a + b)
     runner = RPCRunner("chk", "127.0.0.1", tracker.port, cooldown_interval=0, check_correctness=True)
     runner.set_task(task)
     results = runner.run([MeasureInput("llvm", task, i) for i in range(2)],
                          [built(VADD, "vadd"), built(VSUB, "vsub")])
     assert [int(r.error_no) for r in results] == [0, 5]
+
+
+def test_check_correctness_against_the_first_config_run_on_a_device(procs, tracker):
+    """A task without a numpy reference: its first config is built here, run on a device of the
+    key, and its outputs are the reference the candidates are compared with on the devices."""
+    start_servers(procs, tracker, "ref", 1)
+    task = create("rpc_test/add_or_sub", (64,), "llvm")
+    assert task.reference is None
+    builder = LocalBuilder(n_parallel=1)
+    runner = RPCRunner("ref", "127.0.0.1", tracker.port, cooldown_interval=0, check_correctness=True)
+    try:
+        measure_batch = create_measure_batch(task, measure_option(builder, runner))
+        configs = [task.config_space.get(i) for i in (1, 0, 1)]
+        results = measure_batch([MeasureInput(task.target, task, config) for config in configs])
+    finally:
+        builder.close()
+        runner.close()
+    assert [r.error_no for r in results] == [MeasureErrorNo.WRONG_ANSWER, MeasureErrorNo.NO_ERROR,
+                                             MeasureErrorNo.WRONG_ANSWER]
+    assert "differ from the reference" in results[0].costs[0]
 
 
 def test_server_killed_mid_batch_loses_no_input(procs, tracker, caplog):

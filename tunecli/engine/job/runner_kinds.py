@@ -59,10 +59,7 @@ _ALL_TIMING = tuple(opt.name for opt in TIMING_OPTIONS)
 _KINDS = (
     RunnerKind("local", "a worker process on this machine", lambda timing, _: LocalRunner(timing=timing),
                _ALL_TIMING),
-    # correctness needs a reference on the device side too; RPC checks only numpy references,
-    # so a job does not ask for it
-    RunnerKind("rpc", "the devices of a key registered with an RPC tracker", _rpc_runner,
-               tuple(name for name in _ALL_TIMING if name != "check_correctness"), (
+    RunnerKind("rpc", "the devices of a key registered with an RPC tracker", _rpc_runner, _ALL_TIMING, (
                    Option("key", str, required=True, help="device key the servers registered with"),
                    Option("tracker", str, convert=parse_host_port, required=True,
                           help="the tracker's HOST:PORT"),

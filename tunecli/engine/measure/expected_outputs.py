@@ -7,8 +7,9 @@ made once per task (and argument layout):
   arrays and returning the expected output array, or a tuple of them), it is called here, in the tuner,
   on :func:`tunecli.engine.measure.arrays.random_arguments` of the same seed;
 * otherwise the first valid config of the task's space (index 0 unless a filter removed it) is
-  built and run once in the runner's worker, which sends its outputs back — TVM's check
-  before v0.7 did the same with config 0.
+  built in a worker and run once where the candidates run (the local runner's worker, or a
+  device of the RPC runner's key), which sends its outputs back — TVM's check before v0.7 did
+  the same with config 0.
 """
 
 from __future__ import annotations
@@ -78,6 +79,43 @@ def first_config(space: Any) -> Any:
     return space.get(0)
 
 
+def reference_request(worker: Worker, task: Any, specs: Sequence[ArgSpecT], outputs: Sequence[int],
+                      seed: int, timeout: float) -> MeasureRequest:
+    """Build the task's first config in ``worker``; return the request that runs it once and sends
+    its outputs back (on this host or, through RPC, on a device).
+
+    Raises
+    ------
+    TuneError
+        When the reference config does not build; the message says why.
+    """
+    job = make_build_job(task, first_config(task.config_space))
+    built = worker.call(BUILD_JOB_FUNC, job, timeout)
+    if built.status is not CallStatus.OK or not isinstance(built.value, BuildResult):
+        why = getattr(built.value, "traceback", None) or built.detail
+        raise TuneError(f"measure: the reference config of task {task.name} does not build:\n{why}")
+    result: BuildResult = built.value
+    target = as_target(task.target)
+    return MeasureRequest(result.obj, result.entry_name, tuple(specs), TimingOptions(number=1, repeat=1),
+                          seed=seed, output_indices=tuple(outputs), return_outputs=True,
+                          target=None if target.kind == "llvm" else target, launch=result.launch)
+
+
+def reference_from_reply(task: Any, reply: MeasureReply | None, detail: str = "") -> RefOutputs:
+    """The outputs a run of :func:`reference_request` sent back.
+
+    Raises
+    ------
+    TuneError
+        When the reference config did not run (``reply`` None or an error; ``detail`` says why
+        when there is no reply).
+    """
+    if reply is None or reply.error_no:
+        why = reply.error if reply is not None else detail
+        raise TuneError(f"measure: the reference config of task {task.name} does not run: {why}")
+    return reply.outputs
+
+
 def built_reference(worker: Worker, task: Any, specs: Sequence[ArgSpecT], outputs: Sequence[int],
                     seed: int, timeout: float) -> RefOutputs:
     """Expected outputs from building and running the task's first config in ``worker``.
@@ -87,19 +125,5 @@ def built_reference(worker: Worker, task: Any, specs: Sequence[ArgSpecT], output
     TuneError
         When the reference config does not build or run; the message says why.
     """
-    job = make_build_job(task, first_config(task.config_space))
-    built = worker.call(BUILD_JOB_FUNC, job, timeout)
-    if built.status is not CallStatus.OK or not isinstance(built.value, BuildResult):
-        why = getattr(built.value, "traceback", None) or built.detail
-        raise TuneError(f"measure: the reference config of task {task.name} does not build:\n{why}")
-    result: BuildResult = built.value
-    target = as_target(task.target)
-    request = MeasureRequest(result.obj, result.entry_name, tuple(specs), TimingOptions(number=1, repeat=1),
-                             seed=seed, output_indices=tuple(outputs), return_outputs=True,
-                             target=None if target.kind == "llvm" else target, launch=result.launch)
-    ran = worker.call(MEASURE_FUNC, request, timeout)
-    reply: MeasureReply | None = ran.value
-    if ran.status is not CallStatus.OK or reply is None or reply.error_no:
-        why = reply.error if reply is not None else ran.detail
-        raise TuneError(f"measure: the reference config of task {task.name} does not run: {why}")
-    return reply.outputs
+    ran = worker.call(MEASURE_FUNC, reference_request(worker, task, specs, outputs, seed, timeout), timeout)
+    return reference_from_reply(task, ran.value if ran.status is CallStatus.OK else None, ran.detail)

@@ -17,71 +17,26 @@ result is ready (the device threads queue finished indices; the waiting loop rep
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from tunecli.engine.measure import expected_outputs as reference
 from tunecli.engine.measure.arrays import ArgSpecT
 from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.measure.runner import SEED, OnResult, RefOutputs, Runner, result_from_reply
+from tunecli.engine.measure.runner import OnResult, RefOutputs, Runner, result_from_reply
 from tunecli.engine.measure.timing_options import TimingOptions
-from tunecli.engine.rpc.client import TrackerSession, connect_tracker
+from tunecli.engine.rpc.client import connect_tracker
+from tunecli.engine.rpc.device_reference import DeviceReference
 from tunecli.engine.rpc.protocol import AuthenticationError
 from tunecli.engine.rpc.remote import RemoteSession
+from tunecli.engine.rpc.rpc_batch import Batch, error_result, report_ready
 from tunecli.engine.rpc.session import MeasureRequest
-from tunecli.errors import RPCError, TargetError, TuneError
+from tunecli.errors import RPCError, TargetError
 
 logger = logging.getLogger("tunecli.rpc.runner")
-
-
-def error_result(error_no: MeasureErrorNo, message: str, all_cost: float) -> MeasureResult:
-    """A failed MeasureResult whose error is ``RPCError(message)``."""
-    return MeasureResult.failure(error_no, message, all_cost, RPCError(message))
-
-
-class _Batch:
-    """Shared state of one ``run`` call: the queue, the results and the live connections."""
-
-    def __init__(self, todo: list[int], n_inputs: int) -> None:
-        self.lock = threading.Lock()
-        self.queue = collections.deque(todo)
-        self.results: list[MeasureResult | None] = [None] * n_inputs
-        self.ready: collections.deque[int] = collections.deque()  # finished, not yet reported
-        self.reported: set[int] = set()
-        self.devices: list[str | None] = [None] * n_inputs
-        self.attempts = [0] * n_inputs
-        self.stop = threading.Event()
-        self.busy = 0
-        self.failure: BaseException | None = None
-        self.connections: set[TrackerSession | RemoteSession] = set()
-
-    def abort_all(self) -> None:
-        """Stop the threads and break every connection they may be blocked on."""
-        self.stop.set()
-        with self.lock:
-            conns = list(self.connections)
-        for conn in conns:
-            conn.abort()
-
-
-def _report_ready(batch: _Batch, on_result: OnResult | None) -> None:
-    """Hand every result finished since the last call to ``on_result`` (in the caller's thread)."""
-    while True:
-        with batch.lock:
-            if not batch.ready:
-                return
-            index = batch.ready.popleft()
-            result = batch.results[index]
-            if index in batch.reported or result is None:
-                continue
-            batch.reported.add(index)
-        if on_result is not None:
-            on_result(index, result)
 
 
 class RPCRunner(Runner):
@@ -113,8 +68,9 @@ class RPCRunner(Runner):
     max_attempts : int
         Devices a config is tried on before a lost device is reported as its result.
     check_correctness : bool, optional
-        Compare outputs with the task's numpy ``reference`` (when it has one) on the seeded
-        inputs; a mismatch gives WRONG_ANSWER.
+        Compare outputs on the seeded inputs with the task's numpy ``reference`` or, for a task
+        without one, with those of its first config run on a device of the key; a mismatch
+        gives WRONG_ANSWER.
     warmup_ms : float, optional
         Milliseconds the device runs each kernel untimed before timing it (not in TVM).
     timing : TimingOptions, optional
@@ -139,7 +95,7 @@ class RPCRunner(Runner):
         self.priority = priority
         self.token = token
         self.max_attempts = max(1, max_attempts)
-        self._refs: dict[tuple, tuple[object, RefOutputs]] = {}
+        self._reference = DeviceReference(key, host, port, priority, token, self.timeout)
         self.last_devices: list[str | None] = []
 
     def set_task(self, task: Any) -> None:
@@ -151,7 +107,7 @@ class RPCRunner(Runner):
             When no server of the key is registered.
         """
         self.task = task
-        self._refs.clear()
+        self._reference.clear()
         devices = self._devices_or_none()
         if devices is None:
             raise RPCError(f"RPCRunner: the tracker {self.host}:{self.port} does not answer: start it "
@@ -205,7 +161,7 @@ class RPCRunner(Runner):
         if len(measure_inputs) != n:
             raise RPCError(f"RPCRunner.run: {len(measure_inputs)} inputs but {n} build results")
         todo = [i for i, res in enumerate(build_results) if not isinstance(res, MeasureResult)]
-        batch = _Batch(todo, n)
+        batch = Batch(todo, n)
         requests: dict[int, MeasureRequest] = {}
         for i, res in enumerate(build_results):
             if isinstance(res, MeasureResult):
@@ -213,13 +169,13 @@ class RPCRunner(Runner):
                 batch.ready.append(i)
             else:
                 requests[i] = self.request(measure_inputs[i], res)
-        _report_ready(batch, on_result)
+        report_ready(batch, on_result)
         if todo:
             self._measure_all(batch, build_results, requests, on_result)
         self.last_devices = batch.devices
         return [res for res in batch.results if res is not None]
 
-    def _measure_all(self, batch: _Batch, build_results: Sequence, requests: dict[int, MeasureRequest],
+    def _measure_all(self, batch: Batch, build_results: Sequence, requests: dict[int, MeasureRequest],
                      on_result: OnResult | None = None) -> None:
         n_workers = min(len(batch.queue), self.n_parallel or max(1, self._count_devices()))
         per_config = self.timeout + self.timing.cooldown_interval + 2.0
@@ -232,7 +188,7 @@ class RPCRunner(Runner):
         try:
             while any(t.is_alive() for t in threads):
                 time.sleep(0.05)
-                _report_ready(batch, on_result)
+                report_ready(batch, on_result)
                 with batch.lock:
                     finished = not batch.queue and batch.busy == 0
                     idle = batch.busy == 0
@@ -251,7 +207,7 @@ class RPCRunner(Runner):
                 thread.join(5.0)
         if batch.failure is not None:  # a bug, not a device failure: let it propagate
             raise batch.failure
-        _report_ready(batch, on_result)
+        report_ready(batch, on_result)
         unmeasured = sum(1 for res in batch.results if res is None)
         if unmeasured and reason == MeasureErrorNo.RUNTIME_DEVICE:
             # Not the configs' fault: leave them unmeasured (a resumed tune measures them) rather
@@ -269,9 +225,9 @@ class RPCRunner(Runner):
                 if res is None:
                     batch.results[i] = error_result(reason, message, self.timeout)
                     batch.ready.append(i)
-        _report_ready(batch, on_result)
+        report_ready(batch, on_result)
 
-    def _device_loop(self, batch: _Batch, build_results: list, requests: dict[int, MeasureRequest],
+    def _device_loop(self, batch: Batch, build_results: list, requests: dict[int, MeasureRequest],
                      deadline: float) -> None:
         """One device's worth of work; an unexpected exception is handed to :meth:`run`."""
         try:
@@ -280,7 +236,7 @@ class RPCRunner(Runner):
             batch.failure = err
             batch.stop.set()
 
-    def _serve_queue(self, batch: _Batch, build_results: list, requests: dict[int, MeasureRequest],
+    def _serve_queue(self, batch: Batch, build_results: list, requests: dict[int, MeasureRequest],
                      deadline: float) -> None:
         """Get a session, measure queued configs until the queue is empty or the device fails, repeat."""
         failures = 0
@@ -301,7 +257,7 @@ class RPCRunner(Runner):
                     batch.connections.discard(session)
                 session.close()
 
-    def _request_session(self, batch: _Batch, deadline: float) -> RemoteSession | None:
+    def _request_session(self, batch: Batch, deadline: float) -> RemoteSession | None:
         try:
             tracker = connect_tracker(self.host, self.port, self.token, timeout=2.0)
         except RPCError as err:
@@ -328,7 +284,7 @@ class RPCRunner(Runner):
             session.abort()
         return session
 
-    def _measure_on(self, session: RemoteSession, batch: _Batch, build_results: list,
+    def _measure_on(self, session: RemoteSession, batch: Batch, build_results: list,
                     requests: dict[int, MeasureRequest]) -> None:
         """Measure queued configs through ``session`` until the queue is empty or the device fails.
 
@@ -372,7 +328,7 @@ class RPCRunner(Runner):
             if self.timing.cooldown_interval > 0:
                 batch.stop.wait(self.timing.cooldown_interval)
 
-    def _device_lost(self, batch: _Batch, index: int, device: str, err: RPCError, elapsed: float) -> None:
+    def _device_lost(self, batch: Batch, index: int, device: str, err: RPCError, elapsed: float) -> None:
         """Give a config whose device failed to another device, or record the failure."""
         logger.warning("RPCRunner: device %s lost: %s", device, err)
         with batch.lock:
@@ -387,17 +343,9 @@ class RPCRunner(Runner):
 
     def reference_outputs(self, task: Any, specs: tuple[ArgSpecT, ...],
                           outputs: tuple[int, ...]) -> RefOutputs:
-        """Reference outputs from the task's numpy ``reference`` (made once per layout)."""
-        key = (id(task), specs, outputs)
-        if key not in self._refs:
-            func = task.reference
-            refs: RefOutputs = ()
-            if func is None:
-                logger.warning("RPCRunner: the task has no numpy reference; correctness is not checked")
-            else:
-                try:
-                    refs = reference.numpy_reference(func, specs, outputs, SEED)
-                except TuneError as err:
-                    logger.warning("RPCRunner: %s; correctness is not checked for this task", err)
-            self._refs[key] = (task, refs)  # holding the task keeps its id() unique
-        return self._refs[key][1]
+        """Reference outputs of ``task`` (see :class:`DeviceReference`), made once per layout."""
+        return self._reference.outputs(task, specs, outputs)
+
+    def close(self) -> None:
+        """Stop the worker that builds reference configs (started again when needed)."""
+        self._reference.close()
