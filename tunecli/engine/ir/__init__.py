@@ -29,7 +29,6 @@ from .expr import (
     Max,
     Min,
     Mul,
-    Node,
     Not,
     Or,
     Ramp,
@@ -43,6 +42,7 @@ from .expr import (
     max_value,
     min_value,
 )
+from .node import Node
 from .simplify import simplify
 from .stmt import (
     PARALLEL,

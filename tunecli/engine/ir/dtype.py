@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass
 
@@ -85,3 +86,23 @@ def promote(a: str, b: str) -> str:
     ints = [t for t in (ta, tb) if t.is_int] or [ta]
     widest = max(ints, key=lambda t: t.bits)
     return DataType(widest.code, max(t.bits for t in ints)).with_lanes(lanes)
+
+
+def min_of(dtype: str) -> int | float:
+    """The smallest value of a scalar dtype (-inf for floats, 0 for bool and unsigned types)."""
+    t = parse_dtype(dtype)
+    if t.is_float:
+        return -math.inf
+    if t.code == "uint" or t.is_bool:
+        return 0
+    return -(1 << (t.bits - 1))
+
+
+def max_of(dtype: str) -> int | float:
+    """The largest value of a scalar dtype (+inf for floats, 1 for bool)."""
+    t = parse_dtype(dtype)
+    if t.is_float:
+        return math.inf
+    if t.is_bool:
+        return 1
+    return (1 << (t.bits if t.code == "uint" else t.bits - 1)) - 1

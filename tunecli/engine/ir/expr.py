@@ -13,43 +13,8 @@ from typing import Any
 
 from tunecli.errors import ExprError
 
-from .dtype import element_of, lanes_of, parse_dtype, promote
-
-
-class Node:
-    """Base of expression and statement nodes: immutable, children named in ``_fields``."""
-
-    __slots__ = ()
-    _fields: tuple[str, ...] = ()
-
-    def replace(self, **changes: Any) -> Node:
-        """Return a copy of this node with some attributes changed."""
-        node = object.__new__(type(self))
-        for slot in _all_slots(type(self)):
-            object.__setattr__(node, slot, changes.get(slot, getattr(self, slot)))
-        return node
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} nodes are immutable")
-
-    def __repr__(self) -> str:
-        from .printer import expr_str, stmt_str
-
-        return expr_str(self) if isinstance(self, Expr) else stmt_str(self)
-
-    __str__ = __repr__
-
-
-def _all_slots(cls: type) -> list[str]:
-    slots: list[str] = []
-    for klass in reversed(cls.__mro__):
-        slots.extend(s for s in getattr(klass, "__slots__", ()) if s not in slots)
-    return slots
-
-
-def _init(node: Node, **values: Any) -> None:
-    for name, value in values.items():
-        object.__setattr__(node, name, value)
+from .dtype import element_of, lanes_of, max_of, min_of, parse_dtype, promote
+from .node import Node, set_fields
 
 
 class Expr(Node):
@@ -136,7 +101,7 @@ class IntImm(ConstExpr):
     def __init__(self, value: int, dtype: str = "int32"):
         if isinstance(value, str) and not isinstance(dtype, str):
             value, dtype = dtype, value
-        _init(self, value=int(value), dtype=dtype)
+        set_fields(self, value=int(value), dtype=dtype)
 
 
 class FloatImm(ConstExpr):
@@ -147,7 +112,7 @@ class FloatImm(ConstExpr):
     def __init__(self, value: float, dtype: str = "float32"):
         if isinstance(value, str) and not isinstance(dtype, str):
             value, dtype = dtype, value
-        _init(self, value=float(value), dtype=dtype)
+        set_fields(self, value=float(value), dtype=dtype)
 
 
 class StringImm(Expr):
@@ -156,7 +121,7 @@ class StringImm(Expr):
     __slots__ = ("value",)
 
     def __init__(self, value: str):
-        _init(self, value=value, dtype="handle")
+        set_fields(self, value=value, dtype="handle")
 
 
 class Var(Expr):
@@ -165,7 +130,7 @@ class Var(Expr):
     __slots__ = ("name",)
 
     def __init__(self, name: str = "v", dtype: str = "int32"):
-        _init(self, name=name, dtype=dtype)
+        set_fields(self, name=name, dtype=dtype)
 
 
 class BinaryOp(Expr):
@@ -176,7 +141,7 @@ class BinaryOp(Expr):
     symbol = "?"
 
     def __init__(self, a: Expr, b: Expr):
-        _init(self, a=a, b=b, dtype=self._result_dtype(a.dtype))
+        set_fields(self, a=a, b=b, dtype=self._result_dtype(a.dtype))
 
     @staticmethod
     def _result_dtype(operand_dtype: str) -> str:
@@ -235,7 +200,7 @@ class Not(Expr):
     _fields = ("a",)
 
     def __init__(self, a: Expr):
-        _init(self, a=a, dtype=a.dtype)
+        set_fields(self, a=a, dtype=a.dtype)
 
 
 class Cast(Expr):
@@ -246,7 +211,7 @@ class Cast(Expr):
 
     def __init__(self, dtype: str, value: Expr):
         parse_dtype(dtype)
-        _init(self, value=value, dtype=dtype)
+        set_fields(self, value=value, dtype=dtype)
 
 
 class Select(Expr):
@@ -265,7 +230,7 @@ class Select(Expr):
         if true_value.dtype != false_value.dtype:
             raise ExprError(f"Select: the branches have different dtypes ({true_value.dtype} and "
                             f"{false_value.dtype})")
-        _init(self, condition=condition, true_value=true_value, false_value=false_value,
+        set_fields(self, condition=condition, true_value=true_value, false_value=false_value,
               dtype=true_value.dtype)
 
 
@@ -292,7 +257,7 @@ class Call(Expr):
     _fields = ("args",)
 
     def __init__(self, dtype: str, name: str, args: tuple[Expr, ...] | list[Expr]):
-        _init(self, name=name, args=tuple(args), dtype=dtype)
+        set_fields(self, name=name, args=tuple(args), dtype=dtype)
 
 
 class Ramp(Expr):
@@ -302,7 +267,7 @@ class Ramp(Expr):
     _fields = ("base", "stride")
 
     def __init__(self, base: Expr, stride: Expr, lanes: int):
-        _init(self, base=base, stride=stride, lanes=int(lanes),
+        set_fields(self, base=base, stride=stride, lanes=int(lanes),
               dtype=f"{element_of(base.dtype)}x{int(lanes)}")
 
 
@@ -313,7 +278,7 @@ class Broadcast(Expr):
     _fields = ("value",)
 
     def __init__(self, value: Expr, lanes: int):
-        _init(self, value=value, lanes=int(lanes), dtype=f"{element_of(value.dtype)}x{int(lanes)}")
+        set_fields(self, value=value, lanes=int(lanes), dtype=f"{element_of(value.dtype)}x{int(lanes)}")
 
 
 class BufferLoad(Expr):
@@ -326,7 +291,7 @@ class BufferLoad(Expr):
         indices = tuple(convert(i) for i in indices)
         lanes = max((lanes_of(i.dtype) for i in indices), default=1)
         dtype = buffer.dtype if lanes == 1 else f"{element_of(buffer.dtype)}x{lanes}"
-        _init(self, buffer=buffer, indices=indices, dtype=dtype)
+        set_fields(self, buffer=buffer, indices=indices, dtype=dtype)
 
 
 class Let(Expr):
@@ -336,7 +301,7 @@ class Let(Expr):
     _fields = ("value", "body")
 
     def __init__(self, var: Var, value: Expr, body: Expr):
-        _init(self, var=var, value=value, body=body, dtype=body.dtype)
+        set_fields(self, var=var, value=value, body=body, dtype=body.dtype)
 
 
 # construction helpers ---------------------------------------------------------------------------
@@ -422,20 +387,9 @@ def _const_dtype_for(value: Any, other_dtype: str) -> str:
 
 def min_value(dtype: str) -> ConstExpr:
     """The smallest value of a scalar dtype (-inf for floats)."""
-    t = parse_dtype(dtype)
-    if t.is_float:
-        return FloatImm(-math.inf, dtype)
-    if t.code == "uint" or t.is_bool:
-        return IntImm(0, dtype)
-    return IntImm(-(1 << (t.bits - 1)), dtype)
+    return const(min_of(dtype), dtype)
 
 
 def max_value(dtype: str) -> ConstExpr:
     """The largest value of a scalar dtype (+inf for floats)."""
-    t = parse_dtype(dtype)
-    if t.is_float:
-        return FloatImm(math.inf, dtype)
-    if t.is_bool:
-        return IntImm(1, dtype)
-    bits = t.bits if t.code == "uint" else t.bits - 1
-    return IntImm((1 << bits) - 1, dtype)
+    return const(max_of(dtype), dtype)

@@ -8,6 +8,11 @@ from . import expr as E
 from . import stmt as S
 
 
+def node_str(node: Any) -> str:
+    """Text of an expression (one line) or a statement."""
+    return expr_str(node) if isinstance(node, E.Expr) else stmt_str(node)
+
+
 def expr_str(e: Any) -> str:
     """One-line text of an expression."""
     if isinstance(e, E.IntImm):

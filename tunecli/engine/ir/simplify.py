@@ -15,6 +15,7 @@ from . import expr as E
 from . import stmt as S
 from .fold import float_identities, fold_binary, fold_logic
 from .interval import Ranges, const_bounds, is_int_expr
+from .node import Node
 from .visitor import Mutator
 
 
@@ -50,7 +51,7 @@ def skey(e: Any) -> Any:
         return ("c", e.value, e.dtype)
     if isinstance(e, tuple):
         return tuple(skey(x) for x in e)
-    if not isinstance(e, E.Node):
+    if not isinstance(e, Node):
         return ("o", id(e))
     extra: tuple = ()
     for attr in ("name", "lanes", "buffer", "tensor", "combiner"):

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .dtype import parse_dtype
-from .expr import Expr, Node, Var, _init, convert
+from .expr import Expr, Var, convert
+from .node import Node, set_fields
 
 SERIAL = "serial"
 PARALLEL = "parallel"
@@ -78,7 +79,7 @@ class For(Stmt):
                  thread_tag: str | None = None):
         if kind not in FOR_KINDS:
             raise ValueError(f"unknown loop kind {kind!r}")
-        _init(self, loop_var=loop_var, min=convert(min), extent=convert(extent), kind=kind, body=body,
+        set_fields(self, loop_var=loop_var, min=convert(min), extent=convert(extent), kind=kind, body=body,
               thread_tag=thread_tag or None)
 
 
@@ -89,7 +90,7 @@ class BufferStore(Stmt):
     _fields = ("value", "indices")
 
     def __init__(self, buffer: Buffer, value: Expr, indices: Sequence[Any]):
-        _init(self, buffer=buffer, value=convert(value), indices=tuple(convert(i) for i in indices))
+        set_fields(self, buffer=buffer, value=convert(value), indices=tuple(convert(i) for i in indices))
 
 
 class Allocate(Stmt):
@@ -99,7 +100,7 @@ class Allocate(Stmt):
     _fields = ("body",)
 
     def __init__(self, buffer: Buffer, body: Stmt):
-        _init(self, buffer=buffer, body=body)
+        set_fields(self, buffer=buffer, body=body)
 
 
 class SeqStmt(Stmt):
@@ -115,7 +116,7 @@ class SeqStmt(Stmt):
                 flat.extend(s.stmts)
             elif s is not None:
                 flat.append(s)
-        _init(self, stmts=tuple(flat))
+        set_fields(self, stmts=tuple(flat))
 
 
 class IfThenElse(Stmt):
@@ -125,7 +126,7 @@ class IfThenElse(Stmt):
     _fields = ("condition", "then_case", "else_case")
 
     def __init__(self, condition: Expr, then_case: Stmt, else_case: Stmt | None = None):
-        _init(self, condition=convert(condition), then_case=then_case, else_case=else_case)
+        set_fields(self, condition=convert(condition), then_case=then_case, else_case=else_case)
 
 
 class LetStmt(Stmt):
@@ -135,7 +136,7 @@ class LetStmt(Stmt):
     _fields = ("value", "body")
 
     def __init__(self, var: Var, value: Any, body: Stmt):
-        _init(self, var=var, value=convert(value), body=body)
+        set_fields(self, var=var, value=convert(value), body=body)
 
 
 class Evaluate(Stmt):
@@ -145,7 +146,7 @@ class Evaluate(Stmt):
     _fields = ("value",)
 
     def __init__(self, value: Any):
-        _init(self, value=convert(value))
+        set_fields(self, value=convert(value))
 
 
 def seq(*stmts: Stmt | None) -> Stmt:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunecli.engine.ir import expr as E
-from tunecli.engine.ir.expr import _init
+from tunecli.engine.ir.node import set_fields
 from tunecli.engine.ir.printer import expr_str
 from tunecli.engine.ir.visitor import substitute
 from tunecli.errors import ExprError
@@ -68,7 +68,7 @@ class Reduce(E.Expr):
 
     def __init__(self, combiner: CommReducer, source: Sequence[E.Expr], axis: Sequence[IterVar],
                  condition: E.Expr, value_index: int = 0, init: Sequence[E.Expr] = ()):
-        _init(self, combiner=combiner, source=tuple(source), axis=tuple(axis), condition=condition,
+        set_fields(self, combiner=combiner, source=tuple(source), axis=tuple(axis), condition=condition,
               value_index=value_index, init=tuple(init), dtype=source[value_index].dtype)
 
     def text(self) -> str:

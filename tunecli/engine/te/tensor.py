@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine.ir import expr as E
-from tunecli.engine.ir.expr import _init
+from tunecli.engine.ir.node import set_fields
 from tunecli.engine.ir.printer import expr_str
 from tunecli.errors import ExprError
 
@@ -230,7 +230,7 @@ class TensorRead(E.Expr):
     _fields = ("indices",)
 
     def __init__(self, tensor: Tensor, indices: tuple[E.Expr, ...]):
-        _init(self, tensor=tensor, indices=tuple(indices), dtype=tensor.dtype)
+        set_fields(self, tensor=tensor, indices=tuple(indices), dtype=tensor.dtype)
 
     def text(self) -> str:
         """Printable form, e.g. ``A[i, k]``."""
