@@ -14,8 +14,9 @@ from tunecli.engine.measure import (
 )
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.task.dispatcher import ApplyConfig, DispatchContext, FallbackContext
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.scope import GLOBAL_SCOPE
-from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.task import Task, create, get_config, template
 
 __all__ = [

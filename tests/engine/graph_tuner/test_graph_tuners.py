@@ -17,7 +17,7 @@ from tunecli.engine.measure.local_runner import LocalRunner
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput
 from tunecli.engine.target import Target
 from tunecli.engine.task.dispatcher import DispatchContext
-from tunecli.engine.task.space import FallbackConfigEntity
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.task import create
 from tunecli.errors import TuneError
 

@@ -18,7 +18,8 @@ from tunecli.engine.ops.nn import relu
 from tunecli.engine.ops.x86.conv2d_nchwc import CONV2D_NCHWC, infer_layout
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
-from tunecli.engine.task.space import ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.space import ConfigSpace
 
 # Records of llvm_v0.04.log built in `make test` (the stem, a 3x3, 1x1 with tile_oh 2 and 1);
 # the others are marked slow.

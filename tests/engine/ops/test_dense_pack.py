@@ -10,7 +10,7 @@ from tunecli.engine.ops import registry
 from tunecli.engine.ops.x86.dense_pack import DENSE_NOPACK_TVM, DENSE_PACK_TVM
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
-from tunecli.engine.task.space import FallbackConfigEntity
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.errors import InstantiationError
 
 

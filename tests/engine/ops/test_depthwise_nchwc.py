@@ -11,7 +11,7 @@ from tunecli.engine.ops import registry
 from tunecli.engine.ops.x86.depthwise_nchwc import DEPTHWISE_CONV2D_NCHWC
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
-from tunecli.engine.task.space import FallbackConfigEntity
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 
 
 def workload(c, hw, stride, dtype="float32", out_dtype="float32"):

@@ -17,8 +17,9 @@ from tunecli.engine.task.dispatcher import (
     FallbackContext,
     clear_fallback_cache,
 )
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.scope import GLOBAL_SCOPE
-from tunecli.engine.task.space import ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.task import Task
 from tunecli.errors import TuneError
 

@@ -12,12 +12,10 @@ import numpy as np
 import pytest
 from autotvm_templates import SEED
 
-from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.annotate_space import AnnotateSpace
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.space_entities import (
-    AnnotateSpace,
-    OtherOptionEntity,
     ReorderSpace,
-    SplitEntity,
     SplitSpace,
     VirtualAxis,
     get_factors,
@@ -155,25 +153,6 @@ def test_reorder_policies() -> None:
     assert repr(cfg.space_map["all"]) == "Reorder(policy=all) len=6"
 
 
-def test_annotate_policies() -> None:
-    def anns(n: int, policy: str, **kwargs) -> list:
-        return [e.anns for e in AnnotateSpace([VirtualAxis(8) for _ in range(n)], policy, **kwargs).entities]
-
-    assert anns(2, "try_unroll") == [["none", "none"], ["none", "unroll"], ["unroll", "none"],
-                                     ["unroll", "unroll"]]
-    assert anns(2, "try_vec") == [["none", "none"], ["none", "vec"], ["vec", "none"]]
-    assert anns(2, "try_unroll_vec") == [["none", "none"], ["none", "unroll"], ["none", "vec"],
-                                         ["unroll", "none"], ["unroll", "unroll"], ["unroll", "vec"],
-                                         ["vec", "none"], ["vec", "unroll"]]
-    assert len(anns(3, "try_unroll_vec")) == 2**3 + 3 * 2**2
-    assert anns(3, "unroll") == [["unroll"] * 3]
-    assert anns(2, "vec") == []
-    assert anns(4, "locate_cache", num_anchor=2) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
-    with pytest.raises(SpaceError, match="invalid policy: try_fuse"):
-        anns(2, "try_fuse")
-    assert repr(AnnotateSpace([VirtualAxis(2)], "try_unroll")) == "Annotate(policy=try_unroll) len=2"
-
-
 def test_knob_repr_and_values() -> None:
     cfg = ConfigSpace()
     assert cfg.define_knob("mode", ["fast", 2, False]) == []
@@ -306,43 +285,6 @@ def test_add_flop_and_errors() -> None:
     assert cfg.valid()
     cfg.raise_error("Too large factor for unrolling")
     assert not cfg.valid() and cfg.errors == ["Too large factor for unrolling"]
-
-
-def test_fallback_split() -> None:
-    cfg = FallbackConfigEntity()
-    cfg.define_split("tile_n", 128, num_outputs=3)
-    cfg.fallback_split("tile_n", [-1, 8, 4])
-    assert cfg["tile_n"].size == [4, 8, 4]
-    assert str(cfg) == "[('tile_n', [4, 8, 4])],None"
-    assert cfg.space_map["tile_n"][0].size == [-1, 1, 1]  # the space itself is untouched
-    cfg.define_split("tile_m", 49, num_outputs=3)
-    cfg.fallback_split("tile_m", [-1, 8, 4])
-    assert cfg["tile_m"].size == [7, 7, 1]
-    with pytest.raises(SpaceError, match="Cannot find feasible fallback split entity for node: tile_m"):
-        cfg.fallback_split("tile_m", [-1, 1, 0])
-
-
-def test_fallback_keeps_entities_set_before_define() -> None:
-    cfg = FallbackConfigEntity()
-    cfg["tile"] = SplitEntity([-1, 4])
-    cfg.define_split("tile", 16, num_outputs=2)
-    assert cfg["tile"].size == [-1, 4]
-    assert cfg.is_fallback
-
-
-def test_fallback_with_reference_log_copies_the_most_similar_record() -> None:
-    def record(y: list[int], knob: int) -> tuple:
-        entity = ConfigEntity(0, None, OrderedDict(tile=SplitEntity(y), unroll=OtherOptionEntity(knob)), [])
-        return (type("Inp", (), {"config": entity})(), None)
-
-    cfg = FallbackConfigEntity()
-    cfg.define_split("tile", 64, num_outputs=3)
-    cfg.define_knob("unroll", [0, 1])
-    ref = [record([9, 1, 3], 0), record([4, 4, 4], 1), record([3, 5, 1], 0)]
-    cfg.fallback_with_reference_log(ref)
-    assert cfg["tile"].size == [4, 4, 4]
-    assert cfg["unroll"].val == 1
-    assert math.prod(cfg["tile"].size) == 64
 
 
 def test_multi_filtered_space_pickles_with_its_validity() -> None:

@@ -9,8 +9,9 @@ from tunecli.engine.task.dispatcher import (
     FallbackContext,
     clear_fallback_cache,
 )
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.flop import FlopCalculationError, compute_flop
-from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.task import (
     TASK_TABLE,
     MissingTask,

@@ -1,9 +1,9 @@
 """tunecli.autotvm.task.space: config spaces and their knobs (TVM's ``autotvm.task.space``)."""
 
-from tunecli.engine.task.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.annotate_space import AnnotateEntity, AnnotateSpace
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.space_entities import (
-    AnnotateEntity,
-    AnnotateSpace,
     Axis,
     OtherOptionEntity,
     OtherOptionSpace,

@@ -54,7 +54,7 @@ from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.ops.registry import tolerance
 from tunecli.engine.runtime import Module
 from tunecli.engine.runtime.openmp import get_num_threads
-from tunecli.engine.task.space import FallbackConfigEntity
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.errors import RPCError
 
 _SEED = 0

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.scope import GLOBAL_SCOPE
-from tunecli.engine.task.space import ConfigSpace, FallbackConfigEntity
+from tunecli.engine.task.space import ConfigSpace
 
 logger = logging.getLogger("autotvm")
 

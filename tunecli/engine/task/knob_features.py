@@ -13,13 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.task.space_entities import (
-    ANN_TO_NUMBER,
-    AnnotateEntity,
-    OtherOptionEntity,
-    ReorderEntity,
-    SplitEntity,
-)
+from tunecli.engine.task.annotate_space import AnnotateEntity
+from tunecli.engine.task.space_entities import ANN_TO_NUMBER, OtherOptionEntity, ReorderEntity, SplitEntity
 
 
 def _feature_value(val: Any) -> float:

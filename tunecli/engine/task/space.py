@@ -1,38 +1,45 @@
-"""ConfigSpace, ConfigEntity and FallbackConfigEntity: the tunable knobs of a template.
+"""ConfigSpace and ConfigEntity: the tunable knobs of a template.
 
 A template is traced once with a fresh ``ConfigSpace``: every ``define_*`` call appends a knob
 (``space_map``, definition order) and binds the knob's first entity.  Measuring or applying a
 config runs the template with a ``ConfigEntity`` (``define_*`` are no-ops, ``cfg[name]`` gives
-the concrete entity); without any record the ``FallbackConfigEntity`` collects the space and
-keeps the entities a schedule sets by hand.  The index API comes from ``SpaceIndex``; knob
+the concrete entity); without any record the ``FallbackConfigEntity``
+(:mod:`tunecli.engine.task.fallback_config`) collects the space and keeps the entities a
+schedule sets by hand.  The index API comes from ``SpaceIndex``; knob
 feature vectors from ``knob_features``.
 """
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from tunecli.engine.task.annotate_space import AnnotateEntity, AnnotateSpace
 from tunecli.engine.task.knob_features import entity_features
 from tunecli.engine.task.space_entities import (
-    SPACE_TAGS,
-    AnnotateSpace,
     Axis,
     OtherOptionEntity,
     OtherOptionSpace,
+    ReorderEntity,
     ReorderSpace,
     SplitEntity,
     SplitSpace,
     TransformSpace,
     VirtualAxis,
-    get_factors,
 )
 from tunecli.engine.task.space_index import SpaceIndex, SpaceIndexError
 from tunecli.errors import SpaceError
+
+#: The tag of each knob kind in a config's JSON form (``[name, tag, value]``): entity class and value.
+SPACE_TAGS: dict[str, tuple[type, Callable[[Any], Any]]] = {
+    "sp": (SplitEntity, lambda e: e.size),
+    "re": (ReorderEntity, lambda e: e.perm),
+    "an": (AnnotateEntity, lambda e: e.anns),
+    "ot": (OtherOptionEntity, lambda e: e.val),
+}
 
 
 class ConfigSpace(SpaceIndex):
@@ -334,71 +341,3 @@ class ConfigEntity(ConfigSpace):
 
     def __repr__(self) -> str:
         return f"{self._entity_text()},{self.code_hash},{self.index}"
-
-
-class FallbackConfigEntity(ConfigEntity):
-    """The config used when no record exists: collects the space, keeps entities set by hand."""
-
-    def __init__(self) -> None:
-        super().__init__(-1, None, OrderedDict(), [])
-        self._collect = True
-        self.is_fallback = True
-
-    def _bind_first_entity(self, name: str, space: TransformSpace) -> None:
-        if name not in self._entity_map:
-            super()._bind_first_entity(name, space)
-
-    def fallback_split(self, name: str, constraints: list[int]) -> None:
-        """Choose the largest divisors within ``constraints`` (``-1``: none), innermost first.
-
-        Parameters
-        ----------
-        name : str
-            A split knob already defined.
-        constraints : list of int
-            Maximum size per output axis.
-        """
-        space = self.space_map.get(name)
-        if not isinstance(space, SplitSpace) or len(constraints) != space.num_output:
-            raise SpaceError(f"fallback_split: {name!r} is not a split knob with {len(constraints)} outputs")
-        limits = [1e10 if x == -1 else x for x in constraints]
-        size = list(self._entity_map[name].size)
-        now = space.product
-        for i in reversed(range(space.num_output)):
-            fitting = [f for f in get_factors(now) if f <= limits[i]]
-            if not fitting:
-                raise SpaceError(f"Cannot find feasible fallback split entity for node: {name}")
-            size[i] = fitting[-1]
-            now //= fitting[-1]
-        self._entity_map[name] = SplitEntity(size)
-
-    def fallback_with_reference_log(self, ref_log: Iterable[tuple[Any, Any]]) -> None:
-        """Mimic the record whose split products share the most divisors with this space's.
-
-        Parameters
-        ----------
-        ref_log : iterable of (MeasureInput, MeasureResult)
-        """
-        knob_names = [k for k, s in self.space_map.items() if isinstance(s, SplitSpace)]
-        factor_sets = [set(get_factors(self.space_map[k].product)) for k in knob_names]
-        best_cfg, best_score = None, 0.0
-        for inp, _ in ref_log:
-            score = 0.0
-            for name, own in zip(knob_names, factor_sets, strict=True):
-                ref = set(get_factors(abs(math.prod(inp.config[name].size))))
-                score += len(own & ref) / len(own)
-            if score > best_score:
-                best_cfg, best_score = inp.config, score
-        if best_cfg is None:
-            return
-        for name in knob_names:
-            self.fallback_split(name, [-1] + list(best_cfg[name].size[1:]))
-        for name, space in self.space_map.items():
-            if not isinstance(space, SplitSpace):
-                self._entity_map[name] = best_cfg[name]
-
-    def __setitem__(self, name: str, entity: Any) -> None:
-        self._entity_map[name] = entity
-
-    def __repr__(self) -> str:
-        return f"{self._entity_text()},{self.code_hash}"
