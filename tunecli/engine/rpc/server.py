@@ -1,11 +1,7 @@
 """A device server: registers with a tracker like TVM's and measures kernels for one client at a time.
 
-Registration (TVM's ``rpc/server.py``): connect to the tracker, ``UPDATE_INFO`` with
-``{"key": "server:<key>", "addr": [custom_addr, port]}``, then ``PUT`` a fresh match key
-``"<key>:<random>"``. While waiting for a client, every ``ping_period`` seconds the server asks
-``GET_PENDING_MATCHKEYS``; when its match key has been handed out but no client came for more
-than ``unmatch_timeout`` seconds it PUTs a new one. A lost tracker connection is re-established
-(every ``retry_period`` seconds). Without a tracker the match key is the device key itself.
+The server registers with a tracker as TVM's does and waits for a client presenting its current
+match key (:class:`tunecli.engine.rpc.server_registration.ServerRegistration`).
 
 A client connects with TVM's handshake (``client:<matchkey>``, options ``-timeout=`` and, when
 the server has a token, ``-token=``), then runs a measurement session
@@ -37,7 +33,6 @@ from collections.abc import Callable
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MEASURE_FUNC, measure_in_worker
 from tunecli.engine.measure.worker import Worker
-from tunecli.engine.rpc.client import TrackerSession
 from tunecli.engine.rpc.connections import (
     DEFAULT_HOST,
     SERVER_LIMITS,
@@ -50,22 +45,19 @@ from tunecli.engine.rpc.connections import (
 from tunecli.engine.rpc.device_info import DeviceInfo, this_device
 from tunecli.engine.rpc.protocol import (
     MAX_HEADER,
-    NEEDS_TOKEN,
     RPC_CODE_MISMATCH,
     RPC_CODE_SUCCESS,
     RPC_MAGIC,
-    AuthenticationError,
     PeerClosed,
-    TrackerCode,
     pack_int,
     parse_key_options,
-    random_key,
     recv_frame,
     resolve_token,
     send_frame,
     token_matches,
     unpack_int,
 )
+from tunecli.engine.rpc.server_registration import ServerRegistration
 from tunecli.engine.rpc.session import (
     MeasureReply,
     MeasureRequest,
@@ -122,26 +114,21 @@ class Server:
         if tracker_addr is not None and not key:
             raise RPCError("rpc server: Need key to present type of resource when tracker is available")
         self.key = key
-        self.tracker_addr = tracker_addr
-        self.custom_addr = custom_addr
         self.token = resolve_token(token)
         self.ping_period = ping_period
-        self.unmatch_timeout = unmatch_timeout
-        self.retry_period = retry_period
         self.idle_timeout = idle_timeout
         self.device: DeviceInfo = this_device(key)
         self._listen = bind_first_free(host, port, port_end)
         self.host = host
         self.port = self._listen.getsockname()[1]
         self.limits = limits
-        self._matchkey = key  # the key a client must present; set before the tracker hands it out
+        self._registration = ServerRegistration(key, self.port, tracker_addr, custom_addr, self.token,
+                                                ping_period, unmatch_timeout, retry_period)
         self._gate: HandshakeGate[tuple[str, dict[str, str]]] = HandshakeGate(
             self._listen, self._read_hello, limits, name=f"tunecli-server-{self.port}")
         self._worker = Worker(preload=(MEASURE_FUNC.partition(":")[0],), name="tunecli-rpc-worker")
         self._stop = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
-        self._tracker: TrackerSession | None = None
-        self._used_keys: set[str] = set()
         self._thread: threading.Thread | None = None
         self._session_conn: socket.socket | None = None
         self.sessions_served = 0
@@ -172,7 +159,7 @@ class Server:
         self._gate.start()
         try:
             while not self._stop.is_set():
-                matchkey = self._register()
+                matchkey = self._registration.register(self._stop)
                 if matchkey is None:
                     continue
                 client = self._wait_for_client(matchkey)
@@ -180,60 +167,15 @@ class Server:
                     conn, session_timeout = client
                     self._serve_session(conn, session_timeout)
         finally:
-            self._close_tracker()
+            self._registration.close()
             self._worker.close()
             self._gate.close()
             self._listen.close()
             self._wake_r.close()
             self._wake_w.close()
 
-    def _register(self) -> str | None:
-        """Make sure the tracker knows us and PUT a fresh match key; None means retry."""
-        if self.tracker_addr is None:
-            self._matchkey = self.key
-            return self.key
-        try:
-            if self._tracker is None:
-                tracker = TrackerSession(self.tracker_addr, self.token or "", timeout=self.retry_period)
-                self._tracker = tracker
-                info = {"key": "server:" + self.key, "addr": [self.custom_addr, self.port]}
-                self._expect_success(tracker.call([TrackerCode.UPDATE_INFO, info]), "UPDATE_INFO")
-            return self._put_new_key()
-        except AuthenticationError:
-            self._close_tracker()
-            raise  # a setup mistake, not a passing fault: retrying cannot fix it
-        except RPCError as err:
-            self._close_tracker()
-            logger.warning("Cannot connect to tracker %s:%d (%s), retry in %g secs...",
-                           *self.tracker_addr, err, self.retry_period)
-            self._stop.wait(self.retry_period)
-            return None
-
-    def _put_new_key(self) -> str:
-        assert self._tracker is not None
-        if len(self._used_keys) > 10000:  # bound the memory of long-lived servers
-            self._used_keys.clear()
-        matchkey = random_key(self.key, self._used_keys)
-        self._used_keys.add(matchkey)
-        self._matchkey = matchkey  # before the PUT: a client may connect as soon as it is made
-        reply = self._tracker.call([TrackerCode.PUT, self.key, [self.port, matchkey], self.custom_addr])
-        self._expect_success(reply, "PUT")
-        return matchkey
-
-    def _expect_success(self, reply: object, what: str) -> None:
-        if reply == TrackerCode.FAIL and not self.token:
-            raise AuthenticationError(f"rpc server: the tracker refused {what}: {NEEDS_TOKEN}")
-        if reply != TrackerCode.SUCCESS:
-            raise RPCError(f"rpc server: tracker answered {reply!r} to {what}")
-
-    def _close_tracker(self) -> None:
-        if self._tracker is not None:
-            self._tracker.close()
-            self._tracker = None
-
     def _wait_for_client(self, matchkey: str) -> tuple[socket.socket, float] | None:
         """Take accepted handshakes until one presents ``matchkey``; poll the tracker meanwhile."""
-        unmatched = 0
         while not self._stop.is_set():
             ready, _, _ = select.select([self._gate, self._wake_r], [], [], self.ping_period)
             if self._gate in ready:
@@ -241,18 +183,11 @@ class Server:
                 session_timeout = None if client is None else self._accept_client(*client)
                 if session_timeout is not None:
                     return client[0], session_timeout
-            elif not ready and self._tracker is not None:
-                try:
-                    pending = self._tracker.call([TrackerCode.GET_PENDING_MATCHKEYS])
-                    unmatched = 0 if isinstance(pending, list) and matchkey in pending else unmatched + 1
-                    if unmatched * self.ping_period > self.unmatch_timeout + self.ping_period:
-                        logger.info("no incoming connections, regenerate key ...")
-                        matchkey = self._put_new_key()
-                        unmatched = 0
-                except RPCError as err:
-                    logger.warning("lost the tracker (%s), reconnecting", err)
-                    self._close_tracker()
+            elif not ready:
+                polled = self._registration.poll(matchkey)
+                if polled is None:
                     return None
+                matchkey = polled
         return None
 
     def _read_hello(self, conn: socket.socket, deadline: float) -> tuple[str, dict[str, str]] | None:
@@ -269,7 +204,8 @@ class Server:
 
     def _refuse_unless_matching(self, conn: socket.socket, first: str, options: dict[str, str]) -> bool:
         """True when the client presents the current match key and token; else tell it and say False."""
-        if first == "client:" + self._matchkey and token_matches(self.token, options.get("token")):
+        matchkey = self._registration.matchkey
+        if first == "client:" + matchkey and token_matches(self.token, options.get("token")):
             return True
         logger.warning("mismatch key from %s", conn.getpeername()[0])
         conn.sendall(pack_int(RPC_CODE_MISMATCH))
