@@ -199,11 +199,10 @@ def decode_reply(header: dict, payload: bytes = b"") -> MeasureReply:
     RPCError
         When the server reported a session error or the reply is malformed.
     """
-    if header.get("op") == "error":
-        raise RPCError(f"rpc session: server error: {header.get('error', '')}")
+    _expect_answer(header, "result", "a result")
     data = header.get("reply")
-    if header.get("op") != "result" or not isinstance(data, dict):
-        raise RPCError(f"rpc session: unexpected frame {header.get('op')!r} instead of a result")
+    if not isinstance(data, dict):
+        raise RPCError("rpc session: malformed measure reply (no reply object)")
     try:
         error_no = _int(data["error_no"], "error_no")
         if error_no not in _ERROR_NOS:
@@ -233,10 +232,7 @@ def decode_device(header: dict) -> DeviceInfo:
     RPCError
         When the server reported a session error or the description is malformed.
     """
-    if header.get("op") == "error":
-        raise RPCError(f"rpc session: server error: {header.get('error', '')}")
-    if header.get("op") != "device":
-        raise RPCError(f"rpc session: unexpected frame {header.get('op')!r} instead of a device description")
+    _expect_answer(header, "device", "a device description")
     return DeviceInfo.from_dict(header.get("device"))
 
 
@@ -244,3 +240,11 @@ def _int(value: object, name: str) -> int:
     if type(value) is not int:
         raise RPCError(f"rpc session: field {name} must be an integer, got {value!r}")
     return value
+
+
+def _expect_answer(header: dict, op: str, what: str) -> None:
+    """RPCError unless ``header`` is the server's ``op`` answer (a session error says the server's why)."""
+    if header.get("op") == "error":
+        raise RPCError(f"rpc session: server error: {header.get('error', '')}")
+    if header.get("op") != op:
+        raise RPCError(f"rpc session: unexpected frame {header.get('op')!r} instead of {what}")
