@@ -120,3 +120,13 @@ def test_targets_are_equal_whatever_the_order_of_their_options():
     assert a == b and hash(a) == hash(b) and str(a) != str(b)  # logs keep each spelling
     assert a != Target("llvm -mcpu=x86-64") and a != Target("llvm -mcpu=x86-64 -mattr=+avx2", host="llvm")
     assert as_target("llvm -mcpu=x86-64 -mattr=+avx2") is as_target("llvm -mcpu=x86-64 -mattr=+avx2")
+
+
+def test_missing_features_on_another_processor():
+    lacks_avx512 = ["+avx2", "+fma", "-avx512f", "-avx512bw", "-avx512vl"]
+    assert Target("llvm -mcpu=skylake-avx512").missing_on("znver3", lacks_avx512) == ["avx512bw", "avx512f",
+                                                                                      "avx512vl"]
+    assert Target("llvm -mcpu=haswell -mattr=+avx512f").missing_on("znver3", lacks_avx512) == ["avx512f"]
+    assert Target("llvm -mcpu=haswell").missing_on("znver3", lacks_avx512) == []
+    assert Target("llvm -mcpu=skylake-avx512").missing_on("skylake-avx512", lacks_avx512) == []  # its own CPU
+    assert Target("llvm -mcpu=cortex-a72 -mattr=+neon").missing_on("cortex-a53", ["+neon"]) == []

@@ -18,6 +18,7 @@ import functools
 import platform
 import shlex
 import threading
+from collections.abc import Iterable
 
 from tunecli.errors import TargetError
 
@@ -106,12 +107,6 @@ def required_features(mcpu: str | None, mattr: list[str] | tuple[str, ...]) -> f
             return None
         needed.update(implied)
     return frozenset(needed - {f[1:] for f in mattr if f.startswith("-")})
-
-
-def host_has(features: frozenset[str]) -> bool:
-    """Whether this machine's CPU has every one of ``features`` (names without ``+``)."""
-    have = {f[1:] for f in host_features().split(",") if f.startswith("+")}
-    return features <= have
 
 
 class TargetKind(str):
@@ -245,12 +240,30 @@ class Target:
     def is_host(self) -> bool:
         """True when code for this target can run in this process: an ``llvm`` target of this
         machine's architecture whose ``-mcpu``/``-mattr`` need no CPU feature this machine lacks
-        (an ``-mcpu`` naming this machine's CPU, or one whose features are unknown here, is trusted)."""
+        (see :meth:`missing_on`; an ``-mcpu`` whose features are unknown here is trusted)."""
         if self.kind != "llvm" or triple_arch(self.llvm_triple) != triple_arch(host_triple()):
             return False
-        mcpu = None if self.mcpu == host_cpu() else self.mcpu
-        needed = required_features(mcpu, self.mattr)
-        return needed is None or host_has(needed)
+        return not self.missing_on(host_cpu(), host_features().split(","))
+
+    def missing_on(self, cpu: str, features: Iterable[str]) -> list[str]:
+        """The CPU features this target's ``-mcpu``/``-mattr`` need that a processor lacks.
+
+        Parameters
+        ----------
+        cpu : str
+            The processor's LLVM CPU name (an ``-mcpu`` naming it needs nothing more).
+        features : iterable of str
+            Its LLVM feature flags, ``+name`` (has) or ``-name`` (lacks).
+
+        Returns
+        -------
+        list of str
+            Sorted feature names (without ``+``) the processor reports it lacks.
+        """
+        needed = required_features(None if self.mcpu == cpu else self.mcpu, self.mattr)
+        if needed is None:
+            return []
+        return sorted(needed & {f[1:] for f in features if f.startswith("-")})
 
     @property
     def vector_bits(self) -> int:

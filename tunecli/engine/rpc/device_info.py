@@ -58,8 +58,9 @@ class DeviceInfo:
     def mismatch(self, target: Target | str) -> str:
         """Why kernels built for ``target`` cannot run on this device ("" when they can).
 
-        The architectures must agree, and no feature the target asks for (``-mattr=+x``) may
-        be one the device reports as missing (``-x``).
+        The architectures must agree, and no feature the target needs (its ``-mattr=+x``, those
+        its ``-mcpu`` implies) may be one the device reports as missing (``-x``), as for
+        :attr:`Target.is_host <tunecli.engine.target.Target.is_host>`.
         """
         target = as_target(target)
         if is_gpu_target(target):
@@ -71,9 +72,9 @@ class DeviceInfo:
             return (f"the job's target {str(target)!r} compiles for {wanted} ({target.llvm_triple}), but "
                     f"{self.describe()} is {self.arch}: set the job's target to "
                     f"'llvm -mtriple={self.triple}' (with its -mattr) or use devices of another key")
-        missing = sorted(f for f in target.mattr if f.startswith("+") and "-" + f[1:] in self.features)
+        missing = target.missing_on(self.cpu, self.features)
         if missing:
-            return (f"the job's target {str(target)!r} asks for {', '.join(missing)}, which "
+            return (f"the job's target {str(target)!r} asks for {', '.join('+' + f for f in missing)}, which "
                     f"{self.describe()} does not have")
         return ""
 
