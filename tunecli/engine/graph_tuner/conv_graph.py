@@ -126,7 +126,7 @@ def main_function(graph: Any) -> Function:
 
 
 def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[Any],
-               target: Target | str) -> ConvGraph:
+               target: Target | str = "llvm") -> ConvGraph:
     """The :class:`ConvGraph` of ``fn`` (see the module docstring).
 
     Parameters
@@ -137,7 +137,8 @@ def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[An
         The data inputs (other free variables are weights).
     target_ops : sequence of Op or str
     target : Target or str
-        Selects the strategy row (and so the task) of each convolution.
+        Selects the strategy row (and so the task) of each convolution (default: this host's
+        ``llvm``, the x86 target TVM's graph tuner serves).
 
     Returns
     -------
