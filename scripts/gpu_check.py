@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 import tunecli as tvm  # noqa: E402
 from tunecli import autotvm, te  # noqa: E402
 from tunecli.engine.rpc.tracker import Tracker  # noqa: E402
-from tunecli.engine.task.space import FallbackConfigEntity  # noqa: E402
+from tunecli.engine.task.fallback_config import FallbackConfigEntity  # noqa: E402
 from tunecli.engine.task.template_file import load_template_file  # noqa: E402
 from tunecli.errors import InstantiationError  # noqa: E402
 from tunecli.topi.testing import conv2d_nchw_python  # noqa: E402

@@ -32,7 +32,7 @@ from tunecli.engine.lower.verify_gpu import GPULimits, check_gpu_code, verify_gp
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.nn import bias_add, relu
 from tunecli.engine.target import Target
-from tunecli.engine.task.space import FallbackConfigEntity
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.task import create
 from tunecli.errors import InstantiationError
 
