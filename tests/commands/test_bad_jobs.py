@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tunecli.engine.job.spec import max_builders
+from tunecli.engine.job.tuning_spec import max_builders
 from tunecli.engine.ops.registry import builtin_names
 
 from .conftest import Invoke

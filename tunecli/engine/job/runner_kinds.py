@@ -1,9 +1,10 @@
 """The runner registry: every ``measure.runner.kind`` a job can name and how to make one.
 
 A runner kind takes the job's :class:`TimingOptions` whole (those of its settings the kind
-accepts in a job file) plus options of its own. The job schema reads :data:`RUNNERS` to check
-``measure.runner`` and :func:`tunecli.engine.job.measure_setup.make_measure_option` to make the
-runner. Adding a runner kind is adding one :class:`RunnerKind` here.
+accepts in a job file) plus options of its own. The job schema (``tuning_spec``) reads
+:data:`RUNNERS` to check ``measure.runner`` and
+:func:`tunecli.engine.job.measure_setup.make_measure_option` to make the runner.
+Adding a runner kind is adding one :class:`RunnerKind` here.
 """
 
 from __future__ import annotations

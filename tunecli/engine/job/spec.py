@@ -9,7 +9,7 @@ A job names the tasks to tune, the tuner and how to measure::
       - template: dense.x86           # a built-in template, or "path/to/file.py:function"
         args: {N: 256, K: 256, M: 256}   # by parameter name, or a list in order
         weight: 1                     # optional: occurrences in the network (with budget)
-    tuner:                            # optional: xgb, DEFAULT_N_TRIAL trials per task
+    tuner:                            # optional: xgb, DEFAULT_N_TRIAL trials per task (tuning_spec)
       kind: xgb                       # a registered tuner (engine/tuner/tuner_kinds.py)
       n_trial: 32                     # total trials per task (resumed runs count the log)
       # or budget: 96                 # total trials for all tasks, spent by a task scheduler
@@ -37,7 +37,6 @@ arguments are checked by ``tasks.create_tasks``.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -56,28 +55,15 @@ from tunecli.engine.job.model_spec import (
     read_ops,
 )
 from tunecli.engine.job.nodes import Node, load_document
-from tunecli.engine.job.runner_kinds import RUNNERS
+from tunecli.engine.job.tuning_spec import BuilderSpec, RunnerSpec, TunerSpec, read_measure, read_tuner
 from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.lower.thread_scope import is_gpu_target
-from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
-from tunecli.engine.option import Option
 from tunecli.engine.target import Target, as_target, triple_arch
-from tunecli.engine.tuner.task_scheduler import STRATEGIES
-from tunecli.engine.tuner.tuner_kinds import TUNERS
 from tunecli.errors import JobError, TargetError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: Longest job name (it names the default log file).
 MAX_NAME = 128
-#: The tuner of a job without a ``tuner`` section (as ``tvmc tune`` defaults to XGBoost).
-DEFAULT_TUNER = "xgb"
-#: Trials per task when the job does not say.
-DEFAULT_N_TRIAL = 200
-_BUILD_TIMEOUT = Option("timeout", float, 10.0, positive=True, maximum=MAX_SECONDS)
-#: Fields of ``tuner`` every tuner kind takes; the rest are the kind's own options.
-_TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed", "budget", "task_scheduler")
-#: The task scheduler of a job with a ``budget`` that does not name one.
-DEFAULT_TASK_SCHEDULER = "gradient"
 
 
 @dataclass(frozen=True)
@@ -100,50 +86,6 @@ class TaskSpec:
     args: list | dict
     node: Node = field(compare=False, repr=False)
     weight: float = 1.0
-
-
-@dataclass(frozen=True)
-class TunerSpec:
-    """The ``tuner`` section (an XGBoost tuner with ``DEFAULT_N_TRIAL`` trials when absent).
-
-    With ``budget`` (trials for all tasks together) a task scheduler (``task_scheduler``, a
-    name in ``engine.tuner.task_scheduler.STRATEGIES``) spends it, and ``n_trial`` is unused.
-    """
-
-    kind: str = DEFAULT_TUNER
-    n_trial: int = DEFAULT_N_TRIAL
-    budget: int | None = None
-    task_scheduler: str | None = None
-    early_stopping: int | None = None
-    seed: int | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class BuilderSpec:
-    """The ``measure.builder`` section (TVM's ``LocalBuilder`` options)."""
-
-    timeout: float = 10.0
-    n_parallel: int | None = None
-
-
-@dataclass(frozen=True)
-class RunnerSpec:
-    """The ``measure.runner`` section.
-
-    Attributes
-    ----------
-    kind : str
-        A registered runner kind (:data:`tunecli.engine.job.runner_kinds.RUNNERS`).
-    timing : TimingOptions
-        How kernels are timed (TVM's ``LocalRunner``/``RPCRunner`` settings).
-    options : dict
-        The kind's own options (rpc: ``key``, ``tracker`` as ``(host, port)``, ``priority``).
-    """
-
-    kind: str = "local"
-    timing: TimingOptions = TimingOptions()
-    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -232,8 +174,8 @@ def load_job(path: str | Path) -> Job:
             top[extra].report("applies to model jobs: give a model too")
 
     readers: dict[str, Callable[[Node], Any]] = {
-        "name": _name, "target": _target, "log": Node.as_str, "tasks": _tasks, "tuner": _tuner,
-        "measure": _measure, "model": read_model, "ops": read_ops, "graph_tuner": read_graph_tuner}
+        "name": _name, "target": _target, "log": Node.as_str, "tasks": _tasks, "tuner": read_tuner,
+        "measure": read_measure, "model": read_model, "ops": read_ops, "graph_tuner": read_graph_tuner}
     # in the order of the file, so that the problems are listed in it
     values = {key: problems.collect(lambda key=key: readers[key](top[key]), None) for key in top}
     name, target, log = values.get("name"), values.get("target", as_target("llvm")), values.get("log")
@@ -258,15 +200,6 @@ def load_job(path: str | Path) -> Job:
     return Job(path=str(path), name=name, target=target, log=log, tasks=tasks, tuner=tuner,
                builder=builder, runner=runner, model=values.get("model"), ops=values.get("ops", DEFAULT_OPS),
                graph_tuner=graph_tuner)
-
-
-def _measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:
-    fields = n.items(("builder", "runner"))
-    builder = n.problems.collect(lambda: _builder(fields["builder"]), None) if "builder" in fields \
-        else BuilderSpec()
-    runner = n.problems.collect(lambda: _runner(fields["runner"]), None) if "runner" in fields \
-        else RunnerSpec()
-    return builder, runner
 
 
 def _check_log(where: Node, log: str, given: bool) -> None:
@@ -348,93 +281,3 @@ def _arg(n: Node) -> Any:
     if not isinstance(value, (int, float, str)):  # a timestamp, binary data, a set
         raise n.error(f"expected a number, a string or a list, got {n.describe()}")
     return value
-
-
-def _option(opt: Option, n: Node) -> Any:
-    """The value of ``n`` as the setting ``opt`` (its type from YAML, its range from ``opt``)."""
-    readers = {int: Node.as_int, float: Node.as_float, bool: Node.as_bool, str: Node.as_str}
-    value = readers[opt.type](n)
-    try:
-        return opt.parse(value)
-    except ValueError as err:
-        raise n.error(str(err)) from None
-
-
-def _options(settings: list[Option], fields: dict[str, Node]) -> dict[str, Any]:
-    """The values of the ``settings`` given in ``fields``; each bad value is reported."""
-    values = {}
-    for opt in settings:
-        if opt.name in fields:
-            value = fields[opt.name].problems.collect(lambda opt=opt: _option(opt, fields[opt.name]), None)
-            if value is not None:
-                values[opt.name] = value
-    return values
-
-
-def _tuner(n: Node) -> TunerSpec:
-    raw = n.items()
-    kind = TUNERS[raw["kind"].as_choice(tuple(TUNERS)) if "kind" in raw else DEFAULT_TUNER]
-    fields = n.items(_TUNER_FIELDS + tuple(opt.name for opt in kind.options))
-    options = _options(list(kind.options), fields)
-    if len(options) == len(fields) - len(set(fields) & set(_TUNER_FIELDS)):
-        problem = kind.check(options) if kind.check is not None else None
-        if problem:
-            fields[problem[0]].report(problem[1])
-
-    def number(key: str, minimum: int, default: int | None) -> int | None:
-        value = fields.get(key)
-        if value is None or (default is None and value.is_null()):
-            return default
-        return n.problems.collect(lambda: value.as_int(minimum=minimum), default)
-
-    budget = number("budget", 1, None)
-    scheduler = n.problems.collect(lambda: fields["task_scheduler"].as_choice(tuple(STRATEGIES)), None) \
-        if "task_scheduler" in fields else None
-    if budget is not None and "n_trial" in fields:
-        fields["n_trial"].report("give either n_trial (trials per task) or budget (trials for all tasks)")
-    if scheduler is not None and "budget" not in fields:
-        fields["task_scheduler"].report("a task scheduler spends a budget: give tuner.budget too")
-    if budget is not None:
-        scheduler = scheduler or DEFAULT_TASK_SCHEDULER
-    return TunerSpec(kind=kind.name, n_trial=number("n_trial", 1, DEFAULT_N_TRIAL), budget=budget,
-                     task_scheduler=scheduler, early_stopping=number("early_stopping", 1, None),
-                     seed=number("seed", 0, None), options=options)
-
-
-def max_builders() -> int:
-    """The most configs ``measure.builder.n_parallel`` may build at once: 4 x this machine's cores."""
-    return 4 * len(os.sched_getaffinity(0))
-
-
-def _builder(n: Node) -> BuilderSpec:
-    fields = n.items(("timeout", "n_parallel"))
-    spec = BuilderSpec()
-    if "timeout" in fields:
-        timeout = n.problems.collect(lambda: _option(_BUILD_TIMEOUT, fields["timeout"]), spec.timeout)
-        spec = replace(spec, timeout=timeout)
-    if "n_parallel" in fields:
-        spec = replace(spec, n_parallel=n.problems.collect(lambda: _builders(fields["n_parallel"]), None))
-    return spec
-
-
-def _builders(n: Node) -> int:
-    limit = max_builders()
-    count = n.as_int(minimum=1)
-    if count > limit:
-        raise n.error(f"expected an integer between 1 and {limit} (4 x the {limit // 4} cores of this "
-                      f"machine), got {count}")
-    return count
-
-
-def _runner(n: Node) -> RunnerSpec:
-    raw = n.items()
-    kind = RUNNERS[raw["kind"].as_choice(tuple(RUNNERS)) if "kind" in raw else "local"]
-    settings = [opt for opt in TIMING_OPTIONS if opt.name in kind.timing] + list(kind.options)
-    fields = n.items(("kind", *(opt.name for opt in settings)))
-    for opt in kind.options:
-        if opt.required and opt.name not in fields:
-            n.report(f"missing required field '{opt.name}' (runner kind {kind.name})")
-    values = _options(settings, fields)
-    timing = TimingOptions(**{k: v for k, v in values.items() if k in kind.timing})
-    options = {k: v for k, v in values.items() if k not in kind.timing}
-    return RunnerSpec(kind=kind.name, timing=timing, options=options)
