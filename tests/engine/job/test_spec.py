@@ -10,7 +10,7 @@ from tests.engine.job.job_files import GOOD, write
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tuning_spec import DEFAULT_N_TRIAL, DEFAULT_TUNER, BuilderSpec, RunnerSpec
 from tunecli.engine.measure.timing_options import TimingOptions
-from tunecli.engine.target import Target
+from tunecli.engine.target import Target, host_features, host_triple, triple_arch
 from tunecli.errors import JobError
 
 
@@ -164,3 +164,20 @@ def test_a_cuda_job_is_valid_anywhere_with_a_local_runner(tmp_path: Path, target
     job = load_job(write(tmp_path, GOOD.replace("target: llvm", f"target: {target}")))
     assert job.target == Target(target) and job.target.keys == ["cuda", "gpu"]
     assert job.runner.kind == "local"
+
+
+def test_a_local_runner_for_a_target_needing_features_this_cpu_lacks_names_them(tmp_path: Path) -> None:
+    lacking = sorted(f[1:] for f in host_features().split(",") if f.startswith("-"))
+    if not lacking:
+        pytest.skip("this CPU reports every feature LLVM knows")
+    feature = "avx512f" if "avx512f" in lacking else lacking[0]
+    path = write(tmp_path, GOOD.replace("target: llvm", f"target: llvm -mattr=+{feature}"))
+    with pytest.raises(JobError) as info:
+        load_job(path)
+    assert info.value.problems == (
+        f"{path}:2: target: code for 'llvm -mattr=+{feature}' cannot run on this machine (its CPU lacks "
+        f"{feature}): measure it on a device with `runner: {{kind: rpc, key: ..., tracker: HOST:PORT}}`",)
+    if triple_arch(host_triple()) == "x86_64" and "avx512f" in lacking:
+        path = write(tmp_path, GOOD.replace("target: llvm", "target: llvm -mcpu=skylake-avx512"))
+        with pytest.raises(JobError, match=r"cannot run on this machine \(its CPU lacks [a-z0-9, ]*avx512f"):
+            load_job(path)

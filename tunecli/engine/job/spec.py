@@ -58,7 +58,7 @@ from tunecli.engine.job.nodes import Node, load_document
 from tunecli.engine.job.tuning_spec import BuilderSpec, RunnerSpec, TunerSpec, read_measure, read_tuner
 from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.lower.thread_scope import is_gpu_target
-from tunecli.engine.target import Target, as_target, triple_arch
+from tunecli.engine.target import Target, as_target, host_cpu, host_features, host_triple, triple_arch
 from tunecli.errors import JobError, TargetError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -194,12 +194,21 @@ def load_job(path: str | Path) -> Job:
                             f"({len(tasks)} tasks)")
     if runner is not None and target is not None and runner.kind == "local" \
             and not is_gpu_target(target) and not target.is_host:
-        top["target"].report(f"code for {str(target)!r} cannot run on this machine: measure it on a "
-                             "device with `runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
+        top["target"].report(f"code for {str(target)!r} cannot run on this machine{_lacking(target)}: "
+                             "measure it on a device with "
+                             "`runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
     problems.raise_any()
     return Job(path=str(path), name=name, target=target, log=log, tasks=tasks, tuner=tuner,
                builder=builder, runner=runner, model=values.get("model"), ops=values.get("ops", DEFAULT_OPS),
                graph_tuner=graph_tuner)
+
+
+def _lacking(target: Target) -> str:
+    """What this machine lacks to run code for ``target``, as a clause ("" for another architecture)."""
+    if triple_arch(target.llvm_triple) != triple_arch(host_triple()):
+        return ""
+    missing = target.missing_on(host_cpu(), host_features().split(","))
+    return f" (its CPU lacks {', '.join(missing)})" if missing else ""
 
 
 def _check_log(where: Node, log: str, given: bool) -> None:
