@@ -51,7 +51,7 @@ from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
-from tunecli.engine.ops.registry import tolerance
+from tunecli.engine.ops.registry import matches_reference
 from tunecli.engine.runtime import Module
 from tunecli.engine.runtime.openmp import get_num_threads
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -202,7 +202,7 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
     else:
         expected = _outputs(default_run, specs)
         out.checked_against = "default config"
-    out.correct, out.max_error = _compare(_outputs(tuned_run, specs), expected)
+    out.correct, out.max_error = matches_reference(_outputs(tuned_run, specs), expected)
     baseline = baseline_of(reference)
     contenders: dict[str, Callable[[TimingOptions], MeasureReply]] = {
         "tuned": lambda timing: _measure(device, tuned, specs, outputs, timing)}
@@ -282,20 +282,6 @@ def _build(task: Any, config: Any, name: str) -> tuple[Module, list[int]]:
     outputs = list(getattr(sch, "outputs", None) or ())
     found = [i for i, t in enumerate(args) if any(getattr(t, "op", None) is op for op in outputs)]
     return build(sch, args, target=task.target, name=name), found or [len(args) - 1]
-
-
-def _compare(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tuple[bool, float]:
-    if len(got) != len(expected):
-        return False, float("inf")
-    worst = 0.0
-    ok = True
-    for a, b in zip(got, expected, strict=True):
-        b = np.asarray(b, dtype=a.dtype).reshape(a.shape)
-        rtol, atol = tolerance(a.dtype)
-        err = float(np.max(np.abs(a.astype(np.float64) - b))) if a.size else 0.0
-        worst = max(worst, err)
-        ok = ok and bool(np.allclose(a, b, rtol=rtol, atol=atol))
-    return ok, worst
 
 
 def _mean(costs: Sequence[float]) -> float:

@@ -48,7 +48,7 @@ from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
 from tunecli.engine.measure.worker import CallStatus, Worker
-from tunecli.engine.ops.registry import tolerance
+from tunecli.engine.ops.registry import matches_reference
 from tunecli.errors import GraphError, JobError, TuneError
 
 _SEED = 0
@@ -260,19 +260,7 @@ def _check(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
         reference = [np.asarray(v.numpy() if hasattr(v, "numpy") else v)
                      for v in (value if isinstance(value, (tuple, list)) else [value])]
         report.checked_against = "interpreter"
-    report.correct, report.max_error = _compare(list(got.outputs), reference)
-
-
-def _compare(got: list[np.ndarray], expected: list[np.ndarray]) -> tuple[bool, float]:
-    if len(got) != len(expected):
-        return False, float("inf")
-    ok, worst = True, 0.0
-    for a, b in zip(got, expected, strict=True):
-        b = np.asarray(b).reshape(a.shape)
-        rtol, atol = tolerance(a.dtype)
-        worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))) if a.size else 0.0)
-        ok = ok and bool(np.allclose(a, b, rtol=rtol, atol=atol))
-    return ok, worst
+    report.correct, report.max_error = matches_reference(list(got.outputs), reference)
 
 
 def thread_counts() -> list[int]:

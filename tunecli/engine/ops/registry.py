@@ -142,3 +142,33 @@ def tolerance(dtype: Any) -> tuple[float, float]:
     if kind != "f":
         return 0.0, 0.0
     return (1e-3, 1e-3) if np.dtype(dtype).itemsize <= 2 else (1e-4, 1e-4)
+
+
+def matches_reference(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tuple[bool, float]:
+    """Whether outputs equal their reference within :func:`tolerance` of their dtype.
+
+    Parameters
+    ----------
+    got : sequence of numpy.ndarray
+        The outputs.
+    expected : sequence of array-likes
+        Their references, in order (cast to each output's dtype and shape).
+
+    Returns
+    -------
+    tuple of (bool, float)
+        Whether every output is close to its reference, and the largest absolute difference
+        (infinite when the numbers of outputs differ).
+    """
+    if len(got) != len(expected):
+        return False, float("inf")
+    ok, worst = True, 0.0
+    for a, b in zip(got, expected, strict=True):
+        b = np.asarray(b, dtype=a.dtype).reshape(a.shape)
+        if not a.size:
+            continue
+        rtol, atol = tolerance(a.dtype)
+        worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))))
+        ok = ok and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+    return ok, worst
+
