@@ -147,6 +147,10 @@ def tolerance(dtype: Any) -> tuple[float, float]:
 def matches_reference(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tuple[bool, float]:
     """Whether outputs equal their reference within :func:`tolerance` of their dtype.
 
+    The absolute tolerance scales with the reference's largest magnitude (as the measure
+    worker's check does), so that outputs far below 1 (a softmax over many classes) are
+    compared as closely as outputs near 1.
+
     Parameters
     ----------
     got : sequence of numpy.ndarray
@@ -168,6 +172,8 @@ def matches_reference(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tup
         if not a.size:
             continue
         rtol, atol = tolerance(a.dtype)
+        scale = float(np.max(np.abs(b)))
+        atol *= scale if np.isfinite(scale) and scale > 0 else 1.0
         worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))))
         ok = ok and bool(np.allclose(a, b, rtol=rtol, atol=atol))
     return ok, worst
