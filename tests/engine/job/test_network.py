@@ -115,3 +115,21 @@ def test_a_network_without_the_ops(tmp_path: Path) -> None:
     message = _load_error(tmp_path, f"name: b\nmodel: {{onnx: {onnx}}}\nops: [batch_matmul]\n")
     assert message == (f"{tmp_path / 'job.yaml'}:2: model: {onnx} has no call of nn.batch_matmul with a "
                        "tunable implementation for llvm")
+
+
+def test_a_listed_task_the_network_calls_too_adds_its_weight_to_the_call_count(tmp_path: Path) -> None:
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    job = load_job(_job(tmp_path, f"""\
+        name: t
+        model: {{onnx: {onnx}}}
+        tasks:
+          - template: dense.x86
+            args: [1, 5, 8, float32]
+            weight: 2
+          - template: tutorial/matmul
+            args: [8, 8, 8, float32]
+        """))
+    tasks, weights = job_tasks(job)
+    assert [t.name for t in tasks] == ["conv2d_NCHWc.x86", "conv2d_NCHWc.x86", "dense.x86", "tutorial/matmul"]
+    assert tasks[2].workload == ("dense.x86", 1, 5, 8, "float32")
+    assert weights == [1.0, 1.0, 3.0, 1.0]

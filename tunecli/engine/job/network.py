@@ -6,7 +6,8 @@ any problem (a corrupt file, an unsupported operator, a wrong input name or shap
 small for the model) is one ``JobError`` naming the job's ``model`` field.  ``network_tasks``
 extracts the tunable tasks as ``extract_from_program`` does (the job's target and ``ops``),
 each with how often the network calls it; ``job_tasks`` puts them before the job's own
-``tasks``, with their weights (occurrences, or the entries' ``weight``).
+``tasks``, with their weights (occurrences, or the entries' ``weight``; a ``tasks`` entry of a
+workload the network calls adds its ``weight`` to the network's task).
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ def _error(job: Job, where: Any, message: str) -> JobError:
 def job_tasks(job: Job, network: Network | None = None) -> tuple[list[Task], list[float]]:
     """Every task of a job and its weight: the network's tasks (weight: occurrences), then ``tasks``.
 
+    A ``tasks`` entry whose workload the network also calls is not a second task: its ``weight``
+    (occurrences outside the network) is added to the network's call count.
+
     Parameters
     ----------
     job : Job
@@ -183,9 +187,15 @@ def job_tasks(job: Job, network: Network | None = None) -> tuple[list[Task], lis
     if job.model is None:
         return listed, weights
     found = network_tasks(job, network or load_network(job))
-    own = {t.workload for t in listed}
-    extracted = [t for t in found if t.task.workload not in own]
-    return [t.task for t in extracted] + listed, [float(t.occurrences) for t in extracted] + weights
+    in_network = {t.task.workload for t in found}
+    extra: dict[tuple, float] = {}
+    for task, weight in zip(listed, weights, strict=True):
+        if task.workload in in_network:
+            extra[task.workload] = extra.get(task.workload, 0.0) + weight
+    others = [(task, weight) for task, weight in zip(listed, weights, strict=True)
+              if task.workload not in in_network]
+    return ([t.task for t in found] + [task for task, _ in others],
+            [t.occurrences + extra.get(t.task.workload, 0.0) for t in found] + [w for _, w in others])
 
 
 def input_shapes(network: Network) -> Mapping[str, tuple[int, ...]]:

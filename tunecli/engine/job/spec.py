@@ -26,7 +26,9 @@ A job names the tasks to tune, the tuner and how to measure::
       # its own options (rpc: key, tracker "HOST:PORT", priority instead of check_correctness)
 
 A model job names a network (``model:``, with optional ``ops:`` and ``graph_tuner:``; see
-``model_spec``) whose tasks are extracted and tuned, besides any ``tasks``.
+``model_spec``) whose tasks are extracted and tuned, besides any ``tasks``.  A ``tasks`` entry
+whose workload the network calls too is tuned once, weighted by the network's call count plus
+the entry's ``weight`` (its occurrences outside the network).
 
 Every error names the file, the line and the field (``jobs/bad.yaml:7: tuner.n_trial:
 expected an integer, got 'many'``); ``load_job`` reports every problem of a file at once.
