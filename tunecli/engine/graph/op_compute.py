@@ -8,7 +8,8 @@ the te stages of one graph call on the te tensors of its arguments; ``out_type``
 consumers of an anchor become its schedule's epilogue.  The tunable anchors (``nn.conv2d``,
 ``nn.dense``, ``nn.batch_matmul``) are computed through their strategies by
 ``graph.lower_group``; their entries here are the plain definitions used when no strategy
-applies (grouped convolutions other than depthwise).
+applies (grouped convolutions other than depthwise).  The pooling, softmax and reduction
+definitions are in :mod:`.reduction_compute`, which this module imports.
 """
 
 from __future__ import annotations
@@ -19,16 +20,13 @@ from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
-from tunecli.engine.ops.nn import bias_add, dense, pad, pool2d
+from tunecli.engine.ops.nn import bias_add, dense, pad
 from tunecli.errors import GraphError
 
+from . import reduction_compute  # noqa: F401  (registers the pooling and reduction definitions)
 from .layout import parse_layout
-from .op_registry import OPS
+from .op_registry import COMPUTE_ATTR, OPS, Compute
 from .types import TensorType
-
-Compute = Callable[[Any, Sequence[te.Tensor], TensorType], te.Tensor]
-#: The operator attribute holding an operator's te definition (TVM's name).
-COMPUTE_ATTR = "FTVMCompute"
 
 
 def _set(name: str, fn: Compute) -> None:
@@ -36,12 +34,7 @@ def _set(name: str, fn: Compute) -> None:
 
 
 def _register(*names: str) -> Callable[[Compute], Compute]:
-    def wrap(fn: Compute) -> Compute:
-        for n in names:
-            _set(n, fn)
-        return fn
-
-    return wrap
+    return OPS.register_attr(COMPUTE_ATTR, *names)
 
 
 def compute_of(op_name: str) -> Compute:
@@ -182,6 +175,10 @@ def _pad(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     return pad(x, before, after, pad_value=E.const(attrs.pad_value, x.dtype), name="T_pad")
 
 
+def _block(layout: Sequence[tuple[str, int | None]], axis: str) -> int:
+    return next((f for a, f in layout if f is not None and a == axis.lower()), 1)
+
+
 @_register("layout_transform")
 def _layout_transform(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
@@ -204,157 +201,6 @@ def _layout_transform(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) 
         return x(*coords)
 
     return te.compute(out.shape, read, name="T_layout_trans", tag="injective,layout_transform")
-
-
-def _block(layout: Sequence[tuple[str, int | None]], axis: str) -> int:
-    return next((f for a, f in layout if f is not None and a == axis.lower()), 1)
-
-
-def _pool(kind: str) -> Compute:
-    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
-        (x,) = inputs
-        return pool2d(
-            x,
-            attrs.pool_size,
-            attrs.strides,
-            attrs.dilation,
-            attrs.padding,
-            kind,
-            attrs.ceil_mode,
-            attrs.layout,
-            attrs.out_layout,
-            attrs.count_include_pad,
-        )
-
-    return compute
-
-
-def _global_pool(kind: str) -> Compute:
-    return lambda attrs, inputs, out: _adaptive_pool(kind, attrs, inputs, out)
-
-
-for _name, _compute in {
-    "nn.max_pool2d": _pool("max"),
-    "nn.avg_pool2d": _pool("avg"),
-    "nn.global_avg_pool2d": _global_pool("avg"),
-    "nn.global_max_pool2d": _global_pool("max"),
-    "nn.adaptive_avg_pool2d": _global_pool("avg"),
-}.items():
-    _set(_name, _compute)
-
-
-def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
-    (x,) = inputs
-    layout = parse_layout(attrs.layout)
-    blocked = len(layout) == 5 and [a for a, _ in layout] == list("NCHWc")
-    if (attrs.layout != "NCHW" and not blocked) or attrs.out_layout not in ("", attrs.layout):
-        raise GraphError(
-            f"global pooling: only the NCHW and NCHW{{b}}c layouts are compiled, got {attrs.layout!r}"
-        )
-    h, w = x.shape[2:4]
-    oh, ow = out.shape[2:4]
-    if h % oh or w % ow:
-        raise GraphError(f"adaptive pooling: output {oh}x{ow} must divide the input {h}x{w}")
-    kh, kw = h // oh, w // ow
-    rh, rw = te.reduce_axis((0, kh), name="rh"), te.reduce_axis((0, kw), name="rw")
-    if kind == "max":
-        return te.compute(
-            out.shape,
-            lambda b, ch, y, z, *v: te.max(x[(b, ch, y * kh + rh, z * kw + rw, *v)], axis=[rh, rw]),
-            name="T_global_max",
-            tag="global_pool_max",
-        )
-    total = te.compute(
-        out.shape,
-        lambda b, ch, y, z, *v: te.sum(x[(b, ch, y * kh + rh, z * kw + rw, *v)], axis=[rh, rw]),
-        name="T_global_sum",
-        tag="global_pool_sum",
-    )
-    return te.compute(
-        out.shape,
-        lambda *i: total(*i) / E.const(kh * kw, x.dtype),
-        name="T_global_avg",
-        tag="elemwise,pool_avg",
-    )
-
-
-def _softmax_stages(x: te.Tensor, axis: int) -> tuple[Any, Any, Any]:
-    """``max``, ``exp(x - max)`` and its sum along ``axis`` (the stages softmax and log_softmax share)."""
-    shape = tuple(x.shape)
-    k1, k2 = te.reduce_axis((0, shape[axis]), name="k1"), te.reduce_axis((0, shape[axis]), name="k2")
-    red_shape = shape[:axis] + shape[axis + 1 :]
-
-    def at(i: Sequence[E.Expr], k: Any) -> list[Any]:
-        return [*i[:axis], k, *i[axis:]]
-
-    mx = te.compute(red_shape, lambda *i: te.max(x(*at(i, k1)), axis=[k1]), name="T_softmax_maxelem")
-    ex = te.compute(shape, lambda *i: te.exp(x(*i) - mx(*(i[:axis] + i[axis + 1 :]))), name="T_softmax_exp")
-    sm = te.compute(red_shape, lambda *i: te.sum(ex(*at(i, k2)), axis=[k2]), name="T_softmax_expsum")
-    return mx, ex, sm
-
-
-@_register("nn.softmax")
-def _softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
-    (x,) = inputs
-    axis = attrs.axis % len(x.shape)
-    _, ex, sm = _softmax_stages(x, axis)
-    return te.compute(x.shape, lambda *i: ex(*i) / sm(*(i[:axis] + i[axis + 1 :])), name="T_softmax_norm",
-                      tag="softmax_output")
-
-
-@_register("nn.log_softmax")
-def _log_softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
-    (x,) = inputs
-    axis = attrs.axis % len(x.shape)
-    mx, _, sm = _softmax_stages(x, axis)
-
-    def body(*i: E.Expr) -> E.Expr:
-        rest = i[:axis] + i[axis + 1 :]
-        return x(*i) - mx(*rest) - te.log(sm(*rest))
-
-    return te.compute(x.shape, body, name="T_log_softmax", tag="log_softmax_output")
-
-
-def _reduce(kind: str) -> Compute:
-    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
-        (x,) = inputs
-        ndim = len(x.shape)
-        axes = list(range(ndim)) if attrs.axis is None else [a % ndim for a in attrs.axis]
-        if attrs.exclude:
-            axes = [a for a in range(ndim) if a not in axes]
-        raxes = {a: te.reduce_axis((0, x.shape[a]), name=f"k{a}") for a in axes}
-        count = math.prod(x.shape[a] for a in axes)
-
-        def body(*i: E.Expr) -> E.Expr:
-            it = iter(i)
-            coords = []
-            for a in range(ndim):
-                if a in raxes:
-                    coords.append(raxes[a])
-                    if attrs.keepdims:
-                        next(it)
-                else:
-                    coords.append(next(it))
-            value = x(*coords)
-            red = list(raxes.values())
-            if kind == "max":
-                return te.max(value, axis=red)
-            if kind == "min":
-                return te.min(value, axis=red)
-            return te.sum(value, axis=red)
-
-        total = te.compute(out.shape, body, name=f"T_{kind}", tag=f"comm_reduce_{kind}")
-        if kind != "mean":
-            return total
-        return te.compute(
-            out.shape, lambda *i: total(*i) / E.const(count, x.dtype), name="T_mean", tag="elemwise"
-        )
-
-    return compute
-
-
-for _kind in ("sum", "mean", "max", "min"):
-    _set(_kind, _reduce(_kind))
 
 
 @_register("nn.dense")

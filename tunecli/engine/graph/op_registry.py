@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
+from tunecli.engine import te
 from tunecli.errors import GraphError
 
 from .types import TensorType, TupleType, Type
@@ -182,6 +183,17 @@ class OpRegistry:
             raise GraphError(f"operator {op_name}: attribute {key!r} is set twice")
         table[op_name] = value
 
+    def register_attr(self, key: str, *op_names: str) -> Callable[[Any], Any]:
+        """Decorator form of :meth:`set_attr`: the decorated function becomes attribute ``key`` of
+        each operator of ``op_names``."""
+
+        def wrap(value: Any) -> Any:
+            for name in op_names:
+                self.set_attr(name, key, value)
+            return value
+
+        return wrap
+
     def get_attr(self, op_name: str, key: str) -> Any:
         """Attribute ``key`` of operator ``op_name`` (GraphError naming the operators that have it)."""
         table = self._attrs.get(key, {})
@@ -197,6 +209,11 @@ class OpRegistry:
 
 #: Every graph operator.
 OPS = OpRegistry()
+
+#: The operator attribute holding an operator's te definition (TVM's name): a :data:`Compute`.
+COMPUTE_ATTR = "FTVMCompute"
+#: ``compute(attrs, inputs, out_type) -> te.Tensor``: the te stages of one call of an operator.
+Compute = Callable[[Any, Sequence[te.Tensor], TensorType], te.Tensor]
 
 
 def tensor_arg(op_name: str, arg_types: Sequence[Type | None], index: int, what: str) -> TensorType:
