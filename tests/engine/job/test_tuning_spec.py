@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.job.job_files import GOOD, write
+from tests.engine.job.job_files import GOOD, assert_reported, mistakes, write
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tuning_spec import DEFAULT_N_TRIAL, BuilderSpec, RunnerSpec, TunerSpec
 from tunecli.engine.target import Target
@@ -65,13 +65,9 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "message"), BAD, ids=[m.split(":")[1] + m[:3] for _, _, m in BAD])
+@pytest.mark.parametrize(("old", "new", "message"), mistakes(BAD))
 def test_bad_section_names_file_line_and_field(tmp_path: Path, old: str, new: str, message: str) -> None:
-    assert old in GOOD
-    path = write(tmp_path, GOOD.replace(old, new, 1))
-    with pytest.raises(JobError) as info:
-        load_job(path)
-    assert info.value.problems == tuple(f"{path}:{line}" for line in message.split("\n"))
+    assert_reported(tmp_path, old, new, message)
 
 
 def test_a_budget_is_spent_by_the_gradient_scheduler_unless_the_job_names_another(tmp_path: Path) -> None:
