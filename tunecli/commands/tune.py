@@ -65,6 +65,8 @@ class _ProgressView:
                                                            completed=event.done, **fields)
         elif event.kind == "batch":
             self.progress.update(self.ids[event.index], completed=event.done, **fields)
+        elif event.kind == "remeasure":
+            self.progress.console.print(_remeasure_line(event), markup=False, soft_wrap=True)
         else:
             self.progress.update(self.ids[event.index], completed=event.done)
 
@@ -76,6 +78,8 @@ def _plain_progress(app: App) -> Callable[[TuneEvent], None]:
     def show(event: TuneEvent) -> None:
         if event.kind == "start" and event.done:
             app.err.print(_resume_line(event), markup=False, soft_wrap=True)
+        if event.kind == "remeasure":
+            app.err.print(_remeasure_line(event), markup=False, soft_wrap=True)
         if event.kind == "end":
             total = f"; all tasks {event.spent}/{event.all_trials}" if event.n_tasks > 1 else ""
             app.err.print(f"task {event.index + 1}/{event.n_tasks} {event.label}: {event.done}/{event.total} "
@@ -88,6 +92,11 @@ def _plain_progress(app: App) -> Callable[[TuneEvent], None]:
 def _resume_line(event: TuneEvent) -> str:
     return (f"task {event.index + 1}/{event.n_tasks} {event.label}: resuming, {event.done} of "
             f"{event.total} trials are already in the log")
+
+
+def _remeasure_line(event: TuneEvent) -> str:
+    return (f"task {event.index + 1}/{event.n_tasks} {event.label}: re-measuring the {event.remeasuring} "
+            "best configs")
 
 
 _NUMBERS = ("trials", "new", "errors", "best GFLOPS", "best ms")
@@ -119,6 +128,9 @@ def _print_summary(app: App, summary: TuneSummary) -> None:
         trials = sum(t.previous + t.measured for t in summary.tasks)
         footer.append(f"network {summary.model}: {len(summary.tasks)} tasks, {trials} trials; kernel time "
                       f"(best of each task x its calls) {shown}")
+    if summary.remeasure:
+        footer.append(f"re-measured {sum(t.remeasured for t in summary.tasks)} configs (the "
+                      f"{summary.remeasure} best of each task, not counted as trials)")
     graph = summary.graph
     if graph is not None and graph.error is None:
         footer.append(f"graph tuner {graph.kind}: {graph.convolutions} convolutions, {graph.transforms} "

@@ -15,6 +15,12 @@ With ``tuner.budget`` the tasks share one trial budget instead: a task scheduler
 the task where the weighted latency ``sum(weight * best latency)`` is expected to gain most.
 The records already in the log count toward the budget, each for its task.
 
+With ``tuner.remeasure`` (K) each task's K best configs are measured again once its tuning ends
+(``engine.tuner.remeasure``; with a budget, after the budget is spent) and those records are
+appended too: a time inflated by other load during tuning is then corrected, as whoever reads
+the log takes each config's lowest cost.  They count as ``remeasured``, not as trials, and a
+resumed run does not measure a config again twice (two records of a config mean it was).
+
 A model job's tasks are extracted from its network (``network.job_tasks``), each weighted by how
 often the network runs it; with ``graph_tuner`` the graph tuner then chooses one record per
 convolution from the log (``graph_tuning.tune_graph``), written next to the log.
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +45,7 @@ from tunecli.engine.log.record import read_log
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.tuner.callback import log_to_file
+from tunecli.engine.tuner.remeasure import remeasure_candidates, remeasure_top
 from tunecli.engine.tuner.task_scheduler import TaskScheduler
 from tunecli.engine.tuner.tuner_kinds import tuner_kind
 from tunecli.errors import JobError
@@ -50,8 +57,10 @@ class TuneEvent:
 
     Attributes
     ----------
-    kind : {"start", "batch", "end"}
-        ``"batch"`` is sent after every finished measurement (not only at the end of a batch).
+    kind : {"start", "batch", "remeasure", "end"}
+        ``"batch"`` is sent after every finished measurement (not only at the end of a batch),
+        re-measurements included; ``"remeasure"`` when the task's best configs are about to be
+        measured again.
     index, n_tasks : int
         Which task of how many (0-based index).
     label : str
@@ -74,6 +83,8 @@ class TuneEvent:
         started so far).
     all_trials : int
         Trials wanted for all tasks: the budget, or the sum of the tasks' ``total``.
+    remeasuring : int
+        With ``"remeasure"``: how many configs are measured again.
     """
 
     kind: str
@@ -89,6 +100,7 @@ class TuneEvent:
     budget: int | None = None
     spent: int = 0
     all_trials: int = 0
+    remeasuring: int = 0
 
 
 @dataclass
@@ -110,6 +122,7 @@ class TaskOutcome:
     best_config: str | None = None
     first_error: str | None = None
     weight: float = 1.0
+    remeasured: int = 0  #: measurements of configs measured before (``tuner.remeasure``), not trials
 
     @property
     def ok(self) -> bool:
@@ -128,6 +141,7 @@ class TuneSummary:
     seed: int | None
     budget: int | None = None
     task_scheduler: str | None = None
+    remeasure: int = 0  #: the job's ``tuner.remeasure`` (K best configs of each task measured again)
     tasks: list[TaskOutcome] = field(default_factory=list)
     model: str | None = None  #: the network of a model job
     graph: GraphTuning | None = None  #: what the graph tuner chose (model jobs with graph_tuner)
@@ -214,7 +228,7 @@ def _tune_tasks(job: Job, tasks: list, weights: list[float], log_path: Path,
     # a record faster than any machine still marks its config as measured, but is nobody's best
     implausible = {id(r.result) for r in logged} - {id(r.result) for r in plausible(logged)}
     summary = TuneSummary(job.name, job.log, str(tasks[0].target), job.tuner.kind, job.tuner.seed,
-                          job.tuner.budget, job.tuner.task_scheduler)
+                          job.tuner.budget, job.tuner.task_scheduler, job.tuner.remeasure)
     emit = on_event or (lambda event: None)
     options: list[dict] = []  # made once, when a task first needs measuring (starts the workers)
 
@@ -252,9 +266,9 @@ class _TaskProgress:
                  spent: Callable[[], int] = lambda: 0, all_trials: int = 0) -> None:
         self.outcome, self.task, self.n_tasks, self.emit = outcome, task, n_tasks, emit
         self.budget, self.spent, self.all_trials = budget, spent, all_trials or (budget or 0)
-        records = records_of(history, task)
-        outcome.previous = len({inp.config.index for inp, _ in records})
-        for inp, res in records:
+        self.records = records_of(history, task)  # the task's records, this run's appended
+        outcome.previous = len({inp.config.index for inp, _ in self.records})
+        for inp, res in self.records:
             if id(res) not in implausible:
                 _consider(outcome, task, inp, res)
         self.label = task_label(task)
@@ -262,19 +276,38 @@ class _TaskProgress:
 
     def event(self, kind: str, cur: float = 0.0) -> None:
         """Send an event of this task."""
+        self.emit(self._event(kind, cur))
+
+    def _event(self, kind: str, cur: float = 0.0) -> TuneEvent:
         o = self.outcome
-        self.emit(TuneEvent(kind, o.index, self.n_tasks, self.label, o.n_trial, o.previous + o.measured, cur,
-                            o.best_flops, o.errors, time.time() - self.tic, self.budget, self.spent(),
-                            self.all_trials))
+        return TuneEvent(kind, o.index, self.n_tasks, self.label, o.n_trial, o.previous + o.measured, cur,
+                         o.best_flops, o.errors, time.time() - self.tic, self.budget, self.spent(),
+                         self.all_trials)
 
     def on_result(self, _tuner: Any, inp: Any, res: Any) -> None:
         """Count one measurement of this run."""
         o = self.outcome
         o.measured += 1
+        self.records.append((inp, res))
         if not res.ok:
             o.errors += 1
             o.first_error = o.first_error or _error_text(res)
         self.event("batch", _consider(o, self.task, inp, res))
+
+    def remeasure(self, k: int, log: str, measure_option: Callable[[], dict]) -> None:
+        """Measure the task's ``k`` best configs again (those not measured again yet), logging them."""
+        due = len(remeasure_candidates(self.task, self.records, k))
+        if not due:
+            return
+        self.emit(replace(self._event("remeasure"), remeasuring=due))
+
+        def count(_tuner: Any, inputs: list, results: list) -> None:
+            for inp, res in zip(inputs, results, strict=True):
+                self.outcome.remeasured += 1
+                self.records.append((inp, res))
+                self.event("batch", _consider(self.outcome, self.task, inp, res))
+
+        remeasure_top(self.task, self.records, k, measure_option(), callbacks=[log_to_file(log), count])
 
 
 def _outcome(index: int, task: Any, n_trial: int, weight: float = 1.0) -> TaskOutcome:
@@ -300,6 +333,8 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, weight: float, his
         tuner.tune(n_trial=remaining, measure_option=measure_option(),
                    early_stopping=job.tuner.early_stopping,
                    callbacks=[log_to_file(job.log), _Streaming(progress.on_result)])
+    if job.tuner.remeasure:
+        progress.remeasure(job.tuner.remeasure, job.log, measure_option)
     progress.event("end")
     return outcome
 
@@ -332,6 +367,8 @@ def _tune_scheduled(job: Job, tasks: list, weights: list[float], history: list[t
     if scheduler.next_task() is not None:
         scheduler.tune(measure_option(), callbacks=[log_to_file(job.log), _Streaming(on_result)])
     for p in progress:
+        if job.tuner.remeasure:
+            p.remeasure(job.tuner.remeasure, job.log, measure_option)
         p.event("end")
     return [p.outcome for p in progress]
 

@@ -1,7 +1,8 @@
 """The ``tuner`` and ``measure`` sections of a job: how it searches and how it measures.
 
 ``tuner`` names a registered tuner kind (``engine/tuner/tuner_kinds.py``) with its own options,
-the trials per task (``n_trial``) or for all tasks (``budget``, spent by a task scheduler).
+the trials per task (``n_trial``) or for all tasks (``budget``, spent by a task scheduler), and
+how many of each task's best configs to measure again at its end (``remeasure``).
 ``measure`` gives the builder's settings and a registered runner kind
 (``engine/job/runner_kinds.py``) with its timing settings and options. :mod:`.spec` reads the
 rest of the job file and calls :func:`read_tuner` and :func:`read_measure`.
@@ -27,7 +28,7 @@ DEFAULT_N_TRIAL = 200
 #: The task scheduler of a job with a ``budget`` that does not name one.
 DEFAULT_TASK_SCHEDULER = "gradient"
 #: Fields of ``tuner`` every tuner kind takes; the rest are the kind's own options.
-_TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed", "budget", "task_scheduler")
+_TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed", "budget", "task_scheduler", "remeasure")
 _BUILD_TIMEOUT = Option("timeout", float, 10.0, positive=True, maximum=MAX_SECONDS)
 
 
@@ -37,6 +38,9 @@ class TunerSpec:
 
     With ``budget`` (trials for all tasks together) a task scheduler (``task_scheduler``, a
     name in ``engine.tuner.task_scheduler.STRATEGIES``) spends it, and ``n_trial`` is unused.
+    ``remeasure`` (K) measures each task's K best configs again once its tuning ends
+    (``engine.tuner.remeasure``).  Off (0) by default: it costs K measurements per task and only
+    changes the choice when other load inflated times during tuning.
     """
 
     kind: str = DEFAULT_TUNER
@@ -46,6 +50,7 @@ class TunerSpec:
     early_stopping: int | None = None
     seed: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    remeasure: int = 0
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,7 @@ def read_tuner(n: Node) -> TunerSpec:
         scheduler = scheduler or DEFAULT_TASK_SCHEDULER
     return TunerSpec(kind=kind.name, n_trial=number("n_trial", 1, DEFAULT_N_TRIAL), budget=budget,
                      task_scheduler=scheduler, early_stopping=number("early_stopping", 1, None),
-                     seed=number("seed", 0, None), options=options)
+                     seed=number("seed", 0, None), options=options, remeasure=number("remeasure", 0, 0))
 
 
 def read_measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:

@@ -246,6 +246,8 @@ class TaskScheduler:
             if int(inp.config.index) not in seen:
                 seen.add(int(inp.config.index))
                 t.record(res, best=id(res) not in self._implausible)
+            elif res.ok and id(res) not in self._implausible:  # measured again (tuner.remeasure)
+                t.best_cost = min(t.best_cost, res.mean_cost)
         t.previous = t.trials
         if t.previous:
             t.rounds = max(1, round(t.previous / self._round_size(t)))
