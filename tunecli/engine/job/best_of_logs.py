@@ -3,9 +3,11 @@
 Logs are read tolerantly (TVM's own logs included: v0.2 and v0.1 rows, comments, malformed lines
 skipped with a warning naming the line), and records faster than any machine are skipped
 (``log.plausibility``).  Records are grouped by task (target and workload, as
-``log.task_records.record_key`` says) and ranked by mean cost; GFLOPS are shown where the FLOP
-count of the workload is known (``log.plausibility.workload_flop``).  The output log is written
-whole through a temporary file, never over one of the logs read or a log a tune is writing.
+``log.task_records.record_key`` says) and ranked by mean cost, each config once (by its
+lowest-cost record: a config measured again, ``tuner.remeasure``, has several); GFLOPS are
+shown where the FLOP count of the workload is known (``log.plausibility.workload_flop``).  The
+output log is written whole through a temporary file, never over one of the logs read or a log a
+tune is writing.
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
         valid = [(inp, res) for inp, res in pairs if res.ok]
         n_errors = len(pairs) - len(valid)
         report.errors += n_errors
-        valid.sort(key=lambda pair: pair[1].mean_cost)
+        valid = _lowest_per_config(sorted(valid, key=lambda pair: pair[1].mean_cost))
         flop = workload_flop(name, args, first.target)
         entry = WorkloadBest(target, name, args, flop, len(pairs), n_errors)
         for rank, (inp, res) in enumerate(valid[:top], start=1):
@@ -132,3 +134,14 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
         write_log(out, (encode(inp, res) + "\n" for inp, res in kept))
         report.written = str(out)
     return report
+
+
+def _lowest_per_config(ranked: list[tuple]) -> list[tuple]:
+    """The first record of each config index in ``ranked`` (sorted by cost: its lowest)."""
+    seen: set[int] = set()
+    out = []
+    for inp, res in ranked:
+        if int(inp.config.index) not in seen:
+            seen.add(int(inp.config.index))
+            out.append((inp, res))
+    return out
