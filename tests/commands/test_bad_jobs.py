@@ -94,7 +94,7 @@ CASES = [
      [':5: tasks[0].shape: unknown field (expected one of: template, args, weight)']),
     ('unknown_tuner_key', GOOD + "tuner: {n_trials: 5}\n",
      [':5: tuner.n_trials: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, '
-      'task_scheduler, plan_size, feature_type, loss_type, num_threads, diversity_filter_ratio, '
+      'task_scheduler, remeasure, plan_size, feature_type, loss_type, num_threads, diversity_filter_ratio, '
       "log_interval, rerank_factor); did you mean 'n_trial'?"]),
     ('unknown_measure_key', GOOD + "measure: {builer: {}}\n",
      [":5: measure.builer: unknown field (expected one of: builder, runner); did you mean 'builder'?"]),
@@ -302,6 +302,10 @@ CASES = [
      [":5: tuner.n_trial: expected an integer, got 'true'"]),
     ('n_trial_zero', GOOD + "tuner: {n_trial: 0}\n",
      [':5: tuner.n_trial: expected an integer >= 1, got 0']),
+    ('remeasure_negative', GOOD + "tuner: {remeasure: -2}\n",
+     [':5: tuner.remeasure: expected an integer >= 0, got -2']),
+    ('remeasure_float', GOOD + "tuner: {remeasure: 1.5}\n",
+     [":5: tuner.remeasure: expected an integer, got '1.5'"]),
     ('seed_negative', GOOD + "tuner: {seed: -1}\n",
      [':5: tuner.seed: expected an integer >= 0, got -1']),
     ('early_stopping_zero', GOOD + "tuner: {early_stopping: 0}\n",
@@ -318,7 +322,7 @@ CASES = [
      [":5: tuner.feature_type: expected one of knob, itervar, curve, got 'pixels'"]),
     ('option_of_another_tuner', GOOD + "tuner: {kind: random, plan_size: 4}\n",
      [':5: tuner.plan_size: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, '
-      'task_scheduler)']),
+      'task_scheduler, remeasure)']),
     # --- measure
     ('measure_scalar', GOOD + "measure: fast\n",
      [":5: measure: expected a mapping, got 'fast'"]),

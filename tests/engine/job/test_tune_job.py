@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections import Counter
 from pathlib import Path
 
-from tunecli.engine.job.tune_job import tune_job
+from tunecli.engine.job.best_of_logs import best_of_logs
+from tunecli.engine.job.tune_job import TuneEvent, tune_job
 from tunecli.engine.log.record import encode, load_from_file
+from tunecli.engine.measure import LocalBuilder, LocalRunner, measure_option
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import create
+from tunecli.engine.tuner.tuner import make_measure_batch
 
 MATMUL = ("tutorial/matmul", (16, 16, 16, "float32"))
 DENSE = ("dense.x86", (8, 16, 4, "float32"))
@@ -26,6 +30,23 @@ def record(workload: tuple, target: str, index: int, *, stale: bool = False) -> 
     row = json.loads(text)  # config `index` logged under the next index: not that config any more
     row["config"]["index"] = index + 1
     return json.dumps(row)
+
+
+MATMUL_TASK = "[{template: tutorial/matmul, args: [16, 16, 16]}]"
+
+
+def write_job(tmp_path: Path, log: Path, tuner: str, tasks: str = MATMUL_TASK, name: str = "job") -> str:
+    job = tmp_path / f"{name}.yaml"
+    job.write_text(textwrap.dedent(f"""\
+        name: {name}
+        log: {log}
+        tasks: {tasks}
+        tuner: {tuner}
+        measure:
+          builder: {{n_parallel: 1}}
+          runner: {{number: 1, repeat: 1}}
+        """))
+    return str(job)
 
 
 def test_resume_counts_only_the_records_of_the_task(tmp_path: Path) -> None:
@@ -52,8 +73,10 @@ def test_resume_counts_only_the_records_of_the_task(tmp_path: Path) -> None:
           builder: {{n_parallel: 1}}
           runner: {{number: 1, repeat: 1}}
         """))
-    (outcome,) = tune_job(str(job)).tasks
-    assert outcome.previous == 2 and outcome.measured == 3
+    events: list[TuneEvent] = []
+    (outcome,) = tune_job(str(job), on_event=events.append).tasks
+    assert outcome.previous == 2 and outcome.measured == 3 and outcome.remeasured == 0
+    assert "remeasure" not in {e.kind for e in events}  # off unless the job asks
     ours = [inp.config.index for inp, _ in load_from_file(log)
             if inp.task.workload == create(*MATMUL, "llvm").workload and inp.target == Target("llvm")]
     assert ours[:3] == [1, 2, 7] and len(ours) == 6
@@ -84,3 +107,83 @@ def test_a_round_robin_budget_gives_the_tasks_rounds_in_turn(tmp_path: Path) -> 
     order = [inp.task.name for inp, _ in load_from_file(log)]
     assert order == ["tutorial/matmul"] * 2 + ["dense.x86"] * 2 + ["tutorial/matmul"] * 2 + \
         ["dense.x86"] * 2 + ["tutorial/matmul"] * 2
+
+
+def lowest(records: list[tuple]) -> dict[int, float]:
+    """Config index -> its lowest valid cost."""
+    out: dict[int, float] = {}
+    for inp, res in records:
+        if res.ok:
+            out[inp.config.index] = min(out.get(inp.config.index, float("inf")), res.mean_cost)
+    return out
+
+
+def test_remeasure_appends_the_k_best_configs_once_and_not_as_trials(tmp_path: Path) -> None:
+    log = tmp_path / "re.log"
+    job = write_job(tmp_path, log, "{kind: random, n_trial: 5, seed: 0, remeasure: 3}")
+    events: list[TuneEvent] = []
+    summary = tune_job(job, on_event=events.append)
+    (outcome,) = summary.tasks
+    assert (outcome.previous, outcome.measured, outcome.remeasured, summary.remeasure) == (0, 5, 3, 3)
+    records = list(load_from_file(log))
+    trials = lowest(records[:5])
+    assert len(records) == 8 and len(trials) == 5
+    assert [inp.config.index for inp, _ in records[5:]] == sorted(trials, key=trials.get)[:3]
+    assert [e.remeasuring for e in events if e.kind == "remeasure"] == [3]
+    assert events[-1].kind == "end" and events[-1].done == 5  # re-measurements are not trials
+    assert outcome.best_cost == min(lowest(records).values())
+
+    (again,) = tune_job(job).tasks  # resumed: done, and already re-measured
+    assert (again.previous, again.measured, again.remeasured) == (5, 0, 0)
+    assert len(list(load_from_file(log))) == 8
+
+    (more,) = tune_job(job, n_trial=8).tasks  # 3 more trials; only new configs among the 3 best
+    records = list(load_from_file(log))
+    assert (more.previous, more.measured) == (5, 3)
+    assert len(records) == 8 + 3 + more.remeasured
+    per_config = Counter(inp.config.index for inp, _ in records)
+    best = lowest(records)
+    assert max(per_config.values()) == 2 and len(per_config) == 8
+    assert all(per_config[index] == 2 for index in sorted(best, key=best.get)[:3])
+
+
+def test_remeasure_with_a_budget_comes_after_the_budget(tmp_path: Path) -> None:
+    log = tmp_path / "budget.log"
+    tasks = "[{template: tutorial/matmul, args: [16, 16, 16]}, {template: dense.x86, args: [8, 16, 4]}]"
+    job = write_job(tmp_path, log, "{kind: xgb, budget: 6, task_scheduler: round-robin, seed: 0, "
+                    "plan_size: 2, remeasure: 1}", tasks)
+    summary = tune_job(job)
+    assert [(t.measured, t.remeasured) for t in summary.tasks] == [(4, 1), (2, 1)]
+    records = list(load_from_file(log))
+    assert len(records) == 8
+    for task, (inp, _) in zip(("tutorial/matmul", "dense.x86"), records[6:], strict=True):
+        assert inp.task.name == task
+        best = lowest([(i, r) for i, r in records[:6] if i.task.name == task])
+        assert inp.config.index == min(best, key=best.get)
+    resumed = tune_job(job)  # the budget is spent: re-measurements did not count toward it
+    assert [(t.previous, t.measured, t.remeasured) for t in resumed.tasks] == [(4, 0, 0), (2, 0, 0)]
+
+
+def test_remeasuring_corrects_a_choice_made_under_load(tmp_path: Path) -> None:
+    """The truly fastest config was logged at an inflated time (a load spike); re-measured, it wins."""
+    task = create("tutorial/matmul", (128, 128, 128, "float32"), "llvm")
+    fast, slow = 42, 0  # inner tiles 4 x 32 (contiguous rows) against 1 x 1 (a column walk of B)
+    option = measure_option(LocalBuilder(n_parallel=1), LocalRunner(number=2, repeat=2, cooldown_interval=0))
+    try:
+        inputs = [MeasureInput(task.target, task, task.config_space.get(i)) for i in (fast, slow)]
+        fast_res, slow_res = make_measure_batch(task, option)(inputs)
+    finally:
+        option["builder"].close()
+        option["runner"].close()
+    assert fast_res.ok and slow_res.ok and fast_res.mean_cost * 3 < slow_res.mean_cost
+    inflated = fast_res._replace(costs=(2 * slow_res.mean_cost,))
+    log = tmp_path / "loaded.log"
+    log.write_text(encode(inputs[0], inflated) + "\n" + encode(inputs[1], slow_res) + "\n")
+    assert best_of_logs([str(log)]).workloads[0].best[0].index == slow
+
+    job = write_job(tmp_path, log, "{kind: random, n_trial: 2, seed: 0, remeasure: 2}",
+                    "[{template: tutorial/matmul, args: [128, 128, 128]}]")
+    (outcome,) = tune_job(job).tasks
+    assert (outcome.measured, outcome.remeasured, outcome.best_index) == (0, 2, fast)
+    report = best_of_logs([str(log)], top=2)
+    assert [entry.index for entry in report.workloads[0].best] == [fast, slow]  # each config once

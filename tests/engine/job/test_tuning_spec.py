@@ -22,8 +22,11 @@ BAD = [
      "9: tuner.kind: expected one of random, gridsearch, ga, xgb, got 'annealing'"),
     ("  pop_size: 8", "  plan_size: 8",
      "13: tuner.plan_size: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, "
-     "task_scheduler, pop_size, elite_num, mutation_prob)"),
+     "task_scheduler, remeasure, pop_size, elite_num, mutation_prob)"),
     ("  seed: 3", "  seed: -1", "12: tuner.seed: expected an integer >= 0, got -1"),
+    ("  seed: 3", "  remeasure: -1", "12: tuner.remeasure: expected an integer >= 0, got -1"),
+    ("  seed: 3", "  remeasure: 2.5", "12: tuner.remeasure: expected an integer, got '2.5'"),
+    ("  seed: 3", "  remeasure: all", "12: tuner.remeasure: expected an integer, got 'all'"),
     ("  pop_size: 8", "  pop_size: 8\n  elite_num: 9",
      "14: tuner.elite_num: elite_num (9) must not exceed pop_size (8)"),
     ("  pop_size: 8", "  pop_size: 2", "13: tuner.pop_size: elite_num (3) must not exceed pop_size (2)"),
@@ -82,6 +85,13 @@ def test_a_budget_is_spent_by_the_gradient_scheduler_unless_the_job_names_anothe
     per_task = job.with_overrides(n_trial=5).tuner  # --n-trial: trials per task again
     assert (per_task.n_trial, per_task.budget, per_task.task_scheduler) == (5, None, None)
     assert load_job(write(tmp_path, GOOD)).tuner.budget is None
+
+
+def test_remeasure_is_off_unless_given(tmp_path: Path) -> None:
+    assert load_job(write(tmp_path, GOOD)).tuner.remeasure == 0
+    job = load_job(write(tmp_path, GOOD.replace("  seed: 3", "  seed: 3\n  remeasure: 8")))
+    assert (job.tuner.remeasure, job.tuner.seed) == (8, 3)
+    assert job.with_overrides(n_trial=5, tuner="random").tuner.remeasure == 8
 
 
 def test_smallest_job_is_name_and_tasks_and_tunes_with_xgb(tmp_path: Path) -> None:
