@@ -53,6 +53,23 @@ def test_tune_then_resume(invoke: Invoke, tiny_job) -> None:
     assert len(log_indices(log)) == 7
 
 
+def test_remeasure_is_shown_and_counted_apart_from_trials(invoke: Invoke, tiny_job) -> None:
+    job, log = tiny_job(n_trial=4)
+    Path(job).write_text(Path(job).read_text().replace("seed: 0}", "seed: 0, remeasure: 2}"))
+    first = invoke("tune", job)
+    assert first.exit_code == 0, first.output
+    assert "task 1/1 tutorial/matmul(16, 16, 16, float32): re-measuring the 2 best configs" in first.stderr
+    assert "re-measured 2 configs (the 2 best of each task, not counted as trials)" in first.stdout
+    indices = log_indices(log)
+    assert len(indices) == 6 and len(set(indices)) == 4 and set(indices[4:]) <= set(indices[:4])
+
+    again = invoke("tune", job, "--json")
+    summary = json.loads(again.stdout)
+    assert summary["remeasure"] == 2 and "re-measuring" not in again.stderr
+    assert [(t["previous"], t["measured"], t["remeasured"]) for t in summary["tasks"]] == [(4, 0, 0)]
+    assert len(log_indices(log)) == 6
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)],
                          ids=["term", "kill"])
 def test_killed_tune_keeps_every_finished_measurement_and_resumes(invoke: Invoke, tiny_job, sig: int) -> None:
@@ -147,6 +164,16 @@ def test_progress_line_fits_the_terminal_and_keeps_the_numbers(width: int) -> No
     for part in ("task 1/12", "1057/2000", "1234.5/1305.7 GFLOPS", "17 err"):
         assert part in line, (width, line)
     assert ("conv2d_nchw.x86(1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 'float32')" in line) == (width >= 200)
+
+
+def test_progress_says_when_the_best_configs_are_measured_again() -> None:
+    terminal = _Terminal(100)
+    view = _ProgressView(terminal)
+    view(TuneEvent("start", 0, 2, "dense.x86(8, 16, 4, 'float32')", 20, 0))
+    view(TuneEvent("remeasure", 0, 2, "dense.x86(8, 16, 4, 'float32')", 20, 20, remeasuring=8))
+    view.progress.refresh()
+    assert "task 1/2 dense.x86(8, 16, 4, 'float32'): re-measuring the 8 best configs" in \
+        terminal.err.file.getvalue()
 
 
 def test_a_job_without_tuner_tunes_with_xgb(invoke: Invoke, tmp_path: Path) -> None:

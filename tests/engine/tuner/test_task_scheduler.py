@@ -219,6 +219,13 @@ def test_an_implausible_record_counts_as_a_trial_but_not_as_the_best() -> None:
     assert (s.tasks[0].trials, s.tasks[0].best_cost) == (2, 1e-3)
 
 
+def test_a_config_measured_again_is_one_trial_at_its_lowest_cost() -> None:
+    a, m = task(DENSE_A), task(MATMUL)
+    history = [record(a, 0, 2e-3), record(a, 1, 3e-3), record(a, 1, 1e-3)]  # config 1 re-measured
+    s = TaskScheduler([a, m], random_tuner, budget=20, history=history)
+    assert (s.tasks[0].previous, s.tasks[0].trials, s.tasks[0].best_cost) == (2, 2, 1e-3)
+
+
 def test_a_tuner_starts_from_every_record_known_at_its_first_round() -> None:
     a, m = task(DENSE_A), task(MATMUL)
     seen: dict[str, int] = {}
