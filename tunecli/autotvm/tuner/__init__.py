@@ -1,4 +1,5 @@
-"""tunecli.autotvm.tuner: tuners (TVM's ``autotvm.tuner``)."""
+"""tunecli.autotvm.tuner: tuners (TVM's ``autotvm.tuner``), and ``remeasure_top`` (tunecli's: a
+task's best configs measured again, ``engine.tuner.remeasure``)."""
 
 from tunecli.autotvm import callback
 from tunecli.engine.tuner import (
@@ -9,10 +10,11 @@ from tunecli.engine.tuner import (
     SimulatedAnnealingOptimizer,
     Tuner,
     XGBTuner,
+    remeasure_top,
 )
 from tunecli.engine.tuner.xgb_cost_model import XGBoostCostModel
 
 __all__ = [
     "GATuner", "GridSearchTuner", "ModelBasedTuner", "RandomTuner", "SimulatedAnnealingOptimizer", "Tuner",
-    "XGBTuner", "XGBoostCostModel", "callback",
+    "XGBTuner", "XGBoostCostModel", "callback", "remeasure_top",
 ]
