@@ -27,13 +27,16 @@ from typing import Any
 
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.log.history_best import tophub_context
-from tunecli.engine.runtime import Module, device_for_target
-from tunecli.engine.runtime.graph_executor import GraphPlan
+from tunecli.engine.lower.thread_scope import is_gpu_target
+from tunecli.engine.runtime import Device, Module, device_for_target
+from tunecli.engine.runtime.cuda import CUDADevice
+from tunecli.engine.runtime.cuda_graph_executor import CUDAGraphExecutor
+from tunecli.engine.runtime.graph_executor import GraphModule, GraphPlan
 from tunecli.engine.runtime.graph_library import BLOB_SIZE_SYMBOL, BLOB_SYMBOL, GraphLibrary, pack_blob
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
 from tunecli.engine.task.scope import GLOBAL_SCOPE
-from tunecli.errors import GraphError
+from tunecli.errors import ArgumentError, GraphError
 
 from .graph_codegen import graph_program
 from .graph_expr import Function
@@ -131,6 +134,17 @@ class BuiltGraph(GraphLibrary):
         )
         self.plan = GraphPlan.parse(graph_json)
 
+    def create(self, device: Device | None = None) -> GraphModule:
+        """A new executor of the graph on ``device`` (a CUDA build: ``tunecli.cuda(n)``, the default
+        ``cuda(0)``; its parameters are copied to the GPU)."""
+        if not is_gpu_target(self.target):
+            return super().create(device)
+        dev = device_for_target(self.target) if device is None else device
+        if not isinstance(dev, CUDADevice):
+            raise ArgumentError(f"graph executor: this build's kernels are PTX for {str(self.target)!r}; run it "
+                                f"on a GPU with lib[{self.libmod_name!r}](tunecli.cuda(0)), not on {dev!r}")
+        return GraphModule(CUDAGraphExecutor(self.graph_json, self.kernels, self.params, dev))
+
     @property
     def graph(self) -> str:
         """TVM's ``lib.graph_json``."""
@@ -154,6 +168,12 @@ class BuiltGraph(GraphLibrary):
         compiler = cc or shutil.which("cc") or shutil.which("gcc")
         if compiler is None:
             raise GraphError("export_library: no C compiler (cc or gcc) on PATH to link the library")
+        if is_gpu_target(self.target):
+            raise GraphError(
+                f"export_library: the kernels are PTX for {str(self.target)!r}; an exported library holds "
+                "host objects only (a CUDA one would need the PTX in the blob and a loader that loads it "
+                "through the CUDA driver); run the build in this process with lib['default'](tunecli.cuda(0))"
+            )
         if not self.target.is_host:
             raise GraphError(f"export_library: the kernels are for {self.target}, not this machine")
         blob = pack_blob(self.graph_json, {n: len(k.arg_specs) for n, k in self.kernels.items()}, self.params)

@@ -24,7 +24,8 @@ VECTOR = 16
 PARALLEL_MIN = 4096
 
 
-def _stages(out: te.Tensor) -> list[Operation]:
+def stages_of(out: te.Tensor) -> list[Operation]:
+    """The stages ``out`` is computed from (itself included), producers first."""
     seen: dict[int, Operation] = {}
     order: list[Operation] = []
 
@@ -44,7 +45,7 @@ def schedule_group(outs: Sequence[te.Tensor]) -> Schedule:
     """Schedule a group without an anchor whose result is ``outs[0]``."""
     (out,) = outs
     s = create_schedule([out.op])
-    for op in _stages(out):
+    for op in stages_of(out):
         if op is out.op or not isinstance(op, ComputeOp):
             continue
         if is_injective(op):

@@ -20,13 +20,17 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.build import build
 from tunecli.engine.codegen import CompiledKernel
+from tunecli.engine.ir.stmt import PrimFunc
+from tunecli.engine.lower import lower
+from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.ops.strategy import OpCall
 from tunecli.engine.schedule import create_schedule
-from tunecli.engine.target import Target
+from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.errors import GraphError
 
 from .constant_stages import constant_frontier, identity_stage, placeholders_read, replace_stages
+from .gpu_group_schedule import schedule_group_gpu
 from .graph_expr import Call, Function, Tuple, Var
 from .group_schedule import schedule_group
 from .op_compute import compute_of
@@ -80,11 +84,14 @@ class LoweredKernel:
         The kernel's input arguments: a group parameter (its index) or a precomputed constant;
         the output follows them.
     anchor : AnchorConfig or None
+    func : PrimFunc or None
+        The lowered loop nest the kernel was compiled from.
     """
 
     kernel: CompiledKernel
     inputs: tuple[int | PrecomputedInput, ...]
     anchor: AnchorConfig | None
+    func: PrimFunc | None = None
 
 
 def lower_group(
@@ -124,6 +131,8 @@ def lower_group(
         epilogue = None if out is anchor_outs[0] else out
         with target:
             sch = anchor_impl[1].strategy.schedule(anchor_cfg, anchor_outs, epilogue)  # type: ignore[index]
+    elif is_gpu_target(target):
+        sch = schedule_group_gpu([out], target)
     else:
         sch = schedule_group([out])
     for _, ident in identities:
@@ -131,13 +140,14 @@ def lower_group(
     read = {id(t.op) for t in placeholders_read(out)}
     used = [i for i, p in enumerate(fn.params) if id(placeholders[p].op) in read]
     args = [placeholders[fn.params[i]] for i in used] + [ph for ph, _ in precomputed] + [out]
-    module = build(sch, args, target, name=func_name)
+    func = lower(sch, args, func_name, target)
+    module = build(func, target=target)
     inputs: tuple[int | PrecomputedInput, ...] = (*used, *(pre for _, pre in precomputed))
     anchor = None
     if anchor_impl is not None:
         impl = anchor_impl[1]
         anchor = AnchorConfig(impl.task_name, impl.workload, not getattr(anchor_cfg, "is_fallback", False))
-    return LoweredKernel(module.kernel, inputs, anchor)
+    return LoweredKernel(module.kernel, inputs, anchor, func)
 
 
 def _compute_group(
@@ -188,10 +198,11 @@ def _hoist_constant_stages(
     """Compile each constant stage of the group into a build-time kernel; return ``(stage, identity
     stage)`` pairs and the new inputs (placeholder, how to compute it)."""
     index = {id(placeholders[p].op): i for i, p in enumerate(fn.params)}
+    host = as_target("llvm") if is_gpu_target(target) else target  # build-time kernels run here
     identities, precomputed = [], []
     for k, stage in enumerate(constant_frontier([out], constants)):
         reads = placeholders_read(stage)
-        pre = build(create_schedule([stage.op]), [*reads, stage], target, name=f"{func_name}_const{k}")
+        pre = build(create_schedule([stage.op]), [*reads, stage], host, name=f"{func_name}_const{k}")
         ph = te.placeholder(stage.shape, stage.dtype, name=f"{stage.op.name}_packed")
         identities.append((stage, identity_stage(ph, stage)))
         precomputed.append((ph, PrecomputedInput(pre.kernel, tuple(index[id(r.op)] for r in reads))))

@@ -11,6 +11,7 @@ Modules::
     ndarray.py  NDArray, array(), empty(): TVM's nd face over a device's memory
     module.py   Module (call, time_evaluator, save, get_source), BenchmarkResult
     graph_executor.py  GraphExecutor, GraphModule: a network's kernels run in order on planned buffers
+    cuda_graph_executor.py  CUDAGraphExecutor: the same on a GPU (device buffers, PTX launches)
     graph_library.py   GraphLibrary (``lib["default"](dev)``), exported libraries, load_module()
 
 A new backend is one module beside ``cpu.py`` and one entry in ``devices.DEVICE_KINDS``.

@@ -223,6 +223,24 @@ class CUDADevice(Device):
         self.activate()
         self._launch(loaded, params)
 
+    def launch_pointers(self, loaded: CUDAKernel, pointers: Sequence[int]) -> None:
+        """Queue one launch of ``loaded`` on device addresses (a graph executor's planned buffers)."""
+        self.activate()
+        self._launch(loaded, (tuple(pointers), tuple(ctypes.c_void_p for _ in pointers)))
+
+    def write(self, address: int, host: np.ndarray) -> None:
+        """Copy the bytes of ``host`` to the device address ``address``."""
+        src = np.ascontiguousarray(host)
+        self.activate()
+        call("cuMemcpyHtoD", driver().cuMemcpyHtoD(address, src.ctypes.data, src.nbytes))
+
+    def read(self, address: int, shape: Sequence[int], dtype: str) -> np.ndarray:
+        """A host array of ``shape`` and ``dtype`` copied from the device address ``address``."""
+        out = np.empty(tuple(shape), dtype=dtype)
+        self.activate()
+        call("cuMemcpyDtoH", driver().cuMemcpyDtoH(out.ctypes.data, address, out.nbytes))
+        return out
+
     def _launch(self, loaded: CUDAKernel, params: tuple[Any, Any]) -> None:
         (gx, gy, gz), (bx, by, bz) = loaded.launch.grid, loaded.launch.block
         call(f"cuLaunchKernel of {loaded.entry_name}",

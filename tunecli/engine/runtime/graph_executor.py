@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -101,7 +102,39 @@ class GraphPlan:
         return planned, unplanned
 
 
-class GraphExecutor:
+class Executor(ABC):
+    """What a :class:`GraphModule` drives: one graph's buffers and kernel calls on a device."""
+
+    plan: GraphPlan
+
+    @abstractmethod
+    def run(self) -> None:
+        """Run every kernel once, in order."""
+
+    @abstractmethod
+    def set_input(self, key: str | int, value: Any) -> None:
+        """Copy ``value`` into input ``key``."""
+
+    @abstractmethod
+    def array(self, entry: int) -> np.ndarray:
+        """The value of ``entry`` as a host array."""
+
+    def entry(self, key: str | int, what: str = "input") -> int:
+        """The entry id of input ``key`` (a name or an index among the graph's inputs)."""
+        names = list(self.plan.inputs)
+        if isinstance(key, (int, np.integer)):
+            if not 0 <= key < len(names):
+                raise ArgumentError(f"graph executor: {what} index {key} out of range (0..{len(names) - 1})")
+            key = names[key]
+        if key not in self.plan.inputs:
+            raise ArgumentError(
+                f"graph executor: no input named {key!r}; inputs: {', '.join(names[:8])}"
+                + (" ..." if len(names) > 8 else "")
+            )
+        return self.plan.inputs[key]
+
+
+class GraphExecutor(Executor):
     """Buffers and kernel calls of one graph on the CPU.
 
     Parameters
@@ -156,20 +189,6 @@ class GraphExecutor:
         for kernel, pointers in self._calls:
             kernel.prepare()(*pointers)
 
-    def entry(self, key: str | int, what: str = "input") -> int:
-        """The entry id of input ``key`` (a name or an index among the graph's inputs)."""
-        names = list(self.plan.inputs)
-        if isinstance(key, (int, np.integer)):
-            if not 0 <= key < len(names):
-                raise ArgumentError(f"graph executor: {what} index {key} out of range (0..{len(names) - 1})")
-            key = names[key]
-        if key not in self.plan.inputs:
-            raise ArgumentError(
-                f"graph executor: no input named {key!r}; inputs: {', '.join(names[:8])}"
-                + (" ..." if len(names) > 8 else "")
-            )
-        return self.plan.inputs[key]
-
     def set_input(self, key: str | int, value: Any) -> None:
         """Copy ``value`` into input ``key``; a parameter gets a private copy."""
         e = self.entry(key)
@@ -206,13 +225,13 @@ class GraphModule:
 
     Parameters
     ----------
-    module : GraphExecutor or GraphModule
+    module : Executor or GraphModule
         What ``lib["default"](dev)`` returns (a GraphModule wraps the same executor).
     """
 
-    def __init__(self, module: GraphExecutor | GraphModule):
+    def __init__(self, module: Executor | GraphModule):
         self._exec = module._exec if isinstance(module, GraphModule) else module
-        if not isinstance(self._exec, GraphExecutor):
+        if not isinstance(self._exec, Executor):
             raise ArgumentError(f"GraphModule: expected lib['default'](dev), got {type(module).__name__}")
 
     @property
