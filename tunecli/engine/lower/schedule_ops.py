@@ -14,6 +14,7 @@ from tunecli.errors import LoweringError
 
 from .bound import BoundInfo, attach_of
 from .storage import Storage
+from .thread_scope import LAUNCH_TAGS
 
 
 class NestBuilder:
@@ -67,10 +68,13 @@ class NestBuilder:
                 if kids:
                     body = self._place(kids, body)
             ext = dom[iv]
-            if isinstance(ext, E.IntImm) and ext.value == 1:
+            bound = stage.bindings.get(iv)
+            launched = bound is not None and bound.thread_tag in LAUNCH_TAGS
+            # A block/thread loop of extent 1 stays: its guard keeps the other threads of the
+            # launch (a larger extent bound by another stage) from repeating the body.
+            if isinstance(ext, E.IntImm) and ext.value == 1 and not launched:
                 body = substitute(body, {iv.var: E.IntImm(0)})
             else:
-                bound = stage.bindings.get(iv)
                 body = S.For(iv.var, E.IntImm(0), ext, self._kind(stage, iv), body,
                              thread_tag=bound.thread_tag if bound is not None else None)
             max_step = pragma_max_step(stage.pragmas.get(iv, []))
