@@ -164,6 +164,28 @@ def test_an_uneven_cooperative_fetch_is_guarded_so_no_element_is_fetched_twice()
     assert barriers(func.body) == 1
 
 
+def test_a_fetch_whose_thread_loop_has_extent_one_is_done_by_one_row_of_threads():
+    """A cooperative fetch small enough that its ``threadIdx.z`` loop has extent 1 keeps that loop
+    (a guard ``threadIdx.z < 1``) instead of dropping it: the other rows of the block, launched
+    for the output, must not fetch the same elements again (a race on shared memory)."""
+    A, B = te.placeholder((4, 8), name="A"), te.placeholder((8,), name="B")
+    C = te.compute((4, 8), lambda i, j: A[i, j] + B[j], name="C")
+    s = te.create_schedule(C.op)
+    BS = s.cache_read(B, "shared", [C])
+    s[C].bind(C.op.axis[0], te.thread_axis("threadIdx.z"))
+    s[C].bind(C.op.axis[1], te.thread_axis("threadIdx.x"))
+    s[BS].compute_at(s[C], C.op.axis[0])
+    rest, tx = s[BS].split(s[BS].op.axis[0], factor=8)
+    _, tz = s[BS].split(rest, factor=4)  # extent 1: only threadIdx.z == 0 fetches
+    s[BS].bind(tz, te.thread_axis("threadIdx.z"))
+    s[BS].bind(tx, te.thread_axis("threadIdx.x"))
+    func = lower(s, [A, B, C], "row", target="cuda")
+    a, b = np.arange(32, dtype="float32").reshape(4, 8), np.arange(8, dtype="float32")
+    c = np.full((4, 8), np.nan, "float32")
+    run_grid(func, a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+
+
 def test_vthread_and_local_stages_stay_per_thread():
     """A local accumulator inside vthread loops: one per (thread, virtual thread), interleaved."""
     n = 16
