@@ -5,7 +5,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import pytest
 
-from tunecli.engine.target import Target, as_target, host_arch, host_triple
+from tunecli.engine.target import Target, as_target, cuda, host_arch, host_triple
 from tunecli.errors import TargetError
 
 
@@ -130,3 +130,10 @@ def test_missing_features_on_another_processor():
     assert Target("llvm -mcpu=haswell").missing_on("znver3", lacks_avx512) == []
     assert Target("llvm -mcpu=skylake-avx512").missing_on("skylake-avx512", lacks_avx512) == []  # its own CPU
     assert Target("llvm -mcpu=cortex-a72 -mattr=+neon").missing_on("cortex-a53", ["+neon"]) == []
+
+
+def test_cuda_makes_tvms_cuda_targets():
+    assert cuda() == Target("cuda") and str(cuda()) == "cuda"
+    assert cuda(arch="sm_80") == Target("cuda -arch=sm_80")
+    assert cuda("a100", "sm_80", "-max_num_threads=512") == Target("cuda -arch=sm_80 -model=a100 -max_num_threads=512")
+    assert cuda("a100").model == "a100" and "gpu" in cuda().keys

@@ -350,3 +350,27 @@ def parse_target(text: str) -> Target:
 def host_arch() -> str:
     """Return the host's architecture name (``x86_64``, ``aarch64``)."""
     return triple_arch(platform.machine().lower())
+
+
+def cuda(model: str = "unknown", arch: str | None = None, options: str | list[str] | None = None) -> Target:
+    """TVM's ``tvm.target.cuda``: a ``cuda`` target, with ``-arch=`` (``"sm_80"``) when given.
+
+    Parameters
+    ----------
+    model : str
+        The GPU model (``-model=``; ``"unknown"`` leaves it out, as ``Target("cuda")`` has it).
+    arch : str, optional
+        The compute capability the PTX is for.
+    options : str or list of str, optional
+        More target options (``"-max_num_threads=512"``).
+
+    Returns
+    -------
+    Target
+    """
+    opts = [options] if isinstance(options, str) else list(options or [])
+    if model != "unknown":
+        opts.insert(0, f"-model={model}")
+    if arch:
+        opts.insert(0, f"-arch={arch}")
+    return parse_target(" ".join(["cuda", *opts]))

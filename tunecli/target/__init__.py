@@ -1,5 +1,6 @@
-"""TVM-style ``target`` namespace: ``Target("llvm -mcpu=...")`` (re-export of tunecli.engine.target)."""
+"""TVM-style ``target`` namespace: ``Target("llvm -mcpu=...")``, ``cuda()`` (re-exports of
+tunecli.engine.target)."""
 
-from tunecli.engine.target import Target
+from tunecli.engine.target import Target, cuda
 
-__all__ = ["Target"]
+__all__ = ["Target", "cuda"]
