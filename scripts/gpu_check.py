@@ -16,7 +16,10 @@
    ``check_correctness`` (no wrong answer allowed) and the best one's speed;
 6. a device server on this machine (``run_server``, key ``gpu``) says it has the GPU, and an
    ``RPCRunner`` measures ``conv2d_nchw.cuda`` configs on it (checked against numpy);
-7. a short table last; exit status 1 when any check failed.
+7. ResNet-18 (1x3x224x224) built with ``relay.build`` for ``cuda`` (fallback configs) runs on the
+   GPU through the graph executor, its output matches the CPU (``llvm``) build's on the same input,
+   and one run is timed (``GraphModule.benchmark``);
+8. a short table last; exit status 1 when any check failed.
 
 Usage (from the repository root; see the README's CUDA section for the device call)::
 
@@ -39,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import tunecli as tvm  # noqa: E402
-from tunecli import autotvm, te  # noqa: E402
+import tunecli.contrib.graph_executor as runtime  # noqa: E402
+from tunecli import autotvm, relay, te  # noqa: E402
 from tunecli.engine.rpc.tracker import Tracker  # noqa: E402
 from tunecli.engine.task.fallback_config import FallbackConfigEntity  # noqa: E402
 from tunecli.engine.task.template_file import load_template_file  # noqa: E402
@@ -271,6 +275,30 @@ def rpc_measure(trials: int) -> None:
         tracker.stop()
 
 
+def resnet18_network(dev: tvm.Device) -> None:
+    """ResNet-18 at 224x224 built for cuda and for the CPU: same output, and the GPU's time per run."""
+    mod, params = relay.testing.resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 224, 224))
+    data = np.random.default_rng(0).uniform(-1, 1, (1, 3, 224, 224)).astype(F32)
+    outputs, seconds = {}, {}
+    for target, device in (("cuda", dev), ("llvm", tvm.cpu(0))):
+        start = time.perf_counter()
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target=target, params=params)
+        seconds[target] = time.perf_counter() - start
+        module = runtime.GraphModule(lib["default"](device))
+        module.set_input("data", data)
+        module.run()
+        outputs[target] = module.get_output(0).numpy()
+        if target == "cuda":
+            kernels = len(lib.kernels)
+            ms = module.benchmark(device, number=10, repeat=5).median * 1e3
+    error = float(np.max(np.abs(outputs["cuda"] - outputs["llvm"])))
+    ok = bool(np.allclose(outputs["cuda"], outputs["llvm"], rtol=1e-3, atol=1e-5))
+    row("ResNet-18 224 on the GPU", ok,
+        f"{kernels} kernels built in {seconds['cuda']:.1f} s; {ms:.2f} ms per run (fallback configs); "
+        f"max |GPU - CPU| = {error:.2e}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200, help="tuning trials of the seed conv2d")
@@ -307,6 +335,7 @@ def main() -> int:
              for name in TEMPLATES]
     steps += [(f"{name} tuning", lambda name=name: template_tuning(name, opts.template_trials, opts.out))
               for name in TEMPLATES]
+    steps.append(("ResNet-18 224 on the GPU", lambda: resnet18_network(dev)))
     steps.append(("RPC server GPU", lambda: rpc_measure(8)))
     for name, step in steps:
         try:
