@@ -135,5 +135,6 @@ def test_missing_features_on_another_processor():
 def test_cuda_makes_tvms_cuda_targets():
     assert cuda() == Target("cuda") and str(cuda()) == "cuda"
     assert cuda(arch="sm_80") == Target("cuda -arch=sm_80")
-    assert cuda("a100", "sm_80", "-max_num_threads=512") == Target("cuda -arch=sm_80 -model=a100 -max_num_threads=512")
+    want = Target("cuda -arch=sm_80 -model=a100 -max_num_threads=512")
+    assert cuda("a100", "sm_80", "-max_num_threads=512") == want
     assert cuda("a100").model == "a100" and "gpu" in cuda().keys

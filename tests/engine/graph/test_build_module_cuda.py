@@ -77,7 +77,8 @@ def test_the_small_networks_kernels_in_the_simulated_grid_equal_the_interpreter(
 def _ptxas(tmp_path: Path, name: str, ptx: bytes, arch: str) -> None:
     path = tmp_path / f"{name}.ptx"
     path.write_bytes(ptx)
-    proc = subprocess.run([str(ptxas_path()), f"-arch={arch}", str(path), "-o", str(path.with_suffix(".cubin"))],
+    cubin = path.with_suffix(".cubin")
+    proc = subprocess.run([str(ptxas_path()), f"-arch={arch}", str(path), "-o", str(cubin)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{name}: {proc.stderr}"
 
@@ -85,7 +86,8 @@ def _ptxas(tmp_path: Path, name: str, ptx: bytes, arch: str) -> None:
 @pytest.mark.skipif(ptxas_path() is None, reason="ptxas (CUDA toolkit or nvidia-cuda-nvcc) is not installed")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("network", ["resnet-18", "mobilenet"])
-def test_every_kernel_of_a_network_fits_the_gpu_and_passes_ptxas(tmp_path: Path, network: str, arch: str) -> None:
+def test_every_kernel_of_a_network_fits_the_gpu_and_passes_ptxas(tmp_path: Path, network: str,
+                                                                  arch: str) -> None:
     if network == "resnet-18":
         mod, params = resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 32, 32))
     else:

@@ -19,9 +19,11 @@ from .simulated_cuda_graph import cuda_program, simulate
 
 X = (1, 6, 9, 9)
 GROUPS: dict[str, tuple[list[tuple[int, ...]], Callable[..., relay.Expr]]] = {
-    "elementwise": ([X, X], lambda a, b: relay.tanh(relay.clip(relay.multiply(relay.add(a, b), a), -0.5, 0.7))),
+    "elementwise": ([X, X], lambda a, b: relay.tanh(relay.clip(relay.multiply(relay.add(a, b), a),
+                                                                -0.5, 0.7))),
     "broadcast": ([X, (6, 1, 1)], lambda a, b: relay.nn.relu(relay.add(a, b))),
-    "transpose_reshape": ([X], lambda a: relay.reshape(relay.transpose(relay.sigmoid(a), (0, 2, 3, 1)), (9, 54))),
+    "transpose_reshape": ([X], lambda a: relay.reshape(relay.transpose(relay.sigmoid(a), (0, 2, 3, 1)),
+                                                       (9, 54))),
     "concatenate": ([X, (1, 3, 9, 9)], lambda a, b: relay.concatenate([a, relay.exp(b)], axis=1)),
     "pad": ([X], lambda a: relay.nn.pad(a, ((0, 0), (0, 0), (1, 2), (2, 1)))),
     "max_pool": ([X], lambda a: relay.nn.max_pool2d(relay.nn.relu(a), pool_size=(3, 3), strides=(2, 2),

@@ -141,8 +141,10 @@ class BuiltGraph(GraphLibrary):
             return super().create(device)
         dev = device_for_target(self.target) if device is None else device
         if not isinstance(dev, CUDADevice):
-            raise ArgumentError(f"graph executor: this build's kernels are PTX for {str(self.target)!r}; run it "
-                                f"on a GPU with lib[{self.libmod_name!r}](tunecli.cuda(0)), not on {dev!r}")
+            raise ArgumentError(
+                f"graph executor: this build's kernels are PTX for {str(self.target)!r}; run it on a GPU "
+                f"with lib[{self.libmod_name!r}](tunecli.cuda(0)), not on {dev!r}"
+            )
         return GraphModule(CUDAGraphExecutor(self.graph_json, self.kernels, self.params, dev))
 
     @property
