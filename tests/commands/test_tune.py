@@ -70,6 +70,23 @@ def test_remeasure_is_shown_and_counted_apart_from_trials(invoke: Invoke, tiny_j
     assert len(log_indices(log)) == 6
 
 
+def test_remeasure_option_overrides_the_job(invoke: Invoke, tiny_job) -> None:
+    job, log = tiny_job(n_trial=3)
+    bad = invoke("tune", job, "--remeasure", "-1")
+    assert bad.exit_code == 2
+    assert "Invalid value for '--remeasure': -1 is not in the range x>=0." in bad.stderr
+    assert not log.exists()  # refused before anything runs
+    assert "--remeasure K" in invoke("tune", "--help").stdout
+
+    result = invoke("tune", job, "--remeasure", "2", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["remeasure"] == 2
+    assert [(t["measured"], t["remeasured"]) for t in summary["tasks"]] == [(3, 2)]
+    indices = log_indices(log)
+    assert len(indices) == 5 and set(indices[3:]) <= set(indices[:3])
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)],
                          ids=["term", "kill"])
 def test_killed_tune_keeps_every_finished_measurement_and_resumes(invoke: Invoke, tiny_job, sig: int) -> None:

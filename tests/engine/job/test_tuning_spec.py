@@ -92,6 +92,8 @@ def test_remeasure_is_off_unless_given(tmp_path: Path) -> None:
     job = load_job(write(tmp_path, GOOD.replace("  seed: 3", "  seed: 3\n  remeasure: 8")))
     assert (job.tuner.remeasure, job.tuner.seed) == (8, 3)
     assert job.with_overrides(n_trial=5, tuner="random").tuner.remeasure == 8
+    assert job.with_overrides(remeasure=0).tuner.remeasure == 0  # --remeasure 0 turns it off
+    assert load_job(write(tmp_path, GOOD)).with_overrides(remeasure=4).tuner.remeasure == 4
 
 
 def test_smallest_job_is_name_and_tasks_and_tunes_with_xgb(tmp_path: Path) -> None:

@@ -128,11 +128,12 @@ class Job:
     graph_tuner: GraphTunerSpec | None = None
 
     def with_overrides(self, n_trial: int | None = None, tuner: str | None = None,
-                       log: str | None = None, seed: int | None = None) -> Job:
+                       log: str | None = None, seed: int | None = None,
+                       remeasure: int | None = None) -> Job:
         """Return this job with command-line overrides applied.
 
         Changing the tuner kind drops the kind-specific options of the job's tuner; ``n_trial``
-        (trials per task) replaces a job's ``budget``.
+        (trials per task) replaces a job's ``budget``; ``remeasure`` replaces ``tuner.remeasure``.
         """
         if log is not None and log != self.log:
             problem = log_problem(log)
@@ -145,6 +146,8 @@ class Job:
             spec = replace(spec, n_trial=n_trial, budget=None, task_scheduler=None)
         if seed is not None:
             spec = replace(spec, seed=seed)
+        if remeasure is not None:
+            spec = replace(spec, remeasure=remeasure)
         return replace(self, tuner=spec, log=log if log is not None else self.log)
 
 

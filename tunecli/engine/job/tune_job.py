@@ -169,14 +169,15 @@ class TuneSummary:
 
 
 def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, log: str | None = None,
-             seed: int | None = None, on_event: Callable[[TuneEvent], None] | None = None) -> TuneSummary:
+             seed: int | None = None, remeasure: int | None = None,
+             on_event: Callable[[TuneEvent], None] | None = None) -> TuneSummary:
     """Tune every task of the job file at ``path``, resuming from its log.
 
     Parameters
     ----------
     path : str
         The YAML job file.
-    n_trial, tuner, log, seed : optional
+    n_trial, tuner, log, seed, remeasure : optional
         Command-line overrides of the job's values.
     on_event : callable, optional
         Receives a ``TuneEvent`` when a task starts, after every measurement, and at its end.
@@ -190,7 +191,8 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
     JobError
         When the job file, a template or its arguments are invalid (before anything is measured).
     """
-    job = load_job(path).with_overrides(n_trial=n_trial, tuner=tuner, log=log, seed=seed)
+    job = load_job(path).with_overrides(n_trial=n_trial, tuner=tuner, log=log, seed=seed,
+                                          remeasure=remeasure)
     check_local_device(job)
     network = load_network(job) if job.model is not None else None
     tasks, weights = job_tasks(job, network)
