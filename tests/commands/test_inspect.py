@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tunecli.engine.job.inspect_job import inspect_log
+
 from .conftest import Invoke
 
 SEED_JOB = """\
@@ -76,6 +78,29 @@ def test_log_summary_plot_and_png(invoke: Invoke, matmul_log: Path, tmp_path: Pa
     assert as_json["records"] == 3 and as_json["errors"] == {"RUNTIME_DEVICE": 1}
     [workload] = as_json["workloads"]
     assert (workload["trials"], workload["unit"], workload["best"]) == (3, "GFLOPS", 2 * 16**3 / 5e-4 / 1e9)
+
+
+def test_a_re_measured_config_is_one_trial_at_its_lowest_cost(invoke: Invoke, matmul_log: Path,
+                                                             tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in matmul_log.read_text().splitlines()]  # configs 3, 7, 9 (error)
+    again_3, again_7 = json.loads(json.dumps(rows[0])), json.loads(json.dumps(rows[1]))
+    again_3["result"][0] = [2.5e-4]  # config 3 re-measured in a quiet moment: now the best
+    again_7["result"][0], again_7["result"][1] = [1e9], 4  # config 7's re-measurement failed
+    log = tmp_path / "remeasured.log"
+    log.write_text("".join(json.dumps(row) + "\n" for row in (*rows, again_3, again_7)))
+
+    as_json = json.loads(invoke("inspect", str(log), "--json").stdout)
+    assert as_json["records"] == 5 and as_json["errors"] == {"RUNTIME_DEVICE": 2}  # records
+    [workload] = as_json["workloads"]
+    assert (workload["trials"], workload["errors"]) == (3, {"RUNTIME_DEVICE": 1})  # configs
+    assert workload["best"] == 2 * 16**3 / 2.5e-4 / 1e9
+    [curve] = inspect_log(str(log)).workloads
+    assert curve.costs == [2.5e-4, 5e-4, None]  # configs 3, 7, 9 in order of first appearance
+    assert curve.best_so_far() == [2 * 16**3 / 2.5e-4 / 1e9] * 3
+
+    text = invoke("inspect", str(log)).stdout
+    assert text.startswith(f"{log}: 5 records, errors: RUNTIME_DEVICE 2\n")
+    assert "0.0328 GFLOPS" in text
 
 
 def test_options_that_do_not_fit_the_file_kind(invoke: Invoke, matmul_log: Path) -> None:

@@ -96,7 +96,8 @@ def inspect(app: App, path: str, task: int | None, config: int | None, png: str 
     network (workload, calls, share of FLOPs), its fused kernels, the executor's intermediate
     memory and the weights' size (with --task or --config: its tasks' spaces, numbered as tune
     numbers them). For a log: records, errors by kind,
-    the best result per workload and its convergence over the trials.
+    the best result per workload and its convergence over the trials (a trial is a config, at
+    its lowest time however often it was measured).
     """
     is_job = path.endswith(_JOB_SUFFIXES)
     if is_job and png:

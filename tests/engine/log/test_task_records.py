@@ -10,7 +10,7 @@ import pytest
 from tunecli.engine.job.best_of_logs import best_of_logs
 from tunecli.engine.log.history_best import ApplyHistoryBest, pick_best
 from tunecli.engine.log.record import encode, load_from_file
-from tunecli.engine.log.task_records import belongs_to, record_key, records_of
+from tunecli.engine.log.task_records import belongs_to, lowest_per_config, record_key, records_of
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.target import Target
@@ -66,6 +66,22 @@ def test_records_of_a_task_are_those_of_its_workload_target_and_config(mixed_log
     stale, _ = records[4]
     task = create(*MATMUL, X)
     assert record_key(stale) == (Target(X), task.workload) and not belongs_to(stale, task)
+
+
+def test_lowest_per_config_takes_each_config_once_by_its_lowest_valid_record() -> None:
+    task = create(*MATMUL, X)
+
+    def rec(index: int, cost: float, error_no: int = 0) -> tuple:
+        inp = MeasureInput(task.target, task, task.config_space.get(index))
+        return inp, MeasureResult((cost,), error_no, 0.1, 0.0)
+
+    records = [rec(5, 2.0), rec(2, 1.0), rec(8, 0.0, 4), rec(5, 0.5), rec(2, 3.0, 4), rec(8, 0.7),
+               rec(9, 0.0, 4), rec(2, 1.0), rec(9, 0.0, 2)]
+    chosen = lowest_per_config(records)
+    assert [(int(inp.config.index), res.error_no, res.costs) for inp, res in chosen] == [
+        (5, 0, (0.5,)), (2, 0, (1.0,)), (8, 0, (0.7,)), (9, 4, (0.0,))]  # first appearance order
+    assert chosen[1][1] is records[1][1]  # of equal costs, the earlier record
+    assert chosen[3][1] is records[6][1]  # no valid record: the first
 
 
 def test_target_strings_in_a_users_measure_input_follow_the_same_rule() -> None:

@@ -20,7 +20,7 @@ from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.log_files import check_log_file, check_output_log, write_log
 from tunecli.engine.log.plausibility import plausible, workload_flop
 from tunecli.engine.log.record import encode, read_log
-from tunecli.engine.log.task_records import record_key
+from tunecli.engine.log.task_records import lowest_per_config, record_key
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 
 
@@ -122,7 +122,7 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
         valid = [(inp, res) for inp, res in pairs if res.ok]
         n_errors = len(pairs) - len(valid)
         report.errors += n_errors
-        valid = _lowest_per_config(sorted(valid, key=lambda pair: pair[1].mean_cost))
+        valid = sorted(lowest_per_config(valid), key=lambda pair: pair[1].mean_cost)
         flop = workload_flop(name, args, first.target)
         entry = WorkloadBest(target, name, args, flop, len(pairs), n_errors)
         for rank, (inp, res) in enumerate(valid[:top], start=1):
@@ -135,13 +135,3 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
         report.written = str(out)
     return report
 
-
-def _lowest_per_config(ranked: list[tuple]) -> list[tuple]:
-    """The first record of each config index in ``ranked`` (sorted by cost: its lowest)."""
-    seen: set[int] = set()
-    out = []
-    for inp, res in ranked:
-        if int(inp.config.index) not in seen:
-            seen.add(int(inp.config.index))
-            out.append((inp, res))
-    return out

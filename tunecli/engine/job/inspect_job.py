@@ -2,9 +2,11 @@
 
 ``inspect_job`` prints each task's space exactly as ``print(task.config_space)`` does and, for
 one config index, the loop nest the template lowers to.  ``inspect_log`` summarises a log:
-records and errors by kind per workload, and the best-so-far curve of each workload over its
-trials (GFLOPS where the FLOP count is known, milliseconds otherwise), as data: the command
-layer draws it (``tunecli.commands.plots``).
+its records and their errors by kind, and per workload its trials, their errors by kind and the
+best-so-far curve over the trials (GFLOPS where the FLOP count is known, milliseconds otherwise),
+as data: the command layer draws it (``tunecli.commands.plots``).  A trial is a config, however
+many records it has (``tuner.remeasure`` measures the best configs again): its lowest-cost
+record (``log.task_records.lowest_per_config``), in the order configs first appear.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tunecli.engine.job.tune_job import task_label
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible, workload_flop
 from tunecli.engine.log.record import read_log
-from tunecli.engine.log.task_records import record_key
+from tunecli.engine.log.task_records import lowest_per_config, record_key
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.errors import JobError
 
@@ -88,7 +90,11 @@ def task_view(path: str, index: int, task: Any, config: int | None = None) -> Ta
 
 @dataclass
 class WorkloadCurve:
-    """The trials of one (target, workload) in log order."""
+    """The trials of one (target, workload): one per config, in the order configs first appear.
+
+    ``costs`` holds each config's lowest valid cost (None for a config with no valid record);
+    ``errors`` counts by kind the configs with no valid record.
+    """
 
     target: str
     label: str
@@ -115,7 +121,10 @@ class WorkloadCurve:
 
 @dataclass
 class LogView:
-    """What ``inspect_log`` found; ``as_dict()`` is the JSON form."""
+    """What ``inspect_log`` found; ``as_dict()`` is the JSON form.
+
+    ``records`` and ``errors`` count the log's records; each workload counts its trials (configs).
+    """
 
     path: str
     records: int = 0
@@ -148,24 +157,21 @@ def inspect_log(path: str) -> LogView:
     """
     check_log_file(path)
     view = LogView(path)
-    curves: dict[tuple, WorkloadCurve] = {}
+    groups: dict[tuple, list[tuple]] = {}
     for record in plausible(read_log(path)):
-        inp, res = record.inp, record.result
         view.records += 1
-        key = record_key(inp)
-        if key not in curves:
-            label = workload_text(inp.task.name, inp.task.args)
-            flop = workload_flop(inp.task.name, inp.task.args, inp.target)
-            curves[key] = WorkloadCurve(str(inp.target), label, flop)
-        curve = curves[key]
-        if res.ok:
-            curve.costs.append(res.mean_cost)
-        else:
-            kind = _error_name(res.error_no)
-            curve.errors[kind] += 1
-            view.errors[kind] += 1
-            curve.costs.append(None)
-    view.workloads = list(curves.values())
+        if not record.result.ok:
+            view.errors[_error_name(record.result.error_no)] += 1
+        groups.setdefault(record_key(record.inp), []).append((record.inp, record.result))
+    for pairs in groups.values():
+        first = pairs[0][0]
+        curve = WorkloadCurve(str(first.target), workload_text(first.task.name, first.task.args),
+                              workload_flop(first.task.name, first.task.args, first.target))
+        for _, res in lowest_per_config(pairs):  # a trial is a config, however often it was measured
+            curve.costs.append(res.mean_cost if res.ok else None)
+            if not res.ok:
+                curve.errors[_error_name(res.error_no)] += 1
+        view.workloads.append(curve)
     return view
 
 

@@ -12,6 +12,10 @@ A record ``(MeasureInput, MeasureResult)`` belongs to a task when
    the entities the record holds (a record of an older version of the template, whose space
    changed, describes another config under the same index).  Checked when the task has a space.
 
+A config may have several records of its task (``tuner.remeasure`` measures the best configs
+again): whoever ranks configs or counts trials takes each config once, by its lowest-cost valid
+record (``lowest_per_config``), as ``ApplyHistoryBest`` does.
+
 Resume counting (``job.tune_job``), a tuner's ``load_history`` (visited configs and training
 data), ``job.best_of_logs``, ``job.inspect_job`` (grouping by ``record_key``) and the
 exact-target table of ``ApplyHistoryBest`` use this rule.  Transfer learning (the XGB cost
@@ -120,3 +124,25 @@ def records_of(records: Iterable[tuple], task: Any) -> list[tuple]:
             logger.debug("log record %d of %s does not match this config space; ignored",
                          inp.config.index, task.name)
     return same
+
+
+def lowest_per_config(records: Iterable[tuple]) -> list[tuple]:
+    """Return one record per config: its lowest-cost valid record, else (none valid) its first.
+
+    Parameters
+    ----------
+    records : iterable of (MeasureInput, MeasureResult)
+        Records of one task (configs are told apart by index).
+
+    Returns
+    -------
+    list of (MeasureInput, MeasureResult)
+        The configs in the order of their first record; of equal costs the earlier record.
+    """
+    chosen: dict[int, tuple] = {}
+    for inp, res in records:
+        index = int(inp.config.index)
+        held = chosen.get(index)
+        if held is None or (res.ok and (not held[1].ok or res.mean_cost < held[1].mean_cost)):
+            chosen[index] = (inp, res)
+    return list(chosen.values())

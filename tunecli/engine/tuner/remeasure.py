@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from tunecli.engine.log.task_records import records_of
+from tunecli.engine.log.task_records import lowest_per_config, records_of
 from tunecli.engine.measure.batch import MeasureBatch
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.tuner.tuner import make_measure_batch
@@ -56,11 +56,7 @@ def remeasure_candidates(task: Any, records: Iterable[tuple], k: int) -> list[Me
     """
     mine = records_of(records, task)
     counts = Counter(int(inp.config.index) for inp, _ in mine)
-    lowest: dict[int, float] = {}
-    for inp, res in mine:
-        index = int(inp.config.index)
-        if res.ok and res.mean_cost < lowest.get(index, float("inf")):
-            lowest[index] = res.mean_cost
+    lowest = {int(inp.config.index): res.mean_cost for inp, res in lowest_per_config(mine) if res.ok}
     top = sorted(lowest, key=lambda index: (lowest[index], index))[:max(0, int(k))]
     space = task.config_space
     return [MeasureInput(task.target, task, space.get(index)) for index in top if counts[index] < 2]
