@@ -6,6 +6,7 @@ one message and exit code 2."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -156,6 +157,15 @@ def test_apply_builds_under_the_graph_tuners_records(invoke: Invoke, tmp_path: P
     out = " ".join(result.stdout.split())  # the table's footer may wrap
     assert re.search(r"build: 3 of 3 tasks tuned; \d+ kernels; built in", out)
     assert f"graph tuner's choice: {graph_log}" in out and "check: ok against onnxruntime" in out
+    assert "is older than" not in result.stderr
+
+    # Records added to the log after the graph tuner ran (more tuning, a re-measure): apply says
+    # the graph tuner's choice is stale.
+    later = graph_log.stat().st_mtime + 10
+    os.utime(log, (later, later))
+    stale = invoke("apply", str(job), "--log", str(log))
+    assert stale.exit_code == 0, stale.output
+    assert f"warning: {graph_log} is older than {log}" in " ".join(stale.stderr.split())
 
 
 @pytest.mark.slow

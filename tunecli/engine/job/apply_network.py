@@ -87,6 +87,7 @@ class NetworkApplyReport:
     model: str
     target: str
     graph_log: str | None = None
+    graph_log_stale: bool = False  #: the graph tuner's file is older than the log's last records
     summary: str = ""
     kernels: int = 0
     build_seconds: float = 0.0
@@ -158,6 +159,8 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
     report = NetworkApplyReport(job.name, log, network.label, str(job.target),
                                 graph_log=str(graph_log) if graph_log is not None and graph_log.exists()
                                 else None)
+    if report.graph_log is not None:
+        report.graph_log_stale = Path(report.graph_log).stat().st_mtime < Path(log).stat().st_mtime
     history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
     start = time.perf_counter()
     try:
