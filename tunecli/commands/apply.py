@@ -111,6 +111,9 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
     """
     report = apply_job_file(job, log, export=export)
     if isinstance(report, NetworkApplyReport):
+        if report.check_uninformative:
+            app.warn(f"the reference output of {report.model} is nearly constant (its random weights "
+                     "let the activations die out), so the output check cannot tell a wrong network")
         if report.graph_log_stale:
             app.warn(f"{report.graph_log} is older than {report.log}: the graph tuner chose from fewer "
                      f"records than the log holds now; run `tunecli tune {job}` again to refresh it")
