@@ -24,7 +24,12 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.arm_cpu.conv2d_spatial_pack import declare_conv2d_spatial_pack
-from tunecli.engine.ops.cuda.gpu_schedule import bind_output_tiles, inline_padding, unroll_pragmas
+from tunecli.engine.ops.cuda.gpu_schedule import (
+    bind_output_tiles,
+    cooperative_fetch,
+    inline_padding,
+    unroll_pragmas,
+)
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.ops.nn.conv2d import conv2d_nchw
 from tunecli.engine.ops.strategy import Strategy
@@ -88,13 +93,7 @@ def schedule_conv2d_cuda(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tenso
     s[AA].compute_at(s[OL], rxo)
     s[WW].compute_at(s[OL], rxo)
     for load in (AA, WW):
-        fused = s[load].fuse(*s[load].op.axis)
-        tz, fused = s[load].split(fused, nparts=cfg["tile_f"].size[2])
-        ty, fused = s[load].split(fused, nparts=cfg["tile_y"].size[2])
-        tx, fused = s[load].split(fused, nparts=cfg["tile_x"].size[2])
-        s[load].bind(tz, te.thread_axis("threadIdx.z"))
-        s[load].bind(ty, te.thread_axis("threadIdx.y"))
-        s[load].bind(tx, te.thread_axis("threadIdx.x"))
+        cooperative_fetch(cfg, s, load)
     unroll_pragmas(cfg, s, output, kernel_scope)
     return s
 

@@ -16,7 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
-from tunecli.engine.ops.cuda.gpu_schedule import bind_output_tiles, inline_padding, unroll_pragmas
+from tunecli.engine.ops.cuda.gpu_schedule import (
+    bind_output_tiles,
+    cooperative_fetch,
+    inline_padding,
+    unroll_pragmas,
+)
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.schedule import Schedule
 
@@ -48,12 +53,6 @@ def schedule_conv2d_no_batching_cuda(cfg: Any, outs: Sequence[te.Tensor],
     s[AL].compute_at(s[OL], rxm)
     s[WL].compute_at(s[OL], rxm)
     for load in (AA, WW):
-        fused = s[load].fuse(*s[load].op.axis)
-        tz, fused = s[load].split(fused, nparts=cfg["tile_f"].size[2])
-        ty, fused = s[load].split(fused, nparts=cfg["tile_y"].size[2])
-        ltx, fused = s[load].split(fused, nparts=cfg["tile_x"].size[2])
-        s[load].bind(tz, te.thread_axis("threadIdx.z"))
-        s[load].bind(ty, te.thread_axis("threadIdx.y"))
-        s[load].bind(ltx, te.thread_axis("threadIdx.x"))
+        cooperative_fetch(cfg, s, load)
     unroll_pragmas(cfg, s, output, kernel_scope)
     return s

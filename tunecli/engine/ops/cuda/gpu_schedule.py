@@ -44,3 +44,15 @@ def unroll_pragmas(cfg: Any, s: Schedule, output: te.Tensor, kernel_scope: Any) 
     """The ``auto_unroll_max_step`` and ``unroll_explicit`` knobs as pragmas on ``kernel_scope``."""
     s[output].pragma(kernel_scope, "auto_unroll_max_step", cfg["auto_unroll_max_step"].val)
     s[output].pragma(kernel_scope, "unroll_explicit", cfg["unroll_explicit"].val)
+
+
+def cooperative_fetch(cfg: Any, s: Schedule, load: te.Tensor) -> None:
+    """Spread a shared-memory fetch stage over the block's threads (TVM's conv2d fetch): its
+    axes fused, then split into ``tile_f/y/x``'s thread counts bound to ``threadIdx.z/y/x``."""
+    fused = s[load].fuse(*s[load].op.axis)
+    tz, fused = s[load].split(fused, nparts=cfg["tile_f"].size[2])
+    ty, fused = s[load].split(fused, nparts=cfg["tile_y"].size[2])
+    tx, fused = s[load].split(fused, nparts=cfg["tile_x"].size[2])
+    s[load].bind(tz, te.thread_axis("threadIdx.z"))
+    s[load].bind(ty, te.thread_axis("threadIdx.y"))
+    s[load].bind(tx, te.thread_axis("threadIdx.x"))
