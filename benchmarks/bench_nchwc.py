@@ -95,12 +95,8 @@ def main() -> None:
         kernel = rng.standard_normal(kernel_t[1]).astype("float32")
         ic_bn, oc_bn = tensors[0].shape[-1], tensors[-1].shape[-1]
         depthwise = task.name.startswith("depthwise")
-        if depthwise:
-            c, _, kh, kw = kernel.shape
-            blocks = kernel.reshape(c // oc_bn, oc_bn, 1, kh, kw, 1)
-            packed = np.ascontiguousarray(blocks.transpose(0, 2, 3, 4, 5, 1))
-        else:
-            packed = ref.oihw_to_kernel_nchwc(kernel, ic_bn, oc_bn)
+        # A depthwise kernel [C, 1, KH, KW] packs as an OIHW kernel with input blocks of 1.
+        packed = ref.oihw_to_kernel_nchwc(kernel, 1 if depthwise else ic_bn, oc_bn)
         blocked = [ref.nchw_to_nchwc(data, ic_bn), packed]
         out = np.zeros(tensors[-1].shape, dtype="float32")
         groups = data.shape[1] if depthwise else 1
