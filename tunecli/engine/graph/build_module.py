@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tunecli.engine.codegen import CompiledKernel
-from tunecli.engine.log.history_best import tophub_context
+from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.runtime import Device, Module, device_for_target
 from tunecli.engine.runtime.cuda import CUDADevice
@@ -236,8 +236,9 @@ def build(
     BuiltGraph
     """
     t = as_target(target if not isinstance(target, Mapping) else next(iter(target.values())))
-    # As TVM: without a dispatch context of the user's, the pre-tuned packages configure the build.
-    pretuned = tophub_context(t) if isinstance(DispatchContext.current, FallbackContext) else nullcontext()
+    # As TVM: without a dispatch context of the user's, the pre-tuned packages configure the build,
+    # searched as apply_history_best searches them (in order, each file loaded once).
+    pretuned = ApplyHistoryBest() if isinstance(DispatchContext.current, FallbackContext) else nullcontext()
     silent = GLOBAL_SCOPE.silent
     GLOBAL_SCOPE.silent = True
     try:
