@@ -62,6 +62,23 @@ def blas_description() -> str:
     return f"BLAS: {'; '.join(parts) or 'none found'} (unset before numpy loaded: {removed})"
 
 
+def sgemm_peak_line(threads: Sequence[int], n: int = 1024, calls: int = 10) -> str:
+    """OpenBLAS's single-precision GEMM speed (``n``³, best of ``calls``) at each thread count: the
+    practical compute ceiling of the machine that kernel speeds can be read against."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    a = np.random.default_rng(0).standard_normal((n, n)).astype("float32")
+    parts = []
+    for k in threads:
+        with threadpool_limits(limits=k, user_api="blas"):
+            a @ a
+            best = min(batch_seconds(lambda: a @ a, 1)[0] for _ in range(calls))
+        parts.append(f"{2 * n ** 3 / best / 1e9:.1f} GFLOP/s on {k} thread{'s' if k > 1 else ''}")
+        time.sleep(0.5)
+    return f"practical peak (OpenBLAS sgemm {n}^3, best of {calls}): " + ", ".join(parts)
+
+
 def batch_seconds(fn: Callable[[], object], number: int) -> tuple[float, float]:
     """Wall seconds per call of ``number`` calls, and the process's CPU seconds per wall second."""
     start, cpu = time.perf_counter(), time.process_time()

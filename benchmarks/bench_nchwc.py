@@ -77,6 +77,7 @@ def main() -> None:
     if opts.tophub:
         tophub.set_locations([opts.tophub])
     print(_common.load_line())
+    print(_common.sgemm_peak_line(opts.threads))
     tasks = create_tasks(load_job(opts.job))
     history = ApplyHistoryBest(opts.log if opts.log else [])
     tuned = {t.workload for t in tasks if opts.log and history.best_by_target.get((t.target, t.workload))}
