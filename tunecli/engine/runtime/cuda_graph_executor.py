@@ -11,7 +11,7 @@ input in, ``get_output`` copies an output out.  ``run`` queues every kernel with
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -72,6 +72,14 @@ class CUDAGraphExecutor(Executor):
         """Launch every kernel once, in order, and wait for the GPU."""
         for kernel, pointers in self._calls:
             self.device.launch_pointers(kernel, pointers)
+        self.device.sync()
+
+    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[Any]]]:
+        """Each kernel launch, in order, as a call that launches it and waits for the GPU."""
+        return [(self._launch_and_wait, (kernel, pointers)) for kernel, pointers in self._calls]
+
+    def _launch_and_wait(self, kernel: Any, pointers: Sequence[int]) -> None:
+        self.device.launch_pointers(kernel, pointers)
         self.device.sync()
 
     def set_input(self, key: str | int, value: Any) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +119,11 @@ class Executor(ABC):
     def array(self, entry: int) -> np.ndarray:
         """The value of ``entry`` as a host array."""
 
+    @abstractmethod
+    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[Any]]]:
+        """Each kernel call of :meth:`run`, in order, as ``(function, arguments)``: ``function(*arguments)``
+        runs that one kernel to completion on the current buffers."""
+
     def entry(self, key: str | int, what: str = "input") -> int:
         """The entry id of input ``key`` (a name or an index among the graph's inputs)."""
         names = list(self.plan.inputs)
@@ -189,6 +194,10 @@ class GraphExecutor(Executor):
         for kernel, pointers in self._calls:
             kernel.prepare()(*pointers)
 
+    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[Any]]]:
+        """Each kernel's function (its thread count set to the current one) and data pointers, in order."""
+        return [(kernel.prepare(), pointers) for kernel, pointers in self._calls]
+
     def set_input(self, key: str | int, value: Any) -> None:
         """Copy ``value`` into input ``key``; a parameter gets a private copy."""
         e = self.entry(key)
@@ -238,6 +247,11 @@ class GraphModule:
     def plan(self) -> GraphPlan:
         """The graph's kernels, entries and memory plan."""
         return self._exec.plan
+
+    @property
+    def executor(self) -> Executor:
+        """The executor this module drives (its buffers and kernel calls)."""
+        return self._exec
 
     def set_input(self, key: str | int | None = None, value: Any = None, **params: Any) -> None:
         """Set input ``key`` (name or index) to ``value``, and any inputs given by keyword."""

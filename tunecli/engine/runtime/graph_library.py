@@ -27,7 +27,10 @@ from tunecli.engine.codegen import ArgSpec
 from tunecli.errors import ArgumentError
 
 from .cpu import CPUKernel
-from .graph_executor import GraphExecutor, GraphModule
+from .cuda import CUDADevice
+from .cuda_graph_executor import CUDAGraphExecutor
+from .devices import as_device
+from .graph_executor import Executor, GraphExecutor, GraphModule
 from .module import Module
 from .module import load_module as load_object
 from .openmp import load_libgomp
@@ -87,6 +90,39 @@ class GraphLibrary:
     def get_params(self) -> dict[str, Any]:
         """The parameters the graph reads, by name."""
         return dict(self.params)
+
+
+def executor_for(graph_json: str, libmod: Any, device: Any = None) -> Executor:
+    """An executor of ``graph_json`` running the kernels of ``libmod`` (the arguments of TVM's
+    ``graph_executor.create``).
+
+    Parameters
+    ----------
+    graph_json : str
+    libmod : GraphLibrary or mapping of str to Module
+        A built or loaded library (``relay.build(...)``, ``runtime.load_module(path)``; its
+        parameters are bound), or the kernels by name that ``lib.get_lib()`` gives (the parameters
+        are then set with ``set_input(**lib.get_params())``, as in TVM).
+    device : Device, optional
+        Where to run: a GPU for kernels built for CUDA (default: the kernels' device).
+    """
+    if isinstance(libmod, GraphLibrary):
+        if graph_json == libmod.graph_json:
+            return libmod.create(device).executor
+        return GraphExecutor(graph_json, libmod.loaded_kernels(), libmod.params)
+    if isinstance(libmod, Mapping) and libmod and all(isinstance(m, Module) for m in libmod.values()):
+        modules: dict[str, Module] = dict(libmod)
+        own = next(iter(modules.values())).device
+        if isinstance(own, CUDADevice):
+            dev = own if device is None else as_device(device, "graph executor")
+            if not isinstance(dev, CUDADevice):
+                raise ArgumentError(f"graph executor: the kernels are for {own.label}; got device {dev!r}")
+            return CUDAGraphExecutor(graph_json, {n: m.kernel for n, m in modules.items()}, {}, dev)
+        return GraphExecutor(graph_json, {n: m.loaded() for n, m in modules.items()}, {})
+    raise ArgumentError(
+        "graph executor: libmod must be a built or loaded library (relay.build(...), load_module(path)) "
+        f"or lib.get_lib(), got {type(libmod).__name__}"
+    )
 
 
 def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[str, Any]) -> bytes:

@@ -101,14 +101,15 @@ class Module:
             f.write(data)
 
     # running -----------------------------------------------------------------------------------
-    def _load(self) -> Any:
+    def loaded(self) -> Any:
+        """The kernel loaded on its device (loaded on first use)."""
         if self._loaded is None:
             self._loaded = self.device.load(self.kernel)
         return self._loaded
 
     def __call__(self, *arrays: Any) -> None:
         """Run the kernel on arrays of its device (outputs are written in place)."""
-        self.device.launch(self._load(), arrays)
+        self.device.launch(self.loaded(), arrays)
 
     def time_evaluator(self, *args: Any, **kwargs: Any) -> Callable[..., Any]:
         """A timing function, in either of two forms (TVM's semantics for both).
@@ -130,7 +131,7 @@ class Module:
     def _list_time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0.0,
                              warmup_ms: float = 0.0) -> Callable[..., list[float]]:
         def evaluate(*arrays: Any) -> list[float]:
-            return self.device.time(self._load(), arrays, number, repeat, min_repeat_ms, warmup_ms=warmup_ms)
+            return self.device.time(self.loaded(), arrays, number, repeat, min_repeat_ms, warmup_ms=warmup_ms)
 
         return evaluate
 
@@ -161,7 +162,7 @@ class Module:
                 if cooldown_interval_ms > 0 and k > 0 and k % repeats_to_cooldown == 0:
                     time.sleep(cooldown_interval_ms / 1e3)
 
-            return BenchmarkResult(self.device.time(self._load(), arrays, number, repeat, min_repeat_ms,
+            return BenchmarkResult(self.device.time(self.loaded(), arrays, number, repeat, min_repeat_ms,
                                                     before_repeat=cooldown))
 
         return evaluate

@@ -1,0 +1,1 @@
+"""TVM's ``tvm.contrib.debugger`` face: ``debug_executor``."""
