@@ -64,6 +64,19 @@ def test_benchmark_and_create(lib) -> None:
     assert isinstance(result, BenchmarkResult) and len(result.results) == 3 and result.min > 0
 
 
+def test_create_from_get_lib_takes_the_parameters_by_set_input(lib) -> None:
+    """TVM's ``create(lib.get_graph_json(), lib.get_lib(), dev)``: the kernels only; the parameters
+    come with ``set_input(**lib.get_params())``."""
+    m = graph_executor.create(lib.get_graph_json(), lib.get_lib(), None)
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    m.set_input("x", x)
+    m.set_input(**lib.get_params())
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), _expected(x), rtol=1e-6)
+    with pytest.raises(ArgumentError, match="libmod must be a built or loaded library .* got dict"):
+        graph_executor.create(lib.get_graph_json(), {}, None)
+
+
 def test_bad_inputs_are_named(lib) -> None:
     m = GraphModule(lib["default"](None))
     with pytest.raises(ArgumentError, match="no input named 'y'; inputs: x"):
