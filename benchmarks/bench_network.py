@@ -9,11 +9,17 @@ round by round, ours then onnxruntime's with a pause before each (``--settle``),
 printed: the build time, the kernel count, the executor's planned intermediate memory beside the
 weights and the largest activation, and the process's peak RSS.
 
+With ``--profile``, after the timed comparison at each thread count, each kernel of our build is
+timed alone in graph order (``engine.runtime.debug_executor.time_kernels``: medians of ``--rounds``
+batches of ``--number`` calls, each batch at least 5 ms) and the 15 slowest are printed with their
+share and output shape, with the summed kernel time beside the whole run's median.
+
 Usage::
 
     .venv/bin/python benchmarks/bench_network.py --quick            # ResNet-18 only, 3 rounds
     .venv/bin/python benchmarks/bench_network.py                    # both networks, 15 rounds
     .venv/bin/python benchmarks/bench_network.py --log resnet18.log # tuned configs
+    .venv/bin/python benchmarks/bench_network.py --quick --profile  # where our time goes, per kernel
 """
 
 from __future__ import annotations
@@ -30,12 +36,15 @@ from tunecli.engine.graph.frontend.onnx_export import to_onnx
 from tunecli.engine.graph.models import mobilenet, resnet
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.log.history_best import apply_history_best
-from tunecli.engine.runtime import set_num_threads
+from tunecli.engine.runtime import GraphModule, set_num_threads, time_kernels
 
 NETWORKS = {
     "resnet-18": lambda: resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 224, 224)),
     "mobilenet": lambda: mobilenet.get_workload(batch_size=1, image_shape=(3, 224, 224)),
 }
+#: Kernels listed by ``--profile``, and the shortest batch of one kernel's timing.
+PROFILE_TOP = 15
+PROFILE_MIN_REPEAT_MS = 5.0
 
 
 def bench(name: str, args: argparse.Namespace) -> None:
@@ -85,6 +94,19 @@ def bench(name: str, args: argparse.Namespace) -> None:
         mo, mt = _common.median(ours), _common.median(theirs)
         print(f"  threads={threads}: ours {mo * 1e3:8.2f} ms   onnxruntime {mt * 1e3:8.2f} ms   "
               f"ours/onnxruntime {mo / mt:5.2f}x  (medians of {args.rounds} rounds x {args.number} runs)")
+        if args.profile:
+            print_profile(m, lib.get_graph_json(), mo, args)
+
+
+def print_profile(m: GraphModule, graph_json: str, run_seconds: float, args: argparse.Namespace) -> None:
+    """The slowest kernels of ``m`` at the current thread count, and their sum beside a whole run."""
+    profile = time_kernels(m.executor, graph_json, args.number, args.rounds, PROFILE_MIN_REPEAT_MS)
+    total = profile.kernel_seconds
+    print(f"    kernels: summed {total * 1e3:.2f} ms vs whole run {run_seconds * 1e3:.2f} ms "
+          f"({total / run_seconds:.0%}); the {PROFILE_TOP} slowest of {len(profile.ops)} kernel calls:")
+    print(f"    {'ms':>8} {'share':>6}  {'output shape':<22} kernel")
+    for op in profile.slowest(PROFILE_TOP):
+        print(f"    {op.seconds * 1e3:8.3f} {op.share:6.1%}  {str(op.shape):<22} {op.func_name}")
 
 
 def main() -> None:
@@ -95,6 +117,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--number", type=int, default=5)
     parser.add_argument("--settle", type=float, default=0.5)
+    parser.add_argument("--profile", action="store_true",
+                        help=f"also time each kernel; print the {PROFILE_TOP} slowest at each thread count")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.number, args.settle = 3, 2, 0.2
