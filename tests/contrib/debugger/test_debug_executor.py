@@ -11,6 +11,7 @@ import tunecli as tvm
 from tunecli import relay
 from tunecli.contrib import graph_executor
 from tunecli.contrib.debugger import debug_executor
+from tunecli.errors import ArgumentError, DeviceError
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +59,39 @@ def test_run_individual_and_the_built_library(built) -> None:
     m.set_input("data", data)
     profile = m.profile()
     assert profile.run_seconds > 0 and len(profile.ops) == len(times)
+
+
+def _cuda_build():
+    data = relay.var("data", shape=(1, 3, 8, 8))
+    weight = relay.var("weight", shape=(8, 3, 3, 3))
+    y = relay.nn.softmax(relay.nn.batch_flatten(relay.nn.relu(relay.nn.conv2d(data, weight, padding=(1, 1)))))
+    mod = tvm.IRModule.from_expr(relay.Function([data, weight], y))
+    params = {"weight": np.random.default_rng(2).uniform(-1, 1, (8, 3, 3, 3)).astype("float32")}
+    with tvm.transform.PassContext(opt_level=3):
+        return relay.build(mod, target="cuda", params=params)
+
+
+@pytest.mark.skipif(tvm.cuda(0).exist, reason="a CUDA GPU is present")
+def test_a_cuda_build_without_a_gpu_says_so() -> None:
+    lib = _cuda_build()
+    for libmod in (lib.get_lib(), lib):
+        with pytest.raises(DeviceError, match=r"graph executor on cuda\(0\): cannot run the network"):
+            debug_executor.create(lib.get_graph_json(), libmod, tvm.cuda(0))
+    with pytest.raises(ArgumentError, match="the kernels are for .*; got device cpu"):
+        debug_executor.create(lib.get_graph_json(), lib.get_lib(), tvm.cpu(0))
+
+
+@pytest.mark.skipif(not tvm.cuda(0).exist, reason="no CUDA GPU (with cuda-bindings and a driver) here")
+def test_a_cuda_build_is_timed_per_kernel_on_the_gpu(capsys) -> None:
+    lib = _cuda_build()
+    data = np.random.default_rng(3).uniform(-1, 1, (1, 3, 8, 8)).astype("float32")
+    plain = graph_executor.GraphModule(lib["default"](tvm.cuda(0)))
+    plain.set_input("data", data)
+    plain.run()
+    m = debug_executor.create(lib.get_graph_json(), lib.get_lib(), tvm.cuda(0))
+    m.set_input("data", data)
+    m.set_input(**lib.get_params())
+    profile = m.run(number=2, min_repeat_ms=0)
+    assert len(profile.ops) == len(lib.plan.ops) and all(op.seconds > 0 for op in profile.ops)
+    np.testing.assert_array_equal(m.get_output(0).numpy(), plain.get_output(0).numpy())
+    assert "Total_time" in capsys.readouterr().out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -94,6 +95,16 @@ def test_run_individual_gives_the_mean_of_each_kernel_call(lib) -> None:
     times = _debug(lib).run_individual(number=2, repeat=3)
     assert len(times) == len(lib.plan.ops)
     assert all(isinstance(t, float) and t > 0 for t in times)
+
+
+def test_each_kernel_cools_down_between_its_batches(lib) -> None:
+    m = _debug(lib)
+    start = time.perf_counter()
+    time_kernels(m.executor, lib.get_graph_json(), number=1, repeat=3, cooldown_interval_ms=10,
+                 repeats_to_cooldown=2)
+    assert time.perf_counter() - start >= 0.01 * len(lib.plan.ops)  # one pause per kernel (before batch 2)
+    with pytest.raises(ArgumentError, match="need cooldown_interval_ms >= 0 and repeats_to_cooldown >= 1"):
+        m.run(repeats_to_cooldown=0)
 
 
 def test_profile_times_whole_runs_too(lib) -> None:

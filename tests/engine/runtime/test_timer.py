@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tunecli.engine.runtime import time_calls
+from tunecli.engine.runtime.timer import cooldown_pause, time_calls
 from tunecli.errors import ArgumentError
 
 
@@ -40,3 +40,19 @@ def test_time_calls_warms_up_for_warmup_ms():
     assert len(untimed) > 5 and untimed[-1] - start < 0.03 <= calls[-1] - start
     with pytest.raises(ArgumentError, match="warmup_ms"):
         time_calls(func, [7], warmup_ms=-1)
+
+
+def test_cooldown_pause_sleeps_before_every_nth_batch_after_the_first():
+    starts = []
+    pause = cooldown_pause(50, every=2)
+
+    def before() -> None:
+        pause()
+        starts.append(time.perf_counter())
+
+    time_calls(lambda: None, (), number=1, repeat=5, before_repeat=before)
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert [g >= 0.05 for g in gaps] == [False, True, False, True]
+    assert cooldown_pause(0) is None
+    with pytest.raises(ArgumentError, match="need cooldown_interval_ms >= 0 and repeats_to_cooldown >= 1"):
+        cooldown_pause(1, every=0)

@@ -17,8 +17,6 @@ import json
 import os
 import shutil
 import statistics
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +27,7 @@ from tunecli.errors import ArgumentError
 from .devices import as_device
 from .graph_executor import Executor, GraphModule, GraphPlan
 from .ndarray import NDArray
-from .timer import time_calls
+from .timer import cooldown_pause, time_calls
 
 #: Files a debug run writes under ``dump_root`` (TVM's names).
 GRAPH_DUMP_FILE_NAME = "_tvmdbg_graph_dump.json"
@@ -139,7 +137,8 @@ def _nodes(graph_json: str, plan: GraphPlan) -> list[_Node]:
 
 
 def time_kernels(executor: Executor, graph_json: str, number: int = 10, repeat: int = 1,
-                 min_repeat_ms: float = 0.0, before_repeat: Callable[[], None] | None = None) -> GraphProfile:
+                 min_repeat_ms: float = 0.0, cooldown_interval_ms: float = 0.0,
+                 repeats_to_cooldown: int = 1) -> GraphProfile:
     """Time each kernel call of ``executor`` alone, in graph order (see the module docstring).
 
     Parameters
@@ -149,8 +148,8 @@ def time_kernels(executor: Executor, graph_json: str, number: int = 10, repeat: 
         The graph ``executor`` runs (node names and input counts).
     number, repeat, min_repeat_ms : int, int, float
         As in :func:`~tunecli.engine.runtime.timer.time_calls`, for each kernel.
-    before_repeat : callable, optional
-        Called (untimed) before each batch.
+    cooldown_interval_ms, repeats_to_cooldown : float, int
+        Each kernel's batches pause this long after every ``repeats_to_cooldown`` batches (TVM's).
 
     Returns
     -------
@@ -160,7 +159,9 @@ def time_kernels(executor: Executor, graph_json: str, number: int = 10, repeat: 
     every = _nodes(graph_json, plan)
     node_ids = [i for i, n in enumerate(every) if n.op_index is not None]
     nodes = [every[i] for i in node_ids]
-    results = [time_calls(func, args, number, repeat, min_repeat_ms, before_repeat=before_repeat)
+    cooldown_pause(cooldown_interval_ms, repeats_to_cooldown)  # bad values fail before anything runs
+    results = [time_calls(func, args, number, repeat, min_repeat_ms,
+                          before_repeat=cooldown_pause(cooldown_interval_ms, repeats_to_cooldown))
                for func, args in executor.kernel_calls()]
     medians = [statistics.median(r) for r in results]
     total = sum(medians) or 1.0
@@ -203,7 +204,7 @@ class GraphModuleDebug(GraphModule):
         if inputs:
             self.set_input(**inputs)
         profile = time_kernels(self.executor, self.graph_json, number, repeat, min_repeat_ms,
-                               _cooldown(cooldown_interval_ms, repeats_to_cooldown))
+                               cooldown_interval_ms, repeats_to_cooldown)
         if self._dump_root is not None:
             self._dump(profile)
         print(profile.table(sort_by_time))
@@ -267,20 +268,4 @@ def chrome_trace(profile: GraphProfile) -> dict[str, Any]:
             events.append({"ts": ts, "tid": 1, "pid": 1, "name": op.name, "ph": ph})
         start += op.seconds * 1e6
     return {"displayTimeUnit": "ns", "traceEvents": events}
-
-
-def _cooldown(interval_ms: float, every: int) -> Callable[[], None] | None:
-    if interval_ms < 0 or every < 1:
-        raise ArgumentError(f"debug run: need cooldown_interval_ms >= 0 and repeats_to_cooldown >= 1, got "
-                            f"{interval_ms} and {every}")
-    if interval_ms == 0:
-        return None
-    batches = itertools.count()
-
-    def cooldown() -> None:
-        k = next(batches)
-        if k > 0 and k % every == 0:
-            time.sleep(interval_ms / 1e3)
-
-    return cooldown
 

@@ -8,9 +8,7 @@ process.  Sources (``get_source``, ``save``) come from the record.
 
 from __future__ import annotations
 
-import itertools
 import os
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +22,7 @@ from tunecli.errors import ArgumentError, CodegenError
 
 from .device import Device
 from .devices import device_for_target
+from .timer import cooldown_pause
 
 
 class Module:
@@ -155,15 +154,9 @@ class Module:
         del limit_zero_time_iterations  # the timer never measures zero time: nothing to limit
 
         def evaluate(*arrays: Any) -> BenchmarkResult:
-            batches = itertools.count()
-
-            def cooldown() -> None:
-                k = next(batches)
-                if cooldown_interval_ms > 0 and k > 0 and k % repeats_to_cooldown == 0:
-                    time.sleep(cooldown_interval_ms / 1e3)
-
+            pause = cooldown_pause(cooldown_interval_ms, repeats_to_cooldown)
             return BenchmarkResult(self.device.time(self.loaded(), arrays, number, repeat, min_repeat_ms,
-                                                    before_repeat=cooldown))
+                                                    before_repeat=pause))
 
         return evaluate
 

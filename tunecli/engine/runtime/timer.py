@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -69,3 +70,22 @@ def time_calls(func: Callable[..., Any], args: Sequence[Any], number: int = 10, 
                 break
         results.append(elapsed / number)
     return results
+
+
+def cooldown_pause(interval_ms: float, every: int = 1) -> Callable[[], None] | None:
+    """A ``before_repeat`` for :func:`time_calls` that sleeps ``interval_ms`` before every ``every``-th
+    batch after the first (TVM's ``cooldown_interval_ms`` and ``repeats_to_cooldown``); None when
+    ``interval_ms`` is 0."""
+    if interval_ms < 0 or every < 1:
+        raise ArgumentError(f"timer: need cooldown_interval_ms >= 0 and repeats_to_cooldown >= 1, got "
+                            f"{interval_ms} and {every}")
+    if interval_ms == 0:
+        return None
+    batches = itertools.count()
+
+    def pause() -> None:
+        k = next(batches)
+        if k > 0 and k % every == 0:
+            time.sleep(interval_ms / 1e3)
+
+    return pause
