@@ -211,7 +211,8 @@ class GraphModuleDebug(GraphModule):
         return profile
 
     def run_individual(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0.0) -> list[float]:
-        """Mean seconds per call of each kernel call over the ``repeat`` batches, in graph order."""
+        """Mean seconds per call of each kernel call over the ``repeat`` batches, in graph order (one
+        entry per kernel call; TVM's list also holds a 0 for each input node)."""
         profile = time_kernels(self.executor, self.graph_json, number, repeat, min_repeat_ms)
         return [float(np.mean(op.results)) for op in profile.ops]
 
