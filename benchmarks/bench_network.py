@@ -1,5 +1,7 @@
-"""Whole networks: ResNet-18 and MobileNet (224×224, batch 1, fp32) built by ``relay.build`` with
-fallback configs (or a tuning log) vs onnxruntime's CPU provider, at 1 and 2 threads.
+"""Whole networks: ResNet-18, MobileNet v1 and v2 (or any built-in model of ``tunecli tune``'s
+``model:`` registry; 224×224, batch 1, fp32) built by ``relay.build`` with pre-tuned or fallback
+configs (or a tuning log, and the graph tuner's records) vs onnxruntime's CPU provider, at 1 and 2
+threads.
 
 The relay.testing model is exported to ONNX from the same parameters
 (``engine.graph.frontend.onnx_export.to_onnx``), so both runtimes compute the same network; the
@@ -19,12 +21,15 @@ Usage::
     .venv/bin/python benchmarks/bench_network.py --quick            # ResNet-18 only, 3 rounds
     .venv/bin/python benchmarks/bench_network.py                    # both networks, 15 rounds
     .venv/bin/python benchmarks/bench_network.py --log resnet18.log # tuned configs
+    .venv/bin/python benchmarks/bench_network.py --network resnet-18 --log logs/resnet18.log \
+        --graph-log logs/resnet18.graph.log                         # graph-tuned
     .venv/bin/python benchmarks/bench_network.py --quick --profile  # where our time goes, per kernel
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from typing import Any
 
@@ -33,15 +38,14 @@ import numpy as np
 
 from tunecli.engine.graph.build_module import build
 from tunecli.engine.graph.frontend.onnx_export import to_onnx
-from tunecli.engine.graph.models import mobilenet, resnet
 from tunecli.engine.graph.passes import PassContext
+from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
+from tunecli.engine.job.network_models import MODELS
 from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.runtime import GraphModule, set_num_threads, time_kernels
 
-NETWORKS = {
-    "resnet-18": lambda: resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 224, 224)),
-    "mobilenet": lambda: mobilenet.get_workload(batch_size=1, image_shape=(3, 224, 224)),
-}
+#: Networks run when none is named.
+DEFAULT_NETWORKS = ("resnet-18", "mobilenet", "mobilenet_v2")
 #: Kernels listed by ``--profile``, and the shortest batch of one kernel's timing.
 PROFILE_TOP = 15
 PROFILE_MIN_REPEAT_MS = 5.0
@@ -50,18 +54,17 @@ PROFILE_MIN_REPEAT_MS = 5.0
 def bench(name: str, args: argparse.Namespace) -> None:
     import onnxruntime as ort
 
-    mod, params = NETWORKS[name]()
+    model = MODELS[name]
+    mod, params = model.load(1, model.image_shape, "float32")
+    kernels_best = apply_history_best(args.log) if args.log else contextlib.nullcontext()
+    graph_best = ApplyGraphBest(args.graph_log) if args.graph_log else contextlib.nullcontext()
     start = time.perf_counter()
-    with PassContext(opt_level=3):
-        if args.log:
-            with apply_history_best(args.log):
-                lib = build(mod, "llvm", params=params)
-        else:
-            lib = build(mod, "llvm", params=params)
+    with kernels_best, graph_best, PassContext(opt_level=3):
+        lib = build(mod, "llvm", params=params)
     build_s = time.perf_counter() - start
     m = lib["default"](None)
-    data = np.random.default_rng(0).uniform(-1, 1, (1, 3, 224, 224)).astype("float32")
-    m.set_input("data", data)
+    data = np.random.default_rng(0).uniform(-1, 1, (1, *model.image_shape)).astype("float32")
+    m.set_input(model.input_name, data)
     onnx_bytes = to_onnx(mod, {k: np.asarray(v) for k, v in params.items()})
     planned, unplanned = lib.plan.intermediate_bytes()
     weights = sum(np.asarray(v).nbytes for v in lib.get_params().values())
@@ -75,7 +78,7 @@ def bench(name: str, args: argparse.Namespace) -> None:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         sess = ort.InferenceSession(onnx_bytes, opts, providers=["CPUExecutionProvider"])
-        feed = {"data": data}
+        feed = {model.input_name: data}
 
         def theirs_run(sess: Any = sess, feed: dict = feed) -> Any:
             return sess.run(None, feed)
@@ -112,8 +115,11 @@ def print_profile(m: GraphModule, graph_json: str, run_seconds: float, args: arg
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="ResNet-18 only, 3 rounds of 2 runs")
-    parser.add_argument("--network", choices=sorted(NETWORKS), action="append")
+    parser.add_argument("--network", choices=sorted(MODELS), action="append",
+                        help=f"a built-in model (repeatable; default: {', '.join(DEFAULT_NETWORKS)})")
     parser.add_argument("--log", help="tuning log applied with apply_history_best")
+    parser.add_argument("--graph-log",
+                        help="graph tuner records applied with apply_graph_best (inside --log)")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--number", type=int, default=5)
     parser.add_argument("--settle", type=float, default=0.5)
@@ -123,7 +129,7 @@ def main() -> None:
     if args.quick:
         args.rounds, args.number, args.settle = 3, 2, 0.2
     print(_common.load_line())
-    for name in args.network or (["resnet-18"] if args.quick else list(NETWORKS)):
+    for name in args.network or (["resnet-18"] if args.quick else list(DEFAULT_NETWORKS)):
         bench(name, args)
     print(_common.peak_memory_line())
 
