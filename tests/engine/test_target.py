@@ -81,6 +81,14 @@ def test_an_mcpu_is_the_host_only_where_the_host_has_its_features():
     assert Target("llvm -mcpu=skylake-avx512").vector_bits == 512
 
 
+def test_vector_bits_follow_the_features_an_mcpu_implies():
+    assert Target("llvm -mcpu=znver3").vector_bits == 256  # AVX2: 8 float lanes
+    assert Target("llvm -mcpu=haswell").vector_bits == 256
+    assert Target("llvm -mcpu=sandybridge").vector_bits == 256
+    assert Target("llvm -mcpu=nehalem").vector_bits == 128
+    assert Target("llvm -mcpu=znver4").vector_bits == 512
+
+
 def test_current_target_stack_and_as_target():
     assert Target.current() is None
     with pytest.raises(TargetError):

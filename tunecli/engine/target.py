@@ -271,10 +271,10 @@ class Target:
         arch = triple_arch(self.llvm_triple)
         if arch == "x86_64":
             feats = self.llvm_features
-            cpu = self.llvm_cpu
-            if "+avx512f" in feats or "avx512f" in X86_CPU_FEATURES.get(cpu, ()):
+            implied = X86_CPU_FEATURES.get(self.llvm_cpu, ())
+            if "+avx512f" in feats or "avx512f" in implied:
                 return 512
-            if "+avx" in feats or "+avx2" in feats:
+            if "+avx" in feats or "+avx2" in feats or "avx" in implied:
                 return 256
             return 128
         return 128
