@@ -58,6 +58,25 @@ def test_floordiv_floormod_rules():
     assert str(simplify(((x * 8 + y) // 8) * 8 + (x * 8 + y) % 8)) == "((x * 8) + y)"
 
 
+def test_floordiv_floormod_of_a_block_and_its_lane():
+    # (8*x + lane) with 0 <= lane < 8 never crosses a multiple of 16 between lanes: a vector block of
+    # a 16-wide channel block reads one source block (layout transforms between channel blocks)
+    lane = E.Var("lane")
+    ranges = {**R, lane: (E.IntImm(0), E.IntImm(8))}
+    cases = {
+        E.FloorDiv(x * 8 + lane, E.const(16)): "(x // 2)",
+        E.FloorMod(x * 8 + lane, E.const(16)): "(((x % 2) * 8) + lane)",
+        E.FloorDiv(y * 32 + x * 8 + lane, E.const(16)): "((y * 2) + (x // 2))",
+    }
+    for e, text in cases.items():
+        got = simplify(e, ranges)
+        assert str(got) == text
+        for vx, vy, vl in itertools.product(range(4), range(32), range(8)):
+            env = {x: vx, y: vy, lane: vl}
+            assert ev(got, env) == ev(e, env)
+    assert isinstance(simplify(E.FloorDiv(x * 8 + lane + 3, E.const(16)), ranges), E.FloorDiv)
+
+
 def test_provable_comparisons_and_minmax():
     assert simplify(x * 32 + y < 128, R).value == 1
     assert simplify(x * 32 + y >= 128, R).value == 0

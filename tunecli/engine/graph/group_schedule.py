@@ -1,11 +1,18 @@
 """Schedules of the fused groups that have no tunable anchor (TVM's generic ``schedule_injective``
-and ``schedule_reduce`` for x86).
+and ``schedule_pool`` / ``schedule_reduce`` for CPUs).
 
-An injective group is one loop nest: every stage but the output is inlined, the output's
-innermost axis is vectorized in blocks of :data:`VECTOR` when it divides, and the loops outside
-it are fused and run on all cores when there is enough work.  A group with reductions (pools,
-global pools, softmax, sum/mean) inlines its injective stages and computes each remaining stage
-at the root, its outer data-parallel loops fused and parallel.
+Every injective stage but the output is inlined.  The output's innermost axis of more than one
+element (the contiguous one in memory: a channel block of ``NCHW16c``, the width of ``NCHW`` or of
+``NCHW1c``) is split into blocks of the target's vector lanes and the block is vectorized, with a
+narrower block where that keeps every read contiguous (``NCHW8c`` → ``NCHW16c`` reads blocks of 8).
+A few outer loops are fused and run in parallel when there is enough work; the loops inside stay
+separate, so indices are never recovered from one fused counter by division per element.
+
+A reduction (a pool, a global pool, softmax, sum/mean) is computed inside the output's loops when
+the output reads it elementwise (a pool and its batch-norm scale/shift and relu): each vector of the
+output's block is reduced over the window in vector registers, the block innermost.  Other
+reductions are computed at the root with the same split, vectorized when their reads are
+contiguous along that axis.
 """
 
 from __future__ import annotations
@@ -14,14 +21,24 @@ import math
 from collections.abc import Sequence
 
 from tunecli.engine import te
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ir.dtype import parse_dtype
+from tunecli.engine.ir.simplify import simplify
+from tunecli.engine.ir.visitor import post_order, substitute
+from tunecli.engine.lower.inline import InlinedBodies
 from tunecli.engine.ops.epilogue import is_injective
 from tunecli.engine.schedule import Schedule, create_schedule
-from tunecli.engine.te.operation import ComputeOp, Operation
+from tunecli.engine.schedule.stage import Stage
+from tunecli.engine.target import Target
+from tunecli.engine.te.operation import ComputeOp, Operation, tensor_reads
+from tunecli.engine.te.tensor import IterVar
 
-#: Innermost block width of vectorized injective loops (16 float32 lanes: one AVX-512 register).
-VECTOR = 16
-#: Fewest output elements worth a parallel loop.
+#: Fewest output elements (times the reduction's extent) worth a parallel loop.
 PARALLEL_MIN = 4096
+#: Outer loops are fused into one parallel loop until it has at least this many iterations.
+PARALLEL_CHUNKS = 64
+#: Narrowest vector block worth vectorizing.
+MIN_VECTOR = 4
 
 
 def stages_of(out: te.Tensor) -> list[Operation]:
@@ -41,45 +58,146 @@ def stages_of(out: te.Tensor) -> list[Operation]:
     return order
 
 
-def schedule_group(outs: Sequence[te.Tensor]) -> Schedule:
-    """Schedule a group without an anchor whose result is ``outs[0]``."""
+def vector_lanes(target: Target | None, dtype: str) -> int:
+    """Elements of ``dtype`` in one of ``target``'s widest vector registers (8 float32 with AVX2)."""
+    t = target or Target.current() or Target("llvm")
+    return max(1, t.vector_bits // parse_dtype(dtype).bits)
+
+
+def schedule_group(outs: Sequence[te.Tensor], target: Target | None = None) -> Schedule:
+    """Schedule a group without an anchor whose result is ``outs[0]``, for ``target`` (default: the
+    current target, else the host)."""
     (out,) = outs
     s = create_schedule([out.op])
+    roots: list[ComputeOp] = []
     for op in stages_of(out):
         if op is out.op or not isinstance(op, ComputeOp):
             continue
         if is_injective(op):
             s[op].compute_inline()
         else:
-            _parallel_outer(s, op, keep_inner=bool(op.reduce_axis) is False)
-    if isinstance(out.op, ComputeOp):
-        if is_injective(out.op) and not out.op.reduce_axis:
-            _vectorize_and_parallel(s, out.op)
-        else:
-            _parallel_outer(s, out.op, keep_inner=True)
+            roots.append(op)
+    if not isinstance(out.op, ComputeOp):
+        return s
+    lanes = vector_lanes(target, out.dtype)
+    bodies = InlinedBodies(s)
+    attach = _split_vectorize_parallel(s, out.op, lanes, bodies)
+    if attach is not None and len(roots) == 1 and _reads_elementwise(s, bodies, out.op, roots[0]):
+        (reduction,) = roots
+        s[reduction].compute_at(s[out.op], attach[0])
+        _vectorize_attached(s, reduction, attach[1], bodies)
+        roots = []
+    for op in roots:
+        _split_vectorize_parallel(s, op, vector_lanes(target, op.output(0).dtype), bodies)
     return s
 
 
-def _vectorize_and_parallel(s: Schedule, op: ComputeOp) -> None:
-    axes = list(s[op].op.axis)
+def _split_vectorize_parallel(
+    s: Schedule, op: ComputeOp, lanes: int, bodies: InlinedBodies
+) -> tuple[IterVar, tuple[int, int]] | None:
+    """Vectorize ``op``'s contiguous axis and parallelize its outer loops.
+
+    Returns the loop just outside the vector block and ``(axis index, block width)``, where a
+    producer of the same shape can be computed; None when no axis was vectorized.
+    """
+    stage = s[op]
+    axes = list(op.axis)
     if not axes:
-        return
-    total = math.prod(int(a.dom.extent) for a in axes)
-    inner = axes[-1]
-    outer = axes[:-1]
-    if int(inner.dom.extent) % VECTOR == 0 and int(inner.dom.extent) >= VECTOR:
-        io, ii = s[op].split(inner, factor=VECTOR)
-        s[op].vectorize(ii)
-        outer = [*outer, io]
-    if outer and total >= PARALLEL_MIN:
-        fused = s[op].fuse(*outer) if len(outer) > 1 else outer[0]
-        s[op].parallel(fused)
+        return None
+    work = math.prod(_extent(a) for a in axes) * math.prod(_extent(r) for r in op.reduce_axis)
+    pick = _vector_axis(stage, op, lanes, bodies)
+    if pick is None:
+        _parallel_prefix(stage, axes[:-1] if len(axes) > 1 else axes, work)
+        return None
+    k, width = pick
+    outer, inner = stage.split(axes[k], factor=width)
+    loops = [*axes[:k], outer, *axes[k + 1 :]]
+    stage.reorder(*loops, *op.reduce_axis, inner)
+    stage.vectorize(inner)
+    loops = _parallel_prefix(stage, loops, work)
+    return loops[-1], pick
 
 
-def _parallel_outer(s: Schedule, op: ComputeOp, keep_inner: bool) -> None:
-    axes = list(s[op].op.axis)
-    outer = axes[:-1] if keep_inner and len(axes) > 1 else axes
-    if not outer or math.prod(int(a.dom.extent) for a in axes) < PARALLEL_MIN // 16:
-        return
-    fused = s[op].fuse(*outer) if len(outer) > 1 else outer[0]
-    s[op].parallel(fused)
+def _vectorize_attached(s: Schedule, op: ComputeOp, pick: tuple[int, int], bodies: InlinedBodies) -> None:
+    """``op`` is computed for one vector block of its consumer: put its reduction loops outside the
+    block's axis and vectorize that axis when its reads are contiguous along it."""
+    k, width = pick
+    stage = s[op]
+    axes = list(op.axis)
+    stage.reorder(*axes[:k], *axes[k + 1 :], *op.reduce_axis, axes[k])
+    if _contiguous(stage, op, k, width, bodies):
+        stage.vectorize(axes[k])
+
+
+def _vector_axis(stage: Stage, op: ComputeOp, lanes: int, bodies: InlinedBodies) -> tuple[int, int] | None:
+    """``(axis index, block width)`` to vectorize: the innermost axis of more than one element, in
+    the widest block (at most ``lanes``) that divides it and keeps every read contiguous.  An
+    elementwise stage takes the widest dividing block even when its reads are strided (its stores
+    stay contiguous); a reduction then stays scalar."""
+    extents = [_extent(a) for a in op.axis]
+    k = next((i for i in reversed(range(len(extents))) if extents[i] > 1), None)
+    if k is None:
+        return None
+    widths = [w for w in (lanes, lanes // 2, lanes // 4) if w >= MIN_VECTOR and extents[k] % w == 0]
+    for width in widths:
+        if _contiguous(stage, op, k, width, bodies):
+            return k, width
+    if widths and not op.reduce_axis:
+        return k, widths[0]
+    return None
+
+
+def _contiguous(stage: Stage, op: ComputeOp, k: int, width: int, bodies: InlinedBodies) -> bool:
+    """Whether every tensor ``op`` reads (through its inlined producers) is read at consecutive
+    addresses by ``width`` consecutive values of axis ``k`` aligned to ``width``."""
+    axis = op.axis[k]
+    block, lane = E.Var("block", axis.var.dtype), E.Var("lane", axis.var.dtype)
+    ranges = {iv.var: (E.const(0), E.const(_extent(iv))) for iv in (*op.axis, *op.reduce_axis)}
+    ranges[block] = (E.const(0), E.const(_extent(axis) // width))
+    ranges[lane] = (E.const(0), E.const(width))
+    split = {axis.var: block * width + lane}
+    for read in tensor_reads(bodies.of(stage)):
+        idx = [simplify(substitute(i, split), ranges) for i in read.indices]
+        if any(_uses(i, lane) for i in idx[:-1]):
+            return False
+        if idx and _uses(idx[-1], lane) and _uses(simplify(idx[-1] - lane, ranges), lane):
+            return False
+    return True
+
+
+def _reads_elementwise(s: Schedule, bodies: InlinedBodies, out: ComputeOp, producer: ComputeOp) -> bool:
+    """Whether ``out`` reads ``producer`` (of the same shape) only at its own index, so that computing
+    ``producer`` inside ``out``'s loops computes each element once."""
+    if [_extent(a) for a in producer.axis] != [_extent(a) for a in out.axis]:
+        return False
+    def own(index: E.Expr, axis: IterVar) -> bool:
+        return index is axis.var or (_extent(axis) == 1 and isinstance(index, E.IntImm) and index.value == 0)
+
+    reads = [r for r in tensor_reads(bodies.of(s[out])) if r.tensor.op is producer]
+    return bool(reads) and all(
+        len(r.indices) == len(out.axis) and all(map(own, r.indices, out.axis)) for r in reads
+    )
+
+
+def _parallel_prefix(stage: Stage, loops: list[IterVar], work: int) -> list[IterVar]:
+    """Fuse the outermost ``loops`` into one parallel loop of at least :data:`PARALLEL_CHUNKS`
+    iterations (when ``work`` is worth it); the loops left, the fused one first."""
+    if work < PARALLEL_MIN or not loops:
+        return loops
+    n, count = 0, 1
+    while n < len(loops) and count < PARALLEL_CHUNKS:
+        count *= _extent(loops[n])
+        n += 1
+    fused = stage.fuse(*loops[:n]) if n > 1 else loops[0]
+    stage.parallel(fused)
+    return [fused, *loops[n:]]
+
+
+def _extent(iv: IterVar) -> int:
+    return int(iv.dom.extent)
+
+
+def _uses(e: E.Expr, var: E.Var) -> bool:
+    found: list[bool] = []
+    post_order(e, lambda node: found.append(True) if node is var else None)
+    return bool(found)

@@ -134,7 +134,7 @@ def lower_group(
     elif is_gpu_target(target):
         sch = schedule_group_gpu([out], target)
     else:
-        sch = schedule_group([out])
+        sch = schedule_group([out], target)
     for _, ident in identities:
         sch[ident].compute_inline()
     read = {id(t.op) for t in placeholders_read(out)}

@@ -266,6 +266,11 @@ class _Simplifier(Mutator):
         if lo is not None and hi is not None and lo // c == hi // c:
             out.const += lo // c
             return out
+        aligned = self._aligned_split(rest, c)
+        if aligned is not None:  # (8*x + y) // 16 == x // 2 when 0 <= y < 8
+            g, high, _ = aligned
+            out.add(self._floordiv(high, c // g))
+            return out
         g = _gcd_all(rest, c)
         if g > 1:  # (4*x + 2) // 8 == (2*x + 1) // 4
             rest = _divide(rest, g)
@@ -290,12 +295,34 @@ class _Simplifier(Mutator):
             rest.const -= (lo // c) * c
             return rest
         out = Linear(lin.dtype)
+        aligned = self._aligned_split(rest, c)
+        if aligned is not None:  # (8*x + y) % 16 == 8*(x % 2) + y when 0 <= y < 8
+            g, high, low = aligned
+            out.add(self._floormod(high, c // g), g)
+            out.add(low)
+            return out
         rest_e = self.build(rest)
         if (isinstance(rest_e, E.FloorMod) and isinstance(rest_e.b, E.IntImm)
                 and rest_e.b.value % c == 0):
             rest_e = rest_e.a
         out.add_term(E.FloorMod(rest_e, E.IntImm(c, lin.dtype)), 1)
         return out
+
+    def _aligned_split(self, lin: Linear, c: int) -> tuple[int, Linear, Linear] | None:
+        """``lin`` as ``g*high + low`` with ``g`` a divisor of ``c`` (``1 < g < c``) and
+        ``0 <= low < g`` under the known ranges; None when no coefficient gives one."""
+        for g in sorted({math.gcd(coef, c) for _, coef in lin.items()} - {1, c}, reverse=True):
+            high, low = Linear(lin.dtype), Linear(lin.dtype)
+            for term, coef in lin.items():
+                if coef % g == 0:
+                    high.add_term(term, coef // g)
+                else:
+                    low.add_term(term, coef)
+            high.const, low.const = divmod(lin.const, g)
+            lo, hi = self.bounds(low)
+            if high.terms and lo is not None and hi is not None and lo >= 0 and hi < g:
+                return g, high, low
+        return None
 
     # comparisons and min/max -----------------------------------------------------------------
     def _compare(self, cls: type, a: E.Expr, b: E.Expr) -> E.Expr:
