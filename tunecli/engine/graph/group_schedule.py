@@ -3,9 +3,9 @@ and ``schedule_pool`` / ``schedule_reduce`` for CPUs).
 
 Every injective stage but the output is inlined.  The output's innermost axis of more than one
 element (the contiguous one in memory: a channel block of ``NCHW16c``, the width of ``NCHW`` or of
-``NCHW1c``) is split into blocks of the target's vector lanes and the block is vectorized, with a
-narrower block where that keeps every read contiguous (``NCHW8c`` → ``NCHW16c`` reads blocks of 8).
-A few outer loops are fused and run in parallel when there is enough work; the loops inside stay
+``NCHW1c``) is split into blocks of the target's vector lanes, or narrower ones where that keeps
+every read contiguous (``NCHW4c`` → ``NCHW16c`` moves blocks of 4), and the block is vectorized; a
+transpose, whose reads are strided at every width, keeps a scalar innermost loop.  A few outer loops are fused and run in parallel when there is enough work; the loops inside stay
 separate, so indices are never recovered from one fused counter by division per element.
 
 A reduction (a pool, a global pool, softmax, sum/mean) is computed inside the output's loops when
@@ -131,9 +131,9 @@ def _vectorize_attached(s: Schedule, op: ComputeOp, pick: tuple[int, int], bodie
 
 def _vector_axis(stage: Stage, op: ComputeOp, lanes: int, bodies: InlinedBodies) -> tuple[int, int] | None:
     """``(axis index, block width)`` to vectorize: the innermost axis of more than one element, in
-    the widest block (at most ``lanes``) that divides it and keeps every read contiguous.  An
-    elementwise stage takes the widest dividing block even when its reads are strided (its stores
-    stay contiguous); a reduction then stays scalar."""
+    the widest block (at most ``lanes``) that divides it and keeps every read contiguous.  None
+    when every block would read with a stride (a transpose such as ``NCHW`` → ``NCHW16c``): gathers
+    are slower than the scalar loop."""
     extents = [_extent(a) for a in op.axis]
     k = next((i for i in reversed(range(len(extents))) if extents[i] > 1), None)
     if k is None:
@@ -142,8 +142,6 @@ def _vector_axis(stage: Stage, op: ComputeOp, lanes: int, bodies: InlinedBodies)
     for width in widths:
         if _contiguous(stage, op, k, width, bodies):
             return k, width
-    if widths and not op.reduce_axis:
-        return k, widths[0]
     return None
 
 
