@@ -65,6 +65,12 @@ POOLS: dict[str, Callable[[], g.Expr]] = {
         nn.max_pool2d(_var((1, 5, 13, 10)), (3, 3), (2, 2), padding=(1, 1)), 5, 0
     ),
     "max NCHW 3x3/1 pad 1 (width 16)": lambda: nn.max_pool2d(_var((1, 2, 5, 16)), (3, 3), padding=(1, 1)),
+    "max NCHW 3x3/2 (width 16), bn+relu": lambda: _bn_relu(
+        nn.max_pool2d(_var((1, 3, 9, 32)), (3, 3), (2, 2), padding=(0, 1)), 3, 0
+    ),
+    "avg NCHW 3x3/1 pad 1 (width 8), bn+relu": lambda: _bn_relu(
+        nn.avg_pool2d(_var((1, 2, 6, 8)), (3, 3), (1, 1), padding=(1, 1)), 2, 0
+    ),
     "avg NCHW 2x2/2": lambda: nn.avg_pool2d(_var((2, 3, 8, 8)), (2, 2), (2, 2)),
     "global avg NCHW8c": lambda: nn.global_avg_pool2d(_var((1, 4, 7, 7, 8)), layout="NCHW8c"),
     "global max NCHW": lambda: nn.global_max_pool2d(_var((1, 6, 5, 7))),
