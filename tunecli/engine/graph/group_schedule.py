@@ -5,8 +5,9 @@ Every injective stage but the output is inlined.  The output's innermost axis of
 element (the contiguous one in memory: a channel block of ``NCHW16c``, the width of ``NCHW`` or of
 ``NCHW1c``) is split into blocks of the target's vector lanes, or narrower ones where that keeps
 every read contiguous (``NCHW4c`` → ``NCHW16c`` moves blocks of 4), and the block is vectorized; a
-transpose, whose reads are strided at every width, keeps a scalar innermost loop.  A few outer loops are fused and run in parallel when there is enough work; the loops inside stay
-separate, so indices are never recovered from one fused counter by division per element.
+transpose, whose reads are strided at every width, keeps a scalar innermost loop.  A few outer
+loops are fused and run in parallel when there is enough work; the loops inside stay separate, so
+indices are never recovered from one fused counter by division per element.
 
 A reduction (a pool, a global pool, softmax, sum/mean) is computed inside the output's loops when
 the output reads it elementwise (a pool and its batch-norm scale/shift and relu): each vector of the
