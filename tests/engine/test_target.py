@@ -86,6 +86,7 @@ def test_vector_bits_follow_the_features_an_mcpu_implies():
     assert Target("llvm -mcpu=haswell").vector_bits == 256
     assert Target("llvm -mcpu=sandybridge").vector_bits == 256
     assert Target("llvm -mcpu=nehalem").vector_bits == 128
+    assert Target("llvm -mcpu=x86-64-v2").vector_bits == 128
     assert Target("llvm -mcpu=znver4").vector_bits == 512
 
 

@@ -30,7 +30,7 @@ def batch_matmul_pack_compute(cfg: Any, x: te.Tensor, y: te.Tensor, out_dtype: s
     """``x @ y^T`` per batch through ``y`` panels as wide as ``cfg["tile_x"]``'s inner factor."""
     b, m, k = x.shape
     n = y.shape[1]
-    define_gemm_space(cfg, m, n, k)
+    define_gemm_space(cfg, m, n, k, batch=b)
     cfg.add_flop(2 * b * m * n * k)
     return batch_matmul_pack(x, y, cfg["tile_x"].size[-1], out_dtype)
 
