@@ -1,0 +1,78 @@
+"""The x86 GEMM schedule of ``dense.x86`` / ``batch_matmul.x86``: a fallback config is a register
+tile sized to the target's vectors, so an untuned batch-1 dense (a GEMV) is vectorized with
+several accumulators and parallel over weight panels, and small batches stay correct."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tunecli.engine import te
+from tunecli.engine.build import build, lower
+from tunecli.engine.ops import registry
+from tunecli.engine.ops.nn import bias_add, relu
+from tunecli.engine.ops.x86.gemm import fallback_gemm_tile
+from tunecli.engine.target import Target
+from tunecli.engine.task.factors import get_factors
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+
+ZEN3 = "llvm -mcpu=znver3"
+
+
+def fused_dense(m: int, n: int, k: int, target: str = "llvm") -> tuple:
+    """``relu(dense + bias)`` of ``dense.x86`` with its fallback config: (config, schedule, tensors)."""
+    strategy = registry.get_strategy("dense.x86")
+    cfg = FallbackConfigEntity()
+    with Target(target):
+        call = strategy.kernel_call(cfg, m, n, k, "float32")
+        (out,) = strategy.outputs_of(cfg, call)
+        bias = te.placeholder((n,), dtype="float32", name="bias")
+        fused = relu(bias_add(out, bias, axis=1))
+        sch = strategy.schedule(cfg, [out], epilogue=fused)
+    return cfg, sch, [*call.inputs, bias, fused]
+
+
+@pytest.mark.parametrize("m", [1, 2, 16])
+@pytest.mark.parametrize("n, k", [(77, 45), (1000, 64)])
+def test_fallback_dense_with_bias_relu_equals_numpy(m: int, n: int, k: int) -> None:
+    _, sch, (data, weight, bias, out) = fused_dense(m, n, k, ZEN3)
+    mod = build(sch, [data, weight, bias, out], target=ZEN3)
+    rng = np.random.default_rng(m * n + k)
+    x = rng.standard_normal((m, k)).astype("float32")
+    w = rng.standard_normal((n, k)).astype("float32")
+    b = rng.standard_normal(n).astype("float32")
+    got = np.zeros((m, n), dtype="float32")
+    mod(x, w, b, got)
+    np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_fallback_gemv_is_vectorized_with_several_accumulators_in_parallel() -> None:
+    # ResNet's / MobileNet's classifier: 1 x 1024 @ 1024 x 1000 (1000 = 8 * 125: no 16-wide panel)
+    cfg, sch, tensors = fused_dense(1, 1000, 1024, ZEN3)
+    assert cfg["tile_x"].size[-1] == 40 and cfg["parallel"].val == 1
+    text = str(lower(sch, tensors))
+    # 40 accumulators (5 AVX2 vectors) updated by one vector multiply-add per k
+    assert re.search(r"allocate (T_dense_pack\S*)\[float32 \* 40\], local", text)
+    assert re.search(r"vectorized for \((\S+), 0, 40\) \{\s*(T_dense_pack\S*)\[\1\] = \(\2\[\1\] \+ "
+                     r"\(data\[", text)
+    assert re.search(r"parallel for \((\S+), 0, 25\) \{\s*allocate T_dense_pack", text)
+    assert "unrolled for (k.inner, 0, 16)" in text
+
+
+@pytest.mark.parametrize("m, n", [(1, 1000), (2, 1000), (16, 1000), (1, 1024), (16, 1024), (4, 77)])
+def test_fallback_tile_fits_the_registers_and_prefers_whole_vectors(m: int, n: int) -> None:
+    panels = [w for w in get_factors(n) if w <= 64 and (n % 16 or w % 16 == 0)]
+    mr, nr = fallback_gemm_tile(m, panels, lanes=8, registers=12)
+    assert m % mr == 0 and nr in panels
+    assert mr * -(-nr // 8) <= 12
+    if any(w % 8 == 0 for w in panels):
+        assert nr % 8 == 0
+    if m == 1:  # a GEMV: the widest whole-vector panel that fits holds the most accumulators
+        assert nr == max(w for w in panels if w % 8 == 0 and w // 8 <= 12)
+
+
+def test_small_work_stays_serial() -> None:
+    cfg, _, _ = fused_dense(1, 16, 8)
+    assert cfg["parallel"].val == 0
