@@ -1,0 +1,114 @@
+"""The classifier layers of ResNet-18 and MobileNet (``dense`` + ``bias_add``, batch 1, fp32) built by
+``relay.build`` vs numpy and onnxruntime's ``Gemm``, at 1 and 2 threads.
+
+Each shape (``1×512 · 512×1000``: ResNet-18; ``1×1024 · 1024×1000``: MobileNet v1) is built as a
+one-kernel network, weights bound as constants (so the packed weight panels are computed at
+build time), twice: with the fallback config (no records, no pre-tuned package) and as a user's
+untuned ``relay.build`` gets it (the pre-tuned packages first).  The same layer runs in numpy
+(``x @ w.T + b``) and in onnxruntime's CPU provider (the graph exported to one ``Gemm``); outputs
+are compared first.  Timing: ``_common.interleaved_medians`` (our run, then the reference, each
+after a ``--settle`` pause and 50 ms of untimed calls; ``--number`` calls per round, medians of
+``--rounds`` rounds).  Our time is ``GraphModule.run`` of the one-kernel graph.  Batches other
+than 1 with ``--batch``.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_dense_gemv.py --quick     # 3 rounds
+    .venv/bin/python benchmarks/bench_dense_gemv.py --batch 1 2 16
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import _common  # before numpy: unsets the OpenBLAS variables
+import numpy as np
+
+from tunecli.engine.graph.build_module import build
+from tunecli.engine.graph.frontend.onnx_export import to_onnx
+from tunecli.engine.graph.graph_expr import Function, var
+from tunecli.engine.graph.ir_module import IRModule
+from tunecli.engine.graph.models.layers import dense_add_bias
+from tunecli.engine.graph.passes import PassContext
+from tunecli.engine.graph.traversal import free_vars
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.runtime import set_num_threads
+
+TARGET = "llvm"
+LAYERS = {"resnet-18 fc": (512, 1000), "mobilenet fc": (1024, 1000)}
+
+
+def classifier(batch: int, k: int, n: int) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """``dense_add_bias`` of ``data [batch, k]`` to ``n`` units, with random weights."""
+    data = var("data", shape=(batch, k), dtype="float32")
+    out = dense_add_bias(data, "fc", units=n)
+    rng = np.random.default_rng(k)
+    params = {"fc_weight": rng.uniform(-0.05, 0.05, (n, k)).astype("float32"),
+              "fc_bias": rng.uniform(-1, 1, n).astype("float32")}
+    return IRModule.from_expr(Function(free_vars(out), out)), params
+
+
+def built_run(mod: IRModule, params: dict, x: np.ndarray, pretuned: bool) -> tuple[Any, str, Any]:
+    """The graph module's ``run`` with ``x`` set, the build's summary line and its output."""
+    with PassContext(opt_level=3):
+        if pretuned:
+            lib = build(mod, TARGET, params=params)
+        else:
+            with ApplyHistoryBest([], pretuned=False):
+                lib = build(mod, TARGET, params=params)
+    m = lib["default"](None)
+    m.set_input("data", x)
+    m.run()
+    return m.run, lib.summary.line(), m.get_output(0).numpy()
+
+
+def bench(label: str, batch: int, k: int, n: int, args: argparse.Namespace) -> None:
+    import onnxruntime as ort
+
+    mod, params = classifier(batch, k, n)
+    x = np.random.default_rng(0).uniform(-1, 1, (batch, k)).astype("float32")
+    w, b = params["fc_weight"], params["fc_bias"]
+    expected = x @ w.T + b
+    onnx_bytes = to_onnx(mod, params)
+    flops = 2.0 * batch * n * k
+    for config, pretuned in (("fallback", False), ("untuned build", True)):
+        run, summary, got = built_run(mod, params, x, pretuned)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+        name = f"{label} b{batch} {config}"
+        print(f"{name}: {summary}")
+        _common.interleaved_medians(name, flops, run, lambda: x @ w.T + b, set_num_threads,
+                                    args.rounds, args.number, args.settle)
+        for threads in (1, 2):
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            sess = ort.InferenceSession(onnx_bytes, opts, providers=["CPUExecutionProvider"])
+            feed = {"data": x}
+            np.testing.assert_allclose(sess.run(None, feed)[0], expected, rtol=1e-4, atol=1e-4)
+            _common.interleaved_medians(name, flops, run, lambda s=sess, f=feed: s.run(None, f),
+                                        set_num_threads, args.rounds, args.number, args.settle,
+                                        threads=(threads,), theirs_name="onnxruntime")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, nargs="+", default=[1])
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--number", type=int, default=200)
+    parser.add_argument("--settle", type=float, default=0.3)
+    parser.add_argument("--quick", action="store_true", help="3 rounds")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds = 3
+    print(_common.load_line())
+    print(_common.blas_description())
+    for batch in args.batch:
+        for label, (k, n) in LAYERS.items():
+            bench(label, batch, k, n, args)
+    print(_common.load_line())
+    print(_common.peak_memory_line())
+
+
+if __name__ == "__main__":
+    main()
