@@ -15,6 +15,7 @@ from tunecli.engine.ops import registry
 from tunecli.engine.ops.nn import bias_add, relu
 from tunecli.engine.ops.x86.gemm import fallback_gemm_tile
 from tunecli.engine.target import Target
+from tunecli.engine.task import task as autotvm_task
 from tunecli.engine.task.factors import get_factors
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 
@@ -76,3 +77,15 @@ def test_fallback_tile_fits_the_registers_and_prefers_whole_vectors(m: int, n: i
 def test_small_work_stays_serial() -> None:
     cfg, _, _ = fused_dense(1, 16, 8)
     assert cfg["parallel"].val == 0
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 1000, 512), (16, 1024, 1024), (3, 1001, 27)])
+def test_the_fallback_config_is_a_point_of_the_tuning_space(m: int, n: int, k: int) -> None:
+    cfg, _, _ = fused_dense(m, n, k, ZEN3)
+    space = autotvm_task.create("dense.x86", (m, n, k, "float32"), ZEN3).config_space
+
+    def value(entity):  # a split's outer factor is -1 in the space
+        return [-1, *entity.size[1:]] if hasattr(entity, "size") else entity.val
+
+    for name, knob in space.space_map.items():
+        assert value(cfg[name]) in [value(e) for e in knob.entities], name
