@@ -87,14 +87,14 @@ def fallback_gemm_tile(m: int, panels: Sequence[int], lanes: int, registers: int
     -------
     tuple of int
         Preferring panels a whole number of vectors wide, then the most accumulators within
-        ``registers``, then the fewest loads and broadcasts per multiply-add, then wider panels.
+        ``registers`` (else the fewest), then the fewest loads and broadcasts per multiply-add,
+        then wider panels.
     """
     def score(tile: tuple[int, int]) -> tuple:
         mr, nr = tile
         vectors = -(-nr // lanes)
         acc = mr * vectors
-        return (nr % lanes == 0, acc <= registers, min(acc, registers) if acc <= registers else -acc,
-                -(mr + vectors) / acc, nr)
+        return (nr % lanes == 0, acc if acc <= registers else -acc, -(mr + vectors) / acc, nr)
 
     rows = [f for f in get_factors(m) if f <= MAX_MR]
     return max(((mr, nr) for mr in rows for nr in panels), key=score)
