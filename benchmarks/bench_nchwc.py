@@ -1,22 +1,26 @@
-"""Convolution layers as ``conv2d_NCHWc.x86`` / ``depthwise_conv2d_NCHWc.x86`` kernels vs
-onnxruntime's CPU provider running the same convolution (one Conv per model, same threads).
+"""Convolution layers as ``conv2d_NCHWc.x86`` / ``depthwise_conv2d_NCHWc.x86`` /
+``conv2d_NCHWc_winograd.x86`` kernels vs onnxruntime's CPU provider running the same convolution
+(one Conv per model, same threads).
 
 For each task of ``--job`` (default ``jobs/resnet18_conv2d_nchwc.yaml``, ResNet-18's twelve
 layers with TVM's workloads; ``jobs/mobilenet_depthwise_nchwc.yaml`` holds MobileNet's depthwise
-layers) the config comes from ``apply_history_best`` over ``--log`` (tuned records; absent: none),
-which falls back to the pre-tuned packages (``--tophub DIR``, or the one shipped with tunecli)
-and then to the fallback config; the line says which one was used.  Our kernel runs on blocked
-data and a pre-packed kernel (the layout transforms are the graph's, done once at build time);
-onnxruntime runs a one-node ONNX model (Conv with the kernel as an initializer, NCHW data), with
-``intra_op_num_threads`` equal to our thread count.  Both outputs are checked against each other,
-then timed interleaved at 1 and 2 threads (``_common.interleaved_medians``); the summary gives the
-summed times per thread count and the worst layer.
+layers, ``jobs/resnet18_conv2d_winograd.yaml`` ResNet-18's 3x3 stride-1 layers as Winograd
+tasks) the config comes from ``apply_history_best`` over ``--log`` (tuned records; absent:
+none), which falls back to the pre-tuned packages (``--tophub DIR``, or the one shipped with
+tunecli) and then to the fallback config; the line says which one was used.  Our kernel runs on
+blocked data and a pre-packed kernel (a Winograd kernel transformed by
+``reference.winograd_kernel_transform``): the layout transforms are the graph's, done once at
+build time.  onnxruntime runs a one-node ONNX model (Conv with the kernel as an initializer,
+NCHW data), with ``intra_op_num_threads`` equal to our thread count.  Both outputs are checked
+against each other, then timed interleaved at 1 and 2 threads
+(``_common.interleaved_medians``); the summary gives the summed times per thread count and the worst layer.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_nchwc.py --quick                      # 3 layers, 3 rounds
     .venv/bin/python benchmarks/bench_nchwc.py --log logs/resnet18_conv2d_nchwc.log
     .venv/bin/python benchmarks/bench_nchwc.py --job jobs/mobilenet_depthwise_nchwc.yaml --log ...
+    .venv/bin/python benchmarks/bench_nchwc.py --job jobs/resnet18_conv2d_winograd.yaml --threads 1
     .venv/bin/python benchmarks/bench_nchwc.py --tophub ../shared/reference/tophub --threads 1
 """
 
@@ -63,14 +67,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--job", default=str(JOB),
-                        help="a job of conv2d_NCHWc / depthwise_conv2d_NCHWc tasks")
+                        help="a job of conv2d_NCHWc / depthwise_conv2d_NCHWc / conv2d_NCHWc_winograd tasks")
     parser.add_argument("--log", help="tuning log of the job's tasks (default: none)")
     parser.add_argument("--tophub", help="pre-tuned package directory searched before the shipped one")
     parser.add_argument("--layers", type=int, nargs="*", help="indices of the layers (default: all)")
     parser.add_argument("--threads", type=int, nargs="*", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--number", type=int, default=10)
-    parser.add_argument("--quick", action="store_true", help="layers 1, 2 and 11; 3 rounds of 5 calls")
+    parser.add_argument("--quick", action="store_true",
+                        help="layers 1, 2 and 11 (those the job has); 3 rounds of 5 calls")
     opts = parser.parse_args()
     if opts.quick:
         opts.layers, opts.rounds, opts.number = opts.layers or [1, 2, 11], 3, 5
@@ -84,7 +89,8 @@ def main() -> None:
     totals = {n: [0.0, 0.0] for n in opts.threads}
     worst = {n: (float("inf"), "") for n in opts.threads}
     rng = np.random.default_rng(0)
-    for index in opts.layers if opts.layers is not None else range(len(tasks)):
+    layers = range(len(tasks)) if opts.layers is None else [i for i in opts.layers if i < len(tasks)]
+    for index in layers:
         task = tasks[index]
         with task.target, history:
             config = history.query(task.target, task.workload)
@@ -96,8 +102,11 @@ def main() -> None:
         kernel = rng.standard_normal(kernel_t[1]).astype("float32")
         ic_bn, oc_bn = tensors[0].shape[-1], tensors[-1].shape[-1]
         depthwise = task.name.startswith("depthwise")
-        # A depthwise kernel [C, 1, KH, KW] packs as an OIHW kernel with input blocks of 1.
-        packed = ref.oihw_to_kernel_nchwc(kernel, 1 if depthwise else ic_bn, oc_bn)
+        if task.name.startswith("conv2d_NCHWc_winograd"):
+            packed = ref.winograd_kernel_transform(kernel, tensors[1].shape[0] - 2, ic_bn, oc_bn)
+        else:
+            # A depthwise kernel [C, 1, KH, KW] packs as an OIHW kernel with input blocks of 1.
+            packed = ref.oihw_to_kernel_nchwc(kernel, 1 if depthwise else ic_bn, oc_bn)
         blocked = [ref.nchw_to_nchwc(data, ic_bn), packed]
         out = np.zeros(tensors[-1].shape, dtype="float32")
         groups = data.shape[1] if depthwise else 1

@@ -237,3 +237,81 @@ def bias_add_python(data: np.ndarray, bias: np.ndarray, axis: int = 1) -> np.nda
     shape = [1] * data.ndim
     shape[ax] = bias.shape[0]
     return (data + bias.astype(data.dtype).reshape(shape)).astype(data.dtype)
+
+
+def winograd_matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(A^T, B^T, G)`` of Winograd's F(m x m, 3 x 3) (Lavin and Gray's points 0, ±1, ±2, ∞).
+
+    ``A^T`` is ``[m, alpha]``, ``B^T`` is ``[alpha, alpha]``, ``G`` is ``[alpha, 3]`` with
+    ``alpha = m + 2``; a tile is ``A^T [(G g G^T) * (B^T d B)] A``.
+
+    Parameters
+    ----------
+    m : {2, 4}
+        Output tile size.
+
+    Returns
+    -------
+    tuple of numpy.ndarray (float64)
+    """
+    if m == 2:
+        at = [[1, 1, 1, 0], [0, 1, -1, -1]]
+        bt = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]
+        g = [[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]]
+    elif m == 4:
+        at = [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]
+        bt = [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+              [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]]
+        g = [[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
+             [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]]
+    else:
+        raise ValueError(f"Winograd tile size m must be 2 or 4, got {m}")
+    return np.array(at, dtype=np.float64), np.array(bt, dtype=np.float64), np.array(g, dtype=np.float64)
+
+
+def winograd_kernel_transform(kernel: np.ndarray, m: int, ic_bn: int, oc_bn: int) -> np.ndarray:
+    """``G g G^T`` of each 3x3 kernel ``[O, I, 3, 3]``, blocked as
+    ``[alpha, alpha, O // oc_bn, I // ic_bn, ic_bn, oc_bn]`` (the kernel of
+    ``conv2d_NCHWc_winograd.x86``), in ``kernel.dtype``."""
+    _, _, g = winograd_matrices(m)
+    o, i, _, _ = kernel.shape
+    u = np.einsum("ak,oikl,bl->abio", g, kernel.astype(np.float64), g)  # [alpha, alpha, I, O]
+    alpha = m + 2
+    u = u.reshape(alpha, alpha, i // ic_bn, ic_bn, o // oc_bn, oc_bn).transpose(0, 1, 4, 2, 3, 5)
+    return np.ascontiguousarray(u).astype(kernel.dtype)
+
+
+def conv2d_winograd_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,
+                                 dilation: Any = 1, layout: str = "NCHW", out_layout: str = "NCHW",
+                                 out_dtype: Any = None) -> np.ndarray:
+    """Winograd F(m x m, 3 x 3) convolution of blocked data ``[N, C/ic_bn, H, W, ic_bn]`` with a
+    transformed kernel ``[alpha, alpha, O/oc_bn, C/ic_bn, ic_bn, oc_bn]`` (``m = alpha - 2``), in
+    float64: ``A^T [U * (B^T d B)] A`` per tile, for any ``U`` (not only a transformed one).
+
+    Stride and dilation must be 1; ``layout`` and ``out_layout`` are ignored.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[N, O/oc_bn, OH, OW, oc_bn]``.
+    """
+    alpha = kernel.shape[0]
+    m = alpha - 2
+    at, bt, _ = winograd_matrices(m)
+    x = nchwc_to_nchw(data).astype(np.float64)
+    n, c, h, w = x.shape
+    _, _, kb, cb, ib, ob = kernel.shape
+    u = kernel.astype(np.float64).transpose(0, 1, 2, 5, 3, 4).reshape(alpha, alpha, kb * ob, cb * ib)
+    oh, ow, (pt, pl, _, _) = conv2d_output_shape((h, w), (3, 3), stride, padding, dilation)
+    nh, nw = -(-oh // m), -(-ow // m)
+    padded = np.zeros((n, c, nh * m + 2, nw * m + 2))
+    rows, cols = min(h, nh * m + 2 - pt), min(w, nw * m + 2 - pl)
+    padded[:, :, pt:pt + rows, pl:pl + cols] = x[:, :, :rows, :cols]
+    # tiles [n, c, nh, nw, alpha, alpha]
+    tiles = np.stack([np.stack([padded[:, :, i:i + nh * m:m, j:j + nw * m:m] for j in range(alpha)], -1)
+                      for i in range(alpha)], -2)
+    v = np.einsum("ai,ncyxij,bj->abncyx", bt, tiles, bt)
+    mm = np.einsum("abkc,abncyx->abnkyx", u, v)
+    y = np.einsum("ia,abnkyx,jb->nkyixj", at, mm, at).reshape(n, kb * ob, nh * m, nw * m)
+    out = y[:, :, :oh, :ow].astype(out_dtype if out_dtype is not None else data.dtype)
+    return nchw_to_nchwc(out, ob)

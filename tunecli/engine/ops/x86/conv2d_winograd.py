@@ -1,0 +1,286 @@
+"""``conv2d_NCHWc_winograd.x86``: Winograd F(m x m, 3 x 3) convolution on channel-blocked data.
+
+The template's arguments are ``conv2d_NCHWc.x86``'s workload (``data [N, C, H, W]``, ``kernel
+[O, C, 3, 3]``, strides, padding, dilation, layouts, out dtype); only 3x3 kernels with stride
+and dilation 1 are served.  The kernel's arguments are the blocked data ``[N, C/ic_bn, H, W,
+ic_bn]`` and the transformed kernel ``U = G g G^T`` laid out ``[alpha, alpha, O/oc_bn, C/ic_bn,
+ic_bn, oc_bn]`` (``alpha = m + 2``; ``reference.winograd_kernel_transform``: a graph computes it
+once, at build time); the output is blocked ``[N, O/oc_bn, OH, OW, oc_bn]``, so the kernel can sit
+between ``conv2d_NCHWc.x86`` kernels.
+
+Stages: the padded input is cut into ``P = N * ceil(OH/m) * ceil(OW/m)`` overlapping
+``alpha x alpha`` tiles, grouped ``tile_p`` at a time (the last group repeats tiles when
+``tile_p`` does not divide ``P``); ``V = B^T d B`` per tile and input channel (rows, then
+columns, vectorized over ``ic_bn``); a batched GEMM ``M[e] = U[e] V[e]`` over the ``alpha^2``
+points (the bulk of the work: ``tile_p x oc_bn`` register tiles, vectorized over ``oc_bn``, the
+points and output-channel blocks in parallel); ``Y = A^T M A`` per tile (rows, then columns),
+then the tiles are written to the blocked output.  The transforms are written with their
+constant coefficients (sums of the nonzero terms), selected by the unrolled point index.
+
+Knobs: ``tile_ic`` and ``tile_oc`` (splits of C and O: ``ic_bn``, ``oc_bn``), ``tile_p`` (tiles
+per register tile) and ``tile_m`` (m in {2, 4}).  FLOPs are the direct convolution's
+(``2 N O C OH OW 9``) so that rates compare with direct kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine import te
+from tunecli.engine.ir import expr as E
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
+from tunecli.engine.ops.nn.pad import pad
+from tunecli.engine.ops.strategy import OpCall, Strategy
+from tunecli.engine.ops.x86.conv2d_nchwc import declare_conv2d_NCHWc, fp32_lanes
+from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
+from tunecli.engine.te.window import conv2d_output_shape, pair
+from tunecli.errors import InstantiationError
+
+TILE_SIZES = (2, 4)
+REGISTER_TILES = (1, 2, 3, 4, 6, 7, 8, 12, 14)  # tiles per GEMM register tile
+FALLBACK_ACCUMULATORS = 12  # accumulator vectors of the fallback register tile (16 ymm registers)
+
+
+def declare_conv2d_winograd(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1),
+                            layout: str = "NCHW", out_layout: str = "NCHW",
+                            out_dtype: str = "float32") -> OpCall:
+    """The workload (``conv2d_NCHWc.x86``'s): logical ``data [N, C, H, W]``, ``kernel [O, C, 3, 3]``."""
+    call = declare_conv2d_NCHWc(data, kernel, strides, padding, dilation, layout, out_layout, out_dtype)
+    check_winograd_workload(call.inputs[1].shape, strides, dilation)
+    return call
+
+
+def check_winograd_workload(kernel_shape: Sequence[int], strides: Any, dilation: Any) -> None:
+    """InstantiationError unless the kernel is 3x3 with stride 1 and dilation 1."""
+    if tuple(kernel_shape[2:4]) != (3, 3) or pair(strides, "strides") != (1, 1) \
+            or pair(dilation, "dilation") != (1, 1):
+        raise InstantiationError(f"conv2d_NCHWc_winograd.x86: only 3x3 kernels with stride 1 and dilation 1, "
+                                 f"got kernel {tuple(kernel_shape)}, strides {strides}, dilation {dilation}")
+
+
+def define_winograd_space(cfg: Any, channels: int, filters: int) -> None:
+    """Define the knobs (see the module docstring); a fallback config gets :func:`fallback_config`'s."""
+    cfg.define_split("tile_ic", channels, num_outputs=2)
+    cfg.define_split("tile_oc", filters, num_outputs=2)
+    cfg.define_knob("tile_p", list(REGISTER_TILES))
+    cfg.define_knob("tile_m", list(TILE_SIZES))
+    if cfg.is_fallback:
+        fallback_config(cfg, channels, filters)
+
+
+def _largest_divisor(n: int, limit: int) -> int:
+    return next(b for b in range(min(limit, n), 0, -1) if n % b == 0)
+
+
+def fallback_config(cfg: Any, channels: int, filters: int) -> None:
+    """F(4x4, 3x3); ``oc_bn`` two vectors wide, ``ic_bn`` one, a register tile of about
+    :data:`FALLBACK_ACCUMULATORS` vectors."""
+    lanes = fp32_lanes()
+    oc_bn = _largest_divisor(filters, 2 * lanes)
+    ic_bn = _largest_divisor(channels, lanes)
+    vectors = -(-oc_bn // lanes)
+    cfg["tile_ic"] = SplitEntity([channels // ic_bn, ic_bn])
+    cfg["tile_oc"] = SplitEntity([filters // oc_bn, oc_bn])
+    cfg["tile_p"] = OtherOptionEntity(max(p for p in REGISTER_TILES if p * vectors <= FALLBACK_ACCUMULATORS))
+    cfg["tile_m"] = OtherOptionEntity(4)
+
+
+def pack_conv2d_winograd(cfg: Any, call: OpCall) -> OpCall:
+    """The kernel's inputs: blocked ``data`` and the transformed, blocked ``kernel`` for ``cfg``."""
+    data, kernel = call.inputs
+    n, ic, ih, iw = data.shape
+    oc = kernel.shape[0]
+    define_winograd_space(cfg, ic, oc)
+    ic_bn, oc_bn, alpha = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1], cfg["tile_m"].val + 2
+    data5 = te.placeholder((n, ic // ic_bn, ih, iw, ic_bn), dtype=data.dtype, name="data")
+    transformed = te.placeholder((alpha, alpha, oc // oc_bn, ic // ic_bn, ic_bn, oc_bn), dtype=kernel.dtype,
+                                 name="kernel")
+    return OpCall((data5, transformed), call.attrs)
+
+
+def combine(coefficients: np.ndarray, row: Any, term: Callable[[int], Any], dtype: str) -> E.Expr:
+    """``sum_k coefficients[row, k] * term(k)`` with the nonzero coefficients written as constants,
+    one expression per row selected by ``row`` (an index that unrolling makes constant)."""
+    rows = []
+    for coefs in coefficients:
+        expr = None
+        for k, c in sorted(enumerate(coefs), key=lambda kc: kc[1] < 0):  # positive terms first
+            if c == 0:
+                continue
+            if expr is None:
+                expr = term(k) if c == 1 else E.const(float(c), dtype) * term(k)
+            elif c in (1, -1):
+                expr = expr + term(k) if c == 1 else expr - term(k)
+            else:
+                expr = expr + E.const(float(c), dtype) * term(k)
+        rows.append(expr if expr is not None else E.const(0.0, dtype))
+    result = rows[-1]
+    for index in range(len(rows) - 2, -1, -1):
+        result = te.if_then_else(row == index, rows[index], result)
+    return result
+
+
+def kernel_transform_stage(kernel: te.Tensor, m: int, ic_bn: int, oc_bn: int) -> te.Tensor:
+    """``G g G^T`` of an OIHW kernel as a stage, in the layout of the template's kernel argument."""
+    _, _, g = ref.winograd_matrices(m)
+    oc, ic = kernel.shape[:2]
+    alpha = m + 2
+    dtype = kernel.dtype
+
+    def body(e1: Any, e2: Any, ko: Any, cb: Any, ci: Any, ki: Any) -> E.Expr:
+        o, c = ko * oc_bn + ki, cb * ic_bn + ci
+        return combine(g, e1, lambda i: combine(g, e2, lambda j: kernel[o, c, i, j], dtype), dtype)
+
+    return te.compute((alpha, alpha, oc // oc_bn, ic // ic_bn, ic_bn, oc_bn), body,
+                      name="winograd_kernel", tag="injective,winograd_kernel_transform")
+
+
+def conv2d_winograd_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+                            dilation: Any, layout: str, out_layout: str, out_dtype: str) -> te.Tensor:
+    """The stages of the module docstring; 4-D data and an OIHW kernel are blocked and transformed
+    by stages first."""
+    if len(data.shape) == 4:
+        n, c, h, w = data.shape
+        define_winograd_space(cfg, c, kernel.shape[0])
+        ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
+        check_winograd_workload(kernel.shape, stride, dilation)
+        data = te.compute((n, c // ic_bn, h, w, ic_bn), lambda b, cc, y, x, v: data[b, cc * ic_bn + v, y, x],
+                          name="data_vec", tag="injective,layout_transform")
+        kernel = kernel_transform_stage(kernel, cfg["tile_m"].val, ic_bn, oc_bn)
+    n, cb, h, w, ic_bn = data.shape
+    alpha, _, kb, _, _, oc_bn = kernel.shape
+    define_winograd_space(cfg, cb * ic_bn, kb * oc_bn)
+    check_winograd_workload((0, 0, 3, 3), stride, dilation)
+    m = alpha - 2
+    at, bt, _ = ref.winograd_matrices(m)
+    oh, ow, (pt, pl, _, _) = conv2d_output_shape((h, w), (3, 3), stride, padding, dilation)
+    cfg.add_flop(2 * n * kb * oc_bn * oh * ow * cb * ic_bn * 9)
+    nh, nw = -(-oh // m), -(-ow // m)
+    tiles = n * nh * nw
+    bp = cfg["tile_p"].val
+    groups = -(-tiles // bp)
+    out_dtype = out_dtype or data.dtype
+    padded = pad(data, [0, 0, pt, pl, 0], [0, 0, nh * m + 2 - h - pt, nw * m + 2 - w - pl, 0],
+                 name="data_pad")
+
+    def tile_origin(po: Any, pi: Any) -> tuple[Any, Any, Any]:
+        p = po * bp + pi
+        if groups * bp != tiles:
+            p = te.indexmod(p, tiles)
+        return te.indexdiv(p, nh * nw), te.indexmod(te.indexdiv(p, nw), nh) * m, te.indexmod(p, nw) * m
+
+    def input_rows(e1: Any, j: Any, po: Any, c: Any, pi: Any, ci: Any) -> E.Expr:
+        b, y, x = tile_origin(po, pi)
+        return combine(bt, e1, lambda i: padded[b, c, y + i, x + j, ci], data.dtype)
+
+    shape_v = (alpha, alpha, groups, cb, bp, ic_bn)
+    rows = te.compute(shape_v, input_rows, name="winograd_input_rows")
+    v = te.compute(shape_v, lambda e1, e2, po, c, pi, ci: combine(
+        bt, e2, lambda j: rows[e1, j, po, c, pi, ci], data.dtype), name="winograd_input")
+    rc = te.reduce_axis((0, cb), name="rc")
+    rci = te.reduce_axis((0, ic_bn), name="rci")
+    gemm = te.compute(
+        (alpha, alpha, kb, groups, bp, oc_bn),
+        lambda e1, e2, k, po, pi, ki: te.sum(
+            v[e1, e2, po, rc, pi, rci].astype(out_dtype) * kernel[e1, e2, k, rc, rci, ki].astype(out_dtype),
+            axis=[rc, rci]),
+        name="winograd_gemm", tag="winograd_gemm")
+    out_rows = te.compute((m, alpha, kb, groups, bp, oc_bn), lambda a, e2, k, po, pi, ki: combine(
+        at, a, lambda e1: gemm[e1, e2, k, po, pi, ki], out_dtype), name="winograd_output_rows")
+    out_tiles = te.compute((kb, groups, bp, m, m, oc_bn), lambda k, po, pi, a, b, ki: combine(
+        at, b, lambda e2: out_rows[a, e2, k, po, pi, ki], out_dtype), name="winograd_output")
+
+    def gather(b: Any, k: Any, y: Any, x: Any, ki: Any) -> E.Expr:
+        p = b * (nh * nw) + te.indexdiv(y, m) * nw + te.indexdiv(x, m)
+        return out_tiles[k, te.indexdiv(p, bp), te.indexmod(p, bp), te.indexmod(y, m), te.indexmod(x, m), ki]
+
+    return te.compute((n, kb, oh, ow, oc_bn), gather, name="conv2d_winograd_NCHWc",
+                      tag="conv2d_winograd_NCHWc")
+
+
+def schedule_conv2d_winograd(cfg: Any, outs: Sequence[te.Tensor],
+                             epilogue: te.Tensor | None = None) -> Schedule:
+    """Schedule ``conv2d_winograd_compute``'s stages; an epilogue (blocked, e.g. bias + relu) reads the
+    output tiles in place of the gather stage."""
+    (conv,) = outs
+    s = create_group_schedule(outs, epilogue)
+    out = conv
+    if epilogue is not None:
+        inline_between(s, outs, epilogue)
+        s[conv].compute_inline()
+        out = epilogue
+    out_tiles = conv.op.input_tensors[0]
+    out_rows = out_tiles.op.input_tensors[0]
+    gemm = out_rows.op.input_tensors[0]
+    v, kernel = gemm.op.input_tensors
+    rows = v.op.input_tensors[0]
+    padded = rows.op.input_tensors[0]
+    _schedule_inputs(s, padded, kernel)
+
+    # V = B^T d B: one tile and channel block per iteration, its alpha x alpha points unrolled
+    e1, e2, po, c, pi, ci = s[v].op.axis
+    s[v].reorder(po, c, pi, e1, e2, ci)
+    s[v].parallel(s[v].fuse(po, c))
+    s[v].unroll(e1)
+    s[v].unroll(e2)
+    s[v].vectorize(ci)
+    s[rows].compute_at(s[v], pi)
+    r1, r2, *_, rci = s[rows].op.axis
+    s[rows].unroll(r1)
+    s[rows].unroll(r2)
+    s[rows].vectorize(rci)
+
+    # M[e] = U[e] V[e]: tile_p x oc_bn register tiles, the channels reduced inside them
+    acc = s.cache_write(gemm, "local")
+    e1, e2, k, po, pi, ki = s[gemm].op.axis
+    s[gemm].parallel(s[gemm].fuse(e1, e2, k))
+    s[gemm].unroll(pi)
+    s[gemm].vectorize(ki)
+    s[acc].compute_at(s[gemm], po)
+    *_, pi, ki = s[acc].op.axis
+    rc, rci = s[acc].op.reduce_axis
+    s[acc].reorder(rc, rci, pi, ki)
+    s[acc].unroll(pi)
+    s[acc].vectorize(ki)
+
+    # Y = A^T M A per tile, then the tiles written to the output
+    k, po, pi, a, b, ki = s[out_tiles].op.axis
+    s[out_tiles].parallel(s[out_tiles].fuse(k, po))
+    s[out_tiles].unroll(a)
+    s[out_tiles].unroll(b)
+    s[out_tiles].vectorize(ki)
+    s[out_rows].compute_at(s[out_tiles], pi)
+    a, e2, *_, ki = s[out_rows].op.axis
+    s[out_rows].unroll(a)
+    s[out_rows].unroll(e2)
+    s[out_rows].vectorize(ki)
+
+    b, k, y, x, ki = s[out].op.axis
+    s[out].parallel(s[out].fuse(b, k, y))
+    s[out].vectorize(ki)
+    return s
+
+
+def _schedule_inputs(s: Schedule, padded: te.Tensor, kernel: te.Tensor) -> None:
+    """Parallel padding (vectorized over the channel block) and, in a graph, layout stages."""
+    b, c, y, _, v = s[padded].op.axis
+    s[padded].parallel(s[padded].fuse(b, c, y))
+    s[padded].vectorize(v)
+    stages = [kernel, *padded.op.input_tensors]
+    for stage in stages:
+        if isinstance(stage.op, te.ComputeOp):
+            axes = s[stage].op.axis
+            s[stage].parallel(s[stage].fuse(*axes[:2]))
+
+
+CONV2D_NCHWC_WINOGRAD = Strategy(
+    op="conv2d_NCHWc_winograd", target_key="cpu", name="conv2d_NCHWc_winograd.x86",
+    declare=declare_conv2d_winograd, compute=conv2d_winograd_compute, schedule=schedule_conv2d_winograd,
+    reference=ref.conv2d_winograd_NCHWc_python, outputs=("out",), pack=pack_conv2d_winograd,
+    summary="Winograd F(m x m, 3 x 3), 3x3 stride 1 only; NCHW[ic_bn]c data, kernel transformed "
+            "`[alpha, alpha, O/oc_bn, C/ic_bn, ic_bn, oc_bn]`, NCHW[oc_bn]c output")
