@@ -7,6 +7,8 @@ SMALL_CASES = {
     "depthwise_conv2d_nchw.x86": (1, 7, 6, 3, 2, 3, 3, 1, 1, 1, "float32"),
     "conv2d_NCHWc.x86": (("TENSOR", (1, 8, 6, 5), "float32"), ("TENSOR", (16, 8, 3, 3), "float32"), (1, 1),
                          (1, 1, 1, 1), (1, 1), "NCHW", "NCHW", "float32"),
+    "conv2d_NCHWc_winograd.x86": (("TENSOR", (1, 8, 6, 5), "float32"), ("TENSOR", (16, 8, 3, 3), "float32"),
+                                  (1, 1), (1, 1, 1, 1), (1, 1), "NCHW", "NCHW", "float32"),
     "depthwise_conv2d_NCHWc.x86": (("TENSOR", (1, 8, 6, 7), "float32"), ("TENSOR", (8, 1, 3, 3), "float32"),
                                    (1, 1), (1, 1, 1, 1), (1, 1), "NCHW", "NCHW", "float32"),
     "dense_pack.x86": (("TENSOR", (4, 12), "float32"), ("TENSOR", (8, 12), "float32"), None, "float32"),

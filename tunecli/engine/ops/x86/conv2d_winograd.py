@@ -64,13 +64,26 @@ def check_winograd_workload(kernel_shape: Sequence[int], strides: Any, dilation:
 
 
 def define_winograd_space(cfg: Any, channels: int, filters: int) -> None:
-    """Define the knobs (see the module docstring); a fallback config gets :func:`fallback_config`'s."""
-    cfg.define_split("tile_ic", channels, num_outputs=2)
-    cfg.define_split("tile_oc", filters, num_outputs=2)
+    """Define the knobs (see the module docstring); a fallback config gets :func:`fallback_config`'s.
+
+    ``ic_bn`` and ``oc_bn`` are whole vectors (multiples of the target's float32 lanes) where the
+    channel count allows it: narrower blocks leave the vector units idle in every stage.
+    """
+    lanes = fp32_lanes()
+    cfg.define_split("tile_ic", channels, num_outputs=2, filter=_whole_vectors(channels, lanes))
+    cfg.define_split("tile_oc", filters, num_outputs=2, filter=_whole_vectors(filters, lanes))
     cfg.define_knob("tile_p", list(REGISTER_TILES))
     cfg.define_knob("tile_m", list(TILE_SIZES))
     if cfg.is_fallback:
         fallback_config(cfg, channels, filters)
+
+
+def _whole_vectors(extent: int, lanes: int) -> Callable[[Any], bool]:
+    """A split filter keeping inner factors that are multiples of ``lanes`` (all when ``extent`` is
+    not)."""
+    if extent % lanes:
+        return lambda split: True
+    return lambda split: split.size[-1] % lanes == 0
 
 
 def _largest_divisor(n: int, limit: int) -> int:
@@ -132,11 +145,12 @@ def kernel_transform_stage(kernel: te.Tensor, m: int, ic_bn: int, oc_bn: int) ->
     alpha = m + 2
     dtype = kernel.dtype
 
-    def body(e1: Any, e2: Any, ko: Any, cb: Any, ci: Any, ki: Any) -> E.Expr:
-        o, c = ko * oc_bn + ki, cb * ic_bn + ci
-        return combine(g, e1, lambda i: combine(g, e2, lambda j: kernel[o, c, i, j], dtype), dtype)
-
-    return te.compute((alpha, alpha, oc // oc_bn, ic // ic_bn, ic_bn, oc_bn), body,
+    rows = te.compute((alpha, 3, oc, ic),
+                      lambda e1, j, o, c: combine(g, e1, lambda i: kernel[o, c, i, j], dtype),
+                      name="winograd_kernel_rows", tag="injective,winograd_kernel_transform")
+    return te.compute((alpha, alpha, oc // oc_bn, ic // ic_bn, ic_bn, oc_bn),
+                      lambda e1, e2, ko, cb, ci, ki: combine(
+                          g, e2, lambda j: rows[e1, j, ko * oc_bn + ki, cb * ic_bn + ci], dtype),
                       name="winograd_kernel", tag="injective,winograd_kernel_transform")
 
 
@@ -271,7 +285,7 @@ def _schedule_inputs(s: Schedule, padded: te.Tensor, kernel: te.Tensor) -> None:
     b, c, y, _, v = s[padded].op.axis
     s[padded].parallel(s[padded].fuse(b, c, y))
     s[padded].vectorize(v)
-    stages = [kernel, *padded.op.input_tensors]
+    stages = [kernel, *kernel.op.input_tensors, *padded.op.input_tensors]
     for stage in stages:
         if isinstance(stage.op, te.ComputeOp):
             axes = s[stage].op.axis
