@@ -75,9 +75,9 @@ def test_numpy_winograd_equals_direct_convolution(m, shape):
 
 @pytest.mark.parametrize("args", [
     workload(16, 16, 9, 11),  # tiles with a remainder in both directions, for m = 2 and m = 4
-    workload(8, 16, 6, 7, padding=(1, 0, 1, 0)),  # asymmetric padding
-    workload(8, 8, 8, 8, padding=(0, 0, 0, 0)),  # no padding
-])
+    pytest.param(workload(8, 16, 6, 7, padding=(1, 0, 1, 0)), marks=pytest.mark.slow),  # asymmetric padding
+    pytest.param(workload(8, 8, 8, 8, padding=(0, 0, 0, 0)), marks=pytest.mark.slow),  # no padding
+], ids=["remainders", "asymmetric-padding", "no-padding"])
 def test_random_configs_equal_numpy(args):
     rng = np.random.default_rng(7)
     task = autotvm_task.create(NAME, args, "llvm")

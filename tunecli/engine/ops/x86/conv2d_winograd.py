@@ -44,6 +44,7 @@ from tunecli.errors import InstantiationError
 TILE_SIZES = (2, 4)
 REGISTER_TILES = (1, 2, 3, 4, 6, 7, 8, 12, 14)  # tiles per GEMM register tile
 FALLBACK_ACCUMULATORS = 12  # accumulator vectors of the fallback register tile (16 ymm registers)
+MIN_TILES_M4 = 16  # fewest F(4x4) tiles per image for which the fallback config takes m = 4
 
 
 def declare_conv2d_winograd(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1),
@@ -63,7 +64,7 @@ def check_winograd_workload(kernel_shape: Sequence[int], strides: Any, dilation:
                                  f"got kernel {tuple(kernel_shape)}, strides {strides}, dilation {dilation}")
 
 
-def define_winograd_space(cfg: Any, channels: int, filters: int) -> None:
+def define_winograd_space(cfg: Any, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
     """Define the knobs (see the module docstring); a fallback config gets :func:`fallback_config`'s.
 
     ``ic_bn`` and ``oc_bn`` are whole vectors (multiples of the target's float32 lanes) where the
@@ -75,7 +76,7 @@ def define_winograd_space(cfg: Any, channels: int, filters: int) -> None:
     cfg.define_knob("tile_p", list(REGISTER_TILES))
     cfg.define_knob("tile_m", list(TILE_SIZES))
     if cfg.is_fallback:
-        fallback_config(cfg, channels, filters)
+        fallback_config(cfg, channels, filters, out_hw)
 
 
 def _whole_vectors(extent: int, lanes: int) -> Callable[[Any], bool]:
@@ -90,17 +91,34 @@ def _largest_divisor(n: int, limit: int) -> int:
     return next(b for b in range(min(limit, n), 0, -1) if n % b == 0)
 
 
-def fallback_config(cfg: Any, channels: int, filters: int) -> None:
-    """F(4x4, 3x3); ``oc_bn`` two vectors wide, ``ic_bn`` one, a register tile of about
-    :data:`FALLBACK_ACCUMULATORS` vectors."""
+def fallback_config(cfg: Any, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
+    """``oc_bn`` two vectors wide, ``ic_bn`` one; F(4x4, 3x3) when it gives at least
+    :data:`MIN_TILES_M4` tiles (each transformed kernel element is used once per tile: with
+    fewer, streaming the 4x larger kernel costs more than the multiplications F(4x4) saves),
+    else F(2x2); the register tile of at most :data:`FALLBACK_ACCUMULATORS` vectors with the
+    least padded work (:func:`padded_work`)."""
     lanes = fp32_lanes()
     oc_bn = _largest_divisor(filters, 2 * lanes)
     ic_bn = _largest_divisor(channels, lanes)
     vectors = -(-oc_bn // lanes)
+    m = 4 if tile_count(out_hw, 4) >= MIN_TILES_M4 else 2
+    tiles = tile_count(out_hw, m)
+    fitting = [p for p in REGISTER_TILES if p * vectors <= FALLBACK_ACCUMULATORS] or [1]
     cfg["tile_ic"] = SplitEntity([channels // ic_bn, ic_bn])
     cfg["tile_oc"] = SplitEntity([filters // oc_bn, oc_bn])
-    cfg["tile_p"] = OtherOptionEntity(max(p for p in REGISTER_TILES if p * vectors <= FALLBACK_ACCUMULATORS))
-    cfg["tile_m"] = OtherOptionEntity(4)
+    cfg["tile_p"] = OtherOptionEntity(min(fitting, key=lambda p: (padded_work(tiles, p), -p)))
+    cfg["tile_m"] = OtherOptionEntity(m)
+
+
+def tile_count(out_hw: tuple[int, int], m: int) -> int:
+    """Output tiles of an image (batch 1) for tile size ``m``."""
+    return -(-out_hw[0] // m) * -(-out_hw[1] // m)
+
+
+def padded_work(tiles: int, tile_p: int) -> float:
+    """A fallback heuristic: tiles computed (``tiles`` rounded up to ``tile_p``) times
+    ``1 + 1/tile_p``, a register tile's fixed cost (its kernel loads, its stores) in tiles."""
+    return -(-tiles // tile_p) * tile_p * (1 + 1 / tile_p)
 
 
 def pack_conv2d_winograd(cfg: Any, call: OpCall) -> OpCall:
@@ -108,7 +126,9 @@ def pack_conv2d_winograd(cfg: Any, call: OpCall) -> OpCall:
     data, kernel = call.inputs
     n, ic, ih, iw = data.shape
     oc = kernel.shape[0]
-    define_winograd_space(cfg, ic, oc)
+    oh, ow, _ = conv2d_output_shape((ih, iw), (3, 3), call.attrs["stride"], call.attrs["padding"],
+                                    call.attrs["dilation"])
+    define_winograd_space(cfg, ic, oc, (oh, ow))
     ic_bn, oc_bn, alpha = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1], cfg["tile_m"].val + 2
     data5 = te.placeholder((n, ic // ic_bn, ih, iw, ic_bn), dtype=data.dtype, name="data")
     transformed = te.placeholder((alpha, alpha, oc // oc_bn, ic // ic_bn, ic_bn, oc_bn), dtype=kernel.dtype,
@@ -160,19 +180,20 @@ def conv2d_winograd_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride
     by stages first."""
     if len(data.shape) == 4:
         n, c, h, w = data.shape
-        define_winograd_space(cfg, c, kernel.shape[0])
-        ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
         check_winograd_workload(kernel.shape, stride, dilation)
+        define_winograd_space(cfg, c, kernel.shape[0],
+                              conv2d_output_shape((h, w), (3, 3), stride, padding, dilation)[:2])
+        ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
         data = te.compute((n, c // ic_bn, h, w, ic_bn), lambda b, cc, y, x, v: data[b, cc * ic_bn + v, y, x],
                           name="data_vec", tag="injective,layout_transform")
         kernel = kernel_transform_stage(kernel, cfg["tile_m"].val, ic_bn, oc_bn)
     n, cb, h, w, ic_bn = data.shape
     alpha, _, kb, _, _, oc_bn = kernel.shape
-    define_winograd_space(cfg, cb * ic_bn, kb * oc_bn)
     check_winograd_workload((0, 0, 3, 3), stride, dilation)
+    oh, ow, (pt, pl, _, _) = conv2d_output_shape((h, w), (3, 3), stride, padding, dilation)
+    define_winograd_space(cfg, cb * ic_bn, kb * oc_bn, (oh, ow))
     m = alpha - 2
     at, bt, _ = ref.winograd_matrices(m)
-    oh, ow, (pt, pl, _, _) = conv2d_output_shape((h, w), (3, 3), stride, padding, dilation)
     cfg.add_flop(2 * n * kb * oc_bn * oh * ow * cb * ic_bn * 9)
     nh, nw = -(-oh // m), -(-ow // m)
     tiles = n * nh * nw
