@@ -35,7 +35,7 @@ from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
 from tunecli.engine.ops.nn.pad import pad
 from tunecli.engine.ops.strategy import OpCall, Strategy
-from tunecli.engine.ops.x86.conv2d_nchwc import declare_conv2d_NCHWc, fp32_lanes
+from tunecli.engine.ops.x86.conv2d_nchwc import _largest_divisor, declare_conv2d_NCHWc, fp32_lanes
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
 from tunecli.engine.te.window import conv2d_output_shape, pair
@@ -85,10 +85,6 @@ def _whole_vectors(extent: int, lanes: int) -> Callable[[Any], bool]:
     if extent % lanes:
         return lambda split: True
     return lambda split: split.size[-1] % lanes == 0
-
-
-def _largest_divisor(n: int, limit: int) -> int:
-    return next(b for b in range(min(limit, n), 0, -1) if n % b == 0)
 
 
 def fallback_config(cfg: Any, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
