@@ -130,19 +130,20 @@ def infer_layout(workload: Sequence[Any], cfg: Any) -> tuple[tuple, tuple]:
             (((n, oc // oc_bn, oh, ow, oc_bn), f"NCHW{oc_bn}c"),))
 
 
-def _largest_divisor(n: int, limit: int) -> int:
+def largest_divisor(n: int, limit: int) -> int:
+    """The largest divisor of ``n`` not above ``limit``."""
     return next(b for b in range(min(limit, n), 0, -1) if n % b == 0)
 
 
 def _fallback_config(cfg: Any, ic: int, oc: int, oh: int, ow: int, is_1x1: bool) -> None:
     """TVM's ``_fallback_schedule`` of ``conv2d_avx_common`` / ``conv2d_avx_1x1`` (its register tile
     sized for the target's vector registers)."""
-    oc_bn = _largest_divisor(oc, fp32_lanes())
-    ic_bn = _largest_divisor(ic, oc_bn)
+    oc_bn = largest_divisor(oc, fp32_lanes())
+    ic_bn = largest_divisor(ic, oc_bn)
     cfg["tile_ic"] = SplitEntity([ic // ic_bn, ic_bn])
     cfg["tile_oc"] = SplitEntity([oc // oc_bn, oc_bn])
     if not is_1x1:
-        reg_n = _largest_divisor(ow, fallback_register_tile())
+        reg_n = largest_divisor(ow, fallback_register_tile())
         cfg["tile_ow"] = SplitEntity([ow // reg_n, reg_n])
         cfg["unroll_kw"] = OtherOptionEntity(False)
         return

@@ -35,7 +35,7 @@ from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
 from tunecli.engine.ops.nn.pad import pad
 from tunecli.engine.ops.strategy import OpCall, Strategy
-from tunecli.engine.ops.x86.conv2d_nchwc import _largest_divisor, declare_conv2d_NCHWc, fp32_lanes
+from tunecli.engine.ops.x86.conv2d_nchwc import declare_conv2d_NCHWc, fp32_lanes, largest_divisor
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
 from tunecli.engine.te.window import conv2d_output_shape, pair
@@ -94,8 +94,8 @@ def fallback_config(cfg: Any, channels: int, filters: int, out_hw: tuple[int, in
     else F(2x2); the register tile of at most :data:`FALLBACK_ACCUMULATORS` vectors with the
     least padded work (:func:`padded_work`)."""
     lanes = fp32_lanes()
-    oc_bn = _largest_divisor(filters, 2 * lanes)
-    ic_bn = _largest_divisor(channels, lanes)
+    oc_bn = largest_divisor(filters, 2 * lanes)
+    ic_bn = largest_divisor(channels, lanes)
     vectors = -(-oc_bn // lanes)
     m = 4 if tile_count(out_hw, 4) >= MIN_TILES_M4 else 2
     tiles = tile_count(out_hw, m)
