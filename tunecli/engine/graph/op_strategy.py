@@ -13,12 +13,15 @@ target selects: a new row is a table entry, not a change here.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tunecli.engine.ops.registry import STRATEGIES
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.target import Target
+from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.task import args_to_workload
 from tunecli.errors import GraphError
 
@@ -99,6 +102,21 @@ def _conv2d_nchwc_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return ["conv2d_NCHWc"], facts
 
 
+def _conv2d_winograd_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+    """A Winograd convolution keeps the NCHW convolution's workload too; its weight is the transformed
+    kernel ``[alpha, alpha, O/oc_bn, I/ic_bn, ic_bn, oc_bn]`` of an ``[O, I, 3, 3]`` kernel."""
+    attrs = call.attrs
+    data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
+    d = primal_sizes(data.shape, attrs.data_layout)
+    _, _, kb, cb, ic_bn, oc_bn = weight.shape
+    facts = {"data": _tensor((d["N"], d["C"], d["H"], d["W"]), data.dtype),
+             "kernel": _tensor((kb * oc_bn, cb * ic_bn, 3, 3), weight.dtype),
+             "strides": tuple(attrs.strides), "padding": tuple(int(p) for p in conv2d_padding(attrs, (3, 3))),
+             "dilation": tuple(attrs.dilation), "layout": "NCHW", "out_layout": "NCHW",
+             "out_dtype": out.dtype}
+    return ["conv2d_NCHWc_winograd"], facts
+
+
 def _dense_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
     (m, k), n = data.shape, weight.shape[0]
@@ -119,6 +137,7 @@ def _batch_matmul_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
 
 
 _KEYS = {"nn.conv2d": _conv2d_keys, "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_keys,
+         "nn.contrib_conv2d_NCHWc_winograd": _conv2d_winograd_keys,
          "nn.contrib_depthwise_conv2d_NCHWc": _conv2d_nchwc_keys, "nn.dense": _dense_keys,
          "nn.batch_matmul": _batch_matmul_keys}
 
@@ -135,6 +154,63 @@ def implementation(call: Call, target: Target) -> Implementation | None:
         if rows:
             return Implementation(rows[0], _template_args(rows[0], facts, call))
     return None
+
+
+def winograd_implementation(call: Call, target: Target) -> Implementation | None:
+    """The ``conv2d_NCHWc_winograd`` row for an NCHW ``nn.conv2d`` it serves (3x3, stride 1,
+    dilation 1, one group, float32) on ``target``; None otherwise."""
+    if call.op.name != "nn.conv2d":  # type: ignore[union-attr]
+        return None
+    attrs = call.attrs
+    data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
+    if (attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or tuple(weight.shape[2:]) != (3, 3)
+            or tuple(attrs.strides) != (1, 1) or tuple(attrs.dilation) != (1, 1) or attrs.groups != 1
+            or {data.dtype, weight.dtype, out.dtype} != {"float32"}):
+        return None
+    rows = STRATEGIES.candidates("conv2d_NCHWc_winograd", target)
+    if not rows:
+        return None
+    _, facts = _conv2d_keys(call)
+    return Implementation(rows[0], _template_args(rows[0], facts, call))
+
+
+def conv2d_candidates(call: Call, target: Target) -> list[Implementation]:
+    """The implementations ``AlterOpLayout`` chooses among for a call (opt_level 3): the call's
+    :func:`implementation` and, for a convolution it serves, :func:`winograd_implementation`."""
+    return [impl for impl in (implementation(call, target), winograd_implementation(call, target))
+            if impl is not None]
+
+
+def select_implementation(candidates: Sequence[Implementation], target: Target) -> tuple[Implementation, Any]:
+    """The implementation of a call and its config (TVM's ``select_implementation`` with autotvm).
+
+    A dispatch context that decides per call (``apply_graph_best``: the graph tuner's record of
+    the call names its template) decides.  Otherwise each candidate's workload is queried; among
+    those answered by a record (not a fallback config) the lowest cost wins, ties keeping the
+    earlier candidate; when none has a record, the highest ``plevel``.
+
+    Parameters
+    ----------
+    candidates : sequence of Implementation
+        At least one; workloads of one call.
+    target : Target
+
+    Returns
+    -------
+    (Implementation, config)
+    """
+    context = DispatchContext.current
+    chosen = context.choose(target, [impl.workload for impl in candidates])
+    if chosen is not None:
+        workload, cfg = chosen
+        return next(impl for impl in candidates if impl.workload == workload), cfg
+    configs = [context.query(target, impl.workload) for impl in candidates]
+    tuned = [i for i, cfg in enumerate(configs) if not getattr(cfg, "is_fallback", False)]
+    if tuned:
+        best = min(tuned, key=lambda i: math.inf if configs[i].cost is None else configs[i].cost)
+    else:
+        best = max(range(len(candidates)), key=lambda i: candidates[i].strategy.plevel)
+    return candidates[best], configs[best]
 
 
 def _template_args(strategy: Strategy, facts: dict[str, Any], call: Call) -> tuple:

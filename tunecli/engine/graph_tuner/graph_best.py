@@ -8,6 +8,11 @@ queries in order — the k-th query of a workload gets its k-th record — and t
 answers any further query of it.  A build therefore asks once per convolution, in graph order.
 A workload without records is passed to the enclosing context (``ApplyHistoryBest``, the
 pre-tuned packages, or the fallback config).
+
+A convolution with several implementations (``conv2d_NCHWc.x86`` and
+``conv2d_NCHWc_winograd.x86``: the same arguments, another template name) is one node of the
+graph tuner: its records are queued by the workload's arguments, and ``choose`` answers the
+call with its record, whose template names the implementation.
 """
 
 from __future__ import annotations
@@ -34,21 +39,38 @@ class ApplyGraphBest(DispatchContext):
         if isinstance(records, (str, os.PathLike)):
             records = load_from_file(records)
         self.records = list(records)
-        self._queue: dict[tuple, list[ConfigSpace]] = {}
+        # by the workload's arguments (template names differ between implementations of a node)
+        self._queue: dict[tuple, list[tuple[tuple, ConfigSpace]]] = {}
         for inp, _ in self.records:
-            self._queue.setdefault(inp.task.workload, []).append(inp.config)
+            workload = inp.task.workload
+            self._queue.setdefault(tuple(workload[1:]), []).append((workload, inp.config))
         self._answered: dict[tuple, int] = {}
         self._updated: dict[tuple, ConfigSpace] = {}
+
+    def _next(self, workload: tuple) -> tuple[tuple, ConfigSpace] | None:
+        entries = self._queue.get(tuple(workload[1:]))
+        if not entries:
+            return None
+        k = self._answered.get(tuple(workload[1:]), 0)
+        self._answered[tuple(workload[1:])] = k + 1
+        return entries[min(k, len(entries) - 1)]
 
     def _query_inside(self, target: Any, workload: tuple | None) -> ConfigSpace | None:
         if (str(target), workload) in self._updated:
             return self._updated[str(target), workload]
-        configs = self._queue.get(workload) if workload is not None else None
-        if not configs:
-            return None
-        k = self._answered.get(workload, 0)
-        self._answered[workload] = k + 1
-        return configs[min(k, len(configs) - 1)]
+        entry = self._next(workload) if workload is not None else None
+        return entry[1] if entry is not None and entry[0] == workload else None
+
+    def choose(self, target: Any, workloads: list[tuple]) -> tuple[tuple, Any] | None:
+        """The call's record, when its template is one of ``workloads`` (see the module docstring)."""
+        for workload in workloads:
+            if (str(target), workload) in self._updated:
+                return workload, self._updated[str(target), workload]
+        entries = self._queue.get(tuple(workloads[0][1:]))
+        if not entries or not any(entry[0] in workloads for entry in entries):
+            return super().choose(target, workloads)
+        entry = self._next(workloads[0])
+        return entry if entry is not None and entry[0] in workloads else super().choose(target, workloads)
 
     def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
         """Answer every later query of (target, workload) with ``cfg``."""

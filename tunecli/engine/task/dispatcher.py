@@ -45,6 +45,22 @@ class DispatchContext:
             ret = self._old_ctx.query(target, workload)
         return ret
 
+    def choose(self, target: Any, workloads: list[tuple]) -> tuple[tuple, Any] | None:
+        """For a call with several implementations (``workloads``: one per implementation), the
+        workload and config a context that decides per call gives it (``apply_graph_best``); None
+        when no context on the stack does: the caller compares the queried configs' costs.
+
+        Parameters
+        ----------
+        target : Target
+        workloads : list of tuple
+
+        Returns
+        -------
+        (workload, ConfigSpace) or None
+        """
+        return self._old_ctx.choose(target, workloads) if self._old_ctx is not None else None
+
     def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
         """Make ``cfg`` the answer for (target, workload) in this context.
 

@@ -10,7 +10,11 @@ workload, once, in graph (post) order — the order the graph tuner numbers conv
 ``NCHW{oc_bn}c`` (the config's ``tile_ic`` / ``tile_oc`` blocks), the kernel transformed to
 ``OIHW{ic_bn}i{oc_bn}o`` (``OIHW1i{oc_bn}o``; a constant weight is folded by the next
 ``FoldConstant``) and the config itself as the call's ``config`` attribute, which its kernel is
-compiled with.  The workload stays the NCHW convolution's (``op_strategy``), so tuned logs apply.
+compiled with.  A convolution ``conv2d_NCHWc_winograd.x86`` also serves (3x3, stride 1) has both
+implementations' workloads queried (``op_strategy.select_implementation``: the tuned one of
+lower cost, else Winograd); chosen, it becomes ``nn.contrib_conv2d_NCHWc_winograd`` reading
+``nn.contrib_conv2d_NCHWc_winograd_weight_transform`` of its kernel (folded likewise).
+The workload stays the NCHW convolution's (``op_strategy``), so tuned logs apply.
 Consumers follow ``layout_propagation``'s rules; ``layout_transform`` calls remain where layouts
 really change: into the first convolution, between convolutions with different blocks, before
 layout-fixed operators (``nn.batch_flatten``, ``nn.dense``...) and at the function's output.
@@ -22,12 +26,12 @@ from dataclasses import fields
 from typing import Any
 
 from tunecli.engine.target import Target, as_target
-from tunecli.engine.task.dispatcher import DispatchContext
 
 from ..graph_expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from ..op_registry import OPS, Op
-from ..op_strategy import implementation
+from ..op_strategy import conv2d_candidates, select_implementation
 from ..ops.conv import Conv2DNCHWcAttrs
+from ..ops.conv_winograd import CONV_OP, TRANSFORM_OP, WinogradWeightTransformAttrs
 from ..traversal import post_order
 from ..type_infer import tensor_type_of
 from .layout_propagation import LayoutRewriter, propagate
@@ -37,6 +41,7 @@ from .pass_infra import Pass, function_pass
 BLOCKED_CONVOLUTIONS = {
     "conv2d_NCHWc": "nn.contrib_conv2d_NCHWc",
     "depthwise_conv2d_NCHWc": "nn.contrib_depthwise_conv2d_NCHWc",
+    "conv2d_NCHWc_winograd": CONV_OP,
 }
 
 
@@ -69,22 +74,29 @@ def _blocked_convolution(rw: LayoutRewriter, call: Call, target: Target) -> tupl
     if (call.op.name != "nn.conv2d" or attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW"  # type: ignore[union-attr]
             or attrs.out_layout not in ("", "NCHW")):
         return None
-    impl = implementation(call, target)
-    if impl is None or impl.strategy.op not in BLOCKED_CONVOLUTIONS or impl.strategy.pack is None:
+    candidates = [impl for impl in conv2d_candidates(call, target)
+                  if impl.strategy.op in BLOCKED_CONVOLUTIONS and impl.strategy.pack is not None]
+    if not candidates:
         return None
-    depthwise = impl.strategy.op == "depthwise_conv2d_NCHWc"
+    depthwise = candidates[0].strategy.op == "depthwise_conv2d_NCHWc"
     if depthwise and tensor_type_of(call.args[1]).shape[0] != tensor_type_of(call.args[0]).shape[1]:
         return None  # a channel multiplier above 1: not TVM's blocked depthwise template
     with target:
-        cfg = DispatchContext.current.query(target, impl.workload)
+        impl, cfg = select_implementation(candidates, target)
         data, kernel = impl.strategy.pack(cfg, impl.strategy.declare(*impl.args)).inputs
     ic_bn, oc_bn = int(data.shape[-1]), int(kernel.shape[-1])
+    winograd = impl.strategy.op == "conv2d_NCHWc_winograd"
     kernel_layout = f"OIHW{1 if depthwise else ic_bn}i{oc_bn}o"
     values: dict[str, Any] = {f.name: getattr(attrs, f.name) for f in fields(attrs)}
-    values.update(data_layout=f"NCHW{ic_bn}c", kernel_layout=kernel_layout, out_layout=f"NCHW{oc_bn}c",
-                  config=cfg)
-    args = [rw.as_layout(call.args[0], f"NCHW{ic_bn}c"),
-            rw.transform(rw.original(call.args[1]), "OIHW", kernel_layout)]
+    values.update(data_layout=f"NCHW{ic_bn}c", kernel_layout="" if winograd else kernel_layout,
+                  out_layout=f"NCHW{oc_bn}c", config=cfg)
+    weight = rw.original(call.args[1])
+    if winograd:
+        transform = WinogradWeightTransformAttrs(int(kernel.shape[0]) - 2, ic_bn, oc_bn)
+        weight = Call(OPS.get(TRANSFORM_OP), [weight], transform)
+    else:
+        weight = rw.transform(weight, "OIHW", kernel_layout)
+    args = [rw.as_layout(call.args[0], f"NCHW{ic_bn}c"), weight]
     op = OPS.get(BLOCKED_CONVOLUTIONS[impl.strategy.op])
     return Call(op, args, Conv2DNCHWcAttrs(**values)), f"NCHW{oc_bn}c"
 

@@ -312,6 +312,6 @@ def _schedule_inputs(s: Schedule, padded: te.Tensor, kernel: te.Tensor) -> None:
 CONV2D_NCHWC_WINOGRAD = Strategy(
     op="conv2d_NCHWc_winograd", target_key="cpu", name="conv2d_NCHWc_winograd.x86",
     declare=declare_conv2d_winograd, compute=conv2d_winograd_compute, schedule=schedule_conv2d_winograd,
-    reference=ref.conv2d_winograd_NCHWc_python, outputs=("out",), pack=pack_conv2d_winograd,
+    reference=ref.conv2d_winograd_NCHWc_python, outputs=("out",), pack=pack_conv2d_winograd, plevel=15,
     summary="Winograd F(m x m, 3 x 3), 3x3 stride 1 only; NCHW[ic_bn]c data, kernel transformed "
             "`[alpha, alpha, O/oc_bn, C/ic_bn, ic_bn, oc_bn]`, NCHW[oc_bn]c output")
