@@ -71,6 +71,24 @@ def test_every_tunable_op_without_a_filter_and_occurrences(resnet18: tuple) -> N
     assert sum(counts.values()) == 21 and len(counts) == 12
 
 
+def test_winograd_tasks_are_opt_in_beside_the_direct_ones(resnet18: tuple) -> None:
+    mod, params = resnet18
+    direct = extract_from_program(mod, params, "llvm", ops=(relay.op.get("nn.conv2d"),))
+    ops = (relay.op.get("nn.conv2d"), relay.op.get("nn.contrib_conv2d_NCHWc_winograd"))
+    tasks = extract_from_program(mod, params, "llvm", ops=ops)
+    winograd = [t for t in tasks if t.name == "conv2d_NCHWc_winograd.x86"]
+    assert len(tasks) == 16 and len(winograd) == 4
+    assert [t.workload for t in tasks if t not in winograd] == [t.workload for t in direct]
+    for t in winograd:  # each right after the direct task of its convolution, with the same arguments
+        before = tasks[tasks.index(t) - 1]
+        assert before.name == "conv2d_NCHWc.x86" and before.args == t.args
+        assert t.args[1][1][2:] == (3, 3) and t.args[2] == (1, 1)
+    only = extract_from_program(mod, params, "llvm", ops=["nn.contrib_conv2d_NCHWc_winograd"])
+    assert [t.workload for t in only] == [t.workload for t in winograd]
+    counts = task_occurrences(mod, params, "llvm", ops=ops)
+    assert sum(counts[t.workload] for t in winograd) == 13  # the 3x3 stride-1 convolutions
+
+
 def test_a_conv2d_nchwc_row_gives_tvms_workloads_exactly(resnet18: tuple,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Switching the template is a table row: with a row named and argued as TVM's

@@ -1,14 +1,32 @@
 """A tunable call's strategy row and template arguments come from the strategy table: the first
-row of the operator keys the call may use, its arguments filled by name from the call."""
+row of the operator keys the call may use, its arguments filled by name from the call.  A 3x3,
+stride-1 float32 convolution also has the Winograd row; which one a build uses is TVM's
+``select_implementation``: the tuned one of lower cost, else the higher plevel (Winograd), and
+under ``apply_graph_best`` the graph tuner's record of the call."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from tunecli import relay
 from tunecli.engine import graph as g
-from tunecli.engine.graph.op_strategy import implementation
+from tunecli.engine.graph.op_strategy import (
+    Implementation,
+    conv2d_candidates,
+    implementation,
+    select_implementation,
+    winograd_implementation,
+)
+from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.record import encode
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.ops.registry import STRATEGIES
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.target import Target
+from tunecli.engine.task.task import create
 
 LLVM = Target("llvm")
 
@@ -76,3 +94,59 @@ def test_a_cuda_target_gives_tvms_gpu_tasks() -> None:
     assert implementation(dense, cuda).workload == (
         "dense_small_batch.gpu", ("TENSOR", (1, 64), "float32"), ("TENSOR", (10, 64), "float32"), None,
         "float32")
+
+
+def _conv3x3() -> g.Call:
+    x = relay.var("x", shape=(1, 16, 8, 8))
+    return _call(relay.nn.conv2d(x, relay.var("w", shape=(16, 16, 3, 3)), padding=(1, 1)))
+
+
+def _record(impl: Implementation, cost: float) -> tuple:
+    task = create(impl.task_name, impl.args, LLVM)
+    return MeasureInput(LLVM, task, task.config_space.get(0)), MeasureResult((cost,), MeasureErrorNo.NO_ERROR,
+                                                                             0.01, 0.0)
+
+
+def test_a_3x3_stride_1_convolution_has_a_winograd_candidate_of_the_same_arguments() -> None:
+    direct, winograd = conv2d_candidates(_conv3x3(), LLVM)
+    assert (direct.task_name, winograd.task_name) == ("conv2d_NCHWc.x86", "conv2d_NCHWc_winograd.x86")
+    assert winograd.args == direct.args
+    x = relay.var("x", shape=(1, 16, 8, 8))
+    for other in (relay.nn.conv2d(x, relay.var("w", shape=(16, 16, 3, 3)), strides=(2, 2), padding=(1, 1)),
+                  relay.nn.conv2d(x, relay.var("w", shape=(16, 16, 1, 1))),
+                  relay.nn.conv2d(x, relay.var("w", shape=(16, 16, 3, 3)), dilation=(2, 2), padding=(2, 2)),
+                  relay.nn.conv2d(x, relay.var("w", shape=(16, 1, 3, 3)), groups=16, padding=(1, 1)),
+                  relay.nn.conv2d(relay.var("x", shape=(1, 16, 8, 8), dtype="float64"),
+                                  relay.var("w", shape=(16, 16, 3, 3), dtype="float64"), padding=(1, 1))):
+        assert winograd_implementation(_call(other), LLVM) is None
+        assert len(conv2d_candidates(other, LLVM)) == 1
+
+
+def test_without_records_the_higher_plevel_wins_winograd() -> None:
+    candidates = conv2d_candidates(_conv3x3(), LLVM)
+    assert candidates[1].strategy.plevel > candidates[0].strategy.plevel
+    with ApplyHistoryBest([], pretuned=False):
+        impl, cfg = select_implementation(candidates, LLVM)
+    assert impl is candidates[1] and cfg.is_fallback
+
+
+@pytest.mark.parametrize("costs, chosen", [((1e-3, 2e-3), 0), ((2e-3, 1e-3), 1), ((1e-3, None), 0),
+                                           ((None, 1e-3), 1)])
+def test_among_tuned_candidates_the_lower_cost_wins(costs: tuple, chosen: int) -> None:
+    candidates = conv2d_candidates(_conv3x3(), LLVM)
+    records = [_record(impl, cost) for impl, cost in zip(candidates, costs, strict=True) if cost is not None]
+    with ApplyHistoryBest(records, pretuned=False):
+        impl, cfg = select_implementation(candidates, LLVM)
+    assert impl is candidates[chosen]
+    assert not cfg.is_fallback and cfg.cost == min(c for c in costs if c is not None)
+
+
+def test_apply_graph_best_answers_with_the_graph_tuners_record_of_the_call(tmp_path: Path) -> None:
+    direct, winograd = conv2d_candidates(_conv3x3(), LLVM)
+    path = tmp_path / "graph.log"
+    path.write_text("".join(encode(*r) + "\n" for r in (_record(winograd, 2e-3), _record(direct, 1e-3))))
+    faster_direct = [_record(direct, 1e-6)]
+    with ApplyHistoryBest(faster_direct, pretuned=False), ApplyGraphBest(str(path)):
+        first, _ = select_implementation([direct, winograd], LLVM)  # the first call: its record, Winograd
+        second, _ = select_implementation([direct, winograd], LLVM)
+    assert (first.task_name, second.task_name) == (winograd.task_name, direct.task_name)

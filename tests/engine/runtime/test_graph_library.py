@@ -37,6 +37,7 @@ def network() -> tuple:
 
 def test_exported_library_runs_in_a_fresh_process_without_the_compiler(network, tmp_path) -> None:
     mod, params, lib = network
+    assert "nn_contrib_conv2d_NCHWc_winograd" in lib.get_graph_json()  # the 3x3 convolution: Winograd
     path = tmp_path / "net.so"
     lib.export_library(str(path))
     data = RNG.uniform(-1, 1, (1, 8, 16, 16)).astype("float32")

@@ -4,6 +4,9 @@ The network goes through the build's graph passes (so the tasks are those of the
 built: batch norms folded, constants folded); each call of a requested tunable operator then
 names the strategy row the target selects and its template arguments (``op_strategy``), and
 each distinct workload becomes one ``autotvm`` task, in the order the network first uses it.
+Winograd tasks are opt-in: with ``nn.contrib_conv2d_NCHWc_winograd`` among the requested
+operators, each convolution ``AlterOpLayout`` may make a Winograd one (3x3, stride 1) also gives
+its ``conv2d_NCHWc_winograd.x86`` task, after its direct one (``nn.conv2d``'s, when requested).
 :func:`task_occurrences` counts how often each workload occurs.
 """
 
@@ -20,7 +23,8 @@ from .build_module import optimize
 from .graph_expr import Call, Function
 from .ir_module import IRModule
 from .op_registry import OPS, Op
-from .op_strategy import Implementation, implementation
+from .op_strategy import Implementation, implementation, winograd_implementation
+from .ops.conv_winograd import CONV_OP as WINOGRAD_OP
 from .traversal import post_order
 
 
@@ -44,12 +48,13 @@ def tunable_calls(mod: IRModule | Function, params: Mapping[str, Any] | None, ta
     found = []
     groups = [n.op for n in post_order(fused.body, into_functions=False)
               if isinstance(n, Call) and isinstance(n.op, Function)]
+    winograd = wanted is not None and WINOGRAD_OP in wanted
     for node in (n for fn in groups for n in post_order(fn.body, into_functions=False)):
-        if (isinstance(node, Call) and isinstance(node.op, Op) and node.op.strategy_op is not None
-                and (wanted is None or node.op.name in wanted)):
-            impl = implementation(node, target)
-            if impl is not None:
-                found.append(impl)
+        if not (isinstance(node, Call) and isinstance(node.op, Op) and node.op.strategy_op is not None):
+            continue
+        impls = [implementation(node, target) if wanted is None or node.op.name in wanted else None,
+                 winograd_implementation(node, target) if winograd else None]
+        found.extend(impl for impl in impls if impl is not None)
     return found
 
 
@@ -68,6 +73,8 @@ def extract_from_program(mod: IRModule | Function, params: Mapping[str, Any] | N
     target_host : optional
     ops : iterable of Op or str, optional
         Only calls of these operators (``relay.op.get("nn.conv2d")``); default every tunable one.
+        ``nn.contrib_conv2d_NCHWc_winograd`` adds the Winograd tasks of the 3x3, stride-1
+        convolutions (opt-in: TVM's x86 tasks have none).
     mod_name, include_simple_tasks
         Accepted for TVM compatibility.
 

@@ -62,6 +62,8 @@ class ApplyHistoryBest(DispatchContext):
                 continue
             workload = inp.task.workload
             cost = res.mean_cost
+            if inp.config.cost is None:  # a record not read from a log: its config answers with its cost
+                inp.config.cost = float(cost)
             _keep_best(self.best_by_target, record_key(inp), inp, res, cost)
             for key in inp.target.keys:
                 _keep_best(self.best_by_targetkey, (key, workload), inp, res, cost)

@@ -22,6 +22,7 @@ from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
 from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.log.record import encode
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.ops.reference import winograd_kernel_transform
 from tunecli.engine.target import Target
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.task import create
@@ -29,6 +30,7 @@ from tunecli.engine.task.task import create
 RNG = np.random.default_rng(0)
 LLVM = Target("llvm")
 BLOCKED = ("nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc")
+WINOGRAD = "nn.contrib_conv2d_NCHWc_winograd"
 
 
 def _optimize(mod: g.IRModule, params: dict, opt_level: int = 3, **kw: object) -> g.Function:
@@ -71,23 +73,27 @@ def resnet18() -> tuple:
     return mod, params, _build(mod, params)
 
 
-def test_resnet18_convolutions_are_blocked_and_transforms_only_at_the_borders(resnet18: tuple) -> None:
+def test_resnet18_convolutions_are_blocked_and_transforms_only_where_blocks_change(resnet18: tuple) -> None:
     mod, params, lib = resnet18
     fused = _optimize(mod, params)
     counts = g.count_calls(fused)
-    assert counts.get("nn.conv2d", 0) == 0 and counts["nn.contrib_conv2d_NCHWc"] == 21
+    # without records the 13 3x3 stride-1 convolutions are Winograd ones (the higher plevel)
+    assert counts.get("nn.conv2d", 0) == 0
+    assert counts["nn.contrib_conv2d_NCHWc"] == 8 and counts[WINOGRAD] == 13
     transforms = [c for c in _calls(fused) if c.op.name == "layout_transform"]
-    # fallback configs block every conv by 8 except the first (3 input channels): one transform
-    # into the first convolution, one back to NCHW after the global pooling, before the flatten
-    assert sorted((c.attrs.src_layout, c.attrs.dst_layout) for c in transforms) == [
-        ("NCHW", "NCHW3c"), ("NCHW8c", "NCHW")]
-    convs = [c for c in _calls(fused) if c.op.name == "nn.contrib_conv2d_NCHWc"]
+    pairs = [(c.attrs.src_layout, c.attrs.dst_layout) for c in transforms]
+    assert all(src != dst for src, dst in pairs)
+    # NCHW only into the first convolution (3 input channels) and after the global pooling
+    assert sorted(p for p in pairs if "NCHW" in p) == [("NCHW", "NCHW3c"), ("NCHW16c", "NCHW")]
+    # the fallback configs: direct convolutions NCHW8c -> NCHW8c, Winograd ones NCHW8c -> NCHW16c
+    convs = [c for c in _calls(fused) if c.op.name in (*BLOCKED, WINOGRAD)]
     assert all(len(c.args[0].checked_type.shape) == 5 for c in convs)  # kernels read blocked data, no packing
+    assert {c.attrs.out_layout for c in convs if c.op.name == WINOGRAD} == {"NCHW16c"}
     kernels = _kernel_calls(lib)
-    assert sum("layout_transform" in k for k in kernels) == 2
     assert any("layout_transform" in k and "batch_flatten" in k for k in kernels)  # fused with the flatten
     data = RNG.uniform(-1, 1, (1, 3, 64, 64)).astype("float32")
-    np.testing.assert_allclose(_run(lib, data), g.evaluate(mod, [data], params), rtol=1e-4, atol=1e-6)
+    expected = g.evaluate(mod, [data], params)
+    np.testing.assert_allclose(_run(lib, data), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
 
 def test_resnet18_with_tvms_pretuned_configs_transforms_where_blocks_change() -> None:
@@ -102,6 +108,7 @@ def test_resnet18_with_tvms_pretuned_configs_transforms_where_blocks_change() ->
     users = {id(a): c.op.name for c in calls for a in c.args}
     assert all(users[id(t)] in ("nn.contrib_conv2d_NCHWc", "add", "nn.batch_flatten") for t in transforms)
     assert len(transforms) == 22  # TVM's per-workload configs change blocks often (no graph tuner)
+    assert WINOGRAD not in g.count_calls(unfused)  # its records are direct ones: as TVM, direct wins
 
 
 def test_opt_level_2_and_a_disabled_pass_leave_the_graph_nchw() -> None:
@@ -176,10 +183,59 @@ def test_bias_and_channel_constants_are_re_laid_out_at_build_time() -> None:
     calls = _calls(fused)
     assert [c.op.name for c in calls if c.op.name == "layout_transform"] == ["layout_transform"] * 2
     pool = next(c for c in calls if c.op.name == "nn.max_pool2d")
-    assert pool.attrs.layout == "NCHW8c"
+    conv = next(c for c in calls if c.op.name in (*BLOCKED, WINOGRAD))
+    assert pool.attrs.layout == conv.attrs.out_layout and pool.attrs.layout.endswith("c")
     lib = _build(mod, params)
     data = RNG.uniform(-1, 1, (1, 8, 6, 6)).astype("float32")
     np.testing.assert_allclose(_run(lib, data), g.evaluate(mod, [data], params), rtol=1e-4, atol=1e-5)
+
+
+def _residual_block_net() -> g.IRModule:
+    """A ResNet-style block on 16 channels: 3x3 conv + bias + relu, 3x3 conv + bias, + input, relu."""
+    x = relay.var("data", shape=(1, 16, 32, 32))
+    y = relay.nn.conv2d(x, relay.var("w1", shape=(16, 16, 3, 3)), padding=(1, 1))
+    y = relay.nn.relu(relay.nn.bias_add(y, relay.var("b1", shape=(16,))))
+    y = relay.nn.bias_add(relay.nn.conv2d(y, relay.var("w2", shape=(16, 16, 3, 3)), padding=(1, 1)),
+                          relay.var("b2", shape=(16,)))
+    return _net(relay.nn.relu(relay.add(y, x)))
+
+
+def test_winograd_convolutions_read_kernels_transformed_once_at_build_time() -> None:
+    mod = _residual_block_net()
+    params = _weights(mod)
+    unfused = _optimize(mod, params, disabled_pass=["FuseOps"])
+    convs = [c for c in _calls(unfused) if c.op.name == WINOGRAD]
+    assert len(convs) == 2 and g.count_calls(unfused).get("nn.contrib_conv2d_NCHWc", 0) == 0
+    assert all(isinstance(c.args[1], g.Constant) for c in convs)  # the transform is folded
+    lib = _build(mod, params)
+    kernels = _kernel_calls(lib)
+    assert not any("transform" in k and "layout" not in k for k in kernels)  # no weight transform runs
+    # bias, relu and the residual add are the Winograd kernels' epilogues
+    assert [k for k in kernels if "winograd" in k] == [
+        "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_winograd_add_nn_relu",
+        "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_winograd_add_add_nn_relu"]
+    for conv in convs:  # the executor's params hold the transformed kernels
+        cfg = conv.attrs.config
+        m, ic_bn, oc_bn = cfg["tile_m"].val, cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
+        held = [np.asarray(p) for p in lib.get_params().values() if p.shape == conv.args[1].data.shape]
+        assert any(np.array_equal(h, conv.args[1].data) for h in held)
+        assert any(np.allclose(conv.args[1].data, winograd_kernel_transform(params[w], m, ic_bn, oc_bn))
+                   for w in ("w1", "w2"))
+    data = RNG.uniform(-1, 1, (1, 16, 32, 32)).astype("float32")
+    expected = g.evaluate(mod, [data], params)
+    np.testing.assert_allclose(_run(lib, data), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+def test_a_tuned_direct_convolution_is_built_direct_as_in_tvm(tmp_path: object) -> None:
+    mod = _residual_block_net()
+    params = _weights(mod)
+    (task,) = extract_from_program(mod, params, "llvm")
+    path = tmp_path / "direct.log"  # type: ignore[operator]
+    ok = MeasureResult((1e-3,), MeasureErrorNo.NO_ERROR, 0.01, 0.0)
+    path.write_text(encode(MeasureInput(task.target, task, _config(task, 8, 8)), ok) + "\n")
+    with apply_history_best(str(path)):
+        counts = g.count_calls(_optimize(mod, params))
+    assert counts["nn.contrib_conv2d_NCHWc"] == 2 and WINOGRAD not in counts
 
 
 class _RandomConfigs(DispatchContext):
@@ -286,4 +342,9 @@ def test_convolutions_are_configured_in_the_graph_tuners_order() -> None:
     nodes = conv_graph(main_function(net), ["data"], ["nn.conv2d"]).nodes
     with _Recording() as recording:
         _optimize(InferType()(g.IRModule.from_expr(net)), {})
-    assert recording.queried == [n.workload for n in nodes]
+    direct = [w for w in recording.queried if w[0] != "conv2d_NCHWc_winograd.x86"]
+    assert direct == [n.workload for n in nodes]
+    # a 3x3 stride-1 convolution's Winograd workload is queried right after its direct one
+    for k, w in enumerate(recording.queried):
+        if w[0] == "conv2d_NCHWc_winograd.x86":
+            assert recording.queried[k - 1] == ("conv2d_NCHWc.x86", *w[1:])
