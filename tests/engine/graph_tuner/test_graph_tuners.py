@@ -1,6 +1,7 @@
 """DPTuner and PBQPTuner on a small residual network with real kernel records (a few configs of
 each convolution, measured) and real measured layout transforms; their chosen records and
-``apply_graph_best``."""
+``apply_graph_best``; Winograd records of the 3x3 stride-1 convolutions are candidates beside the
+direct ones and the build uses the chosen record's template."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import pytest
 
 from tunecli.autotvm import apply_graph_best
 from tunecli.autotvm.graph_tuner import DPTuner, PBQPTuner
+from tunecli.engine import graph as g
+from tunecli.engine.graph.build_module import optimize
+from tunecli.engine.graph.passes import InferType, PassContext
 from tunecli.engine.graph_tuner.conv_graph import conv_graph, main_function
 from tunecli.engine.log.record import load_from_file
 from tunecli.engine.measure.batch import create_measure_batch, measure_option
@@ -167,3 +171,44 @@ def test_apply_graph_best_answers_a_workload_in_graph_order(records: list) -> No
         assert context.query(target, workload).index == first[0].config.index
     a, b = first[0].config.index, second[0].config.index
     assert [answer.index for answer in answers] == [a, b, b]
+
+
+def test_winograd_records_are_candidates_and_the_build_follows_the_chosen_template(
+        records: list, dp_tuner: DPTuner, tmp_path: object) -> None:
+    graph = dp_tuner.conv_graph
+    option = measure_option(LocalBuilder(n_parallel=1), LocalRunner(number=5, repeat=1))
+    winograd_records = []
+    for node in graph.nodes[:2]:  # the 3x3 stride-1 convolutions: Winograd configs of two block pairs
+        task = create("conv2d_NCHWc_winograd.x86", node.workload[1:], TARGET)
+        picked: dict[tuple[int, int], object] = {}
+        for i in range(len(task.config_space)):
+            cfg = task.config_space.get(i)
+            picked.setdefault((cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]), cfg)
+        inputs = [MeasureInput(task.target, task, cfg) for cfg in list(picked.values())[:2]]
+        winograd_records += list(zip(inputs, create_measure_batch(task, option)(inputs), strict=True))
+    assert winograd_records and all(r.error_no == MeasureErrorNo.NO_ERROR for _, r in winograd_records)
+    both = records + winograd_records
+    tuner = DPTuner(residual_net(), {"data": (1, 16, 8, 8)}, both, ["nn.conv2d"], TARGET, verbose=False)
+    names = [{inp.task.name for inp, _ in cands} for cands in tuner.candidates]
+    assert names[:2] == [{"conv2d_NCHWc.x86", "conv2d_NCHWc_winograd.x86"}] * 2
+    assert names[2:] == [{"conv2d_NCHWc.x86"}] * 2
+    measured = list(dp_tuner.layout_transform_perf_records.values())
+    tuner.benchmark_layout_transform(layout_records=measured[:1], infer_layout=True)
+    tuner.run()
+    path = tmp_path / "graph_opt.log"  # type: ignore[operator]
+    tuner.write_opt_sch2record_file(str(path))
+    chosen = [inp.task.name for inp, _ in tuner.get_optimal_records()]
+    net = residual_net()
+    mod = InferType()(g.IRModule.from_expr(net))
+    rng = np.random.default_rng(0)
+    params = {p.name_hint: rng.uniform(-1, 1, p.checked_type.shape).astype("float32")
+              for p in mod["main"].params[1:]}
+    with apply_graph_best(str(path)), PassContext(opt_level=3, disabled_pass=["FuseOps"]):
+        unfused = optimize(mod, params, TARGET)["main"]
+    convs = [n for n in g.post_order(unfused) if isinstance(n, g.Call) and isinstance(n.op, g.Op)
+             and "conv2d" in n.op.name]
+    built = ["conv2d_NCHWc_winograd.x86" if c.op.name.endswith("winograd") else "conv2d_NCHWc.x86"
+             for c in convs]
+    assert sorted(built) == sorted(chosen)
+    assert [c.attrs.config.index for c in convs if c.op.name.endswith("winograd")] == [
+        inp.config.index for inp, _ in tuner.get_optimal_records() if inp.task.name.endswith("winograd.x86")]

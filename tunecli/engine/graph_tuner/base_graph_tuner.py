@@ -4,7 +4,10 @@ Construction reads the graph's tunable convolutions (``conv_graph``) and, per co
 workload, its candidate records: of the records of that workload without error, the fastest
 one per distinct pair of (input, output) layouts (``infer_layout`` of the template: configs
 with the same ``tile_ic``/``tile_oc`` give the same layouts), the ``max_sch_num`` fastest of
-those.  ``benchmark_layout_transform`` times every ``layout_transform`` kernel a pair of
+those; a 3x3 stride-1 convolution's candidates are those of both its workloads, the direct
+``conv2d_NCHWc.x86`` and the ``conv2d_NCHWc_winograd.x86`` one (the same arguments, the same
+``infer_layout``), so the chosen record's template says which implementation the build uses
+(``apply_graph_best``).  ``benchmark_layout_transform`` times every ``layout_transform`` kernel a pair of
 adjacent candidates needs (or reads it from ``layout_records``, or infers it from their time per
 element with ``infer_layout=True``); ``run`` (the subclass's solver) picks one candidate per
 convolution; ``get_optimal_records`` / ``write_opt_sch2record_file`` give the chosen records,
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.graph.layout import convert_shape
+from tunecli.engine.graph.op_strategy import winograd_implementation
 from tunecli.engine.graph_tuner.conv_graph import ConvGraph, conv_graph, input_shapes_checked, main_function
 from tunecli.engine.graph_tuner.layout_cost import INVALID_LAYOUT_TIME, LayoutCostProblem
 from tunecli.engine.graph_tuner.layout_transform_task import TASK_NAME
@@ -90,7 +94,7 @@ class BaseGraphTuner:
             raise TuneError(f"graph tuner: no call of {list(target_ops)} with a tunable workload "
                             "in the graph")
         self._candidates = self._fetch_candidates(records)
-        self._layouts = [[self._infer(node.task_name, node.workload, inp.config) for inp, _ in cands]
+        self._layouts = [[self._infer(inp.task.name, inp.task.workload, inp.config) for inp, _ in cands]
                          for node, cands in zip(self._graph.nodes, self._candidates, strict=True)]
         self._layout_transform_perf_records: dict[tuple, Record | tuple[None, MeasureResult]] = {}
         self._problem: LayoutCostProblem | None = None
@@ -110,12 +114,17 @@ class BaseGraphTuner:
         out = []
         for node in self._graph.nodes:
             if node.workload not in cache:
-                if node.workload not in by_workload:
+                workloads = [node.workload]
+                winograd = winograd_implementation(node.call, self._target)
+                if winograd is not None and node.task_name == "conv2d_NCHWc.x86":
+                    workloads.append(winograd.workload)
+                own = [record for w in workloads for record in by_workload.get(w, [])]
+                if not own:
                     raise TuneError(f"graph tuner: no tuning record of {node.task_name} for the workload "
                                     f"{node.workload}: tune that task first")
                 best: dict[tuple[str, str], Record] = {}
-                for inp, res in by_workload[node.workload]:
-                    layouts = self._infer(node.task_name, node.workload, inp.config)
+                for inp, res in own:
+                    layouts = self._infer(inp.task.name, inp.task.workload, inp.config)
                     if layouts not in best or res.mean_cost < best[layouts][1].mean_cost:
                         best[layouts] = (inp, res)
                 ranked = sorted(best.values(), key=lambda r: r[1].mean_cost)
