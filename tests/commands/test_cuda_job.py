@@ -5,11 +5,13 @@ stops with one clear error too.  (With a GPU, ``scripts/gpu_check.py`` runs the 
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tunecli.engine.rpc.client import connect_tracker
 from tunecli.engine.runtime import cuda
 
 from .conftest import Invoke
@@ -68,6 +70,11 @@ def gpu_less_server() -> Iterator[tuple[int, str]]:
         assert server.stdout is not None
         served = server.stdout.readline().strip()
         assert served.startswith("serving device 'nogpu' (") and "CUDA GPU" not in served
+        deadline = time.monotonic() + 20
+        with connect_tracker("127.0.0.1", port) as tracker_session:
+            while tracker_session.summary()["queue_info"].get("nogpu", {}).get("free", 0) < 1:
+                assert time.monotonic() < deadline, "the server did not register with the tracker in 20 s"
+                time.sleep(0.1)
         yield port, served
     finally:
         for proc in reversed(procs):
