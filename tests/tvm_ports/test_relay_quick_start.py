@@ -9,12 +9,14 @@ become assertions.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import tunecli as tvm
 from tunecli import relay
 from tunecli.contrib import graph_executor
 
 
+@pytest.mark.slow
 def test_relay_quick_start(tmp_path) -> None:
     batch_size = 1
     num_class = 1000

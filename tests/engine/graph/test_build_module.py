@@ -42,12 +42,14 @@ def resnet18() -> tuple:
     return mod, params, _build(mod, params)
 
 
+@pytest.mark.slow
 def test_resnet18_equals_the_interpreter(resnet18: tuple) -> None:
     mod, params, lib = resnet18
     data = RNG.uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
     np.testing.assert_allclose(_run(lib, data), g.evaluate(mod, [data], params), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_resnet18_graph_has_one_kernel_call_per_fused_group(resnet18: tuple) -> None:
     _, params, lib = resnet18
     graph = json.loads(lib.get_graph_json())
@@ -62,6 +64,7 @@ def test_resnet18_graph_has_one_kernel_call_per_fused_group(resnet18: tuple) -> 
     assert inputs[0] == "data" and set(inputs[1:]) == set(lib.get_params())
 
 
+@pytest.mark.slow
 def test_weights_are_re_laid_out_at_build_time(resnet18: tuple) -> None:
     _, params, lib = resnet18
     kernels = [p for p in lib.get_params().values() if p.ndim == 6]
@@ -71,6 +74,7 @@ def test_weights_are_re_laid_out_at_build_time(resnet18: tuple) -> None:
     assert not any(p.ndim == 4 for p in lib.get_params().values())
 
 
+@pytest.mark.slow
 def test_memory_plan_reuses_intermediate_buffers(resnet18: tuple) -> None:
     _, _, lib = resnet18
     planned, unplanned = lib.plan.intermediate_bytes()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tunecli.engine import graph as g
 from tunecli.engine.graph.build_module import build
@@ -23,6 +24,7 @@ def test_outputs_far_below_one_are_compared_relative_to_their_scale() -> None:
     assert tolerance("int32") == (0.0, 0.0) and not matches_reference([np.arange(3)], [[0, 1, 3]])[0]
 
 
+@pytest.mark.slow
 def test_a_built_network_with_a_perturbed_parameter_is_detected() -> None:
     """resnet-18's softmax outputs are about 1e-3 each: a 1 % error in one class's bias changes
     that output by about 1e-5, which an absolute tolerance of 1e-4 would not see."""

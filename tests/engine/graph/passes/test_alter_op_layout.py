@@ -73,6 +73,7 @@ def resnet18() -> tuple:
     return mod, params, _build(mod, params)
 
 
+@pytest.mark.slow
 def test_resnet18_convolutions_are_blocked_and_transforms_only_where_blocks_change(resnet18: tuple) -> None:
     mod, params, lib = resnet18
     fused = _optimize(mod, params)
