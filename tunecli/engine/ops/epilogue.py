@@ -80,6 +80,32 @@ def inline_between(s: Schedule, outs: Sequence[te.Tensor], epilogue: te.Tensor) 
     return between
 
 
+def output_through_epilogue(s: Schedule, outs: Sequence[te.Tensor], epilogue: te.Tensor | None) -> te.Tensor:
+    """The stage that writes the result when the anchor's output is a data-movement stage (an
+    unpack or a gather of tiles) that an epilogue can read through: with an epilogue, the stages
+    between are inlined, the anchor's output too, and the epilogue writes the result; without
+    one, the anchor's output does.
+
+    Parameters
+    ----------
+    s : Schedule
+        Created by :func:`create_group_schedule`.
+    outs : sequence of te.Tensor
+        The anchor op's single output.
+    epilogue : te.Tensor or None
+
+    Returns
+    -------
+    te.Tensor
+    """
+    (out,) = outs
+    if epilogue is None:
+        return out
+    inline_between(s, outs, epilogue)
+    s[out].compute_inline()
+    return epilogue
+
+
 def output_and_accumulator(s: Schedule, out: te.Tensor, epilogue: te.Tensor | None) -> tuple[Any, Any]:
     """The stage that writes the result and the stage that accumulates the anchor's reduction.
 

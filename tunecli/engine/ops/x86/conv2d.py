@@ -25,7 +25,7 @@ from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
-from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
+from tunecli.engine.ops.epilogue import create_group_schedule, output_through_epilogue
 from tunecli.engine.ops.nn.conv2d import pad_nchw_window
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.dense import out_dtype_for
@@ -115,12 +115,7 @@ def schedule_conv2d_nchwc(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tens
     """Schedule the stages of ``conv2d_nchwc_compute``; an epilogue absorbs the NCHW unpack stage."""
     (out,) = outs
     s = create_group_schedule(outs, epilogue)
-    final = out
-    if epilogue is not None:
-        inline_between(s, outs, epilogue)
-        s[out].compute_inline()
-        final = epilogue
-    _schedule_conv2d_nchwc(cfg, s, out, final)
+    _schedule_conv2d_nchwc(cfg, s, out, output_through_epilogue(s, outs, epilogue))
     return s
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ops import reference as ref
-from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
+from tunecli.engine.ops.epilogue import create_group_schedule, output_through_epilogue
 from tunecli.engine.ops.nn.pad import pad
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d_nchwc import declare_conv2d_NCHWc, fp32_lanes, largest_divisor
@@ -240,11 +240,7 @@ def schedule_conv2d_winograd(cfg: Any, outs: Sequence[te.Tensor],
     output tiles in place of the gather stage."""
     (conv,) = outs
     s = create_group_schedule(outs, epilogue)
-    out = conv
-    if epilogue is not None:
-        inline_between(s, outs, epilogue)
-        s[conv].compute_inline()
-        out = epilogue
+    out = output_through_epilogue(s, outs, epilogue)
     out_tiles = conv.op.input_tensors[0]
     out_rows = out_tiles.op.input_tensors[0]
     gemm = out_rows.op.input_tensors[0]
@@ -256,15 +252,7 @@ def schedule_conv2d_winograd(cfg: Any, outs: Sequence[te.Tensor],
     # V = B^T d B: one tile and channel block per iteration, its alpha x alpha points unrolled
     e1, e2, po, c, pi, ci = s[v].op.axis
     s[v].reorder(po, c, pi, e1, e2, ci)
-    s[v].parallel(s[v].fuse(po, c))
-    s[v].unroll(e1)
-    s[v].unroll(e2)
-    s[v].vectorize(ci)
-    s[rows].compute_at(s[v], pi)
-    r1, r2, *_, rci = s[rows].op.axis
-    s[rows].unroll(r1)
-    s[rows].unroll(r2)
-    s[rows].vectorize(rci)
+    _schedule_transform(s, v, rows, (po, c), pi, (e1, e2), ci)
 
     # M[e] = U[e] V[e]: tile_p x oc_bn register tiles, the channels reduced inside them
     acc = s.cache_write(gemm, "local")
@@ -281,20 +269,28 @@ def schedule_conv2d_winograd(cfg: Any, outs: Sequence[te.Tensor],
 
     # Y = A^T M A per tile, then the tiles written to the output
     k, po, pi, a, b, ki = s[out_tiles].op.axis
-    s[out_tiles].parallel(s[out_tiles].fuse(k, po))
-    s[out_tiles].unroll(a)
-    s[out_tiles].unroll(b)
-    s[out_tiles].vectorize(ki)
-    s[out_rows].compute_at(s[out_tiles], pi)
-    a, e2, *_, ki = s[out_rows].op.axis
-    s[out_rows].unroll(a)
-    s[out_rows].unroll(e2)
-    s[out_rows].vectorize(ki)
+    _schedule_transform(s, out_tiles, out_rows, (k, po), pi, (a, b), ki)
 
     b, k, y, x, ki = s[out].op.axis
     s[out].parallel(s[out].fuse(b, k, y))
     s[out].vectorize(ki)
     return s
+
+
+def _schedule_transform(s: Schedule, stage: te.Tensor, rows: te.Tensor, outer: Sequence[Any], tile: Any,
+                        points: Sequence[Any], block: Any) -> None:
+    """A two-pass Winograd transform (``B^T d B`` or ``A^T M A``): ``stage``'s ``outer`` loops fused
+    and parallel, the ``points`` of each tile unrolled and the channel ``block`` vectorized; its
+    first pass ``rows`` computed per ``tile``, its two leading axes unrolled, its last vectorized."""
+    s[stage].parallel(s[stage].fuse(*outer))
+    for axis in points:
+        s[stage].unroll(axis)
+    s[stage].vectorize(block)
+    s[rows].compute_at(s[stage], tile)
+    r1, r2, *_, lanes = s[rows].op.axis
+    s[rows].unroll(r1)
+    s[rows].unroll(r2)
+    s[rows].vectorize(lanes)
 
 
 def _schedule_inputs(s: Schedule, padded: te.Tensor, kernel: te.Tensor) -> None:
