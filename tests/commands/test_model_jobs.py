@@ -77,8 +77,9 @@ def test_tune_resume_and_inspect_a_tiny_onnx_network(invoke: Invoke, tmp_path: P
     assert kernels and int(kernels[1]) == int(kernels[2]) >= 5 and "intermediate memory" in text
     assert re.search(r"fused_nn_\w*conv2d\w*_add_nn_relu", text)  # the conv kernel with its epilogue
     view = json.loads(invoke("inspect", str(job), "--json").stdout)
-    assert [(t["occurrences"], round(t["share"], 3)) for t in view["tasks"]] == [
-        (1, 0.333), (1, 0.666), (1, 0.001)]
+    assert [(op["tasks"], op["occurrences"], round(op["share"], 3)) for op in view["operators"]] == [
+        ([0], 1, 0.333), ([1], 1, 0.666), ([2], 1, 0.001)]
+    assert [t["occurrences"] for t in view["tasks"]] == [1, 1, 1]
     assert view["weight_bytes"] > 0 and 0 < view["intermediate_bytes"] <= view["unplanned_bytes"]
 
 

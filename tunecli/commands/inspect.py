@@ -36,15 +36,21 @@ def _mib(n: int) -> str:
 def _render_network(app: App, view: NetworkView) -> None:
     title = f"{view.job}: {view.model} on {view.target}"
     numbers = ("calls", "MFLOP", "share")
-    wide = table(title, ("task", "workload", *numbers), right=("task", *numbers))
-    narrow = table(title, ("task", *numbers), right=("task", *numbers), wrap=False)
+    wide = table(title, ("op", "task", "workload", *numbers), right=("op", "task", *numbers))
+    narrow = table(title, ("op", "task", *numbers), right=("op", "task", *numbers), wrap=False)
     notes = []
-    for t in view.tasks:
-        numbers = (str(t.occurrences), f"{t.flop / 1e6:.1f}", f"{t.share:.1%}")
-        wide.add_row(str(t.index), t.label, *numbers)
-        narrow.add_row(str(t.index), *numbers)
-        notes.append(f"task {t.index}: {t.label}")
-    footer = [f"inputs: {', '.join(f'{n} {shape} {dtype}' for n, (shape, dtype) in view.inputs.items())}",
+    for op in view.operators:
+        first = (str(op.index), str(op.occurrences), f"{op.flop / 1e6:.1f}", f"{op.share:.1%}")
+        for (name, *numbers), index in zip([first] + [("alt", "", "", "")] * (len(op.tasks) - 1), op.tasks,
+                                           strict=True):
+            wide.add_row(name, str(index), view.tasks[index].label, *numbers)
+            narrow.add_row(name, str(index), *numbers)
+            notes.append(f"task {index}: {view.tasks[index].label}")
+    alternatives = any(len(op.tasks) > 1 for op in view.operators)
+    footer = [f"{len(view.operators)} tunable operators, {len(view.tasks)} tasks"
+              + ("; alt: another task of the operator above (a build runs one of them per call)"
+                 if alternatives else "")]
+    footer += [f"inputs: {', '.join(f'{n} {shape} {dtype}' for n, (shape, dtype) in view.inputs.items())}",
               f"{len(view.kernels)} fused kernels, {view.kernel_calls} calls per run",
               f"intermediate memory (executor plan): {_mib(view.intermediate_bytes)} (one buffer per value: "
               f"{_mib(view.unplanned_bytes)}; largest activation {_mib(view.largest_activation_bytes)}); "
@@ -93,7 +99,8 @@ def inspect(app: App, path: str, task: int | None, config: int | None, png: str 
 
     For a job: the config space of each task, printed as ``print(task.config_space)`` does,
     and with --config the lowered loop nest of that config; for a model job: the tasks of its
-    network (workload, calls, share of FLOPs), its fused kernels, the executor's intermediate
+    network (each operator's calls and share of FLOPs, its tasks: a convolution's direct and Winograd
+    tasks are alternatives of one operator, marked alt), its fused kernels, the executor's intermediate
     memory and the weights' size (with --task or --config: its tasks' spaces, numbered as tune
     numbers them). For a log: records, errors by kind,
     the best result per workload and its convergence over the trials (a trial is a config, at

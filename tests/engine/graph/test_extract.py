@@ -10,7 +10,12 @@ from autotvm_templates import tophub_dir
 
 from tunecli import relay
 from tunecli.engine.graph import op_strategy
-from tunecli.engine.graph.extract import extract_from_program, task_occurrences, tunable_calls
+from tunecli.engine.graph.extract import (
+    extract_from_program,
+    task_occurrences,
+    tunable_calls,
+    tunable_operators,
+)
 from tunecli.engine.graph.models import mobilenet, resnet
 from tunecli.engine.ops.registry import STRATEGIES
 from tunecli.engine.ops.strategy import OpCall, Strategy, StrategyTable
@@ -87,6 +92,25 @@ def test_winograd_tasks_are_opt_in_beside_the_direct_ones(resnet18: tuple) -> No
     assert [t.workload for t in only] == [t.workload for t in winograd]
     counts = task_occurrences(mod, params, "llvm", ops=ops)
     assert sum(counts[t.workload] for t in winograd) == 13  # the 3x3 stride-1 convolutions
+
+
+def test_each_winograd_convolution_is_one_operator_with_two_alternatives(resnet18: tuple) -> None:
+    mod, params = resnet18
+    ops = ["nn.conv2d", "nn.contrib_conv2d_NCHWc_winograd", "nn.dense"]
+    operators = tunable_operators(mod, params, Target("llvm"), ops=ops)
+    tasks = extract_from_program(mod, params, "llvm", ops=ops)
+    assert [w for op in operators for w in op.workloads] == [t.workload for t in tasks]  # each task once
+    convs = [op for op in operators if op.workloads[0][0] == "conv2d_NCHWc.x86"]
+    assert sum(op.occurrences for op in convs) == 21  # every convolution call once
+    for op in convs:
+        kernel, strides = op.workloads[0][2:4]
+        if kernel[1][2:] == (3, 3) and strides == (1, 1):  # the four 3x3 stride-1 layers: 13 calls
+            assert [w[0] for w in op.workloads] == ["conv2d_NCHWc.x86", "conv2d_NCHWc_winograd.x86"]
+            assert op.workloads[1][1:] == op.workloads[0][1:]
+        else:
+            assert len(op.workloads) == 1
+    assert [op.occurrences for op in convs if len(op.workloads) == 2] == [4, 3, 3, 3]
+    assert len(operators) == 13 and operators[-1].workloads == (tasks[-1].workload,)
 
 
 def test_a_conv2d_nchwc_row_gives_tvms_workloads_exactly(resnet18: tuple,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tunecli.engine.graph.extract import extract_from_program, task_occurrences
-from tunecli.engine.job.network import job_tasks, load_network, network_tasks
+from tunecli.engine.job.network import job_task_set, job_tasks, load_network, network_tasks
 from tunecli.engine.job.network_models import MODELS
 from tunecli.engine.job.spec import load_job
 from tunecli.errors import JobError
@@ -53,6 +53,27 @@ def test_resnet18_tasks_and_occurrences_are_extract_from_programs(tmp_path: Path
     assert sum(t.occurrences for t in found if t.task.name.startswith("conv2d")) == 21
     tasks, weights = job_tasks(job, network)
     assert weights == [float(t.occurrences) for t in found]
+
+
+def test_a_winograd_convolution_is_one_operator_of_two_alternative_tasks(tmp_path: Path) -> None:
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")  # two 3x3 stride-1 convolutions and a dense layer
+    job = load_job(_job(tmp_path, f"""\
+        name: t
+        model: {{onnx: {onnx}}}
+        ops: [conv2d, contrib_conv2d_NCHWc_winograd, dense]
+        tasks:
+          - template: conv2d_NCHWc_winograd.x86
+            args: [[TENSOR, [1, 4, 8, 8], float32], [TENSOR, [8, 4, 3, 3], float32], [1, 1], [1, 1, 1, 1],
+                   [1, 1], NCHW, NCHW, float32]
+            weight: 2
+        """))
+    found = job_task_set(job)
+    pair = ["conv2d_NCHWc.x86", "conv2d_NCHWc_winograd.x86"]
+    assert [t.name for t in found.tasks] == pair + pair + ["dense.x86"]
+    assert found.alternatives == ((0, 1), (2, 3))
+    assert found.weights == (1.0, 3.0, 1.0, 1.0, 1.0)  # the listed task: 2 calls only Winograd runs
+    tasks, weights = job_tasks(job)
+    assert [t.workload for t in tasks] == [t.workload for t in found.tasks] and weights == list(found.weights)
 
 
 def test_ops_selects_the_operators_whose_calls_become_tasks(tmp_path: Path) -> None:

@@ -7,8 +7,10 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tunecli.engine.job.best_of_logs import best_of_logs
-from tunecli.engine.job.tune_job import TuneEvent, tune_job
+from tunecli.engine.job.tune_job import TaskOutcome, TuneEvent, TuneSummary, tune_job
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.measure import LocalBuilder, LocalRunner, measure_option
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
@@ -187,3 +189,18 @@ def test_remeasuring_corrects_a_choice_made_under_load(tmp_path: Path) -> None:
     assert (outcome.measured, outcome.remeasured, outcome.best_index) == (0, 2, fast)
     report = best_of_logs([str(log)], top=2)
     assert [entry.index for entry in report.workloads[0].best] == [fast, slow]  # each config once
+
+
+def test_the_weighted_latency_counts_alternatives_of_an_operator_once() -> None:
+    def outcome(index: int, cost: float | None, weight: float) -> TaskOutcome:
+        return TaskOutcome(index, "t", [], 1.0, 10, 10, best_cost=cost,
+                           best_index=None if cost is None else 0, weight=weight)
+
+    summary = TuneSummary("j", "j.log", "llvm", "xgb", 0, alternatives=[[0, 1]])
+    summary.tasks = [outcome(0, 3e-3, 4), outcome(1, 2e-3, 4), outcome(2, 1e-3, 1)]
+    assert summary.weighted_latency == pytest.approx(4 * 2e-3 + 1e-3)  # a build runs the faster of 0, 1
+    summary.tasks[1] = outcome(1, None, 4)  # the alternative without a config is not run
+    assert summary.weighted_latency == pytest.approx(4 * 3e-3 + 1e-3) and not summary.ok
+    summary.tasks[0] = outcome(0, None, 4)
+    assert summary.weighted_latency is None
+    assert summary.as_dict()["alternatives"] == [[0, 1]]

@@ -9,6 +9,7 @@ be computed by hand; the real measurement is in ``tests/engine/job/test_tune_job
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -119,6 +120,46 @@ def test_ties_are_broken_at_random_with_the_seed() -> None:
 
     assert picks(3) == picks(3)
     assert set(picks(3)) == {0, 1, 2}
+
+
+# ------------------------------------------------------------------ alternatives of one operator
+def test_alternatives_count_once_at_the_fastest_in_the_objective() -> None:
+    a, b, m = task(DENSE_A), task(DENSE_B), task(MATMUL)
+    s = TaskScheduler([a, b, m], random_tuner, budget=100, weights=[4, 4, 1], alternatives=[(0, 1)])
+    for t, cost in zip(s.tasks, (3e-3, 2e-3, 1e-3), strict=True):
+        t.best_cost = cost
+    assert s.objective == pytest.approx(4 * min(3e-3, 2e-3) + 1 * 1e-3)
+    s.tasks[1].best_cost = math.inf  # an alternative without a valid config: the other one's latency
+    assert s.objective == pytest.approx(4 * 3e-3 + 1e-3)
+    s.tasks[0].best_cost = math.inf  # no config for the operator: unknown
+    assert s.objective == math.inf
+
+
+def test_a_slower_alternative_gains_only_by_the_estimate_that_beats_the_faster() -> None:
+    a, b, m = task(DENSE_A), task(DENSE_B), task(MATMUL)
+    s = TaskScheduler([a, b, m], random_tuner, budget=100, weights=[4, 4, 1], alternatives=[(0, 1)])
+    ta, tb, tm = s.tasks
+    ta.best_cost, ta.rounds, ta.history = 1e-3, 2, [1e-3]
+    tb.best_cost, tb.rounds, tb.history = 3e-3, 4, [3e-3]
+    tm.best_cost, tm.rounds, tm.history = 1e-3, 1, [1e-3]
+    # b alone would gain 4 * 0.8 * -3e-3/4; its estimate 2.4 ms is still slower than a's 1 ms
+    assert gradient(s, 1) == 0.0
+    assert gradient(s, 0) == pytest.approx(4 * 0.8 * -1e-3 / 2)  # the faster: Ansor's formula
+    tb.rounds = 1  # estimate 3 - 0.8 * 3 = 0.6 ms: 0.4 ms better than a
+    assert gradient(s, 1) == pytest.approx(4 * (3e-3 - 0.8 * 3e-3 - 1e-3))
+
+
+def test_a_flat_slower_alternative_gets_no_round_after_the_warm_up() -> None:
+    a, b, m = task(DENSE_A), task(DENSE_B), task(MATMUL)
+    curves = {(a.name, a.args): lambda k: 1e-3, (b.name, b.args): lambda k: 5e-3,
+              (m.name, m.args): lambda k: 2e-3}
+    independent = rounds_of(TaskScheduler([a, b, m], random_tuner, budget=36, round_trials=4),
+                            CurveMeasure(curves))
+    s = TaskScheduler([a, b, m], random_tuner, budget=36, round_trials=4, alternatives=[(0, 1)])
+    chosen = rounds_of(s, CurveMeasure(curves))
+    assert independent[:3] == chosen[:3] == [0, 1, 2] and independent[3] == 1  # b: 5 ms alone
+    assert 1 not in chosen[3:] and len(chosen) == 9  # 5 - 0.8 * 5 ms would not beat a's 1 ms
+    assert s.objective == pytest.approx(1e-3 + 2e-3)
 
 
 # ------------------------------------------------------------------ rounds and budget
@@ -252,8 +293,9 @@ def test_a_tuner_starts_from_every_record_known_at_its_first_round() -> None:
     ({"weights": [1, 0]}, "expected one positive weight per task"),
     ({"weights": [1]}, "expected one positive weight per task"),
     ({"round_trials": 0}, "round_trials must be >= 1"),
+    ({"alternatives": [(0, 1), (1,)]}, "alternatives: a task of [1] is in more than one group"),
 ])
 def test_bad_arguments_are_refused(kwargs: dict, message: str) -> None:
     options = {"budget": 10, **kwargs}
-    with pytest.raises(TuneError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(TuneError, match=re.escape(message)):
         TaskScheduler([task(DENSE_A), task(MATMUL)], random_tuner, **options)

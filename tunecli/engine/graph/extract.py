@@ -8,11 +8,16 @@ Winograd tasks are opt-in: with ``nn.contrib_conv2d_NCHWc_winograd`` among the r
 operators, each convolution ``AlterOpLayout`` may make a Winograd one (3x3, stride 1) also gives
 its ``conv2d_NCHWc_winograd.x86`` task, after its direct one (``nn.conv2d``'s, when requested).
 :func:`task_occurrences` counts how often each workload occurs.
+
+Such tasks are alternatives: ``relay.build`` runs one of them per call.  :func:`tunable_operators`
+says which: one :class:`TunableOperator` per distinct tunable call, with the implementations it
+can run and how often the network calls it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tunecli.engine.target import Target, as_target
@@ -40,12 +45,34 @@ def _op_names(ops: Iterable[Any] | None) -> set[str] | None:
     return names
 
 
-def tunable_calls(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Target,
-                  ops: Iterable[Any] | None = None) -> list[Implementation]:
-    """The implementation of every tunable call of the optimized network, in execution order."""
+@dataclass(frozen=True)
+class TunableOperator:
+    """A distinct tunable operator of a network: the tasks that can implement it and its calls.
+
+    Attributes
+    ----------
+    implementations : tuple of Implementation
+        Its alternative implementations (the call's own row first, then Winograd), of which
+        ``relay.build`` runs one; at least one.
+    occurrences : int
+        Calls of the network that are this operator.
+    """
+
+    implementations: tuple[Implementation, ...]
+    occurrences: int
+
+    @property
+    def workloads(self) -> tuple[tuple, ...]:
+        """The workload keys of its implementations' tasks, in order."""
+        return tuple(impl.workload for impl in self.implementations)
+
+
+def _call_implementations(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Target,
+                          ops: Iterable[Any] | None) -> Iterator[tuple[Implementation, ...]]:
+    """The requested implementations of each tunable call of the optimized network, in execution
+    order (calls with none left out)."""
     wanted = _op_names(ops)
     fused = optimize(mod, params)["main"]
-    found = []
     groups = [n.op for n in post_order(fused.body, into_functions=False)
               if isinstance(n, Call) and isinstance(n.op, Function)]
     winograd = wanted is not None and WINOGRAD_OP in wanted
@@ -54,8 +81,40 @@ def tunable_calls(mod: IRModule | Function, params: Mapping[str, Any] | None, ta
             continue
         impls = [implementation(node, target) if wanted is None or node.op.name in wanted else None,
                  winograd_implementation(node, target) if winograd else None]
-        found.extend(impl for impl in impls if impl is not None)
-    return found
+        found = tuple(impl for impl in impls if impl is not None)
+        if found:
+            yield found
+
+
+def tunable_calls(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Target,
+                  ops: Iterable[Any] | None = None) -> list[Implementation]:
+    """The implementation of every tunable call of the optimized network, in execution order
+    (a call with alternatives gives each of them, in :class:`TunableOperator` order)."""
+    return [impl for impls in _call_implementations(mod, params, target, ops) for impl in impls]
+
+
+def tunable_operators(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Target,
+                      ops: Iterable[Any] | None = None) -> list[TunableOperator]:
+    """The distinct tunable operators of a network, in the order it first calls them.
+
+    Calls are the same operator when their implementations have the same workloads.
+
+    Parameters
+    ----------
+    mod, params, target, ops
+        As :func:`extract_from_program` takes them (``target`` a Target).
+
+    Returns
+    -------
+    list of TunableOperator
+    """
+    found: dict[tuple, tuple[Implementation, ...]] = {}
+    counts: dict[tuple, int] = {}
+    for impls in _call_implementations(mod, params, target, ops):
+        key = tuple(impl.workload for impl in impls)
+        found.setdefault(key, impls)
+        counts[key] = counts.get(key, 0) + 1
+    return [TunableOperator(impls, counts[key]) for key, impls in found.items()]
 
 
 def extract_from_program(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Any,

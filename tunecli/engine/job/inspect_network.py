@@ -1,7 +1,9 @@
 """``inspect_network``: what a model job's network is made of.
 
-The tasks extracted from it (workload, how often the network calls each, its share of the
-network's FLOPs in tunable operators), the fused kernels of its untuned build (count and names),
+The tasks extracted from it (workload, how often the network calls each) and the operators they
+implement (each operator's tasks, calls and share of the network's FLOPs in tunable operators:
+a convolution's direct and Winograd tasks are alternatives of one operator, whose FLOPs count
+once), the fused kernels of its untuned build (count and names),
 the peak intermediate memory of the executor's memory plan (beside what one buffer per value
 would take and the largest activation) and the size of the built graph's parameters (weights,
 transformed at build time).
@@ -19,7 +21,7 @@ from tunecli.engine.graph.build_module import build
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.job.apply_network import quiet_build
 from tunecli.engine.job.inspect_job import TaskView, inspect_job, task_view
-from tunecli.engine.job.network import job_tasks, load_network, network_tasks
+from tunecli.engine.job.network import extract_network_tasks, job_tasks, load_network
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tune_job import task_label
 from tunecli.errors import JobError
@@ -27,10 +29,20 @@ from tunecli.errors import JobError
 
 @dataclass(frozen=True)
 class NetworkTaskView:
-    """One extracted task: its workload, occurrences and share of the tunable FLOPs."""
+    """One extracted task: its workload, the calls that may run it and their FLOPs."""
 
     index: int
     label: str
+    occurrences: int
+    flop: float
+
+
+@dataclass(frozen=True)
+class NetworkOperatorView:
+    """One tunable operator: its alternative tasks (indices), calls and share of the tunable FLOPs."""
+
+    index: int
+    tasks: tuple[int, ...]
     occurrences: int
     flop: float
     share: float
@@ -45,6 +57,7 @@ class NetworkView:
     target: str
     inputs: dict[str, list]
     tasks: list[NetworkTaskView] = field(default_factory=list)
+    operators: list[NetworkOperatorView] = field(default_factory=list)
     kernels: dict[str, int] = field(default_factory=dict)  #: kernel name -> calls
     intermediate_bytes: int = 0
     unplanned_bytes: int = 0
@@ -62,7 +75,7 @@ class NetworkView:
 
 
 def inspect_network(job: Job) -> NetworkView:
-    """Describe a model job's network: tasks, fused kernels, memory plan, weights.
+    """Describe a model job's network: tasks, operators, fused kernels, memory plan, weights.
 
     Parameters
     ----------
@@ -79,12 +92,14 @@ def inspect_network(job: Job) -> NetworkView:
         For a bad model.
     """
     network = load_network(job)
-    tasks = network_tasks(job, network)
-    total = sum(t.flop for t in tasks) or 1.0
+    found = extract_network_tasks(job, network)
+    total = sum(op.flop for op in found.operators) or 1.0
     view = NetworkView(job.name, network.label, str(job.target),
                        {name: [list(shape), dtype] for name, (shape, dtype) in network.inputs.items()})
-    view.tasks = [NetworkTaskView(i, task_label(t.task), t.occurrences, t.flop, t.flop / total)
-                  for i, t in enumerate(tasks)]
+    view.tasks = [NetworkTaskView(i, task_label(t.task), t.occurrences, t.flop)
+                  for i, t in enumerate(found.tasks)]
+    view.operators = [NetworkOperatorView(i, op.tasks, op.occurrences, op.flop, op.flop / total)
+                      for i, op in enumerate(found.operators)]
     with PassContext(opt_level=3), quiet_build():
         lib = build(network.mod, target=job.target, params=network.params)
     plan = lib.plan

@@ -3,11 +3,13 @@ job share.
 
 ``load_network`` builds a built-in model (``network_models.MODELS``) or imports an ONNX file;
 any problem (a corrupt file, an unsupported operator, a wrong input name or shape, an image too
-small for the model) is one ``JobError`` naming the job's ``model`` field.  ``network_tasks``
-extracts the tunable tasks as ``extract_from_program`` does (the job's target and ``ops``),
-each with how often the network calls it; ``job_tasks`` puts them before the job's own
-``tasks``, with their weights (occurrences, or the entries' ``weight``; a ``tasks`` entry of a
-workload the network calls adds its ``weight`` to the network's task).
+small for the model) is one ``JobError`` naming the job's ``model`` field.
+``extract_network_tasks`` extracts the tunable tasks as ``extract_from_program`` does (the job's
+target and ``ops``), each with how often the network calls it, and the operators they implement
+(a convolution's direct and Winograd tasks are alternatives of one operator); ``job_task_set``
+puts them before the job's own ``tasks``, with their weights (occurrences, or the entries'
+``weight``; a ``tasks`` entry of a workload the network calls adds its ``weight`` to the
+network's task) and the groups of alternatives.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.graph.extract import tunable_calls
+from tunecli.engine.graph.extract import tunable_operators
 from tunecli.engine.graph.frontend.onnx import from_onnx
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.type_infer import infer_types
@@ -83,6 +85,65 @@ class NetworkTask:
         return float(self.task.flop or 0) * self.occurrences
 
 
+@dataclass(frozen=True)
+class NetworkOperator:
+    """A distinct tunable operator of a network (``graph.extract.TunableOperator``).
+
+    Attributes
+    ----------
+    tasks : tuple of int
+        Indices (in ``NetworkTasks.tasks``) of its alternative tasks, of which a build runs one.
+    occurrences : int
+        Calls of the network that are this operator.
+    flop : float
+        FLOPs of all its calls in one run of the network (its first task's FLOPs per call).
+    """
+
+    tasks: tuple[int, ...]
+    occurrences: int
+    flop: float
+
+
+@dataclass(frozen=True)
+class NetworkTasks:
+    """The tunable tasks of a network and the operators they implement.
+
+    Attributes
+    ----------
+    tasks : tuple of NetworkTask
+        Distinct, in the order the network first calls them.
+    operators : tuple of NetworkOperator
+        In the same order; every task implements at least one.
+    """
+
+    tasks: tuple[NetworkTask, ...]
+    operators: tuple[NetworkOperator, ...]
+
+    @property
+    def alternatives(self) -> tuple[tuple[int, ...], ...]:
+        """The task indices of each operator with more than one task."""
+        return tuple(op.tasks for op in self.operators if len(op.tasks) > 1)
+
+
+@dataclass(frozen=True)
+class JobTasks:
+    """Every task of a job, as ``tune`` numbers them.
+
+    Attributes
+    ----------
+    tasks : tuple of Task
+        The network's tasks, then the job's ``tasks``.
+    weights : tuple of float
+        How often each runs (occurrences in the network plus listed weights).
+    alternatives : tuple of tuple of int
+        Disjoint groups of indices of tasks that implement one operator (``tuner.alternatives``).
+    """
+
+    tasks: tuple[Task, ...]
+    weights: tuple[float, ...]
+    alternatives: tuple[tuple[int, ...], ...] = ()
+
+
 def load_network(job: Job) -> Network:
     """Build or import the network of a model job.
 
@@ -126,8 +187,8 @@ def load_network(job: Job) -> Network:
     return Network(spec.label, mod, dict(params), inputs, spec.onnx)
 
 
-def network_tasks(job: Job, network: Network) -> list[NetworkTask]:
-    """The distinct tunable tasks of the job's network, in the order it first calls them.
+def extract_network_tasks(job: Job, network: Network) -> NetworkTasks:
+    """The distinct tunable tasks of the job's network and the operators they implement.
 
     Raises
     ------
@@ -136,33 +197,49 @@ def network_tasks(job: Job, network: Network) -> list[NetworkTask]:
     """
     where = job.model.node if job.model is not None and job.model.node is not None else None
     try:
-        calls = tunable_calls(network.mod, network.params, job.target, job.ops)
+        found = tunable_operators(network.mod, network.params, job.target, job.ops)
     except GraphError as err:
         raise _error(job, where, str(err)) from None
-    counts: dict[tuple, int] = {}
-    first: dict[tuple, Any] = {}
-    for impl in calls:
-        counts[impl.workload] = counts.get(impl.workload, 0) + 1
-        first.setdefault(impl.workload, impl)
-    if not first:
+    if not found:
         raise _error(job, where, f"{network.label} has no call of {', '.join(job.ops)} with a tunable "
                                  f"implementation for {job.target}")
-    tasks = []
-    for workload, impl in first.items():
-        try:
-            task = create(impl.task_name, impl.args, job.target)
-        except TuneError as err:
-            raise _error(job, where, f"template {impl.task_name} rejects {workload[1:]}: {err}") from None
-        tasks.append(NetworkTask(task, counts[workload]))
-    return tasks
+    tasks: dict[tuple, Task] = {}
+    counts: dict[tuple, int] = {}
+    for op in found:
+        for impl in op.implementations:
+            if impl.workload not in tasks:
+                try:
+                    tasks[impl.workload] = create(impl.task_name, impl.args, job.target)
+                except TuneError as err:
+                    raise _error(job, where, f"template {impl.task_name} rejects {impl.workload[1:]}: "
+                                             f"{err}") from None
+            counts[impl.workload] = counts.get(impl.workload, 0) + op.occurrences
+    index = {workload: i for i, workload in enumerate(tasks)}
+    operators = tuple(NetworkOperator(tuple(index[w] for w in op.workloads), op.occurrences,
+                                      float(tasks[op.workloads[0]].flop or 0) * op.occurrences)
+                      for op in found)
+    return NetworkTasks(tuple(NetworkTask(task, counts[w]) for w, task in tasks.items()), operators)
+
+
+def network_tasks(job: Job, network: Network) -> list[NetworkTask]:
+    """The distinct tunable tasks of the job's network, in the order it first calls them
+    (``extract_network_tasks``'s tasks).
+
+    Raises
+    ------
+    JobError
+        When the network has none of the job's ``ops``, or a template rejects a call's shapes.
+    """
+    return list(extract_network_tasks(job, network).tasks)
 
 
 def _error(job: Job, where: Any, message: str) -> JobError:
     return where.error(message) if where is not None else JobError(f"{job.path}: {message}")
 
 
-def job_tasks(job: Job, network: Network | None = None) -> tuple[list[Task], list[float]]:
-    """Every task of a job and its weight: the network's tasks (weight: occurrences), then ``tasks``.
+def job_task_set(job: Job, network: Network | None = None) -> JobTasks:
+    """Every task of a job, its weight and the alternatives among them: the network's tasks
+    (weight: occurrences), then ``tasks``.
 
     A ``tasks`` entry whose workload the network also calls is not a second task: its ``weight``
     (occurrences outside the network) is added to the network's call count.
@@ -175,7 +252,7 @@ def job_tasks(job: Job, network: Network | None = None) -> tuple[list[Task], lis
 
     Returns
     -------
-    (list of Task, list of float)
+    JobTasks
 
     Raises
     ------
@@ -185,8 +262,9 @@ def job_tasks(job: Job, network: Network | None = None) -> tuple[list[Task], lis
     listed = create_tasks(job)
     weights = [spec.weight for spec in job.tasks]
     if job.model is None:
-        return listed, weights
-    found = network_tasks(job, network or load_network(job))
+        return JobTasks(tuple(listed), tuple(weights))
+    extracted = extract_network_tasks(job, network or load_network(job))
+    found = extracted.tasks
     in_network = {t.task.workload for t in found}
     extra: dict[tuple, float] = {}
     for task, weight in zip(listed, weights, strict=True):
@@ -194,8 +272,25 @@ def job_tasks(job: Job, network: Network | None = None) -> tuple[list[Task], lis
             extra[task.workload] = extra.get(task.workload, 0.0) + weight
     others = [(task, weight) for task, weight in zip(listed, weights, strict=True)
               if task.workload not in in_network]
-    return ([t.task for t in found] + [task for task, _ in others],
-            [t.occurrences + extra.get(t.task.workload, 0.0) for t in found] + [w for _, w in others])
+    weights = [t.occurrences + extra.get(t.task.workload, 0.0) for t in found] + [w for _, w in others]
+    return JobTasks(tuple([t.task for t in found] + [task for task, _ in others]), tuple(weights),
+                    extracted.alternatives)
+
+
+def job_tasks(job: Job, network: Network | None = None) -> tuple[list[Task], list[float]]:
+    """Every task of a job and its weight (``job_task_set``'s, without the alternatives).
+
+    Returns
+    -------
+    (list of Task, list of float)
+
+    Raises
+    ------
+    JobError
+        Listing the problems of the job's tasks, or the network's one problem.
+    """
+    found = job_task_set(job, network)
+    return list(found.tasks), list(found.weights)
 
 
 def input_shapes(network: Network) -> Mapping[str, tuple[int, ...]]:

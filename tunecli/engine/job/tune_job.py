@@ -12,7 +12,8 @@ an interrupted or killed run loses no finished measurement, only the ones still 
 
 With ``tuner.budget`` the tasks share one trial budget instead: a task scheduler
 (``engine.tuner.task_scheduler``, the job's ``tuner.task_scheduler``) gives it round by round to
-the task where the weighted latency ``sum(weight * best latency)`` is expected to gain most.
+the task where the weighted latency ``sum(weight * best latency)`` is expected to gain most
+(tasks that are alternatives of one operator counted once, at the faster's latency).
 The records already in the log count toward the budget, each for its task.
 
 With ``tuner.remeasure`` (K) each task's K best configs are measured again once its tuning ends
@@ -21,13 +22,15 @@ appended too: a time inflated by other load during tuning is then corrected, as 
 the log takes each config's lowest cost.  They count as ``remeasured``, not as trials, and a
 resumed run does not measure a config again twice (two records of a config mean it was).
 
-A model job's tasks are extracted from its network (``network.job_tasks``), each weighted by how
-often the network runs it; with ``graph_tuner`` the graph tuner then chooses one record per
-convolution from the log (``graph_tuning.tune_graph``), written next to the log.
+A model job's tasks are extracted from its network (``network.job_task_set``), each weighted by
+how often the network runs it, with the groups of tasks that implement one operator; with
+``graph_tuner`` the graph tuner then chooses one record per convolution from the log
+(``graph_tuning.tune_graph``), written next to the log.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -36,7 +39,7 @@ from typing import Any
 
 from tunecli.engine.job.graph_tuning import GraphTuning, tune_graph
 from tunecli.engine.job.measure_setup import check_local_device, close_measure_option, make_measure_option
-from tunecli.engine.job.network import job_tasks, load_network
+from tunecli.engine.job.network import JobTasks, job_task_set, load_network
 from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.log_files import exclusive_log, log_problem, real_log_path
@@ -44,6 +47,7 @@ from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureErrorNo
+from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.remeasure import remeasure_candidates, remeasure_top
 from tunecli.engine.tuner.task_scheduler import TaskScheduler
@@ -145,6 +149,8 @@ class TuneSummary:
     tasks: list[TaskOutcome] = field(default_factory=list)
     model: str | None = None  #: the network of a model job
     graph: GraphTuning | None = None  #: what the graph tuner chose (model jobs with graph_tuner)
+    #: groups of task indices that implement one operator (a build runs the fastest of each)
+    alternatives: list[list[int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -153,10 +159,14 @@ class TuneSummary:
 
     @property
     def weighted_latency(self) -> float | None:
-        """``sum(weight * best latency)`` in seconds over the tasks (None while one has no config)."""
-        if not self.tasks or not self.ok:
+        """``sum(weight * best latency)`` in seconds over the tasks, the alternatives of an operator
+        at the fastest's (``tuner.alternatives``; None while an operator has no config)."""
+        if not self.tasks:
             return None
-        return sum(t.weight * t.best_cost for t in self.tasks if t.best_cost is not None)
+        latency = weighted_latency([t.best_cost if t.best_cost is not None else math.inf for t in self.tasks],
+                                   [t.weight for t in self.tasks],
+                                   operator_groups(len(self.tasks), self.alternatives))
+        return latency if math.isfinite(latency) else None
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
@@ -195,14 +205,15 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
                                           remeasure=remeasure)
     check_local_device(job)
     network = load_network(job) if job.model is not None else None
-    tasks, weights = job_tasks(job, network)
+    found = job_task_set(job, network)
+    tasks = list(found.tasks)
     if job.tuner.budget is not None and job.tuner.budget < len(tasks):
         raise JobError(f"{job.path}: tuner.budget: a budget of {job.tuner.budget} trials is less than one "
                        f"trial per task ({len(tasks)} tasks)")
     log_path = Path(job.log)
     _prepare_log(log_path)
     with exclusive_log(log_path):
-        summary = _tune_tasks(job, tasks, weights, log_path, on_event)
+        summary = _tune_tasks(job, found, log_path, on_event)
         if network is not None:
             summary.model = network.label
             if job.graph_tuner is not None and summary.ok:
@@ -222,15 +233,17 @@ def _prepare_log(log_path: Path) -> None:
                        f"{err.strerror}") from None
 
 
-def _tune_tasks(job: Job, tasks: list, weights: list[float], log_path: Path,
+def _tune_tasks(job: Job, found: JobTasks, log_path: Path,
                 on_event: Callable[[TuneEvent], None] | None) -> TuneSummary:
-    """Tune ``tasks`` of ``job`` in order, resuming from the records in ``log_path``."""
+    """Tune the tasks of ``job`` in order, resuming from the records in ``log_path``."""
+    tasks, weights = list(found.tasks), list(found.weights)
     logged = list(read_log(log_path)) if log_path.exists() else []
     history = [(r.inp, r.result) for r in logged]
     # a record faster than any machine still marks its config as measured, but is nobody's best
     implausible = {id(r.result) for r in logged} - {id(r.result) for r in plausible(logged)}
     summary = TuneSummary(job.name, job.log, str(tasks[0].target), job.tuner.kind, job.tuner.seed,
-                          job.tuner.budget, job.tuner.task_scheduler, job.tuner.remeasure)
+                          job.tuner.budget, job.tuner.task_scheduler, job.tuner.remeasure,
+                          alternatives=[list(group) for group in found.alternatives])
     emit = on_event or (lambda event: None)
     options: list[dict] = []  # made once, when a task first needs measuring (starts the workers)
 
@@ -241,8 +254,7 @@ def _tune_tasks(job: Job, tasks: list, weights: list[float], log_path: Path,
 
     try:
         if job.tuner.budget is not None:
-            summary.tasks.extend(_tune_scheduled(job, tasks, weights, history, implausible, measure_option,
-                                                 emit))
+            summary.tasks.extend(_tune_scheduled(job, found, history, implausible, measure_option, emit))
         else:
             all_trials = sum(min(job.tuner.n_trial, len(task.config_space)) for task in tasks)
             for index, task in enumerate(tasks):
@@ -341,10 +353,11 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, weight: float, his
     return outcome
 
 
-def _tune_scheduled(job: Job, tasks: list, weights: list[float], history: list[tuple], implausible: set[int],
+def _tune_scheduled(job: Job, found: JobTasks, history: list[tuple], implausible: set[int],
                     measure_option: Callable[[], dict],
                     emit: Callable[[TuneEvent], None]) -> list[TaskOutcome]:
-    """Tune ``tasks`` with one budget spent by the job's task scheduler; return their outcomes."""
+    """Tune the job's tasks with one budget spent by its task scheduler; return their outcomes."""
+    tasks, weights = list(found.tasks), list(found.weights)
     budget = int(job.tuner.budget or 0)
     outcomes = [_outcome(i, task, budget, weights[i]) for i, task in enumerate(tasks)]
 
@@ -358,7 +371,7 @@ def _tune_scheduled(job: Job, tasks: list, weights: list[float], history: list[t
                               budget, weights, job.tuner.task_scheduler or "gradient",
                               round_trials=job.tuner.options.get("plan_size"),
                               early_stopping=job.tuner.early_stopping, history=history,
-                              implausible=implausible, seed=job.tuner.seed)
+                              implausible=implausible, seed=job.tuner.seed, alternatives=found.alternatives)
     for p in progress:
         p.event("start")
     by_task = {id(task): p for task, p in zip(tasks, progress, strict=True)}

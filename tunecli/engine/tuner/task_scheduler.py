@@ -1,7 +1,10 @@
 """Tuning many tasks with one trial budget: a task scheduler spends it round by round.
 
 The objective is the end-to-end latency estimate ``f = sum(w_i * g_i)``: ``w_i`` is the weight
-of task ``i`` (how often it occurs in the network) and ``g_i`` its best measured latency.  Each
+of task ``i`` (how often it occurs in the network) and ``g_i`` its best measured latency.  Tasks
+that are alternative implementations of one operator (``alternatives``: a convolution's direct
+and Winograd tasks) count once, at the latency of the faster: ``f`` sums, per operator, its
+calls times the minimum of its tasks' latencies (``tuner.alternatives``).  Each
 round measures one batch of at most ``round_trials`` configs of one task, proposed by that
 task's own tuner, which persists across rounds.  Which task a round goes to is a *strategy*
 (:data:`STRATEGIES`):
@@ -13,6 +16,9 @@ task's own tuner, which persists across rounds.  Which task a round goes to is a
   ``backward_window`` rounds and an optimistic forward guess: either ``g_i`` keeps improving at
   its average rate so far (``g_i - g_i / t_i``) or the task reaches the speed (FLOPS) of the
   fastest similar task (same template) divided by ``beta`` (2).  Ties are broken at random.
+  The estimated change of ``g_i`` goes through the minimum of its operator
+  (``alternatives.latency_change``): a slower alternative gains only by the part of its
+  estimate that would beat the faster one.
 
 Both strategies first give every task one round (warm-up), so every task has a latency.
 A task leaves the schedule when its space is exhausted, or (per-task early stopping) when
@@ -36,6 +42,7 @@ import numpy as np
 
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
+from tunecli.engine.tuner.alternatives import latency_change, operator_groups, weighted_latency
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
 
@@ -129,6 +136,10 @@ def _round_robin(scheduler: TaskScheduler) -> int:
 def gradient(scheduler: TaskScheduler, index: int) -> float:
     """The estimated ``df/dt`` of task ``index`` (<= 0; the most negative gains most).
 
+    Ansor's estimate of how much one more round changes the task's latency, turned into the
+    change of ``f`` by ``alternatives.latency_change`` (its weight times that estimate, for a task
+    without alternatives).
+
     Parameters
     ----------
     scheduler : TaskScheduler
@@ -150,7 +161,9 @@ def gradient(scheduler: TaskScheduler, index: int) -> float:
         if best_flops > 0:
             g_next = min(g_next, scheduler.beta * flop / best_flops)
     forward = g_next - g
-    return t.weight * (scheduler.alpha * backward + (1 - scheduler.alpha) * forward)
+    delta = scheduler.alpha * backward + (1 - scheduler.alpha) * forward
+    return latency_change([u.latency for u in scheduler.tasks], [u.weight for u in scheduler.tasks],
+                          scheduler.groups, index, delta)
 
 
 def _gradient(scheduler: TaskScheduler) -> int:
@@ -197,6 +210,9 @@ class TaskScheduler:
         best (faster than any machine: ``log.plausibility``).
     seed : int, optional
         Seed of the random tie-break.
+    alternatives : sequence of sequence of int
+        Disjoint groups of indices of tasks that implement one operator (only the fastest runs);
+        see ``tuner.alternatives``.
     alpha, beta : float
         Weight of the backward estimate; speed ratio to the best similar task that is assumed
         reachable (Ansor's 0.2 and 2).
@@ -209,7 +225,7 @@ class TaskScheduler:
                  round_trials: int | None = None, early_stopping: int | None = None,
                  history: Sequence[tuple] = (), implausible: Collection[int] = (),
                  seed: int | None = None, alpha: float = 0.2,
-                 beta: float = 2.0, backward_window: int = 3):
+                 beta: float = 2.0, backward_window: int = 3, alternatives: Sequence[Sequence[int]] = ()):
         if not tasks:
             raise TuneError("task scheduler: no tasks")
         if strategy not in STRATEGIES:
@@ -223,6 +239,8 @@ class TaskScheduler:
         if round_trials is not None and round_trials < 1:
             raise TuneError(f"task scheduler: round_trials must be >= 1, got {round_trials}")
         self.strategy = STRATEGIES[strategy]
+        #: Every task's operator: its group of alternatives, or the task alone.
+        self.groups = operator_groups(len(tasks), alternatives)
         self.make_tuner = make_tuner
         self.budget = int(budget)
         self.round_trials = round_trials
@@ -268,10 +286,10 @@ class TaskScheduler:
 
     @property
     def objective(self) -> float:
-        """The weighted latency ``sum(w_i * g_i)`` in seconds (inf while a task has no valid config)."""
-        if any(not math.isfinite(t.best_cost) for t in self.tasks):
-            return math.inf
-        return sum(t.weight * t.best_cost for t in self.tasks)
+        """The weighted latency in seconds: ``sum(w_i * g_i)``, alternatives at the fastest's
+        (``alternatives.weighted_latency``); inf while an operator has no valid config."""
+        tasks = self.tasks
+        return weighted_latency([t.best_cost for t in tasks], [t.weight for t in tasks], self.groups)
 
     def similar(self, index: int) -> list[int]:
         """Indices of the tasks in the similarity group of task ``index`` (itself included)."""
