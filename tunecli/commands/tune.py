@@ -127,7 +127,7 @@ def _print_summary(app: App, summary: TuneSummary) -> None:
     if summary.model is not None:
         trials = sum(t.previous + t.measured for t in summary.tasks)
         footer.append(f"network {summary.model}: {len(summary.tasks)} tasks, {trials} trials; kernel time "
-                      f"(best of each task x its calls) {shown}")
+                      f"(best task of each operator x its calls) {shown}")
     if summary.remeasure:
         footer.append(f"re-measured {sum(t.remeasured for t in summary.tasks)} configs (the "
                       f"{summary.remeasure} best of each task, not counted as trials)")
