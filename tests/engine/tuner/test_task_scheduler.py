@@ -20,7 +20,7 @@ from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureR
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.task.task import create
 from tunecli.engine.tuner import RandomTuner
-from tunecli.engine.tuner.task_scheduler import STRATEGIES, TaskScheduler, gradient
+from tunecli.engine.tuner.task_scheduler import NO_LATENCY, STRATEGIES, TaskScheduler, gradient
 from tunecli.errors import TuneError
 
 DENSE_A = ("dense.x86", (8, 16, 4, "float32"))      # 120 configs, 1024 flop
@@ -147,6 +147,18 @@ def test_a_slower_alternative_gains_only_by_the_estimate_that_beats_the_faster()
     assert gradient(s, 0) == pytest.approx(4 * 0.8 * -1e-3 / 2)  # the faster: Ansor's formula
     tb.rounds = 1  # estimate 3 - 0.8 * 3 = 0.6 ms: 0.4 ms better than a
     assert gradient(s, 1) == pytest.approx(4 * (3e-3 - 0.8 * 3e-3 - 1e-3))
+
+
+def test_an_alternative_without_a_valid_config_is_tuned_as_a_task_alone() -> None:
+    a, b, m = task(DENSE_A), task(DENSE_B), task(MATMUL)
+    s = TaskScheduler([a, b, m], random_tuner, budget=100, weights=[4, 4, 1], alternatives=[(0, 1)])
+    ta, tb, tm = s.tasks
+    ta.best_cost, ta.rounds, ta.history = 1e-3, 1, [1e-3]
+    tb.rounds, tb.history = 1, [NO_LATENCY]  # its warm-up round found no valid config
+    tm.best_cost, tm.rounds, tm.history = 1e-3, 1, [1e-3]
+    assert gradient(s, 1) == pytest.approx(4 * 0.8 * -NO_LATENCY)  # unknown: not known to be slower
+    assert s.next_task() == 1
+    assert s.objective == pytest.approx(4 * 1e-3 + 1e-3)  # a build runs a's config meanwhile
 
 
 def test_a_flat_slower_alternative_gets_no_round_after_the_warm_up() -> None:

@@ -18,7 +18,7 @@ task's own tuner, which persists across rounds.  Which task a round goes to is a
   fastest similar task (same template) divided by ``beta`` (2).  Ties are broken at random.
   The estimated change of ``g_i`` goes through the minimum of its operator
   (``alternatives.latency_change``): a slower alternative gains only by the part of its
-  estimate that would beat the faster one.
+  estimate that would beat the faster one (one without a valid config is tuned as a task alone).
 
 Both strategies first give every task one round (warm-up), so every task has a latency.
 A task leaves the schedule when its space is exhausted, or (per-task early stopping) when
@@ -138,7 +138,9 @@ def gradient(scheduler: TaskScheduler, index: int) -> float:
 
     Ansor's estimate of how much one more round changes the task's latency, turned into the
     change of ``f`` by ``alternatives.latency_change`` (its weight times that estimate, for a task
-    without alternatives).
+    without alternatives).  A task without a valid config gets its weight times the estimate
+    whether it has alternatives or not: its latency is unknown, not known to be slower, and it
+    is tuned until it has one, as a task alone is.
 
     Parameters
     ----------
@@ -162,8 +164,10 @@ def gradient(scheduler: TaskScheduler, index: int) -> float:
             g_next = min(g_next, scheduler.beta * flop / best_flops)
     forward = g_next - g
     delta = scheduler.alpha * backward + (1 - scheduler.alpha) * forward
+    if not math.isfinite(t.best_cost):
+        return t.weight * delta
     return latency_change([u.latency for u in scheduler.tasks], [u.weight for u in scheduler.tasks],
-                          scheduler.groups, index, delta)
+                          scheduler.operators, index, delta)
 
 
 def _gradient(scheduler: TaskScheduler) -> int:
@@ -239,8 +243,8 @@ class TaskScheduler:
         if round_trials is not None and round_trials < 1:
             raise TuneError(f"task scheduler: round_trials must be >= 1, got {round_trials}")
         self.strategy = STRATEGIES[strategy]
-        #: Every task's operator: its group of alternatives, or the task alone.
-        self.groups = operator_groups(len(tasks), alternatives)
+        #: Every operator as the indices of its tasks: a group of alternatives, or one task alone.
+        self.operators = operator_groups(len(tasks), alternatives)
         self.make_tuner = make_tuner
         self.budget = int(budget)
         self.round_trials = round_trials
@@ -289,7 +293,7 @@ class TaskScheduler:
         """The weighted latency in seconds: ``sum(w_i * g_i)``, alternatives at the fastest's
         (``alternatives.weighted_latency``); inf while an operator has no valid config."""
         tasks = self.tasks
-        return weighted_latency([t.best_cost for t in tasks], [t.weight for t in tasks], self.groups)
+        return weighted_latency([t.best_cost for t in tasks], [t.weight for t in tasks], self.operators)
 
     def similar(self, index: int) -> list[int]:
         """Indices of the tasks in the similarity group of task ``index`` (itself included)."""
