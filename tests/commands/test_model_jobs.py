@@ -136,6 +136,21 @@ def test_inspect_one_task_of_a_network_and_its_loop_nest(invoke: Invoke, tmp_pat
     assert f"error: {job}: there is no task 3: the network has 3 task(s), numbered 0..2" in missing.stderr
 
 
+def test_inspect_lists_a_winograd_task_under_its_convolution(invoke: Invoke, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    job = _write_job(tmp_path, _tiny_model(tmp_path),
+                     extra="ops: [conv2d, contrib_conv2d_NCHWc_winograd, dense]\n")
+    shown = invoke("inspect", str(job))
+    assert shown.exit_code == 0, shown.output
+    rows = [line.replace("│", " ").split() for line in shown.stdout.splitlines()]  # either table form
+    shares = [row for row in rows if row and row[-1].endswith("%")]
+    assert [row[-1] for row in shares] == ["33.3%", "66.6%", "0.1%"]  # one share per operator
+    assert sum(1 for row in rows if "alt" in row) == 2
+    text = " ".join(shown.stdout.split())
+    assert "3 tunable operators, 5 tasks; alt: another task of the operator above" in text
+
+
 def _record(task, index: int, cost: float) -> str:
     inp = MeasureInput(task.target, task, task.config_space.get(index))
     return encode(inp, MeasureResult((cost,), MeasureErrorNo.NO_ERROR, 0.1, time.time()))
