@@ -197,7 +197,11 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
     if summary.graph is not None and summary.graph.error is not None:
         fail(f"graph tuner {summary.graph.kind}: {summary.graph.error} (the kernel tuning is in "
              f"{summary.log})")
-    failed = [t for t in summary.tasks if not t.ok]
+    failed = summary.unconfigured()
+    for t in summary.tasks:
+        if not t.ok and all(t is not f for f in failed):
+            click.echo(f"task {t.index} ({t.template}): no valid config; its operator runs another of its "
+                       "tasks", err=True)
     for t in failed:
         if summary.budget is not None and t.previous + t.measured == 0:
             click.echo(f"task {t.index} ({t.template}): no trial: the budget of {summary.budget} trials "

@@ -200,7 +200,12 @@ def test_the_weighted_latency_counts_alternatives_of_an_operator_once() -> None:
     summary.tasks = [outcome(0, 3e-3, 4), outcome(1, 2e-3, 4), outcome(2, 1e-3, 1)]
     assert summary.weighted_latency == pytest.approx(4 * 2e-3 + 1e-3)  # a build runs the faster of 0, 1
     summary.tasks[1] = outcome(1, None, 4)  # the alternative without a config is not run
-    assert summary.weighted_latency == pytest.approx(4 * 3e-3 + 1e-3) and not summary.ok
+    assert summary.weighted_latency == pytest.approx(4 * 3e-3 + 1e-3)
+    assert summary.ok and summary.unconfigured() == []  # the operator runs task 0
     summary.tasks[0] = outcome(0, None, 4)
     assert summary.weighted_latency is None
+    assert not summary.ok and [t.index for t in summary.unconfigured()] == [0, 1]
     assert summary.as_dict()["alternatives"] == [[0, 1]]
+    summary.alternatives = []
+    summary.tasks[0] = outcome(0, 3e-3, 4)
+    assert not summary.ok and [t.index for t in summary.unconfigured()] == [1]  # alone, task 1 is needed

@@ -154,8 +154,14 @@ class TuneSummary:
 
     @property
     def ok(self) -> bool:
-        """True when every task has a valid config."""
-        return all(t.ok for t in self.tasks)
+        """True when every operator has a task with a valid config (an alternative without one is not
+        needed: the build runs another of its operator's tasks)."""
+        return not self.unconfigured()
+
+    def unconfigured(self) -> list[TaskOutcome]:
+        """The tasks without a valid config whose operator has no other task with one."""
+        groups = operator_groups(len(self.tasks), self.alternatives)
+        return [self.tasks[i] for g in groups if not any(self.tasks[j].ok for j in g) for i in g]
 
     @property
     def weighted_latency(self) -> float | None:
