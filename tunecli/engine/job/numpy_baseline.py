@@ -96,15 +96,30 @@ def depthwise_conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride: Any, pad
 
 @dataclass(frozen=True)
 class Baseline:
-    """A timing baseline: what it computes, in words, and the function."""
+    """A timing baseline: what it computes, in words, and the function.
+
+    ``prepare`` (optional) maps the kernel's input arrays to the function's, once, outside the
+    timed calls: a kernel that takes its weight pre-packed is compared with numpy on the weight a
+    numpy user has (``dense.x86``'s panels become ``[N, K]`` again).
+    """
 
     text: str
     func: Callable[..., Any]
+    prepare: Callable[..., tuple[np.ndarray, ...]] | None = None
+
+    def inputs(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The arrays ``func`` takes for the kernel's input arrays."""
+        return tuple(arrays) if self.prepare is None else self.prepare(*arrays)
+
+
+def _dense_weight_unpacked(data: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, ...]:
+    return data, np.ascontiguousarray(ref.unpack_dense_weight(weight))
 
 
 #: Reference function (``engine.ops.reference``) -> its timing baseline.
 BASELINES: dict[Callable[..., Any], Baseline] = {
     ref.dense_python: Baseline("a @ w.T", dense),
+    ref.dense_packed_python: Baseline("a @ w.T", dense, _dense_weight_unpacked),
     ref.batch_matmul: Baseline("np.matmul(x, y^T)", batch_matmul),
     ref.conv2d_nchw_python: Baseline("im2col + matmul", conv2d_nchw),
     ref.depthwise_conv2d_python_nchw: Baseline("einsum over windows", depthwise_conv2d_nchw),
@@ -132,7 +147,8 @@ def baseline_of(reference: Callable[..., Any] | None) -> Baseline | None:
     if found is None:
         return None
     if isinstance(reference, functools.partial):
-        return Baseline(found.text, functools.partial(found.func, *reference.args, **reference.keywords))
+        return Baseline(found.text, functools.partial(found.func, *reference.args, **reference.keywords),
+                        found.prepare)
     return found
 
 
@@ -218,7 +234,8 @@ def time_baseline(request: BaselineRequest) -> MeasureReply:
     if not set_blas_threads(get_num_threads()):
         return MeasureReply((), int(MeasureErrorNo.UNKNOWN_ERROR), "cannot set the threads of numpy's BLAS")
     outputs = set(request.output_indices)
-    inputs = [a for i, a in enumerate(random_arguments(request.arg_specs, request.seed)) if i not in outputs]
+    inputs = baseline.inputs(*(a for i, a in enumerate(random_arguments(request.arg_specs, request.seed))
+                               if i not in outputs))
     t = request.timing
     costs = time_calls(lambda: baseline.func(*inputs), (), t.number, t.repeat, t.min_repeat_ms,
                        warmup_ms=t.warmup_ms)

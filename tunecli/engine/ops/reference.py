@@ -164,12 +164,25 @@ def dense_python(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None =
     return out.astype(out_dtype)
 
 
+def pack_dense_weight(weight: np.ndarray, bn: int) -> np.ndarray:
+    """The ``[N // bn, K, bn]`` panels of a ``[N, K]`` weight (``nn.pack_weight`` in numpy)."""
+    n, k = weight.shape
+    return np.ascontiguousarray(weight.reshape(n // bn, bn, k).transpose(0, 2, 1))
+
+
+def unpack_dense_weight(weight: np.ndarray) -> np.ndarray:
+    """A dense weight as ``[N, K]``: ``[N // bn, K, bn]`` panels are unpacked, 2-D arrays kept."""
+    if weight.ndim == 2:
+        return weight
+    nb, k, bn = weight.shape
+    return weight.transpose(0, 2, 1).reshape(nb * bn, k)
+
+
 def dense_packed_python(data: np.ndarray, packed_weight: np.ndarray, bias: np.ndarray | None = None,
                         out_dtype: Any = None) -> np.ndarray:
-    """``dense_python`` with the weight in ``[N // bn, K, bn]`` panels (``dense_pack.x86``'s kernel input)."""
-    nb, k, bn = packed_weight.shape
-    weight = packed_weight.transpose(0, 2, 1).reshape(nb * bn, k)
-    return dense_python(data, weight, bias, out_dtype)
+    """``dense_python`` with the weight in ``[N // bn, K, bn]`` panels (the kernel input of
+    ``dense_pack.x86`` and ``dense.x86``); a ``[N, K]`` weight is taken as it is."""
+    return dense_python(data, unpack_dense_weight(packed_weight), bias, out_dtype)
 
 
 def batch_matmul(x: np.ndarray, y: np.ndarray, out_dtype: Any = None, trans_x: bool = False,

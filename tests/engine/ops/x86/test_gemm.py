@@ -13,6 +13,7 @@ from tunecli.engine import te
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.nn import bias_add, relu
+from tunecli.engine.ops.reference import pack_dense_weight
 from tunecli.engine.ops.x86.gemm import fallback_gemm_tile
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
@@ -38,14 +39,14 @@ def fused_dense(m: int, n: int, k: int, target: str = "llvm") -> tuple:
 @pytest.mark.parametrize("m", [1, 2, 16])
 @pytest.mark.parametrize("n, k", [(77, 45), (1000, 64)])
 def test_fallback_dense_with_bias_relu_equals_numpy(m: int, n: int, k: int) -> None:
-    _, sch, (data, weight, bias, out) = fused_dense(m, n, k, ZEN3)
+    cfg, sch, (data, weight, bias, out) = fused_dense(m, n, k, ZEN3)
     mod = build(sch, [data, weight, bias, out], target=ZEN3)
     rng = np.random.default_rng(m * n + k)
     x = rng.standard_normal((m, k)).astype("float32")
     w = rng.standard_normal((n, k)).astype("float32")
     b = rng.standard_normal(n).astype("float32")
     got = np.zeros((m, n), dtype="float32")
-    mod(x, w, b, got)
+    mod(x, pack_dense_weight(w, cfg["tile_x"].size[-1]), b, got)
     np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
 
 

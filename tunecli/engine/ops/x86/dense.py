@@ -1,8 +1,15 @@
 """``dense.x86``: dense layer with a packed weight and register-tiled accumulators.
 
 Template arguments, in order: ``M`` (batch rows), ``N`` (output features), ``K`` (input
-features), ``dtype`` ("float32", or "int8" which accumulates and outputs int32). Kernel
-arguments: ``data [M, K]``, ``weight [N, K]``, output ``[M, N]``. Knobs: see ``x86.gemm``.
+features), ``dtype`` ("float32", or "int8" which accumulates and outputs int32). Knobs: see
+``x86.gemm``.
+
+The kernel a task measures takes the weight already packed in the config's panels: arguments
+``data [M, K]``, ``packed_weight [N / NR, K, NR]`` (``NR``: ``tile_x``'s inner factor), output
+``[M, N]`` (the strategy's ``pack`` hook, as ``conv2d_NCHWc.x86`` takes its kernel blocked).  A
+graph computes the same row on its ``weight [N, K]``: the packing is then a stage of the kernel
+that ``relay.build`` evaluates once at build time when the weight is a constant
+(``graph.constant_stages``), so a record's cost is the time of the kernel the network runs.
 """
 
 from __future__ import annotations
@@ -12,10 +19,11 @@ from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
-from tunecli.engine.ops.nn.dense import dense_pack
+from tunecli.engine.ops.nn.dense import dense_pack, dense_packed
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.gemm import define_gemm_space, schedule_gemm
 from tunecli.engine.schedule import Schedule
+from tunecli.errors import InstantiationError
 
 
 def out_dtype_for(dtype: str) -> str:
@@ -30,12 +38,31 @@ def declare_dense(M: int, N: int, K: int, dtype: str = "float32") -> OpCall:
     return OpCall((data, weight), {"out_dtype": out_dtype_for(dtype)})
 
 
-def dense_pack_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str) -> te.Tensor:
-    """``data @ weight.T`` through weight panels as wide as ``cfg["tile_x"]``'s inner factor."""
+def pack_dense_weight(cfg: Any, call: OpCall) -> OpCall:
+    """The kernel's inputs: ``data`` and the ``packed_weight [N / NR, K, NR]`` placeholder."""
+    data, weight = call.inputs
     (m, k), n = data.shape, weight.shape[0]
     define_gemm_space(cfg, m, n, k)
+    nr = cfg["tile_x"].size[-1]
+    packed = te.placeholder((n // nr, k, nr), dtype=weight.dtype, name="packed_weight")
+    return OpCall((data, packed), call.attrs)
+
+
+def dense_pack_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str) -> te.Tensor:
+    """``data @ weight.T`` through weight panels as wide as ``cfg["tile_x"]``'s inner factor; a
+    ``[N, K]`` weight is packed by a stage, a 3-D one is taken as those panels."""
+    m, k = data.shape
+    packed = len(weight.shape) == 3
+    n = weight.shape[0] * weight.shape[2] if packed else weight.shape[0]
+    define_gemm_space(cfg, m, n, k)
     cfg.add_flop(2 * m * n * k)
-    return dense_pack(data, weight, cfg["tile_x"].size[-1], out_dtype)
+    nr = cfg["tile_x"].size[-1]
+    if not packed:
+        return dense_pack(data, weight, nr, out_dtype)
+    if weight.shape[2] != nr:
+        raise InstantiationError(f"dense.x86: the weight is packed in panels of {weight.shape[2]}, the config's "
+                                 f"are {nr} wide")
+    return dense_packed(data, weight, out_dtype)
 
 
 def schedule_dense_pack(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
@@ -45,5 +72,5 @@ def schedule_dense_pack(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor
 
 DENSE_PACK = Strategy(
     op="dense", target_key="cpu", name="dense.x86", declare=declare_dense, compute=dense_pack_compute,
-    schedule=schedule_dense_pack, reference=ref.dense_python, outputs=("out",),
-    summary="`out[M, N] = data[M, K] · weight[N, K]ᵀ`")
+    schedule=schedule_dense_pack, reference=ref.dense_packed_python, outputs=("out",), pack=pack_dense_weight,
+    summary="`out[M, N] = data[M, K] · weight[N, K]ᵀ`; the kernel takes the weight packed `[N/NR, K, NR]`")

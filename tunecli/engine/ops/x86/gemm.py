@@ -1,6 +1,7 @@
 """The register-tiled GEMM schedule shared by ``dense.x86`` and ``batch_matmul.x86``.
 
-The weight is packed into ``[N / NR, K, NR]`` panels; the output is tiled into ``MR x NR`` blocks
+The weight is packed into ``[N / NR, K, NR]`` panels (by a stage of the kernel, or given packed:
+``dense.x86``'s tuning kernel); the output is tiled into ``MR x NR`` blocks
 whose accumulators live in a ``cache_write(C, "local")`` stage computed at the tile loop, with
 the reduction outermost, MR unrolled and NR vectorized (so the accumulators are ``MR * NR / lanes``
 vector registers).  Knobs (first defined varies fastest in the flat index):
@@ -109,7 +110,8 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     cfg : ConfigSpace
         Holds the knobs of ``define_gemm_space``.
     outs : sequence of te.Tensor
-        ``[C]``, the GEMM output; one of its inputs is the panel-packing stage.
+        ``[C]``, the GEMM output; it reads the panels from a packing stage or, when the kernel
+        takes them packed, from a placeholder.
     epilogue : te.Tensor, optional
         An injective stage reading ``C`` (bias, relu): it is tiled as ``C`` would be and ``C``
         becomes its register accumulator.
@@ -122,7 +124,7 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     """
     (C,) = outs
     s = create_group_schedule(outs, epilogue)
-    (packed,) = [t for t in C.op.input_tensors if "layout_transform" in t.op.tag]
+    packing = [t for t in C.op.input_tensors if "layout_transform" in getattr(t.op, "tag", "")]
     O, CC = output_and_accumulator(s, C, epilogue)
     axes = list(s[O].op.axis)
     b_axes, (y, x) = axes[:-2], axes[-2:]
@@ -146,9 +148,10 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     s[CC].unroll(cy)
     s[CC].vectorize(cx)
 
-    paxes = list(s[packed].op.axis)
-    pouter = s[packed].fuse(*paxes[:-2]) if batch else paxes[0]
-    if cfg["parallel"].val:
-        s[packed].parallel(pouter)
-    s[packed].vectorize(paxes[-1])  # contiguous panel stores, strided (gathered) weight loads
+    for packed in packing:  # none when the kernel takes the weight packed
+        paxes = list(s[packed].op.axis)
+        pouter = s[packed].fuse(*paxes[:-2]) if batch else paxes[0]
+        if cfg["parallel"].val:
+            s[packed].parallel(pouter)
+        s[packed].vectorize(paxes[-1])  # contiguous panel stores, strided (gathered) weight loads
     return s
