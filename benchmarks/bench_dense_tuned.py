@@ -8,9 +8,12 @@
 2. Builds the best config of the log through ``apply_history_best`` (the user-facing way),
    checks it against numpy, and times it against ``numpy.matmul(data, weight.T)`` on the same
    arrays at 1 and 2 threads (``runtime.set_num_threads`` for ours, ``threadpoolctl`` for
-   numpy), interleaved round by round with a ``--settle`` pause before each batch
-   (``_common.interleaved_compare``: OpenBLAS's threads spin after a call and would take a core
-   from our 2-thread kernel); medians and the ratio.  OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are
+   numpy).  The kernel takes the weight packed into its config's panels ``[N/NR, K, NR]``,
+   packed once before timing (what the tuner measures and a network runs: ``relay.build``
+   packs a constant weight at build time); numpy takes the ``[N, K]`` weight.  Interleaved
+   round by round with a ``--settle`` pause before each batch (``_common.interleaved_compare``:
+   OpenBLAS's threads spin after a call and would take a core from our 2-thread kernel);
+   medians and the ratio.  OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are
    unset before numpy loads; the OpenBLAS kernel in use is printed.
 
 Usage::
@@ -36,6 +39,7 @@ from tunecli.engine.build import build
 from tunecli.engine.log import record
 from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
+from tunecli.engine.ops.reference import pack_dense_weight
 from tunecli.engine.runtime import set_num_threads
 from tunecli.engine.task.task import create
 from tunecli.engine.tuner import XGBTuner
@@ -120,11 +124,12 @@ def main() -> None:
     rng = np.random.default_rng(0)
     data = rng.standard_normal((SIZE, SIZE)).astype("float32")
     weight = rng.standard_normal((SIZE, SIZE)).astype("float32")
+    packed = pack_dense_weight(weight, args[1].shape[2])  # the kernel's weight argument: its panels
     out = np.zeros((SIZE, SIZE), "float32")
-    mod(data, weight, out)
+    mod(data, packed, out)
     np.testing.assert_allclose(out, data @ weight.T, rtol=1e-3, atol=1e-3)
     _common.interleaved_compare("tuned dense.x86 1024^3 fp32", 2.0 * SIZE ** 3,
-                                lambda: mod(data, weight, out), lambda: np.matmul(data, weight.T),
+                                lambda: mod(data, packed, out), lambda: np.matmul(data, weight.T),
                                 set_num_threads, rounds, 5, opts.settle)
     print(_common.blas_description())
     print(f"{_common.peak_memory_line()}; {_common.load_line()}")

@@ -93,7 +93,8 @@ def test_a_tuned_record_builds_the_network_with_its_panels_folded(tmp_path) -> N
     b = relay.var("b", shape=(48,))
     mod = g.IRModule.from_expr(relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w), b)))
     rng = np.random.default_rng(1)
-    params = {"w": rng.uniform(-1, 1, (48, 40)).astype("float32"), "b": rng.uniform(-1, 1, 48).astype("float32")}
+    params = {"w": rng.uniform(-1, 1, (48, 40)).astype("float32"),
+              "b": rng.uniform(-1, 1, 48).astype("float32")}
     (task,) = extract_from_program(mod, params, "llvm")
     assert task.workload == ("dense.x86", 2, 48, 40, "float32")
     log = tmp_path / "dense.log"
@@ -124,4 +125,5 @@ def test_a_tuned_record_builds_the_network_with_its_panels_folded(tmp_path) -> N
         m.run()
         outs.append(m.get_output(0).numpy())
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(outs[0], np.maximum(data @ params["w"].T + params["b"], 0), rtol=1e-4, atol=1e-5)
+    want = np.maximum(data @ params["w"].T + params["b"], 0)
+    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-5)

@@ -60,8 +60,8 @@ def dense_pack_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: 
     if not packed:
         return dense_pack(data, weight, nr, out_dtype)
     if weight.shape[2] != nr:
-        raise InstantiationError(f"dense.x86: the weight is packed in panels of {weight.shape[2]}, the config's "
-                                 f"are {nr} wide")
+        raise InstantiationError(f"dense.x86: the weight is packed in panels of {weight.shape[2]}, "
+                                 f"the config's are {nr} wide")
     return dense_packed(data, weight, out_dtype)
 
 
