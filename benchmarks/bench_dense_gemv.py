@@ -15,10 +15,11 @@ than 1 with ``--batch``.
 layer's ``dense.x86`` task is tuned (``XGBTuner``, knob features, seed 0; LocalRunner
 ``number=50 repeat=3``, correctness checked) at ``--tune-threads`` threads, and the best record
 is reported three ways: its cost as the tuner measured it (the kernel on the pre-packed weight),
-the same config with the packing inside the kernel (what the tuner measured before the weight
-was given packed; ``time_evaluator`` in this process), and the network built with the record
-(``GraphModule.run``, panels folded at build time), timed interleaved with the fallback
-build (the GEMV fallback) at the same threads.
+the record's kernel as it stands in the network built with it (``debug_executor.time_kernels``;
+panels folded at build time, bias fused), the fallback build's kernel (the GEMV fallback) and the
+record's config with the packing inside the kernel (what the tuner measured before the weight was
+given packed; ``time_evaluator``), interleaved round by round at ``--tune-threads``; then whole
+``GraphModule.run`` calls of the tuned and fallback builds, interleaved.
 
 Usage::
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,7 @@ from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.measure import LocalBuilder, LocalRunner, measure_option
 from tunecli.engine.ops import registry
 from tunecli.engine.runtime import set_num_threads
+from tunecli.engine.runtime.debug_executor import time_kernels
 from tunecli.engine.task.task import create
 from tunecli.engine.tuner import XGBTuner
 from tunecli.engine.tuner.callback import log_to_file
@@ -69,10 +72,10 @@ def classifier(batch: int, k: int, n: int) -> tuple[IRModule, dict[str, np.ndarr
     return IRModule.from_expr(Function(free_vars(out), out)), params
 
 
-def built_run(mod: IRModule, params: dict, x: np.ndarray, pretuned: bool,
-              records: Any = ()) -> tuple[Any, str, Any]:
-    """The graph module's ``run`` with ``x`` set, the build's summary line and its output
-    (``records``: a log applied instead of the pre-tuned packages)."""
+def built_module(mod: IRModule, params: dict, x: np.ndarray, pretuned: bool,
+                 records: Any = ()) -> tuple[Any, Any, Any]:
+    """The graph module with ``x`` set, the build and its output (``records``: a log applied
+    instead of the pre-tuned packages)."""
     with PassContext(opt_level=3):
         if pretuned:
             lib = build(mod, TARGET, params=params)
@@ -82,7 +85,13 @@ def built_run(mod: IRModule, params: dict, x: np.ndarray, pretuned: bool,
     m = lib["default"](None)
     m.set_input("data", x)
     m.run()
-    return m.run, lib.summary.line(), m.get_output(0).numpy()
+    return m, lib, m.get_output(0).numpy()
+
+
+def kernel_seconds(m: Any, lib: Any) -> float:
+    """The one kernel's time as it stands in the graph (``debug_executor.time_kernels``)."""
+    (op,) = time_kernels(m.executor, lib.graph, number=50, repeat=5).ops
+    return op.seconds
 
 
 def bench(label: str, batch: int, k: int, n: int, args: argparse.Namespace) -> None:
@@ -95,10 +104,11 @@ def bench(label: str, batch: int, k: int, n: int, args: argparse.Namespace) -> N
     onnx_bytes = to_onnx(mod, params)
     flops = 2.0 * batch * n * k
     for config, pretuned in (("fallback", False), ("untuned build", True)):
-        run, summary, got = built_run(mod, params, x, pretuned)
+        m, lib, got = built_module(mod, params, x, pretuned)
+        run = m.run
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
         name = f"{label} b{batch} {config}"
-        print(f"{name}: {summary}")
+        print(f"{name}: {lib.summary.line()}")
         _common.interleaved_medians(name, flops, run, lambda: x @ w.T + b, set_num_threads,
                                     args.rounds, args.number, args.settle)
         for threads in (1, 2):
@@ -128,8 +138,8 @@ def tune_layer(task: Any, trials: int, log: Path) -> tuple[Any, float]:
     return inp.config, float(np.mean(res.costs))
 
 
-def packing_kernel_seconds(task: Any, cfg: Any, x: np.ndarray, w: np.ndarray) -> float:
-    """Median seconds of ``cfg``'s kernel with the weight packing inside (the 2-D weight)."""
+def packing_kernel_timer(task: Any, cfg: Any, x: np.ndarray, w: np.ndarray) -> Any:
+    """``f() -> median seconds`` of ``cfg``'s kernel with the weight packing inside (the 2-D weight)."""
     strategy = registry.get_strategy(task.name)
     call = strategy.declare(*task.args)
     with task.target:
@@ -137,7 +147,8 @@ def packing_kernel_seconds(task: Any, cfg: Any, x: np.ndarray, w: np.ndarray) ->
         sch = strategy.schedule(cfg, outs)
     mod = build_kernel(sch, [*call.inputs, *outs], target=task.target)
     out = np.zeros(tuple(outs[0].shape), "float32")
-    return _common.median(mod.time_evaluator(number=50, repeat=5)(x, w, out))
+    timer = mod.time_evaluator(number=20, repeat=5)
+    return lambda: _common.median(timer(x, w, out))
 
 
 def bench_tuned(label: str, batch: int, k: int, n: int, args: argparse.Namespace) -> None:
@@ -149,22 +160,33 @@ def bench_tuned(label: str, batch: int, k: int, n: int, args: argparse.Namespace
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "dense.log"
         cfg, tuner_cost = tune_layer(task, args.tune, log)
-        tuned_run, summary, got = built_run(mod, params, x, False, str(log))
+        tuned, tuned_lib, got = built_module(mod, params, x, False, str(log))
     np.testing.assert_allclose(got, x @ w.T + b, rtol=1e-4, atol=1e-4)
-    fallback_run, fallback_summary, _ = built_run(mod, params, x, False)
+    fallback, fallback_lib, _ = built_module(mod, params, x, False)
     set_num_threads(args.tune_threads)
-    packing = packing_kernel_seconds(task, cfg, x, w)
+    packing = packing_kernel_timer(task, cfg, x, w)
     name = f"{label} b{batch}"
-    print(f"{name}: best of {args.tune} trials {cfg}; tuned build: {summary}; fallback: {fallback_summary}")
-    print(f"{name}: tuner cost {tuner_cost * 1e3:.4f} ms (pre-packed weight); the same config packing "
-          f"in the kernel {packing * 1e3:.4f} ms")
-    medians = _common.interleaved_medians(f"{name} tuned net", 2.0 * batch * n * k, tuned_run, fallback_run,
-                                          set_num_threads, args.rounds, args.number, args.settle,
-                                          threads=(args.tune_threads,), theirs_name="fallback GEMV")
-    net, fallback = medians[args.tune_threads]
-    print(f"{name}: threads={args.tune_threads} in-network / tuner cost {net / tuner_cost:.2f}; "
-          f"in-network / packing-kernel cost {net / packing:.2f}; tuned / fallback {net / fallback:.2f} "
-          f"(< 1: the tuned record is faster)")
+    print(f"{name}: best of {args.tune} trials {cfg}; tuned build: {tuned_lib.summary.line()}; "
+          f"fallback: {fallback_lib.summary.line()}")
+    times: dict[str, list[float]] = {"tuned kernel in the network": [], "fallback kernel in the network": [],
+                                     "the record's config packing in the kernel": []}
+    for _ in range(args.rounds):  # interleaved, each after a settle pause
+        for key, measure in zip(times, (lambda: kernel_seconds(tuned, tuned_lib),
+                                        lambda: kernel_seconds(fallback, fallback_lib),
+                                        packing), strict=True):
+            time.sleep(args.settle)
+            times[key].append(measure())
+    med = {key: _common.median(v) for key, v in times.items()}
+    print(f"{name}: threads={args.tune_threads}  tuner cost {tuner_cost * 1e3:.4f} ms (kernel on the "
+          f"pre-packed weight, bias not fused)")
+    for key, t in med.items():
+        print(f"{name}: threads={args.tune_threads}  {key:<42} {t * 1e3:.4f} ms  ({t / tuner_cost:.2f}x the "
+              f"tuner cost; medians of {args.rounds} rounds)")
+    ratio = med["tuned kernel in the network"] / med["fallback kernel in the network"]
+    print(f"{name}: tuned / fallback kernel in the network {ratio:.2f} (< 1: the tuned record is faster)")
+    _common.interleaved_medians(f"{name} tuned net", 2.0 * batch * n * k, tuned.run, fallback.run,
+                                set_num_threads, args.rounds, args.number, args.settle,
+                                threads=(args.tune_threads,), theirs_name="fallback net")
 
 
 def main() -> None:
