@@ -26,6 +26,7 @@ Usage::
     .venv/bin/python benchmarks/bench_dense_gemv.py --quick     # 3 rounds
     .venv/bin/python benchmarks/bench_dense_gemv.py --batch 1 2 16
     .venv/bin/python benchmarks/bench_dense_gemv.py --tune 48 --quick
+    .venv/bin/python benchmarks/bench_dense_gemv.py --log logs/resnet18.log   # a log's best record
 """
 
 from __future__ import annotations
@@ -123,7 +124,15 @@ def bench(label: str, batch: int, k: int, n: int, args: argparse.Namespace) -> N
                                         threads=(threads,), theirs_name="onnxruntime")
 
 
-def tune_layer(task: Any, trials: int, log: Path) -> tuple[Any, float]:
+def best_record(task: Any, log: Path) -> tuple[Any, float] | None:
+    """The config of ``task``'s best record in ``log`` and its mean cost (seconds); None if none."""
+    best = min(((i, r) for i, r in record.load_from_file(log)
+                if r.error_no == 0 and i.task.workload == task.workload),
+               key=lambda ir: float(np.mean(ir[1].costs)), default=None)
+    return None if best is None else (best[0].config, float(np.mean(best[1].costs)))
+
+
+def tune_layer(task: Any, trials: int, log: Path) -> tuple[Any, float] | None:
     """Tune ``task`` into ``log``; the best record's config and its mean cost (seconds)."""
     builder = LocalBuilder()
     runner = LocalRunner(number=50, repeat=3, timeout=10, check_correctness=True)
@@ -133,9 +142,7 @@ def tune_layer(task: Any, trials: int, log: Path) -> tuple[Any, float]:
     finally:
         builder.close()
         runner.close()
-    inp, res = min(((i, r) for i, r in record.load_from_file(log) if r.error_no == 0),
-                   key=lambda ir: float(np.mean(ir[1].costs)))
-    return inp.config, float(np.mean(res.costs))
+    return best_record(task, log)
 
 
 def packing_kernel_timer(task: Any, cfg: Any, x: np.ndarray, w: np.ndarray) -> Any:
@@ -158,15 +165,20 @@ def bench_tuned(label: str, batch: int, k: int, n: int, args: argparse.Namespace
     w, b = params["fc_weight"], params["fc_bias"]
     task = create("dense.x86", (batch, n, k, "float32"), TARGET)
     with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "dense.log"
-        cfg, tuner_cost = tune_layer(task, args.tune, log)
+        log = Path(tmp) / "dense.log" if args.log is None else args.log
+        best = tune_layer(task, args.tune, log) if args.log is None else best_record(task, log)
+        if best is None:
+            print(f"{label} b{batch}: no valid record of {task.workload} in {log}")
+            return
+        cfg, tuner_cost = best
         tuned, tuned_lib, got = built_module(mod, params, x, False, str(log))
     np.testing.assert_allclose(got, x @ w.T + b, rtol=1e-4, atol=1e-4)
     fallback, fallback_lib, _ = built_module(mod, params, x, False)
     set_num_threads(args.tune_threads)
     packing = packing_kernel_timer(task, cfg, x, w)
     name = f"{label} b{batch}"
-    print(f"{name}: best of {args.tune} trials {cfg}; tuned build: {tuned_lib.summary.line()}; "
+    origin = f"best of {args.tune} trials" if args.log is None else f"best record of {args.log}"
+    print(f"{name}: {origin} {cfg}; tuned build: {tuned_lib.summary.line()}; "
           f"fallback: {fallback_lib.summary.line()}")
     times: dict[str, list[float]] = {"tuned kernel in the network": [], "fallback kernel in the network": [],
                                      "the record's config packing in the kernel": []}
@@ -177,8 +189,8 @@ def bench_tuned(label: str, batch: int, k: int, n: int, args: argparse.Namespace
             time.sleep(args.settle)
             times[key].append(measure())
     med = {key: _common.median(v) for key, v in times.items()}
-    print(f"{name}: threads={args.tune_threads}  tuner cost {tuner_cost * 1e3:.4f} ms (kernel on the "
-          f"pre-packed weight, bias not fused)")
+    how = "the kernel on the pre-packed weight" if args.log is None else "as logged"
+    print(f"{name}: threads={args.tune_threads}  tuner cost {tuner_cost * 1e3:.4f} ms ({how}, no bias)")
     for key, t in med.items():
         print(f"{name}: threads={args.tune_threads}  {key:<42} {t * 1e3:.4f} ms  ({t / tuner_cost:.2f}x the "
               f"tuner cost; medians of {args.rounds} rounds)")
@@ -199,16 +211,18 @@ def main() -> None:
     parser.add_argument("--tune", type=int, default=0, metavar="TRIALS",
                         help="tune each layer's dense.x86 task; its record in the tuner vs the network")
     parser.add_argument("--tune-threads", type=int, default=1, help="threads while tuning and comparing")
+    parser.add_argument("--log", type=Path, default=None,
+                        help="as --tune, with each layer's best record in this log instead of tuning")
     args = parser.parse_args()
     if args.quick:
         args.rounds = 3
-    if args.tune:  # the measurement workers are spawned after this: they run at these threads
+    if args.tune or args.log:  # the measurement workers are spawned after this: they run at these threads
         os.environ["TUNECLI_NUM_THREADS"] = str(args.tune_threads)
     print(_common.load_line())
     print(_common.blas_description())
     for batch in args.batch:
         for label, (k, n) in LAYERS.items():
-            (bench_tuned if args.tune else bench)(label, batch, k, n, args)
+            (bench_tuned if args.tune or args.log else bench)(label, batch, k, n, args)
     print(_common.load_line())
     print(_common.peak_memory_line())
 
