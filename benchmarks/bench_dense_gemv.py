@@ -90,7 +90,9 @@ def built_module(mod: IRModule, params: dict, x: np.ndarray, pretuned: bool,
 
 
 def kernel_seconds(m: Any, lib: Any) -> float:
-    """The one kernel's time as it stands in the graph (``debug_executor.time_kernels``)."""
+    """The one kernel's time as it stands in the graph (``debug_executor.time_kernels``), after
+    50 ms of untimed runs."""
+    _common.warm_up(m.run)
     (op,) = time_kernels(m.executor, lib.graph, number=50, repeat=5).ops
     return op.seconds
 
@@ -155,7 +157,11 @@ def packing_kernel_timer(task: Any, cfg: Any, x: np.ndarray, w: np.ndarray) -> A
     mod = build_kernel(sch, [*call.inputs, *outs], target=task.target)
     out = np.zeros(tuple(outs[0].shape), "float32")
     timer = mod.time_evaluator(number=20, repeat=5)
-    return lambda: _common.median(timer(x, w, out))
+
+    def seconds() -> float:
+        _common.warm_up(lambda: mod(x, w, out))
+        return _common.median(timer(x, w, out))
+    return seconds
 
 
 def bench_tuned(label: str, batch: int, k: int, n: int, args: argparse.Namespace) -> None:
