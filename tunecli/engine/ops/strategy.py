@@ -23,6 +23,9 @@ TVM's ``conv2d_strategy`` registers ``conv2d_nchw.x86`` for ``cpu``.  Its parts 
     ones (``data [N, C/ic_bn, H, W, ic_bn]``, the kernel pre-packed) whose block sizes are knobs;
     ``pack`` defines those knobs and returns placeholders of the blocked shapes.  A graph layer
     transforms its tensors to these layouts (the weights once, at build time) instead.
+    ``dense.x86``'s kernel takes its weight in panels the same way; a graph gives it ``[N, K]``
+    and the packing stage of a constant weight is evaluated at build time (``constant_stages``),
+    so a tuned cost never includes a transformation the network does not run per call.
 
 The autotvm template of a strategy is ``schedule(cfg, compute(cfg, *declare(*args)))`` with the
 kernel arguments ``inputs + outputs``.  A graph layer uses the same row with its own tensors::
