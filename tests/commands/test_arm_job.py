@@ -65,11 +65,11 @@ def write_job(tmp_path: Path, port: int, tasks: str = DENSE_AND_CONV2D, n_trial:
 
 
 def test_tune_best_and_apply_a_job_for_the_board(arm_board, arm_tracker, invoke, tmp_path):
-    job, log = write_job(tmp_path, arm_tracker.port), tmp_path / "arm.log"
+    job, log = write_job(tmp_path, arm_tracker.port, n_trial=2), tmp_path / "arm.log"
     tuned = invoke("tune", job, "--log", str(log), "--quiet")
     assert tuned.exit_code == 0, tuned.output
     records = list(load_from_file(str(log)))
-    assert len(records) == 9
+    assert len(records) == 6
     assert {str(inp.target) for inp, _ in records} == {AARCH64_NEON}
     assert {inp.task.name for inp, _ in records} == {"dense.x86", "conv2d_nchw.x86",
                                                      "conv2d_nchw_spatial_pack.arm_cpu"}

@@ -187,13 +187,13 @@ def _data(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def test_configs_of_the_small_space_build_and_match_topi_testing() -> None:
-    """Six configs (first, last, four seeded random) build and match ``conv2d_nchw_python``."""
+    """Four configs (first, last, two seeded random) build and match ``conv2d_nchw_python``."""
     task = autotvm.task.create("tvm_port/conv2d_no_batching", args=SMALL, target="llvm")
     space = task.config_space
     assert [len(space.space_map[k]) for k in space.space_map] == [35, 4, 4, 10, 3, 3, 3, 2]
     a_np, w_np, c_np = _data(0)
     rng = random.Random(1234)
-    indices = [0, len(space) - 1] + [rng.randrange(len(space)) for _ in range(4)]
+    indices = [0, len(space) - 1] + [rng.randrange(len(space)) for _ in range(2)]
     for index in indices:
         config = space.get(index)
         with tvm.target.Target("llvm"):
@@ -326,7 +326,7 @@ def test_cuda_configs_pass_ptxas(tmp_path: Path, arch: str) -> None:
     """The PTX of configs of the small layer assembles for the architecture; a config whose
     register tile (its local arrays) holds at most 64 floats per thread does not spill."""
     space = _space(SMALL)
-    rng = random.Random(arch)
+    rng = random.Random(f"{arch}/2")  # seeded to kernels of ordinary size (unrolled ones take seconds)
     for index in [0] + [rng.randrange(len(space)) for _ in range(3)]:
         func = _cuda_kernel(index)
         ptx = tmp_path / f"conv_{index}.ptx"

@@ -17,7 +17,7 @@ from tunecli.errors import LoweringError
 from .ir_interpreter import run
 from .workloads import conv2d, conv2d_ref, matmul, rand
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def check(sch, args, arrays, expected, outputs):

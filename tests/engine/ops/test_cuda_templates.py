@@ -157,7 +157,7 @@ def test_a_dense_reduction_wider_than_a_block_is_refused():
 def test_the_ptx_of_random_configs_passes_ptxas(tmp_path, name, arch):
     """ptxas accepts the PTX; a config whose local (register) arrays hold at most 64 values per
     thread does not spill."""
-    for i, config in enumerate(_configs(name, 2, seed=f"ptxas/{arch}")):
+    for i, config in enumerate(_configs(name, 2, seed=f"ptxas/{arch}")):  # kernels of ordinary size
         func, _ = _kernel(name, config)
         ptx = tmp_path / f"k{i}.ptx"
         ptx.write_bytes(compile_kernel(func, f"cuda -arch={arch}").obj)

@@ -74,7 +74,7 @@ def test_configs_build_and_match_reference(name):
     n = len(task.config_space)
     assert n > 1
     assert task.template_module == registry.__name__  # what a worker imports to find the template
-    indices = {0, n - 1} | {int(i) for i in rng.integers(0, n, size=3)}
+    indices = {0, n - 1} | {int(i) for i in rng.integers(0, n, size=2)}  # test_epilogue builds 2 more
     for index in sorted(indices):
         check_config(task, index, rng)
 
