@@ -3,6 +3,9 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
+# The suite spawns many worker processes; each would otherwise recompile tunecli from source.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: install test test-all demo lint layering bench clean
 
 $(STAMP): pyproject.toml
