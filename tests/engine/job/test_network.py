@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tunecli.engine.graph.extract import extract_from_program, task_occurrences
-from tunecli.engine.job.network import job_task_set, job_tasks, load_network, network_tasks
+from tunecli.engine.job.network import extract_network_tasks, job_task_set, job_tasks, load_network
 from tunecli.engine.job.network_models import MODELS
 from tunecli.engine.job.spec import load_job
 from tunecli.errors import JobError
@@ -44,7 +44,7 @@ def test_every_builtin_model_loads_at_a_small_image(tmp_path: Path, name: str) -
 def test_resnet18_tasks_and_occurrences_are_extract_from_programs(tmp_path: Path) -> None:
     job = load_job(_job(tmp_path, "name: r\nmodel: {name: resnet-18, image_shape: [3, 32, 32]}\n"))
     network = load_network(job)
-    found = network_tasks(job, network)
+    found = extract_network_tasks(job, network).tasks
     expected = extract_from_program(network.mod, network.params, job.target, ops=job.ops)
     counts = task_occurrences(network.mod, network.params, job.target, ops=job.ops)
     assert [t.task.workload for t in found] == [t.workload for t in expected]
@@ -79,7 +79,7 @@ def test_a_winograd_convolution_is_one_operator_of_two_alternative_tasks(tmp_pat
 def test_ops_selects_the_operators_whose_calls_become_tasks(tmp_path: Path) -> None:
     text = "name: r\nmodel: {name: resnet-18, image_shape: [3, 32, 32]}\nops: [dense]\n"
     job = load_job(_job(tmp_path, text))
-    assert [t.task.name for t in network_tasks(job, load_network(job))] == ["dense.x86"]
+    assert [t.task.name for t in extract_network_tasks(job, load_network(job)).tasks] == ["dense.x86"]
 
 
 def test_extra_tasks_come_after_the_networks(tmp_path: Path) -> None:

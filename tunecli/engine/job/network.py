@@ -221,18 +221,6 @@ def extract_network_tasks(job: Job, network: Network) -> NetworkTasks:
     return NetworkTasks(tuple(NetworkTask(task, counts[w]) for w, task in tasks.items()), operators)
 
 
-def network_tasks(job: Job, network: Network) -> list[NetworkTask]:
-    """The distinct tunable tasks of the job's network, in the order it first calls them
-    (``extract_network_tasks``'s tasks).
-
-    Raises
-    ------
-    JobError
-        When the network has none of the job's ``ops``, or a template rejects a call's shapes.
-    """
-    return list(extract_network_tasks(job, network).tasks)
-
-
 def _error(job: Job, where: Any, message: str) -> JobError:
     return where.error(message) if where is not None else JobError(f"{job.path}: {message}")
 
