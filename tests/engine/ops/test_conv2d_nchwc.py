@@ -15,7 +15,7 @@ from tunecli.engine.log.task_records import denotes
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.nn import relu
-from tunecli.engine.ops.x86.conv2d_nchwc import CONV2D_NCHWC, infer_layout
+from tunecli.engine.ops.x86.conv2d_nchwc import CONV2D_NCHWC, infer_layout, register_block
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -232,3 +232,36 @@ def test_an_unpack_epilogue_gives_tvms_conv2d_nchw(kernel_hw):
     mod(a, w, got)
     want = np.maximum(ref.conv2d_nchw_python(a, w, 1, pad), 0)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_register_block_keeps_the_accumulators_in_the_vector_registers():
+    with Target("llvm -mcpu=haswell -mattr=+avx2,+fma"):  # 16 registers of 8 floats
+        assert register_block(7, 8) == 7 and register_block(14, 8) == 14
+        assert register_block(7, 16) == 4  # 4 + 3 columns of 2 vectors
+        assert register_block(7, 32) == 2 and register_block(28, 8) == 14
+    with Target("llvm -mcpu=skylake-avx512"):  # 32 registers of 16 floats
+        assert register_block(7, 32) == 7 and register_block(28, 16) == 28
+
+
+@pytest.mark.parametrize("k, knobs", [(1, {"tile_oc": 32, "tile_ow": 7, "tile_oh": 2}),
+                                      (1, {"tile_oc": 16, "tile_ow": 7, "tile_oh": 1}),
+                                      (3, {"tile_oc": 16, "tile_ow": 7, "unroll_kw": True}),
+                                      (3, {"tile_oc": 32, "tile_ow": 7, "unroll_kw": False})])
+def test_tiles_larger_than_the_registers_are_reduced_in_blocks_and_stay_correct(k, knobs):
+    args = workload((1, 16, 7, 7), (32, 16, k, k), (1, 1), (k // 2,) * 4)
+    avx2 = Target("llvm -mcpu=haswell -mattr=+avx2,+fma")
+    with avx2:
+        task = autotvm_task.create("conv2d_NCHWc.x86", args, avx2)
+        space = task.config_space
+        cfg = next(c for c in map(space.get, range(len(space))) if all(
+            (c[name].size[-1] if name.startswith("tile_o") and name != "tile_oh" else c[name].val) == want
+            for name, want in knobs.items()))
+        sch, bufs = task.instantiate(cfg)
+        text = str(lower(sch, bufs))
+        mod = build(sch, bufs, target=avx2)
+    assert "x.c.outer" in text  # the columns are reduced in register blocks
+    rng = np.random.default_rng(k)
+    inputs = [rng.standard_normal(b.shape).astype("float32") for b in bufs[:-1]]
+    out = np.zeros(bufs[-1].shape, "float32")
+    mod(*inputs, out)
+    np.testing.assert_allclose(out, task.reference(*inputs), rtol=1e-4, atol=1e-4)

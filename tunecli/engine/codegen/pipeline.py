@@ -3,6 +3,8 @@
 1. ``flatten``: multi-dimensional accesses → one row-major index;
 2. ``vectorize``: ``vectorized`` loops → Ramp/Broadcast vector code (or serial loops);
 3. ``unroll``: ``unrolled`` loops → copies of their body with constant loop variables;
+   on a CPU, ``unswitch`` then moves the guards those copies keep (tails of non-dividing
+   splits) out of the loops that do not change them;
 4. emission of LLVM IR by the shared emitters (``emit_stmt``/``emit_expr``), asking the target's
    backend (``backend_table``) where targets differ: the kernel's declaration, ``parallel`` or
    thread-bound loops, allocations, math functions;
@@ -19,6 +21,7 @@ from tunecli.engine.ir.visitor import post_order
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.transform.flatten import flatten
 from tunecli.engine.transform.unroll import unroll
+from tunecli.engine.transform.unswitch import unswitch
 from tunecli.engine.transform.vectorize import vectorize
 from tunecli.errors import CodegenError
 
@@ -34,6 +37,8 @@ def prepare(func: PrimFunc, target: Target | str | None = None) -> PrimFunc:
     t = as_target(target)
     natural_lanes = backend_for(t).natural_lanes(t)
     body = unroll(vectorize(flatten(func.body), natural_lanes))
+    if "gpu" not in t.keys:  # GPU guards test thread indices; versions would split barriers
+        body = unswitch(body)
     return PrimFunc(func.name, func.params, body, func.attrs)
 
 

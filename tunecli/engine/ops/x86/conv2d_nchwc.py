@@ -255,28 +255,59 @@ def tile_output(s: Schedule, out: te.Tensor, oc_bn: int, reg_n: int, oh_factor: 
     return xo
 
 
+def register_block(positions: int, oc_bn: int) -> int:
+    """Output positions per register block: all ``positions`` when their ``oc_bn``-wide accumulators
+    fit the target's vector registers (beside the weights and a broadcast input), else the size
+    of the fewest equal blocks that fit."""
+    vectors = -(-oc_bn // fp32_lanes())
+    most = max((fallback_register_tile() + 1 - vectors) // vectors, 1)
+    if positions <= most:
+        return positions
+    blocks = -(-positions // most)
+    return -(-positions // blocks)
+
+
 def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: int) -> None:
-    """``reg_n x oc_bn`` register blocks; the kernel window and input channels reduce outside them."""
-    s[acc].compute_at(s[out], tile_output(s, out, oc_bn, cfg["tile_ow"].size[-1]))
+    """``reg_n x oc_bn`` register blocks; the kernel window and input channels reduce outside them.
+
+    A tile of more accumulators than the registers hold is reduced in blocks of
+    :func:`register_block` columns, one after the other."""
+    reg_n = cfg["tile_ow"].size[-1]
+    s[acc].compute_at(s[out], tile_output(s, out, oc_bn, reg_n))
     _, _, _, x, ob = s[acc].op.axis
     icc, icb, kh, kw = s[acc].op.reduce_axis
+    blocks = []
+    if register_block(reg_n, oc_bn) < reg_n:
+        xb, x = s[acc].split(x, factor=register_block(reg_n, oc_bn))
+        blocks = [xb]
     if cfg["unroll_kw"].val:
-        s[acc].reorder(icc, kh, icb, kw, x, ob)
+        s[acc].reorder(*blocks, icc, kh, icb, kw, x, ob)
         s[acc].unroll(kw)
     else:
-        s[acc].reorder(icc, kh, kw, icb, x, ob)
+        s[acc].reorder(*blocks, icc, kh, kw, icb, x, ob)
     s[acc].unroll(x)
     s[acc].vectorize(ob)
 
 
 def _schedule_1x1(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: int) -> None:
-    """A packed GEMM: ``tile_oh x reg_n x oc_bn`` register blocks, the input channels reduce outside."""
-    xo = tile_output(s, out, oc_bn, cfg["tile_ow"].size[-1], cfg["tile_oh"].val)
+    """A packed GEMM: ``tile_oh x reg_n x oc_bn`` register blocks, the input channels reduce outside.
+
+    A tile of more accumulators than the registers hold is reduced a row at a time, and each
+    row in blocks of :func:`register_block` columns, inside the loop over input-channel blocks
+    (so that the weights of one block are reused from L1 by all of them)."""
+    reg_n, oh_factor = cfg["tile_ow"].size[-1], cfg["tile_oh"].val
+    xo = tile_output(s, out, oc_bn, reg_n, oh_factor)
     s[acc].compute_at(s[out], xo)
     _, _, y, x, ob = s[acc].op.axis
     icc, icb, kh, kw = s[acc].op.reduce_axis
-    s[acc].reorder(icc, icb, kh, kw, y, x, ob)
-    s[acc].unroll(y)
+    if register_block(oh_factor * reg_n, oc_bn) == oh_factor * reg_n:
+        s[acc].reorder(icc, icb, kh, kw, y, x, ob)
+        s[acc].unroll(y)
+    elif register_block(reg_n, oc_bn) == reg_n:
+        s[acc].reorder(icc, y, icb, kh, kw, x, ob)
+    else:
+        xb, x = s[acc].split(x, factor=register_block(reg_n, oc_bn))
+        s[acc].reorder(icc, y, xb, icb, kh, kw, x, ob)
     s[acc].unroll(x)
     s[acc].vectorize(ob)
 
