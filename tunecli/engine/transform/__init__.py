@@ -2,5 +2,6 @@
 
 ``flatten`` (multi-dimensional accesses → one row-major index), ``vectorize`` (``vectorized``
 loops → Ramp/Broadcast vector code), ``unroll`` (``unrolled`` loops → copies of their body) and
-``auto_unroll`` (TVM's ``auto_unroll_max_step`` / ``unroll_explicit`` pragmas).
+``auto_unroll`` (TVM's ``auto_unroll_max_step`` / ``unroll_explicit`` pragmas) and, for CPUs,
+``unswitch`` (loop-invariant guards tested once, outside the loops).
 """

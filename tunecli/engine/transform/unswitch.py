@@ -3,11 +3,11 @@
 A split that does not divide its axis leaves guards such as ``if (yo * 2 + 1 < 7)`` on the
 copies of an unrolled register block.  Inside a reduction loop they cost a branch per
 iteration and keep the block from staying in registers.  For every loop whose body holds a
-guard (an ``if`` without ``else`` whose condition reads only integer variables bound outside
-the loop), the loop is versioned: ``if (cond) { loop, guard taken } else { loop, guarded code
-dropped }``.  Enclosing loops that do not change the condition either hoist it further, so
-each condition is tested once, as far out as it can go.  This is what TVM's loop partitioning
-does for the tails of non-dividing splits.
+scalar ``if`` whose condition reads only integer variables bound outside the loop, the loop is
+versioned: ``if (cond) { loop, then-branch taken } else { loop, else-branch taken }``.
+Enclosing loops that do not change the condition either hoist it further, so each condition
+is tested once, as far out as it can go.  This is what TVM's loop partitioning does for the
+tails of non-dividing splits.  Vector (lane-masking) conditions stay where they are.
 
 At most :data:`MAX_VERSIONS_LOG2` conditions version one loop (``2**n`` copies of it), and
 none once its copies would hold more than :data:`MAX_NODES` IR nodes.
