@@ -29,11 +29,13 @@ import numpy as np
 from tunecli.engine.graph.layout import convert_shape
 from tunecli.engine.graph.op_strategy import winograd_implementation
 from tunecli.engine.graph_tuner.conv_graph import ConvGraph, conv_graph, input_shapes_checked, main_function
+from tunecli.engine.graph_tuner.default_layouts import default_layout_configs
 from tunecli.engine.graph_tuner.layout_cost import INVALID_LAYOUT_TIME, LayoutCostProblem
 from tunecli.engine.graph_tuner.layout_transform_task import TASK_NAME
 from tunecli.engine.graph_tuner.layout_transform_task import layout_transform as _registered  # noqa: F401
 from tunecli.engine.log.record import encode, load_from_file
-from tunecli.engine.measure.batch import create_measure_batch, measure_option
+from tunecli.engine.measure.batch import create_measure_batch
+from tunecli.engine.measure.batch import measure_option as _measure_option
 from tunecli.engine.measure.builder import LocalBuilder
 from tunecli.engine.measure.local_runner import LocalRunner
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
@@ -157,6 +159,71 @@ class BaseGraphTuner:
                         found[wkl] = None
         return list(found)
 
+    def benchmark_default_layouts(self, measure_option: dict | None = None, top: int = 3) -> None:
+        """Measure each convolution's configs in its default layouts and make the fastest one a
+        candidate (see ``default_layouts``); call it before ``benchmark_layout_transform``.
+
+        Without it the candidates are the log's records only (TVM's); with it a choice without
+        layout transforms between convolutions of default-blocked channels is always among the
+        choices, at the speed of the best register tiles the log found, so the chosen total is
+        not above the untuned build's as measured.
+
+        Parameters
+        ----------
+        measure_option : dict, optional
+            ``measure_option(builder, runner)`` to measure with, as the kernel records were
+            (default: a ``LocalBuilder`` and a ``LocalRunner(number=10, repeat=3,
+            min_repeat_ms=50)``).
+        top : int
+            The fastest records of a workload whose other knobs are tried in its default layouts.
+        """
+        self._logger.info("Start to benchmark convolutions in their default layouts...")
+        own = measure_option is None
+        if own:
+            measure_option = _measure_option(LocalBuilder(n_parallel=1),
+                                             LocalRunner(number=10, repeat=3, min_repeat_ms=50))
+        fastest: dict[tuple, Record] = {}
+        try:
+            for node, cands in zip(self._graph.nodes, self._candidates, strict=True):
+                if node.workload in fastest:
+                    continue
+                task = create_task(node.task_name, node.workload[1:], self._target)
+                with self._target:
+                    configs = default_layout_configs(
+                        task, [inp.config for inp, _ in cands if inp.task.name == node.task_name][:top])
+                inputs = [MeasureInput(self._target, task, cfg) for cfg in configs]
+                measured = [(inp, res) for inp, res in
+                            zip(inputs, create_measure_batch(task, measure_option)(inputs), strict=True)
+                            if res.error_no == MeasureErrorNo.NO_ERROR]
+                if measured:
+                    fastest[node.workload] = min(measured, key=lambda r: r[1].mean_cost)
+                    self._logger.debug("%s: %s", node.workload, fastest[node.workload][1])
+        finally:
+            if own:
+                measure_option["builder"].close()
+                measure_option["runner"].close()
+        for v, node in enumerate(self._graph.nodes):
+            if node.workload in fastest:
+                self._add_candidate(v, fastest[node.workload])
+        self._problem = None
+        self._logger.info("Benchmarking default layouts successful.")
+
+    def _add_candidate(self, v: int, record: Record) -> None:
+        """``record`` as a candidate of convolution ``v``: in place of the one of its layouts when
+        faster, else beside the others (kept even beyond ``max_sch_num``), costs ascending."""
+        inp, res = record
+        layouts = self._infer(inp.task.name, inp.task.workload, inp.config)
+        pairs = list(zip(self._candidates[v], self._layouts[v], strict=True))
+        same = [i for i, (_, lay) in enumerate(pairs) if lay == layouts]
+        if same and pairs[same[0]][0][1].mean_cost <= res.mean_cost:
+            return
+        if same:
+            pairs.pop(same[0])
+        pairs.append((record, layouts))
+        pairs.sort(key=lambda p: p[0][1].mean_cost)
+        self._candidates[v] = [c for c, _ in pairs]
+        self._layouts[v] = [lay for _, lay in pairs]
+
     def benchmark_layout_transform(self, min_exec_num: int = 100, timeout: float = 10, use_rpc: bool = False,
                                    device_key: str | None = None, host: str = "127.0.0.1", port: int = 9190,
                                    n_parallel: int = 1, build_func: Any = "default",
@@ -211,7 +278,7 @@ class BaseGraphTuner:
                 runner = LocalRunner(number=min_exec_num, repeat=1, timeout=timeout)
             builder = LocalBuilder(n_parallel=n_parallel, build_func=build_func)
             try:
-                self._measure_transforms(missing, measure_option(builder, runner), target_host)
+                self._measure_transforms(missing, _measure_option(builder, runner), target_host)
             finally:
                 builder.close()
                 if own_runner:

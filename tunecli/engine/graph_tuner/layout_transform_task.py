@@ -4,27 +4,27 @@ Arguments are TVM's: ``data, src_layout, dst_layout`` (``data`` a tensor or ``("
 dtype)``), so the workload ``("layout_transform", ("TENSOR", shape, dtype), "NCHW8c", "NCHW16c")``
 is the one TVM's graph tuner logs.  The kernel arguments are ``data`` and the re-blocked output.
 Layouts are ``engine.graph.layout``'s (``NCHW``, ``NCHW16c``); each primal axis may be split
-once.  The schedule is TVM's injective one for x86 (the leading axes fused into one loop,
-parallel for large tensors, the innermost axis vectorized in runs contiguous in both
-layouts).  The space has one config; its cost is what the graph tuner adds between two
-convolutions whose chosen layouts differ.
+once.  The schedule is the one a built graph gives its ``layout_transform`` kernels
+(``engine.graph.group_schedule``: the innermost axis vectorized in runs contiguous in both
+layouts, outer loops parallel when there is enough work), so the time measured is that of the
+kernel the build runs.  The space has one config; its cost is what the graph tuner adds between
+two convolutions whose chosen layouts differ.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from tunecli.engine import te
+from tunecli.engine.graph.group_schedule import schedule_group
 from tunecli.engine.graph.layout import convert_array, convert_shape, parse_layout
-from tunecli.engine.schedule import Schedule, create_schedule
+from tunecli.engine.schedule import Schedule
+from tunecli.engine.target import Target
 from tunecli.engine.task.task import deserialize_args, get_config, template
 
 TASK_NAME = "layout_transform"
-MAX_VECTOR = 64  # the longest run vectorized
-PARALLEL_ELEMENTS = 1 << 20
 
 
 def layout_transform_compute(data: te.Tensor, src_layout: str, dst_layout: str) -> te.Tensor:
@@ -67,31 +67,10 @@ def layout_transform_compute(data: te.Tensor, src_layout: str, dst_layout: str) 
 
 
 def schedule_layout_transform(out: te.Tensor, src_layout: str = "", dst_layout: str = "") -> Schedule:
-    """The leading axes fused (parallel for tensors of ``PARALLEL_ELEMENTS`` or more: a smaller
-    copy is faster on one thread than the parallel launch); the innermost axis split into runs
-    contiguous in both layouts (the gcd of the two channel blocks), each run vectorized."""
-    s = create_schedule(out.op)
-    axes = list(s[out].op.axis)
-    inner = axes[-1]
-    if len(axes) > 1:
-        outer = axes[:-1] if len(axes) <= 3 else axes[:3]
-        fused = s[out].fuse(*outer) if len(outer) > 1 else outer[0]
-        if math.prod(int(d) for d in out.shape) >= PARALLEL_ELEMENTS:
-            s[out].parallel(fused)
-    run = _contiguous_run(int(out.shape[-1]), src_layout, dst_layout)
-    if run > 1 and len(axes) > 1:
-        if run < int(out.shape[-1]):
-            _, inner = s[out].split(inner, factor=run)
-        s[out].vectorize(inner)
-    return s
-
-
-def _contiguous_run(extent: int, src_layout: str, dst_layout: str) -> int:
-    """Length of the innermost runs that are contiguous in both layouts (0: none to vectorize)."""
-    src_block = [f for _, f in parse_layout(src_layout) if f is not None] if src_layout else []
-    dst_block = [f for _, f in parse_layout(dst_layout) if f is not None] if dst_layout else []
-    run = math.gcd(src_block[-1], dst_block[-1]) if src_block and dst_block else 0
-    return min(run, MAX_VECTOR) if run and extent % run == 0 else 0
+    """The schedule a built graph gives a ``layout_transform`` group (``group_schedule``), so the
+    time measured is that of the kernel the build runs.  ``src_layout`` and ``dst_layout`` are
+    TVM's arguments (the schedule reads the layouts from ``out``)."""
+    return schedule_group([out], Target.current())
 
 
 def _reference(data: Any, src_layout: str, dst_layout: str) -> Any:

@@ -3,10 +3,12 @@ record per convolution so that kernel times plus the layout transforms between t
 smallest, and write the choice next to the log (``graph_log_path``: ``logs/<name>.graph.log``),
 which ``apply`` builds under (``apply_graph_best``).
 
-The candidates are the job log's records (the best ``max_sch_num`` layouts of each convolution);
-the layout transforms between them are timed in a measurement worker (``min_exec_num`` runs
-each).  A graph the tuner cannot handle (a convolution without records, more DP states than it
-allows) is the step's ``error``: the kernel tuning before it is kept.
+The candidates are the job log's records (the best ``max_sch_num`` layouts of each convolution)
+and each convolution's fastest config in its default layouts, measured with the job's builder and
+runner (``benchmark_default_layouts``: without them a choice free of layout transforms is rarely
+among the records); the layout transforms between them are timed in a measurement worker
+(``min_exec_num`` runs each).  A graph the tuner cannot handle (a convolution without records,
+more DP states than it allows) is the step's ``error``: the kernel tuning before it is kept.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tunecli.engine.graph_tuner.graph_tuner_kinds import GRAPH_TUNERS
+from tunecli.engine.job.measure_setup import close_measure_option, make_measure_option
 from tunecli.engine.job.network import Network, input_shapes
 from tunecli.engine.job.spec import Job
 from tunecli.engine.log.plausibility import plausible
@@ -86,6 +89,11 @@ def tune_graph(job: Job, network: Network) -> GraphTuning:
         tuner = GRAPH_TUNERS[spec.kind](network.mod["main"], input_shapes(network), records,
                                         list(GRAPH_TUNER_OPS), job.target, max_sch_num=spec.max_sch_num,
                                         verbose=False)
+        option = make_measure_option(job)
+        try:
+            tuner.benchmark_default_layouts(option)
+        finally:
+            close_measure_option(option)
         tuner.benchmark_layout_transform(min_exec_num=spec.min_exec_num,
                                          timeout=job.runner.timing.timeout)
         tuner.run()

@@ -1,0 +1,70 @@
+"""Configs of a convolution in its default layouts: candidates the graph tuner measures itself so
+that its choices include one without layout transforms.
+
+A tuning log holds, for each convolution, the configs its tuner happened to try.  The fast ones
+come in whatever channel blocks the search reached (``NCHW96c``, ``NCHW480c``, ``NCHW10c``...),
+each block pair with one or two configs; the records whose blocks a neighbouring convolution
+shares are then rarely well tuned, and the graph tuner can only trade kernel time against
+transforms among those records.  The *default* layouts are those of the template's fallback
+config (TVM's ``_fallback_schedule``: the largest block dividing the channels that fits one
+vector register), the ones an untuned build runs with: they agree from one convolution to the
+next wherever the channel counts divide by the vector width.
+
+``default_layout_configs`` gives, for one task, the fallback config and the other knobs (register
+tile, unrolling) of its fastest records moved to the default blocks; the graph tuner measures
+them and keeps the fastest as a candidate (``BaseGraphTuner.benchmark_default_layouts``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace
+from tunecli.engine.task.task import Task
+
+#: The knobs that choose a convolution's data and output layouts (``infer_layout`` reads them).
+LAYOUT_KNOBS = ("tile_ic", "tile_oc")
+
+
+def default_layout_configs(task: Task, configs: Sequence[ConfigEntity]) -> list[ConfigEntity]:
+    """The fallback config of ``task`` and each of ``configs`` with its layout knobs set to the
+    fallback's, without repeats.
+
+    Parameters
+    ----------
+    task : Task
+        A ``conv2d_NCHWc.x86`` or ``depthwise_conv2d_NCHWc.x86`` task.
+    configs : sequence of ConfigEntity
+        Configs of ``task`` (its fastest records').
+
+    Returns
+    -------
+    list of ConfigEntity
+        Entities of ``task.config_space`` (with their indices, as records need).
+    """
+    fallback = FallbackConfigEntity()
+    task.instantiate(fallback)
+    space = task.config_space
+    default = _knob_positions(space, fallback)
+    names = list(space.space_map)
+    points = [space.knob2point(default)]
+    for cfg in configs:
+        knobs = _knob_positions(space, cfg)
+        for name in LAYOUT_KNOBS:
+            knobs[names.index(name)] = default[names.index(name)]
+        points.append(space.knob2point(knobs))
+    return [space.get(p) for p in dict.fromkeys(points) if space.is_index_valid(p)]
+
+
+def _knob_positions(space: ConfigSpace, cfg: Any) -> list[int]:
+    """The position of each of ``cfg``'s entities in its knob of ``space``, in knob order."""
+    return [next(i for i, e in enumerate(knob.entities) if _entity_key(e) == _entity_key(cfg[name]))
+            for name, knob in space.space_map.items()]
+
+
+def _entity_key(entity: Any) -> Any:
+    """What identifies an entity within its knob (a split's inner sizes: the outer one may be -1)."""
+    size = getattr(entity, "size", None)
+    return tuple(size[1:]) if size is not None else entity.val
