@@ -1,9 +1,11 @@
 """What the graph tuner counts is what the build runs: on an inverted residual block (MobileNet
 v2's: a 1x1 expanding convolution, a depthwise one, a 1x1 projecting one and the residual add),
 for every choice of candidates the layout transforms of the tuner's cost problem are the
-``layout_transform`` calls ``relay.build``'s passes put between the convolutions, and their
+``layout_transform`` calls ``relay.build``'s passes put between the convolutions (but one the
+build shares between two consumers, which the pairwise problem counts twice), and their
 modelled cost is the sum of those transforms' measured times; convolutions measured in their
-default layouts join the candidates, and a choice of them all needs no transform."""
+default layouts join the candidates, a choice of them all needs no transform, and re-timed
+candidates keep their configs."""
 
 from __future__ import annotations
 
@@ -169,3 +171,22 @@ def test_default_layout_candidates_give_a_choice_without_transforms(records: lis
     choice = [cands.index(r) for cands, r in zip(with_defaults.candidates, chosen, strict=True)]
     assert with_defaults.problem.total(choice) <= with_defaults.problem.total(
         [cands.index(d) for cands, d in zip(with_defaults.candidates, defaults, strict=True)])
+
+
+def test_remeasured_candidates_keep_their_configs_with_new_times(records: list) -> None:
+    logged = DPTuner(inverted_residual_net(), {"data": SHAPE}, records, ["nn.conv2d"], TARGET, verbose=False)
+    again = DPTuner(inverted_residual_net(), {"data": SHAPE}, records, ["nn.conv2d"], TARGET, verbose=False)
+    again.benchmark_default_layouts(runner_option(), remeasure=True)
+    for old, new in zip(logged.candidates, again.candidates, strict=True):
+        # the same configs, but where a default-layout config is faster than the record of its
+        # layout pair, in that record's place
+        blocks = [{(inp.config["tile_ic"].size[-1], inp.config["tile_oc"].size[-1]) for inp, _ in c}
+                  for c in (old, new)]
+        assert blocks[0] <= blocks[1] and len(blocks[1]) <= len(blocks[0]) + 1
+        configs = [{(inp.task.name, inp.config.index) for inp, _ in c} for c in (old, new)]
+        assert len(configs[0] & configs[1]) >= len(old) - 1
+        for _, res in new:
+            assert res.error_no == MeasureErrorNo.NO_ERROR and res.mean_cost > 0
+            assert all(res is not r for _, r in records)
+        costs = [res.mean_cost for _, res in new]
+        assert costs == sorted(costs)

@@ -159,14 +159,14 @@ class BaseGraphTuner:
                         found[wkl] = None
         return list(found)
 
-    def benchmark_default_layouts(self, measure_option: dict | None = None, top: int = 3) -> None:
+    def benchmark_default_layouts(self, measure_option: dict | None = None, top: int = 3,
+                                  remeasure: bool = False) -> None:
         """Measure each convolution's configs in its default layouts and make the fastest one a
         candidate (see ``default_layouts``); call it before ``benchmark_layout_transform``.
 
         Without it the candidates are the log's records only (TVM's); with it a choice without
         layout transforms between convolutions of default-blocked channels is always among the
-        choices, at the speed of the best register tiles the log found, so the chosen total is
-        not above the untuned build's as measured.
+        choices, at the speed of the best register tiles the log found.
 
         Parameters
         ----------
@@ -176,6 +176,12 @@ class BaseGraphTuner:
             min_repeat_ms=50)``).
         top : int
             The fastest records of a workload whose other knobs are tried in its default layouts.
+        remeasure : bool
+            Also time the log's candidates again, beside the new configs, and use those times:
+            every kernel cost of the problem then comes from one session of measurements (a
+            log's fastest record of a layout pair is the luckiest of its measurements, taken
+            under other conditions, and the log may have been measured with other threads than
+            the network will run with).
         """
         self._logger.info("Start to benchmark convolutions in their default layouts...")
         own = measure_option is None
@@ -183,6 +189,7 @@ class BaseGraphTuner:
             measure_option = _measure_option(LocalBuilder(n_parallel=1),
                                              LocalRunner(number=10, repeat=3, min_repeat_ms=50))
         fastest: dict[tuple, Record] = {}
+        again: dict[tuple, list[Record]] = {}
         try:
             for node, cands in zip(self._graph.nodes, self._candidates, strict=True):
                 if node.workload in fastest:
@@ -191,22 +198,35 @@ class BaseGraphTuner:
                 with self._target:
                     configs = default_layout_configs(
                         task, [inp.config for inp, _ in cands if inp.task.name == node.task_name][:top])
-                inputs = [MeasureInput(self._target, task, cfg) for cfg in configs]
-                measured = [(inp, res) for inp, res in
-                            zip(inputs, create_measure_batch(task, measure_option)(inputs), strict=True)
-                            if res.error_no == MeasureErrorNo.NO_ERROR]
+                measured = self._measure([MeasureInput(self._target, task, cfg) for cfg in configs],
+                                         measure_option)
                 if measured:
                     fastest[node.workload] = min(measured, key=lambda r: r[1].mean_cost)
                     self._logger.debug("%s: %s", node.workload, fastest[node.workload][1])
+                if remeasure:
+                    again[node.workload] = self._measure([inp for inp, _ in cands], measure_option)
         finally:
             if own:
                 measure_option["builder"].close()
                 measure_option["runner"].close()
         for v, node in enumerate(self._graph.nodes):
+            if again.get(node.workload):
+                self._candidates[v], self._layouts[v] = [], []
+                for record in again[node.workload]:
+                    self._add_candidate(v, record)
             if node.workload in fastest:
                 self._add_candidate(v, fastest[node.workload])
         self._problem = None
         self._logger.info("Benchmarking default layouts successful.")
+
+    def _measure(self, inputs: list[MeasureInput], option: dict) -> list[Record]:
+        """The records of ``inputs`` measured without error (each with its own task)."""
+        out: list[Record] = []
+        for inp in inputs:
+            (res,) = create_measure_batch(inp.task, option)([inp])
+            if res.error_no == MeasureErrorNo.NO_ERROR:
+                out.append((inp, res))
+        return out
 
     def _add_candidate(self, v: int, record: Record) -> None:
         """``record`` as a candidate of convolution ``v``: in place of the one of its layouts when

@@ -4,10 +4,11 @@ smallest, and write the choice next to the log (``graph_log_path``: ``logs/<name
 which ``apply`` builds under (``apply_graph_best``).
 
 The candidates are the job log's records (the best ``max_sch_num`` layouts of each convolution)
-and each convolution's fastest config in its default layouts, measured with the job's builder and
-runner (``benchmark_default_layouts``: without them a choice free of layout transforms is rarely
-among the records); the layout transforms between them are timed in a measurement worker
-(``min_exec_num`` runs each).  A graph the tuner cannot handle (a convolution without records,
+and each convolution's fastest config in its default layouts (without them a choice free of layout
+transforms is rarely among the records), all timed again with the job's builder and runner
+(``benchmark_default_layouts(remeasure=True)``), so that kernel and transform times come from
+one session of measurements; the layout transforms between them are timed in a measurement
+worker (``min_exec_num`` runs each).  A graph the tuner cannot handle (a convolution without records,
 more DP states than it allows) is the step's ``error``: the kernel tuning before it is kept.
 """
 
@@ -91,7 +92,7 @@ def tune_graph(job: Job, network: Network) -> GraphTuning:
                                         verbose=False)
         option = make_measure_option(job)
         try:
-            tuner.benchmark_default_layouts(option)
+            tuner.benchmark_default_layouts(option, remeasure=True)
         finally:
             close_measure_option(option)
         tuner.benchmark_layout_transform(min_exec_num=spec.min_exec_num,
