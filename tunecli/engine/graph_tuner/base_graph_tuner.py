@@ -198,13 +198,13 @@ class BaseGraphTuner:
                 with self._target:
                     configs = default_layout_configs(
                         task, [inp.config for inp, _ in cands if inp.task.name == node.task_name][:top])
-                measured = self._measure([MeasureInput(self._target, task, cfg) for cfg in configs],
-                                         measure_option)
+                batch = create_measure_batch(task, measure_option)
+                measured = _successful(batch, [MeasureInput(self._target, task, cfg) for cfg in configs])
                 if measured:
                     fastest[node.workload] = min(measured, key=lambda r: r[1].mean_cost)
                     self._logger.debug("%s: %s", node.workload, fastest[node.workload][1])
-                if remeasure:
-                    again[node.workload] = self._measure([inp for inp, _ in cands], measure_option)
+                if remeasure:  # the log's inputs, of the same workload as ``task``
+                    again[node.workload] = _successful(batch, [inp for inp, _ in cands])
         finally:
             if own:
                 measure_option["builder"].close()
@@ -218,15 +218,6 @@ class BaseGraphTuner:
                 self._add_candidate(v, fastest[node.workload])
         self._problem = None
         self._logger.info("Benchmarking default layouts successful.")
-
-    def _measure(self, inputs: list[MeasureInput], option: dict) -> list[Record]:
-        """The records of ``inputs`` measured without error (each with its own task)."""
-        out: list[Record] = []
-        for inp in inputs:
-            (res,) = create_measure_batch(inp.task, option)([inp])
-            if res.error_no == MeasureErrorNo.NO_ERROR:
-                out.append((inp, res))
-        return out
 
     def _add_candidate(self, v: int, record: Record) -> None:
         """``record`` as a candidate of convolution ``v``: in place of the one of its layouts when
@@ -392,6 +383,13 @@ class BaseGraphTuner:
             for inp, res in self.get_optimal_records():
                 out.write(encode(inp, res) + "\n")
         self._logger.info("Writing optimal schedules to %s successfully.", record_file)
+
+
+def _successful(batch: Any, inputs: list[MeasureInput]) -> list[Record]:
+    """The records of ``inputs``, measured in one ``batch``, that ran without error."""
+    results = batch(inputs) if inputs else []
+    return [(inp, res) for inp, res in zip(inputs, results, strict=True)
+            if res.error_no == MeasureErrorNo.NO_ERROR]
 
 
 def _records_of(records: Any) -> Any:
