@@ -276,9 +276,10 @@ def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_b
     s[acc].compute_at(s[out], tile_output(s, out, oc_bn, reg_n))
     _, _, _, x, ob = s[acc].op.axis
     icc, icb, kh, kw = s[acc].op.reduce_axis
+    block = register_block(reg_n, oc_bn)
     blocks = []
-    if register_block(reg_n, oc_bn) < reg_n:
-        xb, x = s[acc].split(x, factor=register_block(reg_n, oc_bn))
+    if block < reg_n:
+        xb, x = s[acc].split(x, factor=block)
         blocks = [xb]
     if cfg["unroll_kw"].val:
         s[acc].reorder(*blocks, icc, kh, icb, kw, x, ob)
@@ -300,13 +301,14 @@ def _schedule_1x1(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: 
     s[acc].compute_at(s[out], xo)
     _, _, y, x, ob = s[acc].op.axis
     icc, icb, kh, kw = s[acc].op.reduce_axis
+    row_block = register_block(reg_n, oc_bn)
     if register_block(oh_factor * reg_n, oc_bn) == oh_factor * reg_n:
         s[acc].reorder(icc, icb, kh, kw, y, x, ob)
         s[acc].unroll(y)
-    elif register_block(reg_n, oc_bn) == reg_n:
+    elif row_block == reg_n:
         s[acc].reorder(icc, y, icb, kh, kw, x, ob)
     else:
-        xb, x = s[acc].split(x, factor=register_block(reg_n, oc_bn))
+        xb, x = s[acc].split(x, factor=row_block)
         s[acc].reorder(icc, y, xb, icb, kh, kw, x, ob)
     s[acc].unroll(x)
     s[acc].vectorize(ob)
