@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tunecli.engine import te
 from tunecli.engine.build import build, lower
@@ -32,6 +34,35 @@ def test_fallback_config_is_tvms_on_avx512():
         call = DEPTHWISE_CONV2D_NCHWC.kernel_call(cfg, *workload(32, 112, 1))
     assert [cfg[k].size for k in ("tile_ic", "tile_oc", "tile_ow")] == [[2, 16], [2, 16], [4, 28]]
     assert [tuple(t.shape) for t in call.inputs] == [(1, 2, 112, 112, 16), (2, 1, 3, 3, 1, 16)]
+
+
+@st.composite
+def depthwise_case(draw):
+    """A small depthwise convolution (any padding, stride, dilation) and a legal config index."""
+    stride, dilation = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    pad = tuple(draw(st.integers(0, 2)) for _ in range(4))
+    h, w = draw(st.integers(5, 9)), draw(st.integers(5, 9))
+    c = draw(st.sampled_from([4, 8, 16]))
+    args = (("TENSOR", (1, c, h, w), "float32"), ("TENSOR", (c, 1, 3, 3), "float32"), (stride, stride), pad,
+            (dilation, dilation), "NCHW", "NCHW", "float32")
+    space = autotvm_task.create("depthwise_conv2d_NCHWc.x86", args, "llvm").config_space
+    return args, draw(st.integers(0, len(space) - 1))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(depthwise_case(), st.integers(0, 2**31))
+def test_random_legal_configs_read_the_padding_right(case, seed):
+    """Padding is read through bound checks: every border, stride and dilation equals numpy."""
+    args, index = case
+    task = autotvm_task.create("depthwise_conv2d_NCHWc.x86", args, "llvm")
+    sch, bufs = task.instantiate(task.config_space.get(index))
+    assert "data_pad[" not in str(lower(sch, bufs))  # no padded copy
+    mod = build(sch, bufs, target="llvm")
+    rng = np.random.default_rng(seed)
+    inputs = [rng.standard_normal(b.shape).astype("float32") for b in bufs[:-1]]
+    out = np.zeros(bufs[-1].shape, dtype="float32")
+    mod(*inputs, out)
+    np.testing.assert_allclose(out, task.reference(*inputs), rtol=1e-5, atol=1e-5)
 
 
 def test_mobilenet_layer_is_register_blocked_and_equals_numpy():

@@ -216,13 +216,17 @@ def schedule_conv2d_NCHWc(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tens
     return s
 
 
-def schedule_input_stages(s: Schedule, conv: te.Tensor) -> None:
-    """Parallel padding (vectorized over the channel block) and packing stages of a blocked conv."""
+def schedule_input_stages(s: Schedule, conv: te.Tensor, inline_padding: bool = False) -> None:
+    """Parallel packing stages of a blocked conv, and its padding: a parallel stage vectorized over
+    the channel block, or with ``inline_padding`` bound checks in the convolution's loads."""
     data, kernel = conv.op.input_tensors
     if "pad" in data.op.tag:
-        b, c, y, _, v = s[data].op.axis
-        s[data].parallel(s[data].fuse(b, c, y))
-        s[data].vectorize(v)
+        if inline_padding:
+            s[data].compute_inline()
+        else:
+            b, c, y, _, v = s[data].op.axis
+            s[data].parallel(s[data].fuse(b, c, y))
+            s[data].vectorize(v)
         (data,) = data.op.input_tensors
     for packed in (data, kernel):
         if "layout_transform" in getattr(packed.op, "tag", ""):
