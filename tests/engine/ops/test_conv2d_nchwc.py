@@ -265,3 +265,25 @@ def test_tiles_larger_than_the_registers_are_reduced_in_blocks_and_stay_correct(
     out = np.zeros(bufs[-1].shape, "float32")
     mod(*inputs, out)
     np.testing.assert_allclose(out, task.reference(*inputs), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("tile_oc, whole_reduction", [(16, True), (32, False)])
+def test_one_by_one_blocks_of_four_columns_or_more_reduce_all_input_channels_in_turn(tile_oc,
+                                                                                     whole_reduction):
+    """7 columns of 2 vectors (blocks of 4 + 3) are each reduced over every input channel, so
+    their accumulators stay in registers; blocks of 2 columns of 4 vectors take turns inside
+    the loop over input-channel blocks, sharing its weights from L1."""
+    args = workload((1, 32, 7, 7), (64, 32, 1, 1), (1, 1), (0, 0, 0, 0))
+    avx2 = Target("llvm -mcpu=haswell -mattr=+avx2,+fma")
+    with avx2:
+        task = autotvm_task.create("conv2d_NCHWc.x86", args, avx2)
+        space = task.config_space
+        cfg = next(c for c in map(space.get, range(len(space)))
+                   if c["tile_ic"].size[-1] == 8 and c["tile_oc"].size[-1] == tile_oc
+                   and c["tile_ow"].size[-1] == 7 and c["tile_oh"].val == 1)
+        sch, bufs = task.instantiate(cfg)
+        text = str(lower(sch, bufs))
+    reduction = text[text.index("for (ic_chunk"):]
+    assert ("for (x.c.outer" in reduction) != whole_reduction
+    got, want = run_config(task, cfg, np.random.default_rng(5))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

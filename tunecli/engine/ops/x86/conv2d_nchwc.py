@@ -42,6 +42,11 @@ from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
 from tunecli.errors import InstantiationError, ScheduleError
 
 MAX_REG_N = 64  # TVM's filter on the inner tile_ow factor
+#: Columns of a 1x1 register block from which it is reduced over all input channels at once:
+#: its weights, reloaded for each block, are then shared by enough positions.  Reducing blocks
+#: in turn within each channel block instead lets the compiler keep the accumulators of all
+#: blocks live across that loop, which spills when they barely exceed the registers.
+FULL_REDUCTION_BLOCK = 4
 
 
 def fp32_lanes() -> int:
@@ -298,8 +303,11 @@ def _schedule_1x1(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: 
     """A packed GEMM: ``tile_oh x reg_n x oc_bn`` register blocks, the input channels reduce outside.
 
     A tile of more accumulators than the registers hold is reduced a row at a time, and each
-    row in blocks of :func:`register_block` columns, inside the loop over input-channel blocks
-    (so that the weights of one block are reused from L1 by all of them)."""
+    row in blocks of :func:`register_block` columns.  Blocks of at least
+    :data:`FULL_REDUCTION_BLOCK` columns are each reduced over all input channels, their
+    accumulators held in registers throughout; narrower blocks (wide ``oc_bn``) take turns
+    inside the loop over input-channel blocks, so that the weights of one channel block are
+    reused from L1 by all of them."""
     reg_n, oh_factor = cfg["tile_ow"].size[-1], cfg["tile_oh"].val
     xo = tile_output(s, out, oc_bn, reg_n, oh_factor)
     s[acc].compute_at(s[out], xo)
@@ -309,11 +317,15 @@ def _schedule_1x1(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: 
     if register_block(oh_factor * reg_n, oc_bn) == oh_factor * reg_n:
         s[acc].reorder(icc, icb, kh, kw, y, x, ob)
         s[acc].unroll(y)
-    elif row_block == reg_n:
-        s[acc].reorder(icc, y, icb, kh, kw, x, ob)
     else:
-        xb, x = s[acc].split(x, factor=row_block)
-        s[acc].reorder(icc, y, xb, icb, kh, kw, x, ob)
+        blocks = [y]
+        if row_block < reg_n:
+            xb, x = s[acc].split(x, factor=row_block)
+            blocks.append(xb)
+        if row_block >= FULL_REDUCTION_BLOCK:
+            s[acc].reorder(*blocks, icc, icb, kh, kw, x, ob)
+        else:
+            s[acc].reorder(icc, *blocks, icb, kh, kw, x, ob)
     s[acc].unroll(x)
     s[acc].vectorize(ob)
 
