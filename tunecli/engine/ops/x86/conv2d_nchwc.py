@@ -276,6 +276,18 @@ def register_block(positions: int, oc_bn: int) -> int:
     return -(-positions // blocks)
 
 
+def split_register_blocks(s: Schedule, acc: te.Tensor, x: Any, reg_n: int,
+                          oc_bn: int) -> tuple[list, Any, int]:
+    """Split the accumulator's ``reg_n`` columns ``x`` into :func:`register_block`-wide blocks when
+    they do not all fit the registers; return (the block loop, or none), the columns within a
+    block, and the block width."""
+    block = register_block(reg_n, oc_bn)
+    if block == reg_n:
+        return [], x, block
+    xb, x = s[acc].split(x, factor=block)
+    return [xb], x, block
+
+
 def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: int) -> None:
     """``reg_n x oc_bn`` register blocks; the kernel window and input channels reduce outside them.
 
@@ -285,11 +297,7 @@ def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_b
     s[acc].compute_at(s[out], tile_output(s, out, oc_bn, reg_n))
     _, _, _, x, ob = s[acc].op.axis
     icc, icb, kh, kw = s[acc].op.reduce_axis
-    block = register_block(reg_n, oc_bn)
-    blocks = []
-    if block < reg_n:
-        xb, x = s[acc].split(x, factor=block)
-        blocks = [xb]
+    blocks, x, _ = split_register_blocks(s, acc, x, reg_n, oc_bn)
     if cfg["unroll_kw"].val:
         s[acc].reorder(*blocks, icc, kh, icb, kw, x, ob)
         s[acc].unroll(kw)
@@ -313,15 +321,12 @@ def _schedule_1x1(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: 
     s[acc].compute_at(s[out], xo)
     _, _, y, x, ob = s[acc].op.axis
     icc, icb, kh, kw = s[acc].op.reduce_axis
-    row_block = register_block(reg_n, oc_bn)
     if register_block(oh_factor * reg_n, oc_bn) == oh_factor * reg_n:
         s[acc].reorder(icc, icb, kh, kw, y, x, ob)
         s[acc].unroll(y)
     else:
-        blocks = [y]
-        if row_block < reg_n:
-            xb, x = s[acc].split(x, factor=row_block)
-            blocks.append(xb)
+        column_blocks, x, row_block = split_register_blocks(s, acc, x, reg_n, oc_bn)
+        blocks = [y, *column_blocks]
         if row_block >= FULL_REDUCTION_BLOCK:
             s[acc].reorder(*blocks, icc, icb, kh, kw, x, ob)
         else:
