@@ -13,7 +13,7 @@ from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.log.task_records import belongs_to, lowest_per_config, record_key, records_of
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
-from tunecli.engine.target import Target
+from tunecli.engine.target import Target, host_cpu
 from tunecli.engine.task.task import create
 
 X = "llvm -mcpu=x86-64 -mattr=+avx2"
@@ -99,6 +99,23 @@ def test_apply_history_best_prefers_the_queried_target_then_falls_back_by_key(mi
         assert context.query(Target(Y), workload).index == 3
         # a target without records of its own gets the fastest of its key (cpu), as in TVM
         assert context.query(Target("llvm -mcpu=znver4"), workload).index == 3
+
+
+def test_apply_history_best_prefers_records_of_the_cpu_the_query_compiles_for(tmp_path: Path) -> None:
+    if host_cpu() in ("x86-64", "skylake", "icelake-server"):
+        pytest.skip("this machine's CPU is one of the others the test names")
+    here = f"llvm -mcpu={host_cpu()}"
+    path = tmp_path / "two_machines.log"
+    path.write_text("\n".join([line(MATMUL, Y, 3, 0.5), line(MATMUL, here, 2, 5.0),
+                               line(MATMUL, X, 1, 2.0)]) + "\n")
+    workload = create(*MATMUL, X).workload
+    for context in (ApplyHistoryBest(str(path)), ApplyHistoryBest(_picked(path))):
+        # another target of a CPU with records: that CPU's record, though slower than Y's
+        assert context.query(Target("llvm -mcpu=x86-64 -mattr=+fma"), workload).index == 1
+        # a host target compiles for this machine's CPU: its record
+        assert context.query(Target("llvm"), workload).index == 2
+        # a CPU without records: the fastest of the key (cpu)
+        assert context.query(Target("llvm -mcpu=icelake-server"), workload).index == 3
 
 
 def _picked(path: Path) -> str:

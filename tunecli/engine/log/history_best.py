@@ -2,12 +2,15 @@
 
 Records with an error are ignored.  The best record (smallest mean cost; ties keep the first
 seen) is kept per task (target and workload, ``task_records.record_key``), per (target key,
-workload) for every key of the record's target, and per (model, workload) when the target names
-a model.  A query looks up records of exactly the queried target first (the rule of
-``task_records``: a config measured on this target), then, as TVM does, the target's model,
-then each of its keys in order (a config measured on a similar target); configs set with
-``update`` win over records.  ``pick_best`` writes those best records of a log to another log,
-so the picked log answers every query as the whole log does.
+workload) for every key of the record's target, per (model, workload) when the target names
+a model, and per (CPU, workload) when an ``llvm`` target names its CPU (``-mcpu``).  A query
+looks up records of exactly the queried target first (the rule of ``task_records``: a config
+measured on this target), then, as TVM does, the target's model, then records of the CPU the
+query compiles for (its ``-mcpu``, or this machine's CPU for a host target: a log or package
+holding several machines' records answers with this machine's), then each of the target's keys
+in order (a config measured on a similar target); configs set with ``update`` win over records.
+``pick_best`` writes those best records of a log to another log, so the picked log answers
+every query as the whole log does.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class ApplyHistoryBest(DispatchContext):
         self.best_by_target: dict[tuple, tuple] = {}
         self.best_by_targetkey: dict[tuple, tuple] = {}
         self.best_by_model: dict[tuple, tuple] = {}
+        self.best_by_cpu: dict[tuple, tuple] = {}
         self._best_user_defined: dict[tuple, ConfigSpace] = {}
         if records:
             self.load(records)
@@ -69,6 +73,8 @@ class ApplyHistoryBest(DispatchContext):
                 _keep_best(self.best_by_targetkey, (key, workload), inp, res, cost)
             if inp.target.model != "unknown":
                 _keep_best(self.best_by_model, (inp.target.model, workload), inp, res, cost)
+            if inp.target.kind == "llvm" and inp.target.mcpu:
+                _keep_best(self.best_by_cpu, (inp.target.mcpu, workload), inp, res, cost)
         logger.debug("Finished loading history best: %d target keys, %d models",
                      len(self.best_by_targetkey), len(self.best_by_model))
 
@@ -81,11 +87,15 @@ class ApplyHistoryBest(DispatchContext):
         key = (target.model, workload)
         if key in self._best_user_defined:
             return self._best_user_defined[key]
+        by_key_update = any((k, workload) in self._best_user_defined for k in target.keys)
         exact = self.best_by_target.get((as_target(target), workload))
-        if exact is not None and not any((k, workload) in self._best_user_defined for k in target.keys):
+        if exact is not None and not by_key_update:
             return exact[0].config
         if key in self.best_by_model:
             return self.best_by_model[key][0].config
+        same_cpu = self.best_by_cpu.get((target.llvm_cpu, workload)) if target.kind == "llvm" else None
+        if same_cpu is not None and not by_key_update:
+            return same_cpu[0].config
         for k in target.keys:
             key = (k, workload)
             if key in self._best_user_defined:
@@ -188,7 +198,8 @@ def _is_record_pair(item: Any) -> bool:
 
 
 def pick_best(in_file: str | os.PathLike, out_file: str | os.PathLike | IO[str]) -> int:
-    """Write the best record per (target, workload), (target key, workload) and (model, workload).
+    """Write the best record per (target, workload), (target key, workload), (model, workload) and
+    (CPU, workload).
 
     Records of ``out_file``, when it is an existing path, compete too.  Lines are written in
     input order, each once; a path is replaced whole (``log_files.write_log``).
@@ -208,7 +219,7 @@ def pick_best(in_file: str | os.PathLike, out_file: str | os.PathLike | IO[str])
         sources.append(out_file)
     records = [pair for src in sources for pair in load_from_file(src)]
     context = ApplyHistoryBest(records)
-    tables = (context.best_by_target, context.best_by_model, context.best_by_targetkey)
+    tables = (context.best_by_target, context.best_by_model, context.best_by_cpu, context.best_by_targetkey)
     best = {measure_str_key(inp) for table in tables for inp, _ in table.values()}
     lines = []
     for inp, res in records:
