@@ -174,15 +174,21 @@ def test_remeasure_with_a_budget_comes_after_the_budget(tmp_path: Path) -> None:
 def test_remeasuring_corrects_a_choice_made_under_load(tmp_path: Path) -> None:
     """The truly fastest config was logged at an inflated time (a load spike); re-measured, it wins."""
     task = create("tutorial/matmul", (128, 128, 128, "float32"), "llvm")
-    fast, slow = 42, 0  # inner tiles 4 x 32 (contiguous rows) against 1 x 1 (a column walk of B)
+    n = len(task.config_space)
     option = measure_option(LocalBuilder(n_parallel=1), LocalRunner(number=2, repeat=2, cooldown_interval=0))
     try:
-        inputs = [MeasureInput(task.target, task, task.config_space.get(i)) for i in (fast, slow)]
-        fast_res, slow_res = make_measure_batch(task, option)(inputs)
+        spread = range(0, n, max(n // 8, 1))
+        tried = [MeasureInput(task.target, task, task.config_space.get(i)) for i in spread]
+        results = make_measure_batch(task, option)(tried)
     finally:
         option["builder"].close()
         option["runner"].close()
-    assert fast_res.ok and slow_res.ok and fast_res.mean_cost * 3 < slow_res.mean_cost
+    assert all(r.ok for r in results)
+    by_cost = sorted(range(len(tried)), key=lambda k: results[k].mean_cost)
+    inputs = [tried[by_cost[0]], tried[by_cost[-1]]]  # the fastest and the slowest tiles tried
+    fast_res, slow_res = results[by_cost[0]], results[by_cost[-1]]
+    fast, slow = (inp.config.index for inp in inputs)
+    assert fast_res.mean_cost * 3 < slow_res.mean_cost
     inflated = fast_res._replace(costs=(2 * slow_res.mean_cost,))
     log = tmp_path / "loaded.log"
     log.write_text(encode(inputs[0], inflated) + "\n" + encode(inputs[1], slow_res) + "\n")
