@@ -177,7 +177,7 @@ def test_remeasuring_corrects_a_choice_made_under_load(tmp_path: Path) -> None:
     n = len(task.config_space)
     option = measure_option(LocalBuilder(n_parallel=1), LocalRunner(number=2, repeat=2, cooldown_interval=0))
     try:
-        spread = range(0, n, max(n // 8, 1))
+        spread = range(0, n, n // 8 + 1)  # a diagonal through the tile_y x tile_x grid
         tried = [MeasureInput(task.target, task, task.config_space.get(i)) for i in spread]
         results = make_measure_batch(task, option)(tried)
     finally:
