@@ -184,10 +184,10 @@ def test_remeasuring_corrects_a_choice_made_under_load(tmp_path: Path) -> None:
         option["builder"].close()
         option["runner"].close()
     assert all(r.ok for r in results)
-    by_cost = sorted(range(len(tried)), key=lambda k: results[k].mean_cost)
-    inputs = [tried[by_cost[0]], tried[by_cost[-1]]]  # the fastest and the slowest tiles tried
-    fast_res, slow_res = results[by_cost[0]], results[by_cost[-1]]
-    fast, slow = (inp.config.index for inp in inputs)
+    ranked = sorted(zip(tried, results, strict=True), key=lambda pair: pair[1].mean_cost)
+    (fast_inp, fast_res), (slow_inp, slow_res) = ranked[0], ranked[-1]  # the fastest and slowest tried
+    inputs = [fast_inp, slow_inp]
+    fast, slow = fast_inp.config.index, slow_inp.config.index
     assert fast_res.mean_cost * 3 < slow_res.mean_cost
     inflated = fast_res._replace(costs=(2 * slow_res.mean_cost,))
     log = tmp_path / "loaded.log"

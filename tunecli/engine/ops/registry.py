@@ -146,12 +146,19 @@ def tolerance(dtype: Any) -> tuple[float, float]:
     return (1e-3, 1e-3) if np.dtype(dtype).itemsize <= 2 else (1e-4, 1e-4)
 
 
-def matches_reference(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tuple[bool, float]:
-    """Whether outputs equal their reference within :func:`tolerance` of their dtype.
+def scaled_tolerance(expected: np.ndarray, dtype: Any) -> tuple[float, float]:
+    """``(rtol, atol)`` for comparing an output of ``dtype`` with its reference ``expected``:
+    :func:`tolerance`, the absolute part scaled by the reference's largest magnitude (as the
+    measure worker's check does), so that outputs far below 1 (a softmax over many classes) are
+    compared as closely as outputs near 1, and sums that cancel to small values (Winograd's) as
+    loosely as their terms."""
+    rtol, atol = tolerance(dtype)
+    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+    return rtol, atol * (scale if np.isfinite(scale) and scale > 0 else 1.0)
 
-    The absolute tolerance scales with the reference's largest magnitude (as the measure
-    worker's check does), so that outputs far below 1 (a softmax over many classes) are
-    compared as closely as outputs near 1.
+
+def matches_reference(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tuple[bool, float]:
+    """Whether outputs equal their reference within :func:`scaled_tolerance`.
 
     Parameters
     ----------
@@ -173,9 +180,7 @@ def matches_reference(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tup
         b = np.asarray(b, dtype=a.dtype).reshape(a.shape)
         if not a.size:
             continue
-        rtol, atol = tolerance(a.dtype)
-        scale = float(np.max(np.abs(b)))
-        atol *= scale if np.isfinite(scale) and scale > 0 else 1.0
+        rtol, atol = scaled_tolerance(b, a.dtype)
         worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))))
         ok = ok and bool(np.allclose(a, b, rtol=rtol, atol=atol))
     return ok, worst
