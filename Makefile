@@ -11,7 +11,7 @@ unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[test,plot,onnx]'
+	$(PIP) install -q -e '.[test,plot,onnx,torch,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)
