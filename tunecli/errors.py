@@ -86,6 +86,10 @@ class LogInUseError(JobError):
     """Another tuning run holds the lock of the log this run would write."""
 
 
+class LogPathError(JobError):
+    """A log cannot be created, opened or written where its path says (a read-only or full disk)."""
+
+
 class RPCError(TuneError):
     """A tracker or device server failed, refused a request, or sent a malformed message."""
 

@@ -135,7 +135,7 @@ CASES = [
     ('log_under_a_file', GOOD + "log: blocker/x.log\n",
      [':5: log: blocker/x.log: blocker is not a directory']),
     ('log_name_300_chars', GOOD + "log: " + "l" * 300 + ".log\n",
-     [":5: log: " + "l" * 300 + ".log: a file name in the path is longer than 250 bytes"]),
+     [":5: log: " + "l" * 300 + ".log: a file name in the path is longer than 255 bytes"]),
     ('default_log_is_directory', GOOD.replace("name: g", "name: d"),
      [':1: name: the default log logs/d.log: is a directory, not a log file']),
     # --- target
@@ -487,3 +487,19 @@ def test_endless_and_looping_job_paths(invoke: Invoke, workdir: Path) -> None:
     result = invoke("tune", "loop.yaml")
     assert (result.exit_code, result.stderr) == (
         2, "error: loop.yaml: cannot read the job file: Too many levels of symbolic links\n")
+
+
+@pytest.mark.parametrize("first_line", [
+    '{"input": ["llvm", "t", [], {}], "config": {"index": 1}, "result": [[1e-3], 0, 0.1, 1.0], '
+    '"version": 0.2, "tvm_version": "0.14.0"}',
+    '{"i": ["llvm", "t", [], {}, [], {"i": 1}], "r": [[1e-3], 0, 0.1, 1.0], "v": 0.1}',
+])
+def test_a_log_passed_as_a_job_is_named_a_log(invoke: Invoke, workdir: Path, first_line: str) -> None:
+    log = workdir / "small.log"
+    log.write_text(f"# tuned on the host\n{first_line}\n{first_line}\n")
+    result = invoke("tune", str(log))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {log}: is a tuning log (records of measured configs), not a job "
+                                    f"file: `tunecli best {log}` shows its best configs")
+    assert "invalid YAML" not in result.stderr
+    assert log.read_text().count("\n") == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import io
 import json
+import os
 import signal
 import subprocess
 import time
@@ -150,17 +151,21 @@ def test_a_second_tune_on_the_same_log_is_refused(invoke: Invoke, tiny_job) -> N
     """Two tunes appending to one log would measure the same configs twice: the second one stops."""
     job, log = tiny_job(n_trial=2)
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log.with_name("tiny.log.lock"), "a+") as held:
+    log.write_text("")
+    hard_link = log.with_name("other-name.log")
+    os.link(log, hard_link)
+    with open(log) as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        held.write("pid 4242")
-        held.flush()
         second = invoke("tune", job)
-    assert second.exit_code != 0
-    assert second.stderr == (f"error: {log}: another tuning run (pid 4242) is writing this log: wait for "
-                             "it, or write to another log (--log PATH)\n")
-    assert not log.exists()
+        third = invoke("tune", job, "--log", str(hard_link))
+    assert second.exit_code == third.exit_code == 2
+    assert second.stderr == (f"error: {log}: another tuning run (pid {os.getpid()}) is writing this log: "
+                             "wait for it, or write to another log (--log PATH)\n")
+    assert third.stderr.startswith(f"error: {hard_link}: another tuning run (pid {os.getpid()})")
+    assert log.read_text() == ""
     assert invoke("tune", job).exit_code == 0  # the lock is free again
     assert len(log_indices(log)) == 2
+    assert sorted(p.name for p in log.parent.iterdir()) == ["other-name.log", "tiny.log"]  # no lock file
 
 
 class _Terminal:

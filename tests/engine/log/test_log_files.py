@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,32 +14,79 @@ from tunecli.engine.log.log_files import (
     check_output_log,
     exclusive_log,
     lock_holder,
-    lock_path,
     write_log,
 )
-from tunecli.errors import LogInUseError, RecordError
+from tunecli.errors import LogInUseError, LogPathError, RecordError
 
 
-def test_a_symlink_and_a_relative_path_lock_the_same_file(tmp_path: Path, monkeypatch) -> None:
+def test_every_name_of_a_log_takes_the_same_lock(tmp_path: Path, monkeypatch) -> None:
+    """A symbolic link, a relative path and a hard link all name one file, so one lock."""
     log = tmp_path / "real" / "tune.log"
     log.parent.mkdir()
     log.write_text("")
     link = tmp_path / "link.log"
     link.symlink_to(log)
+    hard = tmp_path / "hard.log"
+    os.link(log, hard)
     monkeypatch.chdir(log.parent)
-    assert lock_path(link) == lock_path("tune.log") == lock_path(log) == log.with_name("tune.log.lock")
     with exclusive_log(log):
-        for other in (link, "tune.log", "./../real/tune.log"):
+        for other in (link, hard, "tune.log", "./../real/tune.log"):
             with pytest.raises(LogInUseError, match=f"^{other}: another tuning run \\(pid {os.getpid()}\\)"):
                 with exclusive_log(other):
                     pass
-        assert lock_holder(link) == f"pid {os.getpid()}"
+        assert lock_holder(link) == lock_holder(hard) == f"pid {os.getpid()}"
     assert lock_holder(link) is None
-    with exclusive_log(link):  # free again
+    with exclusive_log(hard):  # free again
         pass
 
 
-def test_lock_holder_does_not_create_a_lock_file(tmp_path: Path) -> None:
+def test_the_lock_is_held_across_processes_and_names_the_holder(tmp_path: Path) -> None:
+    log = tmp_path / "busy.log"
+    log.write_text("x\n")
+    os.link(log, tmp_path / "other.log")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1]); "
+         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(log)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(LogInUseError, match=f"other.log: another tuning run \\(pid {holder.pid}\\)"):
+            with exclusive_log(tmp_path / "other.log"):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with exclusive_log(tmp_path / "other.log"):
+        pass
+
+
+def test_no_lock_file_is_left_and_an_unused_new_log_is_removed(tmp_path: Path) -> None:
+    with exclusive_log(tmp_path / "new.log"):
+        assert (tmp_path / "new.log").exists()
+    assert list(tmp_path.iterdir()) == []  # nothing was written: no log, no lock file
+    with exclusive_log(tmp_path / "kept.log"):
+        (tmp_path / "kept.log").write_text("record\n")
+    (tmp_path / "old.log").write_text("")
+    with exclusive_log(tmp_path / "old.log"):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.log", "old.log"]  # an existing log stays
+
+
+def test_a_log_in_a_read_only_directory_is_a_usage_error(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    # root writes to a read-only directory; sysfs refuses new files to everyone
+    log = ro / "x.log" if not os.access(ro, os.W_OK) else Path("/sys/tunecli-x.log")
+    try:
+        with pytest.raises(LogPathError, match=r"x.log: cannot create this log: Permission denied"):
+            with exclusive_log(log):
+                pass
+    finally:
+        ro.chmod(0o755)
+
+
+def test_lock_holder_creates_nothing(tmp_path: Path) -> None:
     assert lock_holder(tmp_path / "x.log") is None
     assert list(tmp_path.iterdir()) == []
 
@@ -59,11 +107,8 @@ def test_output_that_is_an_input_by_any_name_is_refused(tmp_path: Path, monkeypa
 
 def test_output_locked_by_a_tune_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "busy.log"
-    with open(tmp_path / "busy.log.lock", "a+") as held:
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        held.write("pid 4242")
-        held.flush()
-        with pytest.raises(LogInUseError, match=r"busy.log: a tuning run \(pid 4242\) is writing this log"):
+    with exclusive_log(out):
+        with pytest.raises(LogInUseError, match=rf"busy.log: a tuning run \(pid {os.getpid()}\) is writing"):
             check_output_log(out, [])
 
 

@@ -15,6 +15,7 @@ every problem of one file, so that a user sees them all at once.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -280,6 +281,11 @@ def load_document(path: str | Path) -> Node:
     if bad:
         raise JobError(f"{name}:{text.count(chr(10), 0, bad.start()) + 1}: the job file contains the control "
                        f"character {bad.group()!r} (a job file is text)")
+    if _looks_like_a_log(text):
+        raise JobError(f"{name}: is a tuning log (records of measured configs), not a job file: "
+                       f"`tunecli best {name}` shows its best configs and `tunecli inspect {name}` its "
+                       f"tasks; to tune more, pass the job file that wrote it (with `--log {name}` to "
+                       "append here)")
     try:
         try:
             _check_size(text, name, _EventLoader)
@@ -380,3 +386,19 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
     return []
+
+
+def _looks_like_a_log(text: str) -> bool:
+    """True when the first line that is not blank or a comment is a tuning record (TVM v0.2 or v0.1)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not line.startswith("{"):
+            return False
+        try:
+            first = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(first, dict) and ({"input", "result"} <= first.keys() or {"i", "r"} <= first.keys())
+    return False

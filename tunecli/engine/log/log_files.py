@@ -1,8 +1,8 @@
 """Log files as places: the tuning lock, checks before reading, and writes that never tear a log.
 
-A tuning run holds ``<log>.lock`` (an exclusive ``flock``) while it appends to ``<log>``.  The
-lock belongs to the *file*, not to the name used for it: the path is resolved first, so a
-symbolic link or a relative path to a log locks the same ``.lock`` file as its real path.
+A tuning run holds an exclusive ``flock`` on ``<log>`` itself while it appends to it.  The lock
+belongs to the *file*, not to the name used for it: a symbolic link, a relative path or a hard
+link to a log takes the same lock, and no lock file is left behind.
 Writing a whole log (``best -o``, ``pick_best``) goes through a temporary file in the same
 directory, renamed over the destination, and is refused when the destination is one of the
 logs being read or a tune holds its lock.
@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from tunecli.errors import LogInUseError, RecordError
+from tunecli.errors import LogInUseError, LogPathError, RecordError
 
 
 def real_log_path(path: str | os.PathLike) -> Path:
@@ -37,24 +37,14 @@ def real_log_path(path: str | os.PathLike) -> Path:
     return Path(path).expanduser().resolve()
 
 
-def lock_path(path: str | os.PathLike) -> Path:
-    """Return the lock file of the log at ``path``: ``<resolved log>.lock``.
-
-    Parameters
-    ----------
-    path : str or path
-
-    Returns
-    -------
-    Path
-    """
-    real = real_log_path(path)
-    return real.with_name(real.name + ".lock")
-
-
 @contextlib.contextmanager
 def exclusive_log(path: str | os.PathLike) -> Iterator[None]:
-    """Hold the lock of the log at ``path`` for the duration of the block.
+    """Hold the tuning lock of the log at ``path`` for the duration of the block.
+
+    The lock is an exclusive ``flock`` on the log file itself, created empty when missing, so
+    every name of the file (a symbolic link, a relative path, a hard link) takes the same lock
+    and no lock file is left beside the log.  A log this block created and left empty is removed
+    at its end.
 
     Parameters
     ----------
@@ -65,28 +55,81 @@ def exclusive_log(path: str | os.PathLike) -> Iterator[None]:
     LogInUseError
         When another process holds it (the message names the log and that process).
     """
-    with open(lock_path(path), "a+") as lock:
+    real = real_log_path(path)
+    fd, created = _open_locked(real, path)
+    try:
+        yield
+    finally:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "another process"
-            raise LogInUseError(f"{os.fspath(path)}: another tuning run ({holder}) is writing this log: wait "
-                                "for it, or write to another log") from None
-        lock.seek(0)
-        lock.truncate()
-        lock.write(f"pid {os.getpid()}")
-        lock.flush()
-        try:
-            yield
+            if created and os.fstat(fd).st_size == 0 and _same_inode(fd, real):
+                with contextlib.suppress(OSError):
+                    os.unlink(real)
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            os.close(fd)  # closing the last descriptor releases the flock
+
+
+def _open_locked(real: Path, shown: str | os.PathLike) -> tuple[int, bool]:
+    """Open ``real`` (creating it) and take its flock; return the descriptor and whether it was made.
+
+    A writer that removed the file between our open and our lock leaves us holding a lock on a
+    file no name reaches: the open is repeated until the lock is on the file ``real`` names.
+    """
+    while True:
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            created = True
+        except FileExistsError:
+            try:
+                fd = os.open(real, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                raise LogPathError(f"{os.fspath(shown)}: cannot open this log: {err.strerror}") from None
+            created = False
+        except OSError as err:
+            raise LogPathError(f"{os.fspath(shown)}: cannot create this log: {err.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _flock_holder(fd) or "another process"
+            os.close(fd)
+            raise LogInUseError(f"{os.fspath(shown)}: another tuning run ({holder}) is writing this log: "
+                                "wait for it, or write to another log") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_inode(fd, real):
+            return fd, created
+        os.close(fd)
+
+
+def _same_inode(fd: int, path: Path) -> bool:
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _flock_holder(fd: int) -> str | None:
+    """``"pid N"`` of the process holding a flock on the file of ``fd``, from ``/proc/locks``."""
+    st = os.fstat(fd)
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            for line in locks:
+                fields = line.split()
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device:
+                    return f"pid {fields[4]}"
+    except OSError:
+        pass
+    return None
 
 
 def lock_holder(path: str | os.PathLike) -> str | None:
-    """Return who holds the lock of the log at ``path`` (``"pid N"``), or None when it is free.
+    """Return who holds the tuning lock of the log at ``path`` (``"pid N"``), or None when it is free.
 
-    The lock file is not created when it does not exist.
+    Nothing is created when the log does not exist.
 
     Parameters
     ----------
@@ -97,27 +140,31 @@ def lock_holder(path: str | os.PathLike) -> str | None:
     str or None
     """
     try:
-        fd = os.open(lock_path(path), os.O_RDONLY)
+        fd = os.open(real_log_path(path), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
-    with os.fdopen(fd) as lock:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         try:
-            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            return lock.read().strip() or "another process"
-        fcntl.flock(lock, fcntl.LOCK_UN)
-    return None
+            return _flock_holder(fd) or "another process"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
-#: Longest file name of a log (its lock file ``<log>.lock`` must fit the file system's 255).
-MAX_LOG_NAME = 255 - len(".lock")
+#: Longest file name of a log (the file system's limit).
+MAX_LOG_NAME = 255
 
 
 def log_problem(log: str | os.PathLike, reading: bool = False) -> str | None:
     """What keeps ``log`` from being a tuning log, or None.
 
-    One rule for every command: ``tune`` appends to a log (with ``<log>.lock`` beside it), so a
-    log it writes may not exist yet; ``best``, ``inspect`` and ``apply`` read one.  A FIFO or a
+    One rule for every command: ``tune`` appends to a log, so a log it writes may not exist
+    yet; ``best``, ``inspect`` and ``apply`` read one.  A FIFO or a
     device would block or never end, a directory is not a log.
 
     Parameters

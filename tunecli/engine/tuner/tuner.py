@@ -15,7 +15,7 @@ Callbacks follow TVM's protocol, ``cb(tuner, inputs, results)`` after every batc
 from __future__ import annotations
 
 import logging
-import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -199,11 +199,8 @@ class Tuner:
             GLOBAL_SCOPE.in_tuning = False
             logger.setLevel(old_level)
         if i > 0 and error_ct == i:
-            fd, path = tempfile.mkstemp(prefix="tvm_tuning_errors_", suffix=".log", text=True)
-            with open(fd, "w", encoding="utf-8") as file:
-                file.write("\n".join(errors))
-            logger.warning("Could not find any valid schedule for task %s. A file containing the errors "
-                           "has been written to %s.", self.task, path)
+            logger.warning("Could not find any valid schedule for task %s. Its errors: %s", self.task,
+                           _error_summary(errors))
 
     def _loop(self, measure_batch: MeasureBatch, n_parallel: int, n_trial: int, early_stopping: int,
               callbacks: Sequence[Callable[..., None]], si_prefix: str, old_level: int) -> tuple:
@@ -273,3 +270,12 @@ class Tuner:
         for index, result in enumerate(results):  # those the measurement did not report
             on_result(index, result)
         return results
+
+
+def _error_summary(errors: Sequence[str], shown: int = 5) -> str:
+    """The distinct error messages, most frequent first, each with its count."""
+    counts = Counter(errors).most_common()
+    parts = [f"{message} (x{n})" if n > 1 else message for message, n in counts[:shown]]
+    if len(counts) > shown:
+        parts.append(f"and {len(counts) - shown} other errors")
+    return "; ".join(parts)
