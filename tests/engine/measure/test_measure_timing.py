@@ -11,9 +11,10 @@ from kernels_ir import ARG_SPECS, CRASH, OVERRUN, SHORT, VADD, VSUB, compile_ir,
 
 from tunecli.engine.measure.arrays import kernel_arguments, random_arguments
 from tunecli.engine.measure.result import MeasureErrorNo
-from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureRequest, measure_object
+from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureRequest, compare_outputs, measure_object
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
+from tunecli.engine.ops.tolerance import matches_reference, tolerance
 from tunecli.engine.runtime import cpu
 
 
@@ -75,6 +76,30 @@ def test_tolerances():
     far = np.frombuffer(vadd_expected(0), dtype="float32") * np.float32(1 + 1e-3)
     bad = measure_object(request(VADD, "vadd", ref_outputs=((2, far.tobytes()),)))
     assert bad.error_no == MeasureErrorNo.WRONG_ANSWER
+
+
+def _both_checks(got: np.ndarray, expected: np.ndarray) -> tuple[bool, bool]:
+    """(the measure worker's verdict, apply's verdict) on ``got``."""
+    return (compare_outputs({0: got}, ((0, expected.tobytes()),)) == "",
+            matches_reference([got], [expected])[0])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_the_worker_check_accepts_what_apply_accepts(dtype):
+    """Tuning's check of a candidate (the worker's) and apply's check of the tuned kernel are one
+    rule: an output off by half the dtype's tolerance passes both, one off by four times fails both."""
+    rng = np.random.default_rng(0)
+    expected = (rng.uniform(0.5, 1, 256) * rng.choice([-1, 1], 256)).astype(dtype)
+    expected[0] = 1  # the scale of the absolute part
+    rtol, _ = tolerance(dtype)
+    assert _both_checks((expected + np.asarray(0.5 * rtol, dtype)).astype(dtype), expected) == (True, True)
+    assert _both_checks((expected + np.asarray(4 * rtol, dtype)).astype(dtype), expected) == (False, False)
+
+
+def test_integer_outputs_must_match_exactly():
+    expected = np.arange(64, dtype="int32")
+    assert _both_checks(expected.copy(), expected) == (True, True)
+    assert _both_checks(expected + 1, expected) == (False, False)
 
 
 def test_unloadable_object_is_a_runtime_error():

@@ -12,6 +12,7 @@ from template_cases import SMALL_CASES
 
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import registry
+from tunecli.engine.ops.tolerance import scaled_tolerance
 from tunecli.engine.task import task as autotvm_task
 from tunecli.errors import InstantiationError
 
@@ -55,7 +56,7 @@ def check_config(task, index, rng):
     mod(*inputs, *outputs)
     (want,) = outputs
     expected = task.reference(*inputs)
-    rtol, atol = registry.scaled_tolerance(expected, want.dtype)
+    rtol, atol = scaled_tolerance(expected, want.dtype)
     np.testing.assert_allclose(want, expected, rtol=rtol, atol=atol,
                                err_msg=f"{task.name} config {index}: {task.config_space.get(index)}")
 

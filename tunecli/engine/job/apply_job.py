@@ -51,7 +51,7 @@ from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
-from tunecli.engine.ops.registry import matches_reference
+from tunecli.engine.ops.tolerance import matches_reference
 from tunecli.engine.runtime import Module
 from tunecli.engine.runtime.openmp import get_num_threads
 from tunecli.engine.task.fallback_config import FallbackConfigEntity

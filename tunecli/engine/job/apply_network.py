@@ -48,7 +48,7 @@ from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
 from tunecli.engine.measure.worker import CallStatus, Worker
-from tunecli.engine.ops.registry import matches_reference
+from tunecli.engine.ops.tolerance import matches_reference
 from tunecli.errors import GraphError, JobError, TuneError
 
 _SEED = 0

@@ -50,6 +50,7 @@ from tunecli.engine.measure.arrays import ArgSpecT, kernel_arguments, normalize_
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
+from tunecli.engine.ops.tolerance import scaled_tolerance
 from tunecli.engine.runtime import device_for_target
 from tunecli.engine.target import Target
 from tunecli.errors import DeviceError
@@ -89,10 +90,10 @@ class MeasureRequest:
     ref_outputs : tuple of (arg index, raw bytes)
         Expected contents of outputs after one call on the seeded inputs; a mismatch gives
         WRONG_ANSWER.
-    rtol : float
-        Relative tolerance of the check (``numpy.allclose``).
-    atol : float, optional
-        Absolute tolerance; None means ``1e-4 * max|expected|``. Integers must match exactly.
+    rtol, atol : float, optional
+        Tolerances of the check (``numpy.isclose``) when given; None (the default) means the
+        output dtype's rule, :func:`tunecli.engine.ops.tolerance.scaled_tolerance`, which
+        ``apply`` checks with too. Integers must match exactly.
     output_indices : tuple of int
         Which arguments are outputs (placed before guard pages, poisoned before the checked
         call); empty means the last one.
@@ -111,7 +112,7 @@ class MeasureRequest:
     timing: TimingOptions = TimingOptions()
     seed: int = 0
     ref_outputs: tuple[tuple[int, bytes], ...] = field(default=())
-    rtol: float = 1e-4
+    rtol: float | None = None
     atol: float | None = None
     output_indices: tuple[int, ...] = ()
     return_outputs: bool = False
@@ -153,8 +154,9 @@ def _flush() -> None:
 
 
 def compare_outputs(arrays: Mapping[int, np.ndarray], ref_outputs: tuple[tuple[int, bytes], ...],
-                    rtol: float, atol: float | None) -> str:
-    """Compare outputs (host copies by argument index) with raw expected bytes.
+                    rtol: float | None = None, atol: float | None = None) -> str:
+    """Compare outputs (host copies by argument index) with raw expected bytes, within ``rtol`` and
+    ``atol`` where given and :func:`~tunecli.engine.ops.tolerance.scaled_tolerance` otherwise.
 
     Returns "" or a description of the first mismatch.
     """
@@ -164,9 +166,9 @@ def compare_outputs(arrays: Mapping[int, np.ndarray], ref_outputs: tuple[tuple[i
         if expected.size != actual.size:
             return f"reference of argument {index} has {expected.size} elements, the kernel {actual.size}"
         if actual.dtype.kind in "fc":
-            scale = float(np.max(np.abs(expected))) if expected.size else 0.0
-            tol = atol if atol is not None else 1e-4 * (scale if np.isfinite(scale) and scale else 1.0)
-            ok = np.isclose(actual, expected, rtol=rtol, atol=tol)
+            rule_rtol, rule_atol = scaled_tolerance(expected, actual.dtype)
+            ok = np.isclose(actual, expected, rtol=rule_rtol if rtol is None else rtol,
+                            atol=rule_atol if atol is None else atol)
         else:
             ok = actual == expected
         if not ok.all():

@@ -20,8 +20,6 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from tunecli.engine.ops import tutorial
 from tunecli.engine.ops.arm_cpu import conv2d_spatial_pack
 from tunecli.engine.ops.arm_cpu import depthwise_conv2d as arm_depthwise_conv2d
@@ -136,52 +134,4 @@ def template_table() -> str:
                            for p in s.parameters)
         rows.append(f"| `{s.name}` | `{params}`" + (f" — {s.summary}" if s.summary else "") + " |")
     return "\n".join(rows)
-
-
-def tolerance(dtype: Any) -> tuple[float, float]:
-    """``(rtol, atol)`` for comparing a kernel output of ``dtype`` with its reference."""
-    kind = np.dtype(dtype).kind
-    if kind != "f":
-        return 0.0, 0.0
-    return (1e-3, 1e-3) if np.dtype(dtype).itemsize <= 2 else (1e-4, 1e-4)
-
-
-def scaled_tolerance(expected: np.ndarray, dtype: Any) -> tuple[float, float]:
-    """``(rtol, atol)`` for comparing an output of ``dtype`` with its reference ``expected``:
-    :func:`tolerance`, the absolute part scaled by the reference's largest magnitude (as the
-    measure worker's check does), so that outputs far below 1 (a softmax over many classes) are
-    compared as closely as outputs near 1, and sums that cancel to small values (Winograd's) as
-    loosely as their terms."""
-    rtol, atol = tolerance(dtype)
-    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
-    return rtol, atol * (scale if np.isfinite(scale) and scale > 0 else 1.0)
-
-
-def matches_reference(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tuple[bool, float]:
-    """Whether outputs equal their reference within :func:`scaled_tolerance`.
-
-    Parameters
-    ----------
-    got : sequence of numpy.ndarray
-        The outputs.
-    expected : sequence of array-likes
-        Their references, in order (cast to each output's dtype and shape).
-
-    Returns
-    -------
-    tuple of (bool, float)
-        Whether every output is close to its reference, and the largest absolute difference
-        (infinite when the numbers of outputs differ).
-    """
-    if len(got) != len(expected):
-        return False, float("inf")
-    ok, worst = True, 0.0
-    for a, b in zip(got, expected, strict=True):
-        b = np.asarray(b, dtype=a.dtype).reshape(a.shape)
-        if not a.size:
-            continue
-        rtol, atol = scaled_tolerance(b, a.dtype)
-        worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))))
-        ok = ok and bool(np.allclose(a, b, rtol=rtol, atol=atol))
-    return ok, worst
 

@@ -160,7 +160,7 @@ def decode_request(header: dict, payload: bytes) -> MeasureRequest:
         if not 0 <= obj_len <= len(payload):
             raise RPCError("rpc session: obj_len exceeds the payload")
         refs = _unpack_blobs(meta["ref_indices"], meta["ref_lengths"], payload[obj_len:], "ref_outputs")
-        atol = meta["atol"]
+        rtol, atol = meta["rtol"], meta["atol"]
         req = MeasureRequest(
             obj=payload[:obj_len],
             entry_name=str(meta["entry_name"]),
@@ -169,7 +169,7 @@ def decode_request(header: dict, payload: bytes) -> MeasureRequest:
             seed=_int(meta["seed"], "seed"),
             output_indices=tuple(_int(i, "output_indices") for i in meta["output_indices"]),
             ref_outputs=refs,
-            rtol=float(meta["rtol"]),
+            rtol=None if rtol is None else float(rtol),
             atol=None if atol is None else float(atol),
             return_outputs=bool(meta["return_outputs"]),
             target=None if meta.get("target") is None else _target(meta["target"]),

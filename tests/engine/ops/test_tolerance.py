@@ -9,7 +9,7 @@ from tunecli.engine import graph as g
 from tunecli.engine.graph.build_module import build
 from tunecli.engine.graph.models import resnet
 from tunecli.engine.graph.passes import PassContext
-from tunecli.engine.ops.registry import matches_reference, tolerance
+from tunecli.engine.ops.tolerance import matches_reference, tolerance
 
 
 def test_outputs_far_below_one_are_compared_relative_to_their_scale() -> None:
