@@ -2,7 +2,7 @@
 
 import pytest
 
-from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
+from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair, pool2d_output_shape
 from tunecli.errors import ExprError
 
 
@@ -12,8 +12,6 @@ def test_get_pad_tuple_matches_tvm():
     assert get_pad_tuple((1, 2, 3, 4), (3, 3)) == (1, 2, 3, 4)
     assert get_pad_tuple("SAME", (4, 3)) == (2, 1, 1, 1)
     assert get_pad_tuple("VALID", (4, 3)) == (0, 0, 0, 0)
-
-
 
 
 def test_output_shape_and_padding() -> None:
@@ -32,6 +30,15 @@ def test_bad_arguments(stride, padding, dilation) -> None:
 def test_window_larger_than_input() -> None:
     with pytest.raises(ExprError, match="does not fit"):
         conv2d_output_shape((2, 2), (3, 3), 1, 0, 1)
+
+
+def test_a_pool_shapes_like_a_convolution_and_ceil_mode_adds_the_partial_window() -> None:
+    assert pool2d_output_shape((112, 112), 3, 2, 1, 1) == conv2d_output_shape((112, 112), (3, 3), 2, 1, 1)
+    assert pool2d_output_shape((5, 5), (2, 2), 2, 0, 1) == (2, 2, (0, 0, 0, 0))
+    assert pool2d_output_shape((5, 5), (2, 2), 2, 0, 1, ceil_mode=True) == (3, 3, (0, 0, 0, 0))
+    assert pool2d_output_shape((6, 6), (2, 2), 2, 0, 1, ceil_mode=True)[:2] == (3, 3)  # no partial window
+    with pytest.raises(ExprError, match="does not fit"):
+        pool2d_output_shape((2, 2), 3, 1, 0, 1, ceil_mode=True)
 
 
 def test_pair() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
+from tunecli.engine.te.window import conv2d_output_shape, pair, pool2d_output_shape
 
 
 def _acc_dtype(dtype: Any, out_dtype: Any) -> np.dtype:
@@ -204,10 +204,7 @@ def pool2d_nchw_python(data: np.ndarray, kernel: Any, stride: Any, dilation: Any
     sh, sw = pair(stride, "stride")
     dh, dw = pair(dilation, "dilation")
     dkh, dkw = (kh - 1) * dh + 1, (kw - 1) * dw + 1
-    pt, pl, pb, pr = get_pad_tuple(padding, (dkh, dkw))
-    off_h, off_w = (sh - 1, sw - 1) if ceil_mode else (0, 0)
-    oh = (h + pt + pb + off_h - dkh) // sh + 1
-    ow = (w + pl + pr + off_w - dkw) // sw + 1
+    oh, ow, (pt, pl, pb, pr) = pool2d_output_shape((h, w), (kh, kw), stride, padding, dilation, ceil_mode)
     big_h, big_w = (oh - 1) * sh + dkh, (ow - 1) * sw + dkw
     after_h, after_w = max(big_h - h - pt, 0), max(big_w - w - pl, 0)
     acc = np.float64 if data.dtype.kind == "f" else np.int64

@@ -1,8 +1,9 @@
 """The shape rule of 2-D window ops (convolution, pooling): padding arguments as TVM writes them,
 ``(h, w)`` pairs and the output height and width.
 
-Used where kernels are defined (``engine.ops``) and where a workload's arithmetic is read from
-its serialized arguments (``engine.task.workload_flop``).
+Used where kernels and their numpy references are defined (``engine.ops``), where a network's
+types are inferred (``engine.graph.ops``) and where a workload's arithmetic is read from its
+serialized arguments (``engine.task.workload_flop``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ from tunecli.errors import ExprError
 def conv2d_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stride: Any, padding: Any,
                         dilation: Any) -> tuple[int, int, tuple[int, int, int, int]]:
     """Output height/width and ``(top, left, bottom, right)`` padding of a 2-D window op."""
+    return window_output_shape(in_hw, kernel_hw, stride, padding, dilation, ceil_mode=False)
+
+
+def pool2d_output_shape(in_hw: tuple[int, int], kernel_hw: Any, stride: Any, padding: Any, dilation: Any,
+                        ceil_mode: bool = False) -> tuple[int, int, tuple[int, int, int, int]]:
+    """Output height/width and ``(top, left, bottom, right)`` padding of a 2-D pool (TVM's
+    ``pool2d``): the convolution's rule, with ``ceil_mode`` rounding the output size up (the last
+    windows may then hang over the bottom/right edge, past the declared padding)."""
+    return window_output_shape(in_hw, pair(kernel_hw, "kernel"), stride, padding, dilation, ceil_mode)
+
+
+def window_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stride: Any, padding: Any,
+                        dilation: Any, ceil_mode: bool) -> tuple[int, int, tuple[int, int, int, int]]:
+    """The rule behind :func:`conv2d_output_shape` and :func:`pool2d_output_shape`."""
     stride_h, stride_w = pair(stride, "stride")
     dilation_h, dilation_w = pair(dilation, "dilation")
     for what, value, (h, w) in (("stride", stride, (stride_h, stride_w)),
@@ -28,11 +43,12 @@ def conv2d_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stri
     pads = get_pad_tuple(padding, (dk_h, dk_w))
     if min(pads) < 0:
         raise ExprError(f"padding must not be negative, got {padding!r}")
-    out_h = (in_hw[0] - dk_h + pads[0] + pads[2]) // stride_h + 1
-    out_w = (in_hw[1] - dk_w + pads[1] + pads[3]) // stride_w + 1
+    up_h, up_w = (stride_h - 1, stride_w - 1) if ceil_mode else (0, 0)
+    out_h = (in_hw[0] - dk_h + pads[0] + pads[2] + up_h) // stride_h + 1
+    out_w = (in_hw[1] - dk_w + pads[1] + pads[3] + up_w) // stride_w + 1
     if out_h < 1 or out_w < 1:
-        raise ExprError(f"window {kernel_hw} (dilation {dilation}) does not fit input {in_hw} with "
-                        f"padding {padding}")
+        raise ExprError(f"window {tuple(kernel_hw)} (dilation {dilation}) does not fit input "
+                        f"{tuple(in_hw)} with padding {padding}")
     return out_h, out_w, pads
 
 

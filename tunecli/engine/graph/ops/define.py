@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tunecli.engine.ops.nn.elemwise import broadcast_shape as kernel_broadcast_shape
 from tunecli.engine.te.window import get_pad_tuple
 from tunecli.errors import ExprError, GraphError
 
@@ -43,15 +44,12 @@ def same_type_relation(op_name: str, arg_types: Sequence[Type | None], attrs: An
 
 
 def broadcast_shape(op_name: str, lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, ...]:
-    """numpy's broadcast of two shapes (GraphError naming ``op_name`` when they do not broadcast)."""
-    n = max(len(lhs), len(rhs))
-    a = (1,) * (n - len(lhs)) + tuple(lhs)
-    b = (1,) * (n - len(rhs)) + tuple(rhs)
-    out = []
-    for x, y in zip(a, b, strict=True):
-        expect(x == y or 1 in (x, y), op_name, f"shapes {tuple(lhs)} and {tuple(rhs)} do not broadcast")
-        out.append(max(x, y))
-    return tuple(out)
+    """numpy's broadcast of two shapes (the kernels' rule, ``ops.nn.broadcast_shape``); GraphError
+    naming ``op_name`` when they do not broadcast."""
+    try:
+        return kernel_broadcast_shape(tuple(lhs), tuple(rhs))
+    except ExprError as err:
+        raise GraphError(f"{op_name}: {err}") from None
 
 
 def broadcast_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:

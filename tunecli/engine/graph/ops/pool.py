@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.ops.reference import pool2d_nchw_python
+from tunecli.engine.te.window import pool2d_output_shape
+from tunecli.errors import ExprError, GraphError
 
 from ..graph_expr import Call, Expr
 from ..layout import convert_array, layout_shape, primal_sizes
@@ -50,18 +52,13 @@ def _nchw_sizes(op_name: str, data: TensorType, layout: str) -> dict[str, int]:
 def _pool_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Pool2DAttrs) -> Type:
     data = tensor_arg(op_name, arg_types, 0, "data")
     d = _nchw_sizes(op_name, data, attrs.layout)
-    top, left, bottom, right = window_pads(op_name, attrs.padding, attrs.pool_size)
-    dims = []
-    for size, k, s, dil, before, after in (
-        (d["H"], attrs.pool_size[0], attrs.strides[0], attrs.dilation[0], top, bottom),
-        (d["W"], attrs.pool_size[1], attrs.strides[1], attrs.dilation[1], left, right),
-    ):
-        window = (k - 1) * dil + 1
-        extra = s - 1 if attrs.ceil_mode else 0
-        out = (size + before + after + extra - window) // s + 1
-        expect(out >= 1, op_name, f"the {attrs.pool_size} window does not fit the {d['H']}x{d['W']} input")
-        dims.append(out)
-    sizes = {"N": d["N"], "C": d["C"], "H": dims[0], "W": dims[1]}
+    pads = window_pads(op_name, attrs.padding, attrs.pool_size)
+    try:
+        out_h, out_w, _ = pool2d_output_shape((d["H"], d["W"]), attrs.pool_size, attrs.strides, pads,
+                                              attrs.dilation, attrs.ceil_mode)
+    except ExprError as err:
+        raise GraphError(f"{op_name}: {err}") from None
+    sizes = {"N": d["N"], "C": d["C"], "H": out_h, "W": out_w}
     return TensorType(layout_shape(sizes, attrs.out_layout or attrs.layout), data.dtype)
 
 

@@ -15,14 +15,15 @@ def relu(x: te.Tensor) -> te.Tensor:
 
 
 def broadcast_shape(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, ...]:
-    """numpy's broadcast of two shapes (raises ExprError when they do not broadcast)."""
+    """numpy's broadcast of two shapes (raises ExprError when they do not broadcast): the rule of the
+    broadcasting kernels here and of the network operators' type relations (``graph.ops``)."""
     n = max(len(lhs), len(rhs))
     a = (1,) * (n - len(lhs)) + tuple(lhs)
     b = (1,) * (n - len(rhs)) + tuple(rhs)
     out = []
     for x, y in zip(a, b, strict=True):
         if x != y and 1 not in (x, y):
-            raise ExprError(f"shapes {lhs} and {rhs} do not broadcast")
+            raise ExprError(f"shapes {tuple(lhs)} and {tuple(rhs)} do not broadcast")
         out.append(max(x, y))
     return tuple(out)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
-from tunecli.engine.te.window import get_pad_tuple, pair
+from tunecli.engine.te.window import pair, pool2d_output_shape
 from tunecli.errors import ExprError
 
 from .pad import pad
@@ -55,12 +55,11 @@ def pool2d(data: te.Tensor, kernel: Any, stride: Any, dilation: Any, padding: An
     sh, sw = pair(stride, "stride")
     dh, dw = pair(dilation, "dilation")
     dkh, dkw = (kh - 1) * dh + 1, (kw - 1) * dw + 1
-    pt, pl, pb, pr = get_pad_tuple(padding, (dkh, dkw))
-    off_h, off_w = (sh - 1, sw - 1) if ceil_mode else (0, 0)
-    out_h = (height + pt + pb + off_h - dkh) // sh + 1
-    out_w = (width + pl + pr + off_w - dkw) // sw + 1
-    if out_h < 1 or out_w < 1:
-        raise ExprError(f"pool2d: window {kernel} does not fit input {data.shape} with padding {padding}")
+    try:
+        out_h, out_w, (pt, pl, pb, pr) = pool2d_output_shape((int(height), int(width)), (kh, kw), stride,
+                                                              padding, dilation, ceil_mode)
+    except ExprError as err:
+        raise ExprError(f"pool2d: {err}") from None
     # the padded tensor must cover every window, including the ones ceil_mode adds
     need_h = (out_h - 1) * sh + dkh
     need_w = (out_w - 1) * sw + dkw
