@@ -2,7 +2,8 @@
 
 SMALL_CASES = {
     "dense.x86": (6, 32, 12, "float32"),
-    "batch_matmul.x86": (2, 4, 16, 8, "float32"),
+    "batch_matmul.x86": (("TENSOR", (2, 4, 8), "float32"), ("TENSOR", (2, 16, 8), "float32"), (2, 4, 16),
+                         "float32", False, True),
     "conv2d_nchw.x86": (1, 6, 5, 3, 32, 3, 3, 1, 1, 1, "float32"),
     "depthwise_conv2d_nchw.x86": (1, 7, 6, 3, 2, 3, 3, 1, 1, 1, "float32"),
     "conv2d_NCHWc.x86": (("TENSOR", (1, 8, 6, 5), "float32"), ("TENSOR", (16, 8, 3, 3), "float32"), (1, 1),

@@ -14,7 +14,8 @@ from tunecli.engine.task.task import create
 CASES = [
     ("dense.x86", (8, 32, 16, "float32"), "a @ w.T"),
     ("tutorial/matmul", (8, 12, 16, "float32"), "a @ b"),
-    ("batch_matmul.x86", (2, 8, 16, 12, "float32"), "np.matmul(x, y^T)"),
+    ("batch_matmul.x86", (("TENSOR", (2, 8, 12), "float32"), ("TENSOR", (2, 16, 12), "float32")),
+     "np.matmul(x, y^T)"),
     ("conv2d_nchw.x86", (1, 8, 9, 9, 4, 3, 3, 2, 1, 1, "float32"), "im2col + matmul"),
     ("depthwise_conv2d_nchw.x86", (1, 4, 9, 9, 2, 3, 3, 1, 1, 2, "float32"), "einsum over windows"),
 ]

@@ -31,7 +31,7 @@ INT8_CASES = {
     "dense.x86": (3, 16, 40, "int8"),
     "conv2d_nchw.x86": (1, 5, 5, 8, 16, 3, 3, 2, (1, 0), 1, "int8"),
     "depthwise_conv2d_nchw.x86": (1, 5, 5, 2, 1, 3, 3, 1, 1, 2, "int8"),
-    "batch_matmul.x86": (1, 2, 16, 32, "int8"),
+    "batch_matmul.x86": (("TENSOR", (1, 2, 32), "int8"), ("TENSOR", (1, 16, 32), "int8"), None, "int32"),
     "conv2d_NCHWc.x86": (("TENSOR", (1, 8, 5, 5), "int8"), ("TENSOR", (16, 8, 3, 3), "int8"), (2, 2),
                          (1, 0, 1, 0), (1, 1), "NCHW", "NCHW", "int32"),
     "dense_pack.x86": (("TENSOR", (3, 40), "int8"), ("TENSOR", (16, 40), "int8"), None, "int32"),
@@ -102,7 +102,8 @@ def test_registry_names_and_flops():
 def test_space_sizes_are_sensible():
     sizes = {
         "dense.x86": (512, 512, 512, "float32"),
-        "batch_matmul.x86": (8, 128, 128, 64, "float32"),
+        "batch_matmul.x86": (("TENSOR", (8, 128, 64), "float32"), ("TENSOR", (8, 128, 64), "float32"), None,
+                             "float32"),
         "conv2d_nchw.x86": (1, 56, 56, 64, 64, 3, 3, 1, 1, 1, "float32"),
         "depthwise_conv2d_nchw.x86": (1, 112, 112, 32, 1, 3, 3, 1, 1, 1, "float32"),
     }

@@ -126,13 +126,12 @@ def _dense_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
 
 
 def _batch_matmul_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
-    if call.attrs.transpose_a or not call.attrs.transpose_b:
-        return [], {}
+    """TVM's workload of ``batch_matmul.x86``: both operands, the output shape and dtype, and
+    which operands are transposed (every form is served)."""
     x, y, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
-    b, m, k = x.shape
-    facts = {"B": b, "M": m, "N": y.shape[1], "K": k, "dtype": x.dtype, "x": _tensor(x.shape, x.dtype),
-             "y": _tensor(y.shape, y.dtype), "tensor_a": _tensor(x.shape, x.dtype),
-             "tensor_b": _tensor(y.shape, y.dtype), "out_dtype": out.dtype}
+    facts = {"tensor_a": _tensor(x.shape, x.dtype), "tensor_b": _tensor(y.shape, y.dtype),
+             "out_shape": tuple(int(d) for d in out.shape), "out_dtype": out.dtype,
+             "transpose_a": bool(call.attrs.transpose_a), "transpose_b": bool(call.attrs.transpose_b)}
     return ["batch_matmul"], facts
 
 

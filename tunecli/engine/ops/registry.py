@@ -43,7 +43,7 @@ _ROWS = (
     dense.DENSE_PACK,
     dense_pack.DENSE_PACK_TVM,
     dense_pack.DENSE_NOPACK_TVM,
-    batch_matmul.BATCH_MATMUL_PACK,
+    batch_matmul.BATCH_MATMUL_X86,
     conv2d.CONV2D_NCHW,
     conv2d_nchwc.CONV2D_NCHWC,
     conv2d_winograd.CONV2D_NCHWC_WINOGRAD,

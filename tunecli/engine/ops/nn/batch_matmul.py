@@ -60,37 +60,58 @@ def batch_matmul(tensor_a: te.Tensor, tensor_b: te.Tensor, oshape: Sequence[int]
         name=name, tag="batch_matmul")
 
 
-def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None = None) -> te.Tensor:
-    """Batch matmul with ``y`` packed into ``[B, N // bn, K, bn]`` panels (input 1 of the result).
+def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None = None,
+                      transpose_a: bool = False, transpose_b: bool = True) -> te.Tensor:
+    """Batch matmul reading ``y`` in ``bn``-wide panels where rows of ``y`` are not contiguous.
+
+    With ``transpose_b`` (``y [B, N, K]``) a stage packs ``y`` into ``[B, N // bn, K, bn]``
+    panels (tagged ``layout_transform``; input 1 of the result); otherwise (``y [B, K, N]``) the
+    product reads ``y`` as it is, its rows already contiguous in ``N``.
 
     Parameters
     ----------
     x, y : te.Tensor
-        ``[B, M, K]`` and ``[B, N, K]`` with equal batch sizes.
+        ``[B, M, K]`` (``[B, K, M]`` with ``transpose_a``) and ``[B, N, K]`` (``[B, K, N]``
+        without ``transpose_b``); a batch of 1 on either side is broadcast.
     bn : int
         Panel width; divides N.
     out_dtype : str, optional
         Accumulation and output type.
+    transpose_a, transpose_b : bool
 
     Returns
     -------
     te.Tensor
-        ``[B, M, N]``.
+        ``[max(B_x, B_y), M, N]``.
     """
-    xb, m, kdim = _shape3(x, "x")
-    yb, n, ky = _shape3(y, "y")
-    if xb != yb or kdim != ky:
+    xb, x1, x2 = _shape3(x, "x")
+    yb, y1, y2 = _shape3(y, "y")
+    m, kdim = (x2, x1) if transpose_a else (x1, x2)
+    n, ky = (y1, y2) if transpose_b else (y2, y1)
+    if kdim != ky or (xb != yb and 1 not in (xb, yb)):
         raise ExprError(f"batch_matmul_pack: shapes {x.shape} and {y.shape} do not match")
     if n % bn:
         raise ExprError(f"batch_matmul_pack: panel width {bn} does not divide {n}")
     out_dtype = x.dtype if out_dtype is None else out_dtype
-    packed = te.compute((yb, n // bn, kdim, bn), lambda b, z, kk, v: y[b, z * bn + v, kk], name="packed_y",
-                        tag="injective,layout_transform")
     k = te.reduce_axis((0, kdim), name="k")
+
+    def _x(b: Any, i: Any) -> Any:
+        b = b if xb != 1 else 0
+        return x[b, k, i] if transpose_a else x[b, i, k]
+
+    if transpose_b:
+        packed = te.compute((yb, n // bn, kdim, bn), lambda b, z, kk, v: y[b, z * bn + v, kk],
+                            name="packed_y", tag="injective,layout_transform")
+
+        def _y(b: Any, j: Any) -> Any:
+            return packed[b if yb != 1 else 0, j // bn, k, j % bn]
+    else:
+        def _y(b: Any, j: Any) -> Any:
+            return y[b if yb != 1 else 0, k, j]
+
     return te.compute(
-        (xb, m, n),
-        lambda b, i, j: te.sum(x[b, i, k].astype(out_dtype) * packed[b, j // bn, k, j % bn].astype(out_dtype),
-                               axis=k),
+        (max(xb, yb), m, n),
+        lambda b, i, j: te.sum(_x(b, i).astype(out_dtype) * _y(b, j).astype(out_dtype), axis=k),
         name="T_batch_matmul_pack",
         tag="batch_matmul",
     )

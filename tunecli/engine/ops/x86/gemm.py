@@ -1,4 +1,4 @@
-"""The register-tiled GEMM schedule shared by ``dense.x86`` and ``batch_matmul.x86``.
+"""The register-tiled GEMM schedule of ``dense.x86`` (its ``batch`` form serves batched products).
 
 The weight is packed into ``[N / NR, K, NR]`` panels (by a stage of the kernel, or given packed:
 ``dense.x86``'s tuning kernel); the output is tiled into ``MR x NR`` blocks
