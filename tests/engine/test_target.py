@@ -30,6 +30,12 @@ def test_keys_follow_tvm_rules(text, keys):
     assert Target(text).keys == keys
 
 
+@pytest.mark.parametrize("text,gpu", [("cuda", True), ("nvptx", True), ("llvm", False),
+                                      ("llvm -keys=cpu,gpu", True), ("cuda -keys=cuda", False)])
+def test_a_gpu_target_is_one_whose_keys_include_gpu(text, gpu):
+    assert Target(text).is_gpu is gpu
+
+
 @pytest.mark.parametrize("text", ["", "   ", "-mcpu=x", "llvm mcpu", "llvm -mcpu", "llvm -x='unclosed"])
 def test_malformed_strings_raise_target_error(text):
     with pytest.raises(TargetError):

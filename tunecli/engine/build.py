@@ -13,7 +13,6 @@ from typing import Any
 import tunecli.engine.lower as lowering
 from tunecli.engine.codegen import codegen
 from tunecli.engine.ir.stmt import PrimFunc
-from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.lower.verify_gpu import check_gpu_code
 from tunecli.engine.runtime import Module
 from tunecli.engine.target import Target, as_target
@@ -74,6 +73,6 @@ def build(sch: Any, args: Sequence[Any] | None = None, target: str | Target | No
         if args is None:
             raise CodegenError("build: the kernel's arguments (args=[...]) are required for a schedule")
         func = lowering.lower(sch, list(args), name, t)
-    if is_gpu_target(t):
+    if t.is_gpu:
         check_gpu_code(func, t)
     return Module(codegen(func, t))

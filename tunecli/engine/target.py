@@ -237,6 +237,12 @@ class Target:
         return host_features() if self.is_host and not self.mcpu else ""
 
     @property
+    def is_gpu(self) -> bool:
+        """True when kernels for this target run in blocks of threads (its keys include ``gpu``):
+        TVM's GPU meaning of a schedule's thread axes, shared stages and barriers applies."""
+        return "gpu" in self._keys
+
+    @property
     def is_host(self) -> bool:
         """True when code for this target can run in this process: an ``llvm`` target of this
         machine's architecture whose ``-mcpu``/``-mattr`` need no CPU feature this machine lacks

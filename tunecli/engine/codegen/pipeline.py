@@ -18,7 +18,6 @@ from llvmlite import ir
 from tunecli.engine.ir.expr import Broadcast, Ramp
 from tunecli.engine.ir.stmt import Buffer, BufferStore, PrimFunc, Stmt
 from tunecli.engine.ir.visitor import post_order
-from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.transform.flatten import flatten
 from tunecli.engine.transform.unroll import unroll
@@ -38,7 +37,7 @@ def prepare(func: PrimFunc, target: Target | str | None = None) -> PrimFunc:
     t = as_target(target)
     natural_lanes = backend_for(t).natural_lanes(t)
     body = unroll(vectorize(flatten(func.body), natural_lanes))
-    if not is_gpu_target(t):  # GPU guards test thread indices; versions would split barriers
+    if not t.is_gpu:  # GPU guards test thread indices; versions would split barriers
         body = unswitch(body)
     return PrimFunc(func.name, func.params, body, func.attrs)
 

@@ -27,7 +27,6 @@ from typing import Any
 
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.log.history_best import ApplyHistoryBest
-from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.runtime import Device, Module, device_for_target
 from tunecli.engine.runtime.cuda import CUDADevice
 from tunecli.engine.runtime.cuda_graph_executor import CUDAGraphExecutor
@@ -137,7 +136,7 @@ class BuiltGraph(GraphLibrary):
     def create(self, device: Device | None = None) -> GraphModule:
         """A new executor of the graph on ``device`` (a CUDA build: ``tunecli.cuda(n)``, the default
         ``cuda(0)``; its parameters are copied to the GPU)."""
-        if not is_gpu_target(self.target):
+        if not self.target.is_gpu:
             return super().create(device)
         dev = device_for_target(self.target) if device is None else device
         if not isinstance(dev, CUDADevice):
@@ -170,7 +169,7 @@ class BuiltGraph(GraphLibrary):
         compiler = cc or shutil.which("cc") or shutil.which("gcc")
         if compiler is None:
             raise GraphError("export_library: no C compiler (cc or gcc) on PATH to link the library")
-        if is_gpu_target(self.target):
+        if self.target.is_gpu:
             raise GraphError(
                 f"export_library: the kernels are PTX for {str(self.target)!r}; an exported library holds "
                 "host objects only (a CUDA one would need the PTX in the blob and a loader that loads it "

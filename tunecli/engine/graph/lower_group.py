@@ -22,7 +22,6 @@ from tunecli.engine.build import build
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.ir.stmt import PrimFunc
 from tunecli.engine.lower import lower
-from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.ops.strategy import OpCall
 from tunecli.engine.schedule import create_schedule
 from tunecli.engine.target import Target, as_target
@@ -131,7 +130,7 @@ def lower_group(
         epilogue = None if out is anchor_outs[0] else out
         with target:
             sch = anchor_impl[1].strategy.schedule(anchor_cfg, anchor_outs, epilogue)  # type: ignore[index]
-    elif is_gpu_target(target):
+    elif target.is_gpu:
         sch = schedule_group_gpu([out], target)
     else:
         sch = schedule_group([out], target)
@@ -198,7 +197,7 @@ def _hoist_constant_stages(
     """Compile each constant stage of the group into a build-time kernel; return ``(stage, identity
     stage)`` pairs and the new inputs (placeholder, how to compute it)."""
     index = {id(placeholders[p].op): i for i, p in enumerate(fn.params)}
-    host = as_target("llvm") if is_gpu_target(target) else target  # build-time kernels run here
+    host = as_target("llvm") if target.is_gpu else target  # build-time kernels run here
     identities, precomputed = [], []
     for k, stage in enumerate(constant_frontier([out], constants)):
         reads = placeholders_read(stage)

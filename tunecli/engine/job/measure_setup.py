@@ -6,7 +6,6 @@ from typing import Any
 
 from tunecli.engine.job.runner_kinds import RUNNERS
 from tunecli.engine.job.spec import Job
-from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.measure import LocalBuilder, measure_option
 from tunecli.engine.runtime.cuda import CUDADevice
 from tunecli.errors import DeviceError, JobError
@@ -45,7 +44,7 @@ def check_local_device(job: Job) -> None:
         Naming the job's target, when its runner is ``local``, its target a GPU one and this
         machine has no usable CUDA driver and GPU (before anything is built or measured).
     """
-    if job.runner.kind != "local" or not is_gpu_target(job.target):
+    if job.runner.kind != "local" or not job.target.is_gpu:
         return
     try:
         CUDADevice(0).activate()

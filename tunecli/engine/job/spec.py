@@ -60,7 +60,6 @@ from tunecli.engine.job.model_spec import (
 from tunecli.engine.job.nodes import Node, load_document
 from tunecli.engine.job.tuning_spec import BuilderSpec, RunnerSpec, TunerSpec, read_measure, read_tuner
 from tunecli.engine.log.log_files import log_problem
-from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.target import Target, as_target, host_cpu, host_features, host_triple, triple_arch
 from tunecli.errors import JobError, TargetError
 
@@ -199,7 +198,7 @@ def load_job(path: str | Path) -> Job:
         top["tuner"].report(f"a budget of {tuner.budget} trials is less than one trial per task "
                             f"({len(tasks)} tasks)")
     if runner is not None and target is not None and runner.kind == "local" \
-            and not is_gpu_target(target) and not target.is_host:
+            and not target.is_gpu and not target.is_host:
         top["target"].report(f"code for {str(target)!r} cannot run on this machine{_lacking(target)}: "
                              "measure it on a device with "
                              "`runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
@@ -241,7 +240,7 @@ def _target(n: Node) -> Target:
         raise n.error(str(err)) from None
     if target.kind not in BACKENDS:
         raise n.error(f"tunecli compiles for {', '.join(BACKENDS)} targets only, got {text!r}")
-    if is_gpu_target(target):
+    if target.is_gpu:
         try:
             sm_arch(target)
         except TargetError as err:

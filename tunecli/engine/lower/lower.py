@@ -24,7 +24,7 @@ from .inline import InlinedBodies, read_stages
 from .schedule_ops import NestBuilder
 from .storage import Storage
 from .storage_sync import insert_shared_sync
-from .thread_scope import is_gpu_target, launch_extents
+from .thread_scope import launch_extents
 from .virtual_thread import VTHREADS_ATTR, inject_virtual_threads, vthread_count
 
 
@@ -60,7 +60,7 @@ def lower(sch: Any, args: Sequence[Tensor], name: str = "main", target: Target |
     full = {id(sch[o]) for o in sch.outputs}
     full |= {id(sch[t]) for t in args if isinstance(t, Tensor) and sch[t].op is not None
              and not any(id(sch[t]) == id(s) for s in stages if s.attach_type != "root")}
-    gpu = is_gpu_target(as_target(target))
+    gpu = as_target(target).is_gpu
     info = infer_bounds(sch, stages, bodies, full, relax_threads=gpu)
     storage = Storage(sch, list(args), info)
     for st in stages:  # name temporaries in producer order

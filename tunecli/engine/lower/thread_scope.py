@@ -1,4 +1,4 @@
-"""GPU thread axes in lowered code: TVM's thread ranks, launch extents and GPU targets."""
+"""GPU thread axes in lowered code: TVM's thread ranks and launch extents (GPU targets: ``Target.is_gpu``)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,10 @@ from typing import Any
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.visitor import Visitor
-from tunecli.engine.target import Target
 from tunecli.errors import LoweringError
 
 #: Tags of loops that become block or thread indices (the others, ``vthread``, stay loops).
 LAUNCH_TAGS = tuple(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz")
-
-
-def is_gpu_target(target: Target) -> bool:
-    """True when kernels for ``target`` run in blocks of threads (its keys include ``gpu``)."""
-    return "gpu" in target.keys
 
 
 def thread_rank(tag: str) -> int | None:

@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine import te
-from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.cuda.conv2d_tutorial import schedule_conv2d_no_batching_cuda
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, output_and_accumulator
@@ -123,7 +122,7 @@ def schedule_conv2d_no_batching(cfg: Any, outs: Sequence[te.Tensor],
     cfg.define_knob("auto_unroll_max_step", [0, 512, 1500])
     cfg.define_knob("unroll_explicit", [0, 1])
     target = Target.current()
-    if target is not None and is_gpu_target(target):
+    if target is not None and target.is_gpu:
         return schedule_conv2d_no_batching_cuda(cfg, outs, epilogue)
 
     pad_data = s[conv].op.input_tensors[0]

@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 
 from tunecli.engine.codegen.nvptx_backend import sm_arch
-from tunecli.engine.lower.thread_scope import is_gpu_target
 from tunecli.engine.runtime.cuda import CUDADevice
 from tunecli.engine.target import Target, as_target, host_cpu, host_features, host_triple, triple_arch
 from tunecli.errors import DeviceError, RPCError
@@ -63,7 +62,7 @@ class DeviceInfo:
         :attr:`Target.is_host <tunecli.engine.target.Target.is_host>`.
         """
         target = as_target(target)
-        if is_gpu_target(target):
+        if target.is_gpu:
             return self._gpu_mismatch(target)
         if target.kind != "llvm":
             return f"target {str(target)!r} is not a CPU target; {self.describe()} runs CPU objects"
