@@ -19,8 +19,11 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import tunecli
+from tunecli import relay
 from tunecli.engine.rpc.tracker import Tracker
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "arm64-device.sh"
@@ -30,7 +33,26 @@ BUILD_TIMEOUT = 1200
 START_TIMEOUT = 180
 #: The job target of the emulated board.
 AARCH64_NEON = "llvm -mtriple=aarch64-linux-gnu -mattr=+neon"
+#: TVM's target of an ARM board (tune_relay_arm.py's), with the arm_cpu keys.
+ARM_BOARD = "llvm -device=arm_cpu -mtriple=aarch64-linux-gnu -mattr=+neon"
 _built: dict[str, str] = {}
+
+
+def tiny_network(batch: int = 1) -> tuple[tunecli.IRModule, dict]:
+    """A network of two tunable operators (a 3x3 convolution, a dense layer) with seeded weights:
+    ``conv2d → bias_add → relu → global_avg_pool2d → batch_flatten → dense → bias_add → softmax``
+    on a ``[batch, 3, 16, 16]`` input named ``data``."""
+    data = relay.var("data", shape=(batch, 3, 16, 16), dtype="float32")
+    conv_w, conv_b = relay.var("conv_weight", shape=(8, 3, 3, 3)), relay.var("conv_bias", shape=(8,))
+    fc_w, fc_b = relay.var("fc_weight", shape=(10, 8)), relay.var("fc_bias", shape=(10,))
+    y = relay.nn.conv2d(data, conv_w, padding=(1, 1), channels=8, kernel_size=(3, 3))
+    y = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(relay.nn.relu(relay.nn.bias_add(y, conv_b))))
+    y = relay.nn.softmax(relay.nn.bias_add(relay.nn.dense(y, fc_w, units=10), fc_b))
+    rng = np.random.default_rng(0)
+    shapes = {"conv_weight": (8, 3, 3, 3), "conv_bias": (8,), "fc_weight": (10, 8), "fc_bias": (10,)}
+    params = {name: tunecli.nd.array(rng.standard_normal(shape).astype("float32"))
+              for name, shape in shapes.items()}
+    return tunecli.IRModule.from_expr(relay.Function(relay.analysis.free_vars(y), y)), params
 
 
 def arm_root() -> str:

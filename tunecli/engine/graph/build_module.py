@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -27,19 +24,18 @@ from typing import Any
 
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.log.history_best import ApplyHistoryBest
-from tunecli.engine.runtime import Device, Module, device_for_target
-from tunecli.engine.runtime.cuda import CUDADevice
-from tunecli.engine.runtime.cuda_graph_executor import CUDAGraphExecutor
-from tunecli.engine.runtime.graph_executor import GraphModule, GraphPlan
-from tunecli.engine.runtime.graph_library import BLOB_SIZE_SYMBOL, BLOB_SYMBOL, GraphLibrary, pack_blob
+from tunecli.engine.runtime import Module
+from tunecli.engine.runtime.graph_executor import GraphPlan
+from tunecli.engine.runtime.graph_library import CompiledGraph
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
 from tunecli.engine.task.scope import GLOBAL_SCOPE
-from tunecli.errors import ArgumentError, GraphError
+from tunecli.errors import GraphError
 
 from .graph_codegen import graph_program
 from .graph_expr import Function
 from .ir_module import IRModule
+from .library_export import export_graph
 from .lower_group import AnchorConfig, lower_group
 from .passes import (
     AlterOpLayout,
@@ -107,12 +103,12 @@ class TuningSummary:
         return text
 
 
-class BuiltGraph(GraphLibrary):
+class BuiltGraph(CompiledGraph):
     """What ``relay.build`` returns (TVM's ``GraphExecutorFactoryModule``).
 
-    ``lib["default"](dev)`` → ``GraphModule``; ``get_graph_json()``, ``get_params()``,
-    ``get_lib()`` (the kernels by name), ``export_library(path)``; ``summary`` (which tasks were
-    tuned), ``plan`` (entries and memory plan).
+    ``lib["default"](dev)`` → ``GraphModule`` (kernels for another processor: one TargetError);
+    ``get_graph_json()``, ``get_params()``, ``get_lib()`` (the kernels by name),
+    ``export_library(path)``; ``summary`` (which tasks were tuned), ``plan`` (entries and memory plan).
     """
 
     def __init__(
@@ -124,27 +120,9 @@ class BuiltGraph(GraphLibrary):
         summary: TuningSummary,
         libmod_name: str = "default",
     ):
-        self.kernels = kernels
-        self.target = target
+        super().__init__(graph_json, kernels, params, target, libmod_name)
         self.summary = summary
-        device = device_for_target(target)
-        super().__init__(
-            graph_json, lambda: {n: device.load(k) for n, k in kernels.items()}, params, libmod_name
-        )
         self.plan = GraphPlan.parse(graph_json)
-
-    def create(self, device: Device | None = None) -> GraphModule:
-        """A new executor of the graph on ``device`` (a CUDA build: ``tunecli.cuda(n)``, the default
-        ``cuda(0)``; its parameters are copied to the GPU)."""
-        if not self.target.is_gpu:
-            return super().create(device)
-        dev = device_for_target(self.target) if device is None else device
-        if not isinstance(dev, CUDADevice):
-            raise ArgumentError(
-                f"graph executor: this build's kernels are PTX for {str(self.target)!r}; run it on a GPU "
-                f"with lib[{self.libmod_name!r}](tunecli.cuda(0)), not on {dev!r}"
-            )
-        return GraphModule(CUDAGraphExecutor(self.graph_json, self.kernels, self.params, dev))
 
     @property
     def graph(self) -> str:
@@ -155,58 +133,27 @@ class BuiltGraph(GraphLibrary):
         """The kernels as runtime modules, by function name."""
         return {name: Module(k) for name, k in self.kernels.items()}
 
-    def export_library(self, path: str | os.PathLike, cc: str | None = None) -> None:
-        """Write one shared library (kernels, graph and parameters) that ``tunecli.runtime.load_module``
-        opens in any process (see ``runtime.graph_library``).
+    def export_library(self, file_name: str | os.PathLike, fcompile: Any = None, addons: Any = None,
+                       workspace_dir: str | None = None, *, cc: Any = None, options: list[str] | None = None,
+                       **kwargs: Any) -> None:
+        """Write the network for a device (TVM's ``export_library``, see ``graph.library_export``).
 
         Parameters
         ----------
-        path : str or PathLike
-            The ``.so`` to write.
-        cc : str, optional
-            The C compiler driver that links it (default: ``cc``, else ``gcc``).
+        file_name : str or PathLike
+            ``net.so``: one shared library that ``tunecli.runtime.load_module`` opens (kernels, graph
+            and parameters); ``net.tar``: the objects, graph and parameters, which a device server
+            loads itself (any target, ``cuda`` included).
+        fcompile, cc : str or callable, optional
+            The C compiler driver (``"aarch64-linux-gnu-gcc"``) or a compile function
+            (``contrib.cc.cross_compiler(...)``, ``contrib.ndk.create_shared``); default: a driver
+            for the target found on the PATH.
+        options : list of str, optional
+            Extra link options.
         """
-        compiler = cc or shutil.which("cc") or shutil.which("gcc")
-        if compiler is None:
-            raise GraphError("export_library: no C compiler (cc or gcc) on PATH to link the library")
-        if self.target.is_gpu:
-            raise GraphError(
-                f"export_library: the kernels are PTX for {str(self.target)!r}; an exported library holds "
-                "host objects only (a CUDA one would need the PTX in the blob and a loader that loads it "
-                "through the CUDA driver); run the build in this process with lib['default'](tunecli.cuda(0))"
-            )
-        if not self.target.is_host:
-            raise GraphError(f"export_library: the kernels are for {self.target}, not this machine")
-        blob = pack_blob(self.graph_json, {n: len(k.arg_specs) for n, k in self.kernels.items()}, self.params)
-        with tempfile.TemporaryDirectory(prefix="tunecli_export_") as tmp:
-            objects = []
-            for k, kernel in enumerate(self.kernels.values()):
-                obj = os.path.join(tmp, f"k{k}.o")
-                with open(obj, "wb") as f:
-                    f.write(kernel.obj)
-                objects.append(obj)
-            data = os.path.join(tmp, "graph.bin")
-            with open(data, "wb") as f:
-                f.write(blob)
-            asm = os.path.join(tmp, "graph.S")
-            with open(asm, "w") as f:
-                f.write(_blob_assembly(data, len(blob)))
-            gomp = any(b"GOMP_parallel" in k.obj for k in self.kernels.values())
-            cmd = [compiler, "-shared", "-o", os.fspath(path), *objects, asm, "-lm"] + (
-                ["-lgomp"] if gomp else []
-            )
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise GraphError(f"export_library: linking {os.fspath(path)!r} failed: {done.stderr.strip()}")
-
-
-def _blob_assembly(data_path: str, size: int) -> str:
-    return (
-        f".section .rodata\n.balign 64\n.globl {BLOB_SYMBOL}\n.type {BLOB_SYMBOL}, @object\n"
-        f'{BLOB_SYMBOL}:\n.incbin "{data_path}"\n.balign 8\n.globl {BLOB_SIZE_SYMBOL}\n'
-        f".type {BLOB_SIZE_SYMBOL}, @object\n{BLOB_SIZE_SYMBOL}:\n.quad {size}\n"
-        '.section .note.GNU-stack,"",@progbits\n'
-    )
+        if addons:
+            raise GraphError("export_library: addons (extra modules to link) are not supported")
+        export_graph(self, file_name, fcompile if fcompile is not None else cc, options)
 
 
 def build(

@@ -8,6 +8,10 @@ not); the compiler evaluates each once at build time and :func:`replace_stages` 
 group's stages so the kernel reads the precomputed array from a new input instead: the stage
 becomes an identity copy of that input, which the schedule inlines after the strategy's
 schedule has run (so the strategy's schedule still finds the stage it expects).
+
+Build-time kernels run in the building process, so they are compiled for this machine
+(:func:`build_time_target`) whatever the network's target: a build for an ARM board, a GPU or
+an x86 processor with features this one lacks never runs the target's own code here.
 """
 
 from __future__ import annotations
@@ -17,8 +21,16 @@ from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ir.visitor import Mutator
+from tunecli.engine.target import Target, as_target
 from tunecli.engine.te.operation import ComputeOp, Operation, PlaceholderOp
 from tunecli.engine.te.tensor import TensorRead
+
+
+def build_time_target(target: Target) -> Target:
+    """The target build-time kernels of a network built for ``target`` are compiled for: ``target``
+    itself when its code runs on this machine, else this machine's (``llvm``).  The stages are pure
+    data movement (no reductions), so either computes the same array."""
+    return target if target.is_host else as_target("llvm")
 
 
 def _ops_below(outs: Sequence[te.Tensor]) -> list[Operation]:

@@ -24,11 +24,17 @@ from tunecli.engine.ir.stmt import PrimFunc
 from tunecli.engine.lower import lower
 from tunecli.engine.ops.strategy import OpCall
 from tunecli.engine.schedule import create_schedule
-from tunecli.engine.target import Target, as_target
+from tunecli.engine.target import Target
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.errors import GraphError
 
-from .constant_stages import constant_frontier, identity_stage, placeholders_read, replace_stages
+from .constant_stages import (
+    build_time_target,
+    constant_frontier,
+    identity_stage,
+    placeholders_read,
+    replace_stages,
+)
 from .gpu_group_schedule import schedule_group_gpu
 from .graph_expr import Call, Function, Tuple, Var
 from .group_schedule import schedule_group
@@ -197,7 +203,7 @@ def _hoist_constant_stages(
     """Compile each constant stage of the group into a build-time kernel; return ``(stage, identity
     stage)`` pairs and the new inputs (placeholder, how to compute it)."""
     index = {id(placeholders[p].op): i for i, p in enumerate(fn.params)}
-    host = as_target("llvm") if target.is_gpu else target  # build-time kernels run here
+    host = build_time_target(target)  # build-time kernels run here
     identities, precomputed = [], []
     for k, stage in enumerate(constant_frontier([out], constants)):
         reads = placeholders_read(stage)

@@ -124,6 +124,11 @@ class Executor(ABC):
         """Each kernel call of :meth:`run`, in order, as ``(function, arguments)``: ``function(*arguments)``
         runs that one kernel to completion on the current buffers."""
 
+    def time_run(self, number: int, repeat: int, min_repeat_ms: float = 0.0) -> list[float]:
+        """Seconds per :meth:`run`, one per repeat (TVM's ``time_evaluator`` loop, on the executor's
+        own machine)."""
+        return time_calls(self.run, (), number, repeat, min_repeat_ms)
+
     def entry(self, key: str | int, what: str = "input") -> int:
         """The entry id of input ``key`` (a name or an index among the graph's inputs)."""
         names = list(self.plan.inputs)
@@ -253,6 +258,11 @@ class GraphModule:
         """The executor this module drives (its buffers and kernel calls)."""
         return self._exec
 
+    @property
+    def module(self) -> GraphFunctions:
+        """TVM's ``GraphModule.module``: its functions, timed with ``module.time_evaluator("run", dev)``."""
+        return GraphFunctions(self._exec)
+
     def set_input(self, key: str | int | None = None, value: Any = None, **params: Any) -> None:
         """Set input ``key`` (name or index) to ``value``, and any inputs given by keyword."""
         if key is not None:
@@ -317,5 +327,23 @@ class GraphModule:
             )
         if kwargs:
             self.set_input(**kwargs)
-        run: Callable[[], None] = self._exec.run
-        return BenchmarkResult(time_calls(run, (), number, repeat, min_repeat_ms or 0.0))
+        return BenchmarkResult(self._exec.time_run(number, repeat, min_repeat_ms or 0.0))
+
+
+class GraphFunctions:
+    """The functions of a graph module (TVM's ``GraphModule.module``): ``time_evaluator`` of ``run``."""
+
+    def __init__(self, executor: Executor):
+        self._exec = executor
+
+    def time_evaluator(self, func_name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0.0, **kwargs: Any) -> Callable[..., BenchmarkResult]:
+        """A function timing ``func_name`` (only ``"run"``) where the executor runs (a remote module:
+        on its device); it returns a :class:`BenchmarkResult` (``.mean``, ``.results``, seconds)."""
+        if func_name != "run":
+            raise ArgumentError(f"GraphModule.module.time_evaluator: only 'run' is timed, got {func_name!r}")
+
+        def evaluate(*args: Any) -> BenchmarkResult:
+            return BenchmarkResult(self._exec.time_run(number, repeat, min_repeat_ms))
+
+        return evaluate

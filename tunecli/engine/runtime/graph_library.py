@@ -6,9 +6,15 @@ gives a :class:`GraphModule`.  An exported library is one ELF shared object: the
 (each kernel ``void name(void*...)`` and its ``name__num_threads`` global) linked together, and
 one data blob at the symbols ``tunecli_graph_blob`` / ``tunecli_graph_blob_size``:
 ``MAGIC``, a little-endian u64 header length, the header (JSON: graph, kernel names and
-argument counts, parameter names, dtypes, shapes and offsets), then the parameters' bytes,
-each 64-byte aligned from the blob's start.  :func:`load_module` opens such a file with the
-dynamic loader: nothing is compiled, the parameters are read in place.
+argument counts, parameter names, dtypes, shapes and offsets, the target), then the parameters'
+bytes, each 64-byte aligned from the blob's start.  :func:`load_module` opens such a file with the
+dynamic loader: nothing is compiled, the parameters are read in place; a library for another
+processor is refused before it is opened.  ``.tar`` archives (objects, graph and parameters, for
+a device to load itself) are :mod:`.graph_archive`'s.
+
+:class:`CompiledGraph` is a library whose kernels are compiled-kernel records (a build, or an
+archive opened): it runs them on the CPU, or on a GPU for a ``cuda`` build, and refuses, with
+one error, kernels compiled for a processor other than this machine's.
 """
 
 from __future__ import annotations
@@ -23,13 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.codegen import ArgSpec
-from tunecli.errors import ArgumentError
+from tunecli.engine.codegen import ArgSpec, CompiledKernel
+from tunecli.engine.target import Target, as_target, host_triple
+from tunecli.errors import ArgumentError, TargetError
 
-from .cpu import CPUKernel
+from .cpu import CPUKernel, _check_object_machine
 from .cuda import CUDADevice
 from .cuda_graph_executor import CUDAGraphExecutor
-from .devices import as_device
+from .devices import as_device, device_for_target
 from .graph_executor import Executor, GraphExecutor, GraphModule
 from .module import Module
 from .module import load_module as load_object
@@ -92,6 +99,61 @@ class GraphLibrary:
         return dict(self.params)
 
 
+class CompiledGraph(GraphLibrary):
+    """A library of compiled-kernel records for one target (what ``relay.build`` returns and what an
+    opened archive gives).
+
+    Parameters
+    ----------
+    graph_json : str
+    kernels : dict of str to CompiledKernel
+    params : mapping of str to array
+    target : Target
+    libmod_name : str
+    """
+
+    def __init__(self, graph_json: str, kernels: dict[str, CompiledKernel], params: Mapping[str, Any],
+                 target: Target, libmod_name: str = "default"):
+        self.kernels = kernels
+        self.target = target
+        super().__init__(graph_json, self._load_here, params, libmod_name)
+
+    def _load_here(self) -> dict[str, Any]:
+        device = device_for_target(self.target)
+        return {n: device.load(k) for n, k in self.kernels.items()}
+
+    def runs_here(self) -> str:
+        """Why this machine cannot run the kernels ("" when it can; a GPU build: when it has a GPU)."""
+        if self.target.is_gpu or self.target.is_host:
+            return ""
+        return (f"graph library: its kernels were compiled for {str(self.target)!r} "
+                f"({self.target.llvm_triple}) and cannot run on this machine ({host_triple()}); export it "
+                "(lib.export_library(path, ...)) and run it on a device of that kind (rpc: remote.upload, "
+                "remote.load_module)")
+
+    def create(self, device: Any = None) -> GraphModule:
+        """A new executor of the graph on ``device`` (a CUDA build: ``tunecli.cuda(n)``, the default
+        ``cuda(0)``; its parameters are copied to the GPU).
+
+        Raises
+        ------
+        TargetError
+            When the kernels were compiled for another processor than this machine's.
+        """
+        problem = self.runs_here()
+        if problem:
+            raise TargetError(problem)
+        if not self.target.is_gpu:
+            return super().create(device)
+        dev = device_for_target(self.target) if device is None else as_device(device, "graph executor")
+        if not isinstance(dev, CUDADevice):
+            raise ArgumentError(
+                f"graph executor: this build's kernels are PTX for {str(self.target)!r}; run it on a GPU "
+                f"with lib[{self.libmod_name!r}](tunecli.cuda(0)), not on {dev!r}"
+            )
+        return GraphModule(CUDAGraphExecutor(self.graph_json, self.kernels, self.params, dev))
+
+
 def executor_for(graph_json: str, libmod: Any, device: Any = None) -> Executor:
     """An executor of ``graph_json`` running the kernels of ``libmod`` (the arguments of TVM's
     ``graph_executor.create``).
@@ -125,17 +187,19 @@ def executor_for(graph_json: str, libmod: Any, device: Any = None) -> Executor:
     )
 
 
-def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[str, Any]) -> bytes:
+def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[str, Any],
+              target: str | None = None) -> bytes:
     """The data blob of an exported library (see the module docstring); ``kernel_args``: kernel
-    name -> number of pointer arguments."""
+    name -> number of pointer arguments; ``target``: what the kernels were compiled for."""
     entries, chunks, offset = [], [], 0
     arrays = {name: np.ascontiguousarray(np.asarray(v)) for name, v in params.items()}
     for name, arr in arrays.items():
         entries.append({"name": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "offset": offset})
         chunks.append(arr.tobytes())
         offset += -(-arr.nbytes // _ALIGN) * _ALIGN
-    header = json.dumps({"graph_json": graph_json, "kernels": dict(kernel_args), "params": entries}).encode()
-    start = -(-(len(MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
+    header = json.dumps({"graph_json": graph_json, "kernels": dict(kernel_args), "params": entries,
+                         "target": target}).encode()
+    start = _params_start(len(header))
     out = bytearray(MAGIC + struct.pack("<Q", len(header)) + header)
     out += bytes(start - len(out))
     for entry, chunk in zip(entries, chunks, strict=True):
@@ -144,11 +208,66 @@ def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[s
     return bytes(out)
 
 
+def _params_start(header_len: int) -> int:
+    return -(-(len(MAGIC) + 8 + header_len) // _ALIGN) * _ALIGN
+
+
+def unpack_blob(blob: Any, where: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """The header and the parameters (read-only views of ``blob``) of a blob :func:`pack_blob` wrote.
+
+    Raises
+    ------
+    ArgumentError
+        Naming ``where`` when ``blob`` is not one.
+    """
+    if bytes(blob[: len(MAGIC)]) != MAGIC:
+        raise ArgumentError(f"load_module: {where!r} has no tunecli graph (wrong magic)")
+    (hlen,) = struct.unpack("<Q", bytes(blob[len(MAGIC) : len(MAGIC) + 8]))
+    try:
+        header = json.loads(bytes(blob[len(MAGIC) + 8 : len(MAGIC) + 8 + hlen]))
+    except ValueError as err:
+        raise ArgumentError(f"load_module: {where!r} has a damaged graph header ({err})") from None
+    start = _params_start(hlen)
+    params = {}
+    for p in header["params"]:
+        dtype = np.dtype(p["dtype"])
+        count = math.prod(p["shape"])
+        arr = np.frombuffer(blob, dtype=dtype, count=count, offset=start + p["offset"]).reshape(p["shape"])
+        arr.flags.writeable = False
+        params[p["name"]] = arr
+    return header, params
+
+
+def library_target(header: dict, where: str) -> Target | None:
+    """The target a library's kernels were compiled for (None for a library that does not say).
+
+    Raises
+    ------
+    TargetError
+        When its kernels are CPU code this machine cannot run.
+    """
+    if not header.get("target"):
+        return None
+    target = as_target(header["target"])
+    if not target.is_gpu and not target.is_host:
+        raise TargetError(f"load_module: {where!r} holds kernels compiled for {str(target)!r} "
+                          f"({target.llvm_triple}), which cannot run on this machine ({host_triple()})")
+    return target
+
+
 def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
-    """Open a library written by ``export_library`` (ArgumentError naming the file when it is not one)."""
+    """Open a library written by ``export_library`` (ArgumentError naming the file when it is not one,
+    TargetError when it is for another processor); a ``.tar`` archive is opened by
+    :func:`.graph_archive.load_graph_archive`."""
     where = os.fspath(path)
     if not os.path.isfile(where):
         raise ArgumentError(f"load_module: no such file {where!r}")
+    if where.endswith(".tar"):
+        from .graph_archive import load_graph_archive  # the archive format builds on this module
+
+        return load_graph_archive(where)
+    with open(where, "rb") as f:
+        _check_object_machine(f.read(20), os.path.basename(where))
     load_libgomp()
     try:
         lib = ctypes.CDLL(os.path.abspath(where), mode=ctypes.RTLD_LOCAL)
@@ -159,18 +278,8 @@ def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
             f"load_module: {where!r} is not a library exported by export_library: {err}"
         ) from None
     blob = (ctypes.c_char * size).from_address(base)
-    if bytes(blob[: len(MAGIC)]) != MAGIC:
-        raise ArgumentError(f"load_module: {where!r} has no tunecli graph (wrong magic)")
-    (hlen,) = struct.unpack("<Q", bytes(blob[len(MAGIC) : len(MAGIC) + 8]))
-    header = json.loads(bytes(blob[len(MAGIC) + 8 : len(MAGIC) + 8 + hlen]))
-    start = -(-(len(MAGIC) + 8 + hlen) // _ALIGN) * _ALIGN
-    params = {}
-    for p in header["params"]:
-        dtype = np.dtype(p["dtype"])
-        count = math.prod(p["shape"])
-        arr = np.frombuffer(blob, dtype=dtype, count=count, offset=start + p["offset"]).reshape(p["shape"])
-        arr.flags.writeable = False
-        params[p["name"]] = arr
+    header, params = unpack_blob(blob, where)
+    library_target(header, where)
 
     def load_kernels() -> dict[str, CPUKernel]:
         kernels = {}

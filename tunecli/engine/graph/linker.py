@@ -1,0 +1,113 @@
+"""C compiler drivers that link a network's objects into a shared library (TVM's ``contrib.cc`` and
+``contrib.ndk``).
+
+A *compile function* is TVM's: ``fcompile(output, objects, options=None)`` links ``objects``
+(object files, assembly) into the shared library ``output``, passing ``options`` (libraries) after
+them; its optional ``output_format`` attribute says the file suffix it writes.
+:func:`create_shared` runs a given driver (default: ``cc``, else ``gcc``); :func:`cross_compiler`
+makes a compile function of a cross driver (``"aarch64-linux-gnu-gcc"``); :func:`ndk_create_shared`
+uses the driver named by ``TVM_NDK_CC`` (Android's NDK clang, or any cross driver);
+:func:`compiler_for` finds a driver for a target: the host's for this machine, else
+``<triple>-gcc`` on the PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tunecli.engine.target import Target
+from tunecli.errors import GraphError
+
+#: The environment variable naming the NDK's compiler driver (TVM's).
+NDK_CC_ENV = "TVM_NDK_CC"
+
+CompileFunc = Callable[..., Any]
+
+
+def create_shared(output: str | os.PathLike, objects: Sequence[str] | str,
+                  options: Sequence[str] | None = None, cc: str | None = None, cwd: str | None = None,
+                  **kwargs: Any) -> None:
+    """Link ``objects`` into the shared library ``output`` with the driver ``cc`` (TVM's
+    ``contrib.cc.create_shared``).
+
+    Raises
+    ------
+    GraphError
+        When no driver is found or linking fails (with the driver's message).
+    """
+    driver = cc or shutil.which("cc") or shutil.which("gcc")
+    if driver is None:
+        raise GraphError("create_shared: no C compiler (cc or gcc) on PATH to link the library")
+    objs = [objects] if isinstance(objects, str) else [os.fspath(o) for o in objects]
+    cmd = [driver, "-shared", "-fPIC", "-o", os.fspath(output), *objs, *(options or [])]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd)
+    except OSError as err:
+        raise GraphError(f"create_shared: cannot run the compiler {driver!r}: {err}") from None
+    if done.returncode != 0:
+        raise GraphError(f"create_shared: linking {os.fspath(output)!r} with {driver!r} failed: "
+                         f"{done.stderr.strip()}")
+
+
+create_shared.output_format = "so"  # type: ignore[attr-defined]
+
+
+def cross_compiler(compile_func: str | CompileFunc, options: Sequence[str] | None = None,
+                   output_format: str | None = None, get_target_triple: Callable[[], str] | None = None,
+                   add_files: Sequence[str] | None = None) -> CompileFunc:
+    """A compile function linking with ``compile_func`` (a driver name such as
+    ``"aarch64-linux-gnu-gcc"``, or another compile function) and extra ``options``/``add_files``
+    (TVM's ``contrib.cc.cross_compiler``)."""
+    base_options = list(options or [])
+    extra_files = list(add_files or [])
+
+    def _fcompile(outputs: str | os.PathLike, objects: Sequence[str], options: Sequence[str] | None = None,
+                  **kwargs: Any) -> None:
+        all_options = [*base_options, *(options or [])]
+        all_objects = [*([objects] if isinstance(objects, str) else objects), *extra_files]
+        if isinstance(compile_func, str):
+            create_shared(outputs, all_objects, all_options, cc=compile_func)
+        else:
+            compile_func(outputs, all_objects, all_options)
+
+    _fcompile.output_format = output_format or getattr(compile_func, "output_format", "so")  # type: ignore[attr-defined]
+    _fcompile.driver = compile_func if isinstance(compile_func, str) else None  # type: ignore[attr-defined]
+    if get_target_triple is not None:
+        _fcompile.get_target_triple = get_target_triple  # type: ignore[attr-defined]
+    return _fcompile
+
+
+def ndk_create_shared(output: str | os.PathLike, objects: Sequence[str], options: Sequence[str] | None = None,
+                      **kwargs: Any) -> None:
+    """Link with the driver ``$TVM_NDK_CC`` names (TVM's ``contrib.ndk.create_shared``).
+
+    Raises
+    ------
+    GraphError
+        When ``TVM_NDK_CC`` is not set, or linking fails.
+    """
+    driver = os.environ.get(NDK_CC_ENV)
+    if not driver:
+        raise GraphError(f"ndk.create_shared: set {NDK_CC_ENV} to the NDK's compiler driver "
+                         "(e.g. .../toolchains/llvm/prebuilt/linux-x86_64/bin/aarch64-linux-android28-clang)")
+    create_shared(output, objects, options, cc=driver)
+
+
+ndk_create_shared.output_format = "so"  # type: ignore[attr-defined]
+
+
+def compiler_for(target: Target) -> str | None:
+    """A driver on the PATH that links for ``target``: the host's ``cc``/``gcc`` for this machine's
+    code, else ``<triple>-gcc`` (``aarch64-linux-gnu-gcc``; ``-unknown`` dropped from the triple)."""
+    if target.is_host:
+        return shutil.which("cc") or shutil.which("gcc")
+    triple = target.llvm_triple
+    for name in (triple, triple.replace("-unknown-", "-"), triple.replace("-unknown", "")):
+        found = shutil.which(f"{name}-gcc")
+        if found:
+            return found
+    return None
