@@ -32,6 +32,7 @@ LAYERS = [
     ["tunecli.engine.graph"],
     ["tunecli.engine.tuner"],
     ["tunecli.engine.rpc"],
+    ["tunecli.engine.cluster"],
     ["tunecli.engine.graph_tuner"],
     ["tunecli.engine.job"],
     ["tunecli.commands"],

@@ -1,0 +1,292 @@
+"""A connection to a Ray cluster and the measuring workers it holds there, one per slot.
+
+``RayCluster.connect(target)`` checks the head is reachable, joins the cluster (``ray.init``),
+finds the alive nodes that offer the job's resources (``{"tunecli-cpu-znver4": 1}`` by default:
+a custom resource each node of that CPU advertises with ``ray start --resources``), runs a tiny
+task on each (:func:`tunecli.engine.cluster.node_info.describe_node`) and refuses, before
+anything is measured, nodes whose tunecli, llvmlite or Python differ from the driver's.  A node
+whose CPU is not the target's is never used for timing, whatever it advertises.  On every
+other node it starts measuring workers (:class:`NodeMeasurer` actors), as many as the node
+offers the resources for, each pinned to its node.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from tunecli.engine.cluster.cluster_errors import ClusterError, ClusterUnreachableError, ClusterVersionError
+from tunecli.engine.cluster.node_info import (
+    NodeInfo,
+    default_resource,
+    describe_node,
+    software_versions,
+    version_problems,
+    wanted_cpu,
+)
+from tunecli.engine.cluster.node_measurer import NodeMeasurer
+from tunecli.engine.cluster.ray_import import import_ray
+from tunecli.engine.measure.timing_options import TimingOptions
+from tunecli.engine.rpc.sockets import parse_host_port
+from tunecli.engine.target import Target
+
+logger = logging.getLogger("autotvm")
+
+#: Seconds to open a TCP connection to the head before calling it unreachable.
+CONNECT_TIMEOUT = 10.0
+#: Seconds a node may take to answer the first task, or a measuring worker to start.
+START_TIMEOUT = 120.0
+#: The port of a ``ray://`` address without one (Ray's client server).
+CLIENT_PORT = 10001
+
+
+def check_address(text: str) -> str:
+    """Return ``text`` if it is a cluster address: ``auto``, ``ray://HOST[:PORT]`` or ``HOST:PORT``.
+
+    Raises
+    ------
+    ValueError
+        Saying which forms are accepted.
+    """
+    try:
+        head_of(text)
+    except ValueError:
+        raise ValueError(f"expected auto, ray://HOST:10001 or HOST:6379 (the head's GCS port), "
+                         f"got {text!r}") from None
+    return text
+
+
+def head_of(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of the head an address names (None for ``auto``: the cluster of this machine)."""
+    if address == "auto":
+        return None
+    if address.startswith("ray://"):
+        return parse_host_port(address[len("ray://"):], CLIENT_PORT)
+    return parse_host_port(address)
+
+
+def head_reachable(head: tuple[str, int], timeout: float = CONNECT_TIMEOUT) -> str:
+    """"" when a TCP connection to ``head`` opens, else why not."""
+    try:
+        socket.create_connection(head, timeout=timeout).close()
+    except OSError as err:
+        return err.strerror or str(err)
+    return ""
+
+
+@dataclass
+class Slot:
+    """One measuring worker: its actor, its node, how many configs it builds at once."""
+
+    actor: Any
+    node: NodeInfo
+    builders: int
+    alive: bool = True
+
+
+class RayCluster:
+    """The driver's side of a Ray cluster that builds and times configs of one target.
+
+    Parameters
+    ----------
+    address : str
+        ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT`` (see :func:`check_address`).
+    resources : dict, optional
+        What one measuring worker needs of a node; default ``{"tunecli-cpu-<cpu>": 1}``.
+    builders : int, optional
+        Configs each worker builds at once; default the node's cores.
+    build_timeout : float
+        Seconds one build may take.
+    timing : TimingOptions
+        How the workers time kernels.
+    """
+
+    def __init__(self, address: str, resources: dict[str, float] | None = None, builders: int | None = None,
+                 build_timeout: float = 10.0, timing: TimingOptions | None = None) -> None:
+        self.address = check_address(address)
+        self.resources = dict(resources or {})
+        self.builders = builders
+        self.build_timeout = build_timeout
+        self.timing = timing or TimingOptions()
+        self.slots: list[Slot] = []
+        self.target: Target | None = None
+        self._ray: Any = None
+        self._owns_ray = False
+        self._head = head_of(address)
+
+    # ------------------------------------------------------------------ connecting
+    def connect(self, target: Target) -> None:
+        """Join the cluster and start the measuring workers for ``target`` (once).
+
+        Raises
+        ------
+        ClusterUnreachableError
+            The head cannot be reached.
+        ClusterVersionError
+            A node runs other versions of tunecli, llvmlite or Python than this process.
+        ClusterError
+            No node offers the resources with the target's CPU, or none starts a worker.
+        """
+        if self.target is not None:
+            if wanted_cpu(target) != wanted_cpu(self.target):
+                raise ClusterError(f"Ray cluster at {self.address}: its workers time "
+                                   f"{wanted_cpu(self.target)} kernels, not {str(target)!r}")
+            return
+        self._ray = ray = import_ray()
+        self.resources = self.resources or {default_resource(target): 1.0}
+        self._join(ray)
+        try:
+            nodes = self._check_nodes(ray, target, self._candidates(ray))
+            self._start_workers(ray, nodes)
+        except BaseException:
+            self.close()
+            raise
+        self.target = target
+
+    def _join(self, ray: Any) -> None:
+        if self._head is not None:
+            why = head_reachable(self._head)
+            if why:
+                raise ClusterUnreachableError(f"the head of the Ray cluster at {self.address} cannot be "
+                                              f"reached: {why}")
+        if ray.is_initialized():
+            return
+        try:
+            ray.init(address=self.address, logging_level=logging.ERROR, log_to_driver=False,
+                     namespace="tunecli")
+        except (ConnectionError, TimeoutError, RuntimeError) as err:
+            raise ClusterUnreachableError(f"cannot join the Ray cluster at {self.address}: "
+                                          f"{_first_line(err)}") from None
+        self._owns_ray = True
+        if self._head is None:  # auto: the head's GCS address, to tell later whether it is lost
+            try:
+                self._head = parse_host_port(ray.get_runtime_context().gcs_address)
+            except (AttributeError, ValueError):
+                self._head = None
+
+    def _candidates(self, ray: Any) -> list[tuple[str, int]]:
+        """``(node id, workers it can hold)`` of every alive node offering the resources."""
+        found = []
+        for node in ray.nodes():
+            have = node.get("Resources", {})
+            if not node.get("Alive") or not all(have.get(k, 0) >= v for k, v in self.resources.items()):
+                continue
+            found.append((node["NodeID"], int(min(math.floor(have[k] / v) if v else 1
+                                                  for k, v in self.resources.items()))))
+        if not found:
+            raise ClusterError(f"no node of the Ray cluster at {self.address} offers {self.resources}: start "
+                               f"its nodes with `ray start ... --resources '{_json(self.resources)}'`")
+        return found
+
+    def _check_nodes(self, ray: Any, target: Target, candidates: list[tuple[str, int]]
+                     ) -> list[tuple[NodeInfo, int]]:
+        """The candidates that answer, after refusing other software and skipping other CPUs."""
+        describe = ray.remote(describe_node)
+        refs = [describe.options(num_cpus=0, scheduling_strategy=_on_node(ray, node_id)).remote()
+                for node_id, _ in candidates]
+        infos: list[tuple[NodeInfo, int]] = []
+        for ref, (node_id, count) in zip(refs, candidates, strict=True):
+            try:
+                infos.append((ray.get(ref, timeout=START_TIMEOUT), count))
+            except ray.exceptions.GetTimeoutError:
+                logger.warning("Ray node %s did not answer within %g s; it is not used", node_id[:8],
+                               START_TIMEOUT)
+            except ray.exceptions.RayTaskError as err:  # tunecli cannot even be imported there
+                raise ClusterVersionError(f"Ray cluster at {self.address}: node {node_id[:8]} cannot run "
+                                          f"tunecli: {_first_line(err.cause or err)}") from None
+        problems = version_problems([info for info, _ in infos], software_versions())
+        if problems:
+            raise ClusterVersionError(f"Ray cluster at {self.address}: nodes run other versions than this "
+                                      "driver (install the same tunecli and llvmlite everywhere):\n  "
+                                      + "\n  ".join(problems))
+        cpu = wanted_cpu(target)
+        matching = [(info, count) for info, count in infos if info.cpu == cpu]
+        for info, _ in infos:
+            if info.cpu != cpu:
+                logger.warning("Ray node %s offers %s but its CPU is %s, not %s: it is not used",
+                               info.address, self.resources, info.cpu, cpu)
+        if not matching:
+            raise ClusterError(f"Ray cluster at {self.address}: no node offering {self.resources} has the "
+                               f"target's CPU {cpu}")
+        return matching
+
+    def _start_workers(self, ray: Any, nodes: list[tuple[NodeInfo, int]]) -> None:
+        for info, count in nodes:
+            for _ in range(count):
+                self._start_worker(ray, info)
+        if not self.slots:
+            raise ClusterError(f"Ray cluster at {self.address}: no measuring worker started within "
+                               f"{START_TIMEOUT:g} s (is another tune holding {self.resources}?)")
+
+    def _start_worker(self, ray: Any, info: NodeInfo) -> Slot | None:
+        """Start one measuring worker on ``info``'s node; None when it does not start in time."""
+        actor_class = ray.remote(NodeMeasurer)
+        actor = actor_class.options(num_cpus=0, resources=self.resources, max_restarts=0,
+                                    scheduling_strategy=_on_node(ray, info.node_id)).remote(
+            self.builders, self.build_timeout, self.timing)
+        try:
+            builders = ray.get(actor.ready.remote(), timeout=START_TIMEOUT)
+        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayActorError) as err:
+            logger.warning("no measuring worker started on Ray node %s: %s", info.address, _first_line(err))
+            ray.kill(actor)
+            return None
+        slot = Slot(actor, info, builders)
+        self.slots.append(slot)
+        return slot
+
+    # ------------------------------------------------------------------ running
+    @property
+    def parallelism(self) -> int:
+        """Configs the alive workers build at once (at least 1)."""
+        return max(1, sum(s.builders for s in self.slots if s.alive))
+
+    def live_slots(self) -> list[Slot]:
+        """The workers not known to be dead."""
+        return [s for s in self.slots if s.alive]
+
+    def retire(self, slot: Slot) -> None:
+        """Forget a dead or hung worker (killed) and start a new one on its node if that node lives."""
+        slot.alive = False
+        self._ray.kill(slot.actor)
+        alive = {n["NodeID"] for n in self._ray.nodes() if n.get("Alive")}
+        if slot.node.node_id in alive:
+            self._start_worker(self._ray, slot.node)
+
+    def lost_head(self) -> str:
+        """"" while the head answers, else why it is taken for lost."""
+        return head_reachable(self._head, 5.0) if self._head is not None else ""
+
+    def close(self) -> None:
+        """Stop the workers and leave the cluster (when this object joined it)."""
+        ray, self._ray = self._ray, None
+        if ray is None:
+            return
+        for slot in self.slots:
+            try:
+                ray.kill(slot.actor)
+            except Exception:  # noqa: BLE001 - a worker of a lost cluster cannot be killed
+                pass
+        self.slots = []
+        self.target = None
+        if self._owns_ray:
+            ray.shutdown()
+            self._owns_ray = False
+
+
+def _on_node(ray: Any, node_id: str) -> Any:
+    """A scheduling strategy that runs only on ``node_id``."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id, soft=False)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _json(resources: dict[str, float]) -> str:
+    return "{" + ", ".join(f'"{k}": {v:g}' for k, v in resources.items()) + "}"
