@@ -1,6 +1,5 @@
 """tunecli.autotvm: TVM's ``tvm.autotvm`` API (re-exports of ``tunecli.engine``)."""
 
-import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates, e.g. dense.x86)
 from tunecli.autotvm import callback, env, graph_tuner, measure, record, task, tophub, tuner
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest, apply_graph_best
 from tunecli.engine.log.history_best import ApplyHistoryBest, apply_history_best

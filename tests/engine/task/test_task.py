@@ -277,3 +277,21 @@ def test_a_template_registered_with_a_reference_gives_its_tasks_one() -> None:
     np.testing.assert_array_equal(clone.reference(a, b), np.full((4, 2), 6, "float32"))
     assert create("autotvm_test/matmul", (4, 3, 2, "float32"), "llvm").reference is None
     assert Task("task_test/no_such_template", ()).reference is None
+
+
+def test_the_task_table_loads_the_builtin_templates_at_its_first_lookup() -> None:
+    """No module has to be imported for its side effect: in a fresh process, the first lookup of
+    a built-in name registers the built-in templates."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from tunecli.engine.task.task import TASK_TABLE, create\n"
+        "assert 'tunecli.engine.ops.registry' not in sys.modules\n"
+        "task = create('dense.x86', (4, 8, 16, 'float32'), 'llvm')\n"
+        "assert task.template_module == 'tunecli.engine.ops.registry' and len(task.config_space) > 1\n"
+        "assert task.reference is not None and 'conv2d_nchw.x86' in TASK_TABLE\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -21,7 +21,6 @@ from tunecli.engine.log.log_files import check_log_file, check_output_log, write
 from tunecli.engine.log.plausibility import plausible, workload_flop
 from tunecli.engine.log.record import encode, read_log
 from tunecli.engine.log.task_records import lowest_per_config, record_key
-from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 
 
 @dataclass(frozen=True)

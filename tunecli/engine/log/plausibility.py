@@ -19,7 +19,6 @@ from typing import Any
 
 from tunecli.engine.ir.dtype import parse_dtype
 from tunecli.engine.log.record import LogRecord, SkipWarnings
-from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import TASK_TABLE, create
 from tunecli.engine.task.workload_flop import flop_from_workload

@@ -91,7 +91,72 @@ class MissingTask:
             "registered in a Python module that is not imported in this run, or the log is out-of-date.")
 
 
-TASK_TABLE: dict[str, TaskTemplate] = {}
+#: The modules that define tunecli's built-in templates (``@template`` at their top level).
+BUILTIN_TEMPLATE_MODULES = ("tunecli.engine.ops.registry",)
+
+
+def load_builtin_templates() -> None:
+    """Register tunecli's built-in templates (import :data:`BUILTIN_TEMPLATE_MODULES`); the task
+    table calls this at its first lookup, so no caller imports them for that."""
+    for module in BUILTIN_TEMPLATE_MODULES:
+        importlib.import_module(module)
+
+
+class TemplateTable(dict):
+    """``name -> TaskTemplate``, TVM's ``TASK_TABLE``: every lookup (``get``, ``in``, ``[]``) of a
+    name not registered yet, and every listing, first loads the built-in templates (once per
+    process, :func:`load_builtin_templates`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._builtins_loaded = False
+
+    def _load_builtins(self) -> None:
+        if not self._builtins_loaded:
+            self._builtins_loaded = True
+            try:
+                load_builtin_templates()
+            except BaseException:
+                self._builtins_loaded = False
+                raise
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if not super().__contains__(name):
+            self._load_builtins()
+        return super().get(name, default)
+
+    def __getitem__(self, name: str) -> TaskTemplate:
+        if not super().__contains__(name):
+            self._load_builtins()
+        return super().__getitem__(name)
+
+    def __contains__(self, name: object) -> bool:
+        if not super().__contains__(name):
+            self._load_builtins()
+        return super().__contains__(name)
+
+    def __iter__(self) -> Any:
+        self._load_builtins()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._load_builtins()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self._load_builtins()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._load_builtins()
+        return super().values()
+
+    def items(self) -> Any:
+        self._load_builtins()
+        return super().items()
+
+
+TASK_TABLE = TemplateTable()
 
 
 def _same_function(old: TaskTemplate, f: Callable[..., Any]) -> bool:
@@ -143,7 +208,7 @@ def template(task_name: str, func: Callable[..., Any] | None = None, *,
 
 def _register(new: TaskTemplate) -> None:
     """Put ``new`` in TASK_TABLE; a user template replaces a built-in one of the same name."""
-    old = TASK_TABLE.get(new.name)
+    old = dict.get(TASK_TABLE, new.name)  # registering loads nothing
     if old is None or _same_function(old, new.func):
         TASK_TABLE[new.name] = new
     elif old.builtin and not new.builtin:
