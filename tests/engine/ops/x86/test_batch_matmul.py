@@ -1,0 +1,120 @@
+"""batch_matmul.x86: TVM's workload and knob order (a TVM record's index is the same config here),
+every transposed form and broadcast batch equals numpy under any config, and the kernel is
+register-tiled: parallel over (batch, block), accumulators in registers, vectors along N."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tunecli.engine.build import build, lower
+from tunecli.engine.log.record import decode
+from tunecli.engine.ops import registry
+from tunecli.engine.ops.x86.batch_matmul import register_tile
+from tunecli.engine.target import Target
+from tunecli.engine.task import task as autotvm_task
+from tunecli.engine.task.factors import get_factors
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def workload(b: int, m: int, n: int, k: int, transpose_a: bool = False, transpose_b: bool = True,
+             b_batch: int | None = None) -> tuple:
+    """TVM's workload arguments (``wrap_compute_batch_matmul`` with the output shape and dtype)."""
+    a = (b, k, m) if transpose_a else (b, m, k)
+    bb = b if b_batch is None else b_batch
+    w = (bb, n, k) if transpose_b else (bb, k, n)
+    return ("TENSOR", a, "float32"), ("TENSOR", w, "float32"), (b, m, n), "float32", transpose_a, transpose_b
+
+
+def run(task, index: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    sch, bufs = task.instantiate(task.config_space.get(index))
+    mod = build(sch, bufs, target=task.target)
+    inputs = [rng.standard_normal(t.shape).astype("float32") for t in bufs[:-1]]
+    out = np.zeros(bufs[-1].shape, dtype="float32")
+    mod(*inputs, out)
+    return out, np.asarray(task.reference(*inputs))
+
+
+def tvm_order(index: int, m: int, n: int, k: int) -> dict[str, list[int]]:
+    """TVM's decoding of a flat index: factors ascending per split, the first knob fastest."""
+    fy, fx, fk = get_factors(m), get_factors(n), get_factors(k)
+    iy, ix, ik = index % len(fy), index // len(fy) % len(fx), index // (len(fy) * len(fx))
+    return {"tile_y": [-1, fy[iy]], "tile_x": [-1, fx[ix]], "tile_k": [-1, fk[ik]]}
+
+
+def test_the_space_is_tvms_three_splits_in_two() -> None:
+    space = autotvm_task.create("batch_matmul.x86", workload(12, 128, 128, 64), "llvm").config_space
+    assert list(space.space_map) == ["tile_y", "tile_x", "tile_k"]
+    assert len(space) == 8 * 8 * 7
+    assert [e.size[-1] for e in space.space_map["tile_k"].entities] == [1, 2, 4, 8, 16, 32, 64]
+
+
+def test_a_tvm_record_index_decodes_to_tvms_knob_values() -> None:
+    index = 3 + 8 * 5 + 64 * 4  # tile_y 8, tile_x 32, tile_k 16 in TVM's order
+    expected = tvm_order(index, 128, 128, 64)
+    assert expected == {"tile_y": [-1, 8], "tile_x": [-1, 32], "tile_k": [-1, 16]}
+    a, b, shape, dtype, ta, tb = workload(12, 128, 128, 64)
+    row = json.dumps({
+        "input": ["llvm -keys=cpu", "batch_matmul.x86", [list(a), list(b), list(shape), dtype, ta, tb], {}],
+        "config": {"index": index, "code_hash": None,
+                   "entity": [[name, "sp", size] for name, size in expected.items()]},
+        "result": [[1e-4], 0, 1.0, 1700000000], "version": 0.2, "tvm_version": "0.19.0"})
+    inp, _ = decode(row)
+    task = autotvm_task.create(inp.task.name, inp.task.args, inp.target)
+    cfg = task.config_space.get(inp.config.index)
+    assert {name: cfg[name].size for name in expected} == expected
+    assert cfg.index == inp.config.index
+    assert task.workload == ("batch_matmul.x86", a, b, shape, dtype, False, True)
+
+
+def test_every_index_of_a_small_space_is_tvms() -> None:
+    space = autotvm_task.create("batch_matmul.x86", workload(2, 12, 16, 6), "llvm").config_space
+    for index in range(len(space)):
+        cfg = space.get(index)
+        want = tvm_order(index, 12, 16, 6)
+        assert {n: cfg[n].size[-1] for n in want} == {n: s[-1] for n, s in want.items()}
+
+
+@st.composite
+def problems(draw):
+    b, m, n, k = (draw(st.integers(1, 3)), draw(st.integers(1, 20)), draw(st.integers(1, 40)),
+                  draw(st.integers(1, 24)))
+    ta, tb = draw(st.booleans()), draw(st.booleans())
+    b_batch = draw(st.sampled_from([b, 1]))
+    return workload(b, m, n, k, ta, tb, b_batch)
+
+
+@SETTINGS
+@given(problems(), st.integers(0, 2**31), st.integers(0, 2**31))
+def test_any_config_of_any_form_equals_numpy(args: tuple, pick: int, seed: int) -> None:
+    task = autotvm_task.create("batch_matmul.x86", args, "llvm")
+    out, expected = run(task, pick % len(task.config_space), np.random.default_rng(seed))
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_the_fallback_is_a_register_tile_parallel_over_batch_and_blocks() -> None:
+    strategy = registry.get_strategy("batch_matmul.x86")
+    with Target("llvm -mcpu=skylake-avx512"):
+        cfg = FallbackConfigEntity()
+        call = strategy.kernel_call(cfg, *workload(12, 128, 128, 64))
+        (out,) = strategy.outputs_of(cfg, call)
+        sch = strategy.schedule(cfg, [out])
+        text = str(lower(sch, [*call.inputs, out]))
+    mr, nr = cfg["tile_y"].size[-1], cfg["tile_x"].size[-1]
+    assert nr % 16 == 0 and 16 <= mr * nr // 16 <= 29 and cfg["tile_k"].size == [4, 16]
+    assert register_tile(mr, nr, 16, 29) == (mr, nr)
+    assert re.search(r"parallel for \(\S+, 0, \d+\)", text)
+    assert f"T_batch_matmul_pack.local[float32 * {mr * nr}]" in text
+    assert f"vectorized for (j.c, 0, {nr})" in text
+
+
+def test_a_big_block_is_computed_in_register_tiles() -> None:
+    assert register_tile(128, 128, 16, 29) == (4, 64)  # 16 accumulators of 29 registers
+    assert register_tile(16, 16, 8, 12) == (4, 16)
+    assert register_tile(3, 5, 16, 29) == (3, 5)
