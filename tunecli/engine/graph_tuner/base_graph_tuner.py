@@ -32,7 +32,6 @@ from tunecli.engine.graph_tuner.conv_graph import ConvGraph, conv_graph, input_s
 from tunecli.engine.graph_tuner.default_layouts import default_layout_configs
 from tunecli.engine.graph_tuner.layout_cost import INVALID_LAYOUT_TIME, LayoutCostProblem
 from tunecli.engine.graph_tuner.layout_transform_task import TASK_NAME
-from tunecli.engine.graph_tuner.layout_transform_task import layout_transform as _registered  # noqa: F401
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.measure.batch import create_measure_batch
 from tunecli.engine.measure.batch import measure_option as _measure_option
