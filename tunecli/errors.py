@@ -48,8 +48,8 @@ class TemplateFileError(TuneError):
     """A user's template file does not exist or failed to import; the message names the file."""
 
 
-class SpaceError(TuneError):
-    """A config space was defined or indexed illegally."""
+class SpaceError(TuneError, RuntimeError):
+    """A config space was defined or indexed illegally (a ``RuntimeError``, as TVM's space errors)."""
 
 
 class RecordError(TuneError):

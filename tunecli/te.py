@@ -1,5 +1,6 @@
 """TVM-style ``te`` namespace: tensor expressions and schedules (re-exports of tunecli.engine)."""
 
+from tunecli.engine.ir import expr as _expr
 from tunecli.engine.ir.expr import Var, const, max_value, min_value
 from tunecli.engine.ir.expr import cast as _cast
 from tunecli.engine.schedule import Schedule, Stage, create_schedule
@@ -48,8 +49,14 @@ def cast(value, dtype: str):
     return _cast(dtype, value)
 
 
+def div(a, b):
+    """``a / b`` with C's meaning (TVM's ``te.div``): true division of floats, integers rounded
+    towards zero."""
+    return _expr._binary(_expr.Div, a, b)
+
+
 __all__ = [
-    "Var", "const", "max_value", "min_value", "cast", "Schedule", "Stage", "create_schedule",
+    "Var", "const", "max_value", "min_value", "cast", "div", "Schedule", "Stage", "create_schedule",
     "ComputeOp", "IterVar", "Operation", "PlaceholderOp", "Reduce", "Tensor", "abs", "all", "any",
     "ceil", "comm_reducer", "compute", "cos", "erf", "exp", "exp2", "floor", "if_then_else", "log",
     "log2", "log10", "max", "min", "placeholder", "power", "reduce_axis", "round", "rsqrt", "sigmoid",

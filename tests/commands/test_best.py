@@ -134,7 +134,7 @@ def test_hostile_records_are_skipped_and_the_best_is_real(invoke: Invoke, matmul
     assert (best["index"], best["cost"]) == (7, 5e-4)
     peak = peak_flops("llvm", row["input"][2]) / 1e9
     assert result.stderr.splitlines() == [
-        f"warning: {hostile}:4: skipping malformed record: cost -1.0 is not a positive number of seconds",
+        f"warning: {hostile}:4: skipping malformed record: cost -1.0 is not a non-negative number of seconds",
         f"warning: {hostile}:5: skipping a record of 8.192e+09 GFLOPS (8192 FLOP in 1e-15 s), more than any "
         f"machine of target llvm reaches ({peak:.6g} GFLOPS)",
         f"warning: {hostile}:6: skipping malformed record: error number 99 is not one of 0..8",

@@ -1,6 +1,6 @@
 """tunecli.autotvm.record: tuning-log records (TVM's ``autotvm.record``)."""
 
-from tunecli.engine.log.history_best import pick_best
+from tunecli.engine.log.history_best import ApplyHistoryBest, pick_best
 from tunecli.engine.log.record import (
     AUTOTVM_LOG_VERSION,
     decode,
@@ -12,6 +12,6 @@ from tunecli.engine.log.record import (
 )
 
 __all__ = [
-    "AUTOTVM_LOG_VERSION", "decode", "encode", "load_from_buffer", "load_from_file", "measure_str_key",
-    "pick_best", "split_workload",
+    "AUTOTVM_LOG_VERSION", "ApplyHistoryBest", "decode", "encode", "load_from_buffer", "load_from_file",
+    "measure_str_key", "pick_best", "split_workload",
 ]

@@ -175,10 +175,9 @@ def _line(costs, error_no=0, index=1, all_cost=1.0, timestamp=0.0) -> str:
 
 
 @pytest.mark.parametrize(("line", "kind", "says"), [
-    (_line([-1.0]), "bad cost", "cost -1.0 is not a positive number of seconds"),
-    (_line([0.0]), "bad cost", "cost 0.0 is not a positive"),
+    (_line([-1.0]), "bad cost", "cost -1.0 is not a non-negative number of seconds"),
     (_line([]), "bad cost", "a successful measurement has no costs"),
-    (_line(["1"]), "bad cost", "cost '1' is not a positive"),
+    (_line(["1"]), "bad cost", "cost '1' is not a non-negative"),
     (_line([1e-3, float("nan")]), "bad cost", "cost nan"),
     (_line([float("inf")]), "bad cost", "cost inf"),
     (_line(5.0), "bad cost", "costs 5.0 are not a list"),
@@ -215,7 +214,7 @@ def test_bad_records_are_skipped_and_named_once_per_kind(tmp_path, caplog) -> No
     assert len(list(load_from_file(path))) == 2
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [
-        f"{path}:2: skipping malformed record: cost -1.0 is not a positive number of seconds",
+        f"{path}:2: skipping malformed record: cost -1.0 is not a non-negative number of seconds",
         f"{path}:3: skipping malformed record: config index 'abc' is not a non-negative integer",
         f"{path}:6: skipping malformed record: error number 99 is not one of 0..8",
         f"{path}: skipped 2 more lines of the same kind (bad cost): lines 4, 5",

@@ -15,7 +15,9 @@ input's).  The result is a :class:`ConvGraph`: the convolutions in topological o
 edges where a layout transform may be needed, each between the producing convolution's output
 layout and the consuming convolution's input layout (``to_input=True``) or, into a merge, the
 output layout of the convolution the merge follows.  An edge carries the logical (NCHW) shape of
-the tensor transformed there (the consumer's input, which a pooling layer may have shrunk).
+the tensor transformed there: the consumer's input (which a pooling layer may have shrunk), or
+the merge's input that the producer reaches it through (a concatenation's inputs differ in
+channels, and a block that divides one may not divide another).
 """
 
 from __future__ import annotations
@@ -182,8 +184,12 @@ def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[An
             continue
         direct = data_inputs(node)
         found: list[Expr] = []
+        via: dict[Expr, Expr] = {}  # ancestor -> the direct input it reaches this node through
         for x in direct:
-            found.extend([x] if x in follows or is_boundary(x) else ancestors.get(x, []))
+            reached = [x] if x in follows or is_boundary(x) else ancestors.get(x, [])
+            found.extend(reached)
+            for a in reached:
+                via.setdefault(a, x)
         ancestors[node] = found
         if is_boundary(node):
             continue
@@ -202,7 +208,7 @@ def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[An
                 continue  # a merge of boundaries only: itself a boundary for what follows
             follows[node] = follows[inner[0]]
             for src in inner[1:]:
-                edges.setdefault((src, node), (follows[node], _logical_shape(node), False))
+                edges.setdefault((src, node), (follows[node], _logical_shape(via[src]), False))
     nodes = tuple(sorted(convs.values(), key=lambda c: c.index))
     slot = {c.call: i for i, c in enumerate(nodes)}
     found_edges = []
@@ -216,7 +222,7 @@ def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[An
 def _logical_shape(expr: Expr) -> tuple[int, ...]:
     t = expr.checked_type
     fields = getattr(t, "fields", None)
-    if fields:  # a tuple (concatenate's input): the first field's shape stands for the merge
+    if fields:  # a tuple: the first field's shape stands for it
         t = fields[0]
     return tuple(int(s) for s in t.shape)
 

@@ -14,6 +14,7 @@ narrowest element type, at ``PEAK_CLOCK_HZ``.  Targets that are not CPUs get ``A
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -132,7 +133,7 @@ def plausible(records: Iterable[LogRecord]) -> Iterator[LogRecord]:
         inp, res = record.inp, record.result
         flop = workload_flop(inp.task.name, inp.task.args, inp.target) if res.ok else None
         if flop:
-            flops = flop / res.mean_cost
+            flops = flop / res.mean_cost if res.mean_cost > 0 else math.inf
             peak = peak_flops(inp.target, inp.task.args)
             if flops > peak:
                 skipped = warnings.setdefault(record.path, SkipWarnings(record.path))

@@ -10,14 +10,22 @@ Readers skip comments (``#``), blank lines and lines that are not records a meas
 have written (``decode`` checks each field), and go on: the first skipped line of each kind is
 named with its file and line, the rest are counted.  A decoded config remembers the
 ``tvm_version`` of its line, so a record read and written back is byte-identical.
+
+``encode``/``decode`` also take TVM's ``protocol="pickle"``: the same record as a base64 line of
+a pickle of plain values, read back by an unpickler that refuses every class (a line names no
+code to run).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import io
 import json
 import logging
 import math
 import os
+import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -48,13 +56,13 @@ def encode(inp: MeasureInput, result: MeasureResult, protocol: str = "json") -> 
     ----------
     inp : MeasureInput
     result : MeasureResult
-    protocol : {"json"}
+    protocol : {"json", "pickle"}
 
     Returns
     -------
     str
     """
-    if protocol != "json":
+    if protocol not in ("json", "pickle"):
         raise RecordError(f"encode: Invalid log protocol: {protocol}")
     costs = result.costs if result.ok else _ERROR_COSTS
     row = {
@@ -64,7 +72,25 @@ def encode(inp: MeasureInput, result: MeasureResult, protocol: str = "json") -> 
         "version": AUTOTVM_LOG_VERSION,
         "tvm_version": getattr(inp.config, "tvm_version", None) or TVM_VERSION,
     }
+    if protocol == "pickle":
+        return base64.b64encode(pickle.dumps(json.loads(json.dumps(row)))).decode()
     return json.dumps(row)
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Unpickles plain values (dicts, lists, strings, numbers) and refuses every class."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise _bad("not a record", f"a pickled record naming {module}.{name}")
+
+
+def _unpickled(row: str) -> Any:
+    """The plain value of a ``pickle`` protocol line (lists where the pickle had tuples)."""
+    try:
+        value = _PlainUnpickler(io.BytesIO(base64.b64decode(row.strip(), validate=True))).load()
+    except (binascii.Error, ValueError, EOFError, pickle.UnpicklingError) as err:
+        raise _bad("not a record", f"a line that is not a pickled record ({err})") from None
+    return json.loads(json.dumps(value))
 
 
 def _as_tuple(x: Any) -> Any:
@@ -99,8 +125,8 @@ def _checked_result(result: Any) -> MeasureResult:
         if not costs:
             raise _bad("bad cost", "a successful measurement has no costs")
         for cost in costs:
-            if not _is_number(cost) or cost <= 0:
-                raise _bad("bad cost", f"cost {cost!r} is not a positive number of seconds")
+            if not _is_number(cost) or cost < 0:
+                raise _bad("bad cost", f"cost {cost!r} is not a non-negative number of seconds")
     if not _is_number(all_cost) or all_cost < 0 or not _is_number(timestamp):
         raise _bad("not a record", f"all_cost {all_cost!r} or timestamp {timestamp!r} is not a number")
     return MeasureResult(tuple(costs), MeasureErrorNo(error_no), all_cost, timestamp)
@@ -123,12 +149,13 @@ def decode(row: str, protocol: str = "json") -> tuple[MeasureInput, MeasureResul
 
     A record is refused unless a measurement could have written it: the config index is a
     non-negative integer, the error number is one of ``MeasureErrorNo``, and a successful
-    measurement has at least one cost, each a positive finite number of seconds.
+    measurement has at least one cost, each a finite number of seconds, not negative (TVM reads
+    zero costs; ``log.plausibility`` drops them where a best record is chosen for a command).
 
     Parameters
     ----------
     row : str
-    protocol : {"json"}
+    protocol : {"json", "pickle"}
 
     Returns
     -------
@@ -139,10 +166,10 @@ def decode(row: str, protocol: str = "json") -> tuple[MeasureInput, MeasureResul
     RecordError
         When the line is not a well-formed record (its ``kind`` says what is wrong).
     """
-    if protocol != "json":
+    if protocol not in ("json", "pickle"):
         raise RecordError(f"decode: Invalid log protocol: {protocol}")
     try:
-        obj = json.loads(row)
+        obj = _unpickled(row) if protocol == "pickle" else json.loads(row)
     except ValueError as err:
         raise _bad("not JSON", f"a line that is not JSON ({err})") from None
     except RecursionError:

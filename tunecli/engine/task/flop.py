@@ -22,8 +22,8 @@ _ONE_FLOP_BINARY = (ir.Add, ir.Sub, ir.Mul, ir.Div, ir.FloorDiv, ir.FloorMod, ir
 _FREE = (ir.ConstExpr, ir.StringImm, ir.Var, ir.BufferLoad, ir.Ramp, ir.Broadcast)
 
 
-class FlopCalculationError(InstantiationError):
-    """The FLOP count of an operator cannot be derived automatically."""
+class FlopCalculationError(InstantiationError, RuntimeError):
+    """The FLOP count of an operator cannot be derived automatically (a ``RuntimeError``, as TVM's)."""
 
 
 def _prod_length(axes: Iterable[Any]) -> int:

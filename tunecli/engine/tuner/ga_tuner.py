@@ -1,10 +1,13 @@
 """Genetic-algorithm tuner (TVM's ``GATuner``).
 
 Genes are knob-position vectors (``point2knob``).  Each generation of ``pop_size`` genes is
-measured; the next one keeps ``elite_num`` elites as parents, picks parent pairs with
+measured; the first is drawn when the tuner is made (TVM's ``genes`` and ``visited`` right after
+``__init__``), the next one keeps ``elite_num`` elites as parents, picks parent pairs with
 probability proportional to their score, crosses them over at one point and mutates each knob
 with ``mutation_prob``.  Unlike TVM, a child that was already visited is discarded (and the
-generation topped up with random unvisited configs), so no config is measured twice.
+generation topped up with random unvisited configs), so no config is measured twice; a gene of
+the current generation that an earlier run measured (``mark_visited``, ``load_history``) is
+replaced by an unvisited one.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ class GATuner(Tuner):
         self.elites: list[list[int]] = []
         self.elite_scores: list[float] = []
         self.trial_pt = 0
-        self._started = False
+        self.genes = self._random_genes(self.pop_size)
 
     def _unvisited_count(self) -> int:
         return len(self.space) - len(self.visited)
@@ -80,9 +83,15 @@ class GATuner(Tuner):
             picked.append(index)
         return [self.space.point2knob(i) for i in picked]
 
-    def _start(self) -> None:
-        self._started = True
-        self.genes = self._random_genes(self.pop_size)
+    def mark_visited(self, indices: Any) -> None:
+        """Never propose these indices; unmeasured genes among them are replaced by unvisited ones."""
+        measured = {int(i) for i in indices}
+        super().mark_visited(measured)
+        pending = self.genes[self.trial_pt:]
+        kept = [g for g in pending if self.space.knob2point(g) not in measured]
+        if len(kept) == len(pending):
+            return
+        self.genes = self.genes[: self.trial_pt] + kept + self._random_genes(len(pending) - len(kept))
 
     def has_next(self) -> bool:
         """Return True while a gene of this generation is unmeasured or the space is not exhausted."""
@@ -90,8 +99,6 @@ class GATuner(Tuner):
 
     def next_batch(self, batch_size: int) -> list:
         """Return the next unmeasured genes of the current generation."""
-        if not self._started:
-            self._start()
         ret = []
         while len(ret) < batch_size and self.trial_pt < len(self.genes):
             ret.append(self.space.get(self.space.knob2point(self.genes[self.trial_pt])))

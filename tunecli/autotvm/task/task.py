@@ -1,0 +1,19 @@
+"""tunecli.autotvm.task.task: tasks and templates (TVM's ``autotvm.task.task`` module path)."""
+
+from tunecli.engine.task.flop import FlopCalculationError, compute_flop
+from tunecli.engine.task.task import (
+    TASK_TABLE,
+    MissingTask,
+    Task,
+    args_to_workload,
+    create,
+    deserialize_args,
+    get_config,
+    serialize_args,
+    template,
+)
+
+__all__ = [
+    "TASK_TABLE", "FlopCalculationError", "MissingTask", "Task", "args_to_workload", "compute_flop", "create",
+    "deserialize_args", "get_config", "serialize_args", "template",
+]
