@@ -9,7 +9,8 @@ consumers of an anchor become its schedule's epilogue.  The tunable anchors (``n
 ``nn.dense``, ``nn.batch_matmul``) are computed through their strategies by
 ``graph.lower_group``; their entries here are the plain definitions used when no strategy
 applies (grouped convolutions other than depthwise).  The pooling, softmax and reduction
-definitions are in :mod:`.reduction_compute`, which this module imports.
+definitions are in :mod:`.reduction_compute`, those of the selection, indexing and math operators
+of transformers in :mod:`.tensor_compute`; this module imports both.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tunecli.errors import GraphError
 from . import reduction_compute  # noqa: F401  (registers the pooling and reduction definitions)
 from .layout import parse_layout
 from .op_registry import COMPUTE_ATTR, OPS, Compute
+from .tensor_compute import broadcast_read as _read
 from .types import TensorType
 
 
@@ -43,12 +45,6 @@ def compute_of(op_name: str) -> Compute:
         have = ", ".join(n for n in OPS.names() if OPS.has_attr(n, COMPUTE_ATTR))
         raise GraphError(f"{op_name}: no compiled implementation; the compiler supports {have}")
     return OPS.get_attr(op_name, COMPUTE_ATTR)
-
-
-def _read(t: te.Tensor, shape: tuple[int, ...], idx: Sequence[E.Expr]) -> E.Expr:
-    """``t`` read at the broadcast of index ``idx`` of an output of ``shape``."""
-    skip = len(shape) - len(t.shape)
-    return t(*[idx[skip + d] if t.shape[d] != 1 else 0 for d in range(len(t.shape))])
 
 
 def _binary(name: str, fn: Callable[[E.Expr, E.Expr], E.Expr]) -> Compute:
@@ -167,12 +163,27 @@ def _concatenate(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te
 
 @_register("nn.pad")
 def _pad(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
-    if attrs.pad_mode != "constant":
-        raise GraphError(f"nn.pad: only pad_mode 'constant' is compiled, got {attrs.pad_mode!r}")
     (x,) = inputs
     before = [int(p[0]) for p in attrs.pad_width]
     after = [int(p[1]) for p in attrs.pad_width]
-    return pad(x, before, after, pad_value=E.const(attrs.pad_value, x.dtype), name="T_pad")
+    if attrs.pad_mode == "constant":
+        return pad(x, before, after, pad_value=E.const(attrs.pad_value, x.dtype), name="T_pad")
+    if attrs.pad_mode not in ("edge", "reflect"):
+        raise GraphError(f"nn.pad: pad_mode {attrs.pad_mode!r}; compiled are constant, edge and reflect")
+
+    def source(i: E.Expr, begin: int, n: int) -> E.Expr:
+        """The input index a padded index reads: the nearest edge, or mirrored about it."""
+        j = i - begin
+        if attrs.pad_mode == "edge":
+            return te.max(te.min(j, n - 1), 0)
+        mirrored = E.Select(j < 0, E.const(0, j.dtype) - j, j)
+        return E.Select(mirrored >= n, 2 * (n - 1) - mirrored, mirrored)
+
+    def read(*i: E.Expr) -> E.Expr:
+        return x(*[source(v, b, int(n)) if b or a else v for v, b, a, n in zip(i, before, after, x.shape,
+                                                                                 strict=True)])
+
+    return te.compute(out.shape, read, name="T_pad", tag="injective,pad")
 
 
 def _block(layout: Sequence[tuple[str, int | None]], axis: str) -> int:

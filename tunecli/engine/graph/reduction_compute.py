@@ -1,7 +1,8 @@
 """Tensor-expression definitions of the pooling and reduction operators (their ``FTVMCompute``).
 
 Max/average pooling (windowed, global, adaptive, in any ``NCHW[x]c`` layout), ``nn.softmax``
-and ``nn.log_softmax`` (along any axis) and the ``sum``/``mean``/``max``/``min`` reductions.
+and ``nn.log_softmax`` (along any axis), ``nn.layer_norm`` and the ``sum``/``mean``/``max``/``min``
+reductions.
 Importing :mod:`.op_compute` registers them with the other operators' definitions.
 """
 
@@ -170,3 +171,43 @@ def _reduce(kind: str) -> Compute:
 
 for _kind in ("sum", "mean", "max", "min"):
     _set_compute(_kind, _reduce(_kind))
+
+
+@OPS.register_attr(COMPUTE_ATTR, "nn.layer_norm")
+def _layer_norm(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    """The mean, the (biased) variance around it, then the normalised, scaled and shifted data."""
+    x, gamma, beta = inputs
+    axis = attrs.axis % len(x.shape)
+    shape = tuple(x.shape)
+    n = shape[axis]
+    red_shape = shape[:axis] + shape[axis + 1 :]
+    k1, k2 = te.reduce_axis((0, n), name="k1"), te.reduce_axis((0, n), name="k2")
+
+    def at(i: Sequence[E.Expr], k: Any) -> list[Any]:
+        return [*i[:axis], k, *i[axis:]]
+
+    def rest(i: Sequence[E.Expr]) -> tuple[E.Expr, ...]:
+        return tuple(i[:axis]) + tuple(i[axis + 1 :])
+
+    total = te.compute(red_shape, lambda *i: te.sum(x(*at(i, k1)), axis=[k1]), name="T_layer_norm_sum")
+    scale = E.const(1.0 / n, x.dtype)
+
+    def centred(i: Sequence[E.Expr]) -> E.Expr:
+        return x(*i) - total(*rest(i)) * scale
+
+    def square(i: Sequence[E.Expr]) -> E.Expr:
+        d = centred(i)
+        return d * d
+
+    sq = te.compute(red_shape, lambda *i: te.sum(square(at(i, k2)), axis=[k2]), name="T_layer_norm_sqsum")
+    eps = E.const(attrs.epsilon, x.dtype)
+
+    def body(*i: E.Expr) -> E.Expr:
+        value = centred(i) * te.rsqrt(sq(*rest(i)) * scale + eps)
+        if attrs.scale:
+            value = value * gamma(i[axis])
+        if attrs.center:
+            value = value + beta(i[axis])
+        return value
+
+    return te.compute(x.shape, body, name="T_layer_norm", tag="layer_norm_output")

@@ -3,7 +3,7 @@ ONNX import tests)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,21 @@ from tunecli.engine.graph import evaluate
 from tunecli.engine.graph.frontend import from_onnx
 
 RNG = np.random.default_rng(0)
+
+#: A test case of one operator: a function giving ``(model, inputs)``.
+Case = Callable[[], tuple]
+#: The operator test cases, by ONNX operator type and case name.
+CASES: dict[str, dict[str, Case]] = {}
+
+
+def case(op_type: str, name: str) -> Callable[[Case], Case]:
+    """Register the decorated function as test case ``name`` of ``op_type``."""
+
+    def register(fn: Case) -> Case:
+        CASES.setdefault(op_type, {})[name] = fn
+        return fn
+
+    return register
 
 _ELEM = {
     "float32": TensorProto.FLOAT,

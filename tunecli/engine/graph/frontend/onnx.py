@@ -1,10 +1,11 @@
 """ONNX import (TVM's ``relay.frontend.from_onnx``): an ONNX model as a graph module and its parameters.
 
 The model's nodes are converted in order through the converter table (``onnx_table.CONVERTERS``,
-filled by ``onnx_nn`` and ``onnx_tensor``); values known at import are folded to arrays, so the
-shape computations exporters emit around Reshape become constants.  Everything is checked before
-anything is built: the file, the opset, every operator, the inputs and their shapes; errors are
-:class:`ModelImportError` naming the file, input or node.  The ``onnx`` package is an optional
+filled by ``onnx_nn``, ``onnx_matmul``, ``onnx_math``, ``onnx_index`` and ``onnx_tensor``); values
+known at import are folded to arrays, so the shape computations exporters emit around Reshape
+become constants.  Everything is checked before anything is built: the file, the opset, every
+operator, the inputs and their shapes; errors are :class:`ModelImportError` naming the file, input
+or node.  The ``onnx`` package is an optional
 dependency (``pip install tunecli[onnx]``), imported when a model is read.
 """
 
@@ -24,7 +25,7 @@ from ..graph_expr import Expr, Function, Tuple, Var
 from ..ir_module import IRModule
 from ..type_infer import infer_types
 from ..types import TensorType
-from . import onnx_nn, onnx_tensor  # noqa: F401 - fill the converter table
+from . import onnx_index, onnx_math, onnx_matmul, onnx_nn, onnx_tensor  # noqa: F401 - fill the converter table
 from .onnx_node import NodeContext, ValueStore, onnx_dtype
 from .onnx_table import CONVERTERS, MAX_OPSET, MIN_OPSET, supported_operators
 

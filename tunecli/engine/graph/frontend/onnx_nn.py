@@ -1,5 +1,6 @@
-"""ONNX neural-network operators: convolution, matrix products, normalisation, pooling, activations,
-softmax, padding and dropout (inference), converted to the graph's NCHW operators."""
+"""ONNX neural-network operators: convolution, Gemm, batch and layer normalisation, pooling,
+activations, softmax, padding and dropout (inference), converted to the graph's NCHW operators
+(MatMul and Einsum: ``onnx_matmul``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import numpy as np
 
 from ..graph_expr import Expr, const
 from ..ops.conv import conv2d
-from ..ops.nn import batch_matmul, batch_norm, bias_add, dense, pad, softmax
+from ..ops.layer_norm import layer_norm
+from ..ops.nn import batch_norm, bias_add, dense, pad, softmax
 from ..ops.pool import avg_pool2d, global_avg_pool2d, max_pool2d
+from ..ops.replicate import broadcast_to
 from ..ops.transform import reshape, transpose
 from ..ops.unary import clip, leaky_relu, relu, sigmoid, tanh
 from .onnx_node import NodeContext
@@ -150,7 +153,7 @@ def _global_avg_pool(ctx: NodeContext) -> Value:
     return global_avg_pool2d(ctx.expr(0))
 
 
-# --- matrix products ------------------------------------------------------------------------------
+# --- Gemm -----------------------------------------------------------------------------------------------
 
 
 def _transposed(ctx: NodeContext, i: int) -> Expr:
@@ -186,27 +189,38 @@ def _gemm(ctx: NodeContext) -> Value:
     return out + c
 
 
-@converter("MatMul")
-def _matmul(ctx: NodeContext) -> Value:
-    a_shape, b_shape = ctx.shape(0), ctx.shape(1)
-    if len(a_shape) >= 2 and len(b_shape) == 2:
-        k, n = b_shape
-        a = ctx.expr(0) if len(a_shape) == 2 else reshape(ctx.expr(0), (-1, a_shape[-1]))
-        out = dense(a, _transposed(ctx, 1), units=n)
-        return out if len(a_shape) == 2 else reshape(out, (*a_shape[:-1], n))
-    if len(a_shape) == len(b_shape) >= 3 and a_shape[:-2] == b_shape[:-2]:
-        batch = int(np.prod(a_shape[:-2], dtype=np.int64))
-        a = reshape(ctx.expr(0), (batch, *a_shape[-2:]))
-        b = reshape(ctx.expr(1), (batch, *b_shape[-2:]))
-        out = batch_matmul(a, b, transpose_b=False)
-        return reshape(out, (*a_shape[:-1], b_shape[-1]))
-    raise ctx.error(
-        f"shapes {a_shape} x {b_shape}: supported are an N-D by a 2-D matrix and batches of equal "
-        f"leading dimensions"
-    )
-
-
 # --- normalisation, activations, softmax ------------------------------------------------------------
+
+
+@converter("LayerNormalization", since=17)
+def _layer_norm(ctx: NodeContext) -> Outputs:
+    shape = ctx.shape(0)
+    axis = ctx.axis(ctx.attr("axis", -1), len(shape))
+    if ctx.attr("stash_type", 1) != 1:
+        raise ctx.error(f"stash_type {ctx.attr('stash_type')}: only float32 statistics (1) are supported")
+    width = int(np.prod(shape[axis:], dtype=np.int64))
+    dtype = ctx.tensor_type(0).dtype
+    gamma = _norm_vector(ctx, 1, shape[axis:], width, 1.0, dtype)
+    beta = _norm_vector(ctx, 2, shape[axis:], width, 0.0, dtype)
+    x = ctx.expr(0) if axis == len(shape) - 1 else reshape(ctx.expr(0), (*shape[:axis], width))
+    out: Expr = layer_norm(x, gamma, beta, axis=-1, epsilon=float(ctx.attr("epsilon", 1e-5)),
+                           center=ctx.has_input(2))
+    return out if axis == len(shape) - 1 else reshape(out, shape)
+
+
+def _norm_vector(
+    ctx: NodeContext, i: int, normalised: tuple[int, ...], width: int, fill: float, dtype: str
+) -> Expr:
+    """LayerNormalization's scale or bias as one value per normalised element."""
+    if not ctx.has_input(i):
+        return const(np.full(width, fill, dtype=dtype))
+    given = ctx.shape(i)
+    if given == normalised or int(np.prod(given, dtype=np.int64)) == width:
+        return ctx.expr(i) if given == (width,) else reshape(ctx.expr(i), (width,))
+    if ctx.store.foldable(ctx.inputs[i]):
+        value = np.broadcast_to(ctx.store.arrays[ctx.inputs[i]], normalised)
+        return const(value.reshape(width).astype(dtype))
+    return reshape(broadcast_to(ctx.expr(i), normalised), (width,))
 
 
 @converter("BatchNormalization")

@@ -1,9 +1,9 @@
 """ONNX tensor operators: constants, shape computations, reshaping and elementwise arithmetic.
 
-Shape, Gather, Slice, Constant and ConstantOfShape only take values known at import; they and the
-arithmetic, Concat, Cast, Unsqueeze, Squeeze, Reshape, Transpose and Flatten converters fold to
-arrays when every input is known, which turns the ``Shape → Gather → Unsqueeze → Concat → Reshape``
-chains of exported models into a constant shape.
+Shape, Constant and ConstantOfShape only take values known at import; they and the arithmetic,
+Concat, Cast, Unsqueeze, Squeeze, Reshape, Transpose and Flatten converters (and Gather and Slice,
+in ``onnx_index``) fold to arrays when every input is known, which turns the
+``Shape → Gather → Unsqueeze → Concat → Reshape`` chains of exported models into a constant shape.
 """
 
 from __future__ import annotations
@@ -53,38 +53,6 @@ def _shape(ctx: NodeContext) -> Value:
     shape = ctx.shape(0)
     start, end = ctx.attr("start", 0), ctx.attr("end", None)
     return np.asarray(shape[slice(start, end)], dtype="int64")
-
-
-@folder("Gather")
-def _gather(ctx: NodeContext) -> Value:
-    data = ctx.array(0, "data")
-    indices = np.asarray(ctx.array(1, "indices")).astype("int64")
-    axis = ctx.axis(ctx.attr("axis", 0), data.ndim)
-    size = data.shape[axis]
-    if np.any((indices < -size) | (indices >= size)):
-        raise ctx.error(f"indices {indices.tolist()} out of range for axis {axis} of size {size}")
-    return np.take(data, np.where(indices < 0, indices + size, indices), axis=axis)
-
-
-@folder("Slice")
-def _slice(ctx: NodeContext) -> Value:
-    data = ctx.array(0, "data")
-    if ctx.opset < 10:
-        starts, ends = ctx.int_list("starts", ()), ctx.int_list("ends", ())
-        axes = ctx.int_list("axes", range(len(starts)))
-        steps: tuple[int, ...] = (1,) * len(starts)
-    else:
-        starts, ends = ctx.ints(1, "starts"), ctx.ints(2, "ends")
-        axes = ctx.ints(3, "axes") if ctx.has_input(3) else tuple(range(len(starts)))
-        steps = ctx.ints(4, "steps") if ctx.has_input(4) else (1,) * len(starts)
-    if not len(starts) == len(ends) == len(axes) == len(steps):
-        raise ctx.error(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} differ in length")
-    if 0 in steps:
-        raise ctx.error("a step is 0")
-    index = [slice(None)] * data.ndim
-    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
-        index[ctx.axis(axis, data.ndim)] = slice(start, end, step)
-    return data[tuple(index)]
 
 
 # --- shape changes ----------------------------------------------------------------------------

@@ -1,5 +1,21 @@
 """The graph operators, by family; importing this package registers every one in ``OPS``."""
 
-from . import broadcast, conv, conv_winograd, nn, pool, reduce, transform, unary
+from . import (
+    broadcast,
+    conv,
+    conv_winograd,
+    layer_norm,
+    nn,
+    pool,
+    reduce,
+    replicate,
+    selection,
+    slicing,
+    transform,
+    unary,
+)
 
-__all__ = ["broadcast", "conv", "conv_winograd", "nn", "pool", "reduce", "transform", "unary"]
+__all__ = [
+    "broadcast", "conv", "conv_winograd", "layer_norm", "nn", "pool", "reduce", "replicate", "selection",
+    "slicing", "transform", "unary",
+]

@@ -1,4 +1,4 @@
-"""Broadcasting binary operators: add, subtract, multiply, divide, maximum, minimum
+"""Broadcasting binary operators: add, subtract, multiply, divide, maximum, minimum, power
 (pattern BROADCAST; numpy's broadcasting rules, both operands of one dtype)."""
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ for _name, _fn in (
     ("divide", _divide),
     ("maximum", np.maximum),
     ("minimum", np.minimum),
+    ("power", np.power),
 ):
     register_op(_name, ("lhs", "rhs"), broadcast_relation, _binary(_fn), OpPattern.BROADCAST)
 
@@ -66,3 +67,8 @@ def maximum(lhs: Any, rhs: Any) -> Call:
 def minimum(lhs: Any, rhs: Any) -> Call:
     """Elementwise minimum with broadcasting (``relay.minimum``)."""
     return make_call("minimum", [lhs, rhs])
+
+
+def power(lhs: Any, rhs: Any) -> Call:
+    """``lhs ** rhs`` elementwise with broadcasting (``relay.power``)."""
+    return make_call("power", [lhs, rhs])

@@ -1,8 +1,9 @@
-"""Elementwise operators of one tensor: nn.relu, nn.leaky_relu, clip, sigmoid, tanh, exp, sqrt,
-negative, cast (pattern ELEMWISE)."""
+"""Elementwise operators of one tensor: nn.relu, nn.leaky_relu, clip, sigmoid, tanh, exp, log, sqrt,
+rsqrt, erf, abs, negative, cast (pattern ELEMWISE)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,14 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
 
 
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return 1.0 / np.sqrt(x.astype(np.float64))
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
+
+
 def _relu(attrs: Any, x: np.ndarray) -> np.ndarray:
     return relu_python(x)
 
@@ -78,6 +87,10 @@ register_op("sigmoid", ("data",), same_type_relation, _float_op(_sigmoid), OpPat
 register_op("tanh", ("data",), same_type_relation, _float_op(np.tanh), OpPattern.ELEMWISE)
 register_op("exp", ("data",), same_type_relation, _float_op(np.exp), OpPattern.ELEMWISE)
 register_op("sqrt", ("data",), same_type_relation, _float_op(np.sqrt), OpPattern.ELEMWISE)
+register_op("log", ("data",), same_type_relation, _float_op(np.log), OpPattern.ELEMWISE)
+register_op("rsqrt", ("data",), same_type_relation, _float_op(_rsqrt), OpPattern.ELEMWISE)
+register_op("erf", ("data",), same_type_relation, _float_op(_erf), OpPattern.ELEMWISE)
+register_op("abs", ("data",), same_type_relation, _float_op(np.abs), OpPattern.ELEMWISE)
 register_op("negative", ("data",), same_type_relation, _float_op(np.negative), OpPattern.ELEMWISE)
 register_op("cast", ("data",), _cast_relation, _cast, OpPattern.ELEMWISE, CastAttrs)
 
@@ -115,6 +128,26 @@ def exp(data: Expr) -> Call:
 def sqrt(data: Expr) -> Call:
     """Square root (``relay.sqrt``)."""
     return make_call("sqrt", [data])
+
+
+def log(data: Expr) -> Call:
+    """Natural logarithm (``relay.log``)."""
+    return make_call("log", [data])
+
+
+def rsqrt(data: Expr) -> Call:
+    """``1 / sqrt(data)`` (``relay.rsqrt``)."""
+    return make_call("rsqrt", [data])
+
+
+def erf(data: Expr) -> Call:
+    """The Gauss error function (``relay.erf``)."""
+    return make_call("erf", [data])
+
+
+def abs(data: Expr) -> Call:  # noqa: A001
+    """Absolute value (``relay.abs``)."""
+    return make_call("abs", [data])
 
 
 def negative(data: Expr) -> Call:

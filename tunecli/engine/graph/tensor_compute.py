@@ -1,0 +1,145 @@
+"""Tensor-expression definitions (``FTVMCompute``) of the transformer-era operators: the math
+unaries (log, rsqrt, erf, abs), power, comparisons and logical operators, where, trilu, take,
+strided_slice, broadcast_to, tile and arange.  :mod:`.op_compute` imports this module (and its
+:func:`broadcast_read`), so every definition is registered with the others."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.engine.ir import expr as E
+
+from .op_registry import COMPUTE_ATTR, OPS, Compute
+from .ops.replicate import arange_length
+from .ops.slicing import slice_ranges
+from .types import TensorType
+
+
+def _set(name: str, fn: Compute) -> None:
+    OPS.set_attr(name, COMPUTE_ATTR, fn)
+
+
+def broadcast_read(t: te.Tensor, shape: Sequence[int], idx: Sequence[E.Expr]) -> E.Expr:
+    """``t`` read at the broadcast of index ``idx`` of an output of ``shape`` (numpy's rules)."""
+    skip = len(shape) - len(t.shape)
+    return t(*[idx[skip + d] if t.shape[d] != 1 else 0 for d in range(len(t.shape))])
+
+
+def _elementwise(name: str, fn: Callable[..., E.Expr], tag: str) -> Compute:
+    """A compute applying ``fn(*reads, out_dtype)`` to every input read at the output's index."""
+
+    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+        return te.compute(
+            out.shape,
+            lambda *i: fn(*[broadcast_read(t, out.shape, i) for t in inputs], out.dtype),
+            name=f"T_{name}",
+            tag=tag,
+        )
+
+    return compute
+
+
+_UNARY: dict[str, Callable[[E.Expr, str], E.Expr]] = {
+    "log": lambda x, dt: te.log(x),
+    "rsqrt": lambda x, dt: te.rsqrt(x),
+    "erf": lambda x, dt: te.erf(x),
+    "abs": lambda x, dt: te.abs(x),
+    "logical_not": lambda x, dt: ~x,
+}
+_BINARY: dict[str, Callable[[E.Expr, E.Expr, str], E.Expr]] = {
+    "power": lambda a, b, dt: E.cast(dt, te.power(a, b)),
+    "equal": lambda a, b, dt: a == b,
+    "not_equal": lambda a, b, dt: a != b,
+    "less": lambda a, b, dt: a < b,
+    "less_equal": lambda a, b, dt: a <= b,
+    "greater": lambda a, b, dt: a > b,
+    "greater_equal": lambda a, b, dt: a >= b,
+    "logical_and": lambda a, b, dt: a & b,
+    "logical_or": lambda a, b, dt: a | b,
+    "logical_xor": lambda a, b, dt: a != b,
+}
+for _name, _ufn in _UNARY.items():
+    _set(_name, _elementwise(_name, _ufn, "elemwise"))
+for _name, _bfn in _BINARY.items():
+    _set(_name, _elementwise(_name, _bfn, "broadcast"))
+_set("where", _elementwise("where", lambda c, x, y, dt: E.Select(c, x, y), "broadcast"))
+_set("broadcast_to", _elementwise("broadcast_to", lambda x, dt: x, "broadcast"))
+
+
+@OPS.register_attr(COMPUTE_ATTR, "trilu")
+def _trilu(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+
+    def body(*i: E.Expr) -> E.Expr:
+        offset = i[-1] - i[-2]
+        keep = offset >= attrs.k if attrs.upper else offset <= attrs.k
+        return E.Select(keep, x(*i), E.const(0, out.dtype))
+
+    return te.compute(out.shape, body, name="T_trilu", tag="injective")
+
+
+@OPS.register_attr(COMPUTE_ATTR, "take")
+def _take(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    data, indices = inputs
+    flat = attrs.axis is None
+    axis = 0 if flat else attrs.axis % len(data.shape)
+    size = int(data.shape[axis]) if not flat else math.prod(int(s) for s in data.shape)
+    nidx = len(indices.shape)
+
+    def body(*i: E.Expr) -> E.Expr:
+        raw = indices(*i[axis : axis + nidx]).astype("int32")
+        if attrs.mode == "wrap":
+            pos = te.floormod(raw, size)
+        else:
+            pos = te.max(te.min(raw, size - 1), 0)
+        if flat:
+            return data(*_unravel(pos, data.shape))
+        return data(*i[:axis], pos, *i[axis + nidx :])
+
+    return te.compute(out.shape, body, name="T_take", tag="injective,take")
+
+
+def _unravel(flat: E.Expr, shape: Sequence[int]) -> list[E.Expr]:
+    idx: list[E.Expr] = []
+    stride = math.prod(int(s) for s in shape)
+    for s in shape:
+        stride //= int(s)
+        idx.append(te.floormod(te.floordiv(flat, stride), s) if stride > 1 else te.floormod(flat, s))
+    return idx
+
+
+@OPS.register_attr(COMPUTE_ATTR, "strided_slice")
+def _strided_slice(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    ranges = slice_ranges("strided_slice", tuple(int(s) for s in x.shape), attrs)
+    return te.compute(
+        out.shape,
+        lambda *i: x(*[r.start + v * r.step for r, v in zip(ranges, i, strict=True)]),
+        name="T_strided_slice",
+        tag="injective,strided_slice",
+    )
+
+
+@OPS.register_attr(COMPUTE_ATTR, "tile")
+def _tile(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    skip = len(out.shape) - len(x.shape)
+    return te.compute(
+        out.shape,
+        lambda *i: x(*[te.floormod(i[skip + d], s) if s != 1 else 0 for d, s in enumerate(x.shape)]),
+        name="T_tile",
+        tag="injective,tile",
+    )
+
+
+@OPS.register_attr(COMPUTE_ATTR, "arange")
+def _arange(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    arange_length("arange", attrs)
+    start, step = E.const(attrs.start, "float64"), E.const(attrs.step, "float64")
+    return te.compute(
+        out.shape, lambda i: E.cast(out.dtype, start + E.cast("float64", i) * step), name="T_arange",
+        tag="injective",
+    )
