@@ -19,7 +19,7 @@ from types import ModuleType
 
 import numpy as np
 
-from tunecli.engine.job.inspect_job import LogView
+from tunecli.engine.log.log_summary import LogView
 from tunecli.errors import TuneError
 
 #: How to get the plotting libraries.
@@ -83,7 +83,7 @@ def text_plot(view: LogView, color: bool, width: int = 78, height: int = 18) -> 
     PlottingUnavailable
         Without plotext.
     """
-    figure = require("plotext", "the convergence plot").figure  # 0.15 s to import: only when drawn
+    figure = require("plotext", "the convergence plot").figure  # slow to import: only when drawn
     out = []
     for unit in sorted({w.unit for w in view.workloads}):
         figure.clear()

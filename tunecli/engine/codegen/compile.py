@@ -112,7 +112,8 @@ def compile_ir(ir_text: str, target: Target, slp: bool = True) -> Compiled:
     slp : bool
         Run LLVM's SLP vectorizer.  Codegen turns it off for kernels that already hold explicit
         vector code: there it only regroups the scalar remainders of odd-width vector loops into
-        shuffles and gathers (measured: conv2d 512×7×7 3.9 ms without, 6.5 ms with).
+        shuffles and gathers, which are slower than the scalar code (figures in
+        ``benchmarks/README.md``).
 
     Returns
     -------

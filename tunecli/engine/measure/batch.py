@@ -11,9 +11,9 @@ the built kernels one at a time (in the runner's worker process). Two schedules:
   builders use every core, the measured kernel competes with them for a core outright.
 
 ``overlap="auto"`` (the default) overlaps only when the builders leave a core free
-(``builder.n_parallel < os.cpu_count()``), else it is sequential. On this project's 2-core
-machines the default ``LocalBuilder()`` uses both cores, so tuning is sequential unless the
-builder is given ``n_parallel=1`` (``benchmarks/bench_measure_throughput.py`` compares both).
+(``builder.n_parallel < os.cpu_count()``), else it is sequential. The default
+``LocalBuilder()`` builds on every core, so tuning is sequential unless the builder is given
+fewer (``benchmarks/bench_measure_throughput.py`` compares both).
 
 Overlapping needs a runner that times kernels one after another (it declares
 ``measures_one_at_a_time``: ``LocalRunner`` does; ``RPCRunner``, which spreads a batch over its

@@ -41,7 +41,7 @@ from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.space import ConfigEntity
 from tunecli.errors import InstantiationError, TuneError
 
-#: Builds a builder child runs before it is replaced (LLVM leaks ≈180 KiB per compile).
+#: Builds a builder child runs before it is replaced (LLVM leaks memory with every compile).
 WORKER_MAX_JOBS = 200
 BUILD_JOB_FUNC = "tunecli.engine.measure.builder:build_job"
 

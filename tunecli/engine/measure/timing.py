@@ -5,27 +5,26 @@
 same function. It follows TVM's ``time_evaluator``:
 
 1. load the object on the device of the request's target (``Device.load``; on the CPU: link it
-   into this process's LLJIT, ≈1 ms; on a CUDA GPU: load the PTX) and make the arguments
-   there: random inputs from ``seed``, each output
-   guarded against overruns (:mod:`tunecli.engine.measure.arrays`);
+   into this process's LLJIT; on a CUDA GPU: load the PTX) and make the arguments there:
+   random inputs from ``seed``, each output guarded against overruns
+   (:mod:`tunecli.engine.measure.arrays`);
 2. one untimed warm-up call. With a reference (``ref_outputs``) or ``return_outputs`` the
    outputs are first poisoned (NaN), so an element the kernel never writes is caught. Then
    untimed calls until ``warmup_ms`` have passed (TVM has no such step; see below);
 3. ``repeat`` rounds of ``number`` calls, timing each round; while a round lasts less than
    ``min_repeat_ms``, ``number`` grows to ``max(min_repeat_ms / per_call + 1, number * 1.618)``
    and the round is re-timed (the grown ``number`` carries over); each round gives seconds per
-   call. With ``enable_cpu_cache_flush`` a 64 MiB buffer is written before each round (TVM's
-   flush preprocessor; meant for ``number=1``). The flush is bounded on purpose: this machine
-   reports a 480 MiB L3, and flushing "more than the L3" would cost more than the kernel.
+   call. With ``enable_cpu_cache_flush`` :data:`FLUSH_BYTES` of scratch memory are written
+   before each round (TVM's flush preprocessor; meant for ``number=1``). The flush has a fixed
+   size rather than "more than the last-level cache": virtual machines can report caches far
+   larger than any kernel's data, and flushing those would cost more than the kernel.
 
-Why the timed warm-up: on this project's (virtual) 2-core machines a core that has been idle for
-a while runs at a fraction of its speed for the first tens of milliseconds of work. A
-2-thread kernel timed right after a 0.1 s pause (TVM's default ``cooldown_interval``) then
-ran at about a third of its speed: the same conv2d configs measured 300 GFLOPS or 100 GFLOPS
-depending only on whether a build or a pause came just before (16 of 16 such measurements
-were slow with no warm-up, 2 of 16 after 20 ms of warm-up, 0 of 16 after 30 and 50 ms;
-``benchmarks/bench_measure_stability.py`` measures it). Timing rounds of a few milliseconds
-(TVM's ``number``/``repeat`` defaults) fall entirely inside that slow start.
+Why the timed warm-up: a core that has been idle for a while (a virtual machine's core above
+all) runs at a fraction of its speed for its first tens of milliseconds of work, so a parallel
+kernel timed right after a pause (TVM's default ``cooldown_interval``) or a build times far
+below its speed, and timing rounds of a few milliseconds (TVM's ``number``/``repeat``
+defaults) fall entirely inside that slow start.  ``benchmarks/bench_measure_stability.py``
+measures it (the figures behind the default are in ``benchmarks/README.md``).
 
 Post-processing (dropping the min and max of more than two costs) is the runner's job, as in
 TVM. A kernel that crashes or hangs takes this process with it, so always call this in a

@@ -9,9 +9,8 @@ when the record is made, so every reader sees the same rules.
 Two defaults differ from TVM's on purpose: every measurement first runs the kernel, untimed,
 for ``warmup_ms`` (50 ms), and ``cooldown_interval`` is 0 (TVM: 0.1 s). A core left idle runs
 slowly for its first tens of milliseconds of work, so TVM's pause before each measurement
-made parallel kernels time at about a third of their speed (see
-:mod:`tunecli.engine.measure.timing`); the warm-up removes that, and the pause only cost 0.1 s
-per trial.
+made parallel kernels time far below their speed (see :mod:`tunecli.engine.measure.timing`);
+the warm-up removes that, and the pause only cost its length per trial.
 """
 
 from __future__ import annotations

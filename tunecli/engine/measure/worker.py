@@ -11,7 +11,7 @@ Protocol over one duplex pipe per child::
     parent → child    (func_ref, payload)            func_ref is "package.module:function"
     child  → parent   ("ok", value) | ("raised", traceback text)
 
-A call's timeout starts when the job is handed to a ready child, so start-up (≈0.3 s of
+A call's timeout starts when the job is handed to a ready child, so start-up (the child's
 imports) never counts against it. The parent closes its copy of the child's pipe end, so a
 child that dies is seen as EOF within milliseconds. After a death, a timeout (the child is
 SIGKILLed) or ``max_jobs`` calls, the child is replaced by a fresh one, started at once so it
@@ -137,7 +137,7 @@ class Worker:
     Parameters
     ----------
     max_jobs : int, optional
-        Replace the child after this many calls (bounds leaks such as LLVM's ≈180 KiB per
+        Replace the child after this many calls (bounds leaks such as LLVM's memory kept per
         compile); None never recycles.
     preload : sequence of str
         Modules the child imports before reporting ready.

@@ -8,8 +8,8 @@ already loaded and to calls from any Python thread.
 Before libgomp is loaded, ``GOMP_SPINCOUNT`` defaults to :data:`SPIN_COUNT` (unless it or
 ``OMP_WAIT_POLICY`` is set): libgomp's default of 300 000 spins at each barrier makes a thread
 that finishes its chunk first burn the core its partner needs whenever another process competes
-for the CPUs (measured on the 2-core machine with builders running: conv2d 512×7×7 at 2 threads
-15–30 ms with the default, 2.7 ms with 10 000 spins; 1.9 ms at 1 thread).
+for the CPUs (a parallel kernel then runs several times slower than on one thread; the figures
+are in ``benchmarks/README.md``).
 
 libgomp does not survive ``fork``: a child forked after its parent ran a parallel kernel hangs
 in its first parallel region.  Processes that run kernels must be spawned (``multiprocessing``

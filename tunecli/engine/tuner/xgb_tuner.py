@@ -1,9 +1,9 @@
 """XGBTuner: a model-based tuner with an XGBoost cost model and simulated annealing.
 
 Where TVM's default ``feature_type`` is ``"itervar"``, ours is ``"knob"``: loop-nest features
-(``itervar``, ``curve``) cost a lowering of the config in Python (~12 ms), and simulated
-annealing predicts tens of thousands of configs per plan — the first plan of ``dense.x86``
-512x512x512 (12000 configs) took ~165 s with ``itervar`` against ~0.3 s with ``knob``.  With
+(``itervar``, ``curve``) cost a lowering of the config in Python, and simulated annealing
+predicts tens of thousands of configs per plan, so a plan with them takes minutes where knob
+features take a fraction of a second (figures in ``benchmarks/README.md``).  With
 ``itervar`` or ``curve`` the annealing explores a companion knob-feature model fitted on the same
 measurements, and the loop-nest model re-ranks the ``rerank_factor * plan_size`` best candidates
 it found (a few seconds per plan); ``rerank_factor=None`` anneals the loop-nest model itself, as
@@ -34,9 +34,9 @@ class XGBTuner(ModelBasedTuner):
     loss_type : {"reg", "rank", "rank-binary"}
     num_threads : int or None
         Threads used by xgboost (its ``nthread``).  Default 1: the training sets are small and the
-        annealing predicts 128 configs at a time, so more threads mostly add synchronisation —
-        on a busy 2-core machine the first plan took 4-12 s with 2 threads against 0.13-0.2 s
-        with one.  None: xgboost's default (every core).
+        annealing predicts 128 configs at a time, so more threads mostly add synchronisation,
+        which costs most where other processes (builders, measurements) hold the other cores.
+        None: xgboost's default (every core).
     optimizer : "sa" or ModelOptimizer
     diversity_filter_ratio : float, optional
     log_interval : int

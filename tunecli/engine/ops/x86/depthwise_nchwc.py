@@ -119,7 +119,7 @@ def schedule_depthwise_conv2d_NCHWc(cfg: Any, outs: Sequence[te.Tensor],
     s = create_group_schedule(outs, epilogue)
     out, acc = output_and_accumulator(s, conv, epilogue)
     # A depthwise convolution does few FMAs per input element (9 for 3x3): a padded copy of the
-    # input costs more memory traffic than bound checks on the loads (measured 1.1-1.7x faster).
+    # input costs more memory traffic than bound checks on the loads (see benchmarks/README.md).
     schedule_input_stages(s, conv, inline_padding=True)
     s[acc].compute_at(s[out], tile_output(s, out, conv.shape[-1], cfg["tile_ow"].size[-1]))
     _, _, _, x, ob = s[acc].op.axis
