@@ -4,8 +4,8 @@
 how to call them) or a :class:`MeasureResult` carrying the error, which runners pass through
 unchanged. Builds run in ``n_parallel`` persistent spawned :class:`Worker` children: llvmlite
 holds one lock around LLVM in a process (threads would not compile in parallel) and leaks
-≈180 KiB per compile, so each child is recycled after ``worker_max_jobs`` builds, which keeps
-memory flat over long tunes.
+memory with every compile, so each child is recycled after ``worker_max_jobs`` builds, which
+keeps memory flat over long tunes.
 
 A child receives a :class:`BuildJob`: the task pickled by name (the child imports
 ``task.template_module`` — a ``__main__`` script is re-imported as ``__mp_main__`` by the spawn
