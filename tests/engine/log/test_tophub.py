@@ -11,8 +11,8 @@ import pytest
 from autotvm_templates import tophub_dir
 
 from tunecli.engine.build import build
-from tunecli.engine.job.best_of_logs import best_of_logs
 from tunecli.engine.log import tophub
+from tunecli.engine.log.best_of_logs import best_of_logs
 from tunecli.engine.log.history_best import ApplyHistoryBest, tophub_context
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.ops import registry
@@ -50,7 +50,8 @@ def test_package_files_follow_tvms_names(tmp_path: Path):
     arm = touch(second / "arm_cpu.log")
     plain = touch(second / "llvm.log")
     assert tophub.package_files("llvm", [first, second]) == [versioned, plain]  # TVM's version first
-    assert tophub.package_files("llvm -device=arm_cpu", [first, second]) == [versioned, arm]  # device first
+    # TVM's rule: the device's backend alone answers an arm_cpu target (never the x86 llvm packages)
+    assert tophub.package_files("llvm -device=arm_cpu", [first, second]) == [arm]
     assert tophub.backend_names("llvm -device=arm_cpu -mtriple=aarch64-linux-gnu") == ["arm_cpu", "llvm"]
     assert tophub.package_files("cuda", [first, second]) == []
 

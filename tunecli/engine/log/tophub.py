@@ -4,10 +4,15 @@ A package is a directory of tuning logs named per backend, as TVM's tophub names
 ``<backend>_<version>.log`` (``llvm_v0.04.log``, TVM's own packages) or ``<backend>.log``
 (e.g. what ``tunecli best logs/*.log -o DIR/llvm.log`` writes).  The backend names of a target
 are TVM's: its ``-device`` (``arm_cpu``, ``mali`` ...; aliased as TVM does), then its kind
-(``llvm``, ``cuda``).  In each package directory the first backend that has a file is loaded,
-one file per directory, and the records of those files are matched to a query as any log is:
-by exact target, then model, then target keys (a ``llvm -mcpu=skylake-avx512`` record answers
-an ``llvm`` query through the key ``cpu``).
+(``llvm``, ``cuda``).  As in TVM, the first of those that is one of TVM's package backends
+(:data:`PACKAGE_VERSION`) decides: an ``arm_cpu`` target is answered by ``arm_cpu`` packages only,
+never by the ``llvm`` (x86) ones; a target naming no known backend takes the first name that has
+a file.  One file per directory is loaded, and the records of those files are matched to a
+query as any log is: by exact target, then model (``-model=rk3399``), then target keys (a
+``llvm -mcpu=skylake-avx512`` record answers an ``llvm`` query through the key ``cpu``).
+
+The shipped package holds TVM's ``arm_cpu_v0.08.log`` (its boards: rk3399, pixel2 / snapdragon835,
+kirin970, bcm2837 (rasp3b), pynq, ultra96) and tunecli's ``llvm.log`` (see its README).
 
 The directories searched, first first: those given with ``set_locations`` (or the
 ``TUNECLI_TOPHUB`` environment variable, paths separated by ``os.pathsep``), then the package
@@ -106,8 +111,12 @@ def package_files(target: str | Target, dirs: Sequence[Path] | None = None) -> l
     list of Path
     """
     files = []
+    names = backend_names(target)
+    known = [n for n in names if n in PACKAGE_VERSION]
+    if known:
+        names = known[:1]
     for directory in locations() if dirs is None else dirs:
-        for name in backend_names(target):
+        for name in names:
             candidates = [directory / f"{name}.log"]
             if name in PACKAGE_VERSION:
                 candidates.insert(0, directory / f"{name}_{PACKAGE_VERSION[name]}.log")

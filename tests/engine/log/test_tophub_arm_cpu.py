@@ -1,0 +1,72 @@
+"""TVM's arm_cpu package (shipped as ``pretuned/arm_cpu_v0.08.log``) answers arm_cpu targets by
+their board (``-model=``), as TVM's tophub does; x86 records never answer them."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tunecli.engine.log import tophub
+from tunecli.engine.log.history_best import ApplyHistoryBest, tophub_context
+from tunecli.engine.target import Target
+from tunecli.engine.task.dispatcher import DispatchContext
+
+RK3399 = "llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu -mattr=+neon"
+RASP3B = "llvm -device=arm_cpu -model=bcm2837 -mtriple=armv7l-linux-gnueabihf -mattr=+neon"
+#: ResNet-18's first convolution, as TVM's arm_cpu logs name its spatial-pack task.
+FIRST_CONV = ("conv2d_nchw_spatial_pack.arm_cpu", ("TENSOR", (1, 3, 224, 224), "float32"),
+              ("TENSOR", (64, 3, 7, 7), "float32"), (2, 2), (3, 3, 3, 3), (1, 1), "float32")
+
+
+@pytest.fixture(autouse=True)
+def shipped_packages_only(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(tophub.ENV_VAR, raising=False)
+    tophub.set_locations(None)
+    yield
+    tophub.set_locations(None)
+
+
+def _logged_config(model: str, workload: tuple) -> str:
+    """The config TVM's log holds for ``workload`` on the board ``model`` (read from the file)."""
+    context = ApplyHistoryBest(str(tophub.SHIPPED_DIR / "arm_cpu_v0.08.log"), pretuned=False)
+    return str(context.best_by_model[(model, workload)][0].config)
+
+
+def test_an_arm_cpu_target_is_answered_by_the_arm_cpu_package_only():
+    files = tophub.package_files(RK3399)
+    assert [f.name for f in files] == ["arm_cpu_v0.08.log"]
+    context = tophub_context(RK3399)
+    assert all(key[0].keys[0] == "arm_cpu" for key in context.best_by_target)
+    assert {key[0] for key in context.best_by_model} >= {"rk3399", "bcm2837", "kirin970", "snapdragon835"}
+
+
+def test_each_board_gets_its_own_record():
+    with tophub_context(RK3399):
+        rk3399 = DispatchContext.current.query(Target(RK3399), FIRST_CONV)
+    with tophub_context(RASP3B):
+        rasp3b = DispatchContext.current.query(Target(RASP3B), FIRST_CONV)
+    assert str(rk3399) == _logged_config("rk3399", FIRST_CONV)
+    assert str(rasp3b) == _logged_config("bcm2837", FIRST_CONV)
+    assert str(rk3399) != str(rasp3b)
+
+
+def test_apply_history_best_falls_back_to_the_arm_cpu_package():
+    with ApplyHistoryBest([]):
+        cfg = DispatchContext.current.query(Target(RK3399), FIRST_CONV)
+    assert not getattr(cfg, "is_fallback", False)
+    assert str(cfg) == _logged_config("rk3399", FIRST_CONV)
+
+
+def test_a_workload_without_records_gets_the_fallback_with_the_usual_warning(caplog):
+    workload = FIRST_CONV[:1] + (("TENSOR", (1, 3, 97, 97), "float32"),) + FIRST_CONV[2:]
+    DispatchContext.warning_messages.clear()
+    with caplog.at_level(logging.WARNING, logger="autotvm"), tophub_context(RK3399):
+        cfg = DispatchContext.current.query(Target(RK3399), workload)
+    assert cfg.is_fallback
+    assert any("Cannot find config" in r.getMessage() and "fallback" in r.getMessage() for r in caplog.records)
+
+
+def test_the_x86_package_still_answers_x86_targets():
+    assert [f.name for f in tophub.package_files("llvm")] == ["llvm.log"]
+    assert all("arm_cpu" not in key[0].keys for key in tophub_context("llvm").best_by_target)
