@@ -24,7 +24,7 @@ from tunecli.engine.graph.interpreter import create_executor
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.traversal import ExprMutator
 from tunecli.engine.graph.types import FuncType, TensorType, TupleType
-from tunecli.relay import analysis, build_module, frontend, op, testing, transform
+from tunecli.relay import analysis, build_module, expr, frontend, op, testing, transform
 from tunecli.relay.build_module import build, optimize
 from tunecli.relay.op import (
     add,
@@ -35,6 +35,7 @@ from tunecli.relay.op import (
     exp,
     expand_dims,
     layout_transform,
+    log,
     max,
     maximum,
     mean,
@@ -80,8 +81,10 @@ __all__ = [
     "divide",
     "exp",
     "expand_dims",
+    "expr",
     "frontend",
     "layout_transform",
+    "log",
     "max",
     "maximum",
     "mean",

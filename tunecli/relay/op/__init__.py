@@ -11,7 +11,7 @@ from tunecli.engine.graph.ops.transform import (
     squeeze,
     transpose,
 )
-from tunecli.engine.graph.ops.unary import cast, clip, exp, negative, sigmoid, sqrt, tanh
+from tunecli.engine.graph.ops.unary import cast, clip, exp, log, negative, sigmoid, sqrt, tanh
 from tunecli.relay.op import nn
 
 get = OPS.get
@@ -28,6 +28,7 @@ __all__ = [
     "expand_dims",
     "get",
     "layout_transform",
+    "log",
     "max",
     "maximum",
     "mean",
