@@ -1,7 +1,8 @@
 """OpenMP on the CPU: loading libgomp and the number of threads of kernels' ``parallel`` loops.
 
 The thread count comes from :func:`set_num_threads`, else the environment variable
-``TUNECLI_NUM_THREADS``, else the CPUs this process may run on.  The CPU device writes it into
+``TUNECLI_NUM_THREADS``, else TVM's ``TVM_NUM_THREADS`` (so TVM scripts that set it run on that
+many threads), else the CPUs this process may run on.  The CPU device writes it into
 a loaded kernel's ``<entry>__num_threads`` global before each launch, so it applies to kernels
 already loaded and to calls from any Python thread.
 
@@ -29,6 +30,8 @@ import llvmlite.binding as llvm
 from tunecli.errors import ArgumentError, CodegenError
 
 ENV_VAR = "TUNECLI_NUM_THREADS"
+#: The variables read for the thread count, the first one set wins.
+ENV_VARS = (ENV_VAR, "TVM_NUM_THREADS")
 SPIN_COUNT = "10000"
 _state: dict[str, int] = {}
 _GOMP_GLOBS = ("/usr/lib/x86_64-linux-gnu/libgomp.so.1", "/usr/lib/aarch64-linux-gnu/libgomp.so.1",
@@ -64,15 +67,16 @@ def load_libgomp() -> str:
 
 
 def _default_threads() -> int:
-    env = os.environ.get(ENV_VAR, "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ArgumentError(f"runtime: {ENV_VAR}={env!r} must be a positive integer")
-        return n
+    for name in ENV_VARS:
+        env = os.environ.get(name, "").strip()
+        if env:
+            try:
+                n = int(env)
+            except ValueError:
+                n = 0
+            if n < 1:
+                raise ArgumentError(f"runtime: {name}={env!r} must be a positive integer")
+            return n
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - non-Linux
