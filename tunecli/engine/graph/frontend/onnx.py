@@ -1,7 +1,7 @@
 """ONNX import (TVM's ``relay.frontend.from_onnx``): an ONNX model as a graph module and its parameters.
 
-The model's nodes are converted in order through the converter table (``onnx_table.CONVERTERS``,
-filled by ``onnx_nn``, ``onnx_matmul``, ``onnx_math``, ``onnx_index`` and ``onnx_tensor``); values
+The model's nodes are converted in order through the converter table (``onnx_table.converters()``,
+filled from ``onnx_nn``, ``onnx_matmul``, ``onnx_math``, ``onnx_index`` and ``onnx_tensor``); values
 known at import are folded to arrays, so the shape computations exporters emit around Reshape
 become constants.  Everything is checked before anything is built: the file, the opset, every
 operator, the inputs and their shapes; errors are :class:`ModelImportError` naming the file, input
@@ -25,9 +25,8 @@ from ..graph_expr import Expr, Function, Tuple, Var
 from ..ir_module import IRModule
 from ..type_infer import infer_types
 from ..types import TensorType
-from . import onnx_index, onnx_math, onnx_matmul, onnx_nn, onnx_tensor  # noqa: F401 - fill the converter table
 from .onnx_node import NodeContext, ValueStore, onnx_dtype
-from .onnx_table import CONVERTERS, MAX_OPSET, MIN_OPSET, supported_operators
+from .onnx_table import MAX_OPSET, MIN_OPSET, converters, supported_operators
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -146,7 +145,7 @@ def _check_operators(nodes: Sequence[Any], opset: int) -> None:
         )
     problems = []
     for index, node in enumerate(nodes):
-        entry = CONVERTERS.get(node.op_type) if node.domain in _DEFAULT_DOMAINS else None
+        entry = converters().get(node.op_type) if node.domain in _DEFAULT_DOMAINS else None
         label = f"{node.op_type} node {_node_name(node, index)!r}"
         if entry is None:
             domain = f" (domain {node.domain!r})" if node.domain not in _DEFAULT_DOMAINS else ""
@@ -273,7 +272,7 @@ def _convert_node(
     ctx = NodeContext(
         node.op_type, name, opset, _attributes(onnx, node, where), tuple(node.input), len(node.output), store
     )
-    entry = CONVERTERS[node.op_type]
+    entry = converters()[node.op_type]
     try:
         if entry.fold is not None and (entry.convert is None or ctx.foldable()):
             result = entry.fold(ctx)

@@ -8,7 +8,8 @@ names the range of model opsets whose semantics it implements.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,8 +62,21 @@ class OnnxConverter:
         return f"{self.since}-{self.until}"
 
 
-#: Every supported ONNX operator, by op type.
+#: Every supported ONNX operator, by op type; read it through :func:`converters`.
 CONVERTERS: dict[str, OnnxConverter] = {}
+#: The modules (of this package) whose ``@converter``/``@folder`` functions fill :data:`CONVERTERS`.
+CONVERTER_MODULES = ("onnx_nn", "onnx_matmul", "onnx_math", "onnx_index", "onnx_tensor")
+_loaded: list[str] = []
+
+
+def converters() -> Mapping[str, OnnxConverter]:
+    """Every supported ONNX operator, by op type: :data:`CONVERTERS`, filled at the first call by
+    loading :data:`CONVERTER_MODULES`."""
+    for name in CONVERTER_MODULES:
+        if name not in _loaded:
+            importlib.import_module(f"{__package__}.{name}")
+            _loaded.append(name)
+    return CONVERTERS
 
 
 def converter(
@@ -97,4 +111,5 @@ def add_converter(entry: OnnxConverter) -> None:
 
 def supported_operators() -> str:
     """``"Add (7-25), AveragePool (7-25), ..."``: the supported operators with their opsets."""
-    return ", ".join(f"{op} ({CONVERTERS[op].opsets})" for op in sorted(CONVERTERS))
+    table = converters()
+    return ", ".join(f"{op} ({table[op].opsets})" for op in sorted(table))
