@@ -7,6 +7,8 @@ each distinct workload becomes one ``autotvm`` task, in the order the network fi
 Winograd tasks are opt-in: with ``nn.contrib_conv2d_NCHWc_winograd`` among the requested
 operators, each convolution ``AlterOpLayout`` may make a Winograd one (3x3, stride 1) also gives
 its ``conv2d_NCHWc_winograd.x86`` task, after its direct one (``nn.conv2d``'s, when requested).
+A dense layer of several rows also gives its ``dense_pack.x86`` task, after its own (TVM's x86
+tasks of a dense layer are its packed and unpacked templates).
 :func:`task_occurrences` counts how often each workload occurs.
 
 Such tasks are alternatives: ``relay.build`` runs one of them per call.  :func:`tunable_operators`
@@ -28,7 +30,7 @@ from .build_module import optimize
 from .graph_expr import Call, Function
 from .ir_module import IRModule
 from .op_registry import OPS, Op
-from .op_strategy import Implementation, implementation, winograd_implementation
+from .op_strategy import Implementation, dense_pack_implementation, implementation, winograd_implementation
 from .ops.conv_winograd import CONV_OP as WINOGRAD_OP
 from .traversal import post_order
 
@@ -79,8 +81,10 @@ def _call_implementations(mod: IRModule | Function, params: Mapping[str, Any] | 
     for node in (n for fn in groups for n in post_order(fn.body, into_functions=False)):
         if not (isinstance(node, Call) and isinstance(node.op, Op) and node.op.strategy_op is not None):
             continue
-        impls = [implementation(node, target) if wanted is None or node.op.name in wanted else None,
-                 winograd_implementation(node, target) if winograd else None]
+        own = wanted is None or node.op.name in wanted
+        impls = [implementation(node, target) if own else None,
+                 winograd_implementation(node, target) if winograd else None,
+                 dense_pack_implementation(node, target) if own else None]
         found = tuple(impl for impl in impls if impl is not None)
         if found:
             yield found

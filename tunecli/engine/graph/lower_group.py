@@ -40,7 +40,7 @@ from .graph_expr import Call, Function, Tuple, Var
 from .group_schedule import schedule_group
 from .op_compute import compute_of
 from .op_registry import Op
-from .op_strategy import Implementation, implementation
+from .op_strategy import Implementation, chosen_implementation
 from .traversal import post_order
 from .type_infer import tensor_type_of
 
@@ -231,7 +231,7 @@ def _in_call_layout(out: te.Tensor, call_type: Any, task_name: str) -> te.Tensor
 def _anchor_of(fn: Function, target: Target) -> tuple[Call, Implementation] | None:
     for node in post_order(fn.body, into_functions=False):
         if isinstance(node, Call) and isinstance(node.op, Op) and node.op.strategy_op is not None:
-            impl = implementation(node, target)
+            impl = chosen_implementation(node, target)
             return (node, impl) if impl is not None else None
     return None
 

@@ -173,6 +173,36 @@ def winograd_implementation(call: Call, target: Target) -> Implementation | None
     return Implementation(rows[0], _template_args(rows[0], facts, call))
 
 
+#: Rows that serve a dense layer of several rows as alternatives of the call's own row (TVM's
+#: ``dense_strategy`` on x86 offers both its packed and unpacked templates).
+DENSE_ALTERNATIVES = ("dense_pack.x86",)
+
+
+def dense_pack_implementation(call: Call, target: Target) -> Implementation | None:
+    """The ``dense_pack.x86`` row for an ``nn.dense`` of more than one row (a transformer's
+    layers: M is the sequence length) on ``target``; None otherwise.  Its kernel takes the
+    weight in panels, which ``relay.build`` packs once at build time."""
+    if call.op.name != "nn.dense":  # type: ignore[union-attr]
+        return None
+    keys, facts = _dense_keys(call)
+    if facts["M"] <= 1:
+        return None
+    rows = [r for r in STRATEGIES.candidates(keys[0], target) if r.name in DENSE_ALTERNATIVES]
+    return Implementation(rows[0], _template_args(rows[0], facts, call)) if rows else None
+
+
+def chosen_implementation(call: Call, target: Target) -> Implementation | None:
+    """The implementation a build runs for a tunable ``call``: a dense layer with alternatives
+    (:func:`dense_pack_implementation`) takes :func:`select_implementation`'s choice (the tuned
+    one of lower cost, else the higher plevel: the call's own row); any other call its
+    :func:`implementation` (convolutions choose in ``AlterOpLayout``)."""
+    candidates = [impl for impl in (implementation(call, target), dense_pack_implementation(call, target))
+                  if impl is not None]
+    if len(candidates) < 2:
+        return candidates[0] if candidates else None
+    return select_implementation(candidates, target)[0]
+
+
 def conv2d_candidates(call: Call, target: Target) -> list[Implementation]:
     """The implementations ``AlterOpLayout`` chooses among for a call (opt_level 3): the call's
     :func:`implementation` and, for a convolution it serves, :func:`winograd_implementation`."""

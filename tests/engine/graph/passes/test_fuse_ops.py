@@ -59,14 +59,33 @@ def test_an_anchor_never_takes_a_prologue_and_opaque_ops_stay_alone() -> None:
     ]
 
 
-def test_a_value_read_twice_ends_its_group() -> None:
+def test_a_value_read_twice_fuses_up_to_where_its_paths_meet() -> None:
     x = relay.var("x", shape=(1, 4, 8, 8))
     conv = relay.nn.conv2d(x, _w(4, 4, 1, 1))
     assert _groups(relay.add(relay.nn.relu(conv), relay.exp(conv))) == [
+        ["nn.conv2d", "nn.relu", "exp", "add"]
+    ]
+
+
+def test_erf_gelu_is_the_epilogue_of_its_dense_layer() -> None:
+    x = relay.var("x", shape=(4, 8))
+    h = relay.nn.bias_add(relay.nn.dense(x, _w(16, 8)), _w(16))
+    half = relay.multiply(h, relay.const(0.5))
+    erf = g.ops.unary.erf(relay.divide(h, relay.const(2**0.5)))
+    gelu = relay.multiply(half, relay.add(relay.const(1.0), erf))
+    assert _groups(gelu) == [["nn.dense", "nn.bias_add", "multiply", "divide", "erf", "add", "multiply"]]
+
+
+def test_a_value_read_twice_ends_its_group_where_a_path_leaves_the_fusable_ops() -> None:
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    conv = relay.nn.conv2d(x, _w(4, 4, 1, 1))
+    assert _groups(relay.add(relay.nn.relu(conv), relay.nn.softmax(conv))) == [
         ["nn.conv2d"],
-        ["exp"],
+        ["nn.softmax"],
         ["nn.relu", "add"],
     ]
+    assert _groups(relay.Tuple([relay.nn.relu(conv), relay.exp(conv)])) == [
+        ["nn.conv2d"], ["nn.relu"], ["exp"]]
 
 
 def test_opt_level_0_gives_one_kernel_per_call() -> None:

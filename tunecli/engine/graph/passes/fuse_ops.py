@@ -11,6 +11,11 @@ groups a dataflow walk finds (a node whose value has several consumers ends its 
 * a reduction (``COMM_REDUCE``) takes elementwise and broadcast consumers;
 * ``OPAQUE`` operators (softmax) stay alone.
 
+A value read by several consumers ends its group unless every path from it meets again at one
+node (its post-dominator) through operators the group may take, as TVM's post-dominator rule
+fuses: ``x * 0.5 * (1 + erf(x / sqrt(2)))`` after a dense layer reads ``x`` twice and is still its
+epilogue (:func:`diamond`).
+
 Each group becomes ``Call(Function(params, body).with_attr("Primitive", 1), inputs)`` whose
 parameters are typed (``p0, p1, ...``: the group's inputs, constants included).  Under
 ``PassContext(opt_level=0)`` every operator is its own group.
@@ -18,7 +23,9 @@ parameters are typed (``p0, p1, ...``: the group's inputs, constants included). 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from tunecli.errors import GraphError
 
@@ -64,22 +71,66 @@ def _takes_prologue(op: Op, producer: _Group) -> bool:
     return producer.kind == _INJECTIVE and _kind(op) == _REDUCE
 
 
+#: Most nodes a diamond (a multiply-read value and the consumers up to where its paths meet) holds.
+MAX_DIAMOND = 32
+
+
+def diamond(start: Call, order: list[Expr], consumers: dict[Expr, list[Expr]], body: Expr,
+            accepts: Callable[[Op], bool]) -> list[Call] | None:
+    """The nodes after ``start`` up to its post-dominator (that node last), in execution order,
+    when every one is a call of an operator ``accepts`` and every path from ``start`` reaches it;
+    None otherwise.
+
+    Parameters
+    ----------
+    start : Call
+        A value with several consumers.
+    order : list of Expr
+        The body's nodes in execution (post) order.
+    consumers : dict
+        Each node's consumers.
+    body : Expr
+        The function's result: a path may not leave through it before the paths meet.
+    accepts : callable
+        Whether the group of ``start`` may take a call of an operator.
+    """
+    pending = set(consumers.get(start, ()))
+    region: list[Call] = []
+    for node in order[order.index(start) + 1:]:
+        if node not in pending:
+            continue
+        pending.discard(node)
+        if not (isinstance(node, Call) and isinstance(node.op, Op) and accepts(node.op)):
+            return None
+        region.append(node)
+        if not pending:
+            return region
+        if node is body or len(region) >= MAX_DIAMOND:
+            return None
+        pending.update(consumers.get(node, ()))
+    return None
+
+
 def find_groups(fn: Function, fuse_level: int = 1) -> list[_Group]:
     """The fusion groups of ``fn``'s body, in execution order (each group after its inputs)."""
     order = post_order(fn.body, into_functions=False)
     uses: dict[Expr, int] = {fn.body: 1}
+    consumers: dict[Expr, list[Expr]] = {}
     for node in order:
         for c in children(node):
             uses[c] = uses.get(c, 0) + 1
+            if node not in consumers.setdefault(c, []):
+                consumers[c].append(node)
     group_of: dict[Expr, _Group] = {}
+    taken: dict[Expr, _Group] = {}  # nodes of a diamond -> the group that takes them
     groups: list[_Group] = []
     for node in order:
         if not isinstance(node, Call):
             continue
         if not isinstance(node.op, Op):
             _raise_nested()
-        joined = None
-        if fuse_level > 0:
+        joined = taken.get(node)
+        if joined is None and fuse_level > 0:
             for arg in _producers(node):
                 g = group_of.get(arg)
                 if g is None or g.output is not arg or uses.get(arg, 0) != 1:
@@ -96,6 +147,10 @@ def find_groups(fn: Function, fuse_level: int = 1) -> list[_Group]:
             groups.append(joined)
         joined.members.append(node)
         group_of[node] = joined
+        if fuse_level > 0 and uses.get(node, 0) > 1 and node is not fn.body and joined.kind != _OPAQUE:
+            region = diamond(node, order, consumers, fn.body, partial(_accepts, joined)) or []
+            if not any(m in taken for m in region):  # diamonds of two groups never share a node
+                taken.update((m, joined) for m in region)
     # a group is placed where its output is computed: after every input of every member
     position = {id(n): k for k, n in enumerate(order)}
     return sorted(groups, key=lambda g: position[id(g.output)])
