@@ -86,3 +86,21 @@ def test_an_operator_without_a_compute_is_named() -> None:
         GraphError, match="nn.batch_norm: no compiled implementation; the compiler supports .*nn.conv2d"
     ):
         compute_of("nn.batch_norm")
+
+
+def test_every_definition_module_is_loaded_by_the_first_lookup() -> None:
+    """In a fresh process, ``compute_of`` answers for operators defined in other modules
+    (pooling, transformer ops) without anything importing them first."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from tunecli.engine.graph.op_compute import DEFINITION_MODULES, compute_of\n"
+        "assert 'tunecli.engine.graph.reduction_compute' not in sys.modules\n"
+        "for name in ('nn.max_pool2d', 'nn.softmax', 'where', 'nn.relu'):\n"
+        "    assert callable(compute_of(name)), name\n"
+        "assert all(f'tunecli.engine.graph.{m}' in sys.modules for m in DEFINITION_MODULES)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

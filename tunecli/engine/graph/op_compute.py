@@ -10,11 +10,13 @@ consumers of an anchor become its schedule's epilogue.  The tunable anchors (``n
 ``graph.lower_group``; their entries here are the plain definitions used when no strategy
 applies (grouped convolutions other than depthwise).  The pooling, softmax and reduction
 definitions are in :mod:`.reduction_compute`, those of the selection, indexing and math operators
-of transformers in :mod:`.tensor_compute`; this module imports both.
+of transformers in :mod:`.tensor_compute`: :func:`compute_of` loads every module of
+:data:`DEFINITION_MODULES` before its first answer.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,7 +26,6 @@ from tunecli.engine.ir import expr as E
 from tunecli.engine.ops.nn import bias_add, dense, pad
 from tunecli.errors import GraphError
 
-from . import reduction_compute  # noqa: F401  (registers the pooling and reduction definitions)
 from .layout import parse_layout
 from .op_registry import COMPUTE_ATTR, OPS, Compute
 from .tensor_compute import broadcast_read as _read
@@ -39,8 +40,18 @@ def _register(*names: str) -> Callable[[Compute], Compute]:
     return OPS.register_attr(COMPUTE_ATTR, *names)
 
 
+#: The modules (of this package) whose definitions fill the ``FTVMCompute`` attributes with this
+#: module's own.
+DEFINITION_MODULES = ("reduction_compute", "tensor_compute")
+_loaded: list[str] = []
+
+
 def compute_of(op_name: str) -> Compute:
     """The te definition of graph operator ``op_name`` (GraphError naming the operators that have one)."""
+    for module in DEFINITION_MODULES:
+        if module not in _loaded:
+            importlib.import_module(f"{__package__}.{module}")
+            _loaded.append(module)
     if not OPS.has_attr(op_name, COMPUTE_ATTR):
         have = ", ".join(n for n in OPS.names() if OPS.has_attr(n, COMPUTE_ATTR))
         raise GraphError(f"{op_name}: no compiled implementation; the compiler supports {have}")

@@ -3,7 +3,7 @@
 Max/average pooling (windowed, global, adaptive, in any ``NCHW[x]c`` layout), ``nn.softmax``
 and ``nn.log_softmax`` (along any axis), ``nn.layer_norm`` and the ``sum``/``mean``/``max``/``min``
 reductions.
-Importing :mod:`.op_compute` registers them with the other operators' definitions.
+``op_compute.compute_of`` loads them with the other operators' definitions.
 """
 
 from __future__ import annotations

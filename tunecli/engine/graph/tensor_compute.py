@@ -1,7 +1,7 @@
 """Tensor-expression definitions (``FTVMCompute``) of the transformer-era operators: the math
 unaries (log, rsqrt, erf, abs), power, comparisons and logical operators, where, trilu, take,
-strided_slice, broadcast_to, tile and arange.  :mod:`.op_compute` imports this module (and its
-:func:`broadcast_read`), so every definition is registered with the others."""
+strided_slice, broadcast_to, tile and arange.  ``op_compute.compute_of`` loads these
+definitions with the others."""
 
 from __future__ import annotations
 
