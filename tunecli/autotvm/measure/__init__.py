@@ -12,6 +12,7 @@ from tunecli.engine.measure import (
     create_measure_batch,
     measure_option,
 )
+from tunecli.engine.rpc.device_session import request_remote
 
 __all__ = [
     "Builder",
@@ -24,4 +25,5 @@ __all__ = [
     "Runner",
     "create_measure_batch",
     "measure_option",
+    "request_remote",
 ]

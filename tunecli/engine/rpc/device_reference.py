@@ -16,7 +16,7 @@ from tunecli.engine.measure import expected_outputs as reference
 from tunecli.engine.measure.arrays import ArgSpecT
 from tunecli.engine.measure.runner import SEED, RefOutputs
 from tunecli.engine.measure.worker import Worker
-from tunecli.engine.rpc.client import connect_tracker
+from tunecli.engine.rpc.device_session import request_device
 from tunecli.errors import RPCError, TuneError
 
 logger = logging.getLogger("tunecli.rpc.runner")
@@ -67,9 +67,8 @@ class DeviceReference:
         if self._worker is None:
             self._worker = Worker(name="tunecli-rpc-reference")
         request = reference.reference_request(self._worker, task, specs, outputs, SEED, self.timeout)
-        with connect_tracker(self.host, self.port, self.token, timeout=2.0) as tracker:
-            session = tracker.request(self.key, self.priority, max_retry=2,
-                                      wait_timeout=4 * self.timeout + 10)
+        session = request_device(self.host, self.port, self.key, task.target, self.priority, self.token,
+                                 wait_timeout=4 * self.timeout + 10, where="RPCRunner")
         with session:
             return reference.reference_from_reply(task, session.measure(request))
 

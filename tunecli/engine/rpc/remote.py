@@ -2,7 +2,9 @@
 
 ``connect(host, port, key)`` performs the handshake of :mod:`tunecli.engine.rpc.protocol`
 and returns a :class:`RemoteSession`; ``session.measure(request)`` sends one kernel and returns
-the device's reply (:mod:`tunecli.engine.rpc.session` frames).
+the device's reply (:mod:`tunecli.engine.rpc.session` frames), and TVM's remote session API
+(``upload``, ``load_module``, ``cpu()``, ... of :class:`tunecli.engine.rpc.remote_api.RemoteAPI`)
+runs whole networks there.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from tunecli.engine.rpc.protocol import (
     resolve_token,
     send_frame,
 )
+from tunecli.engine.rpc.remote_api import RemoteAPI
 from tunecli.engine.rpc.session import (
     DESCRIBE,
     MeasureReply,
@@ -41,10 +44,12 @@ from tunecli.errors import RPCError
 #: that a crashing or hanging kernel killed before it runs the next kernel, which may take up to
 #: the worker's start-up timeout on a slow (or emulated) board.
 REPLY_SLACK = STARTUP_TIMEOUT + 10.0
+#: Seconds a client waits for the answer to a remote-API call (a network run on a slow board).
+CALL_TIMEOUT = 3600.0
 
 
-class RemoteSession:
-    """A measurement session with one device server (after the handshake).
+class RemoteSession(RemoteAPI):
+    """A session with one device server (after the handshake): measurement, and TVM's remote API.
 
     Attributes
     ----------
@@ -89,6 +94,35 @@ class RemoteSession:
         except (OSError, RPCError) as err:
             self.close()
             raise RPCError(f"rpc session {self.addr[0]}:{self.addr[1]}: {err}") from None
+
+    def exchange(self, header: dict, payload: bytes = b"",
+                 timeout: float = CALL_TIMEOUT) -> tuple[dict, bytes]:
+        """Send one remote-API frame and return the server's ``ok`` answer (header, payload).
+
+        Raises
+        ------
+        RPCError
+            When the server refuses the request (the session goes on), or the connection fails or
+            the server ends the session (it is closed then).
+        """
+        where = f"rpc session {self.addr[0]}:{self.addr[1]}"
+        if self._sock is None:
+            raise RPCError(f"{where}: session is closed")
+        try:
+            self._sock.settimeout(timeout)
+            send_frame(self._sock, header, payload)
+            reply, data = recv_frame(self._sock)
+        except (OSError, RPCError) as err:
+            self.close()
+            raise RPCError(f"{where}: {err}") from None
+        if reply.get("op") == "failed":
+            raise RPCError(f"{where}: {reply.get('error', '')}")
+        if reply.get("op") != "ok":
+            self.close()
+            detail = reply.get("error") if reply.get("op") == "error" else \
+                f"unexpected frame {reply.get('op')!r}"
+            raise RPCError(f"{where}: the server ended the session: {detail}")
+        return reply, data
 
     def describe(self, timeout: float = 30.0) -> DeviceInfo:
         """The processor the server runs kernels on.

@@ -30,11 +30,12 @@ from tunecli.engine.measure.runner import OnResult, RefOutputs, Runner, result_f
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.rpc.client import connect_tracker
 from tunecli.engine.rpc.device_reference import DeviceReference
+from tunecli.engine.rpc.device_session import check_device
 from tunecli.engine.rpc.protocol import AuthenticationError
 from tunecli.engine.rpc.remote import RemoteSession
 from tunecli.engine.rpc.rpc_batch import Batch, error_result, report_ready
 from tunecli.engine.rpc.session import MeasureRequest
-from tunecli.errors import RPCError, TargetError
+from tunecli.errors import RPCError
 
 logger = logging.getLogger("tunecli.rpc.runner")
 
@@ -297,12 +298,10 @@ class RPCRunner(Runner):
         target = getattr(self.task, "target", None)
         if target is not None:
             try:
-                problem = session.describe().mismatch(target)
+                check_device(session, target, "RPCRunner")
             except RPCError as err:
                 logger.warning("RPCRunner: device %s lost: %s", device, err)
                 return
-            if problem:
-                raise TargetError(f"RPCRunner: {problem}")
         while not batch.stop.is_set():
             with batch.lock:
                 if not batch.queue:

@@ -9,8 +9,11 @@ the server has a token, ``-token=``), then runs a measurement session
 (:class:`tunecli.engine.rpc.device_info.DeviceInfo`). Kernels run in a persistent
 :class:`tunecli.engine.measure.worker.Worker` child process, replaced when it dies, so a
 crashing kernel becomes a RUNTIME_DEVICE reply and a hanging one a RUN_TIMEOUT reply that says
-it was killed for running past the request's timeout. When the
-session ends the server PUTs a new match key and is free again.
+it was killed for running past the request's timeout. The same session speaks TVM's remote
+session API (:mod:`tunecli.engine.rpc.session_ops`: uploads into a private directory removed
+when the session ends, libraries loaded and networks run in that worker), so a crashing library
+ends its session, never the server. When the session ends the server PUTs a new match key and
+is free again.
 
 Handshakes are read concurrently by a :class:`tunecli.engine.rpc.connections.HandshakeGate`
 (a deadline each, a cap per peer address), so idle connections delay no client; a wrong key or
@@ -65,6 +68,8 @@ from tunecli.engine.rpc.session import (
     encode_device,
     encode_reply,
 )
+from tunecli.engine.rpc.session_files import DEFAULT_MAX_UPLOAD, SessionRefusal
+from tunecli.engine.rpc.session_ops import REMOTE_OPS, SessionOps
 from tunecli.engine.rpc.sockets import bind_first_free
 from tunecli.errors import RPCError
 
@@ -97,6 +102,8 @@ class Server:
     limits : ConnectionLimits
         Handshake deadline and caps on connections per peer and in all (see
         :mod:`tunecli.engine.rpc.connections`).
+    max_upload : int
+        Bytes a session may upload in all.
 
     Attributes
     ----------
@@ -110,7 +117,7 @@ class Server:
                  tracker_addr: tuple[str, int] | None = None, custom_addr: str | None = None,
                  token: str | None = None, ping_period: float = 2.0, unmatch_timeout: float = 4.0,
                  retry_period: float = 5.0, idle_timeout: float = 600.0,
-                 limits: ConnectionLimits = SERVER_LIMITS) -> None:
+                 limits: ConnectionLimits = SERVER_LIMITS, max_upload: int = DEFAULT_MAX_UPLOAD) -> None:
         if tracker_addr is not None and not key:
             raise RPCError("rpc server: Need key to present type of resource when tracker is available")
         self.key = key
@@ -122,6 +129,7 @@ class Server:
         self.host = host
         self.port = self._listen.getsockname()[1]
         self.limits = limits
+        self.max_upload = max_upload
         self._registration = ServerRegistration(key, self.port, tracker_addr, custom_addr, self.token,
                                                 ping_period, unmatch_timeout, retry_period)
         self._gate: HandshakeGate[tuple[str, dict[str, str]]] = HandshakeGate(
@@ -239,6 +247,7 @@ class Server:
         deadline = time.monotonic() + session_timeout if session_timeout else None
         self.sessions_served += 1
         self._session_conn = conn
+        ops: SessionOps | None = None
         try:
             while not self._stop.is_set():
                 left = self.idle_timeout if deadline is None else deadline - time.monotonic()
@@ -260,6 +269,13 @@ class Server:
                 if op == "describe":
                     send_frame(conn, *encode_device(self.device))
                     continue
+                if op in REMOTE_OPS:
+                    ops = ops or SessionOps(self._worker, self.device, self.max_upload)
+                    try:
+                        send_frame(conn, *ops.handle(header, payload, max(1.0, left)))
+                    except SessionRefusal as err:
+                        send_frame(conn, {"op": "failed", "error": str(err)})
+                    continue
                 if op != "measure":
                     self._send_error(conn, f"unknown session op {op!r}")
                     return
@@ -279,6 +295,11 @@ class Server:
         finally:
             self._session_conn = None
             conn.close()
+            if ops is not None:
+                ops.close()
+                if ops.used_worker:  # drop the session's libraries and arrays with the process
+                    self._worker.close()
+                    self._worker.start()
 
     def measure(self, request: MeasureRequest) -> MeasureReply:
         """Run one request in the worker process (see :func:`measure_in_worker`).
@@ -315,7 +336,8 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
                ping_period: float = 2.0, unmatch_timeout: float = 4.0, retry_period: float = 5.0,
                idle_timeout: float = 600.0, on_ready: Callable[[str, int], None] | None = None,
                limits: ConnectionLimits = SERVER_LIMITS,
-               on_device: Callable[[DeviceInfo], None] | None = None) -> None:
+               on_device: Callable[[DeviceInfo], None] | None = None,
+               max_upload: int = DEFAULT_MAX_UPLOAD) -> None:
     """Run a device server in the foreground until interrupted.
 
     The server runs native code that its clients send: bind an address that only trusted
@@ -346,6 +368,8 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
     on_device : callable, optional
         Called with the server's :class:`DeviceInfo` (its CPU, and its CUDA GPU when it has one)
         once the port is bound.
+    max_upload : int
+        Bytes a remote session may upload in all.
 
     Raises
     ------
@@ -354,7 +378,7 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
     """
     server = Server(host, port, port_end, key, tracker_addr, custom_addr, token,
                     ping_period=ping_period, unmatch_timeout=unmatch_timeout, retry_period=retry_period,
-                    idle_timeout=idle_timeout, limits=limits)
+                    idle_timeout=idle_timeout, limits=limits, max_upload=max_upload)
     for warning in exposure_warnings("server", host, server.token, tracker_addr):
         logger.warning(warning)
     if on_ready is not None:
