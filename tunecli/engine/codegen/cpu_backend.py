@@ -26,11 +26,11 @@ from .emit_expr import ExprEmitter
 from .emit_intrinsic import LLVM_INTRINSICS, call_library, call_llvm_intrinsic
 from .emit_stmt import ALIGN, FunctionContext, StmtEmitter
 from .llvm_types import I64, PTR, VOID, element_bytes, value_type
-from .vector_math import emit_exp, emit_tanh, is_vector_f32
+from .vector_math import emit_erf, emit_exp, emit_tanh, is_vector_f32
 
 STACK_LIMIT = {"local": 512 * 1024, "global": 32 * 1024}  # bytes kept on the stack per scope
 _LIBM = {"erf": {32: "erff", 64: "erf"}}
-_VECTOR_MATH = {"exp": emit_exp, "tanh": emit_tanh}
+_VECTOR_MATH = {"exp": emit_exp, "tanh": emit_tanh, "erf": emit_erf}
 
 
 class CPUBackend(Backend):

@@ -1,4 +1,4 @@
-"""``exp`` and ``tanh`` of float32 vectors in straight-line SIMD code.
+"""``exp``, ``tanh`` and ``erf`` of float32 vectors in straight-line SIMD code.
 
 LLVM has no vector math library here: ``llvm.exp.v16f32`` becomes sixteen calls of libm's
 ``expf``, one lane at a time. These emitters compute every lane at once instead, with the
@@ -10,6 +10,11 @@ Cephes single-precision algorithms (a few ulp from libm, tested against numpy):
   gives ``inf``, below -103.97… gives 0, NaN stays NaN.
 * ``tanh(x)``: an odd polynomial for ``|x| < 0.625`` (where ``1 - 2/(e**2x + 1)`` would lose
   digits to cancellation), ``sign(x) * (1 - 2 / (exp(2|x|) + 1))`` elsewhere.
+* ``erf(x)`` (libm's ``erff`` is scalar; GELU reads it per element): ``x * P(x**2)`` for
+  ``|x| < 1``, ``sign(x) * (1 - exp(-x**2) * Q(1 / |x|))`` for ``1 <= |x| < 4`` and ``sign(x)``
+  beyond (``erf(4)`` rounds to 1 in float32); ``P`` (degree 5) and ``Q`` (degree 8) are
+  least-squares fits of ``erf(x) / x`` and ``erfc(x) * exp(x**2)`` made for this module, within
+  about 1.5e-7 of ``erf`` everywhere.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ _EXP_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
 _TANH_POLY = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
               -3.33332819422e-1)
 _TANH_SMALL = 0.625
+_ERF_SMALL_POLY = (-0.000562540197, 0.00491602998, -0.0267099608, 0.112801313, -0.37612319, 1.12837911)
+_ERFC_SCALED_POLY = (-0.0100764139, 0.0316592343, 0.017203914, -0.234258905, 0.491541088, -0.469246775,
+                     0.0413537547, 0.559144139, 0.000263512251)
+_ERF_ONE = 4.0  # from here on erf(x) rounds to sign(x) in float32
 
 
 def is_vector_f32(ty: ir.Type) -> bool:
@@ -93,3 +102,21 @@ def emit_tanh(em: ExprEmitter, x: ir.Value) -> ir.Value:
     large = b.fsub(constant(f32, 1.0), b.fdiv(constant(f32, 2.0), b.fadd(e2, constant(f32, 1.0))))
     chosen = b.select(b.fcmp_ordered("<", ax, constant(f32, _TANH_SMALL)), small, large)
     return b.call(copysign, [chosen, x])  # tanh is odd; also keeps -0.0 (small gives +0.0 there)
+
+
+def emit_erf(em: ExprEmitter, x: ir.Value) -> ir.Value:
+    """``erf`` of every lane of the float32 vector ``x``."""
+    b = em.builder
+    fty = x.type
+    f32 = f"float32x{fty.count}"
+    fabs = em.declare(f"llvm.fabs.v{fty.count}f32", fty, [fty])
+    maxnum = em.declare(f"llvm.maxnum.v{fty.count}f32", fty, [fty, fty])
+    copysign = em.declare(f"llvm.copysign.v{fty.count}f32", fty, [fty, fty])
+    one = constant(f32, 1.0)
+    ax = b.call(fabs, [x])
+    z = b.fmul(x, x)
+    small = b.fmul(x, _poly(em, z, _ERF_SMALL_POLY))
+    u = b.fdiv(one, b.call(maxnum, [ax, one]))  # lanes below 1 take ``small``
+    tail = b.fmul(emit_exp(em, b.fneg(z)), _poly(em, u, _ERFC_SCALED_POLY))
+    large = b.select(b.fcmp_ordered(">=", ax, constant(f32, _ERF_ONE)), one, b.fsub(one, tail))
+    return b.select(b.fcmp_ordered("<", ax, one), small, b.call(copysign, [large, x]))
