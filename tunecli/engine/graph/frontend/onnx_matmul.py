@@ -2,8 +2,8 @@
 (two-operand contractions such as the attention products exporters emit, one-operand
 transposes and sums), converted to ``nn.dense`` (a weight matrix) or ``nn.batch_matmul``.
 
-A run-time right operand produced by swapping its last two axes (``k.transpose(-1, -2)``) is read
-through ``batch_matmul``'s ``transpose_b`` instead of being transposed first.
+A run-time right operand made by a transpose (``k.transpose(-1, -2)``) is read through
+``batch_matmul``'s ``transpose_b``: the transpose is dropped, or keeps the last two axes in order.
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ def _weight_transposed(ctx: NodeContext, i: int) -> Expr:
 
 
 def _swapped_last_axes(expr: Expr, ndim: int) -> Expr | None:
-    """The input of ``expr`` when ``expr`` transposes only its last two axes."""
+    """``expr`` with its last two axes swapped back, when ``expr`` is a transpose: its input, or
+    its input under the permutation that leaves those two axes in their original order."""
     if isinstance(expr, Call) and expr.op is OPS.get("transpose") and expr.attrs.axes is not None:
-        axes = tuple(a % ndim for a in expr.attrs.axes)
-        if axes == (*range(ndim - 2), ndim - 1, ndim - 2):
-            return expr.args[0]
+        axes = [a % ndim for a in expr.attrs.axes]
+        axes[-2], axes[-1] = axes[-1], axes[-2]
+        return expr.args[0] if axes == list(range(ndim)) else transpose(expr.args[0], axes)
     return None
 
 
