@@ -39,7 +39,7 @@ from bench_tuners import CACHE_DIR, TASKS, ReplayMeasure, cache_path
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.task.task import create
-from tunecli.engine.tuner import STRATEGIES, TaskScheduler, XGBTuner
+from tunecli.engine.tuner import SCHEDULER_POLICIES, TaskScheduler, XGBTuner
 
 #: Small tasks of the quick run, besides ``bench_tuners.TASKS``.
 SMALL_TASKS: dict[str, tuple[str, tuple]] = {
@@ -83,7 +83,7 @@ class Run:
         self.strategy, self.repeat = strategy, repeat
         seeds = {id(task): 1000 * i + repeat for i, task in enumerate(tasks)}
         self.scheduler = TaskScheduler(tasks, lambda task: XGBTuner(task, seed=seeds[id(task)]), budget,
-                                       weights, strategy, round_trials=round_trials, seed=repeat)
+                                       weights, policy=strategy, round_trials=round_trials, seed=repeat)
         self.curve: list[tuple[int, float]] = []  # (trials spent, weighted latency) after each round
         self.own = 0.0
 
@@ -121,7 +121,7 @@ def parse_tasks(text: str) -> list[tuple[str, float]]:
 def report(runs: list[Run], keys: list[str], checkpoints: Sequence[int]) -> None:
     print("\nweighted latency sum(weight * best) in ms after k trials, median over repeats [min-max]")
     print(f"  {'strategy':<12}" + "".join(f"{'@' + str(c):>26}" for c in checkpoints) + f"{'own s/run':>11}")
-    for strategy in STRATEGIES:
+    for strategy in SCHEDULER_POLICIES:
         mine = [r for r in runs if r.strategy == strategy]
         cells = ""
         for c in checkpoints:
@@ -132,7 +132,7 @@ def report(runs: list[Run], keys: list[str], checkpoints: Sequence[int]) -> None
                 cells += f"{'- (a task without a config)':>26}"
         print(f"  {strategy:<12}{cells}{_common.median([r.own for r in mine]):11.1f}")
     print("\ntrials per task (median over repeats):")
-    for strategy in STRATEGIES:
+    for strategy in SCHEDULER_POLICIES:
         mine = [r for r in runs if r.strategy == strategy]
         shares = [_common.median([r.scheduler.tasks[i].trials for r in mine]) for i in range(len(keys))]
         print(f"  {strategy:<12}" + "  ".join(f"{k} {s:.0f}" for k, s in zip(keys, shares, strict=True)))
@@ -181,7 +181,7 @@ def main() -> None:
               f"{m.loaded} configs already measured")
     measure = ReplayAll(measures, opts.batch)
     runs = [Run(strategy, repeat, tasks, weights, budget, round_trials)
-            for repeat in range(repeats) for strategy in STRATEGIES]
+            for repeat in range(repeats) for strategy in SCHEDULER_POLICIES]
     start = time.perf_counter()
     GLOBAL_SCOPE.in_tuning = True
     try:

@@ -1,9 +1,12 @@
 """The package's import order is part of its design: lower layers never import higher ones.
 
 errors → ir/target/option → transform → te → schedule → lower → codegen → runtime → build → task
-→ ops → graph → measure → log → tuner → rpc → graph_tuner → job → commands.  Only ``tunecli/commands/`` may
-import click, rich or the plotting libraries (matplotlib, plotext), and engine code never imports
-the public faces (``tunecli.te``, ``tunecli.autotvm``, ...).
+→ ops → measure → log → graph → tuner → rpc → graph_tuner → job → actions → actions.job_file →
+commands (a module belongs to the most specific layer naming it).  The action modules of
+``engine.actions`` (one per command) never import each other: only ``actions.job_file``, each
+command's entry, imports them.  Only ``tunecli/commands/`` may import click, rich or the
+plotting libraries (matplotlib, plotext), and engine code never imports the public faces
+(``tunecli.te``, ``tunecli.autotvm``, ...).
 """
 
 from __future__ import annotations
@@ -35,18 +38,22 @@ LAYERS = [
     ["tunecli.engine.cluster"],
     ["tunecli.engine.graph_tuner"],
     ["tunecli.engine.job"],
+    ["tunecli.engine.actions"],
+    ["tunecli.engine.actions.job_file"],
     ["tunecli.commands"],
 ]
+#: The package of the engine's actions (one module per command) and its entry module.
+ACTIONS, ACTIONS_ENTRY = "tunecli.engine.actions", "tunecli.engine.actions.job_file"
 FACES = ("tunecli.te", "tunecli.tir", "tunecli.topi", "tunecli.autotvm", "tunecli.rpc", "tunecli.target",
          "tunecli.nd", "tunecli.runtime", "tunecli.testing", "tunecli.relay", "tunecli.transform",
          "tunecli.contrib")
 
 
 def _rank(module: str) -> int | None:
-    for rank, prefixes in enumerate(LAYERS):
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
-            return rank
-    return None
+    """The layer of ``module``: the one with the longest prefix naming it (None outside every layer)."""
+    found = [(len(p), rank) for rank, prefixes in enumerate(LAYERS) for p in prefixes
+             if module == p or module.startswith(p + ".")]
+    return max(found)[1] if found else None
 
 
 def _module_name(path: Path) -> str:
@@ -110,3 +117,21 @@ def test_no_two_engine_modules_share_a_file_name() -> None:
         seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE.parent)))
     repeated = {name: paths for name, paths in seen.items() if len(paths) > 1}
     assert not repeated, f"engine modules sharing a file name: {repeated}"
+
+
+def _action_module(module: str) -> str | None:
+    """The action module ``module`` is or lies in (``tunecli.engine.actions.tune``), or None."""
+    if not module.startswith(ACTIONS + "."):
+        return None
+    return ".".join(module.split(".")[:4])
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "engine" / "actions").glob("*.py")),
+                         ids=lambda p: p.name)
+def test_action_modules_never_import_each_other(path: Path) -> None:
+    me = _module_name(path)
+    if me in (ACTIONS, ACTIONS_ENTRY):
+        return
+    problems = [f"line {lineno}: {me} imports the action {target}" for lineno, target in _imports(path)
+                if _action_module(target) not in (None, me)]
+    assert not problems, "\n".join(problems)

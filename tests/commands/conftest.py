@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tunecli.commands import cli
-from tunecli.engine.job import apply_job, apply_network
 from tunecli.engine.log.record import encode
+from tunecli.engine.measure import interleaved
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.task.task import create
 
@@ -40,8 +40,7 @@ Invoke = Callable[..., Result]
 def no_settle_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     """apply times its contenders without the pause between rounds (``SETTLE_S``): the pause steadies
     timings on a quiet machine, and these tests check what apply reports, not how steady its times are."""
-    monkeypatch.setattr(apply_job, "SETTLE_S", 0.0)
-    monkeypatch.setattr(apply_network, "SETTLE_S", 0.0)
+    monkeypatch.setattr(interleaved, "SETTLE_S", 0.0)
 
 
 def _invoke(*args: str) -> Result:

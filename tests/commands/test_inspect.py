@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tunecli.engine.job.inspect_job import inspect_log
+from tunecli.engine.log.log_summary import inspect_log
 
 from .conftest import Invoke
 

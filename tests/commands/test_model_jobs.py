@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tunecli.engine.job.graph_tuning import graph_log_path
+from tunecli.engine.job.model_spec import graph_log_path
 from tunecli.engine.job.network import job_tasks
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.log.record import encode

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from tunecli.commands.tune import _ProgressView
-from tunecli.engine.job.tune_job import TuneEvent
+from tunecli.engine.actions.tune import TuneEvent
 
 from .conftest import TUNECLI, Invoke
 

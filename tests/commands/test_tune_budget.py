@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tunecli.commands.tune import _ProgressView
-from tunecli.engine.job.tune_job import TuneEvent
+from tunecli.engine.actions.tune import TuneEvent
 from tunecli.engine.log.record import load_from_file
 
 from .conftest import Invoke

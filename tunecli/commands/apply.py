@@ -10,8 +10,9 @@ import click
 from tunecli.commands.app import App, fail
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.tables import print_fitted, table
-from tunecli.engine.job.apply_job import AppliedTask, ApplyReport
-from tunecli.engine.job.apply_network import NetworkApplyReport, apply_job_file
+from tunecli.engine.actions.apply_kernels import AppliedTask, ApplyReport
+from tunecli.engine.actions.apply_network import NetworkApplyReport
+from tunecli.engine.actions.job_file import apply_job_file
 
 
 def _ms(seconds: float | None) -> str:

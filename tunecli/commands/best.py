@@ -9,7 +9,7 @@ import click
 from tunecli.commands.app import App, option_hint
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.tables import print_fitted, table
-from tunecli.engine.job.best_of_logs import BestReport, best_of_logs
+from tunecli.engine.log.best_of_logs import BestReport, best_of_logs
 from tunecli.errors import LogInUseError
 
 _NUMBERS = ("#", "GFLOPS", "time (ms)")

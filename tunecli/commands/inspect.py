@@ -14,8 +14,9 @@ from tunecli.commands.app import App
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
 from tunecli.commands.tables import print_fitted, table
-from tunecli.engine.job.inspect_job import LogView, TaskView, inspect_log
-from tunecli.engine.job.inspect_network import NetworkView, inspect_job_file
+from tunecli.engine.actions.inspect import NetworkView, TaskView
+from tunecli.engine.actions.job_file import inspect_job_file
+from tunecli.engine.log.log_summary import LogView, inspect_log
 
 _JOB_SUFFIXES = (".yaml", ".yml")
 

@@ -19,8 +19,9 @@ from rich.progress import (
 
 from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
 from tunecli.commands.tables import print_fitted, table
-from tunecli.engine.job.text import workload_text
-from tunecli.engine.job.tune_job import TaskOutcome, TuneEvent, TuneSummary, tune_job
+from tunecli.engine.actions.job_file import tune_job
+from tunecli.engine.actions.tune import TaskOutcome, TuneEvent, TuneSummary
+from tunecli.engine.task.text import workload_text
 from tunecli.engine.tuner.tuner_kinds import TUNERS
 from tunecli.errors import LogInUseError
 

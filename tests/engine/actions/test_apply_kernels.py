@@ -1,42 +1,13 @@
-"""apply_job's timing: contenders take turns, one round each, and a failure stops only its owner."""
+"""apply_kernels: kernel names, and a tuned kernel timed as the tuner timed it."""
 
 from __future__ import annotations
 
 import textwrap
 
-import pytest
-
-from tunecli.engine.job import apply_job
-from tunecli.engine.job.apply_job import _interleaved, kernel_stem
-from tunecli.engine.job.numpy_baseline import _BLAS_GETTERS, _blas_function, single_blas_thread
-from tunecli.engine.job.tune_job import tune_job
+from tunecli.engine.actions.apply_kernels import kernel_stem
+from tunecli.engine.actions.job_file import apply_job_file, tune_job
 from tunecli.engine.log.record import load_from_file
-from tunecli.engine.measure.result import MeasureErrorNo
-from tunecli.engine.measure.timing import MeasureReply
-from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.task.task import create
-
-
-def test_rounds_are_interleaved_and_a_failure_stops_only_its_contender(monkeypatch) -> None:
-    monkeypatch.setattr(apply_job, "SETTLE_S", 0.0)
-    calls: list[tuple[str, int]] = []
-
-    def contender(name: str, cost: float, fails_at: int | None = None):
-        def measure(timing: TimingOptions) -> MeasureReply:
-            assert timing.repeat == 1  # one round per turn
-            calls.append((name, timing.number))
-            if fails_at is not None and sum(1 for n, _ in calls if n == name) == fails_at:
-                return MeasureReply((), int(MeasureErrorNo.RUNTIME_DEVICE), "crashed")
-            return MeasureReply((cost,))
-        return measure
-
-    replies = _interleaved({"tuned": contender("tuned", 1.0), "default": contender("default", 2.0, 2),
-                            "numpy": contender("numpy", 3.0)}, TimingOptions(number=5, repeat=3))
-    assert [name for name, _ in calls] == ["tuned", "default", "numpy", "tuned", "default", "numpy",
-                                           "tuned", "numpy"]
-    assert all(number == 5 for _, number in calls)
-    assert replies["tuned"].costs == (1.0, 1.0, 1.0) and replies["numpy"].costs == (3.0, 3.0, 3.0)
-    assert replies["default"].error_no == MeasureErrorNo.RUNTIME_DEVICE
 
 
 def test_kernel_names_carry_the_job_and_the_workload() -> None:
@@ -71,16 +42,6 @@ def test_apply_times_the_best_config_as_the_tuner_measured_it(tmp_path) -> None:
         """))
     tune_job(str(job))
     best = min(res.mean_cost for _, res in load_from_file(str(log)) if res.ok)
-    (applied,) = apply_job.apply_job(str(job), str(log)).tasks
+    (applied,) = apply_job_file(str(job), str(log)).tasks
     assert applied.correct and applied.tuned is not None
     assert applied.tuned < 2.0 * best, (applied.tuned, best)
-
-
-def test_single_blas_thread_restores_the_thread_count() -> None:
-    getter = _blas_function(_BLAS_GETTERS)
-    if getter is None:
-        pytest.skip("numpy's BLAS exposes no thread-count getter")
-    before = int(getter())
-    with single_blas_thread():
-        assert int(getter()) == 1
-    assert int(getter()) == before

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tunecli.engine.job.inspect_network import inspect_network
+from tests.engine.job.tiny_network import write_tiny_onnx
+from tunecli.engine.actions.inspect import inspect_network
+from tunecli.engine.job.network import load_network
 from tunecli.engine.job.spec import load_job
-
-from .tiny_network import write_tiny_onnx
 
 pytest.importorskip("onnx")
 
@@ -24,7 +24,8 @@ def test_alternatives_share_one_operators_flops_and_the_shares_sum_to_one(tmp_pa
         model: {{onnx: {onnx}}}
         ops: [conv2d, contrib_conv2d_NCHWc_winograd, dense]
         """))
-    view = inspect_network(load_job(str(job)))
+    loaded = load_job(str(job))
+    view = inspect_network(loaded, load_network(loaded))
     assert [t.label.split("(")[0] for t in view.tasks] == [
         "conv2d_NCHWc.x86", "conv2d_NCHWc_winograd.x86", "conv2d_NCHWc.x86", "conv2d_NCHWc_winograd.x86",
         "dense.x86"]

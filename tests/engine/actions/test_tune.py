@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tunecli.engine.job.best_of_logs import best_of_logs
-from tunecli.engine.job.tune_job import TaskOutcome, TuneEvent, TuneSummary, tune_job
+from tunecli.engine.actions.job_file import tune_job
+from tunecli.engine.actions.tune import TaskOutcome, TuneEvent, TuneSummary
+from tunecli.engine.log.best_of_logs import best_of_logs
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.measure import LocalBuilder, LocalRunner, measure_option
 from tunecli.engine.measure.result import MeasureInput, MeasureResult

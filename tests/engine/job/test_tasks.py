@@ -179,16 +179,14 @@ def test_a_template_file_is_executed_once_in_the_tuner_and_once_per_worker(
     import sys
     from collections import Counter
 
-    from tunecli.engine.job import apply_job as apply_module
-    from tunecli.engine.job.apply_job import apply_job
-    from tunecli.engine.job.inspect_job import inspect_job
-    from tunecli.engine.job.tune_job import tune_job
+    from tunecli.engine.actions.job_file import apply_job_file, inspect_job_file, tune_job
+    from tunecli.engine.measure import interleaved
     from tunecli.engine.task.task import TASK_TABLE
     from tunecli.engine.task.template_file import template_module_name
 
     (tmp_path / "counted.py").write_text(COUNTING_TEMPLATE)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(apply_module, "SETTLE_S", 0.0)  # apply's timings are not what is checked here
+    monkeypatch.setattr(interleaved, "SETTLE_S", 0.0)  # apply's timings are not what is checked here
     # what the file registers is removed again after the test
     monkeypatch.setitem(TASK_TABLE, "test_job/counted_add", None)
     monkeypatch.delitem(TASK_TABLE, "test_job/counted_add")
@@ -207,9 +205,9 @@ def test_a_template_file_is_executed_once_in_the_tuner_and_once_per_worker(
         """))
     summary = tune_job("job.yaml")
     assert summary.ok and summary.tasks[0].measured == 6 and summary.tasks[0].errors == 0
-    (view,) = inspect_job("job.yaml", config=summary.tasks[0].best_index)
+    (view,) = inspect_job_file("job.yaml", config=summary.tasks[0].best_index)
     assert view.lowered is not None
-    report = apply_job("job.yaml", "counted.log")
+    report = apply_job_file("job.yaml", "counted.log")
     assert report.ok and report.tasks[0].correct and not report.tasks[0].fallback
     lines = (tmp_path / "counted.pids").read_text().splitlines()
     pids = Counter(line.split()[0] for line in lines)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tunecli.engine.job.best_of_logs import best_of_logs
+from tunecli.engine.log.best_of_logs import best_of_logs
 from tunecli.engine.log.history_best import ApplyHistoryBest, pick_best
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.log.task_records import belongs_to, lowest_per_config, record_key, records_of

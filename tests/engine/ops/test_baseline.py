@@ -1,14 +1,16 @@
-"""apply's numpy baselines compute what the references compute, in the kernel's dtype."""
+"""The strategy rows' numpy baselines (what `apply` times beside a kernel) compute what the references
+compute, in the kernel's dtype."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tunecli.engine.job.numpy_baseline import BaselineRequest, baseline_of, set_blas_threads, time_baseline
 from tunecli.engine.measure.arrays import normalize_arg_specs
+from tunecli.engine.measure.baseline_timing import BaselineRequest, time_baseline
 from tunecli.engine.measure.timing_options import TimingOptions
-from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
+from tunecli.engine.ops.registry import STRATEGIES, baseline_of
+from tunecli.engine.runtime.blas import set_blas_threads
 from tunecli.engine.task.task import create
 
 CASES = [
@@ -24,7 +26,7 @@ CASES = [
 @pytest.mark.parametrize(("name", "args", "text"), CASES, ids=[c[0] for c in CASES])
 def test_baseline_agrees_with_the_reference_in_the_kernel_dtype(name: str, args: tuple, text: str) -> None:
     task = create(name, args, "llvm")
-    baseline = baseline_of(task.reference)
+    baseline = baseline_of(task)
     assert baseline is not None and baseline.text == text
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(t.shape).astype(t.dtype) for t in _input_tensors(task)]
@@ -45,10 +47,14 @@ def test_blas_threads_can_be_set_and_a_baseline_timed() -> None:
     assert set_blas_threads(1)
     task = create("tutorial/matmul", (16, 16, 16, "float32"), "llvm")
     specs = normalize_arg_specs([((16, 16), "float32")] * 3)
-    reply = time_baseline(BaselineRequest(task.reference, specs, (2,), 0, TimingOptions(number=2, repeat=2)))
+    baseline = baseline_of(task)
+    assert baseline is not None
+    reply = time_baseline(BaselineRequest(baseline, specs, (2,), 0, TimingOptions(number=2, repeat=2)))
     assert reply.error_no == 0 and len(reply.costs) == 2 and all(c > 0 for c in reply.costs)
 
 
-def test_references_without_a_baseline_get_none() -> None:
-    assert baseline_of(None) is None
-    assert baseline_of(lambda a: a) is None
+def test_rows_without_a_baseline_and_user_templates_get_none() -> None:
+    assert STRATEGIES.get("conv2d_NCHWc_winograd.x86").baseline is None
+    task = create("tutorial/matmul", (16, 16, 16, "float32"), "llvm")
+    task.reference = None  # a user's template: checked against its first config, no numpy time
+    assert baseline_of(task) is None

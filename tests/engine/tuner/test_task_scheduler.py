@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+from tunecli.engine.log.task_history import task_history
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.task.task import create
 from tunecli.engine.tuner import RandomTuner
-from tunecli.engine.tuner.task_scheduler import NO_LATENCY, STRATEGIES, TaskScheduler, gradient
+from tunecli.engine.tuner.task_scheduler import NO_LATENCY, SCHEDULER_POLICIES, TaskScheduler, gradient
 from tunecli.errors import TuneError
 
 DENSE_A = ("dense.x86", (8, 16, 4, "float32"))      # 120 configs, 1024 flop
@@ -191,7 +192,7 @@ def test_warm_up_gives_every_task_a_round_then_the_gradient_chooses() -> None:
 def test_round_robin_takes_turns_and_round_trials_is_bounded_by_the_budget_share() -> None:
     tasks = [task(DENSE_A), task(DENSE_B), task(MATMUL)]
     measure = CurveMeasure({(t.name, t.args): (lambda k: 1e-3 / (k + 1)) for t in tasks})
-    s = TaskScheduler(tasks, random_tuner, budget=20, strategy="round-robin", round_trials=64)
+    s = TaskScheduler(tasks, random_tuner, budget=20, policy="round-robin", round_trials=64)
     chosen = rounds_of(s, measure)
     assert s.max_round == 6  # 20 // 3: the warm-up reaches every task
     assert chosen == [0, 1, 2, 0]
@@ -202,12 +203,12 @@ def test_weights_shift_trials_toward_heavy_tasks() -> None:
     a, b = task(DENSE_A), task(DENSE_B)
     curve = lambda k: 1e-3 * (1 + 4 / (k + 1))  # noqa: E731  (the same curve for both)
     trials = {}
-    for strategy in STRATEGIES:
+    for policy in SCHEDULER_POLICIES:
         measure = CurveMeasure({(a.name, a.args): curve, (b.name, b.args): curve})
-        s = TaskScheduler([a, b], random_tuner, budget=64, weights=[1, 8], strategy=strategy,
+        s = TaskScheduler([a, b], random_tuner, budget=64, weights=[1, 8], policy=policy,
                           round_trials=4)
         rounds_of(s, measure)
-        trials[strategy] = [t.trials for t in s.tasks]
+        trials[policy] = [t.trials for t in s.tasks]
     assert trials["round-robin"] == [32, 32]
     light, heavy = trials["gradient"]
     assert heavy >= 3 * light and light + heavy == 64
@@ -239,7 +240,7 @@ def test_every_measured_batch_reaches_the_callbacks() -> None:
     measure = CurveMeasure({(a.name, a.args): lambda k: 1e-3, (m.name, m.args): lambda k: 1e-3})
     streamed: list[Any] = []
     rounds: list[tuple] = []
-    s = TaskScheduler([a, m], random_tuner, budget=10, strategy="round-robin", round_trials=3)
+    s = TaskScheduler([a, m], random_tuner, budget=10, policy="round-robin", round_trials=3)
     s.tune(measure, callbacks=[lambda tuner, ins, res: streamed.extend(i.task for i in ins)],
            round_callbacks=[lambda sch, i, ins, res: rounds.append((i, len(ins), len(res)))])
     assert rounds == [(0, 3, 3), (1, 3, 3), (0, 3, 3), (1, 1, 1)]
@@ -252,7 +253,7 @@ def test_records_in_the_log_count_for_their_task() -> None:
     other = task(DENSE_B)  # not a task of this run: its records count for no task
     history = [record(a, i, 1e-3 + i * 1e-6) for i in range(8)] + [record(other, 0, 1e-6),
                                                                     record(a, 3, 5e-3)]
-    s = TaskScheduler([a, m], random_tuner, budget=20, strategy="round-robin", round_trials=4,
+    s = TaskScheduler([a, m], random_tuner, budget=20, policy="round-robin", round_trials=4,
                       history=history)
     ta, tm = s.tasks
     assert (ta.previous, ta.trials, ta.rounds, ta.best_cost) == (8, 8, 2, 1e-3)
@@ -268,7 +269,10 @@ def test_records_in_the_log_count_for_their_task() -> None:
 def test_an_implausible_record_counts_as_a_trial_but_not_as_the_best() -> None:
     a, m = task(DENSE_A), task(MATMUL)
     fast, normal = record(a, 0, 1e-12), record(a, 1, 1e-3)
-    s = TaskScheduler([a, m], random_tuner, budget=20, history=[fast, normal], implausible={id(fast[1])})
+    history = [fast, normal]
+    trusted = [False, True]  # what log.task_history.task_histories says of a record faster than any machine
+    s = TaskScheduler([a, m], random_tuner, budget=20, history=history,
+                      task_histories=[task_history(a, history, trusted), task_history(m, history, trusted)])
     assert (s.tasks[0].trials, s.tasks[0].best_cost) == (2, 1e-3)
 
 
@@ -284,14 +288,14 @@ def test_a_tuner_starts_from_every_record_known_at_its_first_round() -> None:
     seen: dict[str, int] = {}
 
     class Recording(RandomTuner):
-        def load_history(self, data_set: Any, min_seed_records: int = 500) -> None:
+        def resume(self, history: Any, data_set: Any = (), min_seed_records: int = 500) -> None:
             data = list(data_set)
             seen[self.task.name] = len(data)
-            super().load_history(data, min_seed_records)
+            super().resume(history, data, min_seed_records)
 
     history = [record(task(DENSE_B), 0, 1e-3)]
     measure = CurveMeasure({(a.name, a.args): lambda k: 1e-3, (m.name, m.args): lambda k: 1e-3})
-    s = TaskScheduler([a, m], lambda t: Recording(t, seed=0), budget=8, strategy="round-robin",
+    s = TaskScheduler([a, m], lambda t: Recording(t, seed=0), budget=8, policy="round-robin",
                       round_trials=3, history=history)
     rounds_of(s, measure)
     # m's tuner (its first round comes after a's) also gets a's records of this run
@@ -301,7 +305,7 @@ def test_a_tuner_starts_from_every_record_known_at_its_first_round() -> None:
 # ------------------------------------------------------------------ bad arguments
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"budget": 1}, "a budget of 1 trials is less than one per task (2 tasks)"),
-    ({"strategy": "greedy"}, "unknown task scheduler 'greedy' (registered: gradient, round-robin)"),
+    ({"policy": "greedy"}, "unknown task scheduler 'greedy' (registered: gradient, round-robin)"),
     ({"weights": [1, 0]}, "expected one positive weight per task"),
     ({"weights": [1]}, "expected one positive weight per task"),
     ({"round_trials": 0}, "round_trials must be >= 1"),

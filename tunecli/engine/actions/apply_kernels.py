@@ -1,34 +1,33 @@
-"""``apply_job``: build each task of a job with its best logged config, check and benchmark it.
+"""``apply_kernels``: build each task of a job with its best logged config, check and benchmark it.
 
 For every task: the best config of the log is looked up as TVM's ``apply_history_best`` does
 (a task without a valid record gets the fallback config, with a warning); the kernel is built,
 its output checked against the task's numpy reference (float64: for the check only; or, without
 one, against the untuned default config), and timed next to the untuned default config (the
 fallback config: what a schedule gives without tuning) and numpy's way of computing the operator
-in the kernel's dtype (``numpy_baseline``).  ``export`` writes ``.o``, ``.ll`` and ``.s`` files of
-the tuned kernels, named after the job and the workload (``kernel_stem``).  Records of the log
-that are faster than any machine (``log.plausibility``) are skipped, naming their line.
+in the kernel's dtype (the strategy row's ``baseline``, ``ops.baseline``).  ``export`` writes
+``.o``, ``.ll`` and ``.s`` files of the tuned kernels, named after the job and the workload
+(``kernel_stem``).  Records of the log that are faster than any machine (``log.plausibility``)
+are skipped, naming their line.
 
 Kernels run where tuning runs them (:mod:`tunecli.engine.job.apply_device`), with the job's
 runner settings: in a measurement worker process on this machine, with the numpy baseline in a
-worker process of its own (numpy's BLAS on the kernels' thread count), while this process's BLAS
-keeps to one thread (the spinning threads of a multi-threaded OpenBLAS made the kernels measure up
-to 3x slower); or, for a job measured through RPC for a
-target this machine cannot run (an ARM board), on a device of the job's key, where numpy is not
-timed (its time on this machine compares with nothing). A job for another machine without an
-RPC runner only builds and exports its kernels.  The
-three are timed in turn, one round each, ``repeat`` times, with a pause of ``SETTLE_S`` after
-each round, so a slow moment of the machine is shared rather than charged to one of them.  A
-kernel that crashes or hangs, or a config that does not build, becomes that task's ``error``;
-the other tasks are still built, checked and timed.
+worker process of its own (``measure.baseline_timing``: numpy's BLAS on the kernels' thread
+count), while this process's BLAS keeps to one thread (``runtime.blas.single_blas_thread``: the
+spinning threads of a multi-threaded OpenBLAS slow the kernels timed beside them); or, for a job
+measured through RPC for a target this machine cannot run (an ARM board), on a device of the
+job's key, where numpy is not timed (its time on this machine compares with nothing).  A job for
+another machine without an RPC runner only builds and exports its kernels.  The three are timed
+in turn (``measure.interleaved``: one round each, ``repeat`` times, a pause after each round;
+each time is the median of its rounds), so a slow moment of the machine is shared rather than
+charged to one of them.  A kernel that crashes or hangs, or a config that does not build,
+becomes that task's ``error``; the other tasks are still built, checked and timed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,36 +36,35 @@ import numpy as np
 
 from tunecli.engine.build import build
 from tunecli.engine.job.apply_device import ApplyDevice, open_apply_device
-from tunecli.engine.job.numpy_baseline import BASELINE_FUNC, BaselineRequest, baseline_of, single_blas_thread
-from tunecli.engine.job.spec import Job, load_job
+from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import create_tasks
-from tunecli.engine.job.text import config_text
-from tunecli.engine.job.tune_job import task_label
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, random_arguments
+from tunecli.engine.measure.baseline_timing import BASELINE_FUNC, BaselineRequest
+from tunecli.engine.measure.builder import output_arguments
+from tunecli.engine.measure.interleaved import Contender, median_seconds, time_interleaved
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
+from tunecli.engine.ops.registry import baseline_of
 from tunecli.engine.ops.tolerance import matches_reference
 from tunecli.engine.runtime import Module
+from tunecli.engine.runtime.blas import single_blas_thread
 from tunecli.engine.runtime.openmp import get_num_threads
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.text import config_text, task_label
 from tunecli.errors import RPCError
 
 _SEED = 0
-#: Seconds of rest after each timing round, so the threads of one contender are idle when the
-#: next one starts: OpenBLAS's threads spin for about 2**28 cycles after a call (its default
-#: thread timeout), libgomp's at barriers; a shorter pause let them take a core from our kernel.
-SETTLE_S = 0.5
 
 
 @dataclass
 class AppliedTask:
-    """What ``apply_job`` found for one task (times in seconds; None where not measured)."""
+    """What ``apply_kernels`` found for one task (times in seconds; None where not measured)."""
 
     index: int
     label: str
@@ -91,7 +89,7 @@ class AppliedTask:
 
 @dataclass
 class ApplyReport:
-    """The result of ``apply_job``; ``as_dict()`` is the JSON form."""
+    """The result of ``apply_kernels``; ``as_dict()`` is the JSON form."""
 
     job: str
     log: str
@@ -112,13 +110,12 @@ class ApplyReport:
                 "tasks": [dict(vars(t), gflops=t.gflops) for t in self.tasks]}
 
 
-def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
+def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
     """Build every task of a job with the best config of ``log``; check, benchmark, export.
 
     Parameters
     ----------
-    path : str
-        The job file.
+    job : Job
     log : str
         Tuning log(s) holding the best configs.
     export : str, optional
@@ -131,13 +128,12 @@ def apply_job(path: str, log: str, export: str | None = None) -> ApplyReport:
     Raises
     ------
     JobError
-        For an invalid job.
+        For an invalid task.
     RecordError
         When the log does not exist.
     RPCError, TargetError
         When the job measures through RPC and no device of its key can run its kernels.
     """
-    job = load_job(path)
     check_log_file(log)
     tasks = create_tasks(job)  # every task checked before anything is built; problems reported together
     history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
@@ -203,49 +199,22 @@ def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, expo
         expected = _outputs(default_run, specs)
         out.checked_against = "default config"
     out.correct, out.max_error = matches_reference(_outputs(tuned_run, specs), expected)
-    baseline = baseline_of(reference)
-    contenders: dict[str, Callable[[TimingOptions], MeasureReply]] = {
+    baseline = baseline_of(task)
+    contenders: dict[str, Contender] = {
         "tuned": lambda timing: _measure(device, tuned, specs, outputs, timing)}
     if default is not None and not default_run.error_no:
         contenders["default"] = lambda timing: _measure(device, default, specs, outputs, timing)
     worker = numpy_worker
     if baseline is not None and worker is not None:
         out.numpy_baseline = f"{_dtype_of(specs, outputs)} {baseline.text}, {get_num_threads()} threads"
-        request = BaselineRequest(reference, specs, tuple(outputs), _SEED, job.runner.timing)
+        request = BaselineRequest(baseline, specs, tuple(outputs), _SEED, job.runner.timing)
         contenders["numpy"] = lambda timing: _time_baseline(worker, replace(request, timing=timing))
-    times = _interleaved(contenders, job.runner.timing)
+    times = time_interleaved(contenders, job.runner.timing)
     if times["tuned"].error_no:
         out.error = f"{MeasureErrorNo(times['tuned'].error_no).name}: {times['tuned'].error}"
         return out
-    out.tuned = _mean(times["tuned"].costs)
-    for name in ("default", "numpy"):
-        reply = times.get(name)
-        if reply is not None and not reply.error_no:
-            setattr(out, name, _mean(reply.costs))
+    out.tuned, out.default, out.numpy = (median_seconds(times.get(n)) for n in ("tuned", "default", "numpy"))
     return out
-
-
-def _interleaved(contenders: dict[str, Callable[[TimingOptions], MeasureReply]],
-                 timing: TimingOptions) -> dict[str, MeasureReply]:
-    """Time each contender ``timing.repeat`` times, one round each in turn with a pause between.
-
-    Interleaving spreads a machine's slow moments over all contenders instead of one; each round
-    has its own warm-up.  A contender that fails is not run again: its reply is its failure.
-    """
-    one_round = timing.with_values(repeat=1)
-    costs: dict[str, list[float]] = {name: [] for name in contenders}
-    failed: dict[str, MeasureReply] = {}
-    for _ in range(timing.repeat):
-        for name, measure in contenders.items():
-            if name in failed:
-                continue
-            reply = measure(one_round)
-            if reply.error_no:
-                failed[name] = reply
-            else:
-                costs[name].extend(reply.costs)
-            time.sleep(SETTLE_S)
-    return {name: failed.get(name) or MeasureReply(tuple(costs[name])) for name in contenders}
 
 
 def _time_baseline(worker: Worker, request: BaselineRequest) -> MeasureReply:
@@ -279,13 +248,8 @@ def _build(task: Any, config: Any, name: str) -> tuple[Module, list[int]]:
     """Build ``config`` of ``task``; return the module and the indices of its output arguments."""
     with task.target:
         sch, args = task.instantiate(config)
-    outputs = list(getattr(sch, "outputs", None) or ())
-    found = [i for i, t in enumerate(args) if any(getattr(t, "op", None) is op for op in outputs)]
-    return build(sch, args, target=task.target, name=name), found or [len(args) - 1]
-
-
-def _mean(costs: Sequence[float]) -> float:
-    return float(np.mean(costs))
+    module = build(sch, args, target=task.target, name=name)
+    return module, list(output_arguments(sch, args, module.arg_specs))
 
 
 def kernel_stem(job: str, index: int, task: Any) -> str:

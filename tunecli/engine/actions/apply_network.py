@@ -1,59 +1,55 @@
 """``apply_network``: build a model job's network with the log's best configs, check it, time it.
 
 The network is built (``relay.build`` at ``opt_level=3``) under ``apply_history_best`` of the log
-and, when the job has a ``graph_tuner`` and its output exists (``graph_tuning.graph_log_path``),
+and, when the job has a ``graph_tuner`` and its output exists (``model_spec.graph_log_path``),
 under ``apply_graph_best`` of that too; and once more without any record (the untuned build:
 fallback configs).  The tuned build's output is checked against onnxruntime for an ONNX model
 (when installed) and otherwise against the graph evaluated op by op with the numpy references
 (the interpreter).  Both builds are exported and timed in a measurement worker
-(``network_timing``), on one thread and on all cores, beside onnxruntime (when installed) running
-the ONNX model, or the built-in model written as ONNX (``onnx_export.to_onnx``): each
-contender one round in turn, ``repeat`` rounds, with a pause of ``SETTLE_S`` after each round
-(so the threads of one are idle when the next starts).  numpy's BLAS in this process keeps to one
-thread (``single_blas_thread``) while the interpreter computes the reference and kernels are timed.
-
-``apply_job_file`` is what ``tunecli apply`` calls: a model job goes here, a job of kernels to
-``apply_job``.
+(``measure.network_timing``), on one thread and on all cores, beside onnxruntime (when
+installed) running the ONNX model, or the built-in model written as ONNX
+(``onnx_export.to_onnx``): the contenders timed in turn (``measure.interleaved``: one round
+each, ``repeat`` rounds, a pause after each; each latency the median of its rounds).  numpy's
+BLAS in this process keeps to one thread (``runtime.blas.single_blas_thread``) while the
+interpreter computes the reference and kernels are timed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-import logging
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tunecli.engine.graph.build_module import BuiltGraph, build
+from tunecli.engine.graph.build_module import BuiltGraph
 from tunecli.engine.graph.frontend.onnx_export import to_onnx
 from tunecli.engine.graph.interpreter import evaluate
-from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
-from tunecli.engine.job.apply_job import SETTLE_S, ApplyReport, apply_job
-from tunecli.engine.job.graph_tuning import graph_log_path
-from tunecli.engine.job.network import Network, load_network
-from tunecli.engine.job.network_timing import RUN_NETWORK_FUNC, NetworkReply, NetworkRun
-from tunecli.engine.job.numpy_baseline import single_blas_thread
-from tunecli.engine.job.spec import Job, load_job
+from tunecli.engine.job.model_spec import graph_log_path
+from tunecli.engine.job.network import Network, build_network, load_network
+from tunecli.engine.job.spec import Job
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
+from tunecli.engine.measure.interleaved import Contender, median_seconds, time_interleaved
+from tunecli.engine.measure.network_timing import RUN_NETWORK_FUNC, NetworkReply, NetworkRun
+from tunecli.engine.measure.result import MeasureErrorNo
+from tunecli.engine.measure.timing import MeasureReply
+from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.ops.tolerance import matches_reference
+from tunecli.engine.runtime.blas import single_blas_thread
 from tunecli.errors import GraphError, JobError, TuneError
 
 _SEED = 0
-#: The logger ``relay.build`` writes its tuning summary to (TVM's).
-BUILD_LOGGER = "autotvm"
 
 
 @dataclass
@@ -110,29 +106,6 @@ class NetworkApplyReport:
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
         return dict(asdict(self), ok=self.ok)
-
-
-def apply_job_file(path: str, log: str | None = None,
-                   export: str | None = None) -> ApplyReport | NetworkApplyReport:
-    """Apply a job file: a model job's network (:func:`apply_network`), or each kernel of the job.
-
-    Parameters
-    ----------
-    path : str
-    log : str, optional
-        The log of best configs (default: the job's log).
-    export : str, optional
-        Model job: the shared library to write; kernel job: the directory of kernel files.
-
-    Returns
-    -------
-    ApplyReport or NetworkApplyReport
-    """
-    job = load_job(path)
-    log = log if log is not None else job.log
-    if job.model is None:
-        return apply_job(path, log, export=export)
-    return apply_network(job, log, export)
 
 
 def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApplyReport:
@@ -204,20 +177,7 @@ def _build(job: Job, network: Network, history: ApplyHistoryBest | None, graph_l
     untuned build); its summary line goes to the report, not to the log."""
     graph_best = ApplyGraphBest(graph_log) if graph_log else contextlib.nullcontext()
     kernels_best = history if history is not None else contextlib.nullcontext()
-    with kernels_best, graph_best, PassContext(opt_level=3), quiet_build():
-        return build(network.mod, target=job.target, params=network.params)
-
-
-@contextlib.contextmanager
-def quiet_build() -> Iterator[None]:
-    """No summary line from ``relay.build`` in the log (for builds whose summary is reported)."""
-    log = logging.getLogger(BUILD_LOGGER)
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
+    return build_network(network, job.target, kernels_best, graph_best)
 
 
 def _onnx_model(network: Network, folder: str) -> tuple[str | None, str]:
@@ -278,32 +238,26 @@ def thread_counts() -> list[int]:
 
 def _time(report: NetworkApplyReport, job: Job, worker: Worker, libraries: dict[str, str],
           inputs: dict[str, np.ndarray], onnx: str | None) -> None:
-    timing = job.runner.timing
-    one_round = timing.with_values(repeat=1)
     for threads in thread_counts():
-        contenders = {name: NetworkRun(path, None, inputs, threads, one_round)
-                      for name, path in libraries.items()}
+        runs = {name: NetworkRun(path, None, inputs, threads) for name, path in libraries.items()}
         if onnx is not None:
-            contenders["onnxruntime"] = NetworkRun(None, onnx, inputs, threads, one_round)
-        costs: dict[str, list[float]] = {name: [] for name in contenders}
-        failed: set[str] = set()
-        for _ in range(timing.repeat):
-            for name, request in contenders.items():
-                if name in failed:
-                    continue
-                reply, error = _call(worker, request, _timeout(job))
-                if reply is None:
-                    failed.add(name)
-                    if name == "tuned":
-                        report.error = f"the tuned network failed on {threads} thread(s): {error}"
-                else:
-                    costs[name].extend(reply.costs)
-                time.sleep(SETTLE_S)
-        latency = NetworkLatency(threads)
-        for name, values in costs.items():
-            if values and name not in failed:
-                setattr(latency, name, float(np.median(values)))
-        report.latencies.append(latency)
+            runs["onnxruntime"] = NetworkRun(None, onnx, inputs, threads)
+        contenders = {name: _contender(worker, run, _timeout(job)) for name, run in runs.items()}
+        times = time_interleaved(contenders, job.runner.timing)
+        if times["tuned"].error_no:
+            report.error = f"the tuned network failed on {threads} thread(s): {times['tuned'].error}"
+        report.latencies.append(NetworkLatency(threads, *(median_seconds(times.get(name))
+                                                          for name in ("tuned", "untuned", "onnxruntime"))))
+
+
+def _contender(worker: Worker, run: NetworkRun, timeout: float) -> Contender:
+    """One round of ``run`` in ``worker``, as a contender of ``measure.interleaved``."""
+    def measure(timing: TimingOptions) -> MeasureReply:
+        reply, error = _call(worker, replace(run, timing=timing), timeout)
+        if reply is None:
+            return MeasureReply((), int(MeasureErrorNo.RUNTIME_DEVICE), error)
+        return MeasureReply(reply.costs)
+    return measure
 
 
 def _nearly_constant(values: np.ndarray) -> bool:

@@ -1,30 +1,31 @@
-"""``inspect_job`` (config spaces, lowered loop nests) and ``inspect_log`` (what a log holds).
+"""``inspect``: what a job describes — each task's config space (and one config's loop nest), or a
+model job's network.
 
-``inspect_job`` prints each task's space exactly as ``print(task.config_space)`` does and, for
-one config index, the loop nest the template lowers to.  ``inspect_log`` summarises a log:
-its records and their errors by kind, and per workload its trials, their errors by kind and the
-best-so-far curve over the trials (GFLOPS where the FLOP count is known, milliseconds otherwise),
-as data: the command layer draws it (``tunecli.commands.plots``).  A trial is a config, however
-many records it has (``tuner.remeasure`` measures the best configs again): its lowest-cost
-record (``log.task_records.lowest_per_config``), in the order configs first appear.
+``inspect_kernels`` prints each task's space exactly as ``print(task.config_space)`` does and, for
+one config index, the loop nest the template lowers to (``task_view``).  ``inspect_network``
+describes a model job's network: the tasks extracted from it (workload, how often the network
+calls each) and the operators they implement (each operator's tasks, calls and share of the
+network's FLOPs in tunable operators: a convolution's direct and Winograd tasks are alternatives
+of one operator, whose FLOPs count once), the fused kernels of its untuned build (count and
+names), the peak intermediate memory of the executor's memory plan (beside what one buffer per
+value would take and the largest activation) and the size of the built graph's parameters
+(weights, transformed at build time).  What a log holds is ``log.log_summary.inspect_log``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from tunecli.engine.build import lower
-from tunecli.engine.job.spec import load_job
+from tunecli.engine.job.network import Network, build_network, extract_network_tasks, job_tasks
+from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import check_task_index, create_tasks
-from tunecli.engine.job.text import config_text, workload_text
-from tunecli.engine.job.tune_job import task_label
-from tunecli.engine.log.log_files import check_log_file
-from tunecli.engine.log.plausibility import plausible, workload_flop
-from tunecli.engine.log.record import read_log
-from tunecli.engine.log.task_records import lowest_per_config, record_key
-from tunecli.engine.measure.result import MeasureErrorNo
+from tunecli.engine.task.text import config_text, task_label
 from tunecli.errors import JobError
 
 
@@ -40,13 +41,12 @@ class TaskView:
     lowered: str | None = None
 
 
-def inspect_job(path: str, task: int | None = None, config: int | None = None) -> list[TaskView]:
+def inspect_kernels(job: Job, task: int | None = None, config: int | None = None) -> list[TaskView]:
     """Describe the tasks of a job: config spaces, and one config's loop nest.
 
     Parameters
     ----------
-    path : str
-        The job file.
+    job : Job
     task : int, optional
         Only this task (0-based); all by default.
     config : int, optional
@@ -59,15 +59,15 @@ def inspect_job(path: str, task: int | None = None, config: int | None = None) -
     Raises
     ------
     JobError
-        For an invalid job, task number or config index.
+        For an invalid task number or config index.
     """
-    job = load_job(path)
     indices = check_task_index(job, task)
-    return [task_view(path, i, t, config) for i, t in zip(indices, create_tasks(job, indices), strict=True)]
+    tasks = create_tasks(job, indices)
+    return [task_view(job.path, i, t, config) for i, t in zip(indices, tasks, strict=True)]
 
 
 def task_view(path: str, index: int, task: Any, config: int | None = None) -> TaskView:
-    """The view of one task of the job at ``path``: its space and, with ``config``, its loop nest.
+    """The view of one task of the job file ``path``: its space and, with ``config``, its loop nest.
 
     Raises
     ------
@@ -88,95 +88,112 @@ def task_view(path: str, index: int, task: Any, config: int | None = None) -> Ta
     return TaskView(index, view.label, view.flop, view.space, config_text(entity), lowered)
 
 
-@dataclass
-class WorkloadCurve:
-    """The trials of one (target, workload): one per config, in the order configs first appear.
+@dataclass(frozen=True)
+class NetworkTaskView:
+    """One extracted task: its workload, the calls that may run it and their FLOPs."""
 
-    ``costs`` holds each config's lowest valid cost (None for a config with no valid record);
-    ``errors`` counts by kind the configs with no valid record.
-    """
-
-    target: str
+    index: int
     label: str
-    flop: float | None
-    errors: Counter = field(default_factory=Counter)
-    costs: list[float | None] = field(default_factory=list)
+    occurrences: int
+    flop: float
+
+
+@dataclass(frozen=True)
+class NetworkOperatorView:
+    """One tunable operator: its alternative tasks (indices), calls and share of the tunable FLOPs."""
+
+    index: int
+    tasks: tuple[int, ...]
+    occurrences: int
+    flop: float
+    share: float
+
+
+@dataclass
+class NetworkView:
+    """What ``inspect_network`` found; ``as_dict()`` is the JSON form (sizes in bytes)."""
+
+    job: str
+    model: str
+    target: str
+    inputs: dict[str, list]
+    tasks: list[NetworkTaskView] = field(default_factory=list)
+    operators: list[NetworkOperatorView] = field(default_factory=list)
+    kernels: dict[str, int] = field(default_factory=dict)  #: kernel name -> calls
+    intermediate_bytes: int = 0
+    unplanned_bytes: int = 0
+    largest_activation_bytes: int = 0
+    weight_bytes: int = 0
 
     @property
-    def unit(self) -> str:
-        """``"GFLOPS"`` when the FLOP count is known, else ``"ms"``."""
-        return "GFLOPS" if self.flop else "ms"
-
-    def best_so_far(self) -> list[float | None]:
-        """Best value after each trial (GFLOPS: higher is better; ms: lower is better)."""
-        out: list[float | None] = []
-        best: float | None = None
-        for cost in self.costs:
-            if cost is not None and cost > 0:
-                if best is None or cost < best:
-                    best = cost
-            out.append(None if best is None else (self.flop / best / 1e9 if self.flop else best * 1e3))
-        return out
-
-
-@dataclass
-class LogView:
-    """What ``inspect_log`` found; ``as_dict()`` is the JSON form.
-
-    ``records`` and ``errors`` count the log's records; each workload counts its trials (configs).
-    """
-
-    path: str
-    records: int = 0
-    errors: Counter = field(default_factory=Counter)
-    workloads: list[WorkloadCurve] = field(default_factory=list)
+    def kernel_calls(self) -> int:
+        """Kernel calls in one run of the network."""
+        return sum(self.kernels.values())
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
-        return {"path": self.path, "records": self.records, "errors": dict(self.errors),
-                "workloads": [{"target": w.target, "workload": w.label, "trials": len(w.costs),
-                               "errors": dict(w.errors), "unit": w.unit, "best": w.best_so_far()[-1]}
-                              for w in self.workloads]}
+        return dict(asdict(self), kernel_calls=self.kernel_calls)
 
 
-def inspect_log(path: str) -> LogView:
-    """Summarise a tuning log: records, errors by kind, and each workload's best-so-far curve.
+def inspect_network(job: Job, network: Network) -> NetworkView:
+    """Describe a model job's network: tasks, operators, fused kernels, memory plan, weights.
 
     Parameters
     ----------
-    path : str
+    job : Job
+        A model job.
+    network : Network
+        Its network, loaded (``job.network.load_network``).
 
     Returns
     -------
-    LogView
+    NetworkView
 
     Raises
     ------
-    RecordError
-        When the log cannot be read.
+    JobError
+        For a bad model.
     """
-    check_log_file(path)
-    view = LogView(path)
-    groups: dict[tuple, list[tuple]] = {}
-    for record in plausible(read_log(path)):
-        view.records += 1
-        if not record.result.ok:
-            view.errors[_error_name(record.result.error_no)] += 1
-        groups.setdefault(record_key(record.inp), []).append((record.inp, record.result))
-    for pairs in groups.values():
-        first = pairs[0][0]
-        curve = WorkloadCurve(str(first.target), workload_text(first.task.name, first.task.args),
-                              workload_flop(first.task.name, first.task.args, first.target))
-        for _, res in lowest_per_config(pairs):  # a trial is a config, however often it was measured
-            curve.costs.append(res.mean_cost if res.ok else None)
-            if not res.ok:
-                curve.errors[_error_name(res.error_no)] += 1
-        view.workloads.append(curve)
+    found = extract_network_tasks(job, network)
+    total = sum(op.flop for op in found.operators) or 1.0
+    view = NetworkView(job.name, network.label, str(job.target),
+                       {name: [list(shape), dtype] for name, (shape, dtype) in network.inputs.items()})
+    view.tasks = [NetworkTaskView(i, task_label(t.task), t.occurrences, t.flop)
+                  for i, t in enumerate(found.tasks)]
+    view.operators = [NetworkOperatorView(i, op.tasks, op.occurrences, op.flop, op.flop / total)
+                      for i, op in enumerate(found.operators)]
+    lib = build_network(network, job.target)
+    plan = lib.plan
+    view.kernels = dict(Counter(name for name, _ in plan.ops))
+    view.intermediate_bytes, view.unplanned_bytes = plan.intermediate_bytes()
+    view.largest_activation_bytes = plan.largest_output_bytes()
+    view.weight_bytes = int(sum(np.asarray(_array(v)).nbytes for v in lib.get_params().values()))
     return view
 
 
-def _error_name(error_no: Any) -> str:
-    try:
-        return MeasureErrorNo(int(error_no)).name
-    except ValueError:
-        return f"ERROR_{error_no}"
+def _array(value: Any) -> Any:
+    return value.numpy() if hasattr(value, "numpy") else value
+
+
+def inspect_network_tasks(job: Job, network: Network, task: int | None = None,
+                          config: int | None = None) -> list[TaskView]:
+    """The views of a model job's tasks (``job_tasks`` order, as ``tune`` numbers them): spaces, and
+    one config's loop nest (see :func:`inspect_kernels`).
+
+    Parameters
+    ----------
+    job : Job
+    network : Network
+    task, config : int, optional
+
+    Raises
+    ------
+    JobError
+        For a task number or config index out of range.
+    """
+    tasks, _ = job_tasks(job, network)
+    if task is not None and not 0 <= task < len(tasks):
+        raise JobError(f"{job.path}: there is no task {task}: the network has {len(tasks)} task(s), numbered "
+                       f"0..{len(tasks) - 1}")
+    indices: Sequence[int] = range(len(tasks)) if task is None else [task]
+    return [task_view(job.path, i, tasks[i], config) for i in indices]

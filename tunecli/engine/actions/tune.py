@@ -1,10 +1,10 @@
-"""``tune_job``: tune every task of a job, appending to its log, resuming from it.
+"""``tune_tasks``: tune every task of a job, appending to its log, resuming from it.
 
-For each task: create the task (all tasks are created, and so checked, before any is tuned),
-read the records the log already holds for it (``log.task_records``: same workload, target and
-config), and hand the log to the tuner with ``load_history``, which applies the same rule: the
-tuner never proposes a config index that is in the log, and a model-based tuner starts from
-what those records taught it.  Configs in the log count toward
+The tasks are created (and so checked) before any is tuned (``job.network.job_task_set``).  The
+log is read once: each task's ``TaskHistory`` (``log.task_history``: its records, trials and best)
+goes to its progress, to the task scheduler and to its tuner (``Tuner.resume``): the tuner never
+proposes a config index that is in the log, and a model-based tuner starts from what those
+records taught it.  Configs in the log count toward
 ``n_trial``: a task is done when the log holds ``n_trial`` of its configs (or its whole space).
 Every measurement is appended to the log and flushed as soon as it finishes — not when its
 batch is over (``log_to_file`` streams through the ``on_result`` hook of ``measure_batch``) — so
@@ -23,9 +23,9 @@ the log takes each config's lowest cost.  They count as ``remeasured``, not as t
 resumed run does not measure a config again twice (two records of a config mean it was).
 
 A model job's tasks are extracted from its network (``network.job_task_set``), each weighted by
-how often the network runs it, with the groups of tasks that implement one operator; with
-``graph_tuner`` the graph tuner then chooses one record per convolution from the log
-(``graph_tuning.tune_graph``), written next to the log.
+how often the network runs it, with the groups of tasks that implement one operator.  The tune
+command's entry (``actions.job_file.tune_job``) loads the job once, holds the log's lock and runs
+the graph tuner step after this one (``actions.tune_graph``) with the same worker pools.
 """
 
 from __future__ import annotations
@@ -37,16 +37,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tunecli.engine.job.graph_tuning import GraphTuning, tune_graph
-from tunecli.engine.job.measure_setup import check_local_device, close_measure_option, make_measure_option
-from tunecli.engine.job.network import JobTasks, job_task_set, load_network
-from tunecli.engine.job.spec import Job, load_job
-from tunecli.engine.job.text import config_text, workload_text
-from tunecli.engine.log.log_files import exclusive_log, log_problem, real_log_path
-from tunecli.engine.log.plausibility import plausible
+from tunecli.engine.job.model_spec import GraphTuning
+from tunecli.engine.job.network import JobTasks
+from tunecli.engine.job.spec import Job
+from tunecli.engine.job.tuning_spec import DEFAULT_TASK_SCHEDULER
+from tunecli.engine.log.log_files import log_problem, real_log_path
 from tunecli.engine.log.record import read_log
-from tunecli.engine.log.task_records import records_of
+from tunecli.engine.log.task_history import TaskHistory, task_histories
 from tunecli.engine.measure.result import MeasureErrorNo
+from tunecli.engine.task.text import config_text, task_label
 from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.remeasure import remeasure_candidates, remeasure_top
@@ -184,51 +183,14 @@ class TuneSummary:
         return out
 
 
-def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, log: str | None = None,
-             seed: int | None = None, remeasure: int | None = None,
-             on_event: Callable[[TuneEvent], None] | None = None) -> TuneSummary:
-    """Tune every task of the job file at ``path``, resuming from its log.
-
-    Parameters
-    ----------
-    path : str
-        The YAML job file.
-    n_trial, tuner, log, seed, remeasure : optional
-        Command-line overrides of the job's values.
-    on_event : callable, optional
-        Receives a ``TuneEvent`` when a task starts, after every measurement, and at its end.
-
-    Returns
-    -------
-    TuneSummary
+def prepare_log(log_path: Path) -> None:
+    """Make the log's directory; refuse a path that cannot be a log (``log_files.log_problem``).
 
     Raises
     ------
     JobError
-        When the job file, a template or its arguments are invalid (before anything is measured).
+        Naming the log.
     """
-    job = load_job(path).with_overrides(n_trial=n_trial, tuner=tuner, log=log, seed=seed,
-                                          remeasure=remeasure)
-    check_local_device(job)
-    network = load_network(job) if job.model is not None else None
-    found = job_task_set(job, network)
-    tasks = list(found.tasks)
-    if job.tuner.budget is not None and job.tuner.budget < len(tasks):
-        raise JobError(f"{job.path}: tuner.budget: a budget of {job.tuner.budget} trials is less than one "
-                       f"trial per task ({len(tasks)} tasks)")
-    log_path = Path(job.log)
-    _prepare_log(log_path)
-    with exclusive_log(log_path):
-        summary = _tune_tasks(job, found, log_path, on_event)
-        if network is not None:
-            summary.model = network.label
-            if job.graph_tuner is not None and summary.ok:
-                summary.graph = tune_graph(job, network)
-    return summary
-
-
-def _prepare_log(log_path: Path) -> None:
-    """Make the log's directory; refuse a path that cannot be a log (``log_files.log_problem``)."""
     problem = log_problem(log_path)
     if problem:
         raise JobError(f"{log_path}: {problem}")
@@ -239,58 +201,56 @@ def _prepare_log(log_path: Path) -> None:
                        f"{err.strerror}") from None
 
 
-def _tune_tasks(job: Job, found: JobTasks, log_path: Path,
-                on_event: Callable[[TuneEvent], None] | None) -> TuneSummary:
-    """Tune the tasks of ``job`` in order, resuming from the records in ``log_path``."""
+def tune_tasks(job: Job, found: JobTasks, measure_option: Callable[[], dict],
+               on_event: Callable[[TuneEvent], None] | None = None) -> TuneSummary:
+    """Tune the tasks of ``job`` in order (or with its budget), resuming from the records of its log.
+
+    Parameters
+    ----------
+    job : Job
+    found : JobTasks
+        Every task of the job (``job.network.job_task_set``).
+    measure_option : callable
+        Returns the ``measure_option`` to measure with (made when a task first needs measuring).
+    on_event : callable, optional
+        Receives a ``TuneEvent`` when a task starts, after every measurement, and at its end.
+
+    Returns
+    -------
+    TuneSummary
+    """
+    log_path = Path(job.log)
     tasks, weights = list(found.tasks), list(found.weights)
     logged = list(read_log(log_path)) if log_path.exists() else []
     history = [(r.inp, r.result) for r in logged]
-    # a record faster than any machine still marks its config as measured, but is nobody's best
-    implausible = {id(r.result) for r in logged} - {id(r.result) for r in plausible(logged)}
+    histories = task_histories(tasks, logged)
     summary = TuneSummary(job.name, job.log, str(tasks[0].target), job.tuner.kind, job.tuner.seed,
                           job.tuner.budget, job.tuner.task_scheduler, job.tuner.remeasure,
                           alternatives=[list(group) for group in found.alternatives])
     emit = on_event or (lambda event: None)
-    options: list[dict] = []  # made once, when a task first needs measuring (starts the workers)
-
-    def measure_option() -> dict:
-        if not options:
-            options.append(make_measure_option(job))
-        return options[0]
-
-    try:
-        if job.tuner.budget is not None:
-            summary.tasks.extend(_tune_scheduled(job, found, history, implausible, measure_option, emit))
-        else:
-            all_trials = sum(min(job.tuner.n_trial, len(task.config_space)) for task in tasks)
-            for index, task in enumerate(tasks):
-                before = sum(t.previous + t.measured for t in summary.tasks)
-                summary.tasks.append(_tune_task(job, index, len(tasks), task, weights[index], history,
-                                                implausible, measure_option, emit, (before, all_trials)))
-    finally:
-        for option in options:
-            close_measure_option(option)
+    if job.tuner.budget is not None:
+        summary.tasks.extend(_tune_scheduled(job, found, history, histories, measure_option, emit))
+    else:
+        all_trials = sum(min(job.tuner.n_trial, len(task.config_space)) for task in tasks)
+        for index, task in enumerate(tasks):
+            before = sum(t.previous + t.measured for t in summary.tasks)
+            summary.tasks.append(_tune_task(job, index, len(tasks), task, weights[index], history,
+                                            histories[index], measure_option, emit, (before, all_trials)))
     return summary
-
-
-def task_label(task: Any) -> str:
-    """Return ``name(arg, ...)`` for display."""
-    return workload_text(task.name, task.args)
 
 
 class _TaskProgress:
     """One task's outcome, kept up to date from its records and sent as ``TuneEvent``s."""
 
-    def __init__(self, outcome: TaskOutcome, task: Any, n_tasks: int, history: list[tuple],
-                 implausible: set[int], emit: Callable[[TuneEvent], None], budget: int | None = None,
+    def __init__(self, outcome: TaskOutcome, task: Any, n_tasks: int, known: TaskHistory,
+                 emit: Callable[[TuneEvent], None], budget: int | None = None,
                  spent: Callable[[], int] = lambda: 0, all_trials: int = 0) -> None:
         self.outcome, self.task, self.n_tasks, self.emit = outcome, task, n_tasks, emit
         self.budget, self.spent, self.all_trials = budget, spent, all_trials or (budget or 0)
-        self.records = records_of(history, task)  # the task's records, this run's appended
-        outcome.previous = len({inp.config.index for inp, _ in self.records})
-        for inp, res in self.records:
-            if id(res) not in implausible:
-                _consider(outcome, task, inp, res)
+        self.records = list(known.records)  # the task's records, this run's appended
+        outcome.previous = known.trials
+        if known.best is not None:
+            _consider(outcome, task, *known.best)
         self.label = task_label(task)
         self.tic = time.time()
 
@@ -337,11 +297,11 @@ def _outcome(index: int, task: Any, n_trial: int, weight: float = 1.0) -> TaskOu
 
 
 def _tune_task(job: Job, index: int, n_tasks: int, task: Any, weight: float, history: list[tuple],
-               implausible: set[int], measure_option: Callable[[], dict],
+               known: TaskHistory, measure_option: Callable[[], dict],
                emit: Callable[[TuneEvent], None], totals: tuple[int, int] = (0, 0)) -> TaskOutcome:
     """Tune one task and return its outcome (``totals``: trials of the tasks before it, of all)."""
     outcome = _outcome(index, task, job.tuner.n_trial, weight)
-    progress = _TaskProgress(outcome, task, n_tasks, history, implausible, emit,
+    progress = _TaskProgress(outcome, task, n_tasks, known, emit,
                              spent=lambda: totals[0] + outcome.previous + outcome.measured,
                              all_trials=totals[1])
     progress.event("start")
@@ -349,7 +309,7 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, weight: float, his
     if remaining > 0:
         tuner = tuner_kind(job.tuner.kind).make(task, seed=job.tuner.seed, **job.tuner.options)
         if history:
-            tuner.load_history(history)
+            tuner.resume(known, history)
         tuner.tune(n_trial=remaining, measure_option=measure_option(),
                    early_stopping=job.tuner.early_stopping,
                    callbacks=[log_to_file(job.log), _Streaming(progress.on_result)])
@@ -359,7 +319,7 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Any, weight: float, his
     return outcome
 
 
-def _tune_scheduled(job: Job, found: JobTasks, history: list[tuple], implausible: set[int],
+def _tune_scheduled(job: Job, found: JobTasks, history: list[tuple], histories: list[TaskHistory],
                     measure_option: Callable[[], dict],
                     emit: Callable[[TuneEvent], None]) -> list[TaskOutcome]:
     """Tune the job's tasks with one budget spent by its task scheduler; return their outcomes."""
@@ -370,14 +330,14 @@ def _tune_scheduled(job: Job, found: JobTasks, history: list[tuple], implausible
     def spent() -> int:
         return sum(o.previous + o.measured for o in outcomes)
 
-    progress = [_TaskProgress(outcome, task, len(tasks), history, implausible, emit, budget, spent)
-                for outcome, task in zip(outcomes, tasks, strict=True)]
+    progress = [_TaskProgress(outcome, task, len(tasks), known, emit, budget, spent)
+                for outcome, task, known in zip(outcomes, tasks, histories, strict=True)]
     kind = tuner_kind(job.tuner.kind)
     scheduler = TaskScheduler(tasks, lambda task: kind.make(task, seed=job.tuner.seed, **job.tuner.options),
-                              budget, weights, job.tuner.task_scheduler or "gradient",
+                              budget, weights, job.tuner.task_scheduler or DEFAULT_TASK_SCHEDULER,
                               round_trials=job.tuner.options.get("plan_size"),
                               early_stopping=job.tuner.early_stopping, history=history,
-                              implausible=implausible, seed=job.tuner.seed, alternatives=found.alternatives)
+                              task_histories=histories, seed=job.tuner.seed, alternatives=found.alternatives)
     for p in progress:
         p.event("start")
     by_task = {id(task): p for task, p in zip(tasks, progress, strict=True)}

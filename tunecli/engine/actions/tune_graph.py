@@ -1,26 +1,27 @@
-"""The graph tuner step of a model job (``graph_tuner: dp|pbqp``): after kernel tuning, choose one
-record per convolution so that kernel times plus the layout transforms between them are
-smallest, and write the choice next to the log (``graph_log_path``: ``logs/<name>.graph.log``),
-which ``apply`` builds under (``apply_graph_best``).
+"""``tune_graph``: the graph tuner step of a model job (``graph_tuner: dp|pbqp``).
+
+After kernel tuning, choose one record per convolution so that kernel times plus the layout
+transforms between them are smallest, and write the choice next to the log
+(``job.model_spec.graph_log_path``: ``logs/<name>.graph.log``), which ``apply`` builds under
+(``apply_graph_best``).
 
 The candidates are the job log's records (the best ``max_sch_num`` layouts of each convolution)
 and each convolution's fastest config in its default layouts (without them a choice free of layout
-transforms is rarely among the records), all timed again with the job's builder and runner
-(``benchmark_default_layouts(remeasure=True)``), so that kernel and transform times come from
-one session of measurements; the layout transforms between them are timed in a measurement
-worker (``min_exec_num`` runs each).  A graph the tuner cannot handle (a convolution without records,
+transforms is rarely among the records), all timed again with the tune's builder and runner
+(``benchmark_default_layouts(remeasure=True)``), so that kernel and transform times come from one
+session of measurements; the layout transforms between them are timed in a measurement worker
+(``min_exec_num`` runs each).  A graph the tuner cannot handle (a convolution without records,
 more DP states than it allows) is the step's ``error``: the kernel tuning before it is kept.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tunecli.engine.graph_tuner.graph_tuner_kinds import GRAPH_TUNERS
-from tunecli.engine.job.measure_setup import close_measure_option, make_measure_option
+from tunecli.engine.job.model_spec import GraphTuning, graph_log_path
 from tunecli.engine.job.network import Network, input_shapes
 from tunecli.engine.job.spec import Job
 from tunecli.engine.log.plausibility import plausible
@@ -31,44 +32,7 @@ from tunecli.errors import TuneError
 GRAPH_TUNER_OPS = ("nn.conv2d",)
 
 
-def graph_log_path(log: str | os.PathLike) -> Path:
-    """The graph tuner's output beside a job's log: ``logs/r18.log`` -> ``logs/r18.graph.log``."""
-    path = Path(log)
-    return path.with_name((path.stem if path.suffix == ".log" else path.name) + ".graph.log")
-
-
-@dataclass(frozen=True)
-class GraphTuning:
-    """What the graph tuner did.
-
-    Attributes
-    ----------
-    kind : str
-        ``dp`` or ``pbqp``.
-    path : str
-        The records it wrote (one per convolution, graph order); empty when it failed.
-    convolutions, transforms : int
-        Convolutions it chose for and layout transforms it timed.
-    predicted, kernel_only : float or None
-        Predicted seconds (kernels + transforms) of its choice and of each convolution's fastest
-        record.
-    seconds : float
-        Time it took.
-    error : str or None
-        Why it chose nothing.
-    """
-
-    kind: str
-    path: str
-    convolutions: int = 0
-    transforms: int = 0
-    predicted: float | None = None
-    kernel_only: float | None = None
-    seconds: float = 0.0
-    error: str | None = None
-
-
-def tune_graph(job: Job, network: Network) -> GraphTuning:
+def tune_graph(job: Job, network: Network, measure_option: dict[str, Any]) -> GraphTuning:
     """Run the job's graph tuner over its log's records and write its choice (``graph_log_path``).
 
     Parameters
@@ -76,6 +40,8 @@ def tune_graph(job: Job, network: Network) -> GraphTuning:
     job : Job
         A model job with ``graph_tuner``.
     network : Network
+    measure_option : dict
+        The tune's ``measure_option`` (its worker pools), which times the candidates again.
 
     Returns
     -------
@@ -90,11 +56,7 @@ def tune_graph(job: Job, network: Network) -> GraphTuning:
         tuner = GRAPH_TUNERS[spec.kind](network.mod["main"], input_shapes(network), records,
                                         list(GRAPH_TUNER_OPS), job.target, max_sch_num=spec.max_sch_num,
                                         verbose=False)
-        option = make_measure_option(job)
-        try:
-            tuner.benchmark_default_layouts(option, remeasure=True)
-        finally:
-            close_measure_option(option)
+        tuner.benchmark_default_layouts(measure_option, remeasure=True)
         tuner.benchmark_layout_transform(min_exec_num=spec.min_exec_num,
                                          timeout=job.runner.timing.timeout)
         tuner.run()

@@ -24,7 +24,7 @@ from typing import Any
 
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import Task, create
-from tunecli.errors import GraphError
+from tunecli.errors import GraphError, TuneError
 
 from .build_module import optimize
 from .graph_expr import Call, Function
@@ -146,11 +146,28 @@ def extract_from_program(mod: IRModule | Function, params: Mapping[str, Any] | N
     list of Task
     """
     t = as_target(target)
+    return list(operator_tasks(tunable_operators(mod, params, t, ops), t, target_host).values())
+
+
+def operator_tasks(operators: Iterable[TunableOperator], target: Target,
+                   target_host: Any = None) -> dict[tuple, Task]:
+    """One task per distinct workload of the operators' implementations, by workload, in order
+    (the tasks :func:`extract_from_program` returns).
+
+    Raises
+    ------
+    TuneError
+        Naming the template and the workload, when a template rejects a call of the network.
+    """
     tasks: dict[tuple, Task] = {}
-    for impl in tunable_calls(mod, params, t, ops):
-        if impl.workload not in tasks:
-            tasks[impl.workload] = create(impl.task_name, impl.args, t, target_host)
-    return list(tasks.values())
+    for op in operators:
+        for impl in op.implementations:
+            if impl.workload not in tasks:
+                try:
+                    tasks[impl.workload] = create(impl.task_name, impl.args, target, target_host)
+                except TuneError as err:
+                    raise TuneError(f"template {impl.task_name} rejects {impl.workload[1:]}: {err}") from err
+    return tasks
 
 
 def task_occurrences(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Any,

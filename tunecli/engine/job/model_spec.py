@@ -12,12 +12,15 @@ A model job tunes the tasks of a network instead of (or besides) a list of ``tas
 The network itself is loaded later (``network.load_network``: an ONNX file is imported there, so
 an unsupported operator or a wrong input is reported naming the ``model`` field).  Here only the
 form is checked: a known model name, sizes, an ONNX file that exists, known tunable operators.
+The graph tuner's choice is written beside the job's log (``graph_log_path``); ``GraphTuning``
+is what that step of ``tune`` reports.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tunecli.engine.graph.op_registry import OPS
 from tunecli.engine.graph_tuner.graph_tuner_kinds import GRAPH_TUNERS
@@ -91,6 +94,44 @@ class GraphTunerSpec:
     kind: str
     max_sch_num: int = 20
     min_exec_num: int = 100
+
+
+def graph_log_path(log: str | os.PathLike) -> Path:
+    """Where the graph tuner writes its choice, beside a job's log: ``logs/r18.log`` ->
+    ``logs/r18.graph.log`` (``tune`` writes it, ``apply`` builds under it)."""
+    path = Path(log)
+    return path.with_name((path.stem if path.suffix == ".log" else path.name) + ".graph.log")
+
+
+@dataclass(frozen=True)
+class GraphTuning:
+    """What the graph tuner step of ``tune`` did.
+
+    Attributes
+    ----------
+    kind : str
+        ``dp`` or ``pbqp``.
+    path : str
+        The records it wrote (one per convolution, graph order); empty when it failed.
+    convolutions, transforms : int
+        Convolutions it chose for and layout transforms it timed.
+    predicted, kernel_only : float or None
+        Predicted seconds (kernels + transforms) of its choice and of each convolution's fastest
+        record.
+    seconds : float
+        Time it took.
+    error : str or None
+        Why it chose nothing.
+    """
+
+    kind: str
+    path: str
+    convolutions: int = 0
+    transforms: int = 0
+    predicted: float | None = None
+    kernel_only: float | None = None
+    seconds: float = 0.0
+    error: str | None = None
 
 
 def read_model(n: Node) -> ModelSpec:

@@ -4,32 +4,43 @@ job share.
 ``load_network`` builds a built-in model (``network_models.MODELS``) or imports an ONNX file;
 any problem (a corrupt file, an unsupported operator, a wrong input name or shape, an image too
 small for the model) is one ``JobError`` naming the job's ``model`` field.
-``extract_network_tasks`` extracts the tunable tasks as ``extract_from_program`` does (the job's
-target and ``ops``), each with how often the network calls it, and the operators they implement
+``extract_network_tasks`` extracts the tunable tasks with ``extract_from_program``'s rule
+(``graph.extract.operator_tasks``; the job's target and ``ops``), each with how often the
+network calls it, and the operators they implement
 (a convolution's direct and Winograd tasks are alternatives of one operator); ``job_task_set``
 puts them before the job's own ``tasks``, with their weights (occurrences, or the entries'
 ``weight``; a ``tasks`` entry of a workload the network calls adds its ``weight`` to the
-network's task) and the groups of alternatives.
+network's task) and the groups of alternatives.  ``build_network`` builds it (``apply``,
+``inspect``), its summary line left out of the log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from tunecli.engine.graph.extract import tunable_operators
+from tunecli.engine.graph.build_module import BuiltGraph, build
+from tunecli.engine.graph.extract import operator_tasks, tunable_operators
 from tunecli.engine.graph.frontend.onnx import from_onnx
 from tunecli.engine.graph.ir_module import IRModule
+from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.graph.type_infer import infer_types
 from tunecli.engine.graph.types import TensorType
 from tunecli.engine.job.network_models import MODELS
 from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import create_tasks
-from tunecli.engine.task.task import Task, create
+from tunecli.engine.target import Target
+from tunecli.engine.task.task import Task
 from tunecli.errors import GraphError, JobError, TuneError
+
+#: The logger ``relay.build`` writes its tuning summary to (TVM's).
+BUILD_LOGGER = "autotvm"
 
 
 @dataclass(frozen=True)
@@ -203,17 +214,14 @@ def extract_network_tasks(job: Job, network: Network) -> NetworkTasks:
     if not found:
         raise _error(job, where, f"{network.label} has no call of {', '.join(job.ops)} with a tunable "
                                  f"implementation for {job.target}")
-    tasks: dict[tuple, Task] = {}
+    try:
+        tasks = operator_tasks(found, job.target)
+    except TuneError as err:
+        raise _error(job, where, str(err)) from None
     counts: dict[tuple, int] = {}
     for op in found:
-        for impl in op.implementations:
-            if impl.workload not in tasks:
-                try:
-                    tasks[impl.workload] = create(impl.task_name, impl.args, job.target)
-                except TuneError as err:
-                    raise _error(job, where, f"template {impl.task_name} rejects {impl.workload[1:]}: "
-                                             f"{err}") from None
-            counts[impl.workload] = counts.get(impl.workload, 0) + op.occurrences
+        for workload in op.workloads:
+            counts[workload] = counts.get(workload, 0) + op.occurrences
     index = {workload: i for i, workload in enumerate(tasks)}
     operators = tuple(NetworkOperator(tuple(index[w] for w in op.workloads), op.occurrences,
                                       float(tasks[op.workloads[0]].flop or 0) * op.occurrences)
@@ -266,7 +274,8 @@ def job_task_set(job: Job, network: Network | None = None) -> JobTasks:
 
 
 def job_tasks(job: Job, network: Network | None = None) -> tuple[list[Task], list[float]]:
-    """Every task of a job and its weight (``job_task_set``'s, without the alternatives).
+    """Every task of a job and its weight (``job_task_set``'s, without the alternatives; ``network``:
+    the job's network when already loaded).
 
     Returns
     -------
@@ -284,3 +293,40 @@ def job_tasks(job: Job, network: Network | None = None) -> tuple[list[Task], lis
 def input_shapes(network: Network) -> Mapping[str, tuple[int, ...]]:
     """Shape of each data input, by name (what the graph tuner takes)."""
     return {name: shape for name, (shape, _) in network.inputs.items()}
+
+
+def build_network(network: Network, target: Target,
+                  *contexts: AbstractContextManager[object]) -> BuiltGraph:
+    """The network built as ``relay.build`` at ``opt_level=3`` builds it, under ``contexts``
+    (``apply_history_best`` of a log, the graph tuner's choice; none: the untuned build), without
+    the build's summary line in the log (whoever builds it reports the summary).
+
+    Parameters
+    ----------
+    network : Network
+    target : Target
+    contexts : context managers
+        Entered in order around the build.
+
+    Returns
+    -------
+    BuiltGraph
+    """
+    with contextlib.ExitStack() as stack:
+        for context in contexts:
+            stack.enter_context(context)
+        stack.enter_context(PassContext(opt_level=3))
+        stack.enter_context(_quiet_build())
+        return build(network.mod, target=target, params=network.params)
+
+
+@contextlib.contextmanager
+def _quiet_build() -> Iterator[None]:
+    """No summary line from ``relay.build`` in the log."""
+    log = logging.getLogger(BUILD_LOGGER)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)

@@ -13,7 +13,7 @@ A job names the tasks to tune, the tuner and how to measure::
       kind: xgb                       # a registered tuner (engine/tuner/tuner_kinds.py)
       n_trial: 32                     # total trials per task (resumed runs count the log)
       # or budget: 96                 # total trials for all tasks, spent by a task scheduler
-      # task_scheduler: gradient      # with budget: gradient (default) or round-robin
+      # task_scheduler: gradient      # with budget: gradient (default) or round-robin (SCHEDULER_POLICIES)
       early_stopping: 16              # optional
       seed: 0                         # optional
       remeasure: 8                    # optional: measure each task's 8 best configs again (default 0)
@@ -25,6 +25,7 @@ A job names the tasks to tune, the tuner and how to measure::
                warmup_ms: 50, cooldown_interval: 0}
       # a registered runner kind (engine/job/runner_kinds.py): its TimingOptions settings and
       # its own options (rpc: key, tracker "HOST:PORT", priority instead of check_correctness)
+    cluster: {kind: ray, address: auto}   # optional: build and time on a cluster (cluster_spec)
 
 A model job names a network (``model:``, with optional ``ops:`` and ``graph_tuner:``; see
 ``model_spec``) whose tasks are extracted and tuned, besides any ``tasks``.  A ``tasks`` entry
@@ -49,6 +50,7 @@ from typing import Any
 from tunecli.engine.codegen.backend_table import BACKENDS
 from tunecli.engine.codegen.compile import target_problem
 from tunecli.engine.codegen.nvptx_backend import sm_arch
+from tunecli.engine.job.cluster_spec import ClusterSpec, cluster_problems, read_cluster, with_address
 from tunecli.engine.job.model_spec import (
     DEFAULT_OPS,
     GraphTunerSpec,
@@ -58,7 +60,14 @@ from tunecli.engine.job.model_spec import (
     read_ops,
 )
 from tunecli.engine.job.nodes import Node, load_document
-from tunecli.engine.job.tuning_spec import BuilderSpec, RunnerSpec, TunerSpec, read_measure, read_tuner
+from tunecli.engine.job.tuning_spec import (
+    BuilderSpec,
+    RunnerSpec,
+    TunerSpec,
+    budget_problem,
+    read_measure,
+    read_tuner,
+)
 from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.target import Target, as_target, host_cpu, host_features, host_triple, triple_arch
 from tunecli.errors import JobError, TargetError
@@ -112,6 +121,8 @@ class Job:
     ops : tuple of str
         The operators whose calls in ``model`` become tasks.
     graph_tuner : GraphTunerSpec or None
+    cluster : ClusterSpec or None
+        Where configs are built and timed when not on this machine.
     """
 
     path: str
@@ -125,14 +136,16 @@ class Job:
     model: ModelSpec | None = None
     ops: tuple[str, ...] = DEFAULT_OPS
     graph_tuner: GraphTunerSpec | None = None
+    cluster: ClusterSpec | None = None
 
     def with_overrides(self, n_trial: int | None = None, tuner: str | None = None,
                        log: str | None = None, seed: int | None = None,
-                       remeasure: int | None = None) -> Job:
+                       remeasure: int | None = None, cluster: str | None = None) -> Job:
         """Return this job with command-line overrides applied.
 
         Changing the tuner kind drops the kind-specific options of the job's tuner; ``n_trial``
-        (trials per task) replaces a job's ``budget``; ``remeasure`` replaces ``tuner.remeasure``.
+        (trials per task) replaces a job's ``budget``; ``remeasure`` replaces ``tuner.remeasure``;
+        ``cluster`` (an address) gives or replaces ``cluster.address``.
         """
         if log is not None and log != self.log:
             problem = log_problem(log)
@@ -147,7 +160,11 @@ class Job:
             spec = replace(spec, seed=seed)
         if remeasure is not None:
             spec = replace(spec, remeasure=remeasure)
-        return replace(self, tuner=spec, log=log if log is not None else self.log)
+        try:
+            spec_cluster = with_address(self.cluster, cluster)
+        except ValueError as err:
+            raise JobError(f"{cluster}: {err}") from None
+        return replace(self, tuner=spec, log=log if log is not None else self.log, cluster=spec_cluster)
 
 
 def load_job(path: str | Path) -> Job:
@@ -168,7 +185,7 @@ def load_job(path: str | Path) -> Job:
     """
     root = load_document(path)
     problems = root.problems
-    fields = ("name", "target", "log", "tasks", "model", "ops", "graph_tuner", "tuner", "measure")
+    fields = ("name", "target", "log", "tasks", "model", "ops", "graph_tuner", "tuner", "measure", "cluster")
     top = problems.collect(lambda: root.items(fields), {})
     if "name" not in top and root.is_mapping():
         root.report("missing required field 'name'")
@@ -180,7 +197,8 @@ def load_job(path: str | Path) -> Job:
 
     readers: dict[str, Callable[[Node], Any]] = {
         "name": _name, "target": _target, "log": Node.as_str, "tasks": _tasks, "tuner": read_tuner,
-        "measure": read_measure, "model": read_model, "ops": read_ops, "graph_tuner": read_graph_tuner}
+        "measure": read_measure, "model": read_model, "ops": read_ops, "graph_tuner": read_graph_tuner,
+        "cluster": read_cluster}
     # in the order of the file, so that the problems are listed in it
     values = {key: problems.collect(lambda key=key: readers[key](top[key]), None) for key in top}
     name, target, log = values.get("name"), values.get("target", as_target("llvm")), values.get("log")
@@ -194,10 +212,12 @@ def load_job(path: str | Path) -> Job:
     if graph_tuner is not None and target is not None and triple_arch(target.llvm_triple) != "x86_64":
         top["graph_tuner"].report(f"the graph tuner chooses among x86 NCHWc layouts; {str(target)!r} is "
                                   "not an x86 target")
-    if tuner is not None and tuner.budget is not None and tasks and tuner.budget < len(tasks):
-        top["tuner"].report(f"a budget of {tuner.budget} trials is less than one trial per task "
-                            f"({len(tasks)} tasks)")
-    if runner is not None and target is not None and runner.kind == "local" \
+    budget = budget_problem(tuner.budget, len(tasks or ())) if tuner is not None else None
+    if budget:
+        top["tuner"].report(budget)
+    if "cluster" in top:
+        cluster_problems(top["cluster"], target, runner.kind if runner is not None else None)
+    elif runner is not None and target is not None and runner.kind == "local" \
             and not target.is_gpu and not target.is_host:
         top["target"].report(f"code for {str(target)!r} cannot run on this machine{_lacking(target)}: "
                              "measure it on a device with "
@@ -205,7 +225,7 @@ def load_job(path: str | Path) -> Job:
     problems.raise_any()
     return Job(path=str(path), name=name, target=target, log=log, tasks=tasks, tuner=tuner,
                builder=builder, runner=runner, model=values.get("model"), ops=values.get("ops", DEFAULT_OPS),
-               graph_tuner=graph_tuner)
+               graph_tuner=graph_tuner, cluster=values.get("cluster"))
 
 
 def _lacking(target: Target) -> str:

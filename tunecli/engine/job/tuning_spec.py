@@ -18,7 +18,7 @@ from tunecli.engine.job.nodes import Node
 from tunecli.engine.job.runner_kinds import RUNNERS
 from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
-from tunecli.engine.tuner.task_scheduler import STRATEGIES
+from tunecli.engine.tuner.task_scheduler import SCHEDULER_POLICIES
 from tunecli.engine.tuner.tuner_kinds import TUNERS
 
 #: The tuner of a job without a ``tuner`` section (as ``tvmc tune`` defaults to XGBoost).
@@ -37,7 +37,7 @@ class TunerSpec:
     """The ``tuner`` section (an XGBoost tuner with ``DEFAULT_N_TRIAL`` trials when absent).
 
     With ``budget`` (trials for all tasks together) a task scheduler (``task_scheduler``, a
-    name in ``engine.tuner.task_scheduler.STRATEGIES``) spends it, and ``n_trial`` is unused.
+    name in ``engine.tuner.task_scheduler.SCHEDULER_POLICIES``) spends it, and ``n_trial`` is unused.
     ``remeasure`` (K) measures each task's K best configs again once its tuning ends
     (``engine.tuner.remeasure``).  Off (0) by default: it costs K measurements per task and only
     changes the choice when other load inflated times during tuning.
@@ -51,6 +51,25 @@ class TunerSpec:
     seed: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
     remeasure: int = 0
+
+
+def budget_problem(budget: int | None, n_tasks: int) -> str | None:
+    """Why ``budget`` cannot be spent over ``n_tasks`` tasks (less than one trial each), or None.
+
+    The job schema applies it to the listed tasks, ``tune`` to every task (a network's included).
+
+    Parameters
+    ----------
+    budget : int or None
+    n_tasks : int
+
+    Returns
+    -------
+    str or None
+    """
+    if budget is not None and n_tasks and budget < n_tasks:
+        return f"a budget of {budget} trials is less than one trial per task ({n_tasks} tasks)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -108,7 +127,8 @@ def read_tuner(n: Node) -> TunerSpec:
         return n.problems.collect(lambda: value.as_int(minimum=minimum), default)
 
     budget = number("budget", 1, None)
-    scheduler = n.problems.collect(lambda: fields["task_scheduler"].as_choice(tuple(STRATEGIES)), None) \
+    policies = tuple(SCHEDULER_POLICIES)
+    scheduler = n.problems.collect(lambda: fields["task_scheduler"].as_choice(policies), None) \
         if "task_scheduler" in fields else None
     if budget is not None and "n_trial" in fields:
         fields["n_trial"].report("give either n_trial (trials per task) or budget (trials for all tasks)")

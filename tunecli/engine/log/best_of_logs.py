@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from tunecli.engine.job.text import config_text, workload_text
 from tunecli.engine.log.log_files import check_log_file, check_output_log, write_log
 from tunecli.engine.log.plausibility import plausible, workload_flop
 from tunecli.engine.log.record import encode, read_log
 from tunecli.engine.log.task_records import lowest_per_config, record_key
+from tunecli.engine.task.text import config_text, workload_text
 
 
 @dataclass(frozen=True)

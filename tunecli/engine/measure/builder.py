@@ -116,8 +116,24 @@ def _task_of(job: BuildJob) -> Any:
     return task
 
 
-def _outputs_of(sch: Any, tensors: Sequence[Any], arg_specs: Sequence[Any]) -> tuple[int, ...]:
-    """Output arguments: flagged by the codegen, else results of the schedule's output ops."""
+def output_arguments(sch: Any, tensors: Sequence[Any], arg_specs: Sequence[Any]) -> tuple[int, ...]:
+    """Which arguments of a built kernel are its outputs: the one rule of the builder and ``apply``.
+
+    Those the codegen flags (``is_output``), else the results of the schedule's output ops, else
+    the last argument.
+
+    Parameters
+    ----------
+    sch : Schedule
+    tensors : sequence of te.Tensor
+        The kernel's arguments, in order.
+    arg_specs : sequence of ArgSpec
+        The built module's.
+
+    Returns
+    -------
+    tuple of int
+    """
     if any(getattr(s, "is_output", False) for s in arg_specs):
         return output_indices_of(arg_specs)
     out_ops = list(getattr(sch, "outputs", None) or ())
@@ -153,7 +169,7 @@ def build_job(job: BuildJob) -> BuildResult | BuildFailure:
         mod = func(sch, tensors, job.target, **dict(job.build_kwargs))
         specs = tuple(mod.arg_specs)
         return BuildResult(mod.object_bytes(), mod.entry_name, specs, time.perf_counter() - start,
-                           _outputs_of(sch, tensors, specs), getattr(mod, "launch", None))
+                           output_arguments(sch, tensors, specs), getattr(mod, "launch", None))
     except Exception as err:  # noqa: BLE001 - a compile failure is data
         # a kernel beyond the device's limits (GPU verification) is the config's fault, as in TVM
         error = MeasureErrorNo.INSTANTIATION_ERROR if isinstance(err, InstantiationError) \

@@ -26,6 +26,7 @@ from tunecli.engine.ops.arm_cpu import depthwise_conv2d as arm_depthwise_conv2d
 from tunecli.engine.ops.cuda import conv2d_direct
 from tunecli.engine.ops.cuda import dense as cuda_dense
 from tunecli.engine.ops.cuda import depthwise_conv2d as cuda_depthwise_conv2d
+from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.ops.strategy import Strategy, StrategyTable
 from tunecli.engine.ops.x86 import (
     batch_matmul,
@@ -88,6 +89,23 @@ def builtin_names() -> list[str]:
 def get_strategy(name: str) -> Strategy:
     """The strategy of the built-in template ``name`` (InstantiationError when there is none)."""
     return STRATEGIES.get(name)
+
+
+def baseline_of(task: Any) -> Baseline | None:
+    """The numpy timing baseline of a task of a built-in template (``Strategy.baseline`` bound to
+    the task's attributes); None for other tasks and rows without one.
+
+    Parameters
+    ----------
+    task : Task
+
+    Returns
+    -------
+    Baseline or None
+    """
+    if task.reference is None or not is_builtin(task.name):
+        return None
+    return get_strategy(task.name).baseline_for(*task.args)
 
 
 def is_builtin(name: str) -> bool:

@@ -17,6 +17,9 @@ TVM's ``conv2d_strategy`` registers ``conv2d_nchw.x86`` for ``cpu``.  Its parts 
     anchor's output would have been written, so the fused kernel writes memory once.
 ``reference(*input_arrays, **attrs)``
     numpy: the expected outputs.
+``baseline`` (optional)
+    numpy's way of computing the operator in the kernel's dtype, which ``apply`` times beside
+    the tuned kernel (``ops.baseline``).
 ``pack(cfg, call) -> OpCall`` (optional)
     The kernel's inputs in the layout the config chooses.  TVM's NCHWc templates name the
     logical tensors in their workload (``data [N, C, H, W]``) while their kernels take blocked
@@ -45,6 +48,7 @@ from functools import partial
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import deserialize_args
 from tunecli.errors import InstantiationError
@@ -98,6 +102,9 @@ class Strategy:
     pack : callable, optional
         ``pack(cfg, call) -> OpCall``: the kernel's inputs in the layout the config chooses (see
         the module docstring); None when ``declare``'s inputs are the kernel's.
+    baseline : Baseline, optional
+        The operator in numpy in the kernel's dtype, a speed baseline (``ops.baseline``); None
+        when numpy has no fair counterpart.
     """
 
     op: str
@@ -111,6 +118,7 @@ class Strategy:
     summary: str = ""
     plevel: int = 10
     pack: Callable[..., OpCall] | None = None
+    baseline: Baseline | None = None
 
     @property
     def parameters(self) -> tuple[inspect.Parameter, ...]:
@@ -187,8 +195,16 @@ class Strategy:
 
         A ``functools.partial`` of module-level functions, so it pickles with the task.
         """
-        attrs = self.declare(*deserialize_args(self.bind(list(args)))).attrs
-        return partial(self.reference, **attrs)
+        return partial(self.reference, **self._attrs(args))
+
+    def baseline_for(self, *args: Any) -> Baseline | None:
+        """The numpy timing baseline of one task, bound to its attributes as ``reference_for`` is
+        (None when the row has none)."""
+        return None if self.baseline is None else self.baseline.bound(**self._attrs(args))
+
+    def _attrs(self, args: Sequence[Any]) -> Mapping[str, Any]:
+        """The operator attributes of the template arguments ``args``."""
+        return self.declare(*deserialize_args(self.bind(list(args)))).attrs
 
 
 def _tuples(value: Any) -> Any:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.cuda.conv2d_tutorial import schedule_conv2d_no_batching_cuda
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, output_and_accumulator
@@ -84,7 +85,7 @@ def _matmul_wrapping(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 MATMUL = Strategy(
     op="matmul", target_key="cpu", name="tutorial/matmul", declare=declare_matmul, compute=matmul_compute,
     schedule=schedule_matmul, reference=_matmul_wrapping, outputs=("C",),
-    summary="TVM's `tune_simple_template` tutorial", plevel=0)
+    summary="TVM's `tune_simple_template` tutorial", plevel=0, baseline=baseline.MATMUL)
 
 
 def declare_conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: int, stride: Any,
@@ -161,7 +162,7 @@ CONV2D_NO_BATCHING = Strategy(
     op="conv2d_nchw", target_key="cpu", name="tutorial/conv2d_no_batching",
     declare=declare_conv2d_no_batching, compute=conv2d_no_batching_compute,
     schedule=schedule_conv2d_no_batching, reference=ref.conv2d_nchw_python, outputs=("conv",),
-    summary="TVM's conv2d tutorial", plevel=0)
+    summary="TVM's conv2d tutorial", plevel=0, baseline=baseline.CONV2D_NCHW)
 
 
 def _unroll_innermost(stage: Any, loops: list[tuple[Any, int]], max_step: int) -> None:

@@ -1,4 +1,4 @@
-"""Short text forms of workloads and configs for tables (``dense.x86(64, 64, 64, float32)``)."""
+"""Short text forms of workloads, tasks and configs for tables (``dense.x86(64, 64, 64, float32)``)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,20 @@ def workload_text(name: str, args: Any) -> str:
     str
     """
     return f"{name}({', '.join(_arg(a) for a in args)})"
+
+
+def task_label(task: Any) -> str:
+    """Return ``name(arg, ...)`` of a task (its workload text), for display.
+
+    Parameters
+    ----------
+    task : Task
+
+    Returns
+    -------
+    str
+    """
+    return workload_text(task.name, task.args)
 
 
 def config_text(config: Any) -> str:

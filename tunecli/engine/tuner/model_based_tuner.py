@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tunecli.engine.log.task_history import TaskHistory
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
@@ -242,17 +243,20 @@ class ModelBasedTuner(Tuner):
         pick = submodular_pick(np.zeros(len(candidate)), knobs, self.plan_size, knob_weight=1)
         return [int(candidate[i]) for i in pick]
 
-    def load_history(self, data_set: Iterable[tuple], min_seed_records: int = 500) -> None:
-        """Replay records of this task (marked visited, used as training data) and, with at least
-        ``min_seed_records`` records of the same template, train a transfer-learning base model.
+    def resume(self, history: TaskHistory, data_set: Sequence[tuple] = (),
+               min_seed_records: int = 500) -> None:
+        """Replay this task's records (marked visited, used as training data) and, with at least
+        ``min_seed_records`` records of the same template in ``data_set``, train a transfer-learning
+        base model.
 
         Parameters
         ----------
-        data_set : iterable of (MeasureInput, MeasureResult)
+        history : TaskHistory
+        data_set : sequence of (MeasureInput, MeasureResult)
         min_seed_records : int
         """
         records = list(data_set)
-        same = self._same_task_records(records)
+        same = list(history.records)
         if same:
             self.update([inp for inp, _ in same], [res for _, res in same])
         old = GLOBAL_SCOPE.in_tuning

@@ -6,8 +6,8 @@ that are alternative implementations of one operator (``alternatives``: a convol
 and Winograd tasks) count once, at the latency of the faster: ``f`` sums, per operator, its
 calls times the minimum of its tasks' latencies (``tuner.alternatives``).  Each
 round measures one batch of at most ``round_trials`` configs of one task, proposed by that
-task's own tuner, which persists across rounds.  Which task a round goes to is a *strategy*
-(:data:`STRATEGIES`):
+task's own tuner, which persists across rounds.  Which task a round goes to is the scheduler's
+*policy* (:data:`SCHEDULER_POLICIES`, the job's ``tuner.task_scheduler``):
 
 * ``round-robin``: the tasks in turn;
 * ``gradient``: the Ansor paper's task scheduler (Zheng et al., OSDI 2020, section 6): the task
@@ -20,27 +20,28 @@ task's own tuner, which persists across rounds.  Which task a round goes to is a
   (``alternatives.latency_change``): a slower alternative gains only by the part of its
   estimate that would beat the faster one (one without a valid config is tuned as a task alone).
 
-Both strategies first give every task one round (warm-up), so every task has a latency.
+Both policies first give every task one round (warm-up), so every task has a latency.
 A task leaves the schedule when its space is exhausted, or (per-task early stopping) when
 ``early_stopping`` of its trials in a row brought no better config.  Tuning ends when the budget
 is spent or no task is left.
 
-A task's tuner is made when the task gets its first round and starts from every record known
-at that moment (``load_history``): those of the earlier log and those measured in this run for
-other tasks, which is TVM's transfer learning between the tasks of a network.  Records of a task
-already in the log (``log.task_records``) count toward the budget, its trials and its best.
+A task's tuner is made when the task gets its first round and starts from its history
+(``log.task_history``) and every record known at that moment (``Tuner.resume``): those of the
+earlier log and those measured in this run for other tasks, which is TVM's transfer learning
+between the tasks of a network.  Records of a task already in the log count toward the budget,
+its trials and its best, as its ``TaskHistory`` says.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from tunecli.engine.log.task_records import records_of
+from tunecli.engine.log.task_history import TaskHistory, task_history
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.tuner.alternatives import latency_change, operator_groups, weighted_latency
 from tunecli.engine.tuner.tuner import Tuner
@@ -119,8 +120,8 @@ class ScheduledTask:
 
 
 @dataclass(frozen=True)
-class Strategy:
-    """One registered way to choose the next task (``choose(scheduler) -> task index``)."""
+class SchedulerPolicy:
+    """One registered way to choose the task of the next round (``choose(scheduler) -> task index``)."""
 
     name: str
     summary: str
@@ -178,14 +179,14 @@ def _gradient(scheduler: TaskScheduler) -> int:
     return alive[int(np.argmin(grads))]
 
 
-_STRATEGIES = (
-    Strategy("gradient", "the task whose next round is estimated to lower the weighted latency most "
+_POLICIES = (
+    SchedulerPolicy("gradient", "the task whose next round is estimated to lower the weighted latency most "
              "(Ansor's gradient scheduler)", _gradient),
-    Strategy("round-robin", "the tasks in turn", _round_robin),
+    SchedulerPolicy("round-robin", "the tasks in turn", _round_robin),
 )
 
-#: Every task-scheduling strategy by name.
-STRATEGIES: dict[str, Strategy] = {s.name: s for s in _STRATEGIES}
+#: Every task scheduler policy by name (the values of a job's ``tuner.task_scheduler``).
+SCHEDULER_POLICIES: dict[str, SchedulerPolicy] = {p.name: p for p in _POLICIES}
 
 
 class TaskScheduler:
@@ -200,8 +201,8 @@ class TaskScheduler:
         Trials for all tasks together, those already in ``history`` included.
     weights : sequence of float, optional
         Occurrences of each task (default 1 each).
-    strategy : str
-        A name in :data:`STRATEGIES`.
+    policy : str
+        A name in :data:`SCHEDULER_POLICIES`.
     round_trials : int, optional
         Most trials per round (default: the tuner's ``plan_size``, else 64); never more than
         ``budget // len(tasks)``, so that the warm-up reaches every task.
@@ -209,9 +210,9 @@ class TaskScheduler:
         A task leaves the schedule after this many of its trials without a better config.
     history : sequence of (MeasureInput, MeasureResult)
         Records of earlier runs (the log being resumed).
-    implausible : collection of int
-        ``id()`` of results in ``history`` that count as trials of their task but never as its
-        best (faster than any machine: ``log.plausibility``).
+    task_histories : sequence of TaskHistory, optional
+        Each task's history in ``history`` (``log.task_history.task_histories``, which leaves
+        records faster than any machine out of the bests); default: built from ``history``.
     seed : int, optional
         Seed of the random tie-break.
     alternatives : sequence of sequence of int
@@ -225,15 +226,16 @@ class TaskScheduler:
     """
 
     def __init__(self, tasks: Sequence[Any], make_tuner: Callable[[Any], Tuner], budget: int,
-                 weights: Sequence[float] | None = None, strategy: str = "gradient",
+                 weights: Sequence[float] | None = None, policy: str = "gradient",
                  round_trials: int | None = None, early_stopping: int | None = None,
-                 history: Sequence[tuple] = (), implausible: Collection[int] = (),
+                 history: Sequence[tuple] = (), task_histories: Sequence[TaskHistory] | None = None,
                  seed: int | None = None, alpha: float = 0.2,
                  beta: float = 2.0, backward_window: int = 3, alternatives: Sequence[Sequence[int]] = ()):
         if not tasks:
             raise TuneError("task scheduler: no tasks")
-        if strategy not in STRATEGIES:
-            raise TuneError(f"unknown task scheduler {strategy!r} (registered: {', '.join(STRATEGIES)})")
+        if policy not in SCHEDULER_POLICIES:
+            raise TuneError(f"unknown task scheduler {policy!r} "
+                            f"(registered: {', '.join(SCHEDULER_POLICIES)})")
         weights = [1.0] * len(tasks) if weights is None else [float(w) for w in weights]
         if len(weights) != len(tasks) or any(not (w > 0 and math.isfinite(w)) for w in weights):
             raise TuneError(f"task scheduler: expected one positive weight per task, got {weights}")
@@ -242,7 +244,7 @@ class TaskScheduler:
                             f"({len(tasks)} tasks)")
         if round_trials is not None and round_trials < 1:
             raise TuneError(f"task scheduler: round_trials must be >= 1, got {round_trials}")
-        self.strategy = STRATEGIES[strategy]
+        self.policy = SCHEDULER_POLICIES[policy]
         #: Every operator as the indices of its tasks: a group of alternatives, or one task alone.
         self.operators = operator_groups(len(tasks), alternatives)
         self.make_tuner = make_tuner
@@ -253,24 +255,22 @@ class TaskScheduler:
         self.alpha, self.beta, self.backward_window = alpha, beta, backward_window
         self.rng = np.random.default_rng(seed)
         self.history: list[tuple] = list(history)
-        self._implausible = set(implausible)
+        if task_histories is None:
+            task_histories = [task_history(task, self.history) for task in tasks]
+        if len(task_histories) != len(tasks):
+            raise TuneError(f"task scheduler: {len(task_histories)} task histories for {len(tasks)} tasks")
+        self.task_histories = tuple(task_histories)
         self.last = -1
         self.tasks = [ScheduledTask(task, weight, group=task.name) for task, weight in zip(tasks, weights,
                                                                                               strict=True)]
-        for t in self.tasks:
-            self._restore(t)
+        for t, known in zip(self.tasks, self.task_histories, strict=True):
+            self._restore(t, known)
 
     # --------------------------------------------------------------- state
-    def _restore(self, t: ScheduledTask) -> None:
-        """Count the task's records in the history (its trials, best, estimated rounds)."""
-        seen: set[int] = set()
-        for inp, res in records_of(self.history, t.task):
-            if int(inp.config.index) not in seen:
-                seen.add(int(inp.config.index))
-                t.record(res, best=id(res) not in self._implausible)
-            elif res.ok and id(res) not in self._implausible:  # measured again (tuner.remeasure)
-                t.best_cost = min(t.best_cost, res.mean_cost)
-        t.previous = t.trials
+    def _restore(self, t: ScheduledTask, known: TaskHistory) -> None:
+        """Start the task from its history (its trials, best, estimated rounds)."""
+        t.trials = t.previous = known.trials
+        t.best_cost, t.since_best = known.best_cost, known.since_best
         if t.previous:
             t.rounds = max(1, round(t.previous / self._round_size(t)))
             t.history.append(t.latency)
@@ -322,7 +322,7 @@ class TaskScheduler:
         if not alive:
             return None
         cold = [i for i in alive if self.tasks[i].rounds == 0]
-        return cold[0] if cold else self.strategy.choose(self)
+        return cold[0] if cold else self.policy.choose(self)
 
     def tune(self, measure_option: Any, callbacks: Sequence[Callable[..., None]] = (),
              round_callbacks: Sequence[RoundCallback] = ()) -> None:
@@ -360,8 +360,8 @@ class TaskScheduler:
         t = self.tasks[index]
         if t.tuner is None:
             t.tuner = self.make_tuner(t.task)
-            if self.history:
-                t.tuner.load_history(self.history)
+            if self.history:  # its own records are still those of its history: this is its first round
+                t.tuner.resume(self.task_histories[index], self.history)
         inputs: list[MeasureInput] = []
         results: list[MeasureResult] = []
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.log.task_records import records_of
+from tunecli.engine.log.task_history import TaskHistory, task_history
 from tunecli.engine.measure import create_measure_batch
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.scope import GLOBAL_SCOPE
@@ -135,10 +135,6 @@ class Tuner:
             if 0 <= index < self.space.range_length and self.space.is_index_valid(index):
                 self.visited.add(index)
 
-    def _same_task_records(self, records: Iterable[tuple]) -> list[tuple]:
-        """Records of this task (``log.task_records.records_of``: same workload, target and config)."""
-        return records_of(records, self.task)
-
     def load_history(self, data_set: Iterable[tuple], min_seed_records: int = 500) -> None:
         """Load earlier records: configs of this task (same workload and target) are marked visited.
 
@@ -148,7 +144,23 @@ class Tuner:
         min_seed_records : int
             Minimum number of records to train a transfer-learning model (model-based tuners).
         """
-        self.mark_visited(inp.config.index for inp, _ in self._same_task_records(data_set))
+        records = list(data_set)
+        self.resume(task_history(self.task, records), records, min_seed_records)
+
+    def resume(self, history: TaskHistory, data_set: Sequence[tuple] = (),
+               min_seed_records: int = 500) -> None:
+        """Start from this task's history (``log.task_history``): its configs are never proposed.
+
+        Parameters
+        ----------
+        history : TaskHistory
+            This task's records, built once by whoever read the log.
+        data_set : sequence of (MeasureInput, MeasureResult)
+            Every record known (model-based tuners transfer-learn from those of other tasks).
+        min_seed_records : int
+            Minimum number of records to train a transfer-learning model (model-based tuners).
+        """
+        self.mark_visited(inp.config.index for inp, _ in history.records)
 
     def set_error_threshold(self, threshold: int) -> None:
         """Switch the ``autotvm`` logger to DEBUG after this many consecutive errors.

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
 from tunecli.engine.ops.nn.pad import pad
@@ -150,4 +151,5 @@ CONV2D_NCHW_SPATIAL_PACK = Strategy(
     op="conv2d_nchw", target_key="arm_cpu", name="conv2d_nchw_spatial_pack.arm_cpu",
     declare=declare_conv2d_spatial_pack, compute=conv2d_spatial_pack_compute,
     schedule=schedule_conv2d_spatial_pack, reference=ref.conv2d_nchw_python, outputs=("out",),
-    summary="TVM's ARM spatial-pack template (knobs and arguments as in TVM's arm_cpu logs)")
+    summary="TVM's ARM spatial-pack template (knobs and arguments as in TVM's arm_cpu logs)",
+    baseline=baseline.CONV2D_NCHW)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.arm_cpu.conv2d_spatial_pack import as_placeholder
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
@@ -82,4 +83,5 @@ DEPTHWISE_CONV2D_NCHW_ARM = Strategy(
     op="depthwise_conv2d_nchw", target_key="arm_cpu", name="depthwise_conv2d_nchw.arm_cpu",
     declare=declare_depthwise_conv2d, compute=depthwise_conv2d_arm_compute,
     schedule=schedule_depthwise_conv2d_arm, reference=ref.depthwise_conv2d_python_nchw, outputs=("out",),
-    summary="TVM's ARM depthwise template (knobs and arguments as in TVM's arm_cpu logs)")
+    summary="TVM's ARM depthwise template (knobs and arguments as in TVM's arm_cpu logs)",
+    baseline=baseline.DEPTHWISE_CONV2D_NCHW)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.arm_cpu.conv2d_spatial_pack import declare_conv2d_spatial_pack
 from tunecli.engine.ops.cuda.gpu_schedule import (
@@ -101,4 +102,5 @@ def schedule_conv2d_cuda(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tenso
 CONV2D_NCHW_CUDA = Strategy(
     op="conv2d_nchw", target_key="cuda", name="conv2d_nchw.cuda", declare=declare_conv2d_cuda,
     compute=conv2d_cuda_compute, schedule=schedule_conv2d_cuda, reference=ref.conv2d_nchw_python,
-    outputs=("out",), summary="TVM's direct GPU template (knobs and arguments as in TVM's cuda logs)")
+    outputs=("out",), summary="TVM's direct GPU template (knobs and arguments as in TVM's cuda logs)",
+    baseline=baseline.CONV2D_NCHW)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.arm_cpu.conv2d_spatial_pack import as_placeholder
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
@@ -75,4 +76,5 @@ def schedule_dense_small_batch(cfg: Any, outs: Sequence[te.Tensor],
 DENSE_SMALL_BATCH_GPU = Strategy(
     op="dense", target_key="gpu", name="dense_small_batch.gpu", declare=declare_dense_gpu,
     compute=dense_small_batch_compute, schedule=schedule_dense_small_batch, reference=ref.dense_python,
-    outputs=("out",), summary="TVM's small-batch GPU dense (knobs and arguments as in TVM's cuda logs)")
+    outputs=("out",), summary="TVM's small-batch GPU dense (knobs and arguments as in TVM's cuda logs)",
+    baseline=baseline.DENSE)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.arm_cpu.depthwise_conv2d import declare_depthwise_conv2d
 from tunecli.engine.ops.cuda.gpu_schedule import bind_output_tiles, inline_padding, unroll_pragmas
@@ -86,4 +87,5 @@ DEPTHWISE_CONV2D_NCHW_CUDA = Strategy(
     op="depthwise_conv2d_nchw", target_key="cuda", name="depthwise_conv2d_nchw.cuda",
     declare=declare_depthwise_conv2d, compute=depthwise_conv2d_cuda_compute,
     schedule=schedule_depthwise_conv2d_cuda, reference=ref.depthwise_conv2d_python_nchw, outputs=("out",),
-    summary="TVM's depthwise GPU template (knobs and arguments as in TVM's cuda logs)")
+    summary="TVM's depthwise GPU template (knobs and arguments as in TVM's cuda logs)",
+    baseline=baseline.DEPTHWISE_CONV2D_NCHW)

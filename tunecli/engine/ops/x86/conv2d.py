@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, output_through_epilogue
 from tunecli.engine.ops.nn.conv2d import pad_nchw_window
@@ -122,7 +123,7 @@ def schedule_conv2d_nchwc(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tens
 CONV2D_NCHW = Strategy(
     op="conv2d_nchw", target_key="cpu", name="conv2d_nchw.x86", declare=declare_conv2d_nchw,
     compute=conv2d_nchwc_x86_compute, schedule=schedule_conv2d_nchwc, reference=ref.conv2d_nchw_python,
-    outputs=("out",))
+    outputs=("out",), baseline=baseline.CONV2D_NCHW)
 
 
 def _schedule_conv2d_nchwc(cfg: Any, s: Any, out: te.Tensor, final: te.Tensor) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.nn.dense import dense_pack, dense_packed
 from tunecli.engine.ops.strategy import OpCall, Strategy
@@ -73,4 +74,5 @@ def schedule_dense_pack(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor
 DENSE_PACK = Strategy(
     op="dense", target_key="cpu", name="dense.x86", declare=declare_dense, compute=dense_pack_compute,
     schedule=schedule_dense_pack, reference=ref.dense_packed_python, outputs=("out",), pack=pack_dense_weight,
-    summary="`out[M, N] = data[M, K] · weight[N, K]ᵀ`; the kernel takes the weight packed `[N/NR, K, NR]`")
+    summary="`out[M, N] = data[M, K] · weight[N, K]ᵀ`; the kernel takes the weight packed `[N/NR, K, NR]`",
+    baseline=baseline.DENSE_PACKED)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, output_and_accumulator
 from tunecli.engine.ops.nn.dense import dense_packed, pack_weight
@@ -195,9 +196,9 @@ DENSE_PACK_TVM = Strategy(
     op="dense", target_key="cpu", name="dense_pack.x86", declare=declare_dense_tvm,
     compute=dense_pack_x86_compute, schedule=schedule_dense_pack_x86, reference=ref.dense_packed_python,
     outputs=("out",), pack=pack_dense, plevel=5,
-    summary="TVM's; the kernel takes the weight packed `[N/bn, K, bn]`")
+    summary="TVM's; the kernel takes the weight packed `[N/bn, K, bn]`", baseline=baseline.DENSE_PACKED)
 
 DENSE_NOPACK_TVM = Strategy(
     op="dense", target_key="cpu", name="dense_nopack.x86", declare=declare_dense_tvm,
     compute=dense_nopack_x86_compute, schedule=schedule_dense_nopack_x86, reference=ref.dense_python,
-    outputs=("out",), plevel=4, summary="TVM's; the weight as given")
+    outputs=("out",), plevel=4, summary="TVM's; the weight as given", baseline=baseline.DENSE)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
@@ -69,7 +70,8 @@ def schedule_depthwise_conv2d_nchw(cfg: Any, outs: Sequence[te.Tensor],
 DEPTHWISE_CONV2D_NCHW = Strategy(
     op="depthwise_conv2d_nchw", target_key="cpu", name="depthwise_conv2d_nchw.x86",
     declare=declare_depthwise_conv2d_nchw, compute=depthwise_conv2d_nchw_x86_compute,
-    schedule=schedule_depthwise_conv2d_nchw, reference=ref.depthwise_conv2d_python_nchw, outputs=("out",))
+    schedule=schedule_depthwise_conv2d_nchw, reference=ref.depthwise_conv2d_python_nchw, outputs=("out",),
+    baseline=baseline.DEPTHWISE_CONV2D_NCHW)
 
 
 def _schedule_depthwise(cfg: Any, s: Any, conv: te.Tensor, epilogue: te.Tensor | None) -> None:
