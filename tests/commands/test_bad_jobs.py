@@ -89,7 +89,7 @@ CASES = [
      [':5: tasks[0].template: duplicate field']),
     ('unknown_top_key', GOOD + "tunr: {kind: xgb}\n",
      [':5: tunr: unknown field (expected one of: name, target, log, tasks, model, ops, graph_tuner, tuner, '
-      "measure); did you mean 'tuner'?"]),
+      "measure, cluster); did you mean 'tuner'?"]),
     ('unknown_task_key', GOOD + "    shape: [1]\n",
      [':5: tasks[0].shape: unknown field (expected one of: template, args, weight)']),
     ('unknown_tuner_key', GOOD + "tuner: {n_trials: 5}\n",

@@ -45,7 +45,7 @@ BAD = [
     # (replace this, with this, expected message after "<path>:"; "\n" between several problems)
     ("name: small", "name: small\nnmae: typo",
      "2: nmae: unknown field (expected one of: name, target, log, tasks, model, ops, graph_tuner, tuner, "
-     "measure); did you mean 'name'?"),
+     "measure, cluster); did you mean 'name'?"),
     ("name: small\n", "", "1: missing required field 'name'"),
     ("name: small", "name: a/b",
      "1: name: expected a name made of letters, digits, '_', '.', '-', got 'a/b'"),
@@ -77,7 +77,7 @@ BAD = [
      "7: tasks[1].args.N: expected a number, a string or a list, got a mapping"),
     ("tasks:\n", "tasks: []\nx:\n",
      "4: x: unknown field (expected one of: name, target, log, tasks, model, ops, graph_tuner, tuner, "
-     "measure)\n"
+     "measure, cluster)\n"
      "3: tasks: expected at least one task"),
     ("    args: {N: 16, K: 32, M: 16}", "    args: {N: 16, K: 32, M: 16}\n    weight: 0",
      "8: tasks[1].weight: expected a number > 0, got 0"),

@@ -39,6 +39,8 @@ logger = logging.getLogger("autotvm")
 CONNECT_TIMEOUT = 10.0
 #: Seconds a node may take to answer the first task, or a measuring worker to start.
 START_TIMEOUT = 120.0
+#: Seconds a replacement for a lost worker may take to start (its node may be going too).
+REPLACE_TIMEOUT = 30.0
 #: The port of a ``ray://`` address without one (Ray's client server).
 CLIENT_PORT = 10001
 
@@ -102,15 +104,19 @@ class RayCluster:
         Seconds one build may take.
     timing : TimingOptions
         How the workers time kernels.
+    versions : tuple of (name, version), optional
+        The software every node must run (default: this process's, ``node_info.software_versions``).
     """
 
     def __init__(self, address: str, resources: dict[str, float] | None = None, builders: int | None = None,
-                 build_timeout: float = 10.0, timing: TimingOptions | None = None) -> None:
+                 build_timeout: float = 10.0, timing: TimingOptions | None = None,
+                 versions: tuple[tuple[str, str], ...] | None = None) -> None:
         self.address = check_address(address)
         self.resources = dict(resources or {})
         self.builders = builders
         self.build_timeout = build_timeout
         self.timing = timing or TimingOptions()
+        self.versions = versions or software_versions()
         self.slots: list[Slot] = []
         self.target: Target | None = None
         self._ray: Any = None
@@ -191,13 +197,13 @@ class RayCluster:
         for ref, (node_id, count) in zip(refs, candidates, strict=True):
             try:
                 infos.append((ray.get(ref, timeout=START_TIMEOUT), count))
-            except ray.exceptions.GetTimeoutError:
-                logger.warning("Ray node %s did not answer within %g s; it is not used", node_id[:8],
-                               START_TIMEOUT)
             except ray.exceptions.RayTaskError as err:  # tunecli cannot even be imported there
                 raise ClusterVersionError(f"Ray cluster at {self.address}: node {node_id[:8]} cannot run "
                                           f"tunecli: {_first_line(err.cause or err)}") from None
-        problems = version_problems([info for info, _ in infos], software_versions())
+            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as err:  # a node going away
+                logger.warning("Ray node %s did not answer (%s); it is not used", node_id[:8],
+                               _first_line(err))
+        problems = version_problems([info for info, _ in infos], self.versions)
         if problems:
             raise ClusterVersionError(f"Ray cluster at {self.address}: nodes run other versions than this "
                                       "driver (install the same tunecli and llvmlite everywhere):\n  "
@@ -221,14 +227,14 @@ class RayCluster:
             raise ClusterError(f"Ray cluster at {self.address}: no measuring worker started within "
                                f"{START_TIMEOUT:g} s (is another tune holding {self.resources}?)")
 
-    def _start_worker(self, ray: Any, info: NodeInfo) -> Slot | None:
+    def _start_worker(self, ray: Any, info: NodeInfo, timeout: float = START_TIMEOUT) -> Slot | None:
         """Start one measuring worker on ``info``'s node; None when it does not start in time."""
         actor_class = ray.remote(NodeMeasurer)
         actor = actor_class.options(num_cpus=0, resources=self.resources, max_restarts=0,
                                     scheduling_strategy=_on_node(ray, info.node_id)).remote(
             self.builders, self.build_timeout, self.timing)
         try:
-            builders = ray.get(actor.ready.remote(), timeout=START_TIMEOUT)
+            builders = ray.get(actor.ready.remote(), timeout=timeout)
         except (ray.exceptions.GetTimeoutError, ray.exceptions.RayActorError) as err:
             logger.warning("no measuring worker started on Ray node %s: %s", info.address, _first_line(err))
             ray.kill(actor)
@@ -253,7 +259,7 @@ class RayCluster:
         self._ray.kill(slot.actor)
         alive = {n["NodeID"] for n in self._ray.nodes() if n.get("Alive")}
         if slot.node.node_id in alive:
-            self._start_worker(self._ray, slot.node)
+            self._start_worker(self._ray, slot.node, REPLACE_TIMEOUT)
 
     def lost_head(self) -> str:
         """"" while the head answers, else why it is taken for lost."""

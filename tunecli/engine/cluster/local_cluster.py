@@ -93,17 +93,30 @@ class LocalRayCluster:
             raise
         return self
 
-    def add_node(self, name: str) -> subprocess.Popen:
-        """Start one more worker node (joins in the background)."""
-        return self._start_node(name, [f"--address={self.address}"])
+    def add_node(self, name: str, resources: dict[str, float] | None = None,
+                 env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start one more worker node (it joins in the background: see :meth:`wait_nodes`).
 
-    def _start_node(self, name: str, args: list[str]) -> subprocess.Popen:
+        Parameters
+        ----------
+        name : str
+            Names its temporary directory and output file.
+        resources : dict, optional
+            Its custom resources (default: the cluster's).
+        env : dict, optional
+            Environment variables of its processes, on top of this process's.
+        """
+        return self._start_node(name, [f"--address={self.address}"], resources, env)
+
+    def _start_node(self, name: str, args: list[str], resources: dict[str, float] | None = None,
+                    env: dict[str, str] | None = None) -> subprocess.Popen:
         assert self.root is not None
         env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled",
-                   **FAST_FAILURE_DETECTION)
+                   **FAST_FAILURE_DETECTION, **(env or {}))
+        resources = self.resources if resources is None else resources
         cmd = [ray_cli(), "start", *args, "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1",
                f"--num-cpus={self.cpus}", f"--object-store-memory={OBJECT_STORE_BYTES}",
-               f"--temp-dir={self.root / name}", f"--resources={json.dumps(self.resources)}"]
+               f"--temp-dir={self.root / name}", f"--resources={json.dumps(resources)}"]
         out = open(self.root / f"{name}.out", "wb")  # noqa: SIM115 - the node's output, kept for diagnosis
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         out.close()

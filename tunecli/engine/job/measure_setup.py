@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunecli.engine.job.runner_kinds import RUNNERS
+from tunecli.engine.job.runner_kinds import CLUSTERS, RUNNERS
 from tunecli.engine.job.spec import Job
 from tunecli.engine.measure import LocalBuilder, measure_option
 from tunecli.engine.runtime.cuda import CUDADevice
@@ -24,6 +24,10 @@ def make_measure_option(job: Job) -> dict[str, Any]:
         ``{"builder": LocalBuilder, "runner": Runner}``; the runner measures with the job's
         ``TimingOptions``.
     """
+    if job.cluster is not None:  # builds and measurements on the cluster's nodes
+        cluster = job.cluster
+        return CLUSTERS[cluster.kind].make(cluster.address, cluster.resources, job.builder.n_parallel,
+                                           job.builder.timeout, job.runner.timing)
     builder = LocalBuilder(timeout=job.builder.timeout, n_parallel=job.builder.n_parallel)
     runner = RUNNERS[job.runner.kind].make(job.runner.timing, job.runner.options)
     return measure_option(builder=builder, runner=runner)
@@ -44,7 +48,7 @@ def check_local_device(job: Job) -> None:
         Naming the job's target, when its runner is ``local``, its target a GPU one and this
         machine has no usable CUDA driver and GPU (before anything is built or measured).
     """
-    if job.runner.kind != "local" or not job.target.is_gpu:
+    if job.runner.kind != "local" or job.cluster is not None or not job.target.is_gpu:
         return
     try:
         CUDADevice(0).activate()

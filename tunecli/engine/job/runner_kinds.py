@@ -5,6 +5,9 @@ accepts in a job file) plus options of its own. The job schema (``tuning_spec``)
 :data:`RUNNERS` to check ``measure.runner`` and
 :func:`tunecli.engine.job.measure_setup.make_measure_option` to make the runner.
 Adding a runner kind is adding one :class:`RunnerKind` here.
+
+A job's ``cluster`` section (``cluster_spec``) names a :data:`CLUSTERS` kind instead: the
+cluster's nodes then build and time the configs (builder and runner both), with the same timing.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tunecli.engine.cluster.connection import check_address
+from tunecli.engine.cluster.ray_runner import cluster_measure_option
 from tunecli.engine.measure import LocalRunner, Runner, TimingOptions
 from tunecli.engine.measure.timing_options import TIMING_OPTIONS
 from tunecli.engine.option import Option
@@ -70,3 +75,37 @@ _KINDS = (
 
 #: Every runner kind by name.
 RUNNERS: dict[str, RunnerKind] = {kind.name: kind for kind in _KINDS}
+
+
+@dataclass(frozen=True)
+class ClusterKind:
+    """One registered cluster kind.
+
+    Attributes
+    ----------
+    name : str
+        What a job's ``cluster.kind`` says.
+    summary : str
+        One line saying where configs are built and timed.
+    check_address : callable
+        ``check_address(text) -> text``; ValueError saying which forms are accepted.
+    factory : callable
+        ``factory(address, resources, builders, build_timeout, timing) -> measure_option dict``.
+    """
+
+    name: str
+    summary: str
+    check_address: Callable[[str], str]
+    factory: Callable[..., dict[str, Any]]
+
+    def make(self, address: str, resources: dict[str, float], builders: int | None, build_timeout: float,
+             timing: TimingOptions) -> dict[str, Any]:
+        """``measure_option`` whose builds and measurements run on the cluster at ``address``."""
+        return self.factory(address, resources or None, builders, build_timeout, timing)
+
+
+#: Every cluster kind by name.
+CLUSTERS: dict[str, ClusterKind] = {kind.name: kind for kind in (
+    ClusterKind("ray", "the nodes of a Ray cluster with the target's CPU (extra tunecli[ray])", check_address,
+                cluster_measure_option),
+)}

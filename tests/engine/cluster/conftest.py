@@ -1,0 +1,42 @@
+"""A real Ray cluster on 127.0.0.1 for the cluster tests: a head, and a second node for the tests
+that need two (each test that kills a node adds its own).  Skipped with the reason where Ray
+cannot start."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tunecli.engine.cluster.local_cluster import LocalRayCluster
+from tunecli.engine.cluster.node_info import default_resource
+from tunecli.engine.target import Target
+from tunecli.errors import TuneError
+
+#: The custom resource of this machine's CPU, which every test node advertises.
+RESOURCE = default_resource(Target("llvm"))
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[LocalRayCluster]:
+    """A Ray cluster of one node (the head) offering this machine's CPU resource."""
+    pytest.importorskip("ray", reason="Ray is not installed (extra tunecli[ray])")
+    cluster = LocalRayCluster({RESOURCE: 1})
+    try:
+        cluster.start(workers=0)
+    except (TuneError, OSError) as err:
+        pytest.skip(f"a Ray head cannot start on this machine: {err}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(ray_head: LocalRayCluster) -> LocalRayCluster:
+    """The head and a second node, both offering this machine's CPU resource."""
+    if len(ray_head.nodes) < 2:
+        ray_head.add_node("node1")
+        try:
+            ray_head.wait_nodes(2)
+        except TuneError as err:
+            pytest.skip(f"a second Ray node cannot join: {err}")
+    return ray_head
