@@ -1,10 +1,12 @@
-"""Fixtures shared by every test folder: the emulated AArch64 board (see ``arm_board``).
+"""Fixtures shared by every test folder: the emulated AArch64 board (see ``arm_board``), and a
+kernel cache of the session's own (``kernel_cache_dir``).
 
 pytest puts ``tests`` on ``sys.path`` for this file, so tests import ``arm_board`` by name.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -31,3 +33,16 @@ def arm_board(arm_tracker: Tracker) -> Iterator[ArmServer]:
     server = start_arm_server(arm_tracker, BOARD_KEY)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kernel_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Builds of the session (and their child processes) cache kernels in a temporary folder,
+    never in the user's ``~/.cache``."""
+    old = os.environ.get("TUNECLI_CACHE_DIR")
+    os.environ["TUNECLI_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernel-cache"))
+    yield os.environ["TUNECLI_CACHE_DIR"]
+    if old is None:
+        os.environ.pop("TUNECLI_CACHE_DIR", None)
+    else:
+        os.environ["TUNECLI_CACHE_DIR"] = old

@@ -34,9 +34,10 @@ from tunecli.errors import GraphError
 
 from .graph_codegen import graph_program
 from .graph_expr import Function
+from .group_compiler import GroupCompiler
 from .ir_module import IRModule
 from .library_export import export_graph
-from .lower_group import AnchorConfig, lower_group
+from .lower_group import AnchorConfig
 from .passes import (
     AlterOpLayout,
     DeadCodeElimination,
@@ -190,8 +191,7 @@ def build(
     try:
         with pretuned:
             fused = optimize(mod, params, t)
-            program = graph_program(fused["main"],
-                                    lambda fn, name, constant: lower_group(fn, t, name, constant))
+            program = graph_program(fused["main"], GroupCompiler(t))
     finally:
         GLOBAL_SCOPE.silent = silent
     anchors: dict[tuple, AnchorConfig] = {}

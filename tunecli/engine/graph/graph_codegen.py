@@ -27,6 +27,7 @@ from tunecli.errors import GraphError
 
 from .graph_expr import Call, Constant, Expr, Function, Tuple, Var
 from .graph_printer import astext
+from .group_compiler import GroupCompiler, GroupJob
 from .lower_group import LoweredKernel, PrecomputedInput
 from .op_registry import Op
 from .traversal import post_order
@@ -95,13 +96,18 @@ class _Builder:
         return nid
 
 
-def graph_program(fn: Function, lower: Lower) -> GraphProgram:
+def graph_program(fn: Function, lower: Lower | GroupCompiler) -> GraphProgram:
     """The program of the fused function ``fn`` (see the module docstring); ``lower`` compiles each
-    distinct group (by its text and which of its arguments are constants) once."""
+    distinct group (by its text and which of its arguments are constants) once (a
+    :class:`GroupCompiler`: all of them together, through the kernel cache and in parallel)."""
+    calls, jobs = _distinct_groups(fn)
+    if isinstance(lower, GroupCompiler):
+        compiled = lower.compile_all(jobs)
+    else:
+        compiled = [lower(job.fn, job.name, job.constant) for job in jobs]
+    kernels = {job.name: lk.kernel for job, lk in zip(jobs, compiled, strict=True)}
     g = _Builder()
     node_of: dict[Expr, int] = {}
-    kernels: dict[str, CompiledKernel] = {}
-    lowered: dict[tuple[str, frozenset], tuple[str, LoweredKernel]] = {}
     for p in fn.params:
         t = tensor_type_of(p)
         node_of[p] = g.add({"op": "null", "name": p.name_hint, "inputs": []}, t.shape, t.dtype)
@@ -111,21 +117,8 @@ def graph_program(fn: Function, lower: Lower) -> GraphProgram:
             return g.param(np.asarray(arg.data), id(arg))
         return node_of[arg]
 
-    for node in post_order(fn.body, into_functions=False):
-        if not (isinstance(node, Call) and isinstance(node.op, Function)):
-            if isinstance(node, (Tuple, Var, Constant, Function)):
-                continue
-            raise GraphError(
-                f"graph executor: cannot run {node!r} outside a fused group (call FuseOps "
-                f"first; operators returning tuples are not supported)"
-            )
-        constant = frozenset(i for i, a in enumerate(node.args) if isinstance(a, Constant))
-        key = (astext(node.op), constant)
-        if key not in lowered:
-            name = _unique(_kernel_base_name(node.op), kernels)
-            lowered[key] = (name, lower(node.op, name, constant))
-            kernels[name] = lowered[key][1].kernel
-        name, lk = lowered[key]
+    for node, k in calls:
+        name, lk = jobs[k].name, compiled[k]
         inputs = []
         for spec in lk.inputs:
             if isinstance(spec, int):
@@ -163,7 +156,33 @@ def graph_program(fn: Function, lower: Lower) -> GraphProgram:
             "storage_id": ["list_int", storage],
         },
     }
-    return GraphProgram(json.dumps(graph), kernels, tuple(lk for _, lk in lowered.values()), g.params)
+    return GraphProgram(json.dumps(graph), kernels, tuple(compiled), g.params)
+
+
+def _distinct_groups(fn: Function) -> tuple[list[tuple[Call, int]], list[GroupJob]]:
+    """The group calls of ``fn`` in execution order, each with the index of its distinct group
+    (by text and which arguments are constants) among the jobs, which name their kernels."""
+    calls: list[tuple[Call, int]] = []
+    jobs: list[GroupJob] = []
+    index: dict[tuple[str, frozenset], int] = {}
+    names: dict[str, None] = {}
+    for node in post_order(fn.body, into_functions=False):
+        if not (isinstance(node, Call) and isinstance(node.op, Function)):
+            if isinstance(node, (Tuple, Var, Constant, Function)):
+                continue
+            raise GraphError(
+                f"graph executor: cannot run {node!r} outside a fused group (call FuseOps "
+                f"first; operators returning tuples are not supported)"
+            )
+        constant = frozenset(i for i, a in enumerate(node.args) if isinstance(a, Constant))
+        key = (astext(node.op), constant)
+        if key not in index:
+            name = _unique(_kernel_base_name(node.op), names)
+            names[name] = None
+            index[key] = len(jobs)
+            jobs.append(GroupJob(node.op, name, constant))
+        calls.append((node, index[key]))
+    return calls, jobs
 
 
 def _unique(base: str, taken: Mapping[str, Any]) -> str:

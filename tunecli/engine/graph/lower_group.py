@@ -99,8 +99,13 @@ class LoweredKernel:
     func: PrimFunc | None = None
 
 
+#: ``lower_group``'s ``config`` when the anchor's config is to be asked for (see :func:`anchor_config`).
+QUERY = object()
+
+
 def lower_group(
-    fn: Function, target: Target, func_name: str, constant_params: frozenset[int] = frozenset()
+    fn: Function, target: Target, func_name: str, constant_params: frozenset[int] = frozenset(),
+    config: Any = QUERY,
 ) -> LoweredKernel:
     """Compile the primitive function ``fn`` into the kernel ``func_name`` for ``target``.
 
@@ -114,17 +119,22 @@ def lower_group(
     constant_params : frozenset of int
         Indices of the parameters that are constants at every call (weights): stages computed
         from them alone are evaluated at build time (``constant_stages``).
+    config : ConfigEntity, optional
+        The anchor's config, when the caller has already asked for it (:func:`anchor_config`).
 
     Returns
     -------
     LoweredKernel
     """
-    anchor_impl = _anchor_of(fn, target)
+    anchor_impl = group_anchor(fn, target)
+    if anchor_impl is not None and config is QUERY:
+        config = anchor_config(*anchor_impl, target)
     placeholders = {
         p: te.placeholder(_param_shape(p, fn, anchor_impl), tensor_type_of(p).dtype, name=p.name_hint)
         for p in fn.params
     }
-    out, anchor_outs, anchor_cfg = _compute_group(fn, placeholders, anchor_impl, target, func_name)
+    out, anchor_outs = _compute_group(fn, placeholders, anchor_impl, config, target, func_name)
+    anchor_cfg = config
     constants = [placeholders[fn.params[i]] for i in sorted(constant_params)]
     identities, precomputed = _hoist_constant_stages(out, constants, fn, placeholders, target, func_name)
     if identities:
@@ -159,14 +169,14 @@ def _compute_group(
     fn: Function,
     placeholders: dict[Var, te.Tensor],
     anchor_impl: tuple[Call, Implementation] | None,
+    anchor_cfg: Any,
     target: Target,
     func_name: str,
-) -> tuple[te.Tensor, tuple[te.Tensor, ...] | None, Any]:
-    """The group's stages: ``(output, the anchor's outputs, the anchor's config)``."""
+) -> tuple[te.Tensor, tuple[te.Tensor, ...] | None]:
+    """The group's stages: ``(output, the anchor's outputs)``."""
     anchor_call = anchor_impl[0] if anchor_impl else None
     values: dict[Any, Any] = dict(placeholders)
     anchor_outs: tuple[te.Tensor, ...] | None = None
-    anchor_cfg = None
     for node in post_order(fn.body, into_functions=False):
         if node in values:
             continue
@@ -176,9 +186,6 @@ def _compute_group(
             inputs = [values[a] for a in node.args]
             if node is anchor_call:
                 impl: Implementation = anchor_impl[1]  # type: ignore[index]
-                anchor_cfg = getattr(node.attrs, "config", None)
-                if anchor_cfg is None:
-                    anchor_cfg = DispatchContext.current.query(target, impl.workload)
                 call = OpCall(tuple(inputs), impl.strategy.declare(*impl.args).attrs)
                 with target:
                     anchor_outs = impl.strategy.outputs_of(anchor_cfg, call)
@@ -189,7 +196,7 @@ def _compute_group(
                 values[node] = compute_of(node.op.name)(node.attrs, inputs, tensor_type_of(node))
         else:
             raise GraphError(f"{func_name}: cannot compile {node!r} inside a fused group")
-    return values[fn.body], anchor_outs, anchor_cfg
+    return values[fn.body], anchor_outs
 
 
 def _hoist_constant_stages(
@@ -228,7 +235,17 @@ def _in_call_layout(out: te.Tensor, call_type: Any, task_name: str) -> te.Tensor
     raise GraphError(f"{task_name}: its output {tuple(out.shape)} is not the graph's {want}")
 
 
-def _anchor_of(fn: Function, target: Target) -> tuple[Call, Implementation] | None:
+def anchor_config(call: Call, impl: Implementation, target: Target) -> Any:
+    """The config the anchor ``call`` is compiled with: the one it carries (a blocked convolution:
+    the one ``AlterOpLayout`` chose its layouts by), else ``DispatchContext.current``'s answer for
+    the row's workload (a tuned record, else the fallback config)."""
+    cfg = getattr(call.attrs, "config", None)
+    return cfg if cfg is not None else DispatchContext.current.query(target, impl.workload)
+
+
+def group_anchor(fn: Function, target: Target) -> tuple[Call, Implementation] | None:
+    """The group's tunable call and its strategy row on ``target`` (None: no tunable call, or no
+    row fits it)."""
     for node in post_order(fn.body, into_functions=False):
         if isinstance(node, Call) and isinstance(node.op, Op) and node.op.strategy_op is not None:
             impl = chosen_implementation(node, target)
