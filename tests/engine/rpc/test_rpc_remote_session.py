@@ -20,11 +20,12 @@ import tunecli
 from tunecli.contrib import graph_executor, utils
 from tunecli.engine.graph.build_module import build
 from tunecli.engine.rpc.client import connect, connect_tracker
-from tunecli.engine.rpc.device_session import request_remote
+from tunecli.engine.rpc.device_session import request_device, request_remote
+from tunecli.engine.rpc.remote_network import run_on_device
 from tunecli.engine.rpc.server import Server
 from tunecli.engine.rpc.session_files import SessionFiles, SessionRefusal
 from tunecli.engine.runtime import cuda
-from tunecli.errors import RPCError
+from tunecli.errors import RPCError, TargetError
 
 X = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype("float32")
 
@@ -247,3 +248,22 @@ def test_a_tracker_session_request_gives_the_remote_api(server, tracker):
     remote.upload(b"x", "x.bin")
     assert remote.listdir() == ["x.bin"]
     remote.close()
+
+
+@pytest.mark.parametrize("fcompile", [None, "cc"])
+def test_run_on_device_ships_runs_and_times_a_build_in_one_call(server, tracker, host_lib, expected,
+                                                                fcompile):
+    session = request_device("127.0.0.1", tracker.port, "host", target=host_lib.target)
+    try:
+        run = run_on_device(session, host_lib, {"data": X}, number=2, repeat=2, fcompile=fcompile)
+    finally:
+        session.close()
+    assert run.library == ("net.tar" if fcompile is None else "net.so")
+    np.testing.assert_allclose(run.outputs[0], expected, rtol=1e-6)
+    assert len(run.results) == 2 and run.mean > 0
+
+
+def test_request_device_refuses_a_device_that_cannot_run_the_target(server, tracker):
+    with pytest.raises(TargetError, match="request: .*aarch64"):
+        request_device("127.0.0.1", tracker.port, "host", target=ARM_BOARD, where="request")
+    wait_for(lambda: free_servers(tracker, "host") == 1, what="the device free again")
