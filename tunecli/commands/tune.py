@@ -158,12 +158,15 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 @click.option("--remeasure", type=click.IntRange(min=0), metavar="K",
               help="Measure each task's K best configs again at its end, 0 for none (overrides "
                    "tuner.remeasure).")
+@click.option("--cluster", metavar="ADDRESS",
+              help="Build and time on a Ray cluster: auto, ray://HOST:10001 or HOST:6379 (overrides "
+                   "cluster.address; extra tunecli[ray]).")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary on stdout.")
 @click.option("-q", "--quiet", is_flag=True,
               help="Print nothing but errors (and the JSON summary with --json).")
 @click.pass_obj
 def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | None, seed: int | None,
-         remeasure: int | None, as_json: bool, quiet: bool) -> None:
+         remeasure: int | None, cluster: str | None, as_json: bool, quiet: bool) -> None:
     """Tune every task of JOB, appending each measurement to the log.
 
     Running again resumes: configs already in the log are not measured again and count
@@ -176,12 +179,12 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
         if quiet or not app.err.is_terminal:
             on_event = None if quiet else _plain_progress(app)
             summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed,
-                               remeasure=remeasure, on_event=on_event)
+                               remeasure=remeasure, cluster=cluster, on_event=on_event)
         else:
             view = _ProgressView(app)
             with view.progress:
                 summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed,
-                                   remeasure=remeasure, on_event=view)
+                                   remeasure=remeasure, cluster=cluster, on_event=view)
     except LogInUseError as err:
         err.add_note("--log PATH")  # printed after the message (app.TuneGroup)
         raise

@@ -36,7 +36,7 @@ from tunecli.errors import JobError
 
 def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, log: str | None = None,
              seed: int | None = None, remeasure: int | None = None,
-             on_event: Callable[[TuneEvent], None] | None = None) -> TuneSummary:
+             on_event: Callable[[TuneEvent], None] | None = None, cluster: str | None = None) -> TuneSummary:
     """Tune every task of the job file at ``path``, resuming from its log.
 
     Parameters
@@ -45,6 +45,8 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
         The YAML job file.
     n_trial, tuner, log, seed, remeasure : optional
         Command-line overrides of the job's values.
+    cluster : str, optional
+        The address of a cluster to build and time on (overrides ``cluster.address``).
     on_event : callable, optional
         Receives a ``TuneEvent`` when a task starts, after every measurement, and at its end.
 
@@ -58,7 +60,7 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
         When the job file, a template or its arguments are invalid (before anything is measured).
     """
     job = load_job(path).with_overrides(n_trial=n_trial, tuner=tuner, log=log, seed=seed,
-                                          remeasure=remeasure)
+                                          remeasure=remeasure, cluster=cluster)
     check_local_device(job)
     network = load_network(job) if job.model is not None else None
     found = job_task_set(job, network)
@@ -80,7 +82,7 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
             if network is not None:
                 summary.model = network.label
                 if job.graph_tuner is not None and summary.ok:
-                    summary.graph = tune_graph(job, network, measure_option())
+                    summary.graph = tune_graph(job, network, measure_option(), found.tasks)
     finally:
         for option in options:
             close_measure_option(option)

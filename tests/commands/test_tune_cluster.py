@@ -1,0 +1,46 @@
+"""``tunecli tune --cluster ADDRESS``: the job's configs built and timed on a Ray cluster's nodes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.engine.cluster.conftest import ray_head  # noqa: F401  (the real cluster fixture)
+from tunecli.engine.cluster.local_cluster import LocalRayCluster, free_port
+
+from .conftest import Invoke
+
+
+def test_a_cluster_whose_head_cannot_be_reached_is_one_error_naming_it(invoke: Invoke, tiny_job) -> None:
+    job, log = tiny_job()
+    address = f"127.0.0.1:{free_port()}"
+    result = invoke("tune", job, "--cluster", address)
+    assert result.exit_code == 1
+    assert (f"error: the head of the Ray cluster at {address} cannot be reached: Connection refused"
+            in result.stderr)
+    assert not log.exists() or log.read_text() == ""
+
+
+def test_a_bad_cluster_address_is_a_usage_error(invoke: Invoke, tiny_job) -> None:
+    job, _ = tiny_job()
+    result = invoke("tune", job, "--cluster", "head.example")
+    assert result.exit_code == 2
+    assert "head.example: expected auto, ray://HOST:10001 or HOST:6379" in result.stderr
+
+
+def test_tune_on_a_cluster_writes_the_log_here(invoke: Invoke, tiny_job, ray_head: LocalRayCluster) -> None:  # noqa: F811
+    job, log = tiny_job(n_trial=3, n_parallel=1)
+    result = invoke("tune", job, "--cluster", ray_head.address, "--json")
+    assert result.exit_code == 0, result.output
+    (task,) = json.loads(result.stdout)["tasks"]
+    assert task["measured"] == 3 and task["errors"] == 0 and task["ok"]
+    assert len(log.read_text().splitlines()) == 3
+
+
+@pytest.mark.slow
+def test_tune_through_the_ray_client_address(invoke: Invoke, tiny_job, ray_head: LocalRayCluster) -> None:  # noqa: F811
+    job, log = tiny_job(n_trial=2, n_parallel=1)
+    result = invoke("tune", job, "--cluster", ray_head.client_address, "--json")
+    assert result.exit_code == 0, result.output
+    assert len(log.read_text().splitlines()) == 2

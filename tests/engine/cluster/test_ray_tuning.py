@@ -1,0 +1,147 @@
+"""Tuning on a real Ray cluster on 127.0.0.1: the driver writes the log, the nodes build and time.
+
+Every config the tuner proposes comes back once (measured, an error record, or sent again when its
+node was lost); a head that cannot be reached or nodes with other software stop the tune with one
+clear error before anything is measured; the log stays the local format and resumes.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tunecli.engine.actions.job_file import tune_job
+from tunecli.engine.cluster import ClusterError, ClusterUnreachableError, ClusterVersionError
+from tunecli.engine.cluster.connection import RayCluster
+from tunecli.engine.cluster.local_cluster import LocalRayCluster, free_port
+from tunecli.engine.cluster.node_info import software_versions
+from tunecli.engine.log.record import read_log
+from tunecli.engine.measure import TimingOptions
+from tunecli.engine.target import Target
+
+MATMUL = "[{template: tutorial/matmul, args: [16, 16, 16]}]"
+
+
+def write_job(tmp_path: Path, address: str, n_trial: int = 4, tasks: str = MATMUL, model: str = "",
+              tuner: str = "") -> Path:
+    job = tmp_path / "job.yaml"
+    what = f"model: {model}" if model else f"tasks: {tasks}"
+    job.write_text(textwrap.dedent(f"""\
+        name: on-ray
+        log: {tmp_path / 'on-ray.log'}
+        {what}
+        tuner: {tuner or f'{{kind: random, n_trial: {n_trial}, seed: 0}}'}
+        measure:
+          builder: {{n_parallel: 1}}
+          runner: {{number: 1, repeat: 1}}
+        cluster: {{kind: ray, address: "{address}"}}
+        """))
+    return job
+
+
+def configs_in(log: Path) -> Counter:
+    """How often each (workload, config index) is in the log."""
+    return Counter((r.inp.task.name, str(r.inp.task.args), r.inp.config.index) for r in read_log(log))
+
+
+def test_a_kernel_job_is_tuned_on_the_cluster_and_resumes(ray_head: LocalRayCluster, tmp_path: Path) -> None:
+    job = write_job(tmp_path, ray_head.address, n_trial=4)
+    (task,) = tune_job(str(job)).tasks
+    assert (task.previous, task.measured, task.errors) == (0, 4, 0)
+    log = tmp_path / "on-ray.log"
+    records = list(read_log(log))
+    assert len(records) == 4 and all(r.result.ok for r in records)
+    assert {str(r.inp.target) for r in records} == {"llvm"}
+    assert max(configs_in(log).values()) == 1
+
+    (task,) = tune_job(str(job), n_trial=6).tasks  # resumes from the log the driver wrote
+    assert (task.previous, task.measured) == (4, 2)
+    assert sum(configs_in(log).values()) == 6 and max(configs_in(log).values()) == 1
+
+
+def test_a_head_that_cannot_be_reached_stops_the_tune_with_its_address(tmp_path: Path) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    log = tmp_path / "on-ray.log"
+    log.write_text("")
+    job = write_job(tmp_path, address)
+    with pytest.raises(ClusterUnreachableError, match=rf"{address} cannot be reached"):
+        tune_job(str(job))
+    assert log.read_text() == ""
+
+
+def test_no_node_offering_the_resource_is_one_error(ray_head: LocalRayCluster) -> None:
+    cluster = RayCluster(ray_head.address, {"tunecli-cpu-nosuchcpu": 1})
+    with pytest.raises(ClusterError, match="no node .* offers .*tunecli-cpu-nosuchcpu"):
+        cluster.connect(Target("llvm"))
+    assert cluster.slots == []
+
+
+@pytest.mark.parametrize("package", ["tunecli", "llvmlite"])
+def test_nodes_with_other_software_are_refused_before_measuring(ray_head: LocalRayCluster,
+                                                                package: str) -> None:
+    ours = dict(software_versions())
+    driver = tuple((name, "99.0" if name == package else version) for name, version in ours.items())
+    cluster = RayCluster(ray_head.address, versions=driver)  # a driver upgraded, nodes left behind
+    with pytest.raises(ClusterVersionError, match=rf"{package} {ours[package]} \(driver: 99\.0\)"):
+        cluster.connect(Target("llvm"))
+    assert cluster.slots == []
+
+
+@pytest.mark.slow
+def test_a_batch_is_spread_over_the_nodes(ray_cluster: LocalRayCluster) -> None:
+    from tunecli.engine.cluster import cluster_measure_option
+    from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
+    from tunecli.engine.task.task import create
+    from tunecli.engine.tuner.tuner_kinds import tuner_kind
+
+    option = cluster_measure_option(ray_cluster.address, builders=1, timing=TimingOptions(number=1, repeat=1))
+    task = create("tutorial/matmul", (16, 16, 16, "float32"), Target("llvm"))
+    got = []
+    try:
+        tuner_kind("random").make(task, seed=1).tune(
+            n_trial=6, measure_option=option, callbacks=[lambda _t, inputs, results: got.extend(results)])
+        nodes = {slot.node.node_id for slot in option["runner"].cluster.slots}
+        assert option["builder"].n_parallel == 2  # one config at a time on each of the two nodes
+    finally:
+        option["runner"].close()
+    assert len(nodes) == 2
+    assert len(got) == 6 and all(r.ok for r in got)
+
+
+@pytest.mark.slow
+def test_a_network_job_is_tuned_on_the_cluster(ray_cluster: LocalRayCluster, tmp_path: Path) -> None:
+    from tests.engine.job.tiny_network import write_tiny_onnx
+
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    job = write_job(tmp_path, ray_cluster.address, model=f"{{onnx: {onnx}}}",
+                    tuner="{kind: random, budget: 6, seed: 0}")
+    summary = tune_job(str(job))
+    assert len(summary.tasks) == 3 and summary.ok
+    assert sum(t.measured for t in summary.tasks) == 6
+    assert max(configs_in(tmp_path / "on-ray.log").values()) == 1
+
+
+@pytest.mark.slow
+def test_a_node_killed_mid_tune_loses_no_config(ray_cluster: LocalRayCluster, tmp_path: Path) -> None:
+    doomed = ray_cluster.add_node("doomed")
+    ray_cluster.wait_nodes(3)
+    job = write_job(tmp_path, ray_cluster.address, n_trial=12)
+    killed = threading.Event()
+
+    def kill_after_the_first_result(event: object) -> None:
+        if getattr(event, "kind", "") == "batch" and not killed.is_set():
+            killed.set()
+            ray_cluster.kill_node(doomed)
+
+    (task,) = tune_job(str(job), on_event=kill_after_the_first_result).tasks
+    assert killed.is_set()
+    log = tmp_path / "on-ray.log"
+    counts = configs_in(log)
+    assert task.measured == 12 and sum(counts.values()) == 12 and max(counts.values()) == 1
+    (task,) = tune_job(str(job), n_trial=14).tasks  # resumable: the survivors go on
+    assert (task.previous, task.measured) == (12, 2)
+    assert max(configs_in(log).values()) == 1
