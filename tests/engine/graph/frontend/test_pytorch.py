@@ -1,0 +1,76 @@
+"""relay.frontend.from_pytorch: a traced module imported through torch's ONNX exporter builds and
+gives PyTorch's outputs; bad arguments and a missing PyTorch get one clear error."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+torch = pytest.importorskip("torch")
+
+from tunecli import relay  # noqa: E402
+from tunecli.engine.graph.passes import PassContext  # noqa: E402
+from tunecli.errors import ModelImportError  # noqa: E402
+
+from .torch_blocks import Encoder, PatchEmbedding  # noqa: E402
+
+
+def _run(mod, params, inputs) -> np.ndarray:
+    with PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    m = lib["default"](None)
+    for name, value in inputs.items():
+        m.set_input(name, value)
+    m.run()
+    return m.get_output(0).numpy()
+
+
+def test_traced_encoder_matches_torch_with_weights_as_params() -> None:
+    torch.manual_seed(0)
+    ids = torch.randint(0, 50, (1, 8))
+    mask = torch.ones(1, 8, dtype=torch.int64)
+    mask[0, 6:] = 0
+    module = Encoder().eval()
+    traced = torch.jit.trace(module, (ids, mask))
+    infos = [("ids", ((1, 8), "int64")), ("mask", ((1, 8), "int64"))]
+    mod, params = relay.frontend.from_pytorch(traced, infos)
+    assert params and all(name in {p.name_hint for p in mod["main"].params} for name in params)
+    with torch.no_grad():
+        expected = module(ids, mask).numpy()
+    got = _run(mod, params, {"ids": ids.numpy(), "mask": mask.numpy()})
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_plain_module_with_default_dtype_and_frozen_weights() -> None:
+    torch.manual_seed(0)
+    module = PatchEmbedding().eval()
+    images = torch.randn(1, 3, 16, 16)
+    mod, params = relay.frontend.from_pytorch(module, [("images", (1, 3, 16, 16))], freeze_params=True)
+    assert params == {}
+    with torch.no_grad():
+        expected = module(images).numpy()
+    np.testing.assert_allclose(_run(mod, params, {"images": images.numpy()}), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("module", "infos", "message"),
+    [
+        (lambda: 42, [("x", (1,))], "expected a torch.jit.ScriptModule or torch.nn.Module, got int"),
+        (lambda: torch.nn.ReLU(), "x", "input_infos must be a list of"),
+        (lambda: torch.nn.ReLU(), [("x",)], r"input_infos\[0\] = \('x',\): expected \(name, shape\)"),
+        (lambda: torch.nn.ReLU(), [("x", (2,)), ("x", (2,))], "repeat a name"),
+        (lambda: torch.nn.Hardswish(), [("x", (1, 4, 5))], "HardSwish node .*operator not supported"),
+    ],
+)
+def test_bad_arguments_get_one_clear_error(module, infos, message: str) -> None:
+    with pytest.raises(ModelImportError, match=message):
+        relay.frontend.from_pytorch(module(), infos)
+
+
+def test_missing_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # what Python does for a package that is not installed
+    with pytest.raises(ModelImportError, match=r"pip install 'tunecli\[torch\]'"):
+        relay.frontend.from_pytorch(object(), [("x", (1,))])

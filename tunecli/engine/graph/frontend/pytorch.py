@@ -1,0 +1,121 @@
+"""PyTorch import (TVM's ``relay.frontend.from_pytorch``): a traced (or plain) torch module as a
+graph module and its parameters.
+
+The module is exported in-process by torch's own ONNX exporter (the TorchScript one, opset 17) on
+example inputs of the given shapes and dtypes, and the ONNX model is imported by
+:func:`~.onnx.from_onnx`.  PyTorch is the optional extra ``tunecli[torch]``, imported when a module
+is converted.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.runtime import NDArray
+from tunecli.errors import ModelImportError
+
+from ..ir_module import IRModule
+from .onnx import from_onnx
+
+#: The ONNX opset the module is exported as.
+EXPORT_OPSET = 17
+
+
+def from_pytorch(
+    script_module: Any,
+    input_infos: Sequence[tuple[str, Any]],
+    default_dtype: str = "float32",
+    freeze_params: bool = False,
+) -> tuple[IRModule, dict[str, NDArray]]:
+    """Convert a PyTorch module into a graph module (TVM's ``relay.frontend.from_pytorch``).
+
+    Parameters
+    ----------
+    script_module : torch.jit.ScriptModule or torch.nn.Module
+        The module, traced with ``torch.jit.trace`` as TVM expects (a plain module works too);
+        it is run in eval mode.
+    input_infos : sequence of (name, shape) or (name, (shape, dtype))
+        The inputs in the order ``forward`` takes them.
+    default_dtype : str
+        The dtype of inputs given without one.
+    freeze_params : bool
+        Embed the weights as constants; by default (as TVM's) they are parameters of
+        ``mod["main"]``, returned in ``params``.
+
+    Returns
+    -------
+    (IRModule, dict of str to NDArray)
+
+    Raises
+    ------
+    ModelImportError
+        PyTorch missing (naming the extra), malformed ``input_infos``, a module torch cannot export
+        (torch's reason), or what :func:`from_onnx` refuses (every unsupported operator at once).
+    """
+    torch = _torch_package()
+    if not isinstance(script_module, torch.nn.Module):
+        raise ModelImportError(
+            f"from_pytorch: expected a torch.jit.ScriptModule or torch.nn.Module, "
+            f"got {type(script_module).__name__}"
+        )
+    names, shapes, dtypes = _input_infos(input_infos, default_dtype)
+    examples = tuple(torch.from_numpy(np.zeros(s, dtype=d)) for s, d in zip(shapes, dtypes, strict=True))
+    buffer = io.BytesIO()
+    script_module.eval()
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(script_module, examples, buffer, input_names=names, opset_version=EXPORT_OPSET,
+                              dynamo=False, do_constant_folding=True)
+    except Exception as err:  # torch raises its own exception kinds per unsupported construct
+        raise ModelImportError(
+            f"from_pytorch: torch's ONNX exporter cannot export the module: {type(err).__name__}: {err}"
+        ) from None
+    import onnx
+
+    model = onnx.load_from_string(buffer.getvalue())
+    declared = {i.name for i in model.graph.input}
+    used = {n: s for n, s in zip(names, shapes, strict=True) if n in declared}
+    types = {n: d for n, d in zip(names, dtypes, strict=True) if n in declared}
+    return from_onnx(model, shape=used, dtype=types, freeze_params=freeze_params)
+
+
+def _torch_package() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise ModelImportError("from_pytorch needs PyTorch: pip install 'tunecli[torch]'") from None
+    return torch
+
+
+def _input_infos(
+    input_infos: Sequence[tuple[str, Any]], default_dtype: str
+) -> tuple[list[str], list[tuple[int, ...]], list[str]]:
+    """Names, shapes and dtypes of ``input_infos`` (ModelImportError naming a malformed entry)."""
+    names, shapes, dtypes = [], [], []
+    if isinstance(input_infos, (str, bytes)) or not isinstance(input_infos, Sequence):
+        raise ModelImportError(
+            f"from_pytorch: input_infos must be a list of (name, shape), got {input_infos!r}"
+        )
+    for i, info in enumerate(input_infos):
+        try:
+            name, spec = info
+            if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str):
+                shape, dtype = spec
+            else:
+                shape, dtype = spec, default_dtype
+            shapes.append(tuple(int(s) for s in shape))
+            dtypes.append(str(np.dtype(dtype)))
+            names.append(str(name))
+        except (TypeError, ValueError):
+            raise ModelImportError(
+                f"from_pytorch: input_infos[{i}] = {info!r}: expected (name, shape) or (name, (shape, dtype))"
+            ) from None
+    if len(set(names)) != len(names):
+        raise ModelImportError(f"from_pytorch: input names {names} repeat a name")
+    return names, shapes, dtypes
