@@ -1,7 +1,7 @@
 """The package's import order is part of its design: lower layers never import higher ones.
 
 errors → ir/target/option → transform → te → schedule → lower → codegen → runtime → build → task
-→ ops → measure → log → graph → tuner → rpc → graph_tuner → job → actions → actions.job_file →
+→ ops → measure → log → graph → tuner → rpc → cluster → graph_tuner → job → actions → actions.job_file →
 commands (a module belongs to the most specific layer naming it).  The action modules of
 ``engine.actions`` (one per command) never import each other: only ``actions.job_file``, each
 command's entry, imports them.  Only ``tunecli/commands/`` may import click, rich or the

@@ -17,6 +17,7 @@ more DP states than it allows) is the step's ``error``: the kernel tuning before
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,15 @@ from tunecli.engine.job.network import Network, input_shapes
 from tunecli.engine.job.spec import Job
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
+from tunecli.engine.task.task import Task
 from tunecli.errors import TuneError
 
 #: The operators the graph tuner chooses layouts for.
 GRAPH_TUNER_OPS = ("nn.conv2d",)
 
 
-def tune_graph(job: Job, network: Network, measure_option: dict[str, Any]) -> GraphTuning:
+def tune_graph(job: Job, network: Network, measure_option: dict[str, Any],
+               tasks: Sequence[Task] = ()) -> GraphTuning:
     """Run the job's graph tuner over its log's records and write its choice (``graph_log_path``).
 
     Parameters
@@ -42,6 +45,8 @@ def tune_graph(job: Job, network: Network, measure_option: dict[str, Any]) -> Gr
     network : Network
     measure_option : dict
         The tune's ``measure_option`` (its worker pools), which times the candidates again.
+    tasks : sequence of Task
+        The tasks the tune extracted (the convolutions' tasks are not made again).
 
     Returns
     -------
@@ -56,7 +61,7 @@ def tune_graph(job: Job, network: Network, measure_option: dict[str, Any]) -> Gr
         tuner = GRAPH_TUNERS[spec.kind](network.mod["main"], input_shapes(network), records,
                                         list(GRAPH_TUNER_OPS), job.target, max_sch_num=spec.max_sch_num,
                                         verbose=False)
-        tuner.benchmark_default_layouts(measure_option, remeasure=True)
+        tuner.benchmark_default_layouts(measure_option, remeasure=True, tasks=tasks)
         tuner.benchmark_layout_transform(min_exec_num=spec.min_exec_num,
                                          timeout=job.runner.timing.timeout)
         tuner.run()

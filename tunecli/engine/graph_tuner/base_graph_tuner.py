@@ -41,6 +41,7 @@ from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureR
 from tunecli.engine.ops.x86.conv2d_nchwc import infer_layout as conv2d_infer_layout
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.target import as_target
+from tunecli.engine.task.task import Task
 from tunecli.engine.task.task import create as create_task
 from tunecli.errors import GraphError, TuneError
 
@@ -159,7 +160,7 @@ class BaseGraphTuner:
         return list(found)
 
     def benchmark_default_layouts(self, measure_option: dict | None = None, top: int = 3,
-                                  remeasure: bool = False) -> None:
+                                  remeasure: bool = False, tasks: Sequence[Task] = ()) -> None:
         """Measure each convolution's configs in its default layouts and make the fastest one a
         candidate (see ``default_layouts``); call it before ``benchmark_layout_transform``.
 
@@ -181,8 +182,12 @@ class BaseGraphTuner:
             log's fastest record of a layout pair is the luckiest of its measurements, taken
             under other conditions, and the log may have been measured with other threads than
             the network will run with).
+        tasks : sequence of Task
+            Tasks already made for the convolutions' workloads (an extraction's); the others are
+            created.
         """
         self._logger.info("Start to benchmark convolutions in their default layouts...")
+        made = {task.workload: task for task in tasks}
         own = measure_option is None
         if own:
             measure_option = _measure_option(LocalBuilder(n_parallel=1),
@@ -193,7 +198,7 @@ class BaseGraphTuner:
             for node, cands in zip(self._graph.nodes, self._candidates, strict=True):
                 if node.workload in fastest:
                     continue
-                task = create_task(node.task_name, node.workload[1:], self._target)
+                task = made.get(node.workload) or create_task(node.task_name, node.workload[1:], self._target)
                 with self._target:
                     configs = default_layout_configs(
                         task, [inp.config for inp, _ in cands if inp.task.name == node.task_name][:top])
