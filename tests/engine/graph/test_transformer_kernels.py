@@ -145,3 +145,24 @@ def test_a_tuned_dense_pack_record_runs_with_its_weight_packed_at_build_time() -
     data = rng.standard_normal((S, H)).astype("float32")
     want = g.evaluate(mod, (), {"data": data, **params})
     np.testing.assert_allclose(_run(lib, {"data": data}), want, rtol=1e-4, atol=1e-5)
+
+
+def test_four_d_attention_scores_scale_mask_and_softmax_in_one_kernel() -> None:
+    """ONNX MatMul of [1, heads, S, D] operands: a reshape separates the batch matmul from the
+    scale and mask, which the softmax then takes as its prologue."""
+    q, k = relay.var("q", shape=(1, HEADS, S, D)), relay.var("k", shape=(1, HEADS, S, D))
+    mask = relay.var("mask", shape=(1, 1, 1, S))
+    scores = relay.nn.batch_matmul(relay.reshape(q, (HEADS, S, D)), relay.reshape(k, (HEADS, S, D)))
+    scores = relay.add(relay.divide(relay.reshape(scores, (1, HEADS, S, S)), relay.const(math.sqrt(D))), mask)
+    out = relay.nn.softmax(scores, axis=-1)
+    mod = g.IRModule.from_expr(relay.Function(relay.analysis.free_vars(out), out))
+    with PassContext(opt_level=3):
+        lib = build(mod, "llvm", params={})
+    kernels = [k.removeprefix("tvmgen_default_fused_") for k in _kernels(lib)]
+    assert [k for k in kernels if "softmax" in k] == ["reshape_divide_add_nn_softmax"]
+    assert sum("batch_matmul" in k for k in kernels) == 1
+    rng = np.random.default_rng(3)
+    inputs = {"q": rng.standard_normal((1, HEADS, S, D)).astype("float32"),
+              "k": rng.standard_normal((1, HEADS, S, D)).astype("float32"),
+              "mask": _inputs()["mask"].reshape(1, 1, 1, S)}
+    np.testing.assert_allclose(_run(lib, inputs), g.evaluate(mod, (), inputs), rtol=1e-5, atol=1e-6)

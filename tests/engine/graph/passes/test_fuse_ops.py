@@ -88,6 +88,15 @@ def test_a_value_read_twice_ends_its_group_where_a_path_leaves_the_fusable_ops()
         ["nn.conv2d"], ["nn.relu"], ["exp"]]
 
 
+def test_softmax_takes_an_injective_prologue_and_ends_its_group() -> None:
+    scores = relay.var("scores", shape=(2, 8, 8))
+    scaled = relay.add(relay.divide(relay.reshape(scores, (1, 2, 8, 8)), relay.const(2.0)), _w(1, 1, 1, 8))
+    assert _groups(relay.exp(relay.nn.softmax(scaled, axis=-1))) == [
+        ["reshape", "divide", "add", "nn.softmax"],
+        ["exp"],
+    ]
+
+
 def test_opt_level_0_gives_one_kernel_per_call() -> None:
     x = relay.var("x", shape=(1, 4, 8, 8))
     expr = relay.nn.relu(relay.nn.conv2d(x, _w(4, 4, 1, 1)))

@@ -9,7 +9,8 @@ groups a dataflow walk finds (a node whose value has several consumers ends its 
   taken by a pool or reduction that consumes it (``pad`` then ``max_pool2d``), but never by a
   tunable anchor (whose schedule has no prologue);
 * a reduction (``COMM_REDUCE``) takes elementwise and broadcast consumers;
-* ``OPAQUE`` operators (softmax) stay alone.
+* ``OPAQUE`` operators stay alone, except that softmax takes an injective prologue (the scale and
+  mask of attention scores that a reshape separated from their batch matmul) and ends its group.
 
 A value read by several consumers ends its group unless every path from it meets again at one
 node (its post-dominator) through operators the group may take, as TVM's post-dominator rule
@@ -66,9 +67,14 @@ def _accepts(group: _Group, op: Op) -> bool:
     return False
 
 
+#: Opaque operators that still take an injective prologue (a scaled, masked softmax is one kernel);
+#: nothing fuses after them.
+PROLOGUE_OPAQUE = frozenset({"nn.softmax", "nn.log_softmax"})
+
+
 def _takes_prologue(op: Op, producer: _Group) -> bool:
-    """Whether a pool or reduction calling ``op`` starts a group with the injective ``producer``."""
-    return producer.kind == _INJECTIVE and _kind(op) == _REDUCE
+    """Whether a pool, reduction or softmax calling ``op`` starts a group with the injective ``producer``."""
+    return producer.kind == _INJECTIVE and (_kind(op) == _REDUCE or op.name in PROLOGUE_OPAQUE)
 
 
 #: Most nodes a diamond (a multiply-read value and the consumers up to where its paths meet) holds.
@@ -139,7 +145,7 @@ def find_groups(fn: Function, fuse_level: int = 1) -> list[_Group]:
                     joined = g
                     break
                 if _takes_prologue(node.op, g):
-                    g.kind = _REDUCE
+                    g.kind = _OPAQUE if node.op.name in PROLOGUE_OPAQUE else _REDUCE
                     joined = g
                     break
         if joined is None:
