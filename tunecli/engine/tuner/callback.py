@@ -9,6 +9,7 @@ or kill loses no finished measurement).  ``progress_bar`` prints TVM's one-line 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -19,7 +20,7 @@ from typing import IO, Any
 import numpy as np
 
 from tunecli.engine.log.record import encode
-from tunecli.errors import TuneError
+from tunecli.errors import LogPathError, TuneError
 
 logger = logging.getLogger("autotvm")
 
@@ -54,11 +55,10 @@ class LogToFile:
 
     def _write(self, pairs: Any) -> None:
         if isinstance(self.file_out, (str, os.PathLike)):
-            cut_off = _ends_inside_a_line(self.file_out)
-            with open(self.file_out, "a", encoding="utf-8") as file:
-                if cut_off:  # a crash mid-write left half a line: start ours on a fresh one
-                    file.write("\n")
-                self._write_to(file, pairs)
+            lines = "".join(encode(inp, res, self.protocol) + "\n" for inp, res in pairs)
+            if _ends_inside_a_line(self.file_out):  # a crash mid-write left half a line
+                lines = "\n" + lines
+            append_whole(self.file_out, lines.encode("utf-8"))
         else:
             self._write_to(self.file_out, pairs)
 
@@ -73,6 +73,36 @@ class LogToFile:
     def on_result(self, _tuner: Any, inp: Any, res: Any) -> None:
         """Append one record and flush it."""
         self._write([(inp, res)])
+
+
+def append_whole(path: str | os.PathLike, data: bytes) -> None:
+    """Append ``data`` to the file at ``path`` whole, or not at all.
+
+    Raises
+    ------
+    LogPathError
+        When the write fails (a full or read-only disk): the file is cut back to its size before
+        the write, so no torn record stays, and the message names the file and how to resume.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as err:
+        raise LogPathError(f"{os.fspath(path)}: cannot append to the log: {err.strerror}") from None
+    try:
+        size = os.fstat(fd).st_size
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(fd, data[done:])
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise LogPathError(
+                f"{os.fspath(path)}: cannot append to the log: {err.strerror}; every record written "
+                "before is kept: make room (or fix the disk) and run the same command again to resume"
+            ) from None
+    finally:
+        os.close(fd)
 
 
 def _ends_inside_a_line(path: str | os.PathLike) -> bool:
