@@ -1,10 +1,15 @@
-"""FLOP counts of TVM's x86 workloads from their serialized arguments."""
+"""FLOP counts of TVM's x86 workloads from their serialized arguments (rules on their strategy rows)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tunecli.engine.task.workload_flop import flop_from_workload
+from tunecli.engine.ops.registry import STRATEGIES, workload_flop_rule
+from tunecli.engine.task.workload_flop import count_workload_flop
+
+
+def flop_from_workload(name: str, args: list) -> int | None:
+    return count_workload_flop(workload_flop_rule(name), args)
 
 
 def tensor(*shape: int, dtype: str = "float32") -> list:
@@ -51,3 +56,9 @@ def test_depthwise_and_dense() -> None:
 def test_malformed_workloads_have_no_count(args) -> None:
     assert flop_from_workload("conv2d_NCHWc.x86", args) is None
     assert flop_from_workload("unknown", [tensor(1, 1)]) is None
+
+
+def test_the_rules_sit_on_the_rows_of_tvms_x86_templates() -> None:
+    rows = sorted(s.name for s in STRATEGIES if s.workload_flop is not None)
+    assert rows == ["conv2d_NCHWc.x86", "dense_nopack.x86", "dense_pack.x86", "depthwise_conv2d_NCHWc.x86"]
+    assert workload_flop_rule("dense.x86") is None  # its FLOPs come from tracing the template

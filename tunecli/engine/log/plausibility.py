@@ -20,9 +20,10 @@ from typing import Any
 
 from tunecli.engine.ir.dtype import parse_dtype
 from tunecli.engine.log.record import LogRecord, SkipWarnings
+from tunecli.engine.ops.registry import workload_flop_rule
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import TASK_TABLE, create
-from tunecli.engine.task.workload_flop import flop_from_workload
+from tunecli.engine.task.workload_flop import count_workload_flop
 from tunecli.errors import TuneError
 
 logger = logging.getLogger("autotvm")
@@ -40,8 +41,9 @@ def workload_flop(name: str, args: tuple, target: str | Target) -> float | None:
     """Return the FLOP count of a workload, or None when it cannot be known here.
 
     The template's own count when it is registered here (the built-ins, or one already
-    imported) and accepts the arguments; else the count of TVM's workload arithmetic
-    (``task.workload_flop``).  Cached per workload and target.
+    imported) and accepts the arguments; else the count of TVM's workload arithmetic (the
+    strategy row's ``workload_flop``, ``registry.workload_flop_rule``).  Cached per workload and
+    target.
 
     Parameters
     ----------
@@ -57,7 +59,8 @@ def workload_flop(name: str, args: tuple, target: str | Target) -> float | None:
     """
     key = (name, repr(args), str(target))
     if key not in _FLOP_CACHE:
-        _FLOP_CACHE[key] = _template_flop(name, args, target) or _float(flop_from_workload(name, args))
+        _FLOP_CACHE[key] = (_template_flop(name, args, target)
+                            or _float(count_workload_flop(workload_flop_rule(name), args)))
     return _FLOP_CACHE[key]
 
 

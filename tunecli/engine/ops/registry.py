@@ -23,10 +23,10 @@ from typing import Any
 from tunecli.engine.ops import tutorial
 from tunecli.engine.ops.arm_cpu import conv2d_spatial_pack
 from tunecli.engine.ops.arm_cpu import depthwise_conv2d as arm_depthwise_conv2d
+from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.ops.cuda import conv2d_direct
 from tunecli.engine.ops.cuda import dense as cuda_dense
 from tunecli.engine.ops.cuda import depthwise_conv2d as cuda_depthwise_conv2d
-from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.ops.strategy import Strategy, StrategyTable
 from tunecli.engine.ops.x86 import (
     batch_matmul,
@@ -39,6 +39,7 @@ from tunecli.engine.ops.x86 import (
     depthwise_nchwc,
 )
 from tunecli.engine.task.task import TASK_TABLE, get_config, template
+from tunecli.engine.task.workload_flop import RETIRED_WORKLOAD_FLOP, WorkloadFlop
 
 _ROWS = (
     dense.DENSE_PACK,
@@ -106,6 +107,23 @@ def baseline_of(task: Any) -> Baseline | None:
     if task.reference is None or not is_builtin(task.name):
         return None
     return get_strategy(task.name).baseline_for(*task.args)
+
+
+def workload_flop_rule(name: str) -> WorkloadFlop | None:
+    """The FLOP rule of template ``name``'s workloads (its row's ``workload_flop``, or one of
+    TVM's retired template names); None when there is none.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    callable or None
+    """
+    if name in STRATEGIES:
+        return get_strategy(name).workload_flop
+    return RETIRED_WORKLOAD_FLOP.get(name)
 
 
 def is_builtin(name: str) -> bool:

@@ -51,6 +51,7 @@ from tunecli.engine import te
 from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import deserialize_args
+from tunecli.engine.task.workload_flop import WorkloadFlop
 from tunecli.errors import InstantiationError
 
 _NO_DEFAULT = inspect.Parameter.empty
@@ -105,6 +106,9 @@ class Strategy:
     baseline : Baseline, optional
         The operator in numpy in the kernel's dtype, a speed baseline (``ops.baseline``); None
         when numpy has no fair counterpart.
+    workload_flop : callable, optional
+        ``workload_flop(serialized args) -> FLOPs`` by TVM's arithmetic, without tracing
+        (``task.workload_flop``): what a record of TVM's log counts when tracing fails for it.
     """
 
     op: str
@@ -119,6 +123,7 @@ class Strategy:
     plevel: int = 10
     pack: Callable[..., OpCall] | None = None
     baseline: Baseline | None = None
+    workload_flop: WorkloadFlop | None = None
 
     @property
     def parameters(self) -> tuple[inspect.Parameter, ...]:

@@ -1,10 +1,12 @@
 """FLOP counts of TVM workloads computed from the workload tuple itself, without the template.
 
 A log records a workload as ``(template name, serialized arguments)``.  When the template is
-registered here the FLOP count comes from tracing it (``task.create``); the table below covers
+registered here the FLOP count comes from tracing it (``task.create``); the rules below count
 TVM's x86 workloads whose arithmetic is fixed by their arguments, so the records of TVM's own
-logs (tophub) get GFLOPS even where no template of that name is loaded.  The counts follow
-TVM's ``compute_flop``: one multiply and one add per step of each reduction.
+logs (tophub) get GFLOPS even where tracing the template fails for them.  Each rule sits on the
+strategy row of its template (``Strategy.workload_flop``); ``RETIRED_WORKLOAD_FLOP`` holds those
+of TVM's template names that no row has any more (its v0.1 logs).  The counts follow TVM's
+``compute_flop``: one multiply and one add per step of each reduction.
 """
 
 from __future__ import annotations
@@ -126,23 +128,22 @@ def dense_flop(args: Sequence[Any]) -> int:
     return 2 * m * n * k + bias
 
 
-#: Template name -> FLOP count of its serialized arguments.
-WORKLOAD_FLOP: dict[str, Callable[[Sequence[Any]], int]] = {
-    "conv2d_NCHWc.x86": conv2d_nchwc_flop,
+#: ``count(serialized args) -> FLOPs``: a strategy row's ``workload_flop``.
+WorkloadFlop = Callable[[Sequence[Any]], int]
+
+#: TVM's template names of old logs that no strategy row has -> FLOP count of their arguments.
+RETIRED_WORKLOAD_FLOP: dict[str, WorkloadFlop] = {
     "topi_x86_conv2d_NCHWc": old_conv2d_nchwc_flop,
-    "depthwise_conv2d_NCHWc.x86": depthwise_conv2d_nchwc_flop,
-    "dense_pack.x86": dense_flop,
-    "dense_nopack.x86": dense_flop,
 }
 
 
-def flop_from_workload(name: str, args: Sequence[Any]) -> int | None:
-    """Return the FLOP count of a workload in ``WORKLOAD_FLOP``; None for others or bad arguments.
+def count_workload_flop(count: WorkloadFlop | None, args: Sequence[Any]) -> int | None:
+    """Apply a FLOP rule to a workload's arguments; None without a rule or for bad arguments.
 
     Parameters
     ----------
-    name : str
-        Template name.
+    count : callable or None
+        A row's ``workload_flop`` (or a ``RETIRED_WORKLOAD_FLOP`` entry).
     args : sequence
         Serialized arguments, as in the log.
 
@@ -150,7 +151,6 @@ def flop_from_workload(name: str, args: Sequence[Any]) -> int | None:
     -------
     int or None
     """
-    count = WORKLOAD_FLOP.get(name)
     if count is None:
         return None
     try:

@@ -38,6 +38,7 @@ from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
 from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
 from tunecli.engine.task.task import deserialize_args
+from tunecli.engine.task.workload_flop import conv2d_nchwc_flop
 from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
 from tunecli.errors import InstantiationError, ScheduleError
 
@@ -339,4 +340,5 @@ CONV2D_NCHWC = Strategy(
     op="conv2d_NCHWc", target_key="cpu", name="conv2d_NCHWc.x86", declare=declare_conv2d_NCHWc,
     compute=conv2d_NCHWc_x86_compute, schedule=schedule_conv2d_NCHWc, reference=ref.conv2d_NCHWc_python,
     outputs=("out",), pack=pack_conv2d_NCHWc,
-    summary="TVM's; NCHW[ic_bn]c data, packed kernel, NCHW[oc_bn]c output")
+    summary="TVM's; NCHW[ic_bn]c data, packed kernel, NCHW[oc_bn]c output",
+    workload_flop=conv2d_nchwc_flop)

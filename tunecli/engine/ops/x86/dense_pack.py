@@ -29,6 +29,7 @@ from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d_nchwc import fp32_lanes, logical_tensors
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import SplitEntity
+from tunecli.engine.task.workload_flop import dense_flop
 from tunecli.errors import InstantiationError
 
 MAX_TILE_INNER = 16
@@ -196,9 +197,11 @@ DENSE_PACK_TVM = Strategy(
     op="dense", target_key="cpu", name="dense_pack.x86", declare=declare_dense_tvm,
     compute=dense_pack_x86_compute, schedule=schedule_dense_pack_x86, reference=ref.dense_packed_python,
     outputs=("out",), pack=pack_dense, plevel=5,
-    summary="TVM's; the kernel takes the weight packed `[N/bn, K, bn]`", baseline=baseline.DENSE_PACKED)
+    summary="TVM's; the kernel takes the weight packed `[N/bn, K, bn]`", baseline=baseline.DENSE_PACKED,
+    workload_flop=dense_flop)
 
 DENSE_NOPACK_TVM = Strategy(
     op="dense", target_key="cpu", name="dense_nopack.x86", declare=declare_dense_tvm,
     compute=dense_nopack_x86_compute, schedule=schedule_dense_nopack_x86, reference=ref.dense_python,
-    outputs=("out",), plevel=4, summary="TVM's; the weight as given", baseline=baseline.DENSE)
+    outputs=("out",), plevel=4, summary="TVM's; the weight as given", baseline=baseline.DENSE,
+    workload_flop=dense_flop)

@@ -33,6 +33,7 @@ from tunecli.engine.ops.x86.conv2d_nchwc import (
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
+from tunecli.engine.task.workload_flop import depthwise_conv2d_nchwc_flop
 from tunecli.engine.te.window import conv2d_output_shape
 from tunecli.errors import InstantiationError
 
@@ -137,4 +138,5 @@ DEPTHWISE_CONV2D_NCHWC = Strategy(
     declare=declare_depthwise_conv2d_NCHWc, compute=depthwise_conv2d_NCHWc_x86_compute,
     schedule=schedule_depthwise_conv2d_NCHWc, reference=ref.depthwise_conv2d_NCHWc_python, outputs=("out",),
     pack=pack_depthwise_conv2d_NCHWc,
-    summary="TVM's (multiplier 1); blocked as `conv2d_NCHWc.x86`")
+    summary="TVM's (multiplier 1); blocked as `conv2d_NCHWc.x86`",
+    workload_flop=depthwise_conv2d_nchwc_flop)
