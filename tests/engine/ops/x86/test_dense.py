@@ -95,8 +95,9 @@ def test_a_tuned_record_builds_the_network_with_its_panels_folded(tmp_path) -> N
     rng = np.random.default_rng(1)
     params = {"w": rng.uniform(-1, 1, (48, 40)).astype("float32"),
               "b": rng.uniform(-1, 1, 48).astype("float32")}
-    (task,) = extract_from_program(mod, params, "llvm")
+    task, alternative = extract_from_program(mod, params, "llvm")
     assert task.workload == ("dense.x86", 2, 48, 40, "float32")
+    assert alternative.name == "dense_pack.x86"  # untuned: the build keeps dense.x86's record
     log = tmp_path / "dense.log"
     tuner = autotvm.tuner.RandomTuner(task)
     option = autotvm.measure_option(builder=autotvm.LocalBuilder(),

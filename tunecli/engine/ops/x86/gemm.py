@@ -1,4 +1,4 @@
-"""The register-tiled GEMM schedule of ``dense.x86`` (its ``batch`` form serves batched products).
+"""The register-tiled GEMM schedule of ``dense.x86``.
 
 The weight is packed into ``[N / NR, K, NR]`` panels (by a stage of the kernel, or given packed:
 ``dense.x86``'s tuning kernel); the output is tiled into ``MR x NR`` blocks
@@ -36,7 +36,7 @@ PANEL_LANES = 16
 MAX_PANEL = 64
 MAX_MR = 16
 MAX_KK = 16
-#: Fewest multiply-adds (``batch * M * N * K``) for which a fallback config runs in parallel.
+#: Fewest multiply-adds (``M * N * K``) for which a fallback config runs in parallel.
 PARALLEL_MIN_MACS = 1 << 18
 
 
@@ -48,7 +48,7 @@ def panel_filter(n: int) -> Any:
     return lambda e: e.size[-1] <= MAX_PANEL
 
 
-def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int, batch: int = 1) -> None:
+def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
     """Define the knobs of the packed GEMM schedule on ``cfg`` (see the module docstring); a
     fallback config gets ``fallback_gemm_tile``'s register tile."""
     panel_ok = panel_filter(n)
@@ -65,8 +65,8 @@ def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int, batch: int = 1) 
         cfg["tile_y"] = SplitEntity([m // mr, 1, mr])
         cfg["tile_x"] = SplitEntity([n // nr, 1, nr])
         cfg["tile_k"] = SplitEntity([k // kk, kk])
-        tiles = batch * (m // mr) * (n // nr)
-        cfg["parallel"] = OtherOptionEntity(int(tiles > 1 and batch * m * n * k >= PARALLEL_MIN_MACS))
+        tiles = (m // mr) * (n // nr)
+        cfg["parallel"] = OtherOptionEntity(int(tiles > 1 and m * n * k >= PARALLEL_MIN_MACS))
         cfg["unroll_k"] = OtherOptionEntity(1)
 
 
@@ -101,9 +101,8 @@ def fallback_gemm_tile(m: int, panels: Sequence[int], lanes: int, registers: int
     return max(((mr, nr) for mr in rows for nr in panels), key=score)
 
 
-def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None,
-                  batch: bool = False) -> Schedule:
-    """Schedule ``C[(b,) y, x] = sum_k A[(b,) y, k] * packed[(b,) x // NR, k, x % NR]``.
+def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+    """Schedule ``C[y, x] = sum_k A[y, k] * packed[x // NR, k, x % NR]``.
 
     Parameters
     ----------
@@ -115,8 +114,6 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     epilogue : te.Tensor, optional
         An injective stage reading ``C`` (bias, relu): it is tiled as ``C`` would be and ``C``
         becomes its register accumulator.
-    batch : bool
-        ``C`` has a leading batch axis (fused into the parallel loop).
 
     Returns
     -------
@@ -126,12 +123,11 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     s = create_group_schedule(outs, epilogue)
     packing = [t for t in C.op.input_tensors if "layout_transform" in getattr(t.op, "tag", "")]
     O, CC = output_and_accumulator(s, C, epilogue)
-    axes = list(s[O].op.axis)
-    b_axes, (y, x) = axes[:-2], axes[-2:]
+    y, x = s[O].op.axis
     yt, yo, yi = cfg["tile_y"].apply(s, O, y)
     xt, xo, xi = cfg["tile_x"].apply(s, O, x)
-    s[O].reorder(*b_axes, xt, yt, yo, xo, yi, xi)
-    outer = s[O].fuse(*b_axes, xt, yt)
+    s[O].reorder(xt, yt, yo, xo, yi, xi)
+    outer = s[O].fuse(xt, yt)
     if cfg["parallel"].val:
         s[O].parallel(outer)
     tile = s[O].fuse(yo, xo)
@@ -139,7 +135,7 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     s[O].vectorize(xi)
 
     s[CC].compute_at(s[O], tile)
-    cy, cx = list(s[CC].op.axis)[-2:]
+    cy, cx = s[CC].op.axis
     (kaxis,) = s[CC].op.reduce_axis
     ko, ki = cfg["tile_k"].apply(s, CC, kaxis)
     s[CC].reorder(ko, ki, cy, cx)
@@ -149,9 +145,8 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     s[CC].vectorize(cx)
 
     for packed in packing:  # none when the kernel takes the weight packed
-        paxes = list(s[packed].op.axis)
-        pouter = s[packed].fuse(*paxes[:-2]) if batch else paxes[0]
+        pouter, _, pinner = s[packed].op.axis
         if cfg["parallel"].val:
             s[packed].parallel(pouter)
-        s[packed].vectorize(paxes[-1])  # contiguous panel stores, strided (gathered) weight loads
+        s[packed].vectorize(pinner)  # contiguous panel stores, strided (gathered) weight loads
     return s
