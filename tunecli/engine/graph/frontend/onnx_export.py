@@ -1,9 +1,11 @@
-"""A graph module as an ONNX model (opset 13), so that onnxruntime can run the same network as a
+"""A graph module as an ONNX model (opset 17), so that onnxruntime can run the same network as a
 built-in model (``apply`` and the network benchmark compare with it).
 
 The operators of ``relay.testing``'s networks have an ONNX form: conv2d, dense, bias_add,
 batch_norm, relu, clip, add, max_pool2d, global_avg_pool2d, batch_flatten, concatenate, dropout
-(inference: the identity) and softmax.  Any other operator is a ``GraphError`` naming it.
+(inference: the identity) and softmax; so do those of the transformers (layer_norm, take,
+batch_matmul, reshape, transpose, strided_slice, broadcast_to, where, the arithmetic, math and
+comparison operators).  Any other operator is a ``GraphError`` naming it.
 """
 
 from __future__ import annotations
@@ -21,11 +23,24 @@ from ..ops.conv import conv2d_padding
 from ..traversal import post_order
 from ..type_infer import infer_types
 
+#: Graph operators written as one ONNX node of the same inputs (attributes aside).
+_SAME_INPUTS = {
+    "nn.relu": "Relu", "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "power": "Pow",
+    "maximum": "Max", "minimum": "Min", "erf": "Erf", "tanh": "Tanh", "sqrt": "Sqrt", "exp": "Exp",
+    "log": "Log", "negative": "Neg", "abs": "Abs", "sigmoid": "Sigmoid", "where": "Where", "equal": "Equal",
+    "less": "Less", "greater": "Greater", "less_equal": "LessOrEqual", "greater_equal": "GreaterOrEqual",
+    "logical_not": "Not", "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor",
+    "nn.global_avg_pool2d": "GlobalAveragePool", "nn.batch_flatten": "Flatten", "nn.dropout": "Identity",
+}
 #: The operators :func:`to_onnx` writes.
-EXPORTED_OPS = ("nn.conv2d", "nn.dense", "nn.bias_add", "nn.batch_norm", "nn.relu", "clip", "add",
-                "nn.max_pool2d", "nn.global_avg_pool2d", "nn.batch_flatten", "concatenate", "nn.dropout",
-                "nn.softmax")
-_OPSET = 13
+EXPORTED_OPS = tuple(sorted({
+    *_SAME_INPUTS, "nn.conv2d", "nn.dense", "nn.bias_add", "nn.batch_norm", "clip", "nn.max_pool2d",
+    "concatenate", "nn.softmax", "nn.layer_norm", "take", "nn.batch_matmul", "reshape", "transpose",
+    "strided_slice", "broadcast_to", "cast", "rsqrt",
+}))
+_OPSET = 17
+#: numpy dtype name -> ONNX ``TensorProto`` element type, of the inputs and outputs written.
+_ELEMENT_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9, "float64": 11}
 
 
 def to_onnx(mod: IRModule, params: Mapping[str, Any]) -> bytes:
@@ -43,11 +58,11 @@ def to_onnx(mod: IRModule, params: Mapping[str, Any]) -> bytes:
     Raises
     ------
     GraphError
-        For an operator without an ONNX form here (see :data:`EXPORTED_OPS`), a non-float32
-        network or more than one output.
+        For an operator without an ONNX form here (see :data:`EXPORTED_OPS`), an input of an
+        element type not written, or more than one output.
     """
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     fn = mod["main"]
     infer_types(fn)
@@ -57,14 +72,11 @@ def to_onnx(mod: IRModule, params: Mapping[str, Any]) -> bytes:
     inputs = []
     for p in fn.params:
         names[p] = p.name_hint
-        if str(p.checked_type.dtype) != "float32":
-            raise GraphError(f"to_onnx: input {p.name_hint!r} is {p.checked_type.dtype}; only float32 "
-                             "networks are written")
         if p.name_hint in params:
             inits.append(numpy_helper.from_array(_array(params[p.name_hint]), p.name_hint))
         else:
             shape = [int(d) for d in p.checked_type.shape]
-            inputs.append(helper.make_tensor_value_info(p.name_hint, TensorProto.FLOAT, shape))
+            inputs.append(helper.make_tensor_value_info(p.name_hint, _element_type(p), shape))
 
     def constant(value: np.ndarray) -> str:
         name = f"c{len(inits)}"
@@ -89,11 +101,18 @@ def to_onnx(mod: IRModule, params: Mapping[str, Any]) -> bytes:
     if not isinstance(names.get(fn.body), str):
         raise GraphError("to_onnx: only networks with one output are written")
     out_shape = [int(d) for d in fn.body.checked_type.shape]
-    output = helper.make_tensor_value_info(names[fn.body], TensorProto.FLOAT, out_shape)
+    output = helper.make_tensor_value_info(names[fn.body], _element_type(fn.body), out_shape)
     graph = helper.make_graph(nodes, "network", inputs, [output], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)])
     onnx.checker.check_model(model)
     return model.SerializeToString()
+
+
+def _element_type(expr: Expr) -> int:
+    dtype = str(expr.checked_type.dtype)
+    if dtype not in _ELEMENT_TYPES:
+        raise GraphError(f"to_onnx: {expr} is {dtype}; written element types: {', '.join(_ELEMENT_TYPES)}")
+    return _ELEMENT_TYPES[dtype]
 
 
 def _array(value: Any) -> np.ndarray:
@@ -108,8 +127,12 @@ def _call(node: Call, args: list[Any], add: Any, constant: Any) -> None:
         top, left, bottom, right = conv2d_padding(a, (kh, kw))
         add("Conv", args, node, strides=list(a.strides), dilations=list(a.dilation),
             pads=[top, left, bottom, right], group=a.groups, kernel_shape=[kh, kw])
-    elif name == "nn.dense":
+    elif name in _SAME_INPUTS:
+        add(_SAME_INPUTS[name], list(args), node)
+    elif name == "nn.dense" and len(node.args[0].checked_type.shape) == 2:
         add("Gemm", args, node, transB=1)
+    elif name == "nn.dense":
+        add("MatMul", [args[0], add("Transpose", [args[1]], (node, "weight"), perm=[1, 0])], node)
     elif name == "nn.bias_add":
         ndim = len(node.args[0].checked_type.shape)
         axis = a.axis % ndim
@@ -122,25 +145,56 @@ def _call(node: Call, args: list[Any], add: Any, constant: Any) -> None:
         if a.axis % len(node.args[0].checked_type.shape) != 1:
             raise GraphError("to_onnx: nn.batch_norm over an axis other than 1 has no ONNX form")
         add("BatchNormalization", args, node, epsilon=a.epsilon)
-    elif name == "nn.relu":
-        add("Relu", args, node)
     elif name == "clip":
         add("Clip", [args[0], constant(np.float32(a.a_min)), constant(np.float32(a.a_max))], node)
-    elif name == "add":
-        add("Add", args, node)
     elif name == "nn.max_pool2d":
         pads = list(a.padding) * (2 if len(a.padding) == 2 else 1)  # (top, left, bottom, right)
         add("MaxPool", args, node, kernel_shape=list(a.pool_size), strides=list(a.strides), pads=pads,
             dilations=list(a.dilation), ceil_mode=int(a.ceil_mode))
-    elif name == "nn.global_avg_pool2d":
-        add("GlobalAveragePool", args, node)
-    elif name == "nn.batch_flatten":
-        add("Flatten", args, node)
     elif name == "concatenate":
         add("Concat", list(args[0]), node, axis=a.axis)
-    elif name == "nn.dropout":
-        add("Identity", args, node)
     elif name == "nn.softmax":
         add("Softmax", args, node, axis=a.axis)
+    else:
+        _transformer_call(node, args, add, constant)
+
+
+def _ints(values: Any) -> np.ndarray:
+    return np.asarray([int(v) for v in values], dtype="int64")
+
+
+def _transformer_call(node: Call, args: list[Any], add: Any, constant: Any) -> None:
+    """Write one call of the transformer operators as ONNX nodes."""
+    name, a = node.op.name, node.attrs
+    out_shape = [int(d) for d in node.checked_type.shape]
+    if name == "nn.layer_norm":
+        if not (a.center and a.scale):
+            raise GraphError("to_onnx: nn.layer_norm without its scale or shift has no ONNX form here")
+        add("LayerNormalization", args, node, axis=a.axis, epsilon=a.epsilon)
+    elif name == "take":
+        data = args[0]
+        if a.axis is None:
+            data = add("Reshape", [args[0], constant(_ints([-1]))], (node, "flat"))
+        add("Gather", [data, args[1]], node, axis=0 if a.axis is None else a.axis)
+    elif name in ("reshape", "squeeze", "expand_dims"):
+        add("Reshape", [args[0], constant(_ints(out_shape))], node)
+    elif name == "transpose":
+        ndim = len(out_shape)
+        add("Transpose", args, node, perm=list(a.axes) if a.axes is not None else list(range(ndim))[::-1])
+    elif name == "nn.batch_matmul":
+        lhs = add("Transpose", [args[0]], (node, "a"), perm=[0, 2, 1]) if a.transpose_a else args[0]
+        rhs = add("Transpose", [args[1]], (node, "b"), perm=[0, 2, 1]) if a.transpose_b else args[1]
+        add("MatMul", [lhs, rhs], node)
+    elif name == "strided_slice":
+        count = len(a.begin)
+        axes = a.axes if a.axes is not None else range(count)
+        bounds = [constant(_ints(v)) for v in (a.begin, a.end, axes, a.strides or (1,) * count)]
+        add("Slice", [args[0], *bounds], node)
+    elif name == "broadcast_to":
+        add("Expand", [args[0], constant(_ints(out_shape))], node)
+    elif name == "cast":
+        add("Cast", args, node, to=_element_type(node))
+    elif name == "rsqrt":
+        add("Reciprocal", [add("Sqrt", args, (node, "sqrt"))], node)
     else:
         raise GraphError(f"to_onnx: {name} has no ONNX form here (written: {', '.join(EXPORTED_OPS)})")
