@@ -2,8 +2,9 @@
 
 1. ``tunecli.cuda(0)`` exists (cuda-bindings, driver, GPU) and reports its compute capability;
 2. a vector add built for ``cuda`` runs and matches numpy, and is timed with CUDA events;
-3. the seed's conv2d (TVM's ``tune_conv2d_cuda.py`` template, resnet's last layer: 1x512x7x7,
-   512 3x3 filters) is built for ``--configs`` random configs of its space; each one that builds
+3. a user's GPU conv2d template file (``tests/faces/tutorials/gpu_conv_template.py``, the kind of
+   template TVM's ``tune_conv2d_cuda.py`` tunes; resnet's last layer: 1x512x7x7, 512 3x3 filters)
+   is built for ``--configs`` random configs of its space; each one that builds
    runs on fresh random inputs and must match ``conv2d_nchw_python`` (configs beyond the GPU's
    limits must be refused when built, never fail at launch);
 4. the conv2d is tuned for ``--trials`` trials (LocalBuilder / LocalRunner with
@@ -50,7 +51,7 @@ from tunecli.engine.task.template_file import load_template_file  # noqa: E402
 from tunecli.errors import InstantiationError  # noqa: E402
 from tunecli.topi.testing import conv2d_nchw_python  # noqa: E402
 
-TEMPLATE_FILE = ROOT / "tests" / "tvm_ports" / "test_tune_conv2d_cuda.py"
+TEMPLATE_FILE = ROOT / "tests" / "faces" / "tutorials" / "gpu_conv_template.py"
 SEED = (1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1))
 ROWS: list[tuple[str, str, str]] = []
 F32 = "float32"
@@ -114,7 +115,7 @@ def run_conv(func: tvm.runtime.Module, dev: tvm.Device, number: int = 0) -> tupl
 
 
 def conv_configs(dev: tvm.Device, template: object, count: int) -> None:
-    task = autotvm.task.create("tvm_port/conv2d_no_batching", args=SEED, target="cuda")
+    task = autotvm.task.create("faces/gpu_direct_conv", args=SEED, target="cuda")
     rng = random.Random()
     built = refused = wrong = 0
     for _ in range(count):
@@ -137,7 +138,7 @@ def conv_configs(dev: tvm.Device, template: object, count: int) -> None:
 
 
 def tune_conv(dev: tvm.Device, template: object, trials: int, out: Path) -> float | None:
-    task = autotvm.task.create("tvm_port/conv2d_no_batching", args=SEED, target="cuda")
+    task = autotvm.task.create("faces/gpu_direct_conv", args=SEED, target="cuda")
     log = out / "conv2d_cuda.log"
     log.unlink(missing_ok=True)
     option = autotvm.measure_option(
@@ -301,7 +302,7 @@ def resnet18_network(dev: tvm.Device) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=200, help="tuning trials of the seed conv2d")
+    parser.add_argument("--trials", type=int, default=200, help="tuning trials of the conv2d template")
     parser.add_argument("--configs", type=int, default=24, help="random conv2d configs to build and check")
     parser.add_argument("--template-trials", type=int, default=24, help="tuning trials per GPU template")
     parser.add_argument("--out", type=Path, default=Path("."), help="where the tuning logs go")
@@ -315,7 +316,7 @@ def main() -> int:
             row("CUDA device", False, str(err))
         return 1
     row("CUDA device", True, f"cuda(0), compute capability {dev.compute_version}")
-    template = load_template_file(TEMPLATE_FILE).conv2d_no_batching
+    template = load_template_file(TEMPLATE_FILE).gpu_direct_conv
     ours = theirs = None
     for name, step in (("vector add", lambda: vector_add(dev)),
                        ("conv2d random configs", lambda: conv_configs(dev, template, opts.configs))):

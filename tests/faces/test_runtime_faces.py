@@ -1,4 +1,4 @@
-"""The TVM runtime faces the ports rely on: ``tunecli.nd``, ``cpu``/``device``, ``testing`` and
+"""The TVM runtime faces TVM scripts rely on: ``tunecli.nd``, ``cpu``/``device``, ``testing`` and
 ``Module.time_evaluator(func_name, dev, ...)`` (next to its older ``(number, repeat, ...)`` form)."""
 
 from __future__ import annotations
