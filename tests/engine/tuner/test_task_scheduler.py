@@ -304,7 +304,7 @@ def test_a_tuner_starts_from_every_record_known_at_its_first_round() -> None:
 
 # ------------------------------------------------------------------ bad arguments
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"budget": 1}, "a budget of 1 trials is less than one per task (2 tasks)"),
+    ({"budget": 1}, "a budget of 1 trials is less than one trial per task (2 tasks)"),
     ({"policy": "greedy"}, "unknown task scheduler 'greedy' (registered: gradient, round-robin)"),
     ({"weights": [1, 0]}, "expected one positive weight per task"),
     ({"weights": [1]}, "expected one positive weight per task"),

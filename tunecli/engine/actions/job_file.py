@@ -29,8 +29,8 @@ from tunecli.engine.actions.tune_graph import tune_graph
 from tunecli.engine.job.measure_setup import check_local_device, close_measure_option, make_measure_option
 from tunecli.engine.job.network import job_task_set, load_network
 from tunecli.engine.job.spec import load_job
-from tunecli.engine.job.tuning_spec import budget_problem
 from tunecli.engine.log.log_files import exclusive_log
+from tunecli.engine.tuner.task_scheduler import budget_problem
 from tunecli.errors import JobError
 
 

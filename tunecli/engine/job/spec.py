@@ -60,16 +60,10 @@ from tunecli.engine.job.model_spec import (
     read_ops,
 )
 from tunecli.engine.job.nodes import Node, load_document
-from tunecli.engine.job.tuning_spec import (
-    BuilderSpec,
-    RunnerSpec,
-    TunerSpec,
-    budget_problem,
-    read_measure,
-    read_tuner,
-)
+from tunecli.engine.job.tuning_spec import BuilderSpec, RunnerSpec, TunerSpec, read_measure, read_tuner
 from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.target import Target, as_target, host_cpu, host_features, host_triple, triple_arch
+from tunecli.engine.tuner.task_scheduler import budget_problem
 from tunecli.errors import JobError, TargetError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -53,25 +53,6 @@ class TunerSpec:
     remeasure: int = 0
 
 
-def budget_problem(budget: int | None, n_tasks: int) -> str | None:
-    """Why ``budget`` cannot be spent over ``n_tasks`` tasks (less than one trial each), or None.
-
-    The job schema applies it to the listed tasks, ``tune`` to every task (a network's included).
-
-    Parameters
-    ----------
-    budget : int or None
-    n_tasks : int
-
-    Returns
-    -------
-    str or None
-    """
-    if budget is not None and n_tasks and budget < n_tasks:
-        return f"a budget of {budget} trials is less than one trial per task ({n_tasks} tasks)"
-    return None
-
-
 @dataclass(frozen=True)
 class BuilderSpec:
     """The ``measure.builder`` section (TVM's ``LocalBuilder`` options)."""

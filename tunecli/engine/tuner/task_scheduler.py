@@ -189,6 +189,26 @@ _POLICIES = (
 SCHEDULER_POLICIES: dict[str, SchedulerPolicy] = {p.name: p for p in _POLICIES}
 
 
+def budget_problem(budget: int | None, n_tasks: int) -> str | None:
+    """Why ``budget`` cannot be spent over ``n_tasks`` tasks (less than one trial each), or None.
+
+    The one rule of the scheduler, the job schema (the listed tasks) and ``tune`` (every task, a
+    network's included).
+
+    Parameters
+    ----------
+    budget : int or None
+    n_tasks : int
+
+    Returns
+    -------
+    str or None
+    """
+    if budget is not None and n_tasks and budget < n_tasks:
+        return f"a budget of {budget} trials is less than one trial per task ({n_tasks} tasks)"
+    return None
+
+
 class TaskScheduler:
     """Spend ``budget`` trials over ``tasks``, one round of one task at a time.
 
@@ -239,9 +259,9 @@ class TaskScheduler:
         weights = [1.0] * len(tasks) if weights is None else [float(w) for w in weights]
         if len(weights) != len(tasks) or any(not (w > 0 and math.isfinite(w)) for w in weights):
             raise TuneError(f"task scheduler: expected one positive weight per task, got {weights}")
-        if budget < len(tasks):
-            raise TuneError(f"task scheduler: a budget of {budget} trials is less than one per task "
-                            f"({len(tasks)} tasks)")
+        problem = budget_problem(budget, len(tasks))
+        if problem:
+            raise TuneError(f"task scheduler: {problem}")
         if round_trials is not None and round_trials < 1:
             raise TuneError(f"task scheduler: round_trials must be >= 1, got {round_trials}")
         self.policy = SCHEDULER_POLICIES[policy]
