@@ -46,6 +46,13 @@ def test_depthwise_and_dense() -> None:
     assert flop_from_workload("dense_pack.x86", with_bias) == 2 * 4 * 1000 * 512 + 4000
 
 
+def test_batch_matmul_in_each_transposed_form() -> None:
+    nt = [tensor(12, 128, 64), tensor(12, 128, 64), [12, 128, 128], "float32", False, True]
+    assert flop_from_workload("batch_matmul.x86", nt) == 2 * 12 * 128 * 128 * 64
+    tn = [tensor(12, 64, 128), tensor(1, 64, 32), [12, 128, 32], "float32", True, False]
+    assert flop_from_workload("batch_matmul.x86", tn) == 2 * 12 * 128 * 32 * 64
+
+
 @pytest.mark.parametrize("args", [
     [], [1, 2, 3],
     [tensor(1, 3, 4, 4), tensor(8, 3, 7, 7), 1, 0, 1, "NCHW", "NCHW", "float32"],  # window too big
@@ -60,5 +67,6 @@ def test_malformed_workloads_have_no_count(args) -> None:
 
 def test_the_rules_sit_on_the_rows_of_tvms_x86_templates() -> None:
     rows = sorted(s.name for s in STRATEGIES if s.workload_flop is not None)
-    assert rows == ["conv2d_NCHWc.x86", "dense_nopack.x86", "dense_pack.x86", "depthwise_conv2d_NCHWc.x86"]
+    assert rows == ["batch_matmul.x86", "conv2d_NCHWc.x86", "dense_nopack.x86", "dense_pack.x86",
+                    "depthwise_conv2d_NCHWc.x86"]
     assert workload_flop_rule("dense.x86") is None  # its FLOPs come from tracing the template

@@ -128,6 +128,28 @@ def dense_flop(args: Sequence[Any]) -> int:
     return 2 * m * n * k + bias
 
 
+def batch_matmul_flop(args: Sequence[Any]) -> int:
+    """FLOPs of ``batch_matmul.x86(tensor_a, tensor_b, out_shape, out_dtype, transpose_a, transpose_b)``
+    (a batch of 1 broadcasts).
+
+    Parameters
+    ----------
+    args : sequence
+
+    Returns
+    -------
+    int
+    """
+    a, b = _shape(args[0]), _shape(args[1])
+    if len(a) != 3 or len(b) != 3:
+        raise ValueError(f"batch_matmul operands must be 3-D: {a}, {b}")
+    transpose_a = bool(args[4]) if len(args) > 4 else False
+    transpose_b = bool(args[5]) if len(args) > 5 else True
+    m, k = (a[2], a[1]) if transpose_a else (a[1], a[2])
+    n = b[1] if transpose_b else b[2]
+    return 2 * max(a[0], b[0]) * m * n * k
+
+
 #: ``count(serialized args) -> FLOPs``: a strategy row's ``workload_flop``.
 WorkloadFlop = Callable[[Sequence[Any]], int]
 

@@ -37,6 +37,7 @@ from tunecli.engine.ops.x86.gemm import MAX_KK, MAX_MR, fallback_gemm_tile
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.factors import get_factors
 from tunecli.engine.task.space import SplitEntity
+from tunecli.engine.task.workload_flop import batch_matmul_flop
 from tunecli.errors import InstantiationError
 
 #: Widest register tile, in vectors of the target.
@@ -161,4 +162,4 @@ BATCH_MATMUL_X86 = Strategy(
     op="batch_matmul", target_key="cpu", name="batch_matmul.x86", declare=declare_batch_matmul,
     compute=batch_matmul_x86_compute, schedule=schedule_batch_matmul_x86, reference=ref.batch_matmul,
     outputs=("out",), summary="TVM's workload and knobs; `tensor_b` transposed by default, both forms served",
-    baseline=baseline.BATCH_MATMUL)
+    baseline=baseline.BATCH_MATMUL, workload_flop=batch_matmul_flop)
