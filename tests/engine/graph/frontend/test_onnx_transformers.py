@@ -54,6 +54,22 @@ def test_exported_block_builds_and_matches_onnxruntime_and_torch(name: str) -> N
     module, inputs = make_module(), make_inputs()
     model = export(module, inputs)
     mod, params = from_onnx(model)
+    _check_block(module, model, mod, params, inputs)
+
+
+@pytest.mark.parametrize("opset", [13, 14])
+def test_layer_norm_decomposed_by_older_opsets(opset: int) -> None:
+    """Before opset 17 exporters spell layer normalisation as ReduceMean, Sub, Pow, Sqrt, Add, Div."""
+    torch.manual_seed(0)
+    module, inputs = Encoder(), _token_inputs()
+    model = export(module, inputs, opset=opset)
+    kinds = {n.op_type for n in model.graph.node}
+    assert "LayerNormalization" not in kinds and {"ReduceMean", "Pow", "Sqrt", "Div"} <= kinds
+    mod, params = from_onnx(model)
+    _check_block(module, model, mod, params, inputs)
+
+
+def _check_block(module, model, mod, params, inputs) -> None:
     got = _built(mod, params, inputs)
     (expected,) = onnxruntime_outputs(model, inputs)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
