@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tunecli.engine.measure.builder import Builder, LocalBuilder
 from tunecli.engine.measure.local_runner import LocalRunner
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import OnResult, Runner
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.task import Task
 
 
 def measure_option(builder: Builder | str, runner: Runner | str) -> dict:
@@ -127,7 +130,7 @@ class MeasureBatch:
         return results
 
 
-def create_measure_batch(task: Any, option: dict, overlap: bool | str = "auto") -> MeasureBatch:
+def create_measure_batch(task: Task, option: dict, overlap: bool | str = "auto") -> MeasureBatch:
     """Return ``measure_batch(inputs) -> [MeasureResult]`` for ``task``.
 
     Parameters

@@ -30,7 +30,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tunecli.engine.build import build as default_build
 from tunecli.engine.codegen.compiled_kernel import LaunchShape
@@ -40,6 +40,9 @@ from tunecli.engine.measure.worker import CallOutcome, CallStatus, WorkerPool
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.space import ConfigEntity
 from tunecli.errors import InstantiationError, TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.task import Task
 
 #: Builds a builder child runs before it is replaced (LLVM leaks memory with every compile).
 WORKER_MAX_JOBS = 200
@@ -177,7 +180,8 @@ def build_job(job: BuildJob) -> BuildResult | BuildFailure:
         return BuildFailure(int(error), traceback.format_exc(), _portable(err), time.perf_counter() - start)
 
 
-def make_build_job(task: Any, config: Any, target: Any = None, build_func: Callable[..., Any] | None = None,
+def make_build_job(task: Task, config: ConfigEntity, target: Target | str | None = None,
+                   build_func: Callable[..., Any] | None = None,
                    build_kwargs: dict | None = None) -> BuildJob:
     """Describe building ``config`` of ``task`` for a child process.
 
@@ -239,9 +243,9 @@ class Builder:
         self.n_parallel = n_parallel or os.cpu_count() or 1
         self.user_build_kwargs = dict(build_kwargs or {})
         self.build_kwargs: dict = {}
-        self.task: Any = None
+        self.task: Task | None = None
 
-    def set_task(self, task: Any, build_kwargs: dict | None = None) -> None:
+    def set_task(self, task: Task, build_kwargs: dict | None = None) -> None:
         """Prepare to build configs of ``task``; ``build_kwargs`` come from the runner.
 
         Parameters
@@ -302,7 +306,7 @@ class LocalBuilder(Builder):
         self.pool = WorkerPool(self.n_parallel, worker_max_jobs, preload=(__name__,),
                                name="tunecli-builder")
 
-    def set_task(self, task: Any, build_kwargs: dict | None = None) -> None:
+    def set_task(self, task: Task, build_kwargs: dict | None = None) -> None:
         """Prepare to build configs of ``task`` and start the children warming up."""
         super().set_task(task, build_kwargs)
         self.pool.start()

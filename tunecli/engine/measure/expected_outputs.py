@@ -15,7 +15,7 @@ made once per task (and argument layout):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,10 @@ from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.target import as_target
 from tunecli.errors import TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.space import ConfigEntity, ConfigSpace
+    from tunecli.engine.task.task import Task
 
 RefOutputs = tuple[tuple[int, bytes], ...]
 
@@ -69,7 +73,7 @@ def numpy_reference(func: Any, specs: Sequence[ArgSpecT], outputs: Sequence[int]
     return tuple(ref)
 
 
-def first_config(space: Any) -> Any:
+def first_config(space: ConfigSpace) -> ConfigEntity:
     """The first config of ``space`` allowed by its filters (index 0 for unfiltered spaces)."""
     is_valid = getattr(space, "is_index_valid", None)
     if is_valid is not None:
@@ -79,7 +83,7 @@ def first_config(space: Any) -> Any:
     return space.get(0)
 
 
-def reference_request(worker: Worker, task: Any, specs: Sequence[ArgSpecT], outputs: Sequence[int],
+def reference_request(worker: Worker, task: Task, specs: Sequence[ArgSpecT], outputs: Sequence[int],
                       seed: int, timeout: float) -> MeasureRequest:
     """Build the task's first config in ``worker``; return the request that runs it once and sends
     its outputs back (on this host or, through RPC, on a device).
@@ -101,7 +105,7 @@ def reference_request(worker: Worker, task: Any, specs: Sequence[ArgSpecT], outp
                           target=None if target.kind == "llvm" else target, launch=result.launch)
 
 
-def reference_from_reply(task: Any, reply: MeasureReply | None, detail: str = "") -> RefOutputs:
+def reference_from_reply(task: Task, reply: MeasureReply | None, detail: str = "") -> RefOutputs:
     """The outputs a run of :func:`reference_request` sent back.
 
     Raises
@@ -116,7 +120,7 @@ def reference_from_reply(task: Any, reply: MeasureReply | None, detail: str = ""
     return reply.outputs
 
 
-def built_reference(worker: Worker, task: Any, specs: Sequence[ArgSpecT], outputs: Sequence[int],
+def built_reference(worker: Worker, task: Task, specs: Sequence[ArgSpecT], outputs: Sequence[int],
                     seed: int, timeout: float) -> RefOutputs:
     """Expected outputs from building and running the task's first config in ``worker``.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tunecli.engine.measure import expected_outputs as reference
 from tunecli.engine.measure.arrays import ArgSpecT
@@ -26,6 +26,9 @@ from tunecli.engine.measure.timing import measure_in_worker
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import Worker
 from tunecli.errors import TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.task import Task
 
 logger = logging.getLogger("autotvm")
 
@@ -77,7 +80,7 @@ class LocalRunner(Runner):
                              name="tunecli-runner")
         self._refs: dict[tuple, RefOutputs | None] = {}
 
-    def set_task(self, task: Any) -> Any:
+    def set_task(self, task: Task) -> Any:
         """Prepare to measure ``task`` and start the worker warming up."""
         super().set_task(task)
         self._refs.clear()
@@ -114,7 +117,7 @@ class LocalRunner(Runner):
             time.sleep(self.timing.cooldown_interval)
         return result
 
-    def reference_outputs(self, task: Any, specs: tuple[ArgSpecT, ...],
+    def reference_outputs(self, task: Task, specs: tuple[ArgSpecT, ...],
                           outputs: tuple[int, ...]) -> RefOutputs:
         """Reference outputs for ``task`` with this argument layout (made once; empty if impossible)."""
         key = (task.name, task.args, str(task.target), specs, outputs)

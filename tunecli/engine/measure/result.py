@@ -6,10 +6,16 @@ import math
 import time
 from collections import namedtuple
 from enum import IntEnum
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from tunecli.errors import TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.target import Target
+    from tunecli.engine.task.space import ConfigEntity
+    from tunecli.engine.task.task import Task
 
 
 class MeasureErrorNo(IntEnum):
@@ -26,8 +32,12 @@ class MeasureErrorNo(IntEnum):
     UNKNOWN_ERROR = 8
 
 
-MeasureInput = namedtuple("MeasureInput", ["target", "task", "config"])
-MeasureInput.__doc__ = """What to measure: a target, a Task and a ConfigEntity of its space."""
+class MeasureInput(NamedTuple):
+    """What to measure: a target, a Task and a ConfigEntity of its space."""
+
+    target: Target
+    task: Task
+    config: ConfigEntity
 
 
 class MeasureResult(namedtuple("MeasureResult", ["costs", "error_no", "all_cost", "timestamp"])):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, output_indices_of
 from tunecli.engine.measure.builder import BuildResult
@@ -25,6 +25,9 @@ from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureR
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.target import Target, as_target
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.task import Task
 
 #: Seed of the random inputs of every measurement.
 SEED = 0
@@ -99,14 +102,14 @@ class Runner(ABC):
                  timing: TimingOptions | None = None) -> None:
         self.timing = (timing or TimingOptions()).with_values(timeout=timeout)
         self.n_parallel = n_parallel
-        self.task: Any = None
+        self.task: Task | None = None
 
     @property
     def timeout(self) -> float:
         """Seconds one measurement may take (``timing.timeout``)."""
         return self.timing.timeout
 
-    def set_task(self, task: Any) -> Any:
+    def set_task(self, task: Task) -> Any:
         """Prepare to measure configs of ``task``; the return value is kept alive by the caller."""
         self.task = task
         return None
@@ -142,7 +145,7 @@ class Runner(ABC):
     def close(self) -> None:  # noqa: B027 - optional: most runners hold nothing between batches
         """Release what the runner holds (worker processes, connections)."""
 
-    def reference_outputs(self, task: Any, specs: tuple[ArgSpecT, ...],
+    def reference_outputs(self, task: Task, specs: tuple[ArgSpecT, ...],
                           outputs: tuple[int, ...]) -> RefOutputs:
         """Expected outputs of ``task``'s kernels with this argument layout (empty: not checked)."""
         return ()
@@ -159,7 +162,7 @@ class Runner(ABC):
                               launch=build.launch)
 
 
-def _device_target(target: Any) -> Target | None:
+def _device_target(target: Target | str) -> Target | None:
     """The target a request names: None (this host) for CPU targets, whose objects the runner
     loads on its own CPU whatever ``-mcpu`` they were built for, else the target itself."""
     t = as_target(target)

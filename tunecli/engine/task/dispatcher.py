@@ -9,8 +9,8 @@ innermost context cannot answer goes to the one below it, down to the root
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from tunecli.engine.target import Target
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.task.space import ConfigSpace
@@ -28,7 +28,7 @@ class DispatchContext:
     def __init__(self) -> None:
         self._old_ctx = DispatchContext.current
 
-    def query(self, target: Any, workload: tuple | None) -> Any:
+    def query(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace:
         """Return the config for ``workload`` on ``target``, asking the enclosing context if needed.
 
         Parameters
@@ -45,7 +45,7 @@ class DispatchContext:
             ret = self._old_ctx.query(target, workload)
         return ret
 
-    def choose(self, target: Any, workloads: list[tuple]) -> tuple[tuple, Any] | None:
+    def choose(self, target: Target | str | None, workloads: list[tuple]) -> tuple[tuple, ConfigSpace] | None:
         """For a call with several implementations (``workloads``: one per implementation), the
         workload and config a context that decides per call gives it (``apply_graph_best``); None
         when no context on the stack does: the caller compares the queried configs' costs.
@@ -61,7 +61,7 @@ class DispatchContext:
         """
         return self._old_ctx.choose(target, workloads) if self._old_ctx is not None else None
 
-    def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
+    def update(self, target: Target | str | None, workload: tuple, cfg: ConfigSpace) -> None:
         """Make ``cfg`` the answer for (target, workload) in this context.
 
         Parameters
@@ -72,7 +72,7 @@ class DispatchContext:
         """
         raise NotImplementedError
 
-    def _query_inside(self, target: Any, workload: tuple | None) -> Any:
+    def _query_inside(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace | None:
         raise NotImplementedError
 
     def __enter__(self) -> DispatchContext:
@@ -97,11 +97,11 @@ class ApplyConfig(DispatchContext):
         self._config = config
         self.workload: tuple | None = None
 
-    def _query_inside(self, target: Any, workload: tuple | None) -> ConfigSpace:
+    def _query_inside(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace:
         self.workload = workload
         return self._config
 
-    def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
+    def update(self, target: Target | str | None, workload: tuple, cfg: ConfigSpace) -> None:
         """Replace the config (see ``DispatchContext.update``)."""
         self._config = cfg
 
@@ -113,7 +113,7 @@ class FallbackContext(DispatchContext):
         super().__init__()
         self.memory: dict[tuple, ConfigSpace] = {}
 
-    def _query_inside(self, target: Any, workload: tuple | None) -> ConfigSpace:
+    def _query_inside(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace:
         key = (str(target), workload)
         if key in self.memory:
             return self.memory[key]
@@ -127,7 +127,7 @@ class FallbackContext(DispatchContext):
         self.memory[key] = cfg
         return cfg
 
-    def clear_cache(self, target: Any, workload: tuple) -> None:
+    def clear_cache(self, target: Target | str | None, workload: tuple) -> None:
         """Forget the fallback config of (target, workload).
 
         Parameters
@@ -137,7 +137,7 @@ class FallbackContext(DispatchContext):
         """
         self.memory.pop((str(target), workload), None)
 
-    def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
+    def update(self, target: Target | str | None, workload: tuple, cfg: ConfigSpace) -> None:
         """Use ``cfg`` for (target, workload) from now on."""
         self.memory[(str(target), workload)] = cfg
 
@@ -145,7 +145,7 @@ class FallbackContext(DispatchContext):
 DispatchContext.current = FallbackContext()
 
 
-def clear_fallback_cache(target: Any, workload: tuple) -> None:
+def clear_fallback_cache(target: Target | str | None, workload: tuple) -> None:
     """Forget the root context's fallback config of (target, workload).
 
     Parameters

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tunecli.engine.task.annotate_space import AnnotateEntity
 from tunecli.engine.task.space_entities import ANN_TO_NUMBER, OtherOptionEntity, ReorderEntity, SplitEntity
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.space import ConfigSpace
 
 
 def _feature_value(val: Any) -> float:
@@ -54,7 +57,7 @@ def entity_features(v: Any) -> list[float]:
     return []
 
 
-def knob_features(space: Any, indices: Sequence[int]) -> np.ndarray:
+def knob_features(space: ConfigSpace, indices: Sequence[int]) -> np.ndarray:
     """Return the knob features of many config indices (one row each).
 
     Parameters

@@ -18,7 +18,7 @@ import importlib
 import inspect
 import logging
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import cloudpickle
@@ -407,7 +407,8 @@ class Task:
                 f"workload={self.workload})")
 
 
-def create(task_name: str, args: Any, target: Any, target_host: Any = None) -> Task:
+def create(task_name: str, args: Sequence[Any], target: Target | str,
+           target_host: Target | str | None = None) -> Task:
     """Create a tuning task: trace template ``task_name`` with ``args`` to collect its space.
 
     A template registered with a numpy reference (the built-in ones) gives the task its
