@@ -3,8 +3,8 @@
 Entries are opaque bytes stored under a key (:func:`cache_key`): a digest of what the caller says
 determines the code (for a network's group: its text, the config, the kernel name), of the
 target as LLVM compiles for it (triple, CPU, features) and of :class:`CodeVersions` (tunecli's
-version and a digest of its sources, llvmlite's and LLVM's versions), so a change of any of
-them misses.
+version and a digest of its compiler's sources, llvmlite's and LLVM's versions), so a change of
+any of them misses.
 
 The directory is ``$TUNECLI_CACHE_DIR``, else ``$XDG_CACHE_HOME/tunecli/kernels``, else
 ``~/.cache/tunecli/kernels``; ``TUNECLI_NO_CACHE=1`` turns the cache off and
@@ -45,6 +45,12 @@ FORMAT = "1"
 _MAGIC = b"TUNECLI-KERNEL\n"
 _SUFFIX = ".kernel"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+#: The parts of tunecli (relative to the package) whose code decides a network's kernels: the
+#: compiler, the templates and their config spaces, the graph compiler.  Not the measurement,
+#: logs, tuners, jobs or commands (a config from a log is part of a key itself).
+COMPILER_SOURCES = ("errors.py", "engine/ir", "engine/target.py", "engine/option.py", "engine/transform",
+                    "engine/te", "engine/schedule", "engine/lower", "engine/codegen", "engine/build.py",
+                    "engine/task", "engine/ops", "engine/graph")
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,8 @@ class CodeVersions:
     tunecli : str
         The installed version of tunecli.
     sources : str
-        Digest of tunecli's Python sources (a development tree changes without a new version).
+        Digest of the sources of tunecli's compiler (:data:`COMPILER_SOURCES`; a development
+        tree changes without a new version).
     llvmlite : str
     llvm : str
         The LLVM version llvmlite was built with.
@@ -82,12 +89,16 @@ def code_versions() -> CodeVersions:
         tunecli_version = "unknown"
     root = Path(__file__).resolve().parents[2]  # the tunecli package
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for part in COMPILER_SOURCES for p in _python_files(root / part)):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
     return CodeVersions(tunecli_version, digest.hexdigest(), llvmlite.__version__,
                         ".".join(str(v) for v in llvm.llvm_version_info), python)
+
+
+def _python_files(path: Path) -> list[Path]:
+    return [path] if path.is_file() else sorted(path.rglob("*.py"))
 
 
 def target_text(target: Target) -> str:
