@@ -7,8 +7,7 @@ kernel for this CPU (``blas_description`` says which one it picked).
 ``interleaved_compare`` times our kernel against numpy at 1 and 2 threads, round by round, and
 pauses ``settle`` seconds before each side: OpenBLAS's worker threads keep spinning for a while
 after a call (and libgomp's after ours), so a 2-thread kernel timed right after the other side
-gets about half a core less (measured: a tuned dense 1024³ at 2 threads ran at 149 GFLOPS right
-after ``numpy.matmul``, 299-310 GFLOPS alone or after a 0.5 s pause).
+gets part of a core less (the figures are in ``benchmarks/README.md``, bench_dense_tuned's pitfall).
 """
 
 from __future__ import annotations
