@@ -106,6 +106,11 @@ def test_each_epilogue_is_fused_into_one_kernel(encoder) -> None:
     assert len(kernels) == 6 + 2 + 1 + 2 + 3 + 1
 
 
+def test_the_gelu_epilogue_is_simd_code(encoder) -> None:
+    (gelu,) = [k for name, k in encoder[2].kernels.items() if "erf" in name]
+    assert "erff" not in gelu.ir_text and "x float>" in gelu.ir_text  # no libm call per lane
+
+
 def test_extraction_gives_batch_matmul_tasks_in_both_forms_and_dense_pack_alternatives() -> None:
     mod, params = encoder_layer()
     tasks = extract_from_program(mod, params, "llvm", ops=[relay.op.get("nn.batch_matmul")])
@@ -166,3 +171,26 @@ def test_four_d_attention_scores_scale_mask_and_softmax_in_one_kernel() -> None:
               "k": rng.standard_normal((1, HEADS, S, D)).astype("float32"),
               "mask": _inputs()["mask"].reshape(1, 1, 1, S)}
     np.testing.assert_allclose(_run(lib, inputs), g.evaluate(mod, (), inputs), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("transpose_a", "transpose_b"),
+                         [(False, True), (False, False), (True, True), (True, False)])
+def test_every_transposed_batch_matmul_builds_through_its_template_with_an_epilogue(transpose_a: bool,
+                                                                                   transpose_b: bool) -> None:
+    b, m, n, k = 3, 10, 24, 7
+    a = relay.var("a", shape=(b, k, m) if transpose_a else (b, m, k))
+    w = relay.var("w", shape=(1, n, k) if transpose_b else (1, k, n))  # a weight broadcast over the batch
+    bias = relay.var("bias", shape=(n,))
+    product = relay.nn.batch_matmul(a, w, transpose_a=transpose_a, transpose_b=transpose_b)
+    out = relay.nn.relu(relay.add(product, bias))
+    mod = g.IRModule.from_expr(relay.Function(relay.analysis.free_vars(out), out))
+    rng = np.random.default_rng(4)
+    params = {"w": rng.standard_normal(tuple(w.type_annotation.shape)).astype("float32"),
+              "bias": rng.standard_normal(n).astype("float32")}
+    with PassContext(opt_level=3):
+        lib = build(mod, "llvm", params=params)
+    assert [a.task_name for a in lib.summary.fallback] == ["batch_matmul.x86"]
+    assert len(_kernels(lib)) == 1
+    data = rng.standard_normal(tuple(a.type_annotation.shape)).astype("float32")
+    want = g.evaluate(mod, (), {"a": data, **params})
+    np.testing.assert_allclose(_run(lib, {"a": data}), want, rtol=1e-5, atol=1e-5)
