@@ -13,6 +13,7 @@ from tunecli.commands.tables import print_fitted, table
 from tunecli.engine.actions.apply_kernels import AppliedTask, ApplyReport
 from tunecli.engine.actions.apply_network import NetworkApplyReport
 from tunecli.engine.actions.job_file import apply_job_file
+from tunecli.engine.codegen import kernel_cache
 
 
 def _ms(seconds: float | None) -> str:
@@ -93,8 +94,11 @@ def _finish_network(report: NetworkApplyReport) -> None:
               help="Kernel job: write .o, .ll and .s of each tuned kernel into this directory. Model job: "
                    "write the tuned network as one shared library (path.so).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--no-cache", is_flag=True,
+              help="Compile every kernel of the network again instead of reading the kernel cache "
+                   "(as TUNECLI_NO_CACHE=1).")
 @click.pass_obj
-def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool) -> None:
+def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool, no_cache: bool) -> None:
     """Build every task of JOB with its best config in LOG, check it and benchmark it.
 
     A model job's network is built with the log's best configs (and the graph tuner's choice
@@ -110,7 +114,8 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
     are still applied. Exit code 1 when a kernel gives a wrong answer, crashes, hangs or does not
     build.
     """
-    report = apply_job_file(job, log, export=export)
+    with kernel_cache.bypassed(no_cache):
+        report = apply_job_file(job, log, export=export)
     if isinstance(report, NetworkApplyReport):
         if report.check_uninformative:
             app.warn(f"the reference output of {report.model} is nearly constant (its random weights "

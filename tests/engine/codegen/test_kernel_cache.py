@@ -118,3 +118,14 @@ def test_sizes_parse_and_a_bad_one_is_named() -> None:
     assert parse_size("1.5k") == 1536
     with pytest.raises(ArgumentError, match="TUNECLI_CACHE_SIZE='lots'"):
         parse_size("lots")
+
+
+def test_bypassed_turns_the_cache_off_inside_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(kernel_cache.DIR_ENV, str(tmp_path))
+    monkeypatch.delenv(kernel_cache.OFF_ENV, raising=False)
+    with kernel_cache.bypassed():
+        assert default_cache() is None
+        assert os.environ[kernel_cache.OFF_ENV] == "1"  # inherited by the processes a build starts
+    assert default_cache() is not None and kernel_cache.OFF_ENV not in os.environ
+    with kernel_cache.bypassed(False):
+        assert default_cache() is not None

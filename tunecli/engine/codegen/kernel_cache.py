@@ -18,13 +18,14 @@ cache fits its bound.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -145,6 +146,23 @@ def default_dir() -> Path:
 def cache_disabled() -> bool:
     """True when ``TUNECLI_NO_CACHE`` is set to anything but ``""``/``0``/``false``/``no``."""
     return os.environ.get(OFF_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+@contextlib.contextmanager
+def bypassed(on: bool = True) -> Iterator[None]:
+    """Inside, builds (and the processes they start) neither read nor write the cache (``on``)."""
+    if not on:
+        yield
+        return
+    old = os.environ.get(OFF_ENV)
+    os.environ[OFF_ENV] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(OFF_ENV, None)
+        else:
+            os.environ[OFF_ENV] = old
 
 
 def default_cache() -> KernelCache | None:
