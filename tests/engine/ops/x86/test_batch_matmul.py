@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tunecli.engine.build import build, lower
+from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.record import decode
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.x86.batch_matmul import register_tile
@@ -71,6 +72,11 @@ def test_a_tvm_record_index_decodes_to_tvms_knob_values() -> None:
     assert {name: cfg[name].size for name in expected} == expected
     assert cfg.index == inp.config.index
     assert task.workload == ("batch_matmul.x86", a, b, shape, dtype, False, True)
+    # TVM writes the transpose flags as 0 / 1: the record still answers the graph's workload
+    row01 = row.replace("false, true]", "0, 1]")
+    assert row01 != row
+    with ApplyHistoryBest([decode(row01)], pretuned=False) as best:
+        assert best.query(Target("llvm"), task.workload).index == index
 
 
 def test_every_index_of_a_small_space_is_tvms() -> None:
