@@ -109,10 +109,10 @@ class ScheduledTask:
         flop = float(getattr(self.task, "flop", 0) or 0)
         return flop / self.best_cost if math.isfinite(self.best_cost) and self.best_cost > 0 else 0.0
 
-    def record(self, res: MeasureResult, best: bool = True) -> None:
-        """Count one measurement of this task (``best=False``: it may not be the task's best)."""
+    def record(self, res: MeasureResult) -> None:
+        """Count one measurement of this task."""
         self.trials += 1
-        if best and res.ok and res.mean_cost < self.best_cost:
+        if res.ok and res.mean_cost < self.best_cost:
             self.best_cost = res.mean_cost
             self.since_best = 0
         else:
