@@ -145,3 +145,32 @@ def test_a_node_killed_mid_tune_loses_no_config(ray_cluster: LocalRayCluster, tm
     (task,) = tune_job(str(job), n_trial=14).tasks  # resumable: the survivors go on
     assert (task.previous, task.measured) == (12, 2)
     assert max(configs_in(log).values()) == 1
+
+
+@pytest.mark.slow
+def test_a_head_lost_mid_tune_is_one_error_and_the_log_resumes(tmp_path: Path) -> None:
+    from .conftest import RESOURCE
+
+    cluster = LocalRayCluster({RESOURCE: 1})
+    try:
+        cluster.start(workers=1)
+    except ClusterError as err:
+        pytest.skip(f"a Ray cluster cannot start on this machine: {err}")
+    try:
+        job = write_job(tmp_path, cluster.address, n_trial=40)
+        seen = []
+
+        def kill_the_head_after_two_results(event: object) -> None:
+            if getattr(event, "kind", "") == "batch":
+                seen.append(event)
+                if len(seen) == 2:
+                    cluster.kill_node(cluster.nodes[0])
+
+        with pytest.raises(ClusterUnreachableError, match=rf"lost the Ray cluster at {cluster.address}"):
+            tune_job(str(job), on_event=kill_the_head_after_two_results)
+    finally:
+        cluster.stop()
+    log = tmp_path / "on-ray.log"
+    counts = configs_in(log)
+    assert sum(counts.values()) >= 2 and max(counts.values()) == 1
+    assert all(r.result.ok for r in read_log(log))

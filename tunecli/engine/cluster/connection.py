@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +122,8 @@ class RayCluster:
         self.target: Target | None = None
         self._ray: Any = None
         self._owns_ray = False
+        self.lost = False  #: the head was found unreachable: nothing more is asked of the cluster
+        self.head_checked = time.monotonic()  #: when :meth:`lost_head` last asked
         self._head = head_of(address)
 
     # ------------------------------------------------------------------ connecting
@@ -262,15 +265,19 @@ class RayCluster:
             self._start_worker(self._ray, slot.node, REPLACE_TIMEOUT)
 
     def lost_head(self) -> str:
-        """"" while the head answers, else why it is taken for lost."""
-        return head_reachable(self._head, 5.0) if self._head is not None else ""
+        """"" while the head answers, else why it is taken for lost (then :attr:`lost` is set: calls
+        that need the head would block until Ray ends the process)."""
+        why = head_reachable(self._head, 5.0) if self._head is not None else ""
+        self.head_checked = time.monotonic()
+        self.lost = self.lost or bool(why)
+        return why
 
     def close(self) -> None:
         """Stop the workers and leave the cluster (when this object joined it)."""
         ray, self._ray = self._ray, None
         if ray is None:
             return
-        for slot in self.slots:
+        for slot in self.slots if not self.lost else ():
             try:
                 ray.kill(slot.actor)
             except Exception:  # noqa: BLE001 - a worker of a lost cluster cannot be killed

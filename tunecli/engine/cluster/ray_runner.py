@@ -37,8 +37,9 @@ from tunecli.engine.target import as_target
 MAX_SENDS = 2
 #: Seconds a chunk may take beyond its builds' and measurements' timeouts (a worker's start-up).
 CHUNK_SLACK = 120.0
-#: Seconds without any result after which the head is checked.
-HEAD_CHECK = 10.0
+#: Seconds between two checks that the head still answers (Ray ends a driver that has not reached
+#: it for 60 s; a node's results keep coming meanwhile).
+HEAD_CHECK = 5.0
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,6 @@ class _Dispatch:
 
     def run(self, todo: list[int]) -> None:
         self.pending.extend(todo)
-        quiet_since = time.monotonic()
         while self.pending or self.flying:
             self._send()
             if not self.flying:
@@ -159,15 +159,10 @@ class _Dispatch:
                 ready, _ = self.ray.wait(list(self.flying), num_returns=1, timeout=1.0)
             except Exception as err:  # noqa: BLE001 - the driver's link to the cluster broke
                 raise self._lost(err) from None
+            if time.monotonic() - self.cluster.head_checked > HEAD_CHECK:
+                self._check_head()
             for ref in ready:
                 self._collect(ref)
-            if ready:
-                quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since > HEAD_CHECK:
-                why = self.cluster.lost_head()
-                if why:
-                    raise self._lost(why)
-                quiet_since = time.monotonic()
             self._expire()
 
     def _send(self) -> None:
@@ -210,8 +205,14 @@ class _Dispatch:
                 self._requeue(slot, chunk, f"the Ray worker on node {slot.node.address} did not answer "
                                            "within its chunk's deadline")
 
+    def _check_head(self) -> None:
+        why = self.cluster.lost_head()
+        if why:
+            raise self._lost(why)
+
     def _requeue(self, slot: Slot, chunk: list[int], why: str) -> None:
         """Send the configs of a lost worker again (once), record a second loss as an error."""
+        self._check_head()  # a worker lost with the head: replacing it would wait on the head
         if slot.alive:
             try:
                 self.cluster.retire(slot)
