@@ -89,6 +89,17 @@ def test_trim_evicts_the_least_recently_used_entries_down_to_the_bound(tmp_path:
     assert cache.trim() == 0
 
 
+def test_trim_removes_a_dead_writer_s_temporary_file_but_not_a_fresh_one(tmp_path: Path) -> None:
+    cache = KernelCache(tmp_path)
+    cache.put("ef" * 32, b"x")
+    dead, fresh = tmp_path / "ef" / ".efef-dead.tmp", tmp_path / "ef" / ".efef-fresh.tmp"
+    dead.write_bytes(b"partial")
+    fresh.write_bytes(b"being written")
+    os.utime(dead, (1_000_000, 1_000_000))
+    cache.trim()
+    assert not dead.exists() and fresh.exists() and cache.get("ef" * 32) == b"x"
+
+
 def test_the_environment_chooses_the_directory_the_bound_and_turns_the_cache_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,6 +25,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ DIR_ENV = "TUNECLI_CACHE_DIR"
 OFF_ENV = "TUNECLI_NO_CACHE"
 SIZE_ENV = "TUNECLI_CACHE_SIZE"
 DEFAULT_MAX_BYTES = 1 << 30
+#: Age in seconds after which a temporary file is a dead writer's.
+STALE_SECONDS = 3600.0
 #: Changes whenever the layout of an entry's payload changes.
 FORMAT = "1"
 _MAGIC = b"TUNECLI-KERNEL\n"
@@ -238,7 +241,14 @@ class KernelCache:
 
     def trim(self) -> int:
         """Remove the least recently used entries until the rest fit ``max_bytes``; return how many
-        were removed."""
+        were removed.  Temporary files older than :data:`STALE_SECONDS` (a writer that was killed)
+        are removed too."""
+        if self.root.is_dir():
+            now = time.time()
+            for tmp in self.root.glob("*/.*.tmp"):
+                with contextlib.suppress(OSError):
+                    if now - tmp.stat().st_mtime > STALE_SECONDS:
+                        tmp.unlink()
         entries = sorted(self.entries(), key=lambda e: e[2])
         total = sum(size for _, size, _ in entries)
         removed = 0

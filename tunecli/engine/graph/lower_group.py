@@ -90,7 +90,8 @@ class LoweredKernel:
         the output follows them.
     anchor : AnchorConfig or None
     func : PrimFunc or None
-        The lowered loop nest the kernel was compiled from.
+        The lowered loop nest the kernel was compiled from (None from ``group_compiler``, which
+        keeps no loop nest: a cached kernel has none).
     """
 
     kernel: CompiledKernel
