@@ -69,6 +69,21 @@ def test_layer_norm_decomposed_by_older_opsets(opset: int) -> None:
     _check_block(module, model, mod, params, inputs)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bert-layer-padding-mask", "gpt2-causal-block"])
+def test_dynamo_exporter_opset_20_gelu(name: str) -> None:
+    """torch's default (dynamo) exporter writes opset 20, with Gelu as one operator."""
+    pytest.importorskip("onnxscript")
+    make_module, make_inputs = BLOCKS[name]
+    torch.manual_seed(0)
+    module, inputs = make_module().eval(), make_inputs()
+    args = tuple(torch.from_numpy(v) for v in inputs.values())
+    model = torch.onnx.export(module, args, input_names=list(inputs), dynamo=True, verbose=False).model_proto
+    assert "Gelu" in {n.op_type for n in model.graph.node}
+    mod, params = from_onnx(model)
+    _check_block(module, model, mod, params, inputs)
+
+
 def _check_block(module, model, mod, params, inputs) -> None:
     got = _built(mod, params, inputs)
     (expected,) = onnxruntime_outputs(model, inputs)
