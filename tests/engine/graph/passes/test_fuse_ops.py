@@ -76,6 +76,16 @@ def test_erf_gelu_is_the_epilogue_of_its_dense_layer() -> None:
     assert _groups(gelu) == [["nn.dense", "nn.bias_add", "multiply", "divide", "erf", "add", "multiply"]]
 
 
+def test_tanh_gelu_reads_its_input_three_times_and_is_still_one_epilogue() -> None:
+    x = relay.var("x", shape=(4, 8))
+    h = relay.nn.bias_add(relay.nn.dense(x, _w(16, 8)), _w(16))
+    cube = relay.multiply(relay.multiply(h, h), h)
+    inner = relay.multiply(relay.add(h, relay.multiply(cube, relay.const(0.044715))), relay.const(0.7978846))
+    gelu = relay.multiply(relay.multiply(h, relay.const(0.5)), relay.add(relay.const(1.0), relay.tanh(inner)))
+    (kernel,) = _groups(gelu)
+    assert kernel[:2] == ["nn.dense", "nn.bias_add"] and kernel.count("tanh") == 1 and len(kernel) == 11
+
+
 def test_a_value_read_twice_ends_its_group_where_a_path_leaves_the_fusable_ops() -> None:
     x = relay.var("x", shape=(1, 4, 8, 8))
     conv = relay.nn.conv2d(x, _w(4, 4, 1, 1))
