@@ -1,6 +1,6 @@
 """Tensor-expression definitions (``FTVMCompute``) of the transformer-era operators: the math
 unaries (log, rsqrt, erf, abs), power, comparisons and logical operators, where, trilu, take,
-strided_slice, broadcast_to, tile and arange.  ``op_compute.compute_of`` loads these
+strided_slice, broadcast_to, tile, arange and nn.conv2d_transpose.  ``op_compute.compute_of`` loads these
 definitions with the others."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from tunecli.engine import te
 from tunecli.engine.ir import expr as E
 
 from .op_registry import COMPUTE_ATTR, OPS, Compute
+from .ops.conv_transpose import transpose_geometry
 from .ops.replicate import arange_length
 from .ops.slicing import slice_ranges
 from .types import TensorType
@@ -143,3 +144,26 @@ def _arange(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tens
         out.shape, lambda i: E.cast(out.dtype, start + E.cast("float64", i) * step), name="T_arange",
         tag="injective",
     )
+
+
+@OPS.register_attr(COMPUTE_ATTR, "nn.conv2d_transpose")
+def _conv2d_transpose(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    """Each output pixel gathers the input pixels whose scattered window covers it."""
+    data, weight = inputs
+    n_, c, h, w = (int(v) for v in data.shape)
+    _, per_out, kh, kw = (int(v) for v in weight.shape)
+    (pt, pl, _, _), _ = transpose_geometry("nn.conv2d_transpose", (n_, c, h, w), (c, per_out, kh, kw), attrs)
+    per_in = c // attrs.groups
+    (sh, sw), (dh, dw) = attrs.strides, attrs.dilation
+    rc = te.reduce_axis((0, per_in), name="rc")
+    ry, rx = te.reduce_axis((0, kh), name="ry"), te.reduce_axis((0, kw), name="rx")
+
+    def body(n: E.Expr, o: E.Expr, y: E.Expr, x: E.Expr) -> E.Expr:
+        ci = (o // per_out) * per_in + rc
+        py, px = y + (pt - ry * dh), x + (pl - rx * dw)
+        iy, ix = te.floordiv(py, sh), te.floordiv(px, sw)
+        inside = te.all(py >= 0, px >= 0, te.floormod(py, sh) == 0, te.floormod(px, sw) == 0, iy < h, ix < w)
+        value = te.if_then_else(inside, data[n, ci, iy, ix], E.const(0, out.dtype))
+        return te.sum(value * weight[ci, o % per_out, ry, rx], axis=[rc, ry, rx])
+
+    return te.compute(out.shape, body, name="T_conv2d_transpose", tag="conv2d_transpose_nchw")

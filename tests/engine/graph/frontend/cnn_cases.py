@@ -272,3 +272,22 @@ case("Slice", "inputs-negative-step")(
     lambda: one_op("Slice", {}, {"x": randn(4, 6), "st": ints(-1), "en": ints(-100), "ax": ints(1),
                                  "sp": ints(-2)})
 )
+
+# --- transposed convolution ---------------------------------------------------------------------------
+
+case("ConvTranspose", "stride-2-pads-output-padding-bias")(
+    lambda: one_op("ConvTranspose", {"x": randn(1, 3, 5, 4)}, {"w": randn(3, 2, 3, 3), "b": randn(2)},
+                   strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0])
+)
+case("ConvTranspose", "groups-dilation-opset-11")(
+    lambda: one_op("ConvTranspose", {"x": randn(2, 4, 4, 4)}, {"w": randn(4, 3, 2, 3)}, group=2,
+                   dilations=[2, 1], strides=[1, 2], opset=11)
+)
+case("ConvTranspose", "output-shape")(
+    lambda: one_op("ConvTranspose", {"x": randn(1, 2, 3, 3)}, {"w": randn(2, 4, 3, 3)}, strides=[2, 2],
+                   output_shape=[6, 6])
+)
+case("ConvTranspose", "same-upper-stride-2")(
+    lambda: one_op("ConvTranspose", {"x": randn(1, 2, 3, 4)}, {"w": randn(2, 2, 4, 4)}, strides=[2, 2],
+                   auto_pad="SAME_UPPER")
+)

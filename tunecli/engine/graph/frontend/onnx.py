@@ -1,7 +1,8 @@
 """ONNX import (TVM's ``relay.frontend.from_onnx``): an ONNX model as a graph module and its parameters.
 
 The model's nodes are converted in order through the converter table (``onnx_table.converters()``,
-filled from ``onnx_nn``, ``onnx_matmul``, ``onnx_math``, ``onnx_index`` and ``onnx_tensor``); values
+filled from ``onnx_nn``, ``onnx_matmul``, ``onnx_math``, ``onnx_index``, ``onnx_vision`` and
+``onnx_tensor``); values
 known at import are folded to arrays, so the shape computations exporters emit around Reshape
 become constants.  Everything is checked before anything is built: the file, the opset, every
 operator, the inputs and their shapes; errors are :class:`ModelImportError` naming the file, input

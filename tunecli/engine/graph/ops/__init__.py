@@ -3,6 +3,7 @@
 from . import (
     broadcast,
     conv,
+    conv_transpose,
     conv_winograd,
     layer_norm,
     nn,
@@ -16,6 +17,6 @@ from . import (
 )
 
 __all__ = [
-    "broadcast", "conv", "conv_winograd", "layer_norm", "nn", "pool", "reduce", "replicate", "selection",
-    "slicing", "transform", "unary",
+    "broadcast", "conv", "conv_transpose", "conv_winograd", "layer_norm", "nn", "pool", "reduce", "replicate",
+    "selection", "slicing", "transform", "unary",
 ]
