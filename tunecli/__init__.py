@@ -16,11 +16,27 @@ import importlib
 from typing import Any
 
 from tunecli import te
-from tunecli.engine.build import build, lower
+from tunecli.engine import build as _engine
+from tunecli.engine.lower.prim_module import PrimModule
 from tunecli.engine.target import Target
 from tunecli.runtime import Device, cpu, cuda, device, gpu
 
 __version__ = "0.1.0"
+
+
+def lower(sch: Any, args: Any = None, name: str = "main", binds: Any = None,
+          simple_mode: bool = False) -> PrimModule:
+    """TVM's ``tvm.lower``: the lowered module of schedule ``sch`` over ``args``; ``mod[name]`` is
+    its loop nest (``engine.build.lower``) and ``str(mod)`` prints it."""
+    return PrimModule({name: _engine.lower(sch, list(args or ()), name, simple_mode)})
+
+
+def build(sch: Any, args: Any = None, target: Any = None, name: str = "default_function") -> Any:
+    """TVM's ``tvm.build``: compile a schedule with its arguments, a lowered function, or the
+    module ``lower`` returned (``engine.build.build``)."""
+    if isinstance(sch, PrimModule):
+        sch = sch.only
+    return _engine.build(sch, args, target, name)
 
 _LAZY_FACES = ("autotvm", "topi", "rpc", "target", "nd", "runtime", "testing", "tir", "relay", "transform",
                "contrib")
