@@ -1,7 +1,7 @@
 """Tensor-expression definitions (``FTVMCompute``) of the transformer-era operators: the math
 unaries (log, rsqrt, erf, abs), power, comparisons and logical operators, where, trilu, take,
-strided_slice, broadcast_to, tile, arange and nn.conv2d_transpose.  ``op_compute.compute_of`` loads these
-definitions with the others."""
+strided_slice, broadcast_to, tile, arange, nn.conv2d_transpose and image.resize2d.
+``op_compute.compute_of`` loads these definitions with the others."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tunecli.engine.ir import expr as E
 from .op_registry import COMPUTE_ATTR, OPS, Compute
 from .ops.conv_transpose import transpose_geometry
 from .ops.replicate import arange_length
+from .ops.resize import source_coordinate
 from .ops.slicing import slice_ranges
 from .types import TensorType
 
@@ -167,3 +168,40 @@ def _conv2d_transpose(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) 
         return te.sum(value * weight[ci, o % per_out, ry, rx], axis=[rc, ry, rx])
 
     return te.compute(out.shape, body, name="T_conv2d_transpose", tag="conv2d_transpose_nchw")
+
+
+def _resize_reads(attrs: Any, axis: int, in_len: int, i: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr | None]:
+    """The two input indices output index ``i`` reads along ``axis`` and the second's weight
+    (None for nearest-neighbour)."""
+    x = source_coordinate(E.cast("float32", i), in_len, attrs.size[axis], attrs.scale[axis],
+                          attrs.coordinate_transformation_mode)
+
+    def clamp(v: E.Expr) -> E.Expr:
+        return te.max(te.min(E.cast("int32", v), in_len - 1), 0)
+
+    if attrs.method == "nearest_neighbor":
+        rounding = {"round_prefer_floor": lambda v: te.ceil(v - 0.5), "floor": te.floor, "ceil": te.ceil,
+                    "round_prefer_ceil": lambda v: te.floor(v + 0.5)}
+        rounded = rounding[attrs.rounding_method](x)
+        index = clamp(rounded)
+        return index, index, None
+    low = te.floor(x)
+    return clamp(low), clamp(low + 1.0), x - low
+
+
+@OPS.register_attr(COMPUTE_ATTR, "image.resize2d")
+def _resize2d(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    (data,) = inputs
+    h, w = int(data.shape[2]), int(data.shape[3])
+
+    def body(n: E.Expr, c: E.Expr, y: E.Expr, x: E.Expr) -> E.Expr:
+        y0, y1, wy = _resize_reads(attrs, 0, h, y)
+        x0, x1, wx = _resize_reads(attrs, 1, w, x)
+        if wy is None or wx is None:
+            return data[n, c, y0, x0]
+        one = E.const(1.0, "float32")
+        top = data[n, c, y0, x0] * (one - wx) + data[n, c, y0, x1] * wx
+        bottom = data[n, c, y1, x0] * (one - wx) + data[n, c, y1, x1] * wx
+        return E.cast(out.dtype, top * (one - wy) + bottom * wy)
+
+    return te.compute(out.shape, body, name="T_resize2d", tag="injective,resize2d")

@@ -291,3 +291,35 @@ case("ConvTranspose", "same-upper-stride-2")(
     lambda: one_op("ConvTranspose", {"x": randn(1, 2, 3, 4)}, {"w": randn(2, 2, 4, 4)}, strides=[2, 2],
                    auto_pad="SAME_UPPER")
 )
+
+# --- resize -----------------------------------------------------------------------------------------------
+
+_EMPTY = np.zeros(0, dtype="float32")
+case("Resize", "nearest-scales-2x-asymmetric-floor")(
+    lambda: one_op("Resize", {"x": randn(1, 2, 3, 4)},
+                   {"roi": _EMPTY, "s": np.asarray([1, 1, 2, 2], "float32")},
+                   mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+                   opset=11)
+)
+case("Resize", "nearest-sizes-half-pixel-round-prefer-floor")(
+    lambda: one_op("Resize", {"x": randn(1, 2, 5, 4)}, {"sz": ints(1, 2, 7, 9)},
+                   input_names=["x", "", "", "sz"], mode="nearest")
+)
+case("Resize", "linear-scales-half-pixel")(
+    lambda: one_op("Resize", {"x": randn(2, 3, 4, 5)}, {"s": np.asarray([1, 1, 2.5, 1.5], "float32")},
+                   input_names=["x", "", "s"], mode="linear")
+)
+case("Resize", "linear-sizes-align-corners-downscale")(
+    lambda: one_op("Resize", {"x": randn(1, 2, 8, 7)}, {"sz": ints(1, 2, 3, 5)},
+                   input_names=["x", "", "", "sz"], mode="linear",
+                   coordinate_transformation_mode="align_corners")
+)
+case("Resize", "linear-pytorch-half-pixel-axes-opset-18")(
+    lambda: one_op("Resize", {"x": randn(1, 2, 4, 4)}, {"sz": ints(1, 6)}, input_names=["x", "", "", "sz"],
+                   mode="linear", coordinate_transformation_mode="pytorch_half_pixel", axes=[2, 3], opset=18)
+)
+case("Resize", "nearest-round-prefer-ceil-tf-half-pixel")(
+    lambda: one_op("Resize", {"x": randn(1, 1, 5, 5)}, {"s": np.asarray([1, 1, 1.6, 0.6], "float32")},
+                   input_names=["x", "", "s"], mode="nearest", nearest_mode="round_prefer_ceil",
+                   coordinate_transformation_mode="tf_half_pixel_for_nn")
+)

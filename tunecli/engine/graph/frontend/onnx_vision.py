@@ -1,9 +1,15 @@
-"""ONNX operators of vision decoders: ConvTranspose (2-D, NCHW) as ``nn.conv2d_transpose``."""
+"""ONNX operators of vision decoders: ConvTranspose (2-D, NCHW) as ``nn.conv2d_transpose`` and
+Resize (nearest and linear, the last two axes of NCHW data) as ``image.resize2d``."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ..ops.conv_transpose import conv2d_transpose
 from ..ops.nn import bias_add
+from ..ops.resize import COORDINATE_MODES, resize2d
 from .onnx_node import NodeContext
 from .onnx_table import Value, converter
 
@@ -57,3 +63,50 @@ def _conv_transpose(ctx: NodeContext) -> Value:
                            dilation=pairs["dilations"], output_padding=pairs["output_padding"], groups=groups,
                            channels=weight_shape[1] * groups, kernel_size=kernel)
     return bias_add(out, ctx.expr(2), axis=1) if ctx.has_input(2) else out
+
+
+_RESIZE_METHODS = {"nearest": "nearest_neighbor", "linear": "linear"}
+
+
+def _resize_targets(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[tuple[int, int], tuple[float, float]]:
+    """The output height and width, and the scale factors of the coordinate mapping (0: size ratio)."""
+    ndim = len(shape)
+    axes = tuple(ctx.axis(a, ndim, "axes entry") for a in ctx.int_list("axes", range(ndim)))
+    scales = np.asarray(ctx.array(2, "scales"), dtype=np.float64).reshape(-1) if ctx.has_input(2) else None
+    sizes = np.asarray(ctx.array(3, "sizes"), dtype=np.int64).reshape(-1) if ctx.has_input(3) else None
+    full_scale, full_size = [1.0] * ndim, list(shape)
+    if sizes is not None and sizes.size:
+        if ctx.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise ctx.error("keep_aspect_ratio_policy other than 'stretch' is not supported")
+        if sizes.size != len(axes):
+            raise ctx.error(f"sizes {sizes.tolist()} must have one value per axis ({len(axes)})")
+        for a, v in zip(axes, sizes, strict=True):
+            full_size[a], full_scale[a] = int(v), 0.0
+    elif scales is not None and scales.size:
+        if scales.size != len(axes) or np.any(scales <= 0):
+            raise ctx.error(f"scales {scales.tolist()} must have one positive value per axis ({len(axes)})")
+        for a, v in zip(axes, scales, strict=True):
+            full_size[a], full_scale[a] = int(math.floor(shape[a] * v)), float(v)
+    else:
+        raise ctx.error("one of scales and sizes must be given")
+    if ndim != 4 or full_size[:2] != list(shape[:2]):
+        raise ctx.error(f"only the last two axes of NCHW data are resized; {shape} -> {tuple(full_size)}")
+    return (full_size[2], full_size[3]), (full_scale[2], full_scale[3])
+
+
+@converter("Resize", since=11)
+def _resize(ctx: NodeContext) -> Value:
+    mode = ctx.attr("mode", "nearest")
+    if mode not in _RESIZE_METHODS:
+        raise ctx.error(f"mode {mode!r}; supported: {', '.join(_RESIZE_METHODS)}")
+    coordinates = ctx.attr("coordinate_transformation_mode", "half_pixel")
+    if coordinates not in COORDINATE_MODES:
+        raise ctx.error(
+            f"coordinate_transformation_mode {coordinates!r}; supported: {', '.join(COORDINATE_MODES)}"
+        )
+    if ctx.attr("antialias", 0):
+        raise ctx.error("antialias 1 is not supported")
+    size, scale = _resize_targets(ctx, ctx.shape(0))
+    return resize2d(ctx.expr(0), size, scale, method=_RESIZE_METHODS[mode],
+                    coordinate_transformation_mode=coordinates,
+                    rounding_method=ctx.attr("nearest_mode", "round_prefer_floor"))

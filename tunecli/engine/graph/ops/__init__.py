@@ -10,6 +10,7 @@ from . import (
     pool,
     reduce,
     replicate,
+    resize,
     selection,
     slicing,
     transform,
@@ -18,5 +19,5 @@ from . import (
 
 __all__ = [
     "broadcast", "conv", "conv_transpose", "conv_winograd", "layer_norm", "nn", "pool", "reduce", "replicate",
-    "selection", "slicing", "transform", "unary",
+    "resize", "selection", "slicing", "transform", "unary",
 ]
