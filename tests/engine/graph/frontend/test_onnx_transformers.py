@@ -19,7 +19,15 @@ from tunecli.engine.graph.passes import PassContext  # noqa: E402
 from tunecli.errors import ModelImportError  # noqa: E402
 
 from .onnx_models import onnxruntime_outputs, randn  # noqa: E402
-from .torch_blocks import CausalBlock, CausalSDPA, Encoder, PatchEmbedding, export, torch_outputs  # noqa: E402
+from .torch_blocks import (  # noqa: E402
+    CausalBlock,
+    CausalSDPA,
+    Encoder,
+    MaskedFillAttention,
+    PatchEmbedding,
+    export,
+    torch_outputs,
+)
 
 
 def _token_inputs(seq: int = 8) -> dict[str, np.ndarray]:
@@ -41,6 +49,7 @@ def _built(mod, params, inputs) -> np.ndarray:
 
 BLOCKS = {
     "bert-layer-padding-mask": (Encoder, _token_inputs),
+    "distilbert-masked-fill": (MaskedFillAttention, _token_inputs),
     "gpt2-causal-block": (CausalBlock, lambda: {"x": randn(2, 8, 16)}),
     "causal-sdpa": (CausalSDPA, lambda: {name: randn(1, 2, 8, 4) for name in "qkv"}),
     "vit-patch-embedding": (PatchEmbedding, lambda: {"images": randn(2, 3, 16, 16)}),

@@ -41,6 +41,26 @@ class Encoder(nn.Module):
         return self.ln2(x + self.down(F.gelu(self.up(x))))
 
 
+class MaskedFillAttention(nn.Module):
+    """DistilBERT's attention: the padding mask compared with 0, viewed and expanded to the scores'
+    shape, then ``masked_fill`` with the smallest float."""
+
+    def __init__(self, width: int = 16, heads: int = 2, vocab: int = 50):
+        super().__init__()
+        self.heads = heads
+        self.tokens = nn.Embedding(vocab, width)
+        self.q, self.k, self.v, self.o = (nn.Linear(width, width) for _ in range(4))
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.tokens(ids)
+        b, t, _ = x.shape
+        q, k, v = (_heads(p(x), self.heads) for p in (self.q, self.k, self.v))
+        scores = q @ k.transpose(2, 3) / (q.shape[-1] ** 0.5)
+        hidden = (mask == 0).view(b, 1, 1, t).expand_as(scores)
+        scores = scores.masked_fill(hidden, torch.tensor(torch.finfo(scores.dtype).min))
+        return self.o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, -1))
+
+
 class CausalBlock(nn.Module):
     """A GPT-2 attention block: one fused QKV projection split in three, a causal mask sliced from
     a lower-triangular buffer and applied with ``where``, the tanh GELU."""
