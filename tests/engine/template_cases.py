@@ -29,4 +29,5 @@ SMALL_CASES = {
                                    (2, 2), (1, 1, 1, 1), (1, 1), "float32"),
     "dense_small_batch.gpu": (("TENSOR", (2, 12), "float32"), ("TENSOR", (6, 12), "float32"), None,
                               "float32"),
+    "dense_int8.cuda": (("TENSOR", (3, 32), "int8"), ("TENSOR", (6, 32), "int8"), None, "int32"),
 }

@@ -122,7 +122,8 @@ def _dense_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     (m, k), n = data.shape, weight.shape[0]
     facts = {"M": m, "N": n, "K": k, "dtype": data.dtype, "data": _tensor(data.shape, data.dtype),
              "weight": _tensor(weight.shape, weight.dtype), "bias": None, "out_dtype": out.dtype}
-    return ["dense"], facts
+    int8 = (data.dtype, weight.dtype, out.dtype) == ("int8", "int8", "int32") and int(k) % 4 == 0
+    return (["dense_int8", "dense"] if int8 else ["dense"]), facts
 
 
 def _batch_matmul_keys(call: Call) -> tuple[list[str], dict[str, Any]]:

@@ -26,6 +26,7 @@ from tunecli.engine.ops.arm_cpu import depthwise_conv2d as arm_depthwise_conv2d
 from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.ops.cuda import conv2d_direct
 from tunecli.engine.ops.cuda import dense as cuda_dense
+from tunecli.engine.ops.cuda import dense_int8 as cuda_dense_int8
 from tunecli.engine.ops.cuda import depthwise_conv2d as cuda_depthwise_conv2d
 from tunecli.engine.ops.strategy import Strategy, StrategyTable
 from tunecli.engine.ops.x86 import (
@@ -58,6 +59,7 @@ _ROWS = (
     conv2d_direct.CONV2D_NCHW_CUDA,
     cuda_depthwise_conv2d.DEPTHWISE_CONV2D_NCHW_CUDA,
     cuda_dense.DENSE_SMALL_BATCH_GPU,
+    cuda_dense_int8.DENSE_INT8_CUDA,
 )
 #: Every built-in strategy, by ``(operator, target key)`` and by template name.
 STRATEGIES = StrategyTable(_ROWS)
