@@ -5,11 +5,14 @@ does, or are refused for the device's limits before compiling."""
 from __future__ import annotations
 
 import random
+import subprocess
 
 import numpy as np
 import pytest
 from lower.gpu_simulator import run_grid
 
+from tunecli.engine.codegen import compile_kernel
+from tunecli.engine.codegen.nvptx_backend import ptxas_path
 from tunecli.engine.graph.extract import extract_from_program
 from tunecli.engine.graph.graph_expr import Function, var
 from tunecli.engine.graph.models.init import create_workload
@@ -75,3 +78,16 @@ def test_configs_compute_the_layer_in_the_simulated_grid(shape: tuple) -> None:
         np.testing.assert_array_equal(out, want, err_msg=str(space.get(index)))
         checked += 1
     assert checked >= 4
+
+
+@pytest.mark.skipif(ptxas_path() is None, reason="ptxas (CUDA toolkit or nvidia-cuda-nvcc) is not installed")
+def test_the_ptx_assembles(tmp_path: object) -> None:
+    task = create("dense_int8.cuda", workload(2, 16, 64), "cuda")
+    with Target("cuda"):
+        s, args = task.instantiate(task.config_space.get(len(task.config_space) // 3))
+        func = lower(s, args, name="dense_int8", target="cuda")
+    ptx = tmp_path / "dense_int8.ptx"
+    ptx.write_bytes(compile_kernel(func, "cuda -arch=sm_80").obj)
+    proc = subprocess.run([str(ptxas_path()), "-arch=sm_80", str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
