@@ -18,7 +18,7 @@ can run and how often the network calls it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,6 +147,22 @@ def extract_from_program(mod: IRModule | Function, params: Mapping[str, Any] | N
     """
     t = as_target(target)
     return list(operator_tasks(tunable_operators(mod, params, t, ops), t, target_host).values())
+
+
+def extract_from_multiple_program(mods: Sequence[IRModule | Function],
+                                  params: Sequence[Mapping[str, Any] | None], target: Any,
+                                  target_host: Any = None, ops: Iterable[Any] | None = None) -> list[Task]:
+    """The distinct tunable tasks of several networks (``mods[i]`` with weights ``params[i]``):
+    each workload once, in the order the networks first call it."""
+    if len(mods) != len(params):
+        raise GraphError(f"extract_from_multiple_program: {len(mods)} networks and {len(params)} sets of "
+                         "parameters")
+    t, wanted = as_target(target), list(ops) if ops is not None else None
+    tasks: dict[tuple, Task] = {}
+    for mod, weights in zip(mods, params, strict=True):
+        for key, task in operator_tasks(tunable_operators(mod, weights, t, wanted), t, target_host).items():
+            tasks.setdefault(key, task)
+    return list(tasks.values())
 
 
 def operator_tasks(operators: Iterable[TunableOperator], target: Target,
