@@ -111,6 +111,20 @@ def imported_outputs(
     return list(out) if isinstance(out, tuple) else [out]
 
 
+def built_outputs(mod: Any, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """The outputs of graph module ``mod`` built with relay.build for the CPU and run on ``inputs``."""
+    from tunecli import relay
+    from tunecli.engine.graph.passes import PassContext
+
+    with PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    m = lib["default"](None)
+    for name, value in inputs.items():
+        m.set_input(name, value)
+    m.run()
+    return [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
+
+
 def assert_matches_onnxruntime(
     model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], freeze_params: bool = True
 ) -> None:

@@ -14,7 +14,7 @@ from tunecli.engine.graph.frontend import from_onnx  # noqa: E402
 from tunecli.engine.graph.passes import PassContext  # noqa: E402
 
 from . import cnn_cases, transformer_cases  # noqa: E402,F401 - register the cases
-from .onnx_models import CASES, onnxruntime_outputs, randn  # noqa: E402
+from .onnx_models import CASES, built_outputs, onnxruntime_outputs, randn  # noqa: E402
 from .test_onnx_import import inverted_residual_block, residual_network  # noqa: E402
 
 
@@ -35,18 +35,6 @@ def test_built_onnx_model_matches_onnxruntime(make) -> None:
     np.testing.assert_allclose(m.get_output(0).numpy(), expected, rtol=1e-4, atol=1e-5)
 
 
-def built_outputs(model, inputs) -> list[np.ndarray]:
-    """The model's outputs computed by importing it, building it for the CPU and running it."""
-    mod, params = from_onnx(model, shape={name: value.shape for name, value in inputs.items()})
-    with PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
-    m = lib["default"](None)
-    for name, value in inputs.items():
-        m.set_input(name, value)
-    m.run()
-    return [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
-
-
 @pytest.mark.parametrize("op_type", sorted(op for op, cases in CASES.items()))
 def test_every_operator_case_builds_and_matches_onnxruntime(op_type: str) -> None:
     """Each operator case computed at run time (at least one input not folded at import) builds
@@ -57,7 +45,8 @@ def test_every_operator_case_builds_and_matches_onnxruntime(op_type: str) -> Non
         if not inputs:
             continue
         expected = onnxruntime_outputs(model, inputs)
-        got = built_outputs(model, inputs)
+        mod, params = from_onnx(model, shape={key: value.shape for key, value in inputs.items()})
+        got = built_outputs(mod, params, inputs)
         assert len(got) == len(expected), name
         for g, e in zip(got, expected, strict=True):
             assert g.dtype == e.dtype and g.shape == e.shape, (name, g.dtype, g.shape, e.dtype, e.shape)

@@ -12,13 +12,11 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 torch = pytest.importorskip("torch")
 
-from tunecli import relay  # noqa: E402
 from tunecli.engine.graph import count_calls  # noqa: E402
 from tunecli.engine.graph.frontend import from_onnx  # noqa: E402
-from tunecli.engine.graph.passes import PassContext  # noqa: E402
 from tunecli.errors import ModelImportError  # noqa: E402
 
-from .onnx_models import onnxruntime_outputs, randn  # noqa: E402
+from .onnx_models import built_outputs, onnxruntime_outputs, randn  # noqa: E402
 from .torch_blocks import (  # noqa: E402
     CausalBlock,
     CausalSDPA,
@@ -38,13 +36,7 @@ def _token_inputs(seq: int = 8) -> dict[str, np.ndarray]:
 
 
 def _built(mod, params, inputs) -> np.ndarray:
-    with PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
-    m = lib["default"](None)
-    for name, value in inputs.items():
-        m.set_input(name, value)
-    m.run()
-    return m.get_output(0).numpy()
+    return built_outputs(mod, params, inputs)[0]
 
 
 BLOCKS = {

@@ -12,20 +12,14 @@ pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 
 from tunecli import relay  # noqa: E402
-from tunecli.engine.graph.passes import PassContext  # noqa: E402
 from tunecli.errors import ModelImportError  # noqa: E402
 
+from .onnx_models import built_outputs  # noqa: E402
 from .torch_blocks import Encoder, PatchEmbedding  # noqa: E402
 
 
 def _run(mod, params, inputs) -> np.ndarray:
-    with PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
-    m = lib["default"](None)
-    for name, value in inputs.items():
-        m.set_input(name, value)
-    m.run()
-    return m.get_output(0).numpy()
+    return built_outputs(mod, params, inputs)[0]
 
 
 def test_traced_encoder_matches_torch_with_weights_as_params() -> None:
