@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from arm_board import AARCH64_NEON, start_arm_server
+from arm_board import AARCH64_NEON, ARM_BOARD, start_arm_server
 
 from tunecli.engine.log.record import load_from_file
 from tunecli.engine.measure.result import MeasureErrorNo
@@ -54,6 +54,40 @@ def maybe_crash(n):
     B = te.compute((n,), lambda i: A[i + cfg["offset"].val] * 2.0, name="B")
     return te.create_schedule(B.op), [A, B]
 '''
+
+
+#: A model job for the board: TVM's arm_cpu target, tuned and applied through the tracker.
+MODEL_JOB = """\
+name: armnet
+target: {target}
+model: {model}
+tuner: {{kind: random, n_trial: {n_trial}, seed: 0}}
+measure:
+  builder: {{timeout: 60, n_parallel: 2}}
+  runner: {runner}
+"""
+BOARD_RUNNER = ('{{kind: rpc, key: {key}, tracker: "127.0.0.1:{port}", number: 1, repeat: 2, '
+                'min_repeat_ms: 0, warmup_ms: 0, timeout: 120}}')
+
+
+def write_model_job(tmp_path: Path, model: str, runner: str, n_trial: int = 1,
+                    target: str = ARM_BOARD) -> str:
+    path = tmp_path / "armnet.yaml"
+    path.write_text(MODEL_JOB.format(target=target, model=model, n_trial=n_trial, runner=runner))
+    return str(path)
+
+
+def tiny_onnx_model(tmp_path: Path) -> str:
+    from tests.engine.job.tiny_network import INPUT, SHAPE, write_tiny_onnx
+
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    return f"{{onnx: {onnx}, input: {{{INPUT}: [{', '.join(map(str, SHAPE))}]}}}}"
+
+
+def elf_machine(path: Path) -> int:
+    data = path.read_bytes()
+    assert data[:4] == b"\x7fELF", path
+    return int.from_bytes(data[18:20], "little")
 
 
 def write_job(tmp_path: Path, port: int, tasks: str = DENSE_AND_CONV2D, n_trial: int = 3,
@@ -146,3 +180,40 @@ def test_killing_the_board_mid_tune_loses_no_config(arm_tracker, invoke, tmp_pat
     records = list(load_from_file(str(log)))
     assert len(records) == 8 and all(res.error_no == MeasureErrorNo.NO_ERROR for _, res in records)
     assert len({inp.config.index for inp, _ in records}) == 8
+
+
+def _apply_model_job_on_the_board(invoke, tmp_path: Path, job: str, log: Path) -> dict:
+    tuned = invoke("tune", job, "--log", str(log), "--quiet")
+    assert tuned.exit_code == 0, tuned.output
+    export = tmp_path / "out" / "armnet.so"
+    applied = invoke("apply", job, "--log", str(log), "--export", str(export), "--json")
+    assert applied.exit_code == 0, applied.output
+    report = json.loads(applied.stdout)
+    assert "rk3399" in report["device"] and "aarch64" in report["device"]
+    assert report["export"] == str(export) and elf_machine(export) == EM_AARCH64
+    assert report["correct"] is True and report["error"] is None
+    [latency] = report["latencies"]  # one, timed by the device's clock with its own threads
+    assert latency["threads"] == 0 and latency["tuned"] > 0 and latency["untuned"] > 0
+    return report
+
+
+def test_apply_runs_a_model_job_on_the_board_and_checks_it_against_onnxruntime(arm_board, arm_tracker, invoke,
+                                                                                tmp_path):
+    pytest.importorskip("onnxruntime")
+    runner = BOARD_RUNNER.format(key=arm_board.key, port=arm_tracker.port)
+    job = write_model_job(tmp_path, tiny_onnx_model(tmp_path), runner)
+    report = _apply_model_job_on_the_board(invoke, tmp_path, job, tmp_path / "armnet.log")
+    assert report["checked_against"] == "onnxruntime" and report["summary"].startswith("3 of 3 tasks tuned")
+
+    shown = invoke("apply", job, "--log", str(tmp_path / "armnet.log"))
+    assert shown.exit_code == 0, shown.output
+    assert "device's" in shown.stdout and "ran on" in shown.stdout and "rk3399" in shown.stdout
+
+
+@pytest.mark.slow
+def test_apply_runs_resnet18_on_the_board_and_checks_it_against_the_interpreter(arm_board, arm_tracker,
+                                                                              invoke, tmp_path):
+    runner = BOARD_RUNNER.format(key=arm_board.key, port=arm_tracker.port)
+    job = write_model_job(tmp_path, "{name: resnet-18, image_shape: [3, 32, 32]}", runner)
+    report = _apply_model_job_on_the_board(invoke, tmp_path, job, tmp_path / "r18.log")
+    assert report["checked_against"] == "interpreter"

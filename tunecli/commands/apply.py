@@ -65,7 +65,7 @@ def _print_network(app: App, report: NetworkApplyReport) -> None:
     columns = ("threads", "tuned ms", "untuned ms", "speedup", "onnxruntime ms", "vs onnxruntime")
     out = table(title, columns, right=columns, wrap=False)
     for lat in report.latencies:
-        out.add_row(str(lat.threads), _ms(lat.tuned), _ms(lat.untuned), _ratio(lat.untuned, lat.tuned),
+        out.add_row(str(lat.threads) if lat.threads else "device's", _ms(lat.tuned), _ms(lat.untuned), _ratio(lat.untuned, lat.tuned),
                     _ms(lat.onnxruntime), _ratio(lat.onnxruntime, lat.tuned))
     footer = [f"build: {report.summary}; {report.kernels} kernels; built in {report.build_seconds:.1f} s"
               + (f"; graph tuner's choice: {report.graph_log}" if report.graph_log else "")]
@@ -73,6 +73,8 @@ def _print_network(app: App, report: NetworkApplyReport) -> None:
         footer.append(f"check: {'ok' if report.correct else 'WRONG'} against {report.checked_against} "
                       f"(max error {report.max_error:.2g})")
     footer.append(f"onnxruntime: {report.onnxruntime}")
+    if report.device is not None:
+        footer.append(f"ran on {report.device}")
     print_fitted(app.console, out, lambda: out, lambda: [], footer=footer)
     if report.export:
         app.echo(f"wrote {report.export}")

@@ -12,6 +12,12 @@ installed) running the ONNX model, or the built-in model written as ONNX
 each, ``repeat`` rounds, a pause after each; each latency the median of its rounds).  numpy's
 BLAS in this process keeps to one thread (``runtime.blas.single_blas_thread``) while the
 interpreter computes the reference and kernels are timed.
+
+A network for a target this machine cannot run, of a job measured through RPC, runs on a device
+of the job's key instead (``job.apply_device.open_device_session``, ``rpc.remote_network``): both
+builds are shipped as archives the device loads, run there on the same inputs (the tuned output
+checked against the host's reference) and timed by the device's clock (``latencies`` holds one
+entry, ``threads`` 0: the device's own).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from tunecli.engine.graph.build_module import BuiltGraph
 from tunecli.engine.graph.frontend.onnx_export import to_onnx
 from tunecli.engine.graph.interpreter import evaluate
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
+from tunecli.engine.job.apply_device import open_device_session
 from tunecli.engine.job.model_spec import graph_log_path
 from tunecli.engine.job.network import Network, build_network, load_network
 from tunecli.engine.job.spec import Job
@@ -46,8 +53,9 @@ from tunecli.engine.measure.timing import MeasureReply
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.ops.tolerance import matches_reference
+from tunecli.engine.rpc.remote_network import RemoteRun, run_on_device
 from tunecli.engine.runtime.blas import single_blas_thread
-from tunecli.errors import GraphError, JobError, TuneError
+from tunecli.errors import GraphError, JobError, RPCError, TuneError
 
 _SEED = 0
 
@@ -95,6 +103,7 @@ class NetworkApplyReport:
     check_uninformative: bool = False
     latencies: list[NetworkLatency] = field(default_factory=list)
     onnxruntime: str = ""
+    device: str | None = None  #: the RPC device the network ran on (None: this machine)
     export: str | None = None
     error: str | None = None
 
@@ -148,8 +157,7 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
     report.build_seconds = time.perf_counter() - start
     report.summary, report.kernels = tuned.summary.line(), len(tuned.kernels)
     if not job.target.is_host:
-        report.error = (f"{job.target} does not run on this machine: the network was built, not run "
-                        "(apply of a network on an RPC device is not supported)")
+        _apply_on_device(report, job, network, {"tuned": tuned, "untuned": untuned}, export)
         return report
     inputs = network.random_inputs(_SEED)
     with tempfile.TemporaryDirectory(prefix="tunecli_apply_") as tmp, single_blas_thread():
@@ -215,19 +223,72 @@ def _check(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
     if got is None:
         report.error = f"the tuned network failed to run: {error}"
         return
-    if onnx is not None and network.onnx is not None:
+    _compare(report, list(got.outputs), _reference(report, job, network, worker, inputs, onnx))
+
+
+def _reference(report: NetworkApplyReport, job: Job, network: Network, worker: Worker | None,
+               inputs: dict[str, np.ndarray], onnx: str | None) -> list[np.ndarray]:
+    """The outputs the tuned build must give: onnxruntime's (an ONNX model, run in ``worker``) or
+    the interpreter's (built-ins); ``report.checked_against`` says which."""
+    if onnx is not None and network.onnx is not None and worker is not None:
         expected, error = _call(worker, NetworkRun(None, onnx, inputs, 1), _timeout(job))
         if expected is None:
             raise JobError(f"{job.path}: onnxruntime cannot run {network.onnx}: {error}")
         report.checked_against = "onnxruntime"
-        reference = list(expected.outputs)
-    else:
-        value = evaluate(network.mod, inputs={**network.params, **inputs})
-        reference = [np.asarray(v.numpy() if hasattr(v, "numpy") else v)
-                     for v in (value if isinstance(value, (tuple, list)) else [value])]
-        report.checked_against = "interpreter"
-    report.correct, report.max_error = matches_reference(list(got.outputs), reference)
+        return list(expected.outputs)
+    value = evaluate(network.mod, inputs={**network.params, **inputs})
+    report.checked_against = "interpreter"
+    return [np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+            for v in (value if isinstance(value, (tuple, list)) else [value])]
+
+
+def _compare(report: NetworkApplyReport, got: list[np.ndarray], reference: list[np.ndarray]) -> None:
+    report.correct, report.max_error = matches_reference(got, reference)
     report.check_uninformative = all(_nearly_constant(np.asarray(r)) for r in reference)
+
+
+def _apply_on_device(report: NetworkApplyReport, job: Job, network: Network, builds: dict[str, BuiltGraph],
+                     export: str | None) -> None:
+    """Export the tuned build; on the job's RPC device, run both builds, check the tuned output
+    against the host's reference and time them (a job measured by no device: built only)."""
+    if export is not None:
+        Path(export).parent.mkdir(parents=True, exist_ok=True)
+        builds["tuned"].export_library(export)
+        report.export = export
+    session = open_device_session(job, job.target)
+    if session is None:
+        report.error = (f"{job.target} does not run on this machine and the job measures no RPC device: "
+                        "the network was built, not run")
+        return
+    inputs = network.random_inputs(_SEED)
+    timing = job.runner.timing
+    runs: dict[str, RemoteRun] = {}
+    try:
+        report.device = f"{session.describe().describe()} at {session.addr[0]}:{session.addr[1]}"
+        for name, lib in builds.items():
+            try:
+                runs[name] = run_on_device(session, lib, inputs, number=timing.number, repeat=timing.repeat,
+                                           min_repeat_ms=timing.min_repeat_ms, name=f"{name}.tar")
+            except RPCError as err:
+                if name == "tuned":
+                    report.error = f"the tuned network failed on {report.device}: {err}"
+                    return
+                break  # the untuned build is only a comparison
+    finally:
+        session.close()
+    onnx = network.onnx if importlib.util.find_spec("onnxruntime") is not None else None
+    report.onnxruntime = (f"checks the device's output ({onnx})" if onnx is not None
+                          else "not run: the network runs on the device")
+    worker = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network") if onnx else None
+    try:
+        with single_blas_thread():
+            reference = _reference(report, job, network, worker, inputs, onnx)
+        _compare(report, list(runs["tuned"].outputs), reference)
+    finally:
+        if worker is not None:
+            worker.close()
+    report.latencies.append(NetworkLatency(0, runs["tuned"].mean,
+                                           runs["untuned"].mean if "untuned" in runs else None))
 
 
 def thread_counts() -> list[int]:

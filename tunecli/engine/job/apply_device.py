@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from tunecli.engine.job.spec import Job
 from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureReply, MeasureRequest, measure_in_worker
 from tunecli.engine.measure.worker import Worker
-from tunecli.engine.rpc.client import connect_tracker
+from tunecli.engine.rpc.device_session import request_device
+from tunecli.engine.rpc.remote import RemoteSession
 from tunecli.engine.target import Target
-from tunecli.errors import RPCError, TargetError
 
 #: Seconds an apply waits in the tracker's queue for a device of the job's key.
 DEVICE_WAIT = 60.0
@@ -62,22 +62,28 @@ def open_apply_device(job: Job, target: Target, preload: Sequence[str] = ()) -> 
         worker.start()  # warms up while the first kernel builds
         return ApplyDevice("this machine", worker, lambda request: measure_in_worker(worker, request),
                            worker.close)
+    session = open_device_session(job, target)
+    if session is None:
+        return None
+    info = session.describe()
+    return ApplyDevice(f"{info.describe()} at {session.addr[0]}:{session.addr[1]}", None, session.measure,
+                       session.close)
+
+
+def open_device_session(job: Job, target: Target) -> RemoteSession | None:
+    """A session with a device of the job's RPC key that can run ``target``; None when the job
+    measures no RPC device.
+
+    Raises
+    ------
+    RPCError
+        When no device of the job's key can be had.
+    TargetError
+        When the device of the job's key cannot run ``target``.
+    """
     if job.runner.kind != "rpc":
         return None
     options = job.runner.options
     host, port = options["tracker"]
-    with connect_tracker(host, port, timeout=10.0) as tracker:
-        session = tracker.request(options["key"], options.get("priority", 1), max_retry=2,
-                                  wait_timeout=DEVICE_WAIT)
-    try:
-        info = session.describe()
-        problem = info.mismatch(target)
-    except RPCError:
-        session.close()
-        raise
-    if problem:
-        session.close()
-        raise TargetError(f"apply: {problem}")
-
-    return ApplyDevice(f"{info.describe()} at {session.addr[0]}:{session.addr[1]}", None, session.measure,
-                       session.close)
+    return request_device(host, port, options["key"], target, options.get("priority", 1),
+                          wait_timeout=DEVICE_WAIT, where="apply")
