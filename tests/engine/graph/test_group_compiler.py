@@ -30,6 +30,7 @@ from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.measure import MeasureInput, MeasureResult
 from tunecli.engine.target import Target
+from tunecli.errors import GraphError
 
 RNG = np.random.default_rng(0)
 HOST = Target("llvm")
@@ -244,3 +245,38 @@ def test_two_concurrent_builds_of_one_network_share_the_cache(tmp_path: Path) ->
     assert len(cache.entries()) == len(json.loads(outs[0][0]))
     assert all(cache.get(p.name.removesuffix(".kernel")) is not None for p, _, _ in cache.entries())
     assert not list((tmp_path / "shared").rglob("*.tmp"))
+
+
+def test_a_group_that_raises_in_a_build_process_raises_its_own_error_here(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mod, params = _conv_net()
+    real = group_compiler.lower_group
+
+    def failing(fn: g.Function, target: Target, name: str, *args: object) -> object:
+        if "conv2d" in name and "relu" in name:
+            raise GraphError(f"{name}: cannot be compiled (a test's failure)")
+        return real(fn, target, name, *args)
+
+    monkeypatch.setattr(group_compiler, "lower_group", failing)
+    with pytest.raises(GraphError, match="cannot be compiled \\(a test's failure\\)"):
+        _program(mod, params, GroupCompiler(HOST, None, jobs=2))
+
+
+def test_groups_a_dead_build_process_left_are_compiled_here(monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    mod, params = _conv_net()
+    serial = _program(mod, params, GroupCompiler(HOST, None, jobs=1))
+    parent = os.getpid()
+    real = group_compiler.lower_group
+
+    def dying(*args: object) -> object:
+        if os.getpid() != parent:
+            os._exit(3)  # as an LLVM abort ends a process
+        return real(*args)
+
+    monkeypatch.setattr(group_compiler, "lower_group", dying)
+    with caplog.at_level(logging.WARNING, logger="tunecli.kernel_cache"):
+        program = _program(mod, params, GroupCompiler(HOST, None, jobs=2))
+    assert "a build process died" in caplog.text
+    assert _objects(program) == _objects(serial)
