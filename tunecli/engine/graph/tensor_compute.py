@@ -50,6 +50,9 @@ _UNARY: dict[str, Callable[[E.Expr, str], E.Expr]] = {
     "erf": lambda x, dt: te.erf(x),
     "abs": lambda x, dt: te.abs(x),
     "logical_not": lambda x, dt: ~x,
+    # ordered comparisons: false for NaN (and not simplified away as ``x != x`` would be)
+    "isnan": lambda x, dt: ~(x <= E.const(math.inf, x.dtype)),
+    "isinf": lambda x, dt: te.abs(x) == E.const(math.inf, x.dtype),
 }
 _BINARY: dict[str, Callable[[E.Expr, E.Expr, str], E.Expr]] = {
     "power": lambda a, b, dt: E.cast(dt, te.power(a, b)),

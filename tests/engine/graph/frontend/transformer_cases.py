@@ -194,3 +194,42 @@ case("Einsum", "projection-weight-ellipsis")(
 case("Einsum", "transpose-one-operand")(lambda: one_op("Einsum", {"x": randn(2, 3, 4)}, equation="abc->cab"))
 case("Einsum", "sum-lonely-label")(lambda: one_op("Einsum", {"x": randn(2, 3, 4)}, equation="abc->ac"))
 case("Einsum", "outer-product")(lambda: one_op("Einsum", {"a": randn(3), "b": randn(4)}, equation="i,j->ij"))
+
+# --- NaN and infinity tests, gathers by index tuples ------------------------------------------------------
+
+
+def _specials(*shape: int) -> np.ndarray:
+    x = randn(*shape)
+    x.reshape(-1)[::3] = np.nan
+    x.reshape(-1)[1::5] = np.inf
+    x.reshape(-1)[2::7] = -np.inf
+    return x
+
+
+case("IsNaN", "runtime")(lambda: one_op("IsNaN", {"x": _specials(3, 7)}, outputs=_BOOL))
+case("IsInf", "both-signs")(lambda: one_op("IsInf", {"x": _specials(3, 7)}, outputs=_BOOL))
+case("IsInf", "negative-only")(
+    lambda: one_op("IsInf", {"x": _specials(3, 7)}, detect_positive=0, outputs=_BOOL)
+)
+case("IsInf", "positive-only-folded")(
+    lambda: one_op("IsInf", {}, {"x": _specials(2, 5)}, detect_negative=0, outputs=_BOOL)
+)
+case("GatherND", "runtime-data-index-pairs")(
+    lambda: one_op("GatherND", {"x": randn(3, 4, 5)}, {"i": np.asarray([[[0, 1], [2, -1]]], dtype="int64")})
+)
+case("GatherND", "batch-dims-1")(
+    lambda: one_op("GatherND", {"x": randn(2, 4, 5)}, {"i": np.asarray([[[3]], [[0]]], dtype="int64")},
+                   batch_dims=1)
+)
+case("GatherND", "mask-broadcast-as-dynamo-exports")(
+    lambda: one_op("GatherND", {"m": ints(1, 1, 0, 1, 0, 0).reshape(2, 3)},
+                   {"i": np.asarray([[[[0]]], [[[1]]]], dtype="int64")}, outputs={"y": "int64"})
+)
+case("GatherElements", "runtime-data-axis-1")(
+    lambda: one_op("GatherElements", {"x": randn(3, 4)},
+                   {"i": np.asarray([[0, 3], [-1, 1], [2, 2]], "int64")}, axis=1)
+)
+case("GatherElements", "folded-axis-0")(
+    lambda: one_op("GatherElements", {}, {"x": ints(1, 2, 3, 4).reshape(2, 2), "i": ints(1, 0).reshape(1, 2)},
+                   outputs={"y": "int64"})
+)

@@ -1,5 +1,6 @@
 """ONNX operators that select, cut or repeat parts of tensors: Gather (run-time indices: the
-embedding lookup), Slice, Split, Expand, Tile, Trilu and Range.
+embedding lookup), GatherND and GatherElements (indices known at import: a ``take`` of the
+flattened data), Slice, Split, Expand, Tile, Trilu and Range.
 
 Indices, bounds, shapes and repetitions must be known at import (Gather's indices excepted);
 each operator folds with numpy when every input is.
@@ -56,6 +57,57 @@ def _gather(ctx: NodeContext) -> Value:
         return take(ctx.expr(0), const(indices.astype("int32")), axis=axis, mode="wrap")
     # Run-time indices (token ids): ONNX allows [-size, size), which wrapping reads exactly.
     return take(ctx.expr(0), ctx.expr(1), axis=axis, mode="wrap")
+
+
+def _flat_gather(ctx: NodeContext, lead: int, flat: np.ndarray) -> Value:
+    """``data`` with its first ``lead`` axes flattened, gathered at ``flat`` (an array known at import)
+    along that axis; folded when ``data`` is known."""
+    shape = ctx.shape(0)
+    rows = (int(np.prod(shape[:lead], dtype=np.int64)), *shape[lead:])
+    if ctx.store.foldable(ctx.inputs[0]):
+        return np.take(ctx.array(0, "data").reshape(rows), flat, axis=0)
+    return take(reshape(ctx.expr(0), rows), const(flat.astype("int32")), axis=0)
+
+
+def _gather_nd(ctx: NodeContext) -> Value:
+    shape = ctx.shape(0)
+    batch_dims = int(ctx.attr("batch_dims", 0))
+    indices = np.asarray(ctx.array(1, "indices")).astype("int64")
+    k = indices.shape[-1] if indices.ndim else 0
+    fits = indices.ndim > batch_dims and 1 <= k <= len(shape) - batch_dims
+    if not fits or indices.shape[:batch_dims] != shape[:batch_dims]:
+        raise ctx.error(
+            f"indices of shape {indices.shape} do not index data {shape} with batch_dims {batch_dims}"
+        )
+    sizes = np.asarray(shape[batch_dims : batch_dims + k], dtype=np.int64)
+    if np.any((indices < -sizes) | (indices >= sizes)):
+        raise ctx.error(f"indices {indices.tolist()} out of range for data {shape}")
+    indices = np.where(indices < 0, indices + sizes, indices)
+    batch = np.indices(indices.shape[:-1])[:batch_dims]  # each entry's position on the batch axes
+    coords = (*batch, *np.moveaxis(indices, -1, 0))
+    return _flat_gather(ctx, batch_dims + k, np.ravel_multi_index(coords, shape[: batch_dims + k]))
+
+
+converter("GatherND", since=11, fold=_gather_nd)(_gather_nd)
+
+
+def _gather_elements(ctx: NodeContext) -> Value:
+    shape = ctx.shape(0)
+    axis = ctx.axis(ctx.attr("axis", 0), len(shape))
+    indices = np.asarray(ctx.array(1, "indices")).astype("int64")
+    if indices.ndim != len(shape):
+        raise ctx.error(f"indices of shape {indices.shape} must have the rank of data {shape}")
+    size = shape[axis]
+    if np.any((indices < -size) | (indices >= size)):
+        raise ctx.error(f"indices {indices.tolist()} out of range for axis {axis} of size {size}")
+    coords = list(np.indices(indices.shape))
+    coords[axis] = np.where(indices < 0, indices + size, indices)
+    if any(c.max(initial=0) >= s for c, s in zip(coords, shape, strict=True)):
+        raise ctx.error(f"indices of shape {indices.shape} exceed data {shape} outside axis {axis}")
+    return _flat_gather(ctx, len(shape), np.ravel_multi_index(tuple(coords), shape))
+
+
+converter("GatherElements", since=11, fold=_gather_elements)(_gather_elements)
 
 
 # --- Slice, Split -----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """ONNX elementwise math, comparisons, logic and reductions: Neg, Abs, Exp, Log, Sqrt, Reciprocal,
 Erf, Gelu, Pow, Min, Max, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor,
-Where and ReduceSum / ReduceMean / ReduceMax / ReduceMin.
+IsNaN, IsInf, Where and ReduceSum / ReduceMean / ReduceMax / ReduceMin.
 
 Each folds with numpy when its inputs are known at import (the mask and shape computations
 exporters emit), else becomes the graph's operators.
@@ -20,6 +20,8 @@ from ..ops.selection import (
     equal,
     greater,
     greater_equal,
+    isinf,
+    isnan,
     less,
     less_equal,
     logical_and,
@@ -72,6 +74,7 @@ _UNARY = {
     "Sqrt": (sqrt, _same_dtype(np.sqrt)),
     "Erf": (erf, _erf_array),
     "Not": (logical_not, np.logical_not),
+    "IsNaN": (isnan, np.isnan),
 }
 _COMPARISONS = {
     "Equal": (equal, np.equal, 7),
@@ -88,6 +91,27 @@ for _op_type, (_build, _compute) in _UNARY.items():
 for _op_type, (_build, _compute, _since) in _COMPARISONS.items():
     _elementwise(_op_type, _build, _compute, 2, _since)
 _elementwise("Where", where, lambda c, x, y: np.where(c, x, y), 3, since=9)
+
+
+def _infinities(ctx: NodeContext) -> tuple[bool, bool]:
+    return bool(ctx.attr("detect_negative", 1)), bool(ctx.attr("detect_positive", 1))
+
+
+def _fold_isinf(ctx: NodeContext) -> Value:
+    negative, positive = _infinities(ctx)
+    x = ctx.array(0, "X")
+    return (np.isneginf(x) & negative) | (np.isposinf(x) & positive)
+
+
+@converter("IsInf", since=10, fold=_fold_isinf)
+def _isinf(ctx: NodeContext) -> Value:
+    negative, positive = _infinities(ctx)
+    x = ctx.expr(0)
+    if negative and positive:
+        return isinf(x)
+    if not (negative or positive):
+        return logical_and(isinf(x), isnan(x))  # never true
+    return equal(x, const(math.inf if positive else -math.inf, ctx.tensor_type(0).dtype))
 
 
 def _fold_reciprocal(ctx: NodeContext) -> Value:

@@ -1,5 +1,6 @@
 """Comparisons, logical operators and selections: equal, not_equal, less, less_equal, greater,
-greater_equal, logical_and/or/xor (BROADCAST, bool results), logical_not (ELEMWISE), where
+greater_equal, logical_and/or/xor (BROADCAST, bool results), logical_not, isnan, isinf
+(ELEMWISE, bool results), where
 (BROADCAST over its three operands) and trilu (INJECTIVE: a triangle of the last two axes kept,
 the rest zero), the operators of attention masks."""
 
@@ -64,6 +65,12 @@ def _logical_not_relation(op_name: str, arg_types: Sequence[Type | None], attrs:
     return data
 
 
+def _float_test_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
+    data = tensor_arg(op_name, arg_types, 0, "data")
+    expect(data.dtype.startswith("float"), op_name, f"the operand must be floating point, got {data.dtype}")
+    return TensorType(data.shape, "bool")
+
+
 def _where_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
     cond = tensor_arg(op_name, arg_types, 0, "condition")
     x = tensor_arg(op_name, arg_types, 1, "x")
@@ -105,6 +112,8 @@ for _name, _fn in COMPARISONS.items():
 for _name, _fn in LOGICAL.items():
     register_op(_name, ("lhs", "rhs"), _logical_relation, _binary_bool(_fn), OpPattern.BROADCAST)
 register_op("logical_not", ("data",), _logical_not_relation, _logical_not, OpPattern.ELEMWISE)
+register_op("isnan", ("data",), _float_test_relation, lambda attrs, x: np.isnan(x), OpPattern.ELEMWISE)
+register_op("isinf", ("data",), _float_test_relation, lambda attrs, x: np.isinf(x), OpPattern.ELEMWISE)
 register_op("where", ("condition", "x", "y"), _where_relation, _where, OpPattern.BROADCAST)
 register_op("trilu", ("data",), _trilu_relation, _trilu, OpPattern.INJECTIVE, TriluAttrs)
 
@@ -157,6 +166,16 @@ def logical_xor(lhs: Expr, rhs: Expr) -> Call:
 def logical_not(data: Expr) -> Call:
     """Elementwise negation of a bool tensor (``relay.logical_not``)."""
     return make_call("logical_not", [data])
+
+
+def isnan(data: Expr) -> Call:
+    """Whether each element is NaN (``relay.isnan``)."""
+    return make_call("isnan", [data])
+
+
+def isinf(data: Expr) -> Call:
+    """Whether each element is infinite (``relay.isinf``)."""
+    return make_call("isinf", [data])
 
 
 def where(condition: Expr, x: Any, y: Any) -> Call:
