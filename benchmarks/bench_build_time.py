@@ -7,12 +7,13 @@ never count and the second build is what a user's next run sees; the time printe
 ``relay.build`` call alone (``PassContext(opt_level=3)``, target ``--target``, the pre-tuned
 packages configuring it as they do for a user).  The cache is a temporary directory of this run
 unless ``--cache-dir`` names one.  Networks: the built-in ``resnet-18``, ``mobilenet``,
-``mobilenet_v2``, ``squeezenet`` (224x224, batch 1), or an ONNX file (``--onnx model.onnx --shape
-input_ids=1,128``; BERT-base exported from PyTorch, for instance).
+``mobilenet_v2``, ``squeezenet`` (224x224, batch 1), ``bert-base`` (sequence 128, batch 1), or an
+ONNX file (``--onnx model.onnx --shape input_ids=1,128``).
 
 Usage::
 
     .venv/bin/python benchmarks/bench_build_time.py                      # ResNet-18
+    .venv/bin/python benchmarks/bench_build_time.py --network bert-base
     .venv/bin/python benchmarks/bench_build_time.py --network mobilenet --baseline
     .venv/bin/python benchmarks/bench_build_time.py --onnx bert.onnx --shape input_ids=1,128 \\
         --dtype input_ids=int64
@@ -32,7 +33,7 @@ from typing import Any
 
 import _common
 
-BUILT_IN = ("resnet-18", "mobilenet", "mobilenet_v2", "squeezenet")
+BUILT_IN = ("resnet-18", "bert-base", "mobilenet", "mobilenet_v2", "squeezenet")
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, dict]:
@@ -44,9 +45,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, dict]:
         shape = {k: [int(d) for d in v.split(",")] for k, v in (s.split("=", 1) for s in args.shape)}
         dtype = dict(d.split("=", 1) for d in args.dtype) if args.dtype else "float32"
         return from_onnx(onnx.load(args.onnx), shape, dtype)
-    from tunecli.engine.graph.models import mobilenet, mobilenet_v2, resnet, squeezenet
+    from tunecli.engine.graph.models import bert, mobilenet, mobilenet_v2, resnet, squeezenet
 
     loaders = {"resnet-18": lambda: resnet.get_workload(num_layers=18, batch_size=1),
+               "bert-base": lambda: bert.get_workload(batch_size=1, seq_len=128),
                "mobilenet": lambda: mobilenet.get_workload(batch_size=1),
                "mobilenet_v2": lambda: mobilenet_v2.get_workload(batch_size=1),
                "squeezenet": lambda: squeezenet.get_workload(batch_size=1)}

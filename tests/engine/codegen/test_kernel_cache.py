@@ -44,6 +44,16 @@ def test_the_key_changes_with_each_version_the_target_and_the_parts() -> None:
     assert len({key, *changed}) == len(changed) + 1
 
 
+def test_the_source_digest_covers_the_compiler_and_not_the_rest() -> None:
+    files = {str(p.relative_to(kernel_cache.PACKAGE)) for p in kernel_cache.compiler_sources()}
+    for compiler in ("engine/codegen/compile.py", "engine/lower/lower.py", "engine/graph/lower_group.py",
+                     "engine/graph/passes/fuse_ops.py", "engine/ops/strategy.py", "engine/task/space.py",
+                     "engine/target.py", "errors.py"):
+        assert compiler in files
+    assert not [f for f in files if f.startswith(("engine/graph/frontend/", "engine/graph/models/",
+                                                  "engine/measure/", "engine/tuner/", "commands/"))]
+
+
 def test_parts_cannot_run_into_each_other() -> None:
     host = Target("llvm")
     assert cache_key({"a": "xy", "b": ""}, host) != cache_key({"a": "x", "b": "y"}, host)

@@ -51,10 +51,13 @@ _SUFFIX = ".kernel"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 #: The parts of tunecli (relative to the package) whose code decides a network's kernels: the
 #: compiler, the templates and their config spaces, the graph compiler.  Not the measurement,
-#: logs, tuners, jobs or commands (a config from a log is part of a key itself).
+#: logs, tuners, jobs or commands (a config from a log is part of a key itself), nor the graph
+#: frontends and model definitions (a key holds the group's text, whatever made the graph).
 COMPILER_SOURCES = ("errors.py", "engine/ir", "engine/target.py", "engine/option.py", "engine/transform",
                     "engine/te", "engine/schedule", "engine/lower", "engine/codegen", "engine/build.py",
                     "engine/task", "engine/ops", "engine/graph")
+NOT_COMPILER_SOURCES = ("engine/graph/frontend", "engine/graph/models")
+PACKAGE = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,8 @@ class CodeVersions:
     tunecli : str
         The installed version of tunecli.
     sources : str
-        Digest of the sources of tunecli's compiler (:data:`COMPILER_SOURCES`; a development
-        tree changes without a new version).
+        Digest of the sources of tunecli's compiler (:data:`COMPILER_SOURCES` less
+        :data:`NOT_COMPILER_SOURCES`; a development tree changes without a new version).
     llvmlite : str
     llvm : str
         The LLVM version llvmlite was built with.
@@ -91,9 +94,9 @@ def code_versions() -> CodeVersions:
         tunecli_version = version("tunecli")
     except PackageNotFoundError:
         tunecli_version = "unknown"
-    root = Path(__file__).resolve().parents[2]  # the tunecli package
+    root = PACKAGE
     digest = hashlib.sha256()
-    for path in sorted(p for part in COMPILER_SOURCES for p in _python_files(root / part)):
+    for path in compiler_sources(root):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
@@ -101,8 +104,12 @@ def code_versions() -> CodeVersions:
                         ".".join(str(v) for v in llvm.llvm_version_info), python)
 
 
-def _python_files(path: Path) -> list[Path]:
-    return [path] if path.is_file() else sorted(path.rglob("*.py"))
+def compiler_sources(root: Path = PACKAGE) -> list[Path]:
+    """The Python files of the tunecli package at ``root`` that :class:`CodeVersions` digests."""
+    skipped = tuple(root / part for part in NOT_COMPILER_SOURCES)
+    files = {p for part in COMPILER_SOURCES
+             for p in ([root / part] if (root / part).is_file() else (root / part).rglob("*.py"))}
+    return sorted(p for p in files if not any(p.is_relative_to(s) for s in skipped))
 
 
 def target_text(target: Target) -> str:
