@@ -56,6 +56,8 @@ from tunecli.engine.runtime import Module
 from tunecli.engine.runtime.blas import single_blas_thread
 from tunecli.engine.runtime.openmp import get_num_threads
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.space import ConfigEntity
+from tunecli.engine.task.task import Task
 from tunecli.engine.task.text import config_text, task_label
 from tunecli.errors import RPCError
 
@@ -157,7 +159,7 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
     return report
 
 
-def _apply_task(job: Job, index: int, task: Any, history: ApplyHistoryBest, export: str | None,
+def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, export: str | None,
                 device: ApplyDevice | None, numpy_worker: Worker | None = None) -> AppliedTask:
     with history:
         config = history.query(task.target, task.workload)
@@ -244,7 +246,7 @@ def _outputs(reply: MeasureReply, specs: tuple[ArgSpecT, ...]) -> list[np.ndarra
     return [np.frombuffer(raw, dtype=specs[i][1]).reshape(specs[i][0]) for i, raw in reply.outputs]
 
 
-def _build(task: Any, config: Any, name: str) -> tuple[Module, list[int]]:
+def _build(task: Task, config: ConfigEntity, name: str) -> tuple[Module, list[int]]:
     """Build ``config`` of ``task``; return the module and the indices of its output arguments."""
     with task.target:
         sch, args = task.instantiate(config)
@@ -252,7 +254,7 @@ def _build(task: Any, config: Any, name: str) -> tuple[Module, list[int]]:
     return module, list(output_arguments(sch, args, module.arg_specs))
 
 
-def kernel_stem(job: str, index: int, task: Any) -> str:
+def kernel_stem(job: str, index: int, task: Task) -> str:
     """The symbol and file stem of a job's kernel: ``<job>_<task index>_<template>_<workload hash>``.
 
     Kernels of two jobs (or of one template with other arguments) linked into one program do
@@ -276,7 +278,7 @@ def kernel_stem(job: str, index: int, task: Any) -> str:
     return f"{'k_' if stem[:1].isdigit() else ''}{stem}_{digest}"
 
 
-def _export(module: Any, directory: str, stem: str) -> list[str]:
+def _export(module: Module, directory: str, stem: str) -> list[str]:
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     files = []

@@ -25,6 +25,7 @@ from tunecli.engine.build import lower
 from tunecli.engine.job.network import Network, build_network, extract_network_tasks, job_tasks
 from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import check_task_index, create_tasks
+from tunecli.engine.task.task import Task
 from tunecli.engine.task.text import config_text, task_label
 from tunecli.errors import JobError
 
@@ -66,7 +67,7 @@ def inspect_kernels(job: Job, task: int | None = None, config: int | None = None
     return [task_view(job.path, i, t, config) for i, t in zip(indices, tasks, strict=True)]
 
 
-def task_view(path: str, index: int, task: Any, config: int | None = None) -> TaskView:
+def task_view(path: str, index: int, task: Task, config: int | None = None) -> TaskView:
     """The view of one task of the job file ``path``: its space and, with ``config``, its loop nest.
 
     Raises

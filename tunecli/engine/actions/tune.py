@@ -44,12 +44,14 @@ from tunecli.engine.job.tuning_spec import DEFAULT_TASK_SCHEDULER
 from tunecli.engine.log.log_files import log_problem, real_log_path
 from tunecli.engine.log.record import read_log
 from tunecli.engine.log.task_history import TaskHistory, task_histories
-from tunecli.engine.measure.result import MeasureErrorNo
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.task.task import Task
 from tunecli.engine.task.text import config_text, task_label
 from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.remeasure import remeasure_candidates, remeasure_top
 from tunecli.engine.tuner.task_scheduler import TaskScheduler
+from tunecli.engine.tuner.tuner import Tuner
 from tunecli.engine.tuner.tuner_kinds import tuner_kind
 from tunecli.errors import JobError
 
@@ -242,7 +244,7 @@ def tune_tasks(job: Job, found: JobTasks, measure_option: Callable[[], dict],
 class _TaskProgress:
     """One task's outcome, kept up to date from its records and sent as ``TuneEvent``s."""
 
-    def __init__(self, outcome: TaskOutcome, task: Any, n_tasks: int, known: TaskHistory,
+    def __init__(self, outcome: TaskOutcome, task: Task, n_tasks: int, known: TaskHistory,
                  emit: Callable[[TuneEvent], None], budget: int | None = None,
                  spent: Callable[[], int] = lambda: 0, all_trials: int = 0) -> None:
         self.outcome, self.task, self.n_tasks, self.emit = outcome, task, n_tasks, emit
@@ -264,7 +266,7 @@ class _TaskProgress:
                          o.best_flops, o.errors, time.time() - self.tic, self.budget, self.spent(),
                          self.all_trials)
 
-    def on_result(self, _tuner: Any, inp: Any, res: Any) -> None:
+    def on_result(self, _tuner: Tuner, inp: MeasureInput, res: MeasureResult) -> None:
         """Count one measurement of this run."""
         o = self.outcome
         o.measured += 1
@@ -281,7 +283,7 @@ class _TaskProgress:
             return
         self.emit(replace(self._event("remeasure"), remeasuring=due))
 
-        def count(_tuner: Any, inputs: list, results: list) -> None:
+        def count(_tuner: Tuner, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
             for inp, res in zip(inputs, results, strict=True):
                 self.outcome.remeasured += 1
                 self.records.append((inp, res))
@@ -290,13 +292,13 @@ class _TaskProgress:
         remeasure_top(self.task, self.records, k, measure_option(), callbacks=[log_to_file(log), count])
 
 
-def _outcome(index: int, task: Any, n_trial: int, weight: float = 1.0) -> TaskOutcome:
+def _outcome(index: int, task: Task, n_trial: int, weight: float = 1.0) -> TaskOutcome:
     space = len(task.config_space)
     return TaskOutcome(index, task.name, list(task.args), float(task.flop or 0), space, min(n_trial, space),
                        weight=weight)
 
 
-def _tune_task(job: Job, index: int, n_tasks: int, task: Any, weight: float, history: list[tuple],
+def _tune_task(job: Job, index: int, n_tasks: int, task: Task, weight: float, history: list[tuple],
                known: TaskHistory, measure_option: Callable[[], dict],
                emit: Callable[[TuneEvent], None], totals: tuple[int, int] = (0, 0)) -> TaskOutcome:
     """Tune one task and return its outcome (``totals``: trials of the tasks before it, of all)."""
@@ -342,7 +344,7 @@ def _tune_scheduled(job: Job, found: JobTasks, history: list[tuple], histories: 
         p.event("start")
     by_task = {id(task): p for task, p in zip(tasks, progress, strict=True)}
 
-    def on_result(tuner: Any, inp: Any, res: Any) -> None:
+    def on_result(tuner: Tuner, inp: MeasureInput, res: MeasureResult) -> None:
         by_task[id(tuner.task)].on_result(tuner, inp, res)
 
     if scheduler.next_task() is not None:
@@ -357,21 +359,21 @@ def _tune_scheduled(job: Job, found: JobTasks, history: list[tuple], histories: 
 class _Streaming:
     """A tuner callback that takes each measurement as it finishes (``Tuner.tune`` streams to it)."""
 
-    def __init__(self, on_result: Callable[[Any, Any, Any], None]) -> None:
+    def __init__(self, on_result: Callable[[Tuner, MeasureInput, MeasureResult], None]) -> None:
         self.on_result = on_result
 
-    def __call__(self, tuner: Any, inputs: list, results: list) -> None:
+    def __call__(self, tuner: Tuner, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         for inp, res in zip(inputs, results, strict=True):
             self.on_result(tuner, inp, res)
 
 
-def _error_text(res: Any) -> str:
+def _error_text(res: MeasureResult) -> str:
     """``KIND: message`` of a failed measurement (its exception, when the result carries one)."""
     kind = MeasureErrorNo(int(res.error_no)).name
     return f"{kind}: {res.error}" if res.error is not None else kind
 
 
-def _consider(outcome: TaskOutcome, task: Any, inp: Any, res: Any) -> float:
+def _consider(outcome: TaskOutcome, task: Task, inp: MeasureInput, res: MeasureResult) -> float:
     """Update the outcome's best with one record; return its FLOPS (0 for an error)."""
     if not res.ok:
         return 0.0

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import LogRecord
 from tunecli.engine.log.task_records import records_of
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
+from tunecli.engine.task.task import Task
 
 Record = tuple[MeasureInput, MeasureResult]
 
@@ -57,7 +57,7 @@ class TaskHistory:
         return frozenset(int(inp.config.index) for inp, _ in self.records)
 
 
-def task_history(task: Any, records: Iterable[Record], trusted: Sequence[bool] | None = None) -> TaskHistory:
+def task_history(task: Task, records: Iterable[Record], trusted: Sequence[bool] | None = None) -> TaskHistory:
     """The history of ``task`` in ``records``.
 
     Parameters
@@ -89,7 +89,7 @@ def task_history(task: Any, records: Iterable[Record], trusted: Sequence[bool] |
     return TaskHistory(tuple(pair for pair, _ in own), len(seen), best, since_best)
 
 
-def task_histories(tasks: Sequence[Any], logged: Sequence[LogRecord]) -> list[TaskHistory]:
+def task_histories(tasks: Sequence[Task], logged: Sequence[LogRecord]) -> list[TaskHistory]:
     """Each task's history in a log's records, the implausible ones never a best (warned once).
 
     Parameters

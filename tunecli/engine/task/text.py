@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tunecli.engine.task.space import ConfigEntity
+from tunecli.engine.task.task import Task
+
 
 def _arg(value: Any) -> str:
     if isinstance(value, (tuple, list)):
@@ -28,7 +31,7 @@ def workload_text(name: str, args: Any) -> str:
     return f"{name}({', '.join(_arg(a) for a in args)})"
 
 
-def task_label(task: Any) -> str:
+def task_label(task: Task) -> str:
     """Return ``name(arg, ...)`` of a task (its workload text), for display.
 
     Parameters
@@ -42,7 +45,7 @@ def task_label(task: Any) -> str:
     return workload_text(task.name, task.args)
 
 
-def config_text(config: Any) -> str:
+def config_text(config: ConfigEntity) -> str:
     """Return ``#index knob=value ...`` for a config entity (``fallback`` for a fallback config).
 
     Parameters

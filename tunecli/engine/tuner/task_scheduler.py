@@ -43,6 +43,7 @@ import numpy as np
 
 from tunecli.engine.log.task_history import TaskHistory, task_history
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
+from tunecli.engine.task.task import Task
 from tunecli.engine.tuner.alternatives import latency_change, operator_groups, weighted_latency
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
@@ -86,7 +87,7 @@ class ScheduledTask:
         the fastest task of the group.  None once it left the group.
     """
 
-    task: Any
+    task: Task
     weight: float = 1.0
     tuner: Tuner | None = None
     previous: int = 0
@@ -245,7 +246,7 @@ class TaskScheduler:
         Rounds over which the backward improvement rate is measured.
     """
 
-    def __init__(self, tasks: Sequence[Any], make_tuner: Callable[[Any], Tuner], budget: int,
+    def __init__(self, tasks: Sequence[Task], make_tuner: Callable[[Task], Tuner], budget: int,
                  weights: Sequence[float] | None = None, policy: str = "gradient",
                  round_trials: int | None = None, early_stopping: int | None = None,
                  history: Sequence[tuple] = (), task_histories: Sequence[TaskHistory] | None = None,
