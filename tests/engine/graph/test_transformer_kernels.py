@@ -16,6 +16,7 @@ from tunecli import relay
 from tunecli.engine import graph as g
 from tunecli.engine.graph.build_module import BuiltGraph, build
 from tunecli.engine.graph.extract import extract_from_program, tunable_operators
+from tunecli.engine.graph.op_strategy import chosen_implementation, dense_pack_implementation, implementation
 from tunecli.engine.graph.ops.layer_norm import layer_norm
 from tunecli.engine.graph.ops.unary import erf
 from tunecli.engine.graph.passes import PassContext
@@ -74,6 +75,20 @@ def _run(lib: BuiltGraph, inputs: dict[str, np.ndarray]) -> np.ndarray:
         m.set_input(name, value)
     m.run()
     return m.get_output(0).numpy()
+
+
+def _typed(expr: g.Expr) -> g.Call:
+    g.infer_types(g.Function(g.free_vars(expr), expr))
+    return expr
+
+
+def _tuned(*impls_costs: tuple) -> list[tuple]:
+    records = []
+    for impl, cost in impls_costs:
+        task = create(impl.task_name, impl.args, LLVM)
+        result = MeasureResult((cost,), MeasureErrorNo.NO_ERROR, 0.01, 0.0)
+        records.append((MeasureInput(LLVM, task, task.config_space.get(len(task.config_space) // 3)), result))
+    return records
 
 
 @pytest.fixture(scope="module")
@@ -136,12 +151,7 @@ def test_a_tuned_dense_pack_record_runs_with_its_weight_packed_at_build_time() -
               "f1_b": rng.standard_normal(4 * H).astype("float32")}
     (op,) = tunable_operators(mod, params, LLVM)
     own, packed = op.implementations
-    records = []
-    for impl, cost in ((own, 2e-3), (packed, 1e-3)):
-        task = create(impl.task_name, impl.args, LLVM)
-        cfg = task.config_space.get(len(task.config_space) // 3)
-        result = MeasureResult((cost,), MeasureErrorNo.NO_ERROR, 0.01, 0.0)
-        records.append((MeasureInput(LLVM, task, cfg), result))
+    records = _tuned((own, 2e-3), (packed, 1e-3))
     with ApplyHistoryBest(records, pretuned=False), PassContext(opt_level=3):
         lib = build(mod, "llvm", params=params)
     assert [a.task_name for a in lib.summary.tuned] == ["dense_pack.x86"]
@@ -194,3 +204,20 @@ def test_every_transposed_batch_matmul_builds_through_its_template_with_an_epilo
     data = rng.standard_normal(tuple(a.type_annotation.shape)).astype("float32")
     want = g.evaluate(mod, (), {"a": data, **params})
     np.testing.assert_allclose(_run(lib, {"a": data}), want, rtol=1e-5, atol=1e-5)
+
+
+def test_dense_pack_is_an_alternative_of_dense_layers_of_several_rows_only() -> None:
+    weight = relay.var("w", shape=(48, 32))
+    gemv = _typed(relay.nn.dense(relay.var("x", shape=(1, 32)), weight))
+    assert dense_pack_implementation(gemv, LLVM) is None
+    assert chosen_implementation(gemv, LLVM) == implementation(gemv, LLVM)
+    layer = _typed(relay.nn.dense(relay.var("x", shape=(S, 32)), weight))
+    own, packed = implementation(layer, LLVM), dense_pack_implementation(layer, LLVM)
+    assert packed.workload == ("dense_pack.x86", ("TENSOR", (S, 32), "float32"),
+                               ("TENSOR", (48, 32), "float32"), None, "float32")
+    with ApplyHistoryBest([], pretuned=False):
+        assert chosen_implementation(layer, LLVM) == own  # untuned: the higher plevel
+    with ApplyHistoryBest(_tuned((packed, 1e-3)), pretuned=False):
+        assert chosen_implementation(layer, LLVM) == packed  # the only tuned one
+    with ApplyHistoryBest(_tuned((packed, 2e-3), (own, 1e-3)), pretuned=False):
+        assert chosen_implementation(layer, LLVM) == own  # the faster record
