@@ -24,7 +24,7 @@ from tunecli.engine.codegen.kernel_cache import KernelCache
 from tunecli.engine.graph import group_compiler
 from tunecli.engine.graph.build_module import BuiltGraph, build, optimize
 from tunecli.engine.graph.extract import extract_from_program
-from tunecli.engine.graph.graph_codegen import GraphProgram, graph_program
+from tunecli.engine.graph.graph_codegen import GraphProgram, distinct_groups, graph_program
 from tunecli.engine.graph.group_compiler import GroupCompiler
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.log.history_best import ApplyHistoryBest
@@ -280,3 +280,21 @@ def test_groups_a_dead_build_process_left_are_compiled_here(monkeypatch: pytest.
         program = _program(mod, params, GroupCompiler(HOST, None, jobs=2))
     assert "a build process died" in caplog.text
     assert _objects(program) == _objects(serial)
+
+
+def test_a_gpu_kernel_s_key_names_the_libdevice_it_links(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    mod, params = _dense_net()
+    cuda = Target("cuda -arch=sm_80")
+    with PassContext(opt_level=3):
+        fused = optimize(mod, params, cuda)
+    _, (job, *_) = distinct_groups(fused["main"])
+    anchor = group_compiler.group_anchor(job.fn, cuda)
+    config = group_compiler.anchor_config(*anchor, cuda) if anchor else None
+    keys = set()
+    for version in ("10.bc-a", "10.bc-b"):
+        fake = tmp_path / version
+        fake.write_bytes(version.encode())
+        monkeypatch.setattr(group_compiler, "libdevice_path", lambda fake=fake: fake)
+        keys.add(group_compiler.group_key(job, cuda, anchor, config))
+    assert len(keys) == 2

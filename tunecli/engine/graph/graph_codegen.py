@@ -100,7 +100,7 @@ def graph_program(fn: Function, lower: Lower | GroupCompiler) -> GraphProgram:
     """The program of the fused function ``fn`` (see the module docstring); ``lower`` compiles each
     distinct group (by its text and which of its arguments are constants) once (a
     :class:`GroupCompiler`: all of them together, through the kernel cache and in parallel)."""
-    calls, jobs = _distinct_groups(fn)
+    calls, jobs = distinct_groups(fn)
     if isinstance(lower, GroupCompiler):
         compiled = lower.compile_all(jobs)
     else:
@@ -159,7 +159,7 @@ def graph_program(fn: Function, lower: Lower | GroupCompiler) -> GraphProgram:
     return GraphProgram(json.dumps(graph), kernels, tuple(compiled), g.params)
 
 
-def _distinct_groups(fn: Function) -> tuple[list[tuple[Call, int]], list[GroupJob]]:
+def distinct_groups(fn: Function) -> tuple[list[tuple[Call, int]], list[GroupJob]]:
     """The group calls of ``fn`` in execution order, each with the index of its distinct group
     (by text and which arguments are constants) among the jobs, which name their kernels."""
     calls: list[tuple[Call, int]] = []

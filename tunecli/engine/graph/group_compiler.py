@@ -8,7 +8,8 @@ convolution carries, parameter types), the data of any tensor constant inside it
 parameters are constants, the kernel name, the anchor's strategy row, workload and config (asked
 of ``DispatchContext.current`` once, here; lowering gets that config), the code of any compute or
 strategy function defined outside tunecli, the target and this machine's CPU (build-time kernels
-may be compiled for it).  A hit skips lowering, scheduling and LLVM altogether.
+may be compiled for it), and for a GPU target which libdevice the toolkit links in.  A hit skips
+lowering, scheduling and LLVM altogether.
 
 The misses are lowered by ``lower_group`` in child processes forked from the building one (they
 see its graph, operators, templates and dispatch contexts as they are; nothing is pickled but the
@@ -34,12 +35,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tunecli.engine.codegen.compile import LOCK
 from tunecli.engine.codegen.kernel_cache import KernelCache, cache_key, default_cache, target_text
+from tunecli.engine.codegen.nvptx_backend import libdevice_path
 from tunecli.engine.target import Target, as_target
 from tunecli.errors import ArgumentError
 
@@ -184,6 +187,8 @@ def group_key(job: GroupJob, target: Target, anchor: tuple[Call, Implementation]
         "host": target_text(as_target("llvm")),  # build-time kernels may be compiled for this machine
         "outside_code": _outside_code(job.fn),
     }
+    if target.is_gpu:
+        parts["libdevice"] = _file_identity(libdevice_path())
     if anchor is not None:
         strategy = anchor[1].strategy
         parts["anchor"] = f"{strategy.name} {anchor[1].workload!r}"
@@ -191,6 +196,17 @@ def group_key(job: GroupJob, target: Target, anchor: tuple[Call, Implementation]
         parts["strategy"] = " ".join(_code_identity(f) for f in (strategy.declare, strategy.compute,
                                                                    strategy.schedule, strategy.pack))
     return cache_key(parts, target)
+
+
+def _file_identity(path: Path | None) -> str:
+    """Which file ``path`` is: its path, size and modification time ("-" when none is found)."""
+    if path is None:
+        return "-"
+    try:
+        st = path.stat()
+    except OSError:
+        return f"{path}: unreadable"
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _constant_digest(fn: Function) -> str:
