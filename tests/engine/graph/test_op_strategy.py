@@ -150,3 +150,49 @@ def test_apply_graph_best_answers_with_the_graph_tuners_record_of_the_call(tmp_p
         first, _ = select_implementation([direct, winograd], LLVM)  # the first call: its record, Winograd
         second, _ = select_implementation([direct, winograd], LLVM)
     assert (first.task_name, second.task_name) == (winograd.task_name, direct.task_name)
+
+
+ARM_BOARD = Target("llvm -device=arm_cpu -mtriple=aarch64-linux-gnu -mattr=+neon")
+
+
+def test_an_arm_cpu_target_gives_tvms_arm_cpu_tasks() -> None:
+    """The first target key with a row for the call decides (TVM's rule): ``arm_cpu`` convolutions
+    are its spatial-pack templates, never x86's blocked or Winograd ones; a dense layer, which has no
+    ``arm_cpu`` row, falls back to ``cpu``'s."""
+    conv = _conv3x3()
+    names = [impl.task_name for impl in conv2d_candidates(conv, ARM_BOARD)]
+    assert names == ["conv2d_nchw_spatial_pack.arm_cpu"]
+    assert winograd_implementation(conv, ARM_BOARD) is None
+    assert implementation(conv, ARM_BOARD).workload == (
+        "conv2d_nchw_spatial_pack.arm_cpu", ("TENSOR", (1, 16, 8, 8), "float32"),
+        ("TENSOR", (16, 16, 3, 3), "float32"), (1, 1), (1, 1, 1, 1), (1, 1), "float32")
+    x = relay.var("x", shape=(1, 8, 6, 6))
+    dw = _call(relay.nn.conv2d(x, relay.var("w", shape=(8, 1, 3, 3)), groups=8, padding=(1, 1)))
+    assert implementation(dw, ARM_BOARD).task_name == "depthwise_conv2d_nchw.arm_cpu"
+    dense = _call(relay.nn.dense(relay.var("d", shape=(1, 64)), relay.var("dw2", shape=(10, 64))))
+    assert implementation(dense, ARM_BOARD).strategy is implementation(dense, LLVM).strategy
+
+
+def test_arm_cpu_convolutions_stay_nchw_through_alter_op_layout() -> None:
+    from tunecli.engine.graph.passes.alter_op_layout import alter_op_layout
+
+    conv = _conv3x3()
+    fn = g.Function(g.free_vars(conv), conv)
+    g.infer_types(fn)
+    altered = alter_op_layout(fn, ARM_BOARD)
+    assert altered.body.op.name == "nn.conv2d" and altered.body.attrs.data_layout == "NCHW"
+    assert alter_op_layout(fn, LLVM).body.op.name != "nn.conv2d"  # x86: blocked (the check can fail)
+
+
+def test_a_build_for_an_arm_board_uses_tvms_arm_cpu_package_records() -> None:
+    """relay.build for ``-model=rk3399`` finds the board's record of a ResNet-18 convolution in the
+    shipped arm_cpu tophub package (its workload is the arm_cpu task's)."""
+    import tunecli
+
+    x = relay.var("data", shape=(1, 64, 56, 56))
+    y = relay.nn.conv2d(x, relay.var("w", shape=(64, 64, 3, 3)), padding=(1, 1))
+    mod = tunecli.IRModule.from_expr(relay.Function(relay.analysis.free_vars(y), y))
+    target = Target("llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu -mattr=+neon")
+    with tunecli.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target=target)
+    assert lib.summary.line() == "1 of 1 tasks tuned"

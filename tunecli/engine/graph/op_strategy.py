@@ -3,8 +3,10 @@
 
 For a call of ``nn.conv2d`` / ``nn.dense`` / ``nn.batch_matmul`` on a target, :func:`implementation`
 picks the best row of ``ops.registry.STRATEGIES`` among the operator keys the call can use (a
-depthwise convolution its depthwise keys, a plain one ``conv2d_NCHWc`` before ``conv2d_nchw``),
-and fills the row's template arguments by name from what the call determines (its *facts*:
+depthwise convolution its depthwise keys, a plain one ``conv2d_NCHWc`` before ``conv2d_nchw``)
+under the target key that decides (TVM's rule: the first key of the target with a row for the
+call, so ``arm_cpu`` before ``cpu``: an ARM target's convolutions are its ``arm_cpu`` rows, never
+x86 ones), and fills the row's template arguments by name from what the call determines (its *facts*:
 ``N, H, W, CI, CO, KH, KW, stride(s), padding, dilation, dtype`` and TVM's ``data, kernel,
 layout, out_layout, out_dtype``...).  So the task name and workload of a call (what
 ``extract_from_program`` returns and ``apply_history_best`` looks up) are those of the row the
@@ -149,11 +151,26 @@ def implementation(call: Call, target: Target) -> Implementation | None:
     if keys_of is None:
         return None
     keys, facts = keys_of(call)
+    deciding = _deciding_key(keys, target)
     for key in keys:
-        rows = STRATEGIES.candidates(key, target)
+        rows = _rows(key, target, deciding)
         if rows:
             return Implementation(rows[0], _template_args(rows[0], facts, call))
     return None
+
+
+def _deciding_key(op_keys: Sequence[str], target: Target) -> str | None:
+    """The first key of ``target`` with a row for any of ``op_keys`` (TVM's ``select_implementation``:
+    the strategy of the first target key that registers one decides; later keys only fall back)."""
+    for target_key in target.keys:
+        if any(row.target_key == target_key for op in op_keys for row in STRATEGIES.candidates(op, target)):
+            return target_key
+    return None
+
+
+def _rows(op_key: str, target: Target, target_key: str | None) -> list[Strategy]:
+    """The rows of ``op_key`` registered under ``target_key`` for ``target``, best first."""
+    return [row for row in STRATEGIES.candidates(op_key, target) if row.target_key == target_key]
 
 
 def winograd_implementation(call: Call, target: Target) -> Implementation | None:
@@ -167,10 +184,10 @@ def winograd_implementation(call: Call, target: Target) -> Implementation | None
             or tuple(attrs.strides) != (1, 1) or tuple(attrs.dilation) != (1, 1) or attrs.groups != 1
             or {data.dtype, weight.dtype, out.dtype} != {"float32"}):
         return None
-    rows = STRATEGIES.candidates("conv2d_NCHWc_winograd", target)
+    keys, facts = _conv2d_keys(call)
+    rows = _rows("conv2d_NCHWc_winograd", target, _deciding_key([*keys, "conv2d_NCHWc_winograd"], target))
     if not rows:
         return None
-    _, facts = _conv2d_keys(call)
     return Implementation(rows[0], _template_args(rows[0], facts, call))
 
 

@@ -74,7 +74,10 @@ def _blocked_convolution(rw: LayoutRewriter, call: Call, target: Target) -> tupl
     if (call.op.name != "nn.conv2d" or attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW"  # type: ignore[union-attr]
             or attrs.out_layout not in ("", "NCHW")):
         return None
-    candidates = [impl for impl in conv2d_candidates(call, target)
+    own = conv2d_candidates(call, target)
+    if not own or own[0].strategy.op not in BLOCKED_CONVOLUTIONS:
+        return None  # the target's own row is not blocked (an arm_cpu spatial pack): left in NCHW
+    candidates = [impl for impl in own
                   if impl.strategy.op in BLOCKED_CONVOLUTIONS and impl.strategy.pack is not None]
     if not candidates:
         return None
