@@ -33,8 +33,11 @@ def workload(b: int, m: int, n: int, k: int, transpose_a: bool = False, transpos
     return ("TENSOR", a, "float32"), ("TENSOR", w, "float32"), (b, m, n), "float32", transpose_a, transpose_b
 
 
-def run(task, index: int, rng) -> tuple[np.ndarray, np.ndarray]:
-    sch, bufs = task.instantiate(task.config_space.get(index))
+def run(task, index: int | None, rng) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's output under config ``index`` (None: the fallback config) and the reference's."""
+    with task.target:
+        cfg = FallbackConfigEntity() if index is None else task.config_space.get(index)
+        sch, bufs = task.instantiate(cfg)
     mod = build(sch, bufs, target=task.target)
     inputs = [rng.standard_normal(t.shape).astype("float32") for t in bufs[:-1]]
     out = np.zeros(bufs[-1].shape, dtype="float32")
@@ -98,10 +101,11 @@ def problems(draw):
 
 @SETTINGS
 @given(problems(), st.integers(0, 2**31), st.integers(0, 2**31))
-def test_any_config_of_any_form_equals_numpy(args: tuple, pick: int, seed: int) -> None:
+def test_any_config_and_the_fallback_of_any_form_equal_numpy(args: tuple, pick: int, seed: int) -> None:
     task = autotvm_task.create("batch_matmul.x86", args, "llvm")
-    out, expected = run(task, pick % len(task.config_space), np.random.default_rng(seed))
-    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+    for index in (pick % len(task.config_space), None):
+        out, expected = run(task, index, np.random.default_rng(seed))
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_the_fallback_is_a_register_tile_parallel_over_batch_and_blocks() -> None:
