@@ -150,3 +150,16 @@ def test_bypassed_turns_the_cache_off_inside_only(tmp_path: Path, monkeypatch: p
     assert default_cache() is not None and kernel_cache.OFF_ENV not in os.environ
     with kernel_cache.bypassed(False):
         assert default_cache() is not None
+
+
+def test_an_unwritable_cache_is_said_once_and_only_misses(tmp_path: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    cache = KernelCache(blocker / "kernels")
+    with caplog.at_level(logging.WARNING, logger="tunecli.kernel_cache"):
+        for k in range(3):
+            cache.put(f"{k:02d}" * 32, b"x")
+    assert caplog.text.count("cannot write") == 1
+    assert cache.get("00" * 32) is None and cache.trim() == 0
+

@@ -58,6 +58,7 @@ COMPILER_SOURCES = ("errors.py", "engine/ir", "engine/target.py", "engine/option
                     "engine/task", "engine/ops", "engine/graph")
 NOT_COMPILER_SOURCES = ("engine/graph/frontend", "engine/graph/models")
 PACKAGE = Path(__file__).resolve().parents[2]
+_UNWRITABLE: set[Path] = set()
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,10 @@ class KernelCache:
                 self._remove(Path(tmp))
                 raise
         except OSError as err:
-            logger.warning("kernel cache: cannot write %s: %s", path, err)
+            if self.root not in _UNWRITABLE:  # once per directory and process
+                _UNWRITABLE.add(self.root)
+                logger.warning("kernel cache: cannot write %s (%s); kernels are compiled without it",
+                               path, err)
 
     def entries(self) -> list[tuple[Path, int, float]]:
         """``(path, bytes, last use)`` of every entry."""
