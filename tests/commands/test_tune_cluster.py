@@ -29,6 +29,7 @@ def test_a_bad_cluster_address_is_a_usage_error(invoke: Invoke, tiny_job) -> Non
     assert "head.example: expected auto, ray://HOST:10001 or HOST:6379" in result.stderr
 
 
+@pytest.mark.slow  # a head of its own (tests/engine/cluster has the fast smoke test)
 def test_tune_on_a_cluster_writes_the_log_here(invoke: Invoke, tiny_job, ray_head: LocalRayCluster) -> None:  # noqa: F811
     job, log = tiny_job(n_trial=3, n_parallel=1)
     result = invoke("tune", job, "--cluster", ray_head.address, "--json")
