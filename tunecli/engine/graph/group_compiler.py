@@ -22,6 +22,7 @@ the group is lowered again here, so the error is the one a serial build raises; 
 from __future__ import annotations
 
 import copy
+import gc
 import hashlib
 import inspect
 import itertools
@@ -253,7 +254,7 @@ def _anchor_record(plan: _Plan) -> AnchorConfig | None:
     if plan.anchor is None:
         return None
     impl = plan.anchor[1]
-    return AnchorConfig(impl.task_name, impl.workload, not getattr(plan.config, "is_fallback", False))
+    return AnchorConfig.of(impl.task_name, impl.workload, plan.config)
 
 
 def _private(config: Any) -> Any:
@@ -302,9 +303,15 @@ def _lower_in_children(target: Target, items: list[tuple[GroupJob, Any]],
     done: dict[int, LoweredKernel] = {}
     order = sorted(range(len(items)), key=lambda i: items[i][1] is None)  # anchors (the long ones) first
     try:
-        with LOCK:  # no thread of this process is inside LLVM while the children fork
-            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-            futures = {pool.submit(_lower_forked, token, i): i for i in order}
+        # No thread of this process is inside LLVM while the children fork, and the objects that
+        # exist now are frozen, so the children's garbage collector leaves their pages shared.
+        with LOCK:
+            gc.freeze()
+            try:
+                pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+                futures = {pool.submit(_lower_forked, token, i): i for i in order}
+            finally:
+                gc.unfreeze()
         try:
             for future in as_completed(futures):
                 ok, value = future.result()
