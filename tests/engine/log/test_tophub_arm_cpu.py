@@ -10,6 +10,7 @@ import pytest
 from tunecli.engine.log import tophub
 from tunecli.engine.log.history_best import ApplyHistoryBest, tophub_context
 from tunecli.engine.target import Target
+from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.dispatcher import DispatchContext
 
 RK3399 = "llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu -mattr=+neon"
@@ -58,12 +59,24 @@ def test_apply_history_best_falls_back_to_the_arm_cpu_package():
     assert str(cfg) == _logged_config("rk3399", FIRST_CONV)
 
 
-def test_a_workload_without_records_gets_the_fallback_with_the_usual_warning(caplog):
+def test_a_workload_without_records_gets_the_config_of_the_nearest_record_of_its_board():
+    workload = FIRST_CONV[:1] + (("TENSOR", (1, 3, 97, 97), "float32"),) + FIRST_CONV[2:]
+    with tophub_context(RK3399):
+        cfg = DispatchContext.current.query(Target(RK3399), workload)
+    assert config_source(cfg).kind == "nearest"
+    assert "float32[1,3,224,224]" in cfg.source.detail and "arm_cpu_v0.08.log" in cfg.source.detail
+    # rk3399's record splits 224x224's 112 output rows [56, 2]: 97x97's 49 rows take the nearest
+    # factor of 49 (1), its channel tile (4) divides 64 and stays.
+    assert cfg["tile_co"].size[-1] == 4 and cfg["tile_oh"].size[-1] == 1
+
+
+def test_a_board_without_records_gets_the_fallback_with_the_usual_warning(caplog):
+    board = RK3399.replace("rk3399", "unknownboard")
     workload = FIRST_CONV[:1] + (("TENSOR", (1, 3, 97, 97), "float32"),) + FIRST_CONV[2:]
     DispatchContext.warning_messages.clear()
-    with caplog.at_level(logging.WARNING, logger="autotvm"), tophub_context(RK3399):
-        cfg = DispatchContext.current.query(Target(RK3399), workload)
-    assert cfg.is_fallback
+    with caplog.at_level(logging.WARNING, logger="autotvm"), tophub_context(board):
+        cfg = DispatchContext.current.query(Target(board), workload)
+    assert cfg.is_fallback and config_source(cfg).kind == "default"
     messages = [r.getMessage() for r in caplog.records]
     assert any("Cannot find config" in m and "fallback" in m for m in messages)
 

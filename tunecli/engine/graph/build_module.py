@@ -88,15 +88,21 @@ class TuningSummary:
     ----------
     tuned, fallback : tuple of AnchorConfig
         Distinct tasks (by workload) with a tuned record, and those that used the fallback config.
+    nearest : tuple of AnchorConfig
+        Those configured from the nearest record of their template (``log.nearest_record``).
     """
 
     tuned: tuple[AnchorConfig, ...]
     fallback: tuple[AnchorConfig, ...]
+    nearest: tuple[AnchorConfig, ...] = ()
 
     def line(self) -> str:
-        """``"11 of 12 tasks tuned; 1 fell back: conv2d_nchw.x86 (1, 3, 224, 224, ...)"``."""
-        total = len(self.tuned) + len(self.fallback)
+        """``"10 of 12 tasks tuned; 1 chosen from the nearest records; 1 fell back: conv2d_nchw.x86
+        (1, 3, 224, 224, ...)"``."""
+        total = len(self.tuned) + len(self.nearest) + len(self.fallback)
         text = f"{len(self.tuned)} of {total} tasks tuned"
+        if self.nearest:
+            text += f"; {len(self.nearest)} chosen from the nearest records"
         if self.fallback:
             shown = ", ".join(f"{a.task_name} {a.workload[1:]}" for a in self.fallback[:3])
             more = f" and {len(self.fallback) - 3} more" if len(self.fallback) > 3 else ""
@@ -199,7 +205,9 @@ def build(
         if lowered.anchor is not None:
             anchors.setdefault(lowered.anchor.workload, lowered.anchor)
     summary = TuningSummary(
-        tuple(a for a in anchors.values() if a.tuned), tuple(a for a in anchors.values() if not a.tuned)
+        tuple(a for a in anchors.values() if a.tuned),
+        tuple(a for a in anchors.values() if not a.tuned and a.source.kind != "nearest"),
+        tuple(a for a in anchors.values() if a.source.kind == "nearest"),
     )
     if anchors:
         (logger.warning if summary.fallback else logger.info)(summary.line())

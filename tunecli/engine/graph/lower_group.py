@@ -25,6 +25,7 @@ from tunecli.engine.lower import lower
 from tunecli.engine.ops.strategy import OpCall
 from tunecli.engine.schedule import create_schedule
 from tunecli.engine.target import Target
+from tunecli.engine.task.config_source import DEFAULT, ConfigSource, config_source
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.errors import GraphError
 
@@ -54,12 +55,21 @@ class AnchorConfig:
     task_name : str
     workload : tuple
     tuned : bool
-        False when the fallback config was used.
+        True when a record of this workload (a log's, a package's) configured it.
+    source : ConfigSource
+        Where its config came from (log, package, nearest record, default).
     """
 
     task_name: str
     workload: tuple
     tuned: bool
+    source: ConfigSource = DEFAULT
+
+    @classmethod
+    def of(cls, task_name: str, workload: tuple, config: Any) -> AnchorConfig:
+        """The record of a kernel whose anchor ``config`` (a dispatch answer) configured."""
+        source = config_source(config)
+        return cls(task_name, workload, source.measured, source)
 
 
 @dataclass(frozen=True)
@@ -162,7 +172,7 @@ def lower_group(
     anchor = None
     if anchor_impl is not None:
         impl = anchor_impl[1]
-        anchor = AnchorConfig(impl.task_name, impl.workload, not getattr(anchor_cfg, "is_fallback", False))
+        anchor = AnchorConfig.of(impl.task_name, impl.workload, anchor_cfg)
     return LoweredKernel(module.kernel, inputs, anchor, func)
 
 

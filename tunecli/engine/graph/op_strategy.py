@@ -23,6 +23,7 @@ from typing import Any
 from tunecli.engine.ops.registry import STRATEGIES
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.target import Target
+from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.task import args_to_workload
 from tunecli.errors import GraphError
@@ -233,8 +234,8 @@ def select_implementation(candidates: Sequence[Implementation], target: Target) 
 
     A dispatch context that decides per call (``apply_graph_best``: the graph tuner's record of
     the call names its template) decides.  Otherwise each candidate's workload is queried; among
-    those answered by a record (not a fallback config) the lowest cost wins, ties keeping the
-    earlier candidate; when none has a record, the highest ``plevel``.
+    those answered by a record of the workload (not a fallback config nor the nearest record's)
+    the lowest cost wins, ties keeping the earlier candidate; when none has one, the highest ``plevel``.
 
     Parameters
     ----------
@@ -252,7 +253,7 @@ def select_implementation(candidates: Sequence[Implementation], target: Target) 
         workload, cfg = chosen
         return next(impl for impl in candidates if impl.workload == workload), cfg
     configs = [context.query(target, impl.workload) for impl in candidates]
-    tuned = [i for i, cfg in enumerate(configs) if not getattr(cfg, "is_fallback", False)]
+    tuned = [i for i, cfg in enumerate(configs) if config_source(cfg).measured]
     if tuned:
         best = min(tuned, key=lambda i: math.inf if configs[i].cost is None else configs[i].cost)
     else:

@@ -9,6 +9,11 @@ measured on this target), then, as TVM does, the target's model, then records of
 query compiles for (its ``-mcpu``, or this machine's CPU for a host target: a log or package
 holding several machines' records answers with this machine's), then each of the target's keys
 in order (a config measured on a similar target); configs set with ``update`` win over records.
+A query that no record of the workload answers, here, in the target's packages or in an
+enclosing ``ApplyHistoryBest``, gets the config of the nearest record of its template and CPU
+among all of theirs (``nearest_record``) before the root context's fallback config.  Every
+answer carries its ``ConfigSource`` (``config.source``: log, package, nearest; a fallback config
+is the default).
 ``pick_best`` writes those best records of a log to another log, so the picked log answers
 every query as the whole log does.
 """
@@ -22,10 +27,12 @@ from typing import IO, Any
 
 from tunecli.engine.log import tophub
 from tunecli.engine.log.log_files import write_log
+from tunecli.engine.log.nearest_record import Reference, nearest_config
 from tunecli.engine.log.record import encode, load_from_buffer, load_from_file, measure_str_key
 from tunecli.engine.log.task_records import record_key
 from tunecli.engine.target import as_target
-from tunecli.engine.task.dispatcher import DispatchContext
+from tunecli.engine.task.config_source import ConfigSource
+from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import TuneError
 
@@ -41,11 +48,17 @@ class ApplyHistoryBest(DispatchContext):
         Sources to load; more can be added with ``load``.
     pretuned : bool
         Answer what the records do not with the target's pre-tuned packages (``tophub``).
+    nearest : bool
+        Answer a workload without any record with the nearest record's config (``nearest_record``).
     """
 
-    def __init__(self, records: Any = None, pretuned: bool = True):
+    def __init__(self, records: Any = None, pretuned: bool = True, nearest: bool = True):
         super().__init__()
         self.pretuned = pretuned
+        self.nearest = nearest
+        self._origin_kind = "log"
+        self._references: list[Reference] | None = None
+        self._nearest_memo: dict[tuple, ConfigSpace | None] = {}
         self.best_by_target: dict[tuple, tuple] = {}
         self.best_by_targetkey: dict[tuple, tuple] = {}
         self.best_by_model: dict[tuple, tuple] = {}
@@ -61,13 +74,18 @@ class ApplyHistoryBest(DispatchContext):
         ----------
         records : path, file object, iterable of (MeasureInput, MeasureResult), or nested iterables
         """
-        for inp, res in _iter_records(records):
+        self._references = None
+        self._nearest_memo.clear()
+        for inp, res, path in _iter_sourced(records):
             if not res.ok:
                 continue
             workload = inp.task.workload
             cost = res.mean_cost
             if inp.config.cost is None:  # a record not read from a log: its config answers with its cost
                 inp.config.cost = float(cost)
+            if getattr(inp.config, "source", None) is None:
+                detail = os.path.basename(path) if path and self._origin_kind == "package" else path or ""
+                inp.config.source = ConfigSource(self._origin_kind, detail)
             _keep_best(self.best_by_target, record_key(inp), inp, res, cost)
             for key in inp.target.keys:
                 _keep_best(self.best_by_targetkey, (key, workload), inp, res, cost)
@@ -109,8 +127,66 @@ class ApplyHistoryBest(DispatchContext):
                     return config
         return None
 
+    def query(self, target: Any, workload: tuple | None) -> ConfigSpace:
+        """The config of ``workload`` on ``target``: a record's (here, then in the enclosing
+        contexts), else the nearest record's, else the fallback config (see the module docstring).
+
+        Parameters
+        ----------
+        target : Target or None
+        workload : tuple or None
+
+        Returns
+        -------
+        ConfigSpace
+        """
+        config = self._query_inside(target, workload)
+        if config is not None:
+            return config
+        outer = self._old_ctx
+        while isinstance(outer, ApplyHistoryBest):  # their records answer before any nearest one
+            config = outer._query_inside(target, workload)
+            if config is not None:
+                return config
+            outer = outer._old_ctx
+        if isinstance(outer, FallbackContext) and workload is not None:
+            chosen = self._nearest(as_target(target), workload)
+            if chosen is not None:
+                return chosen
+        return outer.query(target, workload)
+
+    def _nearest(self, target: Any, workload: tuple) -> ConfigSpace | None:
+        """The nearest record's config of ``workload`` among the records of this context, the
+        enclosing ``ApplyHistoryBest`` contexts and their packages (memoized until ``load``)."""
+        key = (str(target), workload)
+        if key not in self._nearest_memo:
+            references: list[Reference] = []
+            contexts: list[ApplyHistoryBest] = []
+            ctx: Any = self
+            while isinstance(ctx, ApplyHistoryBest):
+                if ctx.nearest:
+                    contexts.append(ctx)
+                    if ctx.pretuned:
+                        contexts.extend(p for p in pretuned_packages(target) if p not in contexts)
+                ctx = ctx._old_ctx
+            for context in contexts:
+                references.extend(context.references())
+            self._nearest_memo[key] = nearest_config(target, workload, references) if references else None
+        return self._nearest_memo[key]
+
+    def references(self) -> list[Reference]:
+        """This context's best record per (target, workload), as ``nearest_record.Reference``."""
+        if self._references is None:
+            self._references = [
+                Reference(inp.target, inp.task.workload, inp.config, float(res.mean_cost),
+                          inp.config.source if isinstance(getattr(inp.config, "source", None), ConfigSource)
+                          else ConfigSource(self._origin_kind))
+                for inp, res in self.best_by_target.values()]
+        return self._references
+
     def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
         """Make ``cfg`` the best config for ``workload`` under the target's model and keys."""
+        self._nearest_memo.clear()
         cfg.cost = 0
         self._best_user_defined[(target.model, workload)] = cfg
         for k in target.keys:
@@ -140,7 +216,10 @@ def pretuned_packages(target: Any) -> list[ApplyHistoryBest]:
     for path in tophub.package_files(target):
         key = (str(path), path.stat().st_mtime_ns)
         if key not in _PACKAGES:
-            _PACKAGES[key] = ApplyHistoryBest(str(path), pretuned=False)
+            package = ApplyHistoryBest(pretuned=False)
+            package._origin_kind = "package"
+            package.load(str(path))
+            _PACKAGES[key] = package
         packages.append(_PACKAGES[key])
     return packages
 
@@ -161,8 +240,10 @@ def tophub_context(target: Any, extra_files: Iterable[Any] | None = None) -> App
     """
     targets = target if isinstance(target, (list, tuple)) else [target]
     context = ApplyHistoryBest(pretuned=False)
+    context._origin_kind = "package"
     for t in targets:
         context.load([str(f) for f in tophub.package_files(as_target(t))])
+    context._origin_kind = "log"
     if extra_files:
         context.load([os.fspath(f) for f in extra_files])
     return context
@@ -175,21 +256,26 @@ def _keep_best(table: dict, key: tuple, inp: Any, res: Any, cost: float) -> None
         table[key] = (inp, res)
 
 
-def _iter_records(records: Any) -> Iterable[tuple[Any, Any]]:
-    """Flatten paths, file objects and (nested) iterables of records into (inp, res) pairs."""
+def _iter_sourced(records: Any) -> Iterable[tuple[Any, Any, str | None]]:
+    """Flatten paths, file objects and (nested) iterables of records into (inp, res, path) triples
+    (path None for records not read from a named file)."""
     if records is None:
         return
     if isinstance(records, (str, bytes, os.PathLike)):
-        yield from load_from_file(os.fsdecode(records))
+        path = os.fsdecode(records)
+        for inp, res in load_from_file(path):
+            yield inp, res, path
         return
     if hasattr(records, "read"):
-        yield from load_from_buffer(records)
+        name = getattr(records, "name", None)
+        for inp, res in load_from_buffer(records):
+            yield inp, res, name if isinstance(name, str) else None
         return
     for item in records:
         if _is_record_pair(item):
-            yield item
+            yield item[0], item[1], None
         else:
-            yield from _iter_records(item)
+            yield from _iter_sourced(item)
 
 
 def _is_record_pair(item: Any) -> bool:

@@ -1,0 +1,155 @@
+"""A workload without a record gets the config of the nearest record of its template and CPU,
+moved into its own space with the default layouts' blocks; the choice is deterministic and says
+where it came from; an exact record still answers as before; without a comparable record the
+template's fallback config stays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tunecli.engine.build import build
+from tunecli.engine.log import tophub
+from tunecli.engine.log.history_best import ApplyHistoryBest, pretuned_packages
+from tunecli.engine.log.nearest_record import nearest_config, workload_distance
+from tunecli.engine.measure.result import MeasureInput, MeasureResult
+from tunecli.engine.target import Target
+from tunecli.engine.task.config_source import ConfigSource, config_source
+from tunecli.engine.task.dispatcher import DispatchContext
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.task import create
+from tunecli.errors import TuneError
+
+#: The shipped package holds Zen 4 records of ResNet-18 and MobileNet (``-mcpu=znver4``).
+ZEN4 = Target("llvm -mcpu=znver4")
+CONV = "conv2d_NCHWc.x86"
+
+
+@pytest.fixture(autouse=True)
+def shipped_packages_only(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(tophub.ENV_VAR, raising=False)
+    tophub.set_locations(None)
+    yield
+    tophub.set_locations(None)
+
+
+def conv(channels: int, size: int, out: int | None = None, k: int = 3, stride: int = 1) -> tuple:
+    pad = k // 2
+    return (CONV, ("TENSOR", (1, channels, size, size), "float32"),
+            ("TENSOR", (out or channels, channels, k, k), "float32"), (stride, stride), (pad,) * 4, (1, 1),
+            "NCHW", "NCHW", "float32")
+
+
+def query(workload: tuple, target: Target = ZEN4, records: object = None, **kw: object):
+    with ApplyHistoryBest(records, **kw):
+        return DispatchContext.current.query(target, workload)
+
+
+def default_config(workload: tuple, target: Target = ZEN4) -> FallbackConfigEntity:
+    task = create(workload[0], workload[1:], target)
+    fallback = FallbackConfigEntity()
+    task.instantiate(fallback)
+    return fallback
+
+
+def test_an_unseen_convolution_gets_the_nearest_package_record_moved_into_its_space():
+    workload = conv(72, 56)  # ResNet-18's 3x3 layers have 64 channels at 56x56, none has 72
+    cfg = query(workload)
+    source = config_source(cfg)
+    assert source.kind == "nearest" and not source.measured
+    assert "float32[1,64,56,56], float32[64,64,3,3]" in source.detail and "llvm.log" in source.detail
+    task = create(CONV, workload[1:], ZEN4)
+    assert task.config_space.is_index_valid(cfg.index)
+    assert str(task.config_space.get(cfg.index)) == str(cfg)  # an entity of its own space
+    default = default_config(workload)
+    # the default layouts: channel blocks as the fallback's (those the graph tuner measures)
+    assert cfg["tile_ic"].size[-1] == default["tile_ic"].size[-1]
+    assert cfg["tile_oc"].size[-1] == default["tile_oc"].size[-1]
+    # the other knobs are the record's, moved to legal values
+    package = pretuned_packages(ZEN4)[0]
+    (record, _), = [pair for key, pair in package.best_by_target.items()
+                    if key == (ZEN4, conv(64, 56))]
+    assert cfg["unroll_kw"].val == record.config["unroll_kw"].val
+    assert 56 % cfg["tile_ow"].size[-1] == 0
+
+
+def test_the_choice_is_deterministic_whatever_the_order_of_the_records():
+    workload = conv(72, 56)
+    package = pretuned_packages(ZEN4)[0]
+    refs = package.references()
+    first = nearest_config(ZEN4, workload, refs)
+    again = nearest_config(ZEN4, workload, list(reversed(refs)))
+    assert first is not None and again is not None
+    assert (first.index, str(first), first.source) == (again.index, str(again), again.source)
+    assert query(workload).index == first.index
+
+
+def test_the_transferred_config_builds_and_computes_the_convolution():
+    workload = conv(72, 28, out=40)
+    cfg = query(workload)
+    assert config_source(cfg).kind == "nearest"
+    task = create(CONV, workload[1:], ZEN4)
+    with ZEN4:
+        sch, bufs = task.instantiate(cfg)
+    mod = build(sch, bufs, target=ZEN4)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(b.shape).astype("float32") for b in bufs[:-1]]
+    out = np.zeros(bufs[-1].shape, dtype="float32")
+    mod(*inputs, out)
+    np.testing.assert_allclose(out, task.reference(*inputs), rtol=1e-4, atol=1e-4)
+
+
+def test_an_exact_record_answers_unchanged():
+    workload = conv(64, 56)
+    exact = query(workload)
+    without_nearest = query(workload, nearest=False)
+    assert exact is without_nearest
+    assert config_source(exact) == ConfigSource("package", "llvm.log")
+
+
+def test_a_users_record_on_this_cpu_is_a_candidate_and_nearer_wins(tmp_path):
+    mine = conv(72, 56, out=96)
+    task = create(CONV, mine[1:], ZEN4)
+    chosen = task.config_space.get(task.config_space.range_length - 1)
+    record = (MeasureInput(ZEN4, task, chosen), MeasureResult([1e-3], 0, 0.1, 0.0))
+    cfg = query(conv(72, 56), records=[record])
+    assert config_source(cfg).kind == "nearest"
+    assert "float32[96,72,3,3]" in cfg.source.detail and "(log" in cfg.source.detail
+
+
+def test_an_outer_contexts_exact_record_answers_before_an_inner_nearest_one():
+    workload = conv(72, 56)
+    task = create(CONV, workload[1:], ZEN4)
+    logged = task.config_space.get(5)
+    record = (MeasureInput(ZEN4, task, logged), MeasureResult([1e-3], 0, 0.1, 0.0))
+    with ApplyHistoryBest([record], pretuned=False), ApplyHistoryBest([]):
+        cfg = DispatchContext.current.query(ZEN4, workload)
+    assert cfg.index == 5 and config_source(cfg).kind == "log"
+
+
+def test_records_of_another_cpu_or_template_are_never_used():
+    workload = conv(72, 56)
+    other_cpu = query(workload, target=Target("llvm -mcpu=skylake-avx512"))
+    assert other_cpu.is_fallback and config_source(other_cpu).kind == "default"
+    tensor = ("TENSOR", (2, 72, 64), "float32")
+    batch_matmul = ("batch_matmul.x86", tensor, tensor, None, "float32", False, True)
+    cfg = query(batch_matmul)
+    assert cfg.is_fallback and config_source(cfg).kind == "default"
+
+
+def test_workloads_compare_by_shape_and_not_across_dtype_or_template():
+    assert workload_distance(conv(64, 56), conv(64, 56)) == 0
+    near, far = workload_distance(conv(72, 56), conv(64, 56)), workload_distance(conv(72, 56), conv(512, 7))
+    assert near is not None and far is not None and near < far
+    strided = workload_distance(conv(64, 56), conv(64, 56, stride=2))
+    assert strided is not None and strided > workload_distance(conv(64, 56), conv(128, 56))
+    int8 = conv(64, 56)[:1] + (("TENSOR", (1, 64, 56, 56), "int8"),) + conv(64, 56)[2:]
+    assert workload_distance(conv(64, 56), int8) is None
+    assert workload_distance(conv(64, 56), ("dense.x86",) + conv(64, 56)[1:]) is None
+
+
+def test_a_config_source_has_a_known_kind():
+    assert ConfigSource("model").text() == "model"
+    assert ConfigSource("nearest", "x").text() == "nearest: x"
+    with pytest.raises(TuneError, match="unknown kind"):
+        ConfigSource("guess")

@@ -1,0 +1,240 @@
+"""The config of a workload without a record, chosen from the nearest record of its template.
+
+A generalisation of TVM's ``fallback_with_reference_log``.  Among the records of the same
+template measured on the same machine (target kind, device and model, and for ``llvm`` the CPU
+the target compiles for: a record of another CPU is never used), the nearest workload is the
+one whose arguments differ least: tensor shapes by the distance of their logarithms (a channel
+count twice as large is 1 away), every other number (strides, padding, dilation) by
+``ATTRIBUTE_MISMATCH`` when it differs, and text (layouts, dtypes) not at all (else the record
+is no candidate).  Ties go to a record of the user's logs before a package's, then to the
+faster record, then to the smaller workload text, so the choice depends on the records only.
+
+Its config is moved into the queried workload's space knob by knob: each knob takes the entity
+of its space nearest to the record's (a split by the logarithms of its inner factors, so factors
+that divide stay and others become the nearest factorisation; another knob equal or not).  The
+layout knobs (``LAYOUT_KNOBS``: a convolution's channel blocks) take the template's fallback
+blocks instead, the default layouts the graph tuner also measures (``graph_tuner.default_layouts``):
+neighbouring convolutions then agree on their blocks and the build needs no more layout
+transforms than with fallback configs.  Knobs the record lacks keep the fallback's entity.  The
+result is an entity of the space (a valid index) whose ``source`` is ``ConfigSource("nearest",
+...)`` naming the record.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tunecli.engine.target import Target
+from tunecli.engine.task.config_source import ConfigSource
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace
+from tunecli.engine.task.space_entities import OtherOptionEntity, SplitEntity
+from tunecli.engine.task.task import TASK_TABLE, create
+from tunecli.engine.task.text import workload_text
+from tunecli.errors import TuneError
+
+logger = logging.getLogger("autotvm")
+
+#: Distance of one differing non-shape number (stride, padding, dilation): as a shape 16× apart.
+ATTRIBUTE_MISMATCH = 4.0
+#: Knobs that choose a template's data and output layouts: they take the fallback's entity.
+LAYOUT_KNOBS = ("tile_ic", "tile_oc")
+_ORIGIN_RANK = {"log": 0, "package": 1}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A record that may stand in for another workload's: its target, workload, config and origin.
+
+    Attributes
+    ----------
+    target : Target
+    workload : tuple
+        ``(template name, *args)``.
+    config : ConfigEntity
+    cost : float
+        Mean seconds.
+    origin : ConfigSource
+        ``log`` or ``package``, with the file.
+    """
+
+    target: Target
+    workload: tuple
+    config: ConfigEntity
+    cost: float
+    origin: ConfigSource
+
+
+def same_machine(record: Target, query: Target) -> bool:
+    """True when a record of ``record`` may be transferred to a query of ``query``: same kind,
+    device, model and, for ``llvm``, the same CPU (``llvm_cpu``: a host target is this machine's)."""
+    if record.kind != query.kind or record.model != query.model:
+        return False
+    if record.keys[:1] != query.keys[:1]:
+        return False
+    return record.kind != "llvm" or record.llvm_cpu == query.llvm_cpu
+
+
+def workload_distance(a: tuple, b: tuple) -> float | None:
+    """How far the arguments of two workloads of one template are apart; None when they cannot be
+    compared (another template, another structure, a differing dtype or layout).
+
+    Parameters
+    ----------
+    a, b : tuple
+        ``(template name, *args)``, tensors as ``("TENSOR", shape, dtype)``.
+
+    Returns
+    -------
+    float or None
+    """
+    if not a or not b or a[0] != b[0]:
+        return None
+    return _distance(a[1:], b[1:], in_shape=False)
+
+
+def _distance(a: Any, b: Any, in_shape: bool) -> float | None:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return None
+        shape = len(a) == 3 and a[0] == "TENSOR" and b[0] == "TENSOR"
+        total = 0.0
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            d = _distance(x, y, in_shape or (shape and i == 1))
+            if d is None:
+                return None
+            total += d
+        return total
+    if _is_number(a) and _is_number(b):
+        if in_shape:
+            return abs(math.log2(1 + abs(a)) - math.log2(1 + abs(b)))
+        return 0.0 if a == b else ATTRIBUTE_MISMATCH
+    return 0.0 if a == b else None
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def nearest_reference(target: Target, workload: tuple, references: Iterable[Reference]) -> Reference | None:
+    """The reference nearest to ``workload`` among those of its template and machine.
+
+    Parameters
+    ----------
+    target : Target
+        The query's target.
+    workload : tuple
+    references : iterable of Reference
+
+    Returns
+    -------
+    Reference or None
+        None when no reference of the template and machine is comparable.
+    """
+    best, best_key = None, None
+    for ref in references:
+        if ref.workload == workload or not same_machine(ref.target, target):
+            continue
+        distance = workload_distance(workload, ref.workload)
+        if distance is None:
+            continue
+        key = (distance, _ORIGIN_RANK.get(ref.origin.kind, 2), ref.cost, repr(ref.workload), ref.config.index)
+        if best_key is None or key < best_key:
+            best, best_key = ref, key
+    return best
+
+
+def entity_distance(a: Any, b: Any) -> float:
+    """How far two entities of one knob are apart: splits by the logarithms of their inner factors
+    (the outer one is what remains), numeric options by their logarithms, anything else 0 or 1."""
+    if isinstance(a, SplitEntity) and isinstance(b, SplitEntity):
+        if len(a.size) != len(b.size):
+            return math.inf
+        return sum(abs(math.log2(max(x, 1)) - math.log2(max(y, 1))) for x, y in zip(a.size[1:], b.size[1:],
+                                                                                    strict=True))
+    if isinstance(a, OtherOptionEntity) and isinstance(b, OtherOptionEntity):
+        x, y = a.val, b.val
+        if x == y and type(x) is type(y):
+            return 0.0
+        if _is_number(x) and _is_number(y):
+            return abs(math.log2(1 + abs(x)) - math.log2(1 + abs(y)))
+        return 1.0
+    return 0.0 if repr(a) == repr(b) else 1.0
+
+
+def nearest_position(entities: Sequence[Any], wanted: Any) -> int:
+    """The position of the entity of ``entities`` nearest to ``wanted`` (the first of equals)."""
+    return min(range(len(entities)), key=lambda i: (entity_distance(entities[i], wanted), i))
+
+
+def transfer(space: ConfigSpace, reference: ConfigEntity, default: ConfigSpace) -> ConfigEntity | None:
+    """``reference``'s config moved into ``space`` knob by knob (layout knobs from ``default``).
+
+    Parameters
+    ----------
+    space : ConfigSpace
+        The queried workload's space.
+    reference : ConfigEntity
+        The nearest record's config.
+    default : ConfigSpace
+        The template's fallback config of the queried workload (instantiated).
+
+    Returns
+    -------
+    ConfigEntity or None
+        An entity of ``space``; None when the knob-by-knob choice is not a valid index.
+    """
+    positions = []
+    for name, knob in space.space_map.items():
+        if name in LAYOUT_KNOBS and name in default:
+            wanted = default[name]
+        elif name in reference and type(reference[name]) is type(knob.entities[0]):
+            wanted = reference[name]
+        elif name in default:
+            wanted = default[name]
+        else:
+            wanted = knob.entities[0]
+        positions.append(nearest_position(knob.entities, wanted))
+    point = space.knob2point(positions)
+    return space.get(point) if space.is_index_valid(point) else None
+
+
+def nearest_config(target: Target, workload: tuple, references: Iterable[Reference]) -> ConfigEntity | None:
+    """The config of ``workload`` chosen from its nearest reference (see the module docstring).
+
+    Parameters
+    ----------
+    target : Target
+    workload : tuple
+        A workload of a registered template.
+    references : iterable of Reference
+
+    Returns
+    -------
+    ConfigEntity or None
+        With ``source = ConfigSource("nearest", ...)``; None when no reference of the template and
+        machine is comparable, or the template cannot be traced for ``workload``.
+    """
+    if not workload or workload[0] not in TASK_TABLE:
+        return None
+    ref = nearest_reference(target, workload, references)
+    if ref is None:
+        return None
+    try:
+        task = create(workload[0], workload[1:], target)
+        default = FallbackConfigEntity()
+        task.instantiate(default)
+    except TuneError as err:
+        logger.debug("nearest record: %s cannot be traced: %s", workload[0], err)
+        return None
+    config = transfer(task.config_space, ref.config, default)
+    if config is None:
+        return None
+    where = f" in {ref.origin.detail}" if ref.origin.detail else ""
+    config.source = ConfigSource("nearest", f"{workload_text(ref.workload[0], ref.workload[1:])} "
+                                            f"({ref.origin.kind}{where})")
+    return config
