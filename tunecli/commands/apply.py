@@ -128,8 +128,10 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
         if as_json:
             app.echo(json.dumps(report.as_dict(), indent=2))
         else:
-            _print_network(app, report)
-        _finish_network(report)
+            for each in (report, *report.others):  # a text model: one network per sequence length
+                _print_network(app, each)
+        for each in (report, *report.others):
+            _finish_network(each)
         return
     if as_json:
         app.echo(json.dumps(report.as_dict(), indent=2))

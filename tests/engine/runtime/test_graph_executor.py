@@ -64,6 +64,15 @@ def test_benchmark_and_create(lib) -> None:
     assert isinstance(result, BenchmarkResult) and len(result.results) == 3 and result.min > 0
 
 
+def test_a_benchmark_result_prints_tvms_summary_in_milliseconds() -> None:
+    result = BenchmarkResult([0.010, 0.020, 0.030])
+    title, header, values = str(result).splitlines()
+    assert title == "Execution time summary:"
+    assert header.split() == ["mean", "(ms)", "median", "(ms)", "max", "(ms)", "min", "(ms)", "std", "(ms)"]
+    assert [float(v) for v in values.split()] == [20.0, 20.0, 30.0, 10.0, 8.165]
+    assert repr(result).startswith("BenchmarkResult(min=0.01, mean=0.02")
+
+
 def test_create_from_get_lib_takes_the_parameters_by_set_input(lib) -> None:
     """TVM's ``create(lib.get_graph_json(), lib.get_lib(), dev)``: the kernels only; the parameters
     come with ``set_input(**lib.get_params())``."""

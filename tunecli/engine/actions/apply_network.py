@@ -106,15 +106,17 @@ class NetworkApplyReport:
     device: str | None = None  #: the RPC device the network ran on (None: this machine)
     export: str | None = None
     error: str | None = None
+    #: the same of the job's other sequence lengths (a text model of several: one library each)
+    others: list[NetworkApplyReport] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """False when the tuned build gave a wrong answer or failed to run."""
-        return self.correct is not False and self.error is None
+        """False when the tuned build (of any sequence length) gave a wrong answer or failed to run."""
+        return self.correct is not False and self.error is None and all(o.ok for o in self.others)
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
-        return dict(asdict(self), ok=self.ok)
+        return dict(asdict(self), ok=self.ok, others=[o.as_dict() for o in self.others])
 
 
 def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApplyReport:
@@ -127,11 +129,13 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
     log : str
     export : str, optional
         Write the tuned build here (``export_library``: a ``.so`` that ``tunecli.runtime.load_module``
-        loads in any process).
+        loads in any process); a text model of several sequence lengths writes one library per
+        length (``out/bert.so`` -> ``out/bert.seq32.so``, ``out/bert.seq128.so``).
 
     Returns
     -------
     NetworkApplyReport
+        Of the job's network (the first sequence length; the others in ``others``).
 
     Raises
     ------
@@ -140,6 +144,25 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
     """
     network = load_network(job)
     check_log_file(log)
+    shapes = job.model.sample_shapes if job.model is not None else ()
+    if len(shapes) <= 1:
+        return _apply_one(job, network, log, export)
+    reports = [_apply_one(job, network if i == 0 else load_network(job, shape), log,
+                          _length_path(export, shape[0])) for i, shape in enumerate(shapes)]
+    reports[0].others = reports[1:]
+    return reports[0]
+
+
+def _length_path(export: str | None, seq_len: int) -> str | None:
+    """Where the library of one sequence length goes: ``out/bert.so`` -> ``out/bert.seq128.so``."""
+    if export is None:
+        return None
+    path = Path(export)
+    return str(path.with_name(f"{path.stem}.seq{seq_len}{path.suffix}"))
+
+
+def _apply_one(job: Job, network: Network, log: str, export: str | None) -> NetworkApplyReport:
+    """``apply_network`` of one network of the job."""
     graph_log = graph_log_path(log) if job.graph_tuner is not None else None
     report = NetworkApplyReport(job.name, log, network.label, str(job.target),
                                 graph_log=str(graph_log) if graph_log is not None and graph_log.exists()

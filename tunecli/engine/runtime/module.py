@@ -189,6 +189,13 @@ class BenchmarkResult:
         return (f"BenchmarkResult(min={self.min:.6g}, mean={self.mean:.6g}, median={self.median:.6g}, "
                 f"max={self.max:.6g}, std={self.std:.6g}, results={list(self.results)})")
 
+    def __str__(self) -> str:
+        """TVM's summary: mean, median, max, min and standard deviation in milliseconds."""
+        names = ("mean", "median", "max", "min", "std")
+        header = " ".join(f"{name + ' (ms)':^12}" for name in names)
+        values = " ".join(f"{getattr(self, name) * 1e3:^12.4f}" for name in names)
+        return f"Execution time summary:\n{header}\n{values}"
+
 
 def load_module(obj: bytes, entry_name: str, arg_specs: Sequence[ArgSpec | tuple],
                 target: Target | str | None = None) -> Module:
