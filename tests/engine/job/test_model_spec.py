@@ -109,3 +109,50 @@ def test_the_registries_are_what_messages_list(tmp_path: Path) -> None:
     assert ", ".join(tunable_ops()) in problems[1]
     assert ", ".join(GRAPH_TUNERS) in problems[2]
     assert len(problems) == 3  # every problem of the file at once
+
+
+def test_a_text_model_takes_sequence_lengths_and_transformer_sizes(tmp_path: Path) -> None:
+    job = load_job(_job(tmp_path, "name: b\nmodel: bert-base\n"))
+    assert job.model.sample_shapes == ((128,),) and job.model.label == "bert-base (1, 128) float32"
+    job = load_job(_job(tmp_path, "name: b\nmodel: {name: gpt2, seq_len: [32, 128], layers: 2, hidden: 64, "
+                                  "heads: 4}\n"))
+    assert job.model.seq_lens == (32, 128) and job.model.sizes == {"layers": 2, "hidden": 64, "heads": 4}
+    assert job.model.sample_shapes == ((32,), (128,))
+    assert job.model.label == "gpt2 (1, 32 | 128) float32, layers 2, hidden 64, heads 4"
+    assert job.model.single((128,)).label == "gpt2 (1, 128) float32, layers 2, hidden 64, heads 4"
+    job = load_job(_job(tmp_path, "name: v\nmodel: {name: vit-b16, image_shape: [3, 64, 64], layers: 2}\n"))
+    assert job.model.sample_shapes == ((3, 64, 64),) and job.model.sizes == {"layers": 2}
+    assert "nn.batch_matmul" in job.ops  # attention's batched products are tuned by default
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("model: {name: bert-base, image_shape: [3, 32, 32]}",
+     "job.yaml:2: model.image_shape: bert-base takes token ids, not images: give seq_len"),
+    ("model: {name: resnet-18, seq_len: 128}",
+     "job.yaml:2: model.seq_len: resnet-18 takes images, not token ids: give image_shape"),
+    ("model: {name: bert-base, seq_len: 513}",
+     "job.yaml:2: model.seq_len: expected an integer <= 512, got 513"),
+    ("model: {name: gpt2, seq_len: []}", "job.yaml:2: model.seq_len: expected a sequence length or a list"),
+    ("model: {name: gpt2, seq_len: [16, 16]}",
+     "job.yaml:2: model.seq_len[1]: sequence length 16 is given twice"),
+    ("model: {name: bert-base, seq_len: [0]}",
+     "job.yaml:2: model.seq_len[0]: expected an integer >= 1, got 0"),
+    ("model: {name: resnet-18, layers: 2}",
+     "job.yaml:2: model.layers: applies to the built-in transformers (bert-base, gpt2, vit-b16), not "
+     "resnet-18"),
+    ("model: {name: bert-base, hidden: 100}",
+     "job.yaml:2: model.hidden: hidden 100 must be a multiple of heads 12"),
+    ("model: {name: bert-base, heads: 0}", "job.yaml:2: model.heads: expected an integer >= 1, got 0"),
+    ("model: {onnx: m.onnx, seq_len: 8}", "job.yaml:2: model.seq_len: applies to built-in models"),
+])
+def test_each_bad_text_model_field_is_named_with_its_line(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "m.onnx").write_bytes(b"not read by the schema")
+    problems = _problems(tmp_path, "name: bad\n" + text.replace("m.onnx", str(tmp_path / "m.onnx")) + "\n")
+    assert any(p.startswith(str(tmp_path / message)) for p in problems), problems
+
+
+def test_every_problem_of_a_text_model_at_once(tmp_path: Path) -> None:
+    problems = _problems(tmp_path, "name: bad\nmodel: {name: bert-base, image_shape: [3, 8, 8], layers: 0, "
+                                   "hidden: 66, heads: 4, seq_len: [8, 8]}\n")
+    fields = [p.split(": ")[1] for p in problems]
+    assert fields == ["model.image_shape", "model.seq_len[1]", "model.layers", "model.heads"], problems

@@ -33,11 +33,48 @@ def _load_error(tmp_path: Path, text: str) -> str:
     return info.value.problems[0]
 
 
+#: The sizes a reduced transformer is loaded at (the form of the model, a fraction of its work).
+SMALL = "layers: 1, hidden: 32, heads: 4"
+
+
 @pytest.mark.parametrize("name", list(MODELS))
-def test_every_builtin_model_loads_at_a_small_image(tmp_path: Path, name: str) -> None:
-    job = load_job(_job(tmp_path, f"name: m\nmodel: {{name: {name}, image_shape: [3, 32, 32]}}\n"))
+def test_every_builtin_model_loads_at_a_small_input(tmp_path: Path, name: str) -> None:
+    model = MODELS[name]
+    sizes = f", {SMALL}" if model.sizes else ""
+    if model.is_text:
+        job = load_job(_job(tmp_path, f"name: m\nmodel: {{name: {name}, seq_len: 8{sizes}}}\n"))
+        expected = ((1, 8), "int64")
+    else:
+        job = load_job(_job(tmp_path, f"name: m\nmodel: {{name: {name}, image_shape: [3, 32, 32]{sizes}}}\n"))
+        expected = ((1, 3, 32, 32), "float32")
     network = load_network(job)
-    assert network.inputs == {MODELS[name].input_name: ((1, 3, 32, 32), "float32")}
+    assert network.inputs == {model.input_name: expected}
+
+
+def test_a_text_model_at_several_sequence_lengths_is_one_task_list(tmp_path: Path) -> None:
+    """Each length is a network of its own; one log holds the tasks of all (each workload once)."""
+    job = load_job(_job(tmp_path, f"name: b\nmodel: {{name: bert-base, seq_len: [8, 16], {SMALL}}}\n"))
+    assert job.model.label == "bert-base (1, 8 | 16) float32, layers 1, hidden 32, heads 4"
+    short, long = (load_network(job, shape) for shape in job.model.sample_shapes)
+    assert (short.inputs["data"][0], long.inputs["data"][0]) == ((1, 8), (1, 16))
+    assert short.label == "bert-base (1, 8) float32, layers 1, hidden 32, heads 4"
+    found = job_task_set(job, short)
+    each = [extract_network_tasks(job, n).tasks for n in (short, long)]
+    assert [t.workload for t in found.tasks] == [t.task.workload for t in each[0] + each[1]]
+    assert found.weights == tuple(float(t.occurrences) for t in each[0] + each[1])
+    # bert's dense layers (M = the sequence length) have dense_pack.x86 as an alternative
+    alternatives = {found.tasks[i].name for group in found.alternatives for i in group}
+    assert alternatives == {"dense.x86", "dense_pack.x86"}
+    assert {t.name for t in found.tasks} == {"dense.x86", "dense_pack.x86", "batch_matmul.x86"}
+
+
+@pytest.mark.parametrize(("model", "message"), [
+    ("{name: vit-b16, image_shape: [3, 32, 48]}", "vit-b16 takes square RGB images [3, N, N]"),
+    ("{name: vit-b16, image_shape: [3, 40, 40]}", "patch_size 16 must divide image_size 40"),
+])
+def test_an_image_vit_cannot_take(tmp_path: Path, model: str, message: str) -> None:
+    problem = _load_error(tmp_path, f"name: v\nmodel: {model}\n")
+    assert problem.startswith(f"{tmp_path / 'job.yaml'}:2: model: ") and message in problem
 
 
 def test_resnet18_tasks_and_occurrences_are_extract_from_programs(tmp_path: Path) -> None:

@@ -155,13 +155,16 @@ class JobTasks:
     alternatives: tuple[tuple[int, ...], ...] = ()
 
 
-def load_network(job: Job) -> Network:
+def load_network(job: Job, sample_shape: tuple[int, ...] | None = None) -> Network:
     """Build or import the network of a model job.
 
     Parameters
     ----------
     job : Job
         A job with a ``model``.
+    sample_shape : tuple of int, optional
+        Which of a built-in model's ``sample_shapes`` (a text model's sequence lengths) to build
+        (default: the first).
 
     Returns
     -------
@@ -180,8 +183,9 @@ def load_network(job: Job) -> Network:
         if spec.onnx is not None:
             mod, params = from_onnx(spec.onnx, shape=spec.inputs or None)
         else:
-            model = MODELS[str(spec.name)]
-            mod, params = model.load(spec.batch_size, spec.image_shape or model.image_shape, spec.dtype)
+            spec = spec.single(sample_shape or spec.sample_shapes[0])
+            mod, params = MODELS[str(spec.name)].load(spec.batch_size, spec.sample_shapes[0], spec.dtype,
+                                                      **spec.sizes)
         fn = mod["main"]
         infer_types(fn)
     except TuneError as err:
@@ -233,9 +237,35 @@ def _error(job: Job, where: Any, message: str) -> JobError:
     return where.error(message) if where is not None else JobError(f"{job.path}: {message}")
 
 
+def _all_network_tasks(job: Job, network: Network) -> NetworkTasks:
+    """The tasks of every network of the job (a text model's sequence lengths, in the job's order;
+    ``network``: one of them, loaded), each distinct workload once with the calls of all."""
+    shapes = job.model.sample_shapes if job.model is not None else ()
+    if len(shapes) <= 1:
+        return extract_network_tasks(job, network)
+    index: dict[tuple, int] = {}
+    tasks: list[NetworkTask] = []
+    operators: list[NetworkOperator] = []
+    for shape in shapes:
+        one = job.model.single(shape) if job.model is not None else None
+        loaded = network if one is not None and one.label == network.label else load_network(job, shape)
+        found = extract_network_tasks(job, loaded)
+        for t in found.tasks:
+            if t.task.workload in index:
+                i = index[t.task.workload]
+                tasks[i] = NetworkTask(tasks[i].task, tasks[i].occurrences + t.occurrences)
+            else:
+                index[t.task.workload] = len(tasks)
+                tasks.append(t)
+        operators += [NetworkOperator(tuple(index[found.tasks[i].task.workload] for i in op.tasks),
+                                      op.occurrences, op.flop) for op in found.operators]
+    return NetworkTasks(tuple(tasks), tuple(operators))
+
+
 def job_task_set(job: Job, network: Network | None = None) -> JobTasks:
     """Every task of a job, its weight and the alternatives among them: the network's tasks
-    (weight: occurrences), then ``tasks``.
+    (weight: occurrences; a text model of several sequence lengths: the tasks of each length's
+    network, one log for all), then ``tasks``.
 
     A ``tasks`` entry whose workload the network also calls is not a second task: its ``weight``
     (occurrences outside the network) is added to the network's call count.
@@ -259,7 +289,7 @@ def job_task_set(job: Job, network: Network | None = None) -> JobTasks:
     weights = [spec.weight for spec in job.tasks]
     if job.model is None:
         return JobTasks(tuple(listed), tuple(weights))
-    extracted = extract_network_tasks(job, network or load_network(job))
+    extracted = _all_network_tasks(job, network or load_network(job))
     found = extracted.tasks
     in_network = {t.task.workload for t in found}
     extra: dict[tuple, float] = {}
