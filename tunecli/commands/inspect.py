@@ -58,6 +58,10 @@ def _render_network(app: App, view: NetworkView) -> None:
               f"weights {_mib(view.weight_bytes)}"]
     print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer)
     app.echo("kernels: " + ", ".join(f"{name} x{n}" if n > 1 else name for name, n in view.kernels.items()))
+    if view.summary:
+        app.echo(f"configs ({view.summary}):")
+        for label, source in view.configs.items():
+            app.echo(f"  {label}: {source}")
 
 
 def _render_log(app: App, view: LogView) -> None:
@@ -102,8 +106,9 @@ def inspect(app: App, path: str, task: int | None, config: int | None, png: str 
     and with --config the lowered loop nest of that config; for a model job: the tasks of its
     network (each operator's calls and share of FLOPs, its tasks: a convolution's direct and Winograd
     tasks are alternatives of one operator, marked alt), its fused kernels, the executor's intermediate
-    memory and the weights' size (with --task or --config: its tasks' spaces, numbered as tune
-    numbers them). For a log: records, errors by kind,
+    memory, the weights' size and where each task's config came from (log, package, nearest record,
+    default; the network built with the job's log when it exists), with --task or --config its
+    tasks' spaces, numbered as tune numbers them. For a log: records, errors by kind,
     the best result per workload and its convergence over the trials (a trial is a config, at
     its lowest time however often it was measured).
     """

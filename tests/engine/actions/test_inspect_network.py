@@ -36,3 +36,36 @@ def test_alternatives_share_one_operators_flops_and_the_shares_sum_to_one(tmp_pa
     assert [round(op.share, 3) for op in view.operators] == [0.333, 0.666, 0.001]
     assert view.as_dict()["operators"][0] == {"index": 0, "tasks": (0, 1), "occurrences": 1,
                                               "flop": view.tasks[0].flop, "share": view.operators[0].share}
+
+
+def test_each_task_the_build_ran_says_where_its_config_came_from(tmp_path: Path) -> None:
+    from tunecli.engine.job.network import job_tasks
+    from tunecli.engine.log.record import encode
+    from tunecli.engine.measure.result import MeasureInput, MeasureResult
+
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    job = tmp_path / "job.yaml"
+    log = tmp_path / "tiny.log"
+    # the shipped package holds Zen 4 records (-mcpu=znver4): convolutions and dense layers
+    job.write_text(textwrap.dedent(f"""\
+        name: t
+        target: llvm -mcpu=znver4
+        model: {{onnx: {onnx}}}
+        ops: [conv2d, contrib_conv2d_NCHWc_winograd, dense]
+        log: {log}
+        """))
+    loaded = load_job(str(job))
+    network = load_network(loaded)
+    tasks, _ = job_tasks(loaded, network)
+    first = tasks[0]
+    inp = MeasureInput(first.target, first, first.config_space.get(0))
+    log.write_text(encode(inp, MeasureResult([1e-4], 0, 0.1, 0.0)) + "\n")
+    view = inspect_network(loaded, network)
+    # the first convolution runs its logged direct config; the second, without a record, Winograd
+    # (the higher plevel) from the nearest Winograd record; the dense layer from the nearest dense one
+    sources = [t.config_source for t in view.tasks]
+    assert sources[0] == f"log: {log}" and sources[1] is None and sources[2] is None
+    assert sources[3].startswith("nearest: conv2d_NCHWc_winograd.x86(") and "llvm.log" in sources[3]
+    assert sources[4].startswith("nearest: dense.x86(")
+    assert view.summary == "1 of 3 tasks tuned; 2 chosen from the nearest records"
+    assert sorted(view.configs.values()) == sorted(sources[i] for i in (0, 3, 4))

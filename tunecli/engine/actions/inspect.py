@@ -9,7 +9,10 @@ network's FLOPs in tunable operators: a convolution's direct and Winograd tasks 
 of one operator, whose FLOPs count once), the fused kernels of its untuned build (count and
 names), the peak intermediate memory of the executor's memory plan (beside what one buffer per
 value would take and the largest activation) and the size of the built graph's parameters
-(weights, transformed at build time).  What a log holds is ``log.log_summary.inspect_log``.
+(weights, transformed at build time).  The network is built as ``apply`` builds it without the
+graph tuner: with the job's log when it exists (else untuned); each task the build ran says where
+its config came from (``task.config_source``: log, package, nearest record, default), and the
+build's summary line is kept.  What a log holds is ``log.log_summary.inspect_log``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,8 +29,11 @@ from tunecli.engine.build import lower
 from tunecli.engine.job.network import Network, build_network, extract_network_tasks, job_tasks
 from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import check_task_index, create_tasks
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.plausibility import plausible
+from tunecli.engine.log.record import read_log
 from tunecli.engine.task.task import Task
-from tunecli.engine.task.text import config_text, task_label
+from tunecli.engine.task.text import config_text, task_label, workload_text
 from tunecli.errors import JobError
 
 
@@ -91,12 +98,14 @@ def task_view(path: str, index: int, task: Task, config: int | None = None) -> T
 
 @dataclass(frozen=True)
 class NetworkTaskView:
-    """One extracted task: its workload, the calls that may run it and their FLOPs."""
+    """One extracted task: its workload, the calls that may run it, their FLOPs and, when the build
+    ran it, where its config came from (``ConfigSource.text()``; None: the build ran an alternative)."""
 
     index: int
     label: str
     occurrences: int
     flop: float
+    config_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,9 @@ class NetworkView:
     unplanned_bytes: int = 0
     largest_activation_bytes: int = 0
     weight_bytes: int = 0
+    summary: str = ""  #: the build's line: tasks tuned, chosen from the nearest records, fallen back
+    #: workload text -> where its config came from, for each task the build ran (extracted or not)
+    configs: dict[str, str] = field(default_factory=dict)
 
     @property
     def kernel_calls(self) -> int:
@@ -159,11 +171,18 @@ def inspect_network(job: Job, network: Network) -> NetworkView:
     total = sum(op.flop for op in found.operators) or 1.0
     view = NetworkView(job.name, network.label, str(job.target),
                        {name: [list(shape), dtype] for name, (shape, dtype) in network.inputs.items()})
-    view.tasks = [NetworkTaskView(i, task_label(t.task), t.occurrences, t.flop)
+    log = Path(job.log)
+    history = [ApplyHistoryBest(list(plausible(read_log(str(log)))))] if log.is_file() else []
+    lib = build_network(network, job.target, *history)
+    summary = lib.summary
+    anchors = summary.tuned + summary.nearest + summary.fallback
+    sources = {a.workload: a.source.text() for a in anchors}
+    view.summary = summary.line()
+    view.configs = {workload_text(a.task_name, a.workload[1:]): a.source.text() for a in anchors}
+    view.tasks = [NetworkTaskView(i, task_label(t.task), t.occurrences, t.flop, sources.get(t.task.workload))
                   for i, t in enumerate(found.tasks)]
     view.operators = [NetworkOperatorView(i, op.tasks, op.occurrences, op.flop, op.flop / total)
                       for i, op in enumerate(found.operators)]
-    lib = build_network(network, job.target)
     plan = lib.plan
     view.kernels = dict(Counter(name for name, _ in plan.ops))
     view.intermediate_bytes, view.unplanned_bytes = plan.intermediate_bytes()

@@ -44,7 +44,8 @@ class ApplyHistoryBest(DispatchContext):
 
     Parameters
     ----------
-    records : path, file object, iterable of (MeasureInput, MeasureResult), or nested iterables
+    records : path, file object, iterable of (MeasureInput, MeasureResult) or of ``LogRecord``, or
+        nested iterables
         Sources to load; more can be added with ``load``.
     pretuned : bool
         Answer what the records do not with the target's pre-tuned packages (``tophub``).
@@ -274,6 +275,8 @@ def _iter_sourced(records: Any) -> Iterable[tuple[Any, Any, str | None]]:
     for item in records:
         if _is_record_pair(item):
             yield item[0], item[1], None
+        elif hasattr(item, "inp") and hasattr(item, "result"):  # a record.LogRecord
+            yield item.inp, item.result, getattr(item, "path", None)
         else:
             yield from _iter_sourced(item)
 
