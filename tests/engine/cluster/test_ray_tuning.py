@@ -148,7 +148,8 @@ def test_a_node_killed_mid_tune_loses_no_config(ray_cluster: LocalRayCluster, tm
 
 
 @pytest.mark.slow
-def test_a_head_lost_mid_tune_is_one_error_and_the_log_resumes(tmp_path: Path) -> None:
+def test_a_head_lost_mid_tune_is_one_error_and_the_log_resumes(ray_head: LocalRayCluster,
+                                                               tmp_path: Path) -> None:
     from .conftest import RESOURCE
 
     cluster = LocalRayCluster({RESOURCE: 1})
@@ -174,3 +175,7 @@ def test_a_head_lost_mid_tune_is_one_error_and_the_log_resumes(tmp_path: Path) -
     counts = configs_in(log)
     assert sum(counts.values()) >= 2 and max(counts.values()) == 1
     assert all(r.result.ok for r in read_log(log))
+    kept = sum(counts.values())  # the same job goes on on another cluster
+    (task,) = tune_job(str(job), n_trial=kept + 2, cluster=ray_head.address).tasks
+    assert (task.previous, task.measured) == (kept, 2)
+    assert max(configs_in(log).values()) == 1

@@ -161,10 +161,15 @@ class LocalRayCluster:
         proc.wait(30)
 
     def stop(self) -> None:
-        """Stop every node (worker nodes first, then the head) and remove the temporary files."""
+        """Stop every node (worker nodes first, then the head) and remove the temporary files; without
+        a head the nodes are killed (they would wait for it)."""
+        headless = bool(self.nodes) and self.nodes[0].poll() is not None
         for proc in reversed(self.nodes):
             if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+                if headless:
+                    self.kill_node(proc)
+                else:
+                    proc.send_signal(signal.SIGTERM)
         for proc in reversed(self.nodes):
             try:
                 proc.wait(30)
