@@ -9,6 +9,7 @@ import pytest
 
 from tunecli.engine.job.cluster_spec import ClusterSpec
 from tunecli.engine.job.spec import load_job
+from tunecli.engine.target import host_cpu
 from tunecli.errors import JobError
 
 GOOD = """\
@@ -81,3 +82,14 @@ def test_the_command_line_address_gives_or_replaces_the_jobs(tmp_path: Path) -> 
     assert plain.with_overrides().cluster is None
     with pytest.raises(JobError, match="nowhere: expected auto"):
         plain.with_overrides(cluster="nowhere")
+
+
+def test_the_graph_tuner_of_a_cluster_job_must_run_on_a_machine_of_the_targets_cpu(tmp_path: Path) -> None:
+    model = "name: small\nmodel: {name: resnet-18}\ngraph_tuner: {kind: dp}\n"
+    here = load(tmp_path, model + "cluster: {kind: ray}\n")
+    assert here.cluster is not None and here.graph_tuner is not None  # the target is this machine's CPU
+    other = "sapphirerapids" if host_cpu() != "sapphirerapids" else "znver4"
+    found = problems(tmp_path, model + f"target: llvm -mcpu={other}\ncluster: {{kind: ray}}\n")
+    assert found == [f"5: cluster: the graph tuner times layout transforms on this machine, whose CPU is "
+                     f"{host_cpu()}, not the target's {other}: tune the kernels on the cluster without "
+                     "graph_tuner, then run the graph tuner on a machine of that CPU"]

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tunecli.engine.cluster.node_info import wanted_cpu
 from tunecli.engine.job.nodes import Node
 from tunecli.engine.job.runner_kinds import CLUSTERS
-from tunecli.engine.target import Target
+from tunecli.engine.target import Target, host_cpu
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,15 @@ def read_cluster(n: Node) -> ClusterSpec:
     return ClusterSpec(kind.name, address, resources)
 
 
-def cluster_problems(n: Node, target: Target | None, runner_kind: str | None) -> None:
+def cluster_problems(n: Node, target: Target | None, runner_kind: str | None,
+                     graph_tuner: bool = False) -> None:
     """Report what a job with a ``cluster`` section (node ``n``) cannot do."""
     if target is not None and target.is_gpu:
         n.report(f"a cluster measures CPU kernels; {str(target)!r} is a GPU target")
+    elif target is not None and graph_tuner and wanted_cpu(target) != host_cpu():
+        n.report(f"the graph tuner times layout transforms on this machine, whose CPU is {host_cpu()}, not "
+                 f"the target's {wanted_cpu(target)}: tune the kernels on the cluster without graph_tuner, "
+                 "then run the graph tuner on a machine of that CPU")
     if runner_kind not in (None, "local"):
         n.report(f"a cluster builds and times on its nodes: measure.runner.kind must be local (its timing "
                  f"settings apply there), got {runner_kind!r}")

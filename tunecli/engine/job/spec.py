@@ -210,7 +210,8 @@ def load_job(path: str | Path) -> Job:
     if budget:
         top["tuner"].report(budget)
     if "cluster" in top:
-        cluster_problems(top["cluster"], target, runner.kind if runner is not None else None)
+        cluster_problems(top["cluster"], target, runner.kind if runner is not None else None,
+                         graph_tuner="graph_tuner" in top)
     elif runner is not None and target is not None and runner.kind == "local" \
             and not target.is_gpu and not target.is_host:
         top["target"].report(f"code for {str(target)!r} cannot run on this machine{_lacking(target)}: "
