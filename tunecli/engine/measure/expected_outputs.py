@@ -14,7 +14,7 @@ made once per task (and argument layout):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 RefOutputs = tuple[tuple[int, bytes], ...]
 
 
-def numpy_reference(func: Any, specs: Sequence[ArgSpecT], outputs: Sequence[int], seed: int) -> RefOutputs:
+def numpy_reference(func: Callable[..., Any], specs: Sequence[ArgSpecT], outputs: Sequence[int],
+                    seed: int) -> RefOutputs:
     """Expected outputs from a numpy reference function.
 
     Parameters

@@ -10,9 +10,12 @@ workload's space, ``log.nearest_record``), ``default`` (the template's fallback 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tunecli.errors import TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.space import ConfigSpace
 
 #: The kinds of ``ConfigSource``, most trusted first.
 KINDS = ("log", "package", "nearest", "model", "default")
@@ -50,7 +53,7 @@ class ConfigSource:
 DEFAULT = ConfigSource("default")
 
 
-def config_source(config: Any) -> ConfigSource:
+def config_source(config: ConfigSpace) -> ConfigSource:
     """The source of a dispatch answer: the one attached to it (``config.source``), else ``default``
     for a fallback config and ``log`` for any other config (a config set by hand or with ``update``).
 

@@ -19,7 +19,7 @@ import inspect
 import logging
 import pickle
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
@@ -30,6 +30,9 @@ from tunecli.engine.task.flop import compute_flop
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.template_file import is_template_file_module, load_template_file
 from tunecli.errors import InstantiationError, TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.schedule import Schedule
 
 logger = logging.getLogger("autotvm")
 
@@ -362,7 +365,7 @@ class Task:
         """The key of this task in dispatch contexts: ``(name,) + args``."""
         return args_to_workload(self.args, self.name)
 
-    def instantiate(self, config: ConfigSpace) -> tuple[Any, list]:
+    def instantiate(self, config: ConfigSpace) -> tuple[Schedule, list[te.Tensor]]:
         """Run the template with ``config`` and return ``(schedule, tensors)``.
 
         Parameters
