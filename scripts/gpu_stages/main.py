@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--smoke-configs", type=int, default=5,
                         help="random seed-conv configs in the smoke stage")
     parser.add_argument("--rpc-trials", type=int, default=8, help="configs measured through the RPC server")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the random configs (default: fresh)")
     parser.add_argument("--arch", default="sm_90",
                         help="SM architecture of a dry run (a GPU's own otherwise)")
     opts = parser.parse_args(argv)
@@ -53,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse(argv)
     table = Table(opts.out, {"mode": "dry run" if opts.dry_run else "GPU", "host": platform.node(),
                              "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())})
-    ctx = Context(opts.out, opts.dry_run, opts.budget_s, table, opts, arch=opts.arch)
+    ctx = Context(opts.out, opts.dry_run, opts.budget_s, table, opts, arch=opts.arch,
+                  rng=random.Random(opts.seed))
     table.write()
     wanted = opts.stages.split(",")
     if "prerequisites" not in wanted:

@@ -59,6 +59,8 @@ def run(ctx: Context) -> None:
             serving = next((x for x in said if x.startswith("serving")), "")
             if not serving or (ctx.device is not None and "GPU" not in serving):
                 raise CheckFailed(f"the server said {r.numbers!r}")
+            if not registered(tracker, 30.0):
+                raise CheckFailed(f"the server is not in the tracker's queue after 30 s: {tracker.summary()}")
         with ctx.check(STAGE, "RPCRunner on 127.0.0.1") as r:
             r.numbers = measure(ctx, tracker.port)
     finally:
@@ -66,6 +68,16 @@ def run(ctx: Context) -> None:
             server.terminate()
             server.wait(10)
         tracker.stop()
+
+
+def registered(tracker: Tracker, seconds: float) -> bool:
+    """Whether a server of the key is in the tracker's queue within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if KEY in str(tracker.summary().get("queue_info", {})):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def measure(ctx: Context, port: int) -> str:
