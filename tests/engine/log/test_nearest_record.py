@@ -5,6 +5,8 @@ template's fallback config stays."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -20,15 +22,19 @@ from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.task import create
 from tunecli.errors import TuneError
 
-#: The shipped package holds Zen 4 records of ResNet-18 and MobileNet (``-mcpu=znver4``).
-ZEN4 = Target("llvm -mcpu=znver4")
+#: This machine's CPU, named: the package below holds records of it, and its kernels run here.
+HOST = Target(f"llvm -mcpu={Target('llvm').llvm_cpu}")
 CONV = "conv2d_NCHWc.x86"
 
 
 @pytest.fixture(autouse=True)
-def shipped_packages_only(monkeypatch: pytest.MonkeyPatch):
+def package_of_this_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The shipped package's Zen 4 records (ResNet-18's and MobileNet's tasks) as records of this
+    machine's CPU, in a package searched before the shipped one."""
+    shipped = (tophub.SHIPPED_DIR / "llvm.log").read_text()
+    (tmp_path / "llvm.log").write_text(shipped.replace("-mcpu=znver4", f"-mcpu={HOST.llvm_cpu}"))
     monkeypatch.delenv(tophub.ENV_VAR, raising=False)
-    tophub.set_locations(None)
+    tophub.set_locations([tmp_path])
     yield
     tophub.set_locations(None)
 
@@ -40,12 +46,12 @@ def conv(channels: int, size: int, out: int | None = None, k: int = 3, stride: i
             "NCHW", "NCHW", "float32")
 
 
-def query(workload: tuple, target: Target = ZEN4, records: object = None, **kw: object):
+def query(workload: tuple, target: Target = HOST, records: object = None, **kw: object):
     with ApplyHistoryBest(records, **kw):
         return DispatchContext.current.query(target, workload)
 
 
-def default_config(workload: tuple, target: Target = ZEN4) -> FallbackConfigEntity:
+def default_config(workload: tuple, target: Target = HOST) -> FallbackConfigEntity:
     task = create(workload[0], workload[1:], target)
     fallback = FallbackConfigEntity()
     task.instantiate(fallback)
@@ -58,7 +64,7 @@ def test_an_unseen_convolution_gets_the_nearest_package_record_moved_into_its_sp
     source = config_source(cfg)
     assert source.kind == "nearest" and not source.measured
     assert "float32[1,64,56,56], float32[64,64,3,3]" in source.detail and "llvm.log" in source.detail
-    task = create(CONV, workload[1:], ZEN4)
+    task = create(CONV, workload[1:], HOST)
     assert task.config_space.is_index_valid(cfg.index)
     assert str(task.config_space.get(cfg.index)) == str(cfg)  # an entity of its own space
     default = default_config(workload)
@@ -66,19 +72,19 @@ def test_an_unseen_convolution_gets_the_nearest_package_record_moved_into_its_sp
     assert cfg["tile_ic"].size[-1] == default["tile_ic"].size[-1]
     assert cfg["tile_oc"].size[-1] == default["tile_oc"].size[-1]
     # the other knobs are the record's, moved to legal values
-    package = pretuned_packages(ZEN4)[0]
+    package = pretuned_packages(HOST)[0]
     (record, _), = [pair for key, pair in package.best_by_target.items()
-                    if key == (ZEN4, conv(64, 56))]
+                    if key == (HOST, conv(64, 56))]
     assert cfg["unroll_kw"].val == record.config["unroll_kw"].val
     assert 56 % cfg["tile_ow"].size[-1] == 0
 
 
 def test_the_choice_is_deterministic_whatever_the_order_of_the_records():
     workload = conv(72, 56)
-    package = pretuned_packages(ZEN4)[0]
+    package = pretuned_packages(HOST)[0]
     refs = package.references()
-    first = nearest_config(ZEN4, workload, refs)
-    again = nearest_config(ZEN4, workload, list(reversed(refs)))
+    first = nearest_config(HOST, workload, refs)
+    again = nearest_config(HOST, workload, list(reversed(refs)))
     assert first is not None and again is not None
     assert (first.index, str(first), first.source) == (again.index, str(again), again.source)
     assert query(workload).index == first.index
@@ -88,10 +94,10 @@ def test_the_transferred_config_builds_and_computes_the_convolution():
     workload = conv(72, 28, out=40)
     cfg = query(workload)
     assert config_source(cfg).kind == "nearest"
-    task = create(CONV, workload[1:], ZEN4)
-    with ZEN4:
+    task = create(CONV, workload[1:], HOST)
+    with HOST:
         sch, bufs = task.instantiate(cfg)
-    mod = build(sch, bufs, target=ZEN4)
+    mod = build(sch, bufs, target=HOST)
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(b.shape).astype("float32") for b in bufs[:-1]]
     out = np.zeros(bufs[-1].shape, dtype="float32")
@@ -109,9 +115,9 @@ def test_an_exact_record_answers_unchanged():
 
 def test_a_users_record_on_this_cpu_is_a_candidate_and_nearer_wins(tmp_path):
     mine = conv(72, 56, out=96)
-    task = create(CONV, mine[1:], ZEN4)
+    task = create(CONV, mine[1:], HOST)
     chosen = task.config_space.get(task.config_space.range_length - 1)
-    record = (MeasureInput(ZEN4, task, chosen), MeasureResult([1e-3], 0, 0.1, 0.0))
+    record = (MeasureInput(HOST, task, chosen), MeasureResult([1e-3], 0, 0.1, 0.0))
     cfg = query(conv(72, 56), records=[record])
     assert config_source(cfg).kind == "nearest"
     assert "float32[96,72,3,3]" in cfg.source.detail and "(log" in cfg.source.detail
@@ -119,17 +125,18 @@ def test_a_users_record_on_this_cpu_is_a_candidate_and_nearer_wins(tmp_path):
 
 def test_an_outer_contexts_exact_record_answers_before_an_inner_nearest_one():
     workload = conv(72, 56)
-    task = create(CONV, workload[1:], ZEN4)
+    task = create(CONV, workload[1:], HOST)
     logged = task.config_space.get(5)
-    record = (MeasureInput(ZEN4, task, logged), MeasureResult([1e-3], 0, 0.1, 0.0))
+    record = (MeasureInput(HOST, task, logged), MeasureResult([1e-3], 0, 0.1, 0.0))
     with ApplyHistoryBest([record], pretuned=False), ApplyHistoryBest([]):
-        cfg = DispatchContext.current.query(ZEN4, workload)
+        cfg = DispatchContext.current.query(HOST, workload)
     assert cfg.index == 5 and config_source(cfg).kind == "log"
 
 
 def test_records_of_another_cpu_or_template_are_never_used():
     workload = conv(72, 56)
-    other_cpu = query(workload, target=Target("llvm -mcpu=skylake-avx512"))
+    other = "bdver4" if HOST.llvm_cpu != "bdver4" else "btver2"  # a CPU no package has records of
+    other_cpu = query(workload, target=Target(f"llvm -mcpu={other}"))
     assert other_cpu.is_fallback and config_source(other_cpu).kind == "default"
     tensor = ("TENSOR", (2, 72, 64), "float32")
     batch_matmul = ("batch_matmul.x86", tensor, tensor, None, "float32", False, True)
@@ -153,3 +160,26 @@ def test_a_config_source_has_a_known_kind():
     assert ConfigSource("nearest", "x").text() == "nearest: x"
     with pytest.raises(TuneError, match="unknown kind"):
         ConfigSource("guess")
+
+
+def test_a_network_built_with_nearest_configs_counts_them_and_computes_right():
+    from tunecli import relay
+    from tunecli.engine import graph as g
+    from tunecli.engine.graph.build_module import build as build_network
+    from tunecli.engine.graph.passes import PassContext
+
+    x = relay.var("data", shape=(1, 72, 14, 14))
+    w1, w2 = relay.var("w1", shape=(72, 72, 3, 3)), relay.var("w2", shape=(40, 72, 1, 1))
+    mod = g.IRModule.from_expr(relay.nn.conv2d(relay.nn.relu(relay.nn.conv2d(x, w1, padding=(1, 1))), w2))
+    rng = np.random.default_rng(0)
+    params = {"w1": rng.uniform(-1, 1, (72, 72, 3, 3)).astype("float32"),
+              "w2": rng.uniform(-1, 1, (40, 72, 1, 1)).astype("float32")}
+    with PassContext(opt_level=3):
+        lib = build_network(mod, HOST, params=params)
+    assert lib.summary.line() == "0 of 2 tasks tuned; 2 chosen from the nearest records"
+    assert all(a.source.kind == "nearest" and "llvm.log" in a.source.detail for a in lib.summary.nearest)
+    data = rng.uniform(-1, 1, (1, 72, 14, 14)).astype("float32")
+    m = lib["default"](None)
+    m.set_input("data", data)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), g.evaluate(mod, [data], params), rtol=1e-4, atol=1e-3)
