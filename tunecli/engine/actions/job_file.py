@@ -80,7 +80,7 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
         with exclusive_log(log_path):
             summary = tune_tasks(job, found, measure_option, on_event)
             if network is not None:
-                summary.model = network.label
+                summary.model = job.model.label if job.model is not None else network.label
                 if job.graph_tuner is not None and summary.ok:
                     summary.graph = tune_graph(job, network, measure_option(), found.tasks)
     finally:

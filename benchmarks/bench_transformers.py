@@ -1,0 +1,150 @@
+"""Transformers: BERT-base (sequence 128), GPT-2 (a 128-token prefill) and ViT-B/16 (224×224), batch
+1, fp32, built by ``relay.build`` untuned (the pre-tuned package's records, else fallback configs)
+and, with ``--log``, with a tuning log's best configs, vs onnxruntime's CPU provider with its
+default graph optimizations, at 1 and 2 threads.
+
+The built-in models of ``tunecli tune``'s ``model:`` registry are written as ONNX from the same
+parameters (``engine.graph.frontend.onnx_export.to_onnx``), so both runtimes compute the same
+network; the outputs are compared first (token ids drawn over the whole vocabulary).  Latencies
+are timed round by round, each contender in turn (ours untuned, ours tuned, onnxruntime) with a
+pause before each (``--settle``), ``--number`` runs per round after 50 ms of untimed runs;
+medians of ``--rounds`` rounds, and each of ours as a ratio to onnxruntime's time (< 1: ours is
+faster).  Also printed: each build's time and kernel count, the FLOPs of the network's dense and
+batched products and the GFLOP/s they imply, and the process's peak RSS after each network.
+
+``--layers N`` builds each model with N layers instead of 12 (same widths): a quick look at the
+per-layer speed (the embeddings, and GPT-2's vocabulary-wide output layer, stay whole).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_transformers.py --quick          # 2 layers, 3 rounds
+    .venv/bin/python benchmarks/bench_transformers.py                  # the three full models
+    .venv/bin/python benchmarks/bench_transformers.py --network bert-base --log logs/bert.log
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import _common  # before numpy: unsets the OpenBLAS variables
+import numpy as np
+
+from tunecli.engine.graph.build_module import BuiltGraph, build
+from tunecli.engine.graph.extract import operator_tasks, tunable_operators
+from tunecli.engine.graph.frontend.onnx_export import to_onnx
+from tunecli.engine.graph.passes import PassContext
+from tunecli.engine.job.network_models import MODELS
+from tunecli.engine.log.history_best import apply_history_best
+from tunecli.engine.runtime import set_num_threads
+from tunecli.engine.target import parse_target
+
+#: The networks, as TLCBench and the issue measure them.
+NETWORKS = ("bert-base", "gpt2", "vit-b16")
+#: Token ids are drawn below these (the models' vocabularies).
+VOCABULARY = {"bert-base": 30522, "gpt2": 50257}
+TARGET = parse_target("llvm")
+
+
+def load(name: str, layers: int | None) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
+    """The model (its default input shape, ``layers`` layers) and its seeded input."""
+    model = MODELS[name]
+    mod, params = model.load(1, model.sample_shape, "float32", **({"layers": layers} if layers else {}))
+    rng = np.random.default_rng(0)
+    if model.is_text:
+        data = rng.integers(0, VOCABULARY[name], (1, *model.sample_shape)).astype("int64")
+    else:
+        data = rng.uniform(-1, 1, (1, *model.sample_shape)).astype("float32")
+    return mod, params, {model.input_name: data}
+
+
+def product_flops(mod: Any, params: dict[str, Any]) -> float:
+    """FLOPs of one run's dense layers and batched products (each tunable call once, whichever of
+    its alternative tasks a build runs)."""
+    found = tunable_operators(mod, params, TARGET, ("nn.dense", "nn.batch_matmul", "nn.conv2d"))
+    tasks = operator_tasks(found, TARGET)
+    return sum(float(tasks[op.workloads[0]].flop or 0) * op.occurrences for op in found)
+
+
+def timed_build(mod: Any, params: dict[str, Any], context: Any) -> tuple[BuiltGraph, float]:
+    """``relay.build`` at opt_level 3 under ``context``, and its seconds."""
+    start = time.perf_counter()
+    with context, PassContext(opt_level=3):
+        lib = build(mod, "llvm", params=params)
+    return lib, time.perf_counter() - start
+
+
+def bench(name: str, args: argparse.Namespace) -> None:
+    import onnxruntime as ort
+
+    mod, params, feed = load(name, args.layers)
+    label = f"{name}" + (f" ({args.layers} layers)" if args.layers else "")
+    builds = {"untuned": timed_build(mod, params, contextlib.nullcontext())}
+    if args.log:
+        builds["tuned"] = timed_build(mod, params, apply_history_best(args.log))
+    flops = product_flops(mod, params)
+    print(f"{label}: {flops / 1e9:.2f} GFLOP in dense layers and batched products per run")
+    for kind, (lib, seconds) in builds.items():
+        print(f"  {kind}: built in {seconds:.1f} s, {len(lib.kernels)} kernels ({lib.summary.line()})")
+    onnx_bytes = to_onnx(mod, {k: np.asarray(v) for k, v in params.items()})
+    modules = {}
+    for kind, (lib, _) in builds.items():
+        m = lib["default"](None)
+        for key, value in feed.items():
+            m.set_input(key, value)
+        modules[kind] = m
+    for threads in (1, 2):
+        set_num_threads(threads)
+        opts = ort.SessionOptions()  # default graph optimizations (ORT_ENABLE_ALL)
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        sess = ort.InferenceSession(onnx_bytes, opts, providers=["CPUExecutionProvider"])
+        expected = sess.run(None, feed)[0]
+        for kind, m in modules.items():
+            m.run()
+            got = m.get_output(0).numpy()
+            error = float(np.abs(got - expected).max() / max(float(np.abs(expected).max()), 1e-30))
+            if threads == 1:
+                print(f"  {kind}: relative error to onnxruntime {error:.2g}")
+        contenders: dict[str, Callable[[], Any]] = {kind: m.run for kind, m in modules.items()}
+        contenders["onnxruntime"] = lambda sess=sess: sess.run(None, feed)
+        times: dict[str, list[float]] = {kind: [] for kind in contenders}
+        for _ in range(args.rounds):
+            for kind, run in contenders.items():
+                time.sleep(args.settle)
+                _common.warm_up(run)
+                times[kind].append(_common.batch_seconds(run, args.number)[0])
+        medians = {kind: _common.median(values) for kind, values in times.items()}
+        ort_s = medians["onnxruntime"]
+        parts = [f"{kind} {s * 1e3:8.2f} ms" + ("" if kind == "onnxruntime" else f" ({s / ort_s:4.2f}x)")
+                 for kind, s in medians.items()]
+        best = min(s for kind, s in medians.items() if kind != "onnxruntime")
+        print(f"  threads={threads}: {'   '.join(parts)}   ours {flops / best / 1e9:.1f} GFLOP/s "
+              f"(medians of {args.rounds} rounds x {args.number} runs)")
+    print(f"  {_common.peak_memory_line()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 layers, 3 rounds of 2 runs")
+    parser.add_argument("--network", choices=NETWORKS, action="append",
+                        help=f"a model (repeatable; default: {', '.join(NETWORKS)})")
+    parser.add_argument("--layers", type=int, help="layers of each model (default: 12, its own)")
+    parser.add_argument("--log", help="tuning log applied with apply_history_best (the tuned build)")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--number", type=int, default=5)
+    parser.add_argument("--settle", type=float, default=0.5)
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.number, args.settle = 3, 2, 0.2
+        args.layers = args.layers or 2
+    print(_common.load_line())
+    for name in args.network or list(NETWORKS):
+        bench(name, args)
+
+
+if __name__ == "__main__":
+    main()
