@@ -15,13 +15,15 @@ from tunecli.errors import TuneError
 
 #: The custom resource of this machine's CPU, which every test node advertises.
 RESOURCE = default_resource(Target("llvm"))
+#: A resource only the head advertises (a cluster of one worker for the tests that need one).
+HEAD_ONLY = "tunecli-test-head"
 
 
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[LocalRayCluster]:
     """A Ray cluster of one node (the head) offering this machine's CPU resource."""
     pytest.importorskip("ray", reason="Ray is not installed (extra tunecli[ray])")
-    cluster = LocalRayCluster({RESOURCE: 1})
+    cluster = LocalRayCluster({RESOURCE: 1, HEAD_ONLY: 1})
     try:
         cluster.start(workers=0)
     except (TuneError, OSError) as err:
@@ -34,7 +36,7 @@ def ray_head() -> Iterator[LocalRayCluster]:
 def ray_cluster(ray_head: LocalRayCluster) -> LocalRayCluster:
     """The head and a second node, both offering this machine's CPU resource."""
     if len(ray_head.nodes) < 2:
-        ray_head.add_node("node1")
+        ray_head.add_node("node1", {RESOURCE: 1})
         try:
             ray_head.wait_nodes(2)
         except TuneError as err:

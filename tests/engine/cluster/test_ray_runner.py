@@ -16,12 +16,15 @@ from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in t
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import create
 
+from .conftest import HEAD_ONLY
+
 
 @pytest.mark.slow
 def test_a_worker_lost_twice_is_an_error_record_and_the_batch_goes_on(ray_head: LocalRayCluster) -> None:
     import ray
 
-    runner = RayRunner(ray_head.address, builders=1, timing=TimingOptions(number=1, repeat=1, warmup_ms=3000))
+    runner = RayRunner(ray_head.address, {HEAD_ONLY: 1}, builders=1,  # one worker, on the head
+                       timing=TimingOptions(number=1, repeat=1, warmup_ms=3000))
     task = create("tutorial/matmul", (16, 16, 16, "float32"), Target("llvm"))
     inputs = [MeasureInput(task.target, task, task.config_space.get(i)) for i in (3, 5)]
     reported: list[int] = []

@@ -7,6 +7,7 @@ clear error before anything is measured; the log stays the local format and resu
 
 from __future__ import annotations
 
+import logging
 import textwrap
 import threading
 from collections import Counter
@@ -22,6 +23,8 @@ from tunecli.engine.cluster.node_info import software_versions
 from tunecli.engine.log.record import read_log
 from tunecli.engine.measure import TimingOptions
 from tunecli.engine.target import Target
+
+from .conftest import RESOURCE
 
 MATMUL = "[{template: tutorial/matmul, args: [16, 16, 16]}]"
 
@@ -126,8 +129,9 @@ def test_a_network_job_is_tuned_on_the_cluster(ray_cluster: LocalRayCluster, tmp
 
 
 @pytest.mark.slow
-def test_a_node_killed_mid_tune_loses_no_config(ray_cluster: LocalRayCluster, tmp_path: Path) -> None:
-    doomed = ray_cluster.add_node("doomed")
+def test_a_node_killed_mid_tune_loses_no_config(ray_cluster: LocalRayCluster, tmp_path: Path,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    doomed = ray_cluster.add_node("doomed", {RESOURCE: 1})
     ray_cluster.wait_nodes(3)
     job = write_job(tmp_path, ray_cluster.address, n_trial=12)
     killed = threading.Event()
@@ -137,8 +141,10 @@ def test_a_node_killed_mid_tune_loses_no_config(ray_cluster: LocalRayCluster, tm
             killed.set()
             ray_cluster.kill_node(doomed)
 
-    (task,) = tune_job(str(job), on_event=kill_after_the_first_result).tasks
+    with caplog.at_level(logging.WARNING, logger="autotvm"):
+        (task,) = tune_job(str(job), on_event=kill_after_the_first_result).tasks
     assert killed.is_set()
+    assert any("was lost" in m and "sent to another worker" in m for m in caplog.messages), caplog.messages
     log = tmp_path / "on-ray.log"
     counts = configs_in(log)
     assert task.measured == 12 and sum(counts.values()) == 12 and max(counts.values()) == 1
@@ -150,8 +156,6 @@ def test_a_node_killed_mid_tune_loses_no_config(ray_cluster: LocalRayCluster, tm
 @pytest.mark.slow
 def test_a_head_lost_mid_tune_is_one_error_and_the_log_resumes(ray_head: LocalRayCluster,
                                                                tmp_path: Path) -> None:
-    from .conftest import RESOURCE
-
     cluster = LocalRayCluster({RESOURCE: 1})
     try:
         cluster.start(workers=1)

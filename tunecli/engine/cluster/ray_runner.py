@@ -19,6 +19,7 @@ the log holds every record that came back, and the same command resumes.
 from __future__ import annotations
 
 import collections
+import logging
 import math
 import time
 from collections.abc import Sequence
@@ -32,6 +33,8 @@ from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureR
 from tunecli.engine.measure.runner import OnResult, Runner
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.target import as_target
+
+logger = logging.getLogger("autotvm")
 
 #: Times a config is sent out before a lost worker counts as its error.
 MAX_SENDS = 2
@@ -218,10 +221,12 @@ class _Dispatch:
                 self.cluster.retire(slot)
             except Exception as err:  # noqa: BLE001 - the cluster itself is going
                 raise self._lost(err) from None
-        for index in reversed(chunk):
-            if self.sends[index] < MAX_SENDS:
-                self.pending.appendleft(index)
-            else:
+        again = [index for index in chunk if self.sends[index] < MAX_SENDS]
+        logger.warning("%s: %d config(s) sent to another worker, %d recorded as errors", why, len(again),
+                       len(chunk) - len(again))
+        self.pending.extendleft(reversed(again))
+        for index in chunk:
+            if index not in again:
                 self._done(index, MeasureResult.failure(MeasureErrorNo.RUNTIME_DEVICE,
                                                         f"{why} (sent {self.sends[index]} times)", 0.0))
 
