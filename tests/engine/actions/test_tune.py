@@ -12,7 +12,9 @@ import pytest
 from tunecli.engine.actions.job_file import tune_job
 from tunecli.engine.actions.tune import TaskOutcome, TuneEvent, TuneSummary
 from tunecli.engine.log.best_of_logs import best_of_logs
-from tunecli.engine.log.record import encode, load_from_file
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.plausibility import plausible
+from tunecli.engine.log.record import encode, load_from_file, read_log
 from tunecli.engine.measure import LocalBuilder, LocalRunner, measure_option
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
@@ -105,11 +107,11 @@ def test_a_round_robin_budget_gives_the_tasks_rounds_in_turn(tmp_path: Path) -> 
         """))
     summary = tune_job(str(job))
     assert (summary.budget, summary.task_scheduler) == (10, "round-robin")
-    assert [(t.measured, t.weight) for t in summary.tasks] == [(6, 1.0), (4, 3.0)]  # rounds of 2: a b a b a
+    # each task's untuned config first, then rounds of 2: a b a b
+    assert [(t.measured, t.weight) for t in summary.tasks] == [(5, 1.0), (5, 3.0)]
     assert summary.weighted_latency == summary.tasks[0].best_cost + 3 * summary.tasks[1].best_cost
     order = [inp.task.name for inp, _ in load_from_file(log)]
-    assert order == ["tutorial/matmul"] * 2 + ["dense.x86"] * 2 + ["tutorial/matmul"] * 2 + \
-        ["dense.x86"] * 2 + ["tutorial/matmul"] * 2
+    assert order == ["tutorial/matmul", "dense.x86"] + (["tutorial/matmul"] * 2 + ["dense.x86"] * 2) * 2
 
 
 def lowest(records: list[tuple]) -> dict[int, float]:
@@ -161,7 +163,8 @@ def test_remeasure_with_a_budget_comes_after_the_budget(tmp_path: Path) -> None:
     job = write_job(tmp_path, log, "{kind: xgb, budget: 6, task_scheduler: round-robin, seed: 0, "
                     "plan_size: 2, remeasure: 1}", tasks)
     summary = tune_job(job)
-    assert [(t.measured, t.remeasured) for t in summary.tasks] == [(4, 1), (2, 1)]
+    # each task's untuned config, then rounds of 2: a b
+    assert [(t.measured, t.remeasured) for t in summary.tasks] == [(3, 1), (3, 1)]
     records = list(load_from_file(log))
     assert len(records) == 8
     for task, (inp, _) in zip(("tutorial/matmul", "dense.x86"), records[6:], strict=True):
@@ -169,7 +172,7 @@ def test_remeasure_with_a_budget_comes_after_the_budget(tmp_path: Path) -> None:
         best = lowest([(i, r) for i, r in records[:6] if i.task.name == task])
         assert inp.config.index == ranked(best)[0]
     resumed = tune_job(job)  # the budget is spent: re-measurements did not count toward it
-    assert [(t.previous, t.measured, t.remeasured) for t in resumed.tasks] == [(4, 0, 0), (2, 0, 0)]
+    assert [(t.previous, t.measured, t.remeasured) for t in resumed.tasks] == [(3, 0, 0), (3, 0, 0)]
 
 
 def test_remeasuring_corrects_a_choice_made_under_load(tmp_path: Path) -> None:
@@ -221,3 +224,58 @@ def test_the_weighted_latency_counts_alternatives_of_an_operator_once() -> None:
     summary.alternatives = []
     summary.tasks[0] = outcome(0, 3e-3, 4)
     assert not summary.ok and [t.index for t in summary.unconfigured()] == [1]  # alone, task 1 is needed
+
+
+def test_a_short_tune_of_a_network_measures_each_untuned_config_first(tmp_path: Path) -> None:
+    """Two trials per task: the first is the config the untuned build runs, so the log's best of
+    every task (what apply_history_best builds with) is no slower than the untuned build's."""
+    pytest.importorskip("onnx")
+    from tests.engine.job.tiny_network import INPUT, SHAPE, write_tiny_onnx
+    from tunecli.engine.job.network import job_tasks
+    from tunecli.engine.job.spec import load_job
+    from tunecli.engine.tuner.untuned import untuned_config
+
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    log = tmp_path / "net.log"
+    job = tmp_path / "net.yaml"
+    job.write_text(textwrap.dedent(f"""\
+        name: net
+        log: {log}
+        model: {{onnx: {onnx}, input: {{{INPUT}: [{', '.join(map(str, SHAPE))}]}}}}
+        tuner: {{kind: random, n_trial: 2, seed: 0}}
+        measure:
+          builder: {{n_parallel: 2}}
+          runner: {{number: 1, repeat: 1}}
+        """))
+    summary = tune_job(str(job))
+    assert [t.measured for t in summary.tasks] == [2, 2, 2]
+    records = list(load_from_file(log))
+    tasks, _ = job_tasks(load_job(str(job)))
+    for task in tasks:
+        untuned = untuned_config(task)
+        assert untuned is not None and untuned.exact
+        mine = [(inp, res) for inp, res in records if inp.task.workload == task.workload]
+        assert int(mine[0][0].config.index) == untuned.config.index  # measured first
+        with task.target:
+            applied = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))],
+                                       pretuned=False).query(task.target, task.workload)
+        assert applied.cost is not None and applied.cost <= mine[0][1].mean_cost  # apply's pick: no slower
+
+    again = tune_job(str(job))  # resumed: the untuned configs are in the log, nothing is measured twice
+    assert [t.measured for t in again.tasks] == [0, 0, 0]
+
+
+def test_a_task_whose_log_holds_its_untuned_config_is_not_given_it_again(tmp_path: Path) -> None:
+    from tunecli.engine.tuner.untuned import untuned_config
+
+    task = create(*DENSE, "llvm")
+    untuned = untuned_config(task)
+    assert untuned is not None
+    log = tmp_path / "dense.log"
+    log.write_text(record(DENSE, "llvm", untuned.config.index) + "\n")
+    job = write_job(tmp_path, log, "{kind: random, n_trial: 3, seed: 0}",
+                    "[{template: dense.x86, args: [8, 16, 4]}]")
+    (outcome,) = tune_job(job).tasks
+    assert (outcome.previous, outcome.measured) == (1, 2)
+    indices = [int(inp.config.index) for inp, _ in load_from_file(log)]
+    assert indices[0] == untuned.config.index and len(set(indices)) == 3

@@ -10,6 +10,10 @@ Every measurement is appended to the log and flushed as soon as it finishes — 
 batch is over (``log_to_file`` streams through the ``on_result`` hook of ``measure_batch``) — so
 an interrupted or killed run loses no finished measurement, only the ones still in flight.
 
+Each task's first trial is the config its untuned build runs (``tuner.untuned``: the pre-tuned
+package's record or the template's fallback), unless the log holds it already: the log's best
+is then never a config slower than not tuning, so a short tune cannot make a network slower.
+
 With ``tuner.budget`` the tasks share one trial budget instead: a task scheduler
 (``engine.tuner.task_scheduler``, the job's ``tuner.task_scheduler``) gives it round by round to
 the task where the weighted latency ``sum(weight * best latency)`` is expected to gain most
@@ -53,6 +57,7 @@ from tunecli.engine.tuner.remeasure import remeasure_candidates, remeasure_top
 from tunecli.engine.tuner.task_scheduler import TaskScheduler
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.engine.tuner.tuner_kinds import tuner_kind
+from tunecli.engine.tuner.untuned import measure_untuned, with_records
 from tunecli.errors import JobError
 
 
@@ -308,13 +313,17 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Task, weight: float, hi
                              all_trials=totals[1])
     progress.event("start")
     remaining = outcome.n_trial - outcome.previous
+    callbacks = [log_to_file(job.log), _Streaming(progress.on_result)]
+    if remaining > 0:
+        untuned = measure_untuned(task, known, measure_option(), callbacks)
+        if untuned:
+            known, history, remaining = with_records(known, untuned), history + untuned, remaining - 1
     if remaining > 0:
         tuner = tuner_kind(job.tuner.kind).make(task, seed=job.tuner.seed, **job.tuner.options)
         if history:
             tuner.resume(known, history)
         tuner.tune(n_trial=remaining, measure_option=measure_option(),
-                   early_stopping=job.tuner.early_stopping,
-                   callbacks=[log_to_file(job.log), _Streaming(progress.on_result)])
+                   early_stopping=job.tuner.early_stopping, callbacks=callbacks)
     if job.tuner.remeasure:
         progress.remeasure(job.tuner.remeasure, job.log, measure_option)
     progress.event("end")
@@ -334,14 +343,21 @@ def _tune_scheduled(job: Job, found: JobTasks, history: list[tuple], histories: 
 
     progress = [_TaskProgress(outcome, task, len(tasks), known, emit, budget, spent)
                 for outcome, task, known in zip(outcomes, tasks, histories, strict=True)]
+    histories, history = list(histories), list(history)
+    for p in progress:
+        p.event("start")
+    for i, (task, p) in enumerate(zip(tasks, progress, strict=True)):
+        if spent() >= budget:
+            break
+        untuned = measure_untuned(task, histories[i], measure_option(),
+                                  [log_to_file(job.log), _Streaming(p.on_result)])
+        histories[i], history = with_records(histories[i], untuned), history + untuned
     kind = tuner_kind(job.tuner.kind)
     scheduler = TaskScheduler(tasks, lambda task: kind.make(task, seed=job.tuner.seed, **job.tuner.options),
                               budget, weights, job.tuner.task_scheduler or DEFAULT_TASK_SCHEDULER,
                               round_trials=job.tuner.options.get("plan_size"),
                               early_stopping=job.tuner.early_stopping, history=history,
                               task_histories=histories, seed=job.tuner.seed, alternatives=found.alternatives)
-    for p in progress:
-        p.event("start")
     by_task = {id(task): p for task, p in zip(tasks, progress, strict=True)}
 
     def on_result(tuner: Tuner, inp: MeasureInput, res: MeasureResult) -> None:

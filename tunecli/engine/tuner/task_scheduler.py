@@ -292,8 +292,8 @@ class TaskScheduler:
         """Start the task from its history (its trials, best, estimated rounds)."""
         t.trials = t.previous = known.trials
         t.best_cost, t.since_best = known.best_cost, known.since_best
-        if t.previous:
-            t.rounds = max(1, round(t.previous / self._round_size(t)))
+        if t.previous:  # under half a round (the untuned config tune measures first): still cold
+            t.rounds = round(t.previous / self._round_size(t))
             t.history.append(t.latency)
         if t.previous >= len(t.task.config_space):
             t.done = "space exhausted"

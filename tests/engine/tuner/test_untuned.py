@@ -1,0 +1,75 @@
+"""The untuned build's config as a config of the task's space: what tune measures first."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import pytest
+
+from tunecli.engine.log import tophub
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.record import load_from_file
+from tunecli.engine.log.task_history import TaskHistory
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.space_entities import SplitEntity
+from tunecli.engine.task.task import create
+from tunecli.engine.tuner.untuned import nearest_index, untuned_config, with_records
+
+
+def knobs(config: object) -> dict[str, str]:
+    """Knob name -> entity text, a split by its inner factors (its outer one is what remains)."""
+    return {name: repr(e.size[1:]) if isinstance(e, SplitEntity) else repr(e)
+            for name, e in ((n, config[n]) for n in config)}  # type: ignore[index, attr-defined]
+
+
+def test_a_workload_without_a_package_record_gets_the_index_of_its_fallback_config(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(tophub.ENV_VAR, tophub.DISABLED)  # no package, so no nearest record either
+    task = create("dense.x86", (8, 16, 4), "llvm")
+    found = untuned_config(task)
+    assert found is not None and found.source == "default" and found.exact
+    fallback = FallbackConfigEntity()
+    task.instantiate(fallback)  # what a build without records runs
+    assert knobs(found.config) == knobs(fallback)
+    assert task.config_space.get(found.config.index) is not None
+
+
+def test_a_workload_of_the_shipped_package_gets_the_package_record() -> None:
+    package = tophub.SHIPPED_DIR / "llvm.log"
+    inp = next(inp for inp, _ in load_from_file(package) if inp.task.name == "dense.x86")
+    task = create("dense.x86", inp.task.args, "llvm")
+    found = untuned_config(task)
+    assert found is not None and found.source == "package" and found.exact
+    with task.target:
+        answered = ApplyHistoryBest().query(task.target, task.workload)  # what the untuned build uses
+    assert knobs(found.config) == knobs(answered)
+
+
+def test_a_config_outside_the_space_maps_to_the_nearest_valid_index() -> None:
+    space = create("dense.x86", (8, 16, 4), "llvm").config_space
+    wanted = OrderedDict((name, s.entities[0]) for name, s in space.space_map.items())
+    exact = nearest_index(space, dict(wanted))
+    assert exact is not None and exact[1]
+    name = next(n for n, s in space.space_map.items() if isinstance(s.entities[0], SplitEntity))
+    inner = space.space_map[name].entities[0].size[1:]
+    wanted[name] = SplitEntity([-1, *[f * 3 for f in inner]])  # factors the space does not have
+    near = nearest_index(space, dict(wanted))
+    assert near is not None and not near[1]
+    assert space.is_index_valid(near[0])
+    assert nearest_index(space, {"no such knob": SplitEntity([-1, 1])}) is None
+
+
+def test_records_measured_after_a_history_extend_it() -> None:
+    task = create("dense.x86", (8, 16, 4), "llvm")
+    found = untuned_config(task)
+    assert found is not None
+    inp = MeasureInput(task.target, task, found.config)
+    slow = (inp, MeasureResult((2e-3,), MeasureErrorNo.NO_ERROR, 0.1, 0.0))
+    fast = (MeasureInput(task.target, task, task.config_space.get(0)),
+            MeasureResult((1e-3,), MeasureErrorNo.NO_ERROR, 0.1, 0.0))
+    history = with_records(with_records(TaskHistory(), [slow]), [fast, slow])
+    assert (history.trials, history.best, history.since_best) == (2, fast, 0)
+    assert history.configs == {found.config.index, 0} and len(history.records) == 3
+    assert history.best_cost == pytest.approx(1e-3)

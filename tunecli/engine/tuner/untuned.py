@@ -1,0 +1,199 @@
+"""The config an untuned build runs for a task, as a config of its space: what tuning measures first.
+
+A build without a log (``relay.build`` outside any dispatch context, ``apply``'s untuned
+build) gives each workload what ``ApplyHistoryBest()`` answers without records of its own: the
+record of the target's pre-tuned package (``log.tophub``), else the nearest package record's
+config (``log.nearest_record``), else the template's fallback config (``FallbackConfigEntity``:
+first entities, refined by the template's own fallback rules).  ``tune`` measures that config
+as a task's first trial, so the log always holds it: the best of the log (what
+``apply_history_best`` takes) is then never slower than the untuned build's config as measured
+by the same tuning run, and a short tune cannot make a network slower than not tuning at all.
+
+A fallback config is no index of the space (its index is -1, and a fallback split may give
+factors the space's filter leaves out); a package record's index was taken in the space of
+whoever tuned it.  Both are mapped by their entities: the index whose knobs equal the untuned
+config's, knob by knob (a split compared by its inner factors: the outer one is what remains);
+when no index equals it, the valid index nearest to it (the sum over knobs of
+``nearest_record.entity_distance``).  ``UntunedConfig.exact`` says which it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.nearest_record import entity_distance
+from tunecli.engine.log.task_history import Record, TaskHistory
+from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.task.config_source import DEFAULT, config_source
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace
+from tunecli.engine.task.task import Task
+from tunecli.engine.tuner.tuner import make_measure_batch
+from tunecli.errors import TuneError
+
+logger = logging.getLogger("autotvm")
+
+#: Spaces up to this many indices are searched whole for the nearest valid index.
+_SEARCHED_RANGE = 1 << 22
+
+
+@dataclass(frozen=True)
+class UntunedConfig:
+    """The config of a task's space that stands for what its untuned build runs.
+
+    Attributes
+    ----------
+    config : ConfigEntity
+        A valid config of the task's space (``config.index``).
+    source : {"package", "nearest", "default"}
+        Where the untuned build takes it from (``ConfigSource.kind``): a pre-tuned package's
+        record of the workload, the nearest package record's config, the template's fallback.
+    exact : bool
+        Whether its knobs equal the untuned build's (False: the nearest valid index).
+    """
+
+    config: ConfigEntity
+    source: str
+    exact: bool
+
+
+def untuned_config(task: Task) -> UntunedConfig | None:
+    """The config an untuned build of ``task``'s workload runs, as an index of its space.
+
+    Parameters
+    ----------
+    task : Task
+
+    Returns
+    -------
+    UntunedConfig or None
+        None when the template cannot be run with its fallback config or the space has no valid
+        index near it (nothing to measure then).
+    """
+    space = task.config_space
+    if space is None or task.target is None:
+        return None
+    untuned = _answered(task)
+    source = config_source(untuned).kind if untuned is not None else DEFAULT.kind
+    if untuned is None:
+        untuned = FallbackConfigEntity()
+        try:
+            task.instantiate(untuned)
+        except (TuneError, ValueError, TypeError, IndexError, KeyError) as err:
+            logger.debug("the fallback config of %s does not instantiate: %s", task.name, err)
+            return None
+    found = nearest_index(space, _entities(untuned))
+    if found is None:
+        return None
+    index, exact = found
+    return UntunedConfig(space.get(index), source, exact)
+
+
+def measure_untuned(task: Task, known: TaskHistory, measure_option: Any,
+                    callbacks: Sequence[Any] = ()) -> list[Record]:
+    """Measure the task's untuned config (``untuned_config``) unless ``known`` holds it.
+
+    Parameters
+    ----------
+    task : Task
+    known : TaskHistory
+        The task's records so far (its log).
+    measure_option : dict or callable
+        As ``Tuner.tune`` takes it.
+    callbacks : sequence
+        Streaming callbacks (``log_to_file``): each gets ``on_result(None, inp, res)``.
+
+    Returns
+    -------
+    list of (MeasureInput, MeasureResult)
+        The record measured (none when the log holds the config or the task has none).
+    """
+    found = untuned_config(task)
+    if found is None or int(found.config.index) in known.configs:
+        return []
+    inp = MeasureInput(task.target, task, found.config)
+    old, GLOBAL_SCOPE.in_tuning = GLOBAL_SCOPE.in_tuning, True
+    try:
+        (res,) = make_measure_batch(task, measure_option)([inp])
+    finally:
+        GLOBAL_SCOPE.in_tuning = old
+    logger.debug("%s: the untuned build's %s config (index %d) measured first", task.name, found.source,
+                 found.config.index)
+    for callback in callbacks:
+        callback.on_result(None, inp, res)
+    return [(inp, res)]
+
+
+def _answered(task: Task) -> ConfigEntity | None:
+    """The untuned build's config of the task's workload from the packages (None: it falls back)."""
+    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True  # no fallback warning for asking
+    try:
+        with task.target:
+            config = ApplyHistoryBest().query(task.target, task.workload)
+    finally:
+        GLOBAL_SCOPE.silent = silent
+    return None if getattr(config, "is_fallback", False) or not isinstance(config, ConfigEntity) else config
+
+
+def _entities(config: ConfigEntity) -> dict[str, Any]:
+    return {name: config[name] for name in config}
+
+
+def nearest_index(space: ConfigSpace, entities: dict[str, Any]) -> tuple[int, bool] | None:
+    """The valid index of ``space`` whose knobs equal ``entities`` (name -> entity), else the nearest.
+
+    Parameters
+    ----------
+    space : ConfigSpace
+    entities : dict of str to entity
+        One entity per knob of the space.
+
+    Returns
+    -------
+    (int, bool) or None
+        The index and whether its knobs equal ``entities``; None when the knobs are not the
+        space's or no valid index is found.
+    """
+    names = list(space.space_map)
+    if sorted(names) != sorted(entities):
+        return None
+    costs = [np.array([entity_distance(e, entities[name]) for e in space.space_map[name].entities])
+             for name in names]
+    closest = [int(np.argmin(c)) for c in costs]
+    index = space.knob2point(closest)
+    if space.is_index_valid(index):
+        return index, all(float(c[k]) == 0.0 for c, k in zip(costs, closest, strict=True))
+    if space.range_length > _SEARCHED_RANGE:
+        return None
+    total = np.zeros(space.range_length)
+    stride = 1
+    points = np.arange(space.range_length)
+    for c in costs:
+        total += c[(points // stride) % len(c)]
+        stride *= len(c)
+    total[~np.array([space.is_index_valid(i) for i in range(space.range_length)])] = np.inf
+    best = int(np.argmin(total))
+    return (best, bool(total[best] == 0.0)) if math.isfinite(total[best]) else None
+
+
+def with_records(history: TaskHistory, records: Sequence[Record]) -> TaskHistory:
+    """``history`` with ``records`` (of its task, measured after it) appended."""
+    seen = set(history.configs)
+    best, since_best = history.best, history.since_best
+    for inp, res in records:
+        better = res.ok and (best is None or res.mean_cost < best[1].mean_cost)
+        if int(inp.config.index) not in seen:
+            seen.add(int(inp.config.index))
+            since_best = 0 if better else since_best + 1
+        if better:
+            best = (inp, res)
+    return replace(history, records=history.records + tuple(records), trials=len(seen), best=best,
+                   since_best=since_best)
