@@ -8,6 +8,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.log.record import encode
@@ -37,15 +39,18 @@ def test_apply_best_config_checks_and_exports(invoke: Invoke, tiny_job, matmul_l
     assert f"define void @{stem}(" in (export / f"{stem}.ll").read_text()  # the symbol names the job too
 
 
-def test_apply_without_record_uses_fallback_with_warning(invoke: Invoke, matmul_log: Path,
-                                                          tmp_path: Path) -> None:
-    job = tmp_path / "other.yaml"
-    job.write_text("name: other\ntasks:\n  - template: tutorial/matmul\n    args: [8, 8, 8]\n"
+def test_apply_without_record_uses_fallback_with_warning(invoke: Invoke, matmul_log: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """No record of the template in the log and no package: the fallback config (a record of the
+    same template would answer with the nearest record's config instead)."""
+    monkeypatch.setenv("TUNECLI_TOPHUB", "NONE")
+    job = tmp_path / "other.yaml"  # a workload no other test uses: the warning is given once a process
+    job.write_text("name: other\ntasks:\n  - template: dense.x86\n    args: [4, 24, 12]\n"
                    "tuner: {kind: random, n_trial: 1}\n")
     result = invoke("apply", str(job), "--log", str(matmul_log))
     assert result.exit_code == 0, result.output
     assert "fallback" in result.stdout and "ok (numpy)" in result.stdout
-    assert "warning: Cannot find config for target=llvm, workload=('tutorial/matmul', 8, 8, 8, 'float32')" \
+    assert "warning: Cannot find config for target=llvm, workload=('dense.x86', 4, 24, 12, 'float32')" \
         in result.stderr
 
 
@@ -125,3 +130,32 @@ def test_apply_checks_every_task_first_and_names_every_problem(invoke: Invoke, m
         f"error: {job}:8: tasks[2].args: template conv2d_nchw.x86 rejects (1, 8, 8, 4, 4, 30, 3, 1, 1, 1, "
         "'float32'): window (30, 3) (dilation 1) does not fit input (8, 8) with padding 1\n")
     assert not export.exists()  # nothing built before the job is known good
+
+
+def test_apply_gives_the_rounds_and_the_logs_time_and_warns_when_far_above_it(invoke: Invoke,
+                                                                             tmp_path: Path) -> None:
+    """A record claiming 1 us for a 2-MFLOP kernel (no machine runs it that fast): apply's time of
+    the same config is far above the log's, which it says in one warning line and in the JSON."""
+    job = tmp_path / "dense.yaml"
+    job.write_text("name: dense\ntasks:\n  - template: dense.x86\n    args: [64, 128, 128]\n"
+                   "measure:\n  runner: {number: 1, repeat: 3}\n")
+    task = create_task(load_job(str(job)), 0)
+    log = tmp_path / "dense.log"
+    inp = MeasureInput(task.target, task, task.config_space.get(0))
+    log.write_text(encode(inp, MeasureResult((1e-6,), MeasureErrorNo.NO_ERROR, 0.1, time.time())) + "\n")
+    result = invoke("apply", str(job), "--log", str(log), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    [applied] = report["tasks"]
+    assert applied["log_time"] == 1e-6 and applied["vs_log"] > 1.5
+    assert applied["tuned_stats"]["rounds"] == 3 and applied["tuned_stats"]["median"] == applied["tuned"]
+    assert applied["tuned_stats"]["low"] <= applied["tuned"] <= applied["tuned_stats"]["high"]
+    far = [note for note in report["notes"] if note.startswith("task 0: timed ")]
+    assert len(far) == 1 and "x the log's 0.001 ms for the same config" in far[0]
+    assert f"warning: {far[0]}\n" in result.stderr
+    assert report["load"]["cores"] >= 1 and len(report["load"]["samples"]) == 2
+
+    table = invoke("apply", str(job), "--log", str(log))
+    assert table.exit_code == 0, table.output
+    assert "vs log" in table.stdout and "spread" in table.stdout
+    assert all(len(line) <= 80 for line in table.stdout.splitlines())  # the narrow form fits 80 columns

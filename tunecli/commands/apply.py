@@ -14,6 +14,7 @@ from tunecli.engine.actions.apply_kernels import AppliedTask, ApplyReport
 from tunecli.engine.actions.apply_network import NetworkApplyReport
 from tunecli.engine.actions.job_file import apply_job_file
 from tunecli.engine.codegen import kernel_cache
+from tunecli.engine.measure.time_stats import TimeStats
 
 
 def _ms(seconds: float | None) -> str:
@@ -24,17 +25,23 @@ def _ratio(num: float | None, den: float | None) -> str:
     return f"{num / den:.2f}x" if num and den else "-"
 
 
+def _spread(stats: TimeStats | None) -> str:
+    """The rounds' interquartile range over their median (``-`` for one round or none)."""
+    return f"{stats.spread:.0%}" if stats is not None and stats.rounds > 1 else "-"
+
+
 def _numpy_caption(report: ApplyReport) -> str | None:
     """What the numpy column timed (the float64 reference is for the check only)."""
     kinds = sorted({t.numpy_baseline for t in report.tasks if t.numpy_baseline and t.numpy is not None})
     if not kinds:
         return None
-    return (f"numpy ms: numpy computing the operator in the kernel's dtype ({'; '.join(kinds)}), in the "
-            "kernels' worker process, timed in turn with them; the float64 reference only checks answers")
+    return (f"numpy: numpy computing the operator in the kernel's dtype ({'; '.join(kinds)}), in a worker "
+            "process of its own, timed in turn with the kernels; the float64 reference only checks answers")
 
 
-_NUMBERS = ("tuned ms", "GFLOPS", "default ms", "speedup", "numpy ms", "vs numpy")
-_SHORT = ("tuned ms", "GFLOPS", "default", "speedup", "numpy", "vs numpy")
+_NUMBERS = ("tuned ms", "spread", "log ms", "vs log", "GFLOPS", "default ms", "speedup", "numpy ms",
+            "vs numpy")
+_SHORT = ("tuned", "spread", "vs log", "default", "speedup", "numpy", "vs np")  # fits 80 columns
 
 
 def _check(t: AppliedTask) -> str:
@@ -51,22 +58,29 @@ def _print_report(app: App, report: ApplyReport) -> None:
     narrow = table(title, ("task", "check", *_SHORT), right=("task", *_SHORT), wrap=False)
     notes = []
     for t in report.tasks:
-        numbers = (_ms(t.tuned), f"{t.gflops:.2f}" if t.gflops else "-", _ms(t.default),
-                   _ratio(t.default, t.tuned), _ms(t.numpy), _ratio(t.numpy, t.tuned))
-        wide.add_row(str(t.index), t.label, _check(t), *numbers, t.config)
-        narrow.add_row(str(t.index), _check(t).split(" ")[0], *numbers)
+        tuned, spread, vs_log = _ms(t.tuned), _spread(t.tuned_stats), _ratio(t.tuned, t.log_time)
+        default, speedup, numpy, vs_numpy = (_ms(t.default), _ratio(t.default, t.tuned), _ms(t.numpy),
+                                             _ratio(t.numpy, t.tuned))
+        wide.add_row(str(t.index), t.label, _check(t), tuned, spread, _ms(t.log_time), vs_log,
+                     f"{t.gflops:.2f}" if t.gflops else "-", default, speedup, numpy, vs_numpy, t.config)
+        narrow.add_row(str(t.index), _check(t).split(" ")[0], tuned, spread, vs_log, default, speedup, numpy,
+                       vs_numpy)
         notes.append(f"task {t.index}: {t.label}: {t.config}; check: {_check(t)}")
+    footer = ["times in ms, each the median of the timing rounds; spread: the rounds' interquartile range "
+              "over the median; vs log: the time over the log's time of the same config"]
     caption = _numpy_caption(report)
-    print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer=[caption] if caption else [])
+    footer += [caption] if caption else []
+    print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer=footer)
 
 
 def _print_network(app: App, report: NetworkApplyReport) -> None:
     title = f"{report.job}: {report.model} with the best configs of {report.log} on {report.target}"
-    columns = ("threads", "tuned ms", "untuned ms", "speedup", "onnxruntime ms", "vs onnxruntime")
+    columns = ("threads", "tuned ms", "spread", "untuned ms", "speedup", "onnxruntime ms", "vs onnxruntime")
     out = table(title, columns, right=columns, wrap=False)
     for lat in report.latencies:
-        out.add_row(str(lat.threads) if lat.threads else "device's", _ms(lat.tuned), _ms(lat.untuned), _ratio(lat.untuned, lat.tuned),
-                    _ms(lat.onnxruntime), _ratio(lat.onnxruntime, lat.tuned))
+        out.add_row(str(lat.threads) if lat.threads else "device's", _ms(lat.tuned), _spread(lat.tuned_stats),
+                    _ms(lat.untuned), _ratio(lat.untuned, lat.tuned), _ms(lat.onnxruntime),
+                    _ratio(lat.onnxruntime, lat.tuned))
     footer = [f"build: {report.summary}; {report.kernels} kernels; built in {report.build_seconds:.1f} s"
               + (f"; graph tuner's choice: {report.graph_log}" if report.graph_log else "")]
     if report.correct is not None:
@@ -131,6 +145,9 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
             for each in (report, *report.others):  # a text model: one network per sequence length
                 _print_network(app, each)
         for each in (report, *report.others):
+            for line in each.slower + each.notes:
+                app.warn(line)
+        for each in (report, *report.others):
             _finish_network(each)
         return
     if as_json:
@@ -145,6 +162,8 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
                      "device: kernels were built, not run")
         elif not report.runs_here:
             app.echo(f"kernels ran on {report.device}")
+    for line in report.notes:
+        app.warn(line)
     for t in report.tasks:
         if t.error is not None:
             click.echo(f"error: task {t.index} ({t.label}): {t.error}", err=True)

@@ -20,7 +20,10 @@ job's key, where numpy is not timed (its time on this machine compares with noth
 another machine without an RPC runner only builds and exports its kernels.  The three are timed
 in turn (``measure.interleaved``: one round each, ``repeat`` times, a pause after each round;
 each time is the median of its rounds), so a slow moment of the machine is shared rather than
-charged to one of them.  A kernel that crashes or hangs, or a config that does not build,
+charged to one of them; the rounds' statistics are kept (``measure.time_stats``), with a note
+when they disagree, when the tuned kernel is far slower than the log's time of the same config,
+when it is slower than the default config, and when the machine was busy while timing.  A
+kernel that crashes or hangs, or a config that does not build,
 becomes that task's ``error``; the other tasks are still built, checked and timed.
 """
 
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,16 @@ from tunecli.engine.measure.baseline_timing import BASELINE_FUNC, BaselineReques
 from tunecli.engine.measure.builder import output_arguments
 from tunecli.engine.measure.interleaved import Contender, median_seconds, time_interleaved
 from tunecli.engine.measure.result import MeasureErrorNo
+from tunecli.engine.measure.time_stats import (
+    MachineLoad,
+    TimeStats,
+    compare_with_log,
+    load_sample,
+    rounds_note,
+    slower_than_untuned,
+    time_stats,
+    usable_cores,
+)
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
@@ -82,6 +95,19 @@ class AppliedTask:
     numpy_baseline: str | None = None  #: what the numpy time is of ("float32 a @ w.T, 2 threads")
     files: list[str] = field(default_factory=list)
     error: str | None = None  #: why the tuned kernel was not built, checked or timed
+    #: the rounds of each contender (``tuned``, ``default``, ``numpy`` are their medians)
+    tuned_stats: TimeStats | None = None
+    default_stats: TimeStats | None = None
+    numpy_stats: TimeStats | None = None
+    log_time: float | None = None  #: the log's time of the applied config (None: not from the log)
+    #: what makes its times doubtful: rounds that disagree, a time far above the log's, a tuned
+    #: kernel slower than the default config (``measure.time_stats``)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def vs_log(self) -> float | None:
+        """The applied time over the log's time of the same config."""
+        return self.tuned / self.log_time if self.tuned and self.log_time else None
 
     @property
     def gflops(self) -> float | None:
@@ -99,6 +125,13 @@ class ApplyReport:
     runs_here: bool
     tasks: list[AppliedTask] = field(default_factory=list)
     device: str | None = None  #: what ran the kernels (None: they were only built)
+    load: MachineLoad | None = None  #: the load average around the timing (kernels run here)
+
+    @property
+    def notes(self) -> list[str]:
+        """Every note of the report: the machine's load, then each task's."""
+        busy = self.load.note() if self.load is not None else None
+        return ([busy] if busy else []) + [note for t in self.tasks for note in t.notes]
 
     @property
     def ok(self) -> bool:
@@ -108,8 +141,9 @@ class ApplyReport:
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
         return {"job": self.job, "log": self.log, "target": self.target, "runs_here": self.runs_here,
-                "device": self.device, "ok": self.ok,
-                "tasks": [dict(vars(t), gflops=t.gflops) for t in self.tasks]}
+                "device": self.device, "ok": self.ok, "notes": self.notes,
+                "load": asdict(self.load) if self.load is not None else None,
+                "tasks": [dict(asdict(t), gflops=t.gflops, vs_log=t.vs_log) for t in self.tasks]}
 
 
 def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
@@ -138,7 +172,9 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
     """
     check_log_file(log)
     tasks = create_tasks(job)  # every task checked before anything is built; problems reported together
-    history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
+    records = [(r.inp, r.result) for r in plausible(read_log(log))]
+    history = ApplyHistoryBest(records)
+    logged = {id(inp.config) for inp, _ in records}  # configs answered by the log, not a package
     target = tasks[0].target
     device: ApplyDevice | None = None
     numpy_worker: Worker | None = None
@@ -149,8 +185,12 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
                 numpy_worker = Worker(preload=(BASELINE_FUNC.partition(":")[0],), name="tunecli-numpy")
             report = ApplyReport(job.name, log, str(target), target.is_host,
                                  device=None if device is None else device.where)
+            before = load_sample()
             for index, task in enumerate(tasks):
-                report.tasks.append(_apply_task(job, index, task, history, export, device, numpy_worker))
+                report.tasks.append(_apply_task(job, index, task, history, export, device, numpy_worker,
+                                                logged))
+            if device is not None and device.worker is not None:  # timed on this machine
+                report.load = MachineLoad((before, load_sample()), usable_cores())
     finally:
         if device is not None:
             device.close()
@@ -160,11 +200,14 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
 
 
 def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, export: str | None,
-                device: ApplyDevice | None, numpy_worker: Worker | None = None) -> AppliedTask:
+                device: ApplyDevice | None, numpy_worker: Worker | None = None,
+                logged: frozenset[int] | set[int] = frozenset()) -> AppliedTask:
     with history:
         config = history.query(task.target, task.workload)
     out = AppliedTask(index, task_label(task), float(task.flop or 0), config_text(config),
                       bool(getattr(config, "is_fallback", False)))
+    if id(config) in logged and config.cost is not None:
+        out.log_time = float(config.cost)
     stem = kernel_stem(job.name, index, task)
     try:
         tuned, outputs = _build(task, config, stem)
@@ -216,7 +259,19 @@ def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, exp
         out.error = f"{MeasureErrorNo(times['tuned'].error_no).name}: {times['tuned'].error}"
         return out
     out.tuned, out.default, out.numpy = (median_seconds(times.get(n)) for n in ("tuned", "default", "numpy"))
+    _judge(out, *(time_stats(times.get(n)) for n in ("tuned", "default", "numpy")))
     return out
+
+
+def _judge(out: AppliedTask, tuned: TimeStats | None, default: TimeStats | None,
+           numpy: TimeStats | None) -> None:
+    """Keep the rounds' statistics and note what makes the task's times doubtful."""
+    out.tuned_stats, out.default_stats, out.numpy_stats = tuned, default, numpy
+    name = f"task {out.index}"
+    notes = [rounds_note(name, {"tuned": tuned, "default config": default, "numpy": numpy}),
+             compare_with_log(name, out.tuned, out.log_time),
+             None if out.fallback else slower_than_untuned(name, tuned, default, "default config")]
+    out.notes = [note for note in notes if note]
 
 
 def _time_baseline(worker: Worker, request: BaselineRequest) -> MeasureReply:

@@ -11,7 +11,9 @@ installed) running the ONNX model, or the built-in model written as ONNX
 (``onnx_export.to_onnx``): the contenders timed in turn (``measure.interleaved``: one round
 each, ``repeat`` rounds, a pause after each; each latency the median of its rounds).  numpy's
 BLAS in this process keeps to one thread (``runtime.blas.single_blas_thread``) while the
-interpreter computes the reference and kernels are timed.
+interpreter computes the reference and kernels are timed.  The report keeps the rounds'
+statistics (``measure.time_stats``) and says, one line each, when the tuned build is slower
+than the untuned one (``slower``), when rounds disagree and when the machine was busy (``notes``).
 
 A network for a target this machine cannot run, of a job measured through RPC, runs on a device
 of the job's key instead (``job.apply_device.open_device_session``, ``rpc.remote_network``): both
@@ -49,6 +51,15 @@ from tunecli.engine.log.record import read_log
 from tunecli.engine.measure.interleaved import Contender, median_seconds, time_interleaved
 from tunecli.engine.measure.network_timing import RUN_NETWORK_FUNC, NetworkReply, NetworkRun
 from tunecli.engine.measure.result import MeasureErrorNo
+from tunecli.engine.measure.time_stats import (
+    MachineLoad,
+    TimeStats,
+    load_sample,
+    rounds_note,
+    slower_than_untuned,
+    time_stats,
+    usable_cores,
+)
 from tunecli.engine.measure.timing import MeasureReply
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
@@ -68,6 +79,10 @@ class NetworkLatency:
     tuned: float | None = None
     untuned: float | None = None
     onnxruntime: float | None = None
+    #: the rounds of each contender (the times above are their medians; None on a device)
+    tuned_stats: TimeStats | None = None
+    untuned_stats: TimeStats | None = None
+    onnxruntime_stats: TimeStats | None = None
 
 
 @dataclass
@@ -106,6 +121,7 @@ class NetworkApplyReport:
     device: str | None = None  #: the RPC device the network ran on (None: this machine)
     export: str | None = None
     error: str | None = None
+    load: MachineLoad | None = None  #: the load average around the timing (run on this machine)
     #: the same of the job's other sequence lengths (a text model of several: one library each)
     others: list[NetworkApplyReport] = field(default_factory=list)
 
@@ -114,9 +130,32 @@ class NetworkApplyReport:
         """False when the tuned build (of any sequence length) gave a wrong answer or failed to run."""
         return self.correct is not False and self.error is None and all(o.ok for o in self.others)
 
+    @property
+    def slower(self) -> list[str]:
+        """One line per thread count where the tuned build is slower than the untuned one."""
+        lines = (slower_than_untuned(_threads_text(lat.threads), lat.tuned_stats or time_stats([lat.tuned]),
+                                     lat.untuned_stats or time_stats([lat.untuned]))
+                 for lat in self.latencies if lat.tuned and lat.untuned)
+        return [line for line in lines if line]
+
+    @property
+    def notes(self) -> list[str]:
+        """What makes the times doubtful: a busy machine, rounds that disagree."""
+        busy = self.load.note() if self.load is not None else None
+        rounds = (rounds_note(_threads_text(lat.threads), {"tuned": lat.tuned_stats,
+                                                           "untuned": lat.untuned_stats,
+                                                           "onnxruntime": lat.onnxruntime_stats})
+                  for lat in self.latencies)
+        return ([busy] if busy else []) + [note for note in rounds if note]
+
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
-        return dict(asdict(self), ok=self.ok, others=[o.as_dict() for o in self.others])
+        return dict(asdict(self), ok=self.ok, slower=self.slower, notes=self.notes,
+                    others=[o.as_dict() for o in self.others])
+
+
+def _threads_text(threads: int) -> str:
+    return f"{threads} thread{'s' if threads > 1 else ''}" if threads else "the device"
 
 
 def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApplyReport:
@@ -322,6 +361,7 @@ def thread_counts() -> list[int]:
 
 def _time(report: NetworkApplyReport, job: Job, worker: Worker, libraries: dict[str, str],
           inputs: dict[str, np.ndarray], onnx: str | None) -> None:
+    before = load_sample()
     for threads in thread_counts():
         runs = {name: NetworkRun(path, None, inputs, threads) for name, path in libraries.items()}
         if onnx is not None:
@@ -330,8 +370,10 @@ def _time(report: NetworkApplyReport, job: Job, worker: Worker, libraries: dict[
         times = time_interleaved(contenders, job.runner.timing)
         if times["tuned"].error_no:
             report.error = f"the tuned network failed on {threads} thread(s): {times['tuned'].error}"
-        report.latencies.append(NetworkLatency(threads, *(median_seconds(times.get(name))
-                                                          for name in ("tuned", "untuned", "onnxruntime"))))
+        names = ("tuned", "untuned", "onnxruntime")
+        report.latencies.append(NetworkLatency(threads, *(median_seconds(times.get(n)) for n in names),
+                                               *(time_stats(times.get(n)) for n in names)))
+    report.load = MachineLoad((before, load_sample()), usable_cores())
 
 
 def _contender(worker: Worker, run: NetworkRun, timeout: float) -> Contender:

@@ -1,0 +1,76 @@
+"""What apply says about its own times: robust statistics of rounds and the notes that doubt them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tunecli.engine.measure.time_stats import (
+    MachineLoad,
+    compare_with_log,
+    rounds_note,
+    slower_than_untuned,
+    time_stats,
+)
+from tunecli.engine.measure.timing import MeasureReply
+
+
+def test_the_median_is_the_time_and_one_slow_round_does_not_move_it() -> None:
+    stats = time_stats([0.0435e-3, 0.399e-3, 0.0437e-3])
+    assert stats is not None
+    assert stats.median == pytest.approx(0.0437e-3)
+    assert (stats.low, stats.high, stats.rounds) == (0.0435e-3, 0.399e-3, 3)
+
+
+def test_rounds_that_agree_give_no_note() -> None:
+    stats = time_stats([1.00e-3, 1.02e-3, 0.99e-3, 1.01e-3])
+    assert stats is not None and not stats.disagree
+    assert rounds_note("task 0", {"tuned": stats, "numpy": None}) is None
+
+
+def test_the_contenders_whose_rounds_disagree_are_named_in_one_line() -> None:
+    wild = time_stats([0.0435e-3, 0.399e-3, 0.0437e-3, 0.288e-3])
+    calm = time_stats([1.00e-3, 1.02e-3, 0.99e-3])
+    assert wild is not None and wild.disagree
+    assert rounds_note("task 0", {"tuned": wild, "default config": calm, "numpy": None}) == (
+        "task 0: the timing rounds disagree (tuned 0.0435..0.399 ms (164%)): its times are uncertain")
+
+
+def test_a_failed_or_untimed_contender_has_no_statistics() -> None:
+    assert time_stats(None) is None
+    assert time_stats(MeasureReply((), 4, "crashed")) is None
+    assert time_stats(MeasureReply((2e-3, 4e-3))).median == pytest.approx(3e-3)
+    single = time_stats([2e-3])
+    assert single is not None and single.spread == 0 and not single.disagree
+
+
+def test_a_kernel_far_slower_than_the_log_says_so() -> None:
+    assert compare_with_log("task 1", 2.27e-3, 0.045e-3) == (
+        "task 1: timed 2.27 ms, 50.4x the log's 0.045 ms for the same config: the machine may be busier "
+        "than when it was tuned")
+    assert compare_with_log("task 1", 0.06e-3, 0.045e-3) is None  # within 1.5x
+    assert compare_with_log("task 1", 2e-3, None) is None  # the config is not the log's
+
+
+def test_a_tuned_build_slower_than_the_untuned_one_is_one_line() -> None:
+    untuned = time_stats([27.3e-3, 26.7e-3, 27.9e-3])
+    line = slower_than_untuned("1 thread", time_stats([43.1e-3, 54.2e-3, 42.0e-3]), untuned)
+    assert line == ("1 thread: the tuned build is slower than the untuned one (43.1 ms vs 27.3 ms, 0.63x): "
+                    "tune longer, or keep the untuned build")
+    assert slower_than_untuned("1 thread", time_stats([27.5e-3] * 3), untuned) is None  # within 5%
+    assert slower_than_untuned("1 thread", None, untuned) is None
+
+
+def test_rounds_that_overlap_are_too_close_to_call_slower() -> None:
+    """A median 30% above, but the rounds of both reach the same times: noise, not a regression."""
+    untuned = time_stats([1.0e-3, 1.4e-3, 2.0e-3, 1.1e-3])
+    assert slower_than_untuned("task 0", time_stats([1.3e-3, 1.9e-3, 1.2e-3, 2.2e-3]), untuned) is None
+
+
+def test_the_machine_is_busy_when_other_work_ran_on_every_sample() -> None:
+    quiet = MachineLoad((1.1, 1.2), cores=2)
+    assert not quiet.busy and quiet.note() is None
+    busy = MachineLoad((2.3, 2.1), cores=2)
+    assert busy.busy
+    assert busy.note() == ("the machine was busy while timing: load average 2.30, 2.10 on 2 cores (about 1.1 "
+                           "other processes running beside apply's): times may be inflated")
+    assert not MachineLoad((2.5, 1.0), cores=2).busy  # a build before timing, not other work during it
