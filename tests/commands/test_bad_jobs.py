@@ -382,6 +382,32 @@ CASES = [
      [":1: missing required field 'name'",
       ":4: tasks[0].templat: unknown field (expected one of: template, args, weight); "
       "did you mean 'template'?"]),
+    # --- every problem listed, not only the first (issue 27 item 6)
+    ('bad_args_and_bad_n_trial', "name: g\ntasks:\n  - template: dense.x86\n"
+     "    args: {M: many, N: 16, K: 16}\ntuner: {n_trial: ten}\n",
+     [":5: tuner.n_trial: expected an integer, got 'ten'",
+      ":4: tasks[0].args: template dense.x86 rejects ('many', 16, 16, 'float32'): placeholder data: shape "
+      "entries must be integer constants, got 'many'"]),
+    ('bad_batch_and_bad_image',
+     "name: g\nmodel: {name: resnet-18, batch_size: -1, image_shape: [3, 0, 224]}\n",
+     [":2: model.batch_size: expected an integer >= 1, got -1",
+      ":2: model.image_shape[1]: expected an integer >= 1, got 0"]),
+    ('bad_model_fields_all_named', "name: g\nmodel: {name: resnet-18, batch_size: 0, dtype: float99}\n",
+     [":2: model.batch_size: expected an integer >= 1, got 0",
+      ":2: model.dtype: expected one of float32, float64, got 'float99'"]),
+    ('unknown_tuner_and_its_bad_fields', GOOD + "tuner: {kind: foo, n_trial: ten, seed: x}\n",
+     [":5: tuner.kind: expected one of random, gridsearch, ga, xgb, got 'foo'",
+      ":5: tuner.n_trial: expected an integer, got 'ten'",
+      ":5: tuner.seed: expected an integer, got 'x'"]),
+    ('bad_args_and_bad_weight_of_one_task', "name: g\ntasks:\n  - template: dense.x86\n    args: x\n"
+     "    weight: -1\n",
+     [":4: tasks[0].args: expected a mapping or a list, got 'x'",
+      ":5: tasks[0].weight: expected a number > 0, got -1"]),
+    ('two_tasks_one_bad_beside_a_bad_tuner',
+     GOOD + "  - template: dense.x86\n    args: {M: 16, N: 16, K: 0}\ntuner: {early_stopping: 0}\n",
+     [":7: tuner.early_stopping: expected an integer >= 1, got 0",
+      ":6: tasks[1].args: template dense.x86 rejects (16, 16, 0, 'float32'): placeholder data: shape "
+      "entries must be positive, got (16, 0)"]),
 ]
 
 

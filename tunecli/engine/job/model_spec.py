@@ -180,13 +180,14 @@ def read_model(n: Node) -> ModelSpec:
             if key in fields:
                 fields[key].report("applies to built-in models; an ONNX model's shapes are its inputs' "
                                    "(input: {name: [shape]})")
-        return ModelSpec(None, onnx=_onnx_file(fields["onnx"]),
-                         inputs=_input_shapes(fields["input"]) if "input" in fields else {}, node=n)
+        inputs = n.problems.collect(lambda: _input_shapes(fields["input"]), {}) if "input" in fields else {}
+        return ModelSpec(None, onnx=_onnx_file(fields["onnx"]), inputs=inputs, node=n)
     if "input" in fields:
         fields["input"].report("applies to ONNX models; a built-in model takes batch_size and image_shape")
     name = _model_name(fields["name"])
     model = MODELS[name]
-    batch = fields["batch_size"].as_int(minimum=1, maximum=MAX_BATCH) if "batch_size" in fields else 1
+    batch = (n.problems.collect(lambda: fields["batch_size"].as_int(minimum=1, maximum=MAX_BATCH), 1)
+             if "batch_size" in fields else 1)  # a problem here leaves the other fields checked
     image = seq_lens = None
     if "image_shape" in fields:
         if model.is_text:
@@ -201,7 +202,8 @@ def read_model(n: Node) -> ModelSpec:
         else:
             seq_lens = n.problems.collect(lambda: _seq_lens(fields["seq_len"], model), None)
     sizes = _sizes(n, fields, model)
-    dtype = fields["dtype"].as_choice(MODEL_DTYPES) if "dtype" in fields else "float32"
+    dtype = (n.problems.collect(lambda: fields["dtype"].as_choice(MODEL_DTYPES), "float32")
+             if "dtype" in fields else "float32")
     return ModelSpec(name, batch_size=batch, image_shape=image, seq_lens=seq_lens or (), sizes=sizes,
                      dtype=dtype, node=n)
 

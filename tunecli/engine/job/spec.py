@@ -60,6 +60,7 @@ from tunecli.engine.job.model_spec import (
     read_ops,
 )
 from tunecli.engine.job.nodes import Node, load_document
+from tunecli.engine.job.tasks import check_task_specs
 from tunecli.engine.job.tuning_spec import BuilderSpec, RunnerSpec, TunerSpec, read_measure, read_tuner
 from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.target import Target, as_target, host_cpu, host_features, host_triple, triple_arch
@@ -217,6 +218,8 @@ def load_job(path: str | Path) -> Job:
         top["target"].report(f"code for {str(target)!r} cannot run on this machine{_lacking(target)}: "
                              "measure it on a device with "
                              "`runner: {kind: rpc, key: ..., tracker: HOST:PORT}`")
+    if problems and tasks and target is not None:  # the tasks' problems listed with the rest
+        check_task_specs(tasks, target, problems)
     problems.raise_any()
     return Job(path=str(path), name=name, target=target, log=log, tasks=tasks, tuner=tuner,
                builder=builder, runner=runner, model=values.get("model"), ops=values.get("ops", DEFAULT_OPS),
@@ -282,18 +285,21 @@ def _task(entry: Node) -> TaskSpec:
     fields = entry.items(("template", "args", "weight"))
     if "template" not in fields:
         entry.report("missing required field 'template'")
-    args: list | dict = []
-    if "args" in fields:
-        a = fields["args"]
-        if a.is_mapping():
-            args = {key: _arg(value) for key, value in a.items().items()}
-        elif a.is_list():
-            args = [_arg(value) for value in a.elements()]
-        else:
-            raise a.error(f"expected a mapping or a list, got {a.describe()}")
+    args = entry.problems.collect(lambda: _args(fields["args"]), None) if "args" in fields else []
     weight = entry.problems.collect(lambda: fields["weight"].as_float(positive=True), 1.0) \
         if "weight" in fields else 1.0
-    return TaskSpec(fields["template"].as_str() if "template" in fields else "", args, entry, weight)
+    template = entry.problems.collect(lambda: fields["template"].as_str(), "") if "template" in fields else ""
+    if args is None:
+        raise JobError()  # its problems are reported (every field's): no task to check further
+    return TaskSpec(template, args, entry, weight)
+
+
+def _args(a: Node) -> list | dict:
+    if a.is_mapping():
+        return {key: _arg(value) for key, value in a.items().items()}
+    if a.is_list():
+        return [_arg(value) for value in a.elements()]
+    raise a.error(f"expected a mapping or a list, got {a.describe()}")
 
 
 def _arg(n: Node) -> Any:

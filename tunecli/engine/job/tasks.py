@@ -22,15 +22,18 @@ import inspect
 import math
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tunecli.engine.ir.dtype import parse_dtype
 from tunecli.engine.job.nodes import Problems
-from tunecli.engine.job.spec import Job, TaskSpec
 from tunecli.engine.ops.registry import STRATEGIES, builtin_names, is_builtin, make_args
+from tunecli.engine.target import Target
 from tunecli.engine.task.task import TASK_TABLE, Task, TaskTemplate, create
 from tunecli.engine.task.template_file import load_template_file
 from tunecli.errors import InstantiationError, JobError, TemplateFileError, TuneError
+
+if TYPE_CHECKING:  # spec.load_job checks task entries with this module's rules
+    from tunecli.engine.job.spec import Job, TaskSpec
 
 #: Exceptions a template may raise for arguments it cannot handle (shapes that do not fit).
 _TEMPLATE_ERRORS = (TuneError, ValueError, TypeError, AssertionError, ZeroDivisionError, IndexError,
@@ -200,11 +203,15 @@ def create_task(job: Job, index: int, memory: int | None = None) -> Task:
         When the template is unknown or rejects the arguments (an impossible shape), or the
         kernel's buffers are beyond 32-bit indexing or this machine's memory.
     """
-    spec = job.tasks[index]
+    return _create(job.tasks[index], job.target, memory)
+
+
+def _create(spec: TaskSpec, target: Target, memory: int | None = None) -> Task:
+    """The task of one entry on ``target`` (see ``create_task``)."""
     template, args = _checked_args(spec)
     where = spec.node.items().get("args", spec.node)
     try:
-        task = create(template.name, args, job.target)
+        task = create(template.name, args, target)
     except Exception as err:  # noqa: BLE001 - a template is the user's code: any failure is a bad task
         reason = str(err) if isinstance(err, _TEMPLATE_ERRORS) else f"{type(err).__name__}: {err}"
         raise where.error(f"template {template.name} rejects {_show(args)}: {reason}") from err
@@ -244,24 +251,47 @@ def create_tasks(job: Job, indices: Sequence[int] | None = None) -> list[Task]:
         arguments).
     """
     problems = Problems()
-    seen: dict[tuple, int] = {}
     selected = range(len(job.tasks)) if indices is None else indices
+    created = _create_all(job.tasks, job.target, selected, problems)
+    problems.raise_any()
+    return [created[i] for i in selected]
+
+
+def check_task_specs(specs: Sequence[TaskSpec], target: Target, problems: Problems) -> None:
+    """Add the problems of task entries to ``problems`` (``create_tasks``' checks, every entry).
+
+    ``load_job`` calls it when the rest of a job file has problems, so that the problems of its
+    tasks are listed with them rather than after they are fixed.
+
+    Parameters
+    ----------
+    specs : sequence of TaskSpec
+    target : Target
+    problems : Problems
+    """
+    named = [spec for spec in specs if spec.template]  # an entry without one was reported already
+    _create_all(named, target, range(len(named)), problems)
+
+
+def _create_all(specs: Sequence[TaskSpec], target: Target, selected: Sequence[int],
+                problems: Problems) -> dict[int, Task]:
+    """Check every entry and create those of ``selected``; problems go to ``problems``."""
+    seen: dict[tuple, str] = {}  # workload -> the field of its first entry
     created: dict[int, Task] = {}
-    for i, spec in enumerate(job.tasks):
+    for i, spec in enumerate(specs):
         checked = problems.collect(lambda spec=spec: _checked_args(spec), None)
         if checked is None:
             continue
         workload = (checked[0].name, *checked[1])
         if workload in seen:
-            problems.add(spec.node.error(f"the same task as tasks[{seen[workload]}] "
+            problems.add(spec.node.error(f"the same task as {seen[workload]} "
                                          f"({checked[0].name}{_show(checked[1])})"))
-        seen.setdefault(workload, i)
+        seen.setdefault(workload, spec.node.field)
         if i in selected:
-            task = problems.collect(lambda i=i: create_task(job, i), None)
+            task = problems.collect(lambda spec=spec: _create(spec, target), None)
             if task is not None:
                 created[i] = task
-    problems.raise_any()
-    return [created[i] for i in selected]
+    return created
 
 
 def _show(args: tuple) -> str:

@@ -93,13 +93,19 @@ def read_tuner(n: Node) -> TunerSpec:
     TunerSpec
     """
     raw = n.items()
-    kind = TUNERS[raw["kind"].as_choice(tuple(TUNERS)) if "kind" in raw else DEFAULT_TUNER]
-    fields = n.items(_TUNER_FIELDS + tuple(opt.name for opt in kind.options))
-    options = _options(list(kind.options), fields)
-    if len(options) == len(fields) - len(set(fields) & set(_TUNER_FIELDS)):
-        problem = kind.check(options) if kind.check is not None else None
-        if problem:
-            fields[problem[0]].report(problem[1])
+    name = n.problems.collect(lambda: raw["kind"].as_choice(tuple(TUNERS)), None) if "kind" in raw \
+        else DEFAULT_TUNER
+    if name is None:  # an unknown kind (reported): the other fields are still checked
+        known = tuple(dict.fromkeys(opt.name for k in TUNERS.values() for opt in k.options))
+        kind, fields, options = TUNERS[DEFAULT_TUNER], n.items(_TUNER_FIELDS + known), {}
+    else:
+        kind = TUNERS[name]
+        fields = n.items(_TUNER_FIELDS + tuple(opt.name for opt in kind.options))
+        options = _options(list(kind.options), fields)
+        if len(options) == len(fields) - len(set(fields) & set(_TUNER_FIELDS)):
+            problem = kind.check(options) if kind.check is not None else None
+            if problem:
+                fields[problem[0]].report(problem[1])
 
     def number(key: str, minimum: int, default: int | None) -> int | None:
         value = fields.get(key)
