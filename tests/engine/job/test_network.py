@@ -191,3 +191,37 @@ def test_a_listed_task_the_network_calls_too_adds_its_weight_to_the_call_count(t
     assert [t.name for t in tasks] == ["conv2d_NCHWc.x86", "conv2d_NCHWc.x86", "dense.x86", "tutorial/matmul"]
     assert tasks[2].workload == ("dense.x86", 1, 5, 8, "float32")
     assert weights == [1.0, 1.0, 3.0, 1.0]
+
+
+def test_token_ids_cover_the_table_they_index_and_other_integers_are_masks(tmp_path: Path) -> None:
+    """apply's inputs: ids drawn over the embedding's rows (all of BERT's vocabulary; a token type
+    table of 2 rows), an integer input that indexes nothing (an attention mask) 0 or 1."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.engine.graph.frontend.onnx_models import make_model
+
+    job = load_job(_job(tmp_path, f"name: b\nmodel: {{name: bert-base, seq_len: 64, {SMALL}}}\n"))
+    network = load_network(job)
+    assert network.index_rows == {"data": 30522}
+    ids = network.random_inputs(0)["data"]
+    assert ids.dtype == np.int64 and ids.max() >= 1000 and ids.min() >= 0 and ids.max() < 30522
+
+    nodes = [helper.make_node("Gather", ["words", "input_ids"], ["w"]),
+             helper.make_node("Gather", ["types", "token_type_ids"], ["t"]),
+             helper.make_node("Add", ["w", "t"], ["x"]),
+             helper.make_node("Cast", ["attention_mask"], ["m"], to=1),
+             helper.make_node("Unsqueeze", ["m", "axis"], ["m3"]),
+             helper.make_node("Mul", ["x", "m3"], ["y"])]
+    rng = np.random.default_rng(0)
+    names = ("input_ids", "token_type_ids", "attention_mask")
+    model = make_model(nodes, {name: ([1, 16], "int64") for name in names}, {"y": "float32"},
+                       {"words": rng.standard_normal((100, 8)).astype("float32"),
+                        "types": rng.standard_normal((2, 8)).astype("float32"),
+                        "axis": np.array([2], dtype="int64")})
+    (tmp_path / "ids.onnx").write_bytes(model.SerializeToString())
+    network = load_network(load_job(_job(tmp_path, f"name: o\nmodel: {{onnx: {tmp_path / 'ids.onnx'}}}\n")))
+    assert network.index_rows == {"input_ids": 100, "token_type_ids": 2}
+    inputs = network.random_inputs(0)
+    assert inputs["input_ids"].max() >= 50 and inputs["input_ids"].max() < 100
+    assert set(np.unique(inputs["token_type_ids"])) == {0, 1} == set(np.unique(inputs["attention_mask"]))

@@ -28,8 +28,10 @@ import numpy as np
 from tunecli.engine.graph.build_module import BuiltGraph, build
 from tunecli.engine.graph.extract import operator_tasks, tunable_operators
 from tunecli.engine.graph.frontend.onnx import from_onnx
+from tunecli.engine.graph.graph_expr import Call, Function, Op
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.passes import PassContext
+from tunecli.engine.graph.traversal import free_vars, post_order
 from tunecli.engine.graph.type_infer import infer_types
 from tunecli.engine.graph.types import TensorType
 from tunecli.engine.job.network_models import MODELS
@@ -57,6 +59,9 @@ class Network:
         The data inputs (not the weights), in order.
     onnx : str or None
         The ONNX file it was imported from.
+    index_rows : dict of str to int
+        The rows of the table each integer input indexes (``take``: token ids into an embedding),
+        the smallest when it indexes several.
     """
 
     label: str
@@ -64,16 +69,36 @@ class Network:
     params: dict[str, Any] = field(repr=False)
     inputs: dict[str, tuple[tuple[int, ...], str]]
     onnx: str | None = None
+    index_rows: dict[str, int] = field(default_factory=dict)
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
-        """Seeded inputs in [0, 1) (integers in [0, 4)), by name."""
+        """Seeded inputs by name: numbers in [0, 1); integers over the rows of the table they index
+        (token ids over the vocabulary), other integers 0 or 1 (masks)."""
         rng = np.random.default_rng(seed)
         out = {}
         for name, (shape, dtype) in self.inputs.items():
-            kind = np.dtype(dtype).kind
-            value = rng.integers(0, 4, size=shape) if kind in "iu" else rng.uniform(size=shape)
+            if np.dtype(dtype).kind in "iu":
+                value = rng.integers(0, self.index_rows.get(name, 2), size=shape)
+            else:
+                value = rng.uniform(size=shape)
             out[name] = value.astype(dtype)
         return out
+
+
+def _index_rows(fn: Function, inputs: Mapping[str, Any]) -> dict[str, int]:
+    """The rows of the table each of ``inputs`` indexes through ``take`` (the fewest of several)."""
+    rows: dict[str, int] = {}
+    for node in post_order(fn.body, into_functions=False):
+        if not (isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == "take"):
+            continue
+        table = node.args[0].checked_type
+        if node.attrs.axis is None or not isinstance(table, TensorType):
+            continue
+        count = int(table.shape[node.attrs.axis])
+        for v in free_vars(node.args[1]):
+            if v.name_hint in inputs:
+                rows[v.name_hint] = min(count, rows.get(v.name_hint, count))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -199,7 +224,7 @@ def load_network(job: Job, sample_shape: tuple[int, ...] | None = None) -> Netwo
             if not isinstance(t, TensorType):
                 raise spec.node.error(f"input {p.name_hint!r} is not a tensor")
             inputs[p.name_hint] = (tuple(int(d) for d in t.shape), str(t.dtype))
-    return Network(spec.label, mod, dict(params), inputs, spec.onnx)
+    return Network(spec.label, mod, dict(params), inputs, spec.onnx, _index_rows(fn, inputs))
 
 
 def extract_network_tasks(job: Job, network: Network) -> NetworkTasks:
