@@ -13,7 +13,7 @@ import pytest
 from tunecli.engine.build import build
 from tunecli.engine.log import tophub
 from tunecli.engine.log.history_best import ApplyHistoryBest, pretuned_packages
-from tunecli.engine.log.nearest_record import nearest_config, workload_distance
+from tunecli.engine.log.nearest_record import nearest_config, same_machine, workload_distance
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import ConfigSource, config_source
@@ -183,3 +183,11 @@ def test_a_network_built_with_nearest_configs_counts_them_and_computes_right():
     m.set_input("data", data)
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), g.evaluate(mod, [data], params), rtol=1e-4, atol=1e-3)
+
+
+def test_a_record_transfers_only_to_the_same_machine():
+    assert same_machine(HOST, Target(str(HOST)))
+    assert not same_machine(Target("llvm -mcpu=znver3"), Target("llvm -mcpu=znver4"))
+    assert not same_machine(Target("cuda -arch=sm_80"), Target("cuda -arch=sm_90"))
+    assert not same_machine(Target("llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu"),
+                            Target("llvm -device=arm_cpu -model=bcm2837 -mtriple=aarch64-linux-gnu"))

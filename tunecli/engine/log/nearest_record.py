@@ -1,8 +1,8 @@
 """The config of a workload without a record, chosen from the nearest record of its template.
 
 A generalisation of TVM's ``fallback_with_reference_log``.  Among the records of the same
-template measured on the same machine (target kind, device and model, and for ``llvm`` the CPU
-the target compiles for: a record of another CPU is never used), the nearest workload is the
+template measured on the same machine (target kind, device, model and GPU architecture, and for
+``llvm`` the CPU the target compiles for: a record of another CPU is never used), the nearest workload is the
 one whose arguments differ least: tensor shapes by the distance of their logarithms (a channel
 count twice as large is 1 away), every other number (strides, padding, dilation) by
 ``ATTRIBUTE_MISMATCH`` when it differs, and text (layouts, dtypes) not at all (else the record
@@ -71,8 +71,11 @@ class Reference:
 
 def same_machine(record: Target, query: Target) -> bool:
     """True when a record of ``record`` may be transferred to a query of ``query``: same kind,
-    device, model and, for ``llvm``, the same CPU (``llvm_cpu``: a host target is this machine's)."""
+    device, model, GPU architecture (``-arch``) and, for ``llvm``, the same CPU (``llvm_cpu``: a
+    host target is this machine's)."""
     if record.kind != query.kind or record.model != query.model:
+        return False
+    if record.attrs.get("arch") != query.attrs.get("arch"):
         return False
     if record.keys[:1] != query.keys[:1]:
         return False
