@@ -159,3 +159,36 @@ def test_apply_gives_the_rounds_and_the_logs_time_and_warns_when_far_above_it(in
     assert table.exit_code == 0, table.output
     assert "vs log" in table.stdout and "spread" in table.stdout
     assert all(len(line) <= 80 for line in table.stdout.splitlines())  # the narrow form fits 80 columns
+
+
+def test_an_export_apply_cannot_write_is_refused_before_anything_is_built(invoke: Invoke, matmul_log: Path,
+                                                                          tmp_path: Path) -> None:
+    job = tmp_path / "tiny.yaml"
+    job.write_text("name: tiny\ntasks:\n  - template: tutorial/matmul\n    args: [16, 16, 16]\n")
+    result = invoke("apply", str(job), "--log", str(matmul_log), "--export", "/proc/x")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: /proc/x: cannot write the export in /proc: ")
+    assert result.stdout == ""  # no table: nothing was built or timed
+
+    pytest.importorskip("onnx")
+    from tests.engine.job.tiny_network import INPUT, SHAPE, write_tiny_onnx
+
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    net = tmp_path / "net.yaml"
+    shape = ", ".join(map(str, SHAPE))
+    net.write_text(f"name: net\nmodel: {{onnx: {onnx}, input: {{{INPUT}: [{shape}]}}}}\n")
+    refused = invoke("apply", str(net), "--log", str(matmul_log), "--export", "/proc/x/net.so")
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr.startswith("error: /proc/x/net.so: cannot write the export in /proc: ")
+
+
+def test_a_kernel_export_directory_appears_whole(invoke: Invoke, matmul_log: Path, tmp_path: Path) -> None:
+    job = tmp_path / "tiny.yaml"
+    job.write_text("name: tiny\ntasks:\n  - template: tutorial/matmul\n    args: [16, 16, 16]\n"
+                   "measure:\n  runner: {number: 1, repeat: 1}\n")
+    export = tmp_path / "out" / "kernels"
+    result = invoke("apply", str(job), "--log", str(matmul_log), "--export", str(export), "--json")
+    assert result.exit_code == 0, result.output
+    [task] = json.loads(result.stdout)["tasks"]
+    assert sorted(Path(f).name for f in task["files"]) == sorted(p.name for p in export.iterdir())
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["kernels"]  # no temporary left beside it

@@ -7,8 +7,10 @@ one, against the untuned default config), and timed next to the untuned default 
 fallback config: what a schedule gives without tuning) and numpy's way of computing the operator
 in the kernel's dtype (the strategy row's ``baseline``, ``ops.baseline``).  ``export`` writes
 ``.o``, ``.ll`` and ``.s`` files of the tuned kernels, named after the job and the workload
-(``kernel_stem``).  Records of the log that are faster than any machine (``log.plausibility``)
-are skipped, naming their line.
+(``kernel_stem``): the destination is checked before anything is built, and the files are
+written into a temporary directory and moved into it at the end (``job.export_path``), so an
+apply that fails or is killed leaves no partial export.  Records of the log that are faster
+than any machine (``log.plausibility``) are skipped, naming their line.
 
 Kernels run where tuning runs them (:mod:`tunecli.engine.job.apply_device`), with the job's
 runner settings: in a measurement worker process on this machine, with the numpy baseline in a
@@ -32,13 +34,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tunecli.engine.build import build
 from tunecli.engine.job.apply_device import ApplyDevice, open_apply_device
+from tunecli.engine.job.export_path import ExportDirectory, check_export
 from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.log.history_best import ApplyHistoryBest
@@ -171,6 +173,8 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
         When the job measures through RPC and no device of its key can run its kernels.
     """
     check_log_file(log)
+    if export is not None:
+        check_export(export, directory=True)
     tasks = create_tasks(job)  # every task checked before anything is built; problems reported together
     records = [(r.inp, r.result) for r in plausible(read_log(log))]
     history = ApplyHistoryBest(records)
@@ -178,6 +182,7 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
     target = tasks[0].target
     device: ApplyDevice | None = None
     numpy_worker: Worker | None = None
+    exported = ExportDirectory(export) if export is not None else None
     try:
         with single_blas_thread():  # the float64 references: no BLAS threads spinning while kernels run
             device = open_apply_device(job, target)
@@ -187,11 +192,15 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
                                  device=None if device is None else device.where)
             before = load_sample()
             for index, task in enumerate(tasks):
-                report.tasks.append(_apply_task(job, index, task, history, export, device, numpy_worker,
+                report.tasks.append(_apply_task(job, index, task, history, exported, device, numpy_worker,
                                                 logged))
             if device is not None and device.worker is not None:  # timed on this machine
                 report.load = MachineLoad((before, load_sample()), usable_cores())
+        if exported is not None:
+            exported.finish()
     finally:
+        if exported is not None:
+            exported.discard()
         if device is not None:
             device.close()
         if numpy_worker is not None:
@@ -199,7 +208,7 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
     return report
 
 
-def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, export: str | None,
+def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, export: ExportDirectory | None,
                 device: ApplyDevice | None, numpy_worker: Worker | None = None,
                 logged: frozenset[int] | set[int] = frozenset()) -> AppliedTask:
     with history:
@@ -333,12 +342,10 @@ def kernel_stem(job: str, index: int, task: Task) -> str:
     return f"{'k_' if stem[:1].isdigit() else ''}{stem}_{digest}"
 
 
-def _export(module: Module, directory: str, stem: str) -> list[str]:
-    folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
+def _export(module: Module, export: ExportDirectory, stem: str) -> list[str]:
+    """Write the kernel's files into the export's temporary directory; return their final paths."""
     files = []
     for suffix in (".o", ".ll", ".s"):
-        target = folder / (stem + suffix)
-        module.save(target)
-        files.append(str(target))
+        module.save(export.folder / (stem + suffix))
+        files.append(export.final(stem + suffix))
     return files

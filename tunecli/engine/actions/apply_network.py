@@ -41,6 +41,7 @@ from tunecli.engine.graph.frontend.onnx_export import to_onnx
 from tunecli.engine.graph.interpreter import evaluate
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
 from tunecli.engine.job.apply_device import open_device_session
+from tunecli.engine.job.export_path import check_export, write_whole
 from tunecli.engine.job.model_spec import graph_log_path
 from tunecli.engine.job.network import Network, build_network, load_network
 from tunecli.engine.job.spec import Job
@@ -169,7 +170,8 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
     export : str, optional
         Write the tuned build here (``export_library``: a ``.so`` that ``tunecli.runtime.load_module``
         loads in any process); a text model of several sequence lengths writes one library per
-        length (``out/bert.so`` -> ``out/bert.seq32.so``, ``out/bert.seq128.so``).
+        length (``out/bert.so`` -> ``out/bert.seq32.so``, ``out/bert.seq128.so``).  Checked
+        before anything is built, written through a temporary name (``job.export_path``).
 
     Returns
     -------
@@ -181,9 +183,12 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
     JobError
         For a bad model; RecordError when the log cannot be read.
     """
+    shapes = job.model.sample_shapes if job.model is not None else ()
+    if export is not None:  # before anything is built or timed
+        for path in [export] if len(shapes) <= 1 else [_length_path(export, shape[0]) for shape in shapes]:
+            check_export(str(path), directory=False)
     network = load_network(job)
     check_log_file(log)
-    shapes = job.model.sample_shapes if job.model is not None else ()
     if len(shapes) <= 1:
         return _apply_one(job, network, log, export)
     reports = [_apply_one(job, network if i == 0 else load_network(job, shape), log,
@@ -229,8 +234,7 @@ def _apply_one(job: Job, network: Network, log: str, export: str | None) -> Netw
             libraries[name] = os.path.join(tmp, f"{name}.so")
             lib.export_library(libraries[name])
         if export is not None:
-            Path(export).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(libraries["tuned"], export)
+            write_whole(export, lambda partial: shutil.copyfile(libraries["tuned"], partial))
             report.export = export
         worker = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network")
         try:
@@ -314,8 +318,7 @@ def _apply_on_device(report: NetworkApplyReport, job: Job, network: Network, bui
     """Export the tuned build; on the job's RPC device, run both builds, check the tuned output
     against the host's reference and time them (a job measured by no device: built only)."""
     if export is not None:
-        Path(export).parent.mkdir(parents=True, exist_ok=True)
-        builds["tuned"].export_library(export)
+        write_whole(export, builds["tuned"].export_library)
         report.export = export
     session = open_device_session(job, job.target)
     if session is None:
