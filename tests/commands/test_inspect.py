@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from tunecli.commands.tables import wrap_items
 from tunecli.engine.log.log_summary import inspect_log
 
 from .conftest import Invoke
@@ -171,3 +174,29 @@ def test_text_plot_legend_is_under_the_plot_and_plotext_notes_are_plain_warnings
     assert "\x1b[" not in result.stderr and "\x1b[" not in result.stdout
     assert result.stderr == ("warning: plotext.figure: the values on the left y axis are too close together "
                              "to be told apart, so they are drawn on a single spot\n")
+
+
+def test_a_network_s_kernels_are_listed_in_lines_of_80_columns(invoke: Invoke, tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from tests.engine.job.tiny_network import INPUT, SHAPE, write_tiny_onnx
+
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    job = tmp_path / "net.yaml"
+    shape = ", ".join(map(str, SHAPE))
+    job.write_text(f"name: net\nmodel: {{onnx: {onnx}, input: {{{INPUT}: [{shape}]}}}}\n")
+    result = invoke("inspect", str(job))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("kernels: "))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("  "))
+    listed = " ".join(line.strip() for line in lines[start:end])[len("kernels: "):].split(", ")
+    view = json.loads(invoke("inspect", str(job), "--json").stdout)
+    assert listed == [f"{name} x{n}" if n > 1 else name for name, n in view["kernels"].items()]
+    assert all(len(line) <= 80 for line in lines[start:end]) and end - start > 1
+
+
+def test_a_list_is_wrapped_between_its_items() -> None:
+    assert wrap_items("kernels: ", ["a_kernel x2", "b", "c" * 30, "d"], 24) == [
+        "kernels: a_kernel x2, b,", "  " + "c" * 30 + ",", "  d"]
+    assert wrap_items("kernels: ", ["a", "b"], 80) == ["kernels: a, b"]
+    assert wrap_items("kernels: ", [], 80) == ["kernels: "]

@@ -7,13 +7,14 @@ the summary is still printed, and ``--png`` says what to install.
 from __future__ import annotations
 
 import json
+import textwrap
 
 import click
 
 from tunecli.commands.app import App
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
-from tunecli.commands.tables import print_fitted, table
+from tunecli.commands.tables import print_fitted, table, wrap_items
 from tunecli.engine.actions.inspect import NetworkView, TaskView
 from tunecli.engine.actions.job_file import inspect_job_file
 from tunecli.engine.log.log_summary import LogView, inspect_log
@@ -57,11 +58,16 @@ def _render_network(app: App, view: NetworkView) -> None:
               f"{_mib(view.unplanned_bytes)}; largest activation {_mib(view.largest_activation_bytes)}); "
               f"weights {_mib(view.weight_bytes)}"]
     print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer)
-    app.echo("kernels: " + ", ".join(f"{name} x{n}" if n > 1 else name for name, n in view.kernels.items()))
+    width = app.console.width
+    kernels = [f"{name} x{n}" if n > 1 else name for name, n in view.kernels.items()]
+    for line in wrap_items("kernels: ", kernels, width):
+        app.echo(line)
     if view.summary:
-        app.echo(f"configs ({view.summary}):")
-        for label, source in view.configs.items():
-            app.echo(f"  {label}: {source}")
+        app.echo(textwrap.fill(f"configs ({view.summary}):", width, subsequent_indent="  ",
+                               break_long_words=False, break_on_hyphens=False))
+        for label, source in view.configs.items():  # a workload and its source whole, on a line each
+            line = f"  {label}: {source}"
+            app.echo(line if len(line) <= width else f"  {label}:\n    {source}")
 
 
 def _render_log(app: App, view: LogView) -> None:

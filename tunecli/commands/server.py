@@ -29,10 +29,10 @@ def server(app: App, tracker_addr: tuple[str, int] | None, key: str, host: str, 
     """Run a device server that measures kernels for tuning jobs, until Ctrl-C.
 
     \b
-    A server runs native code that its clients send: only trusted clients may reach it.
-    It binds 127.0.0.1 by default; to serve other machines pass --host 0.0.0.0 together
-    with a token (TUNECLI_RPC_TOKEN, the same for tracker, servers and tuners) and keep
-    the port behind a firewall.
+    A server runs native code that its clients send: only trusted clients
+    may reach it. It binds 127.0.0.1 by default; to serve other machines
+    pass --host 0.0.0.0 together with a token (TUNECLI_RPC_TOKEN, the same
+    for tracker, servers and tuners) and keep the port behind a firewall.
     """
     with option_hint(AuthenticationError, "--token"):
         run_server(tracker_addr, key, host=host, port=port, port_end=max(port_end, port + 1), token=token,

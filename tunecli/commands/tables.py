@@ -85,3 +85,32 @@ def print_fitted(console: Console, wide: Table, narrow: Callable[[], Table],
             console.print(line, markup=False, highlight=False)
     for line in footer:
         console.print(line, markup=False, highlight=False)
+
+
+def wrap_items(head: str, items: Sequence[str], width: int, indent: str = "  ") -> list[str]:
+    """``head`` and ``items`` joined by ``", "`` in lines of at most ``width`` columns, each item
+    whole (an item longer than a line gets a line of its own), the lines after the first indented.
+
+    Parameters
+    ----------
+    head : str
+        The first line's start (``"kernels: "``).
+    items : sequence of str
+    width : int
+    indent : str
+
+    Returns
+    -------
+    list of str
+    """
+    lines, line = [], head
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        start = line in (head, indent)
+        if not start and len(line) + 1 + len(piece) > width:
+            lines.append(line)
+            line = indent + piece
+        else:
+            line = line + ("" if start else " ") + piece
+    lines.append(line)
+    return lines
