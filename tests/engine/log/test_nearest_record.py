@@ -13,7 +13,7 @@ import pytest
 from tunecli.engine.build import build
 from tunecli.engine.log import tophub
 from tunecli.engine.log.history_best import ApplyHistoryBest, pretuned_packages
-from tunecli.engine.log.nearest_record import nearest_config, same_machine, workload_distance
+from tunecli.engine.log.nearest_record import knob_distance, nearest_config, same_machine, workload_distance
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import ConfigSource, config_source
@@ -191,3 +191,17 @@ def test_a_record_transfers_only_to_the_same_machine():
     assert not same_machine(Target("cuda -arch=sm_80"), Target("cuda -arch=sm_90"))
     assert not same_machine(Target("llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu"),
                             Target("llvm -device=arm_cpu -model=bcm2837 -mtriple=aarch64-linux-gnu"))
+
+
+def test_among_the_nearest_workloads_the_one_whose_knobs_split_the_same_extents_wins():
+    # ResNet-50's 1x1 1024->256 at 14x14: closer in channels to MobileNet's 960->320 at 7x7, but a
+    # register tile over 14 output columns transfers from a 14x14 record
+    workload = conv(1024, 14, out=256, k=1)
+    cfg = query(workload)
+    assert config_source(cfg).kind == "nearest"
+    data = cfg.source.detail.split("(")[1].split(",")[:4]
+    assert data[2:] == ["14", "14]"], cfg.source.detail
+    space = create(CONV, workload[1:], HOST).config_space
+    same = create(CONV, conv(512, 14, out=512, k=1)[1:], HOST).config_space
+    smaller = create(CONV, conv(960, 7, out=320, k=1)[1:], HOST).config_space
+    assert knob_distance(space, same) == 0 < knob_distance(space, smaller)

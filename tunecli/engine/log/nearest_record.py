@@ -8,6 +8,10 @@ count twice as large is 1 away), every other number (strides, padding, dilation)
 ``ATTRIBUTE_MISMATCH`` when it differs, and text (layouts, dtypes) not at all (else the record
 is no candidate).  Ties go to a record of the user's logs before a package's, then to the
 faster record, then to the smaller workload text, so the choice depends on the records only.
+The ``RERANKED`` nearest are then ranked by what the knobs to transfer split (``knob_distance``:
+the extents of their split knobs, the candidates of their other knobs; each record's space
+traced once per process), that distance first: a record whose register tile splits the same
+output width wins over one with closer channel counts.
 
 Its config is moved into the queried workload's space knob by knob: each knob takes the entity
 of its space nearest to the record's (a split by the logarithms of its inner factors, so factors
@@ -32,7 +36,7 @@ from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import ConfigSource
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.space import ConfigEntity, ConfigSpace
-from tunecli.engine.task.space_entities import OtherOptionEntity, SplitEntity
+from tunecli.engine.task.space_entities import OtherOptionEntity, SplitEntity, SplitSpace
 from tunecli.engine.task.task import TASK_TABLE, create
 from tunecli.engine.task.text import workload_text
 from tunecli.errors import TuneError
@@ -43,7 +47,11 @@ logger = logging.getLogger("autotvm")
 ATTRIBUTE_MISMATCH = 4.0
 #: Knobs that choose a template's data and output layouts: they take the fallback's entity.
 LAYOUT_KNOBS = ("tile_ic", "tile_oc")
+#: How many of the nearest workloads are ranked again by their knobs' extents.
+RERANKED = 8
 _ORIGIN_RANK = {"log": 0, "package": 1}
+#: The config space of each (target, workload) traced here (None: the template cannot be traced).
+_SPACES: dict[tuple[str, tuple], ConfigSpace | None] = {}
 
 
 @dataclass(frozen=True)
@@ -123,8 +131,9 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def nearest_reference(target: Target, workload: tuple, references: Iterable[Reference]) -> Reference | None:
-    """The reference nearest to ``workload`` among those of its template and machine.
+def ranked_references(target: Target, workload: tuple, references: Iterable[Reference]) -> list[Reference]:
+    """The references of ``workload``'s template and machine, nearest first (ties as the module
+    docstring says).
 
     Parameters
     ----------
@@ -135,10 +144,10 @@ def nearest_reference(target: Target, workload: tuple, references: Iterable[Refe
 
     Returns
     -------
-    Reference or None
-        None when no reference of the template and machine is comparable.
+    list of Reference
+        Empty when no reference of the template and machine is comparable.
     """
-    best, best_key = None, None
+    keyed = []
     for ref in references:
         if ref.workload == workload or not same_machine(ref.target, target):
             continue
@@ -146,9 +155,77 @@ def nearest_reference(target: Target, workload: tuple, references: Iterable[Refe
         if distance is None:
             continue
         key = (distance, _ORIGIN_RANK.get(ref.origin.kind, 2), ref.cost, repr(ref.workload), ref.config.index)
-        if best_key is None or key < best_key:
-            best, best_key = ref, key
-    return best
+        keyed.append((key, ref))
+    keyed.sort(key=lambda pair: pair[0])
+    return [ref for _, ref in keyed]
+
+
+def knob_distance(a: ConfigSpace, b: ConfigSpace) -> float:
+    """How far two spaces of one template are apart in the knobs a transfer takes over (layout
+    knobs excluded): split knobs by the logarithms of the extents they split, other knobs by
+    ``ATTRIBUTE_MISMATCH`` when their candidates differ, and a knob only one space has by as much.
+
+    Parameters
+    ----------
+    a, b : ConfigSpace
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for name in sorted(set(a.space_map) | set(b.space_map)):
+        if name in LAYOUT_KNOBS:
+            continue
+        x, y = a.space_map.get(name), b.space_map.get(name)
+        if x is None or y is None or type(x) is not type(y):
+            total += ATTRIBUTE_MISMATCH
+        elif isinstance(x, SplitSpace):
+            total += abs(math.log2(max(x.product, 1)) - math.log2(max(y.product, 1)))
+        elif repr(x.entities) != repr(y.entities):
+            total += ATTRIBUTE_MISMATCH
+    return total
+
+
+def traced_space(target: Target, workload: tuple) -> ConfigSpace | None:
+    """The config space of ``workload`` on ``target`` (traced once per process; None when the
+    template cannot be traced for it)."""
+    key = (str(target), workload)
+    if key not in _SPACES:
+        try:
+            _SPACES[key] = create(workload[0], workload[1:], target).config_space
+        except TuneError as err:
+            logger.debug("nearest record: %s cannot be traced: %s", workload[0], err)
+            _SPACES[key] = None
+    return _SPACES[key]
+
+
+def nearest_reference(target: Target, workload: tuple, references: Iterable[Reference],
+                      space: ConfigSpace | None = None) -> Reference | None:
+    """The reference nearest to ``workload`` among those of its template and machine; with
+    ``space`` (the workload's), the ``RERANKED`` nearest ranked by ``knob_distance`` first.
+
+    Parameters
+    ----------
+    target : Target
+        The query's target.
+    workload : tuple
+    references : iterable of Reference
+    space : ConfigSpace, optional
+
+    Returns
+    -------
+    Reference or None
+        None when no reference of the template and machine is comparable.
+    """
+    ranked = ranked_references(target, workload, references)
+    if space is None or len(ranked) < 2:
+        return ranked[0] if ranked else None
+    scored = []
+    for order, ref in enumerate(ranked[:RERANKED]):
+        other = traced_space(ref.target, ref.workload)
+        scored.append((math.inf if other is None else knob_distance(space, other), order, ref))
+    return min(scored, key=lambda item: item[:2])[2]
 
 
 def entity_distance(a: Any, b: Any) -> float:
@@ -224,8 +301,8 @@ def nearest_config(target: Target, workload: tuple, references: Iterable[Referen
     """
     if not workload or workload[0] not in TASK_TABLE:
         return None
-    ref = nearest_reference(target, workload, references)
-    if ref is None:
+    references = list(references)
+    if not ranked_references(target, workload, references):
         return None
     try:
         task = create(workload[0], workload[1:], target)
@@ -233,6 +310,9 @@ def nearest_config(target: Target, workload: tuple, references: Iterable[Referen
         task.instantiate(default)
     except TuneError as err:
         logger.debug("nearest record: %s cannot be traced: %s", workload[0], err)
+        return None
+    ref = nearest_reference(target, workload, references, task.config_space)
+    if ref is None:
         return None
     config = transfer(task.config_space, ref.config, default)
     if config is None:
