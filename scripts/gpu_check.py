@@ -3,8 +3,8 @@
 prerequisites (Python, the pinned llvmlite, packages, cuda-bindings, driver and GPU, libdevice,
 ptxas, PyTorch/cuDNN) → smoke (a vector add, 5 random configs of the seed's conv2d) → faults
 (an illegal address and a launch beyond the limits become error records; the next measurement
-works) → templates (random configs of every GPU template, checked against numpy) → tuning (the
-seed's conv2d tuned with ``check_correctness``, its best against PyTorch's cuDNN) → network
+works) → tuning (the seed's conv2d tuned with ``check_correctness``, its best against PyTorch's
+cuDNN) → templates (random configs of every GPU template, checked against numpy) → network
 (ResNet-18 on the GPU against the CPU build, beside PyTorch eager) → rpc (``tunecli server --key
 h200`` measuring for ``RPCRunner`` on 127.0.0.1).
 
@@ -14,7 +14,7 @@ stage up to the launch on a machine without a GPU.  Exit status 1 when a check f
 wheels a machine without tunecli's dependencies needs: ``scripts/gpu_wheels.sh``; the device
 call: "GPU session plan" in ``benchmarks/README.md``.
 
-    python3 scripts/gpu_check.py [--dry-run] [--budget-s 480] [--stages smoke,tuning] [--out DIR]
+    python3 scripts/gpu_check.py [--dry-run] [--budget-s 450] [--stages smoke,tuning] [--out DIR]
 """
 
 from __future__ import annotations

@@ -62,8 +62,8 @@ class Table:
         """Write ``gpu_check.md`` and ``gpu_check.json`` into ``out`` (each replaced whole)."""
         self.out.mkdir(parents=True, exist_ok=True)
         data = {"meta": self.meta, "finished_stages": self.finished, "rows": [asdict(r) for r in self.rows]}
+        _replace(self.out / MARKDOWN, self.markdown())  # the JSON last: once it lists a stage, both do
         _replace(self.out / JSON, json.dumps(data, indent=1) + "\n")
-        _replace(self.out / MARKDOWN, self.markdown())
 
 
 def _replace(path: Path, text: str) -> None:
