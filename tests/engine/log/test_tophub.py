@@ -77,14 +77,15 @@ def test_history_best_falls_back_to_the_package_before_the_fallback_config(tmp_p
     own_log.write_text(encode(other, other_res) + "\n")
     target = Target("llvm")  # the package's records are for llvm -mcpu=skylake-avx512: matched by key
     tophub.set_locations("NONE")
-    with ApplyHistoryBest(str(own_log)):
+    # nearest=False: on a machine of the records' CPU, another workload's record would be transferred
+    with ApplyHistoryBest(str(own_log), nearest=False):
         assert DispatchContext.current.query(target, inp.task.workload).is_fallback
     tophub.set_locations([tophub_dir()])
     with ApplyHistoryBest(str(own_log)):
         cfg = DispatchContext.current.query(target, inp.task.workload)
         assert str(cfg) == str(inp.config) and not cfg.is_fallback
         assert DispatchContext.current.query(target, other.task.workload).index == other.config.index
-    with ApplyHistoryBest(str(own_log), pretuned=False):
+    with ApplyHistoryBest(str(own_log), pretuned=False, nearest=False):
         assert DispatchContext.current.query(target, inp.task.workload).is_fallback
     other_cpu = Target("llvm -mcpu=haswell")  # no package has records of its CPU: the key's fastest
     with tophub_context(target):  # TVM's autotvm.tophub.context: the packages alone
