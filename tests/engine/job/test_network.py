@@ -59,7 +59,12 @@ def test_a_text_model_at_several_sequence_lengths_is_one_task_list(tmp_path: Pat
     assert (short.inputs["data"][0], long.inputs["data"][0]) == ((1, 8), (1, 16))
     assert short.label == "bert-base (1, 8) float32, layers 1, hidden 32, heads 4"
     found = job_task_set(job, short)
-    each = [extract_network_tasks(job, n).tasks for n in (short, long)]
+    merged = extract_network_tasks(job, long).tasks  # every length's tasks, as tune numbers them
+    assert [t.task.workload for t in merged] == [t.workload for t in found.tasks]
+    each = []
+    for n in (8, 16):  # each length alone
+        one = load_job(_job(tmp_path, f"name: b\nmodel: {{name: bert-base, seq_len: {n}, {SMALL}}}\n"))
+        each.append(extract_network_tasks(one, load_network(one)).tasks)
     assert [t.workload for t in found.tasks] == [t.task.workload for t in each[0] + each[1]]
     assert found.weights == tuple(float(t.occurrences) for t in each[0] + each[1])
     # bert's dense layers (M = the sequence length) have dense_pack.x86 as an alternative

@@ -228,13 +228,20 @@ def load_network(job: Job, sample_shape: tuple[int, ...] | None = None) -> Netwo
 
 
 def extract_network_tasks(job: Job, network: Network) -> NetworkTasks:
-    """The distinct tunable tasks of the job's network and the operators they implement.
+    """The distinct tunable tasks of the job's network and the operators they implement (a text
+    model of several sequence lengths: of every length's network, ``network`` one of them).
 
     Raises
     ------
     JobError
         When the network has none of the job's ``ops``, or a template rejects a call's shapes.
     """
+    if job.model is not None and len(job.model.sample_shapes) > 1:
+        return _all_network_tasks(job, network)
+    return _network_tasks(job, network)
+
+
+def _network_tasks(job: Job, network: Network) -> NetworkTasks:
     where = job.model.node if job.model is not None and job.model.node is not None else None
     try:
         found = tunable_operators(network.mod, network.params, job.target, job.ops)
@@ -266,15 +273,13 @@ def _all_network_tasks(job: Job, network: Network) -> NetworkTasks:
     """The tasks of every network of the job (a text model's sequence lengths, in the job's order;
     ``network``: one of them, loaded), each distinct workload once with the calls of all."""
     shapes = job.model.sample_shapes if job.model is not None else ()
-    if len(shapes) <= 1:
-        return extract_network_tasks(job, network)
     index: dict[tuple, int] = {}
     tasks: list[NetworkTask] = []
     operators: list[NetworkOperator] = []
     for shape in shapes:
         one = job.model.single(shape) if job.model is not None else None
         loaded = network if one is not None and one.label == network.label else load_network(job, shape)
-        found = extract_network_tasks(job, loaded)
+        found = _network_tasks(job, loaded)
         for t in found.tasks:
             if t.task.workload in index:
                 i = index[t.task.workload]
@@ -314,7 +319,7 @@ def job_task_set(job: Job, network: Network | None = None) -> JobTasks:
     weights = [spec.weight for spec in job.tasks]
     if job.model is None:
         return JobTasks(tuple(listed), tuple(weights))
-    extracted = _all_network_tasks(job, network or load_network(job))
+    extracted = extract_network_tasks(job, network or load_network(job))
     found = extracted.tasks
     in_network = {t.task.workload for t in found}
     extra: dict[tuple, float] = {}
