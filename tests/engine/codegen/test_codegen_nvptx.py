@@ -122,6 +122,14 @@ def test_vector_add_is_a_kernel_of_blocks_and_threads():
     assert not any(sym in ptx for sym in CPU_SYMBOLS)
 
 
+def test_the_block_is_the_kernels_launch_bounds():
+    """``.maxntid`` is the launch's block, so ptxas keeps each thread's registers within what a block
+    of that size may hold: a launch never fails for registers (TVM's ``__launch_bounds__``)."""
+    assert ".maxntid 128, 1, 1" in compile_kernel(vector_add(), "cuda").obj.decode()
+    ptx = compile_kernel(matmul(), "cuda -arch=sm_90").obj.decode()
+    assert re.search(r"\.entry matmul\([^)]*\)\s*\.maxntid 16, 16, 1", ptx)
+
+
 def test_matmul_reads_two_block_and_two_thread_indices():
     compiled = compile_kernel(matmul(), "cuda -arch=sm_90")
     ptx = compiled.obj.decode()

@@ -15,6 +15,9 @@
   else libdevice's ``__nv_*`` functions, linked in from the CUDA toolkit's ``libdevice.10.bc``
   (``$CUDA_HOME``, ``/usr/local/cuda`` or the ``nvidia-cuda-nvcc`` wheel) before optimising, so
   the PTX is self-contained;
+* launch bounds: the block's extents as the kernel's ``.maxntid``, so that ptxas keeps the
+  registers of a thread within what a block of that size may use (the launch never fails for
+  registers);
 * ``tvm_storage_sync("shared")``: ``llvm.nvvm.barrier0`` (``bar.sync 0``);
 * compilation: O3 for ``nvptx64-nvidia-cuda`` and the target's ``-arch`` (default ``sm_80``),
   PTX text.
@@ -90,6 +93,12 @@ class NVPTXBackend(Backend):
         for arg in fn.args:  # cuMemAlloc aligns to 256 bytes: vector accesses can be ld/st.v4
             arg.attributes.align = PARAM_ALIGN
         fn.calling_convention = "ptx_kernel"
+        # the block as the kernel's launch bounds (PTX .maxntid, TVM's __launch_bounds__): ptxas then
+        # keeps its registers within what a block of that many threads may use
+        bounds: list = [fn]
+        for axis, threads in zip("xyz", ctx.launch.block, strict=True):
+            bounds += [f"maxntid{axis}", I32(threads)]
+        ctx.module.add_named_metadata("nvvm.annotations", bounds)
         return fn
 
     def emit_loop(self, em: StmtEmitter, s: S.For) -> bool:
