@@ -93,3 +93,26 @@ def test_a_tune_through_a_server_without_a_gpu_stops_with_one_error(invoke: Invo
     assert result.exit_code == 1, result.output
     assert "the job's target 'cuda -arch=sm_90' runs on an NVIDIA GPU, but device 'nogpu'" in result.output
     assert "has no CUDA driver/GPU" in result.output
+
+
+@no_gpu
+def test_apply_of_a_cuda_network_through_a_server_without_a_gpu_is_one_error(
+        invoke: Invoke, tmp_path: Path, gpu_less_server: tuple[int, str]) -> None:
+    """The network builds for ``cuda``; the device of the job's key cannot run it: one error naming
+    the device, nothing shipped."""
+    pytest.importorskip("onnx")
+    from tests.engine.job.tiny_network import INPUT, SHAPE, write_tiny_onnx
+
+    port, _ = gpu_less_server
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    job = tmp_path / "net.yaml"
+    job.write_text(f"name: net\ntarget: cuda -arch=sm_90\n"
+                   f"model: {{onnx: {onnx}, input: {{{INPUT}: [{', '.join(map(str, SHAPE))}]}}}}\n"
+                   f"tuner: {{kind: random, n_trial: 1}}\nmeasure:\n"
+                   f"  runner: {{kind: rpc, key: nogpu, tracker: '127.0.0.1:{port}', timeout: 5}}\n")
+    log = tmp_path / "net.log"
+    log.write_text("")
+    result = invoke("apply", str(job), "--log", str(log))
+    assert result.exit_code == 1, result.output
+    assert ("apply: the job's target 'cuda -arch=sm_90' runs on an NVIDIA GPU, but device 'nogpu'"
+            in result.output and "Traceback" not in result.output), result.output
