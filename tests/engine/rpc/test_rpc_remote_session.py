@@ -87,6 +87,8 @@ def test_a_network_uploaded_loaded_run_and_timed_on_the_server_matches_the_local
     assert not np.allclose(module.get_output(0).numpy(), expected)
     timing = module.module.time_evaluator("run", dev, number=3, repeat=2)()
     assert len(timing.results) == 2 and all(r > 0 for r in timing.results)
+    bench = module.benchmark(dev, number=1, repeat=2)  # tune_relay_arm.py's last step, printed
+    assert len(bench.results) == 2 and str(bench).startswith("Execution time summary:")
     assert len(_session_dirs(tmp_path)) == 1
     remote.close()
     wait_for(lambda: not _session_dirs(tmp_path), what="the session's directory removed")
