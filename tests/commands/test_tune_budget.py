@@ -53,7 +53,8 @@ def test_a_budget_is_shared_by_the_tasks_and_resumed_per_task(invoke: Invoke, tm
     assert sum(measured) == 24 and min(measured) >= 4  # the warm-up round: plan_size trials each
     assert trials_per_task(log) == dict(zip([(8, 16, 4), (16, 16, 8), (16, 8, 8)], measured, strict=True))
     assert summary["weighted_latency"] == sum(t["weight"] * t["best_cost"] for t in tasks)
-    for line, t in zip(first.stderr.splitlines(), tasks, strict=False):
+    assert all(len(line) <= 80 for line in first.stderr.splitlines())
+    for line, t in zip(first.stderr.replace(":\n  ", ": ").splitlines(), tasks, strict=False):
         assert line.startswith(f"task {t['index'] + 1}/3 dense.x86(") and f"{t['measured']}/24 trials" in line
 
     job.write_text(BUDGET_JOB.format(log=log, budget=30))

@@ -9,6 +9,7 @@ import click
 
 from tunecli.commands.app import App, fail
 from tunecli.commands.log_args import readable_logs
+from tunecli.commands.steps import StepView
 from tunecli.commands.tables import print_fitted, table
 from tunecli.engine.actions.apply_kernels import AppliedTask, ApplyReport
 from tunecli.engine.actions.apply_network import NetworkApplyReport
@@ -130,8 +131,8 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
     are still applied. Exit code 1 when a kernel gives a wrong answer, crashes, hangs or does not
     build.
     """
-    with kernel_cache.bypassed(no_cache):
-        report = apply_job_file(job, log, export=export)
+    with kernel_cache.bypassed(no_cache), StepView(app, "apply") as steps:
+        report = apply_job_file(job, log, export=export, on_step=steps)
     if isinstance(report, NetworkApplyReport):
         if report.check_uninformative:
             app.warn(f"the reference output of {report.model} is nearly constant (its random weights "

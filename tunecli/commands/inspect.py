@@ -14,6 +14,7 @@ import click
 from tunecli.commands.app import App
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
+from tunecli.commands.steps import StepView
 from tunecli.commands.tables import print_fitted, table, wrap_items
 from tunecli.engine.actions.inspect import NetworkView, TaskView
 from tunecli.engine.actions.job_file import inspect_job_file
@@ -124,7 +125,8 @@ def inspect(app: App, path: str, task: int | None, config: int | None, png: str 
     if not is_job and (task is not None or config is not None):
         raise click.UsageError("--task and --config apply to job files (.yaml), not to logs")
     if is_job:
-        found = inspect_job_file(path, task=task, config=config)
+        with StepView(app, "inspect") as steps:
+            found = inspect_job_file(path, task=task, config=config, on_step=steps)
         if isinstance(found, NetworkView):
             if as_json:
                 app.echo(json.dumps(found.as_dict(), indent=2))

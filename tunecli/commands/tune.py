@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,8 @@ from rich.progress import (
 )
 
 from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
-from tunecli.commands.tables import print_fitted, table
+from tunecli.commands.steps import StepView
+from tunecli.commands.tables import print_fitted, table, wrap_items
 from tunecli.engine.actions.job_file import tune_job
 from tunecli.engine.actions.tune import TaskOutcome, TuneEvent, TuneSummary
 from tunecli.engine.task.text import workload_text
@@ -28,10 +30,11 @@ from tunecli.errors import LogInUseError
 
 def _progress_layout(width: int) -> tuple[list[Any], int]:
     """The progress columns for a terminal ``width`` columns wide, and the longest task label
-    that still fits: the bar narrows, then the clocks go, before the counts would be cut."""
-    bar = 40 if width >= 160 else 20 if width >= 120 else 10 if width >= 72 else 0
+    that still fits: the bar narrows and goes, then the clocks, before the counts would be cut
+    (80 columns keep the counts, errors and both clocks)."""
+    bar = 40 if width >= 160 else 20 if width >= 120 else 10 if width >= 100 else 0
     bars: list[Any] = [BarColumn(bar_width=bar)] if bar else []
-    clocks: list[Any] = [TimeElapsedColumn(), TimeRemainingColumn()] if width >= 100 else []
+    clocks: list[Any] = [TimeElapsedColumn(), TimeRemainingColumn()] if width >= 76 else []
     columns = [TextColumn("[bold]task {task.fields[n]}[/]"), TextColumn("{task.description}"), *bars,
                MofNCompleteColumn(), TextColumn("{task.fields[flops]}"), TextColumn("{task.fields[errors]}"),
                *clocks]
@@ -71,23 +74,70 @@ class _ProgressView:
         else:
             self.progress.update(self.ids[event.index], completed=event.done)
 
+    def step(self, text: str) -> None:
+        """A step after the tasks' tuning (the graph tuner): one line above the progress lines."""
+        self.progress.console.print(f"tune: {text}", markup=False, soft_wrap=True)
 
-def _plain_progress(app: App) -> Callable[[TuneEvent], None]:
-    """One line per finished task, and the trials of all tasks, for logs and pipes (stderr is not
-    a terminal)."""
+
+#: Columns of a plain progress line (stderr not a terminal: a log file, a pipe).
+PLAIN_WIDTH = 80
+#: Seconds between plain progress lines of a task still running.
+PLAIN_EVERY_S = 10.0
+
+
+def _plain_progress(app: App, every: float = PLAIN_EVERY_S) -> Callable[[TuneEvent], None]:
+    """Plain lines for logs and pipes (stderr is not a terminal), each within ``PLAIN_WIDTH``
+    columns: a line when a task resumes or re-measures, its trials every ``every`` seconds while
+    it runs, and a line when it ends (with the trials of all tasks)."""
+    last = [time.monotonic()]
 
     def show(event: TuneEvent) -> None:
-        if event.kind == "start" and event.done:
-            app.err.print(_resume_line(event), markup=False, soft_wrap=True)
-        if event.kind == "remeasure":
-            app.err.print(_remeasure_line(event), markup=False, soft_wrap=True)
-        if event.kind == "end":
+        if event.kind == "start":
+            last[0] = time.monotonic()
+            if event.done:
+                _plain(app, _resume_line(event))
+        elif event.kind == "remeasure":
+            _plain(app, _remeasure_line(event))
+        elif event.kind == "batch" and time.monotonic() - last[0] >= every:
+            last[0] = time.monotonic()
+            _plain(app, f"task {event.index + 1}/{event.n_tasks}: {_counts(event)}")
+        elif event.kind == "end":
             total = f"; all tasks {event.spent}/{event.all_trials}" if event.n_tasks > 1 else ""
-            app.err.print(f"task {event.index + 1}/{event.n_tasks} {event.label}: {event.done}/{event.total} "
-                          f"trials, best {event.best_flops / 1e9:.2f} GFLOPS, {event.errors} errors, "
-                          f"{event.elapsed:.1f} s{total}", markup=False, soft_wrap=True)
+            _plain(app, f"task {event.index + 1}/{event.n_tasks} {event.label}: {_counts(event)}{total}")
 
     return show
+
+
+def _counts(event: TuneEvent) -> str:
+    return (f"{event.done}/{event.total} trials, best {event.best_flops / 1e9:.2f} GFLOPS, "
+            f"{event.errors} errors, {event.elapsed:.1f} s")
+
+
+def _plain(app: App, line: str) -> None:
+    """Print ``line``; one longer than ``PLAIN_WIDTH`` breaks after the task's label (``: ``), the
+    rest indented, and a label longer than a line between its arguments, each argument whole."""
+    head, sep, rest = line.partition(": ")
+    if len(line) > PLAIN_WIDTH and sep:
+        line = "\n".join([*_label_lines(head + ":"), f"  {rest}"])
+    app.err.print(line, markup=False, soft_wrap=True)
+
+
+def _label_lines(text: str) -> list[str]:
+    """``task 1/2 name(arg, arg, ...):`` in lines of ``PLAIN_WIDTH``, broken between the arguments."""
+    start, end = text.find("("), text.rfind(")")
+    if len(text) <= PLAIN_WIDTH or start < 0 or end < start:
+        return [text]
+    args, depth, item = [], 0, ""
+    for char in text[start + 1:end]:
+        depth += (char in "([") - (char in ")]")
+        if char == "," and depth == 0:
+            args.append(item.strip())
+            item = ""
+        else:
+            item += char
+    args.append(item.strip())
+    lines = wrap_items(text[:start + 1], args, PLAIN_WIDTH, indent="    ")
+    return [*lines[:-1], lines[-1] + text[end:]]
 
 
 def _resume_line(event: TuneEvent) -> str:
@@ -176,15 +226,18 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
     """
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        if quiet or not app.err.is_terminal:
-            on_event = None if quiet else _plain_progress(app)
+        if quiet:
             summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed,
-                               remeasure=remeasure, cluster=cluster, on_event=on_event)
+                               remeasure=remeasure, cluster=cluster)
+        elif not app.err.is_terminal:
+            with StepView(app, "tune") as steps:  # the graph tuner's step, with a line now and then
+                summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed, remeasure=remeasure,
+                                   cluster=cluster, on_event=_plain_progress(app), on_step=steps)
         else:
             view = _ProgressView(app)
             with view.progress:
                 summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed,
-                                   remeasure=remeasure, cluster=cluster, on_event=view)
+                                   remeasure=remeasure, cluster=cluster, on_event=view, on_step=view.step)
     except LogInUseError as err:
         err.add_note("--log PATH")  # printed after the message (app.TuneGroup)
         raise

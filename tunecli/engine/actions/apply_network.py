@@ -30,6 +30,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,8 @@ def _threads_text(threads: int) -> str:
     return f"{threads} thread{'s' if threads > 1 else ''}" if threads else "the device"
 
 
-def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApplyReport:
+def apply_network(job: Job, log: str, export: str | None = None,
+                  on_step: Callable[[str], None] | None = None) -> NetworkApplyReport:
     """Build, check, time (and export) a model job's network with the best configs of ``log``.
 
     Parameters
@@ -172,6 +174,8 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
         loads in any process); a text model of several sequence lengths writes one library per
         length (``out/bert.so`` -> ``out/bert.seq32.so``, ``out/bert.seq128.so``).  Checked
         before anything is built, written through a temporary name (``job.export_path``).
+    on_step : callable, optional
+        Told what each long step starts doing (``"building the tuned network"``).
 
     Returns
     -------
@@ -189,10 +193,11 @@ def apply_network(job: Job, log: str, export: str | None = None) -> NetworkApply
             check_export(str(path), directory=False)
     network = load_network(job)
     check_log_file(log)
+    step = on_step or (lambda text: None)
     if len(shapes) <= 1:
-        return _apply_one(job, network, log, export)
+        return _apply_one(job, network, log, export, step)
     reports = [_apply_one(job, network if i == 0 else load_network(job, shape), log,
-                          _length_path(export, shape[0])) for i, shape in enumerate(shapes)]
+                          _length_path(export, shape[0]), step) for i, shape in enumerate(shapes)]
     reports[0].others = reports[1:]
     return reports[0]
 
@@ -205,7 +210,8 @@ def _length_path(export: str | None, seq_len: int) -> str | None:
     return str(path.with_name(f"{path.stem}.seq{seq_len}{path.suffix}"))
 
 
-def _apply_one(job: Job, network: Network, log: str, export: str | None) -> NetworkApplyReport:
+def _apply_one(job: Job, network: Network, log: str, export: str | None,
+               step: Callable[[str], None]) -> NetworkApplyReport:
     """``apply_network`` of one network of the job."""
     graph_log = graph_log_path(log) if job.graph_tuner is not None else None
     report = NetworkApplyReport(job.name, log, network.label, str(job.target),
@@ -216,7 +222,9 @@ def _apply_one(job: Job, network: Network, log: str, export: str | None) -> Netw
     history = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))])
     start = time.perf_counter()
     try:
+        step(f"building {network.label} with the best configs")
         tuned = _build(job, network, history, report.graph_log)
+        step(f"building {network.label} untuned")
         untuned = _build(job, network, None, None)
     except TuneError as err:
         report.error = f"the network does not build: {err}"
@@ -238,9 +246,10 @@ def _apply_one(job: Job, network: Network, log: str, export: str | None) -> Netw
             report.export = export
         worker = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network")
         try:
+            step("checking the tuned network's output")
             _check(report, job, network, worker, libraries["tuned"], inputs, onnx)
             if report.error is None:
-                _time(report, job, worker, libraries, inputs, onnx)
+                _time(report, job, worker, libraries, inputs, onnx, step)
         finally:
             worker.close()
     return report
@@ -363,9 +372,10 @@ def thread_counts() -> list[int]:
 
 
 def _time(report: NetworkApplyReport, job: Job, worker: Worker, libraries: dict[str, str],
-          inputs: dict[str, np.ndarray], onnx: str | None) -> None:
+          inputs: dict[str, np.ndarray], onnx: str | None, step: Callable[[str], None]) -> None:
     before = load_sample()
     for threads in thread_counts():
+        step(f"timing the builds on {_threads_text(threads)}")
         runs = {name: NetworkRun(path, None, inputs, threads) for name, path in libraries.items()}
         if onnx is not None:
             runs["onnxruntime"] = NetworkRun(None, onnx, inputs, threads)

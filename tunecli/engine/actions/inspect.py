@@ -18,7 +18,7 @@ build's summary line is kept.  What a log holds is ``log.log_summary.inspect_log
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,7 +148,7 @@ class NetworkView:
         return dict(asdict(self), kernel_calls=self.kernel_calls)
 
 
-def inspect_network(job: Job, network: Network) -> NetworkView:
+def inspect_network(job: Job, network: Network, on_step: Callable[[str], None] | None = None) -> NetworkView:
     """Describe a model job's network: tasks, operators, fused kernels, memory plan, weights.
 
     Parameters
@@ -157,6 +157,8 @@ def inspect_network(job: Job, network: Network) -> NetworkView:
         A model job.
     network : Network
         Its network, loaded (``job.network.load_network``).
+    on_step : callable, optional
+        Told what each long step starts doing (``"extracting the tunable tasks"``).
 
     Returns
     -------
@@ -167,12 +169,15 @@ def inspect_network(job: Job, network: Network) -> NetworkView:
     JobError
         For a bad model.
     """
+    step = on_step or (lambda text: None)
+    step("extracting the tunable tasks")
     found = extract_network_tasks(job, network)
     total = sum(op.flop for op in found.operators) or 1.0
     view = NetworkView(job.name, network.label, str(job.target),
                        {name: [list(shape), dtype] for name, (shape, dtype) in network.inputs.items()})
     log = Path(job.log)
     history = [ApplyHistoryBest(list(plausible(read_log(str(log)))))] if log.is_file() else []
+    step("building the network")
     lib = build_network(network, job.target, *history)
     summary = lib.summary
     anchors = summary.tuned + summary.nearest + summary.fallback

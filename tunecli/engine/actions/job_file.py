@@ -36,7 +36,8 @@ from tunecli.errors import JobError
 
 def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, log: str | None = None,
              seed: int | None = None, remeasure: int | None = None,
-             on_event: Callable[[TuneEvent], None] | None = None, cluster: str | None = None) -> TuneSummary:
+             on_event: Callable[[TuneEvent], None] | None = None, cluster: str | None = None,
+             on_step: Callable[[str], None] | None = None) -> TuneSummary:
     """Tune every task of the job file at ``path``, resuming from its log.
 
     Parameters
@@ -49,6 +50,8 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
         The address of a cluster to build and time on (overrides ``cluster.address``).
     on_event : callable, optional
         Receives a ``TuneEvent`` when a task starts, after every measurement, and at its end.
+    on_step : callable, optional
+        Told when a step after the tasks' tuning starts (the graph tuner).
 
     Returns
     -------
@@ -82,6 +85,8 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
             if network is not None:
                 summary.model = job.model.label if job.model is not None else network.label
                 if job.graph_tuner is not None and summary.ok:
+                    if on_step is not None:
+                        on_step(f"graph tuner ({job.graph_tuner.kind}): a layout for each convolution")
                     summary.graph = tune_graph(job, network, measure_option(), found.tasks)
     finally:
         for option in options:
@@ -89,8 +94,8 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
     return summary
 
 
-def apply_job_file(path: str, log: str | None = None,
-                   export: str | None = None) -> ApplyReport | NetworkApplyReport:
+def apply_job_file(path: str, log: str | None = None, export: str | None = None,
+                   on_step: Callable[[str], None] | None = None) -> ApplyReport | NetworkApplyReport:
     """Apply a job file: a model job's network (``apply_network``), or each kernel of the job.
 
     Parameters
@@ -100,6 +105,8 @@ def apply_job_file(path: str, log: str | None = None,
         The log of best configs (default: the job's log).
     export : str, optional
         Model job: the shared library to write; kernel job: the directory of kernel files.
+    on_step : callable, optional
+        Told what each long step of a model job starts doing.
 
     Returns
     -------
@@ -115,11 +122,11 @@ def apply_job_file(path: str, log: str | None = None,
     log = log if log is not None else job.log
     if job.model is None:
         return apply_kernels(job, log, export)
-    return apply_network(job, log, export)
+    return apply_network(job, log, export, on_step)
 
 
-def inspect_job_file(path: str, task: int | None = None,
-                     config: int | None = None) -> list[TaskView] | NetworkView:
+def inspect_job_file(path: str, task: int | None = None, config: int | None = None,
+                     on_step: Callable[[str], None] | None = None) -> list[TaskView] | NetworkView:
     """Inspect a job file: a model job's network, or each task's space.
 
     Parameters
@@ -143,5 +150,5 @@ def inspect_job_file(path: str, task: int | None = None,
         return inspect_kernels(job, task=task, config=config)
     network = load_network(job)
     if task is None and config is None:
-        return inspect_network(job, network)
+        return inspect_network(job, network, on_step)
     return inspect_network_tasks(job, network, task, config)
