@@ -205,3 +205,9 @@ def test_among_the_nearest_workloads_the_one_whose_knobs_split_the_same_extents_
     same = create(CONV, conv(512, 14, out=512, k=1)[1:], HOST).config_space
     smaller = create(CONV, conv(960, 7, out=320, k=1)[1:], HOST).config_space
     assert knob_distance(space, same) == 0 < knob_distance(space, smaller)
+
+
+def test_the_environment_can_turn_nearest_records_off(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TUNECLI_NO_NEAREST", "1")
+    assert query(conv(72, 56)).is_fallback
+    assert config_source(query(conv(72, 56), nearest=True)).kind == "nearest"

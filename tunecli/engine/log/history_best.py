@@ -38,6 +38,9 @@ from tunecli.errors import TuneError
 
 logger = logging.getLogger("autotvm")
 
+#: ``TUNECLI_NO_NEAREST=1``: workloads without a record get the fallback config, as before nearest records.
+NO_NEAREST_ENV = "TUNECLI_NO_NEAREST"
+
 
 class ApplyHistoryBest(DispatchContext):
     """Answer queries with the best measured config of tuning logs.
@@ -49,14 +52,15 @@ class ApplyHistoryBest(DispatchContext):
         Sources to load; more can be added with ``load``.
     pretuned : bool
         Answer what the records do not with the target's pre-tuned packages (``tophub``).
-    nearest : bool
-        Answer a workload without any record with the nearest record's config (``nearest_record``).
+    nearest : bool, optional
+        Answer a workload without any record with the nearest record's config (``nearest_record``);
+        by default unless the environment sets ``TUNECLI_NO_NEAREST=1``.
     """
 
-    def __init__(self, records: Any = None, pretuned: bool = True, nearest: bool = True):
+    def __init__(self, records: Any = None, pretuned: bool = True, nearest: bool | None = None):
         super().__init__()
         self.pretuned = pretuned
-        self.nearest = nearest
+        self.nearest = os.environ.get(NO_NEAREST_ENV) != "1" if nearest is None else nearest
         self._origin_kind = "log"
         self._references: list[Reference] | None = None
         self._nearest_memo: dict[tuple, ConfigSpace | None] = {}
