@@ -16,10 +16,10 @@ statistics (``measure.time_stats``) and says, one line each, when the tuned buil
 than the untuned one (``slower``), when rounds disagree and when the machine was busy (``notes``).
 
 A network for a target this machine cannot run, of a job measured through RPC, runs on a device
-of the job's key instead (``job.apply_device.open_device_session``, ``rpc.remote_network``): both
-builds are shipped as archives the device loads, run there on the same inputs (the tuned output
-checked against the host's reference) and timed by the device's clock (``latencies`` holds one
-entry, ``threads`` 0: the device's own).
+of the job's key instead (``job.apply_device.run_on_job_device``): both builds are shipped as
+archives the device loads, run there on the same inputs (the tuned output checked against the
+host's reference) and timed by the device's clock (``latencies`` holds one entry, ``threads`` 0:
+the device's own).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from tunecli.engine.graph.build_module import BuiltGraph
 from tunecli.engine.graph.frontend.onnx_export import to_onnx
 from tunecli.engine.graph.interpreter import evaluate
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
-from tunecli.engine.job.apply_device import open_device_session
+from tunecli.engine.job.apply_device import run_on_job_device
 from tunecli.engine.job.export_path import check_export, write_whole
 from tunecli.engine.job.model_spec import graph_log_path
 from tunecli.engine.job.network import Network, build_network, load_network
@@ -66,9 +66,8 @@ from tunecli.engine.measure.timing import MeasureReply
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.ops.tolerance import matches_reference
-from tunecli.engine.rpc.remote_network import RemoteRun, run_on_device
 from tunecli.engine.runtime.blas import single_blas_thread
-from tunecli.errors import GraphError, JobError, RPCError, TuneError
+from tunecli.errors import GraphError, JobError, TuneError
 
 _SEED = 0
 
@@ -329,27 +328,12 @@ def _apply_on_device(report: NetworkApplyReport, job: Job, network: Network, bui
     if export is not None:
         write_whole(export, builds["tuned"].export_library)
         report.export = export
-    session = open_device_session(job, job.target)
-    if session is None:
-        report.error = (f"{job.target} does not run on this machine and the job measures no RPC device: "
-                        "the network was built, not run")
-        return
     inputs = network.random_inputs(_SEED)
-    timing = job.runner.timing
-    runs: dict[str, RemoteRun] = {}
-    try:
-        report.device = f"{session.describe().describe()} at {session.addr[0]}:{session.addr[1]}"
-        for name, lib in builds.items():
-            try:
-                runs[name] = run_on_device(session, lib, inputs, number=timing.number, repeat=timing.repeat,
-                                           min_repeat_ms=timing.min_repeat_ms, name=f"{name}.tar")
-            except RPCError as err:
-                if name == "tuned":
-                    report.error = f"the tuned network failed on {report.device}: {err}"
-                    return
-                break  # the untuned build is only a comparison
-    finally:
-        session.close()
+    ran = run_on_job_device(job, builds, inputs)
+    report.device = ran.device or None
+    if "tuned" not in ran.runs:
+        report.error = ran.error
+        return
     onnx = network.onnx if importlib.util.find_spec("onnxruntime") is not None else None
     report.onnxruntime = (f"checks the device's output ({onnx})" if onnx is not None
                           else "not run: the network runs on the device")
@@ -357,12 +341,12 @@ def _apply_on_device(report: NetworkApplyReport, job: Job, network: Network, bui
     try:
         with single_blas_thread():
             reference = _reference(report, job, network, worker, inputs, onnx)
-        _compare(report, list(runs["tuned"].outputs), reference)
     finally:
         if worker is not None:
             worker.close()
-    report.latencies.append(NetworkLatency(0, runs["tuned"].mean,
-                                           runs["untuned"].mean if "untuned" in runs else None))
+    _compare(report, list(ran.runs["tuned"].outputs), reference)
+    untuned = ran.runs.get("untuned")  # only a comparison: its failure is no error of the apply
+    report.latencies.append(NetworkLatency(0, ran.runs["tuned"].mean, untuned.mean if untuned else None))
 
 
 def thread_counts() -> list[int]:
