@@ -211,3 +211,16 @@ def test_the_environment_can_turn_nearest_records_off(monkeypatch: pytest.Monkey
     monkeypatch.setenv("TUNECLI_NO_NEAREST", "1")
     assert query(conv(72, 56)).is_fallback
     assert config_source(query(conv(72, 56), nearest=True)).kind == "nearest"
+
+
+def test_a_record_its_template_cannot_trace_is_no_candidate():
+    from tunecli.engine.task.task import Task
+
+    workload = conv(72, 56)
+    config = create(CONV, workload[1:], HOST).config_space.get(0)
+    broken = Task(CONV, conv(72, 56, stride=0)[1:])  # a workload no convolution has (stride 0)
+    far = create(CONV, conv(512, 7)[1:], HOST)
+    records = [(MeasureInput(HOST, broken, config), MeasureResult([1e-4], 0, 0.1, 0.0)),
+               (MeasureInput(HOST, far, far.config_space.get(0)), MeasureResult([1e-3], 0, 0.1, 0.0))]
+    cfg = query(workload, records=records, pretuned=False)
+    assert config_source(cfg).kind == "nearest" and "float32[1,512,7,7]" in cfg.source.detail

@@ -39,7 +39,6 @@ from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.space_entities import OtherOptionEntity, SplitEntity, SplitSpace
 from tunecli.engine.task.task import TASK_TABLE, create
 from tunecli.engine.task.text import workload_text
-from tunecli.errors import TuneError
 
 logger = logging.getLogger("autotvm")
 
@@ -194,7 +193,7 @@ def traced_space(target: Target, workload: tuple) -> ConfigSpace | None:
     if key not in _SPACES:
         try:
             _SPACES[key] = create(workload[0], workload[1:], target).config_space
-        except TuneError as err:
+        except Exception as err:  # noqa: BLE001 - a record an older template cannot trace is no candidate
             logger.debug("nearest record: %s cannot be traced: %s", workload[0], err)
             _SPACES[key] = None
     return _SPACES[key]
@@ -308,7 +307,7 @@ def nearest_config(target: Target, workload: tuple, references: Iterable[Referen
         task = create(workload[0], workload[1:], target)
         default = FallbackConfigEntity()
         task.instantiate(default)
-    except TuneError as err:
+    except Exception as err:  # noqa: BLE001 - the fallback config stays; the build reports the template's error
         logger.debug("nearest record: %s cannot be traced: %s", workload[0], err)
         return None
     ref = nearest_reference(target, workload, references, task.config_space)
