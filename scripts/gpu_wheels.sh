@@ -28,9 +28,11 @@ done
 python=${PYTHON:-.venv/bin/python}
 [ -x "$python" ] || python=python3
 
-exclude=$(git rev-parse --git-path info/exclude)
-mkdir -p "$(dirname "$exclude")"
-grep -qxF "/$dir/" "$exclude" 2>/dev/null || echo "/$dir/" >> "$exclude"
+if [[ "$dir" != /* ]]; then  # a folder of the checkout: ignored by git, so that `carry` may name it
+    exclude=$(git rev-parse --git-path info/exclude)
+    mkdir -p "$(dirname "$exclude")"
+    grep -qxF "/$dir/" "$exclude" 2>/dev/null || echo "/$dir/" >> "$exclude"
+fi
 
 rm -rf "$dir" && mkdir -p "$dir/wheels" "$dir/site"
 "$python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

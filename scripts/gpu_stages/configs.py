@@ -96,17 +96,20 @@ def run_templates(ctx: Context) -> None:
 
 
 def random_configs(ctx: Context, stage: str, name: str, count: int, fallback: bool) -> None:
-    """``count`` random configs (and the fallback) of template ``name`` on its real layer."""
+    """``count`` random configs that build (and the fallback) of template ``name`` on its real
+    layer; the configs refused at build time on the way are counted."""
     with ctx.check(stage, f"{name} random configs") as r:
         layer, twin = TEMPLATES[name]
         task = create(name, args=layer, target=ctx.target)
         space = task.config_space
-        configs = ([FallbackConfigEntity()] if fallback else []) + [
-            space.get(ctx.rng.randrange(len(space))) for _ in range(count)]
+        draws = iter([FallbackConfigEntity()] if fallback else [])
         built_n = refused = 0
         worst: dict = {}
         rng = np.random.default_rng()
-        for config in configs:
+        while built_n < count + fallback and refused < 20 * max(count, 1):
+            config = next(draws, None)
+            if config is None:
+                config = space.get(ctx.rng.randrange(len(space)))
             try:
                 sch, bufs = task.instantiate(config)
                 built = build_kernel(sch, bufs, name, ctx.target)
@@ -121,8 +124,8 @@ def random_configs(ctx: Context, stage: str, name: str, count: int, fallback: bo
                 raise CheckFailed(f"config {config}: {err}") from None
             if figures.get("registers", 0) >= worst.get("registers", 0):
                 worst = figures
-        if built_n == 0:
-            raise CheckFailed(f"none of {len(configs)} configs fits the GPU ({refused} refused)")
+        if built_n < count + fallback:
+            raise CheckFailed(f"only {built_n} configs fit the GPU, {refused} refused")
         r.numbers = f"{built_n} built, {refused} refused at build time; most registers: {describe(worst)}"
         if ctx.device is None:
             start = time.perf_counter()

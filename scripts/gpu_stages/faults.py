@@ -67,7 +67,7 @@ def run(ctx: Context) -> None:
             with ctx.check(STAGE, f"{name}, then a good kernel") as r:
                 first = measure_in_worker(worker, bad)
                 then = measure_in_worker(worker, good_request)
-                r.numbers = (f"error {MeasureErrorNo(first.error_no).name} ({first.error.strip()[-160:]}); "
+                r.numbers = (f"error {MeasureErrorNo(first.error_no).name} ({first.error.strip()[:160]}); "
                              f"next: {MeasureErrorNo(then.error_no).name}, worker restarts {worker.restarts}")
                 if first.error_no != MeasureErrorNo.RUNTIME_DEVICE:
                     raise CheckFailed(f"the faulting launch gave {r.numbers}")

@@ -38,9 +38,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stages", default=",".join(s[0] for s in STAGES),
                         help="comma-separated stages to run, in the fixed order")
     parser.add_argument("--trials", type=int, default=200, help="tuning trials of the seed's conv2d")
-    parser.add_argument("--configs", type=int, default=8, help="random configs per GPU template")
+    parser.add_argument("--configs", type=int, default=8, help="random configs that build, per GPU template")
     parser.add_argument("--smoke-configs", type=int, default=5,
-                        help="random seed-conv configs in the smoke stage")
+                        help="random seed-conv configs that build, in the smoke stage")
     parser.add_argument("--rpc-trials", type=int, default=8, help="configs measured through the RPC server")
     parser.add_argument("--seed", type=int, default=None, help="seed of the random configs (default: fresh)")
     parser.add_argument("--arch", default="sm_90",

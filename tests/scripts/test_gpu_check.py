@@ -131,3 +131,10 @@ def test_every_stage_runs_up_to_the_launch_without_a_gpu(tmp_path):
     assert data["finished_stages"] == [
         "prerequisites", "smoke", "faults", "tuning", "templates", "network", "rpc"]
     assert not [row for row in data["rows"] if row["status"] == "FAILED"]
+
+
+def test_the_wheel_packer_refuses_an_unknown_option_before_touching_anything(tmp_path):
+    command = ["bash", str(ROOT / "scripts" / "gpu_wheels.sh"), str(tmp_path / "gpu"), "--wheels"]
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2 and "unknown option --wheels" in proc.stderr
+    assert not (tmp_path / "gpu").exists()
