@@ -231,9 +231,9 @@ def test_a_short_tune_of_a_network_measures_each_untuned_config_first(tmp_path: 
     every task (what apply_history_best builds with) is no slower than the untuned build's."""
     pytest.importorskip("onnx")
     from tests.engine.job.tiny_network import INPUT, SHAPE, write_tiny_onnx
-    from tunecli.engine.job.network import job_tasks
+    from tunecli.engine.job.network import job_tasks, load_network
     from tunecli.engine.job.spec import load_job
-    from tunecli.engine.tuner.untuned import untuned_config
+    from tunecli.engine.tuner.untuned import untuned_config, untuned_implementations
 
     onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
     log = tmp_path / "net.log"
@@ -261,8 +261,17 @@ def test_a_short_tune_of_a_network_measures_each_untuned_config_first(tmp_path: 
                                        pretuned=False).query(task.target, task.workload)
         assert applied.cost is not None and applied.cost <= mine[0][1].mean_cost  # apply's pick: no slower
 
+    # what the untuned build runs in operators the job does not tune (the Winograd kernels of the
+    # 3x3 convolutions) is measured too: the tuned build compares its tuned kernel with it
+    network = load_network(load_job(str(job)))
+    others = untuned_implementations(network.mod, network.params, Target("llvm"), {t.workload for t in tasks})
+    assert [t.name for t in others] == ["conv2d_NCHWc_winograd.x86"] * 2  # both 3x3 convolutions
+    for other in others:
+        [winograd] = [inp for inp, _ in records if inp.task.workload == other.workload]
+        assert int(winograd.config.index) == untuned_config(other).config.index
+
     again = tune_job(str(job))  # resumed: the untuned configs are in the log, nothing is measured twice
-    assert [t.measured for t in again.tasks] == [0, 0, 0]
+    assert [t.measured for t in again.tasks] == [0, 0, 0] and len(list(load_from_file(log))) == len(records)
 
 
 def test_a_task_whose_log_holds_its_untuned_config_is_not_given_it_again(tmp_path: Path) -> None:

@@ -15,22 +15,34 @@ whoever tuned it.  Both are mapped by their entities: the index whose knobs equa
 config's, knob by knob (a split compared by its inner factors: the outer one is what remains);
 when no index equals it, the valid index nearest to it (the sum over knobs of
 ``nearest_record.entity_distance``).  ``UntunedConfig.exact`` says which it was.
+
+A network's untuned build also chooses each operator's implementation (``select_implementation``
+without records: the package's fastest, else the highest ``plevel``, e.g. a convolution's
+Winograd kernel), which may be a template the job does not tune beside one it does;
+``untuned_implementations`` names those tasks, and ``tune`` measures their untuned configs too,
+so the tuned build compares its tuned kernels with what the untuned build runs instead of
+dropping it for any record.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from tunecli.engine.graph.extract import operator_tasks, tunable_operators
+from tunecli.engine.graph.ir_module import IRModule
+from tunecli.engine.graph.op_registry import OPS
+from tunecli.engine.graph.op_strategy import select_implementation
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.nearest_record import entity_distance
-from tunecli.engine.log.task_history import Record, TaskHistory
+from tunecli.engine.log.task_history import Record, TaskHistory, task_history
 from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import DEFAULT, config_source
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.scope import GLOBAL_SCOPE
@@ -197,3 +209,68 @@ def with_records(history: TaskHistory, records: Sequence[Record]) -> TaskHistory
             best = (inp, res)
     return replace(history, records=history.records + tuple(records), trials=len(seen), best=best,
                    since_best=since_best)
+
+
+def untuned_implementations(mod: IRModule, params: dict[str, Any], target: Target,
+                            tuned: Collection[tuple]) -> list[Task]:
+    """The tasks of the implementations an untuned build runs in the network's operators that
+    the job tunes, where that implementation is not one the job tunes (a convolution's Winograd
+    kernel beside its tuned direct task); in the network's order.
+
+    Parameters
+    ----------
+    mod : IRModule
+    params : dict of str to array
+    target : Target
+    tuned : collection of tuple
+        The workloads the job tunes.
+
+    Returns
+    -------
+    list of Task
+    """
+    every = [op.name for op in OPS if op.strategy_op is not None]
+    tasks: dict[tuple, Task] = {}
+    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
+    try:
+        for op in tunable_operators(mod, params, target, every):
+            if not set(op.workloads) & set(tuned):
+                continue  # no record of the job's answers it: both builds run the same kernel
+            with target, ApplyHistoryBest():  # no records of its own: what an untuned build answers
+                workload = select_implementation(op.implementations, target)[0].workload
+            if workload in tuned:
+                continue
+            try:
+                tasks.setdefault(workload, operator_tasks([op], target)[workload])
+            except TuneError as err:  # a template that rejects the call: the build cannot run it either
+                logger.debug("untuned implementation %s: %s", workload[0], err)
+    finally:
+        GLOBAL_SCOPE.silent = silent
+    return list(tasks.values())
+
+
+def measure_untuned_implementations(tasks: Sequence[Task], logged: Sequence[Record],
+                                    measure_option: Callable[[], Any], callbacks: Sequence[Any] = (),
+                                    on_first: Callable[[], None] | None = None) -> list[Record]:
+    """Measure the untuned config of each of ``tasks`` (``untuned_implementations`` not tuned by
+    the job) whose config ``logged`` does not hold; ``measure_option()`` is called (and
+    ``on_first()``) only if one is.
+
+    Returns
+    -------
+    list of (MeasureInput, MeasureResult)
+        The records measured.
+    """
+    records: list[Record] = []
+    option = None
+    for task in tasks:
+        known = task_history(task, logged)
+        found = untuned_config(task)
+        if found is None or int(found.config.index) in known.configs:
+            continue
+        if option is None:
+            option = measure_option()
+            if on_first is not None:
+                on_first()
+        records += measure_untuned(task, known, option, callbacks)
+    return records
