@@ -40,9 +40,13 @@ class Context:
     start: float = field(default_factory=time.perf_counter)
     rng: random.Random = field(default_factory=random.Random)
 
+    #: what the kernels are built for: the GPU, or ``llvm`` where the tests let the CPU play the
+    #: GPU's part to run the code paths a dry run stops short of
+    kind: str = "cuda"
+
     @property
     def target(self) -> str:
-        return f"cuda -arch={self.arch}"
+        return f"cuda -arch={self.arch}" if self.kind == "cuda" else self.kind
 
     @property
     def elapsed(self) -> float:

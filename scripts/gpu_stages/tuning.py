@@ -29,6 +29,7 @@ from .table import FAILED, SKIPPED
 
 STAGE = "tuning"
 GOAL = 0.8  # of cuDNN's speed
+NO_TORCH = "torch is not installed"
 
 
 def make_tuner(task: Any) -> Any:
@@ -45,10 +46,14 @@ def run(ctx: Context) -> None:
         dry_builds(ctx, task)
         with ctx.check(STAGE, "cuDNN comparison (PyTorch on the CPU)") as r:
             r.numbers = cudnn(ctx, task, np.random.default_rng(1))[1]
+            if r.numbers == NO_TORCH:
+                r.status = SKIPPED
         return
     best = tune(ctx, task)
     with ctx.check(STAGE, "cuDNN conv2d (PyTorch)") as r:
         theirs, r.numbers = cudnn(ctx, task, np.random.default_rng(1))
+        if theirs is None:
+            r.status = SKIPPED
     with ctx.check(STAGE, "tuned / cuDNN speed") as r:
         if best is None or theirs is None:
             r.status, r.numbers = SKIPPED, "no tuned time or no cuDNN time"
@@ -79,6 +84,7 @@ def dry_builds(ctx: Context, task: Any) -> None:
 
 def tune(ctx: Context, task: Any) -> float | None:
     """Tune, then build, check and time the best config; its seconds per run (None if none ran)."""
+    ctx.out.mkdir(parents=True, exist_ok=True)
     log = ctx.out / "conv2d_cuda.log"
     log.unlink(missing_ok=True)
     with ctx.check(STAGE, f"{ctx.options.trials} trials with check_correctness") as r:
@@ -130,7 +136,7 @@ def cudnn(ctx: Context, task: Any, rng: np.random.Generator) -> tuple[float | No
     try:
         import torch
     except ImportError:
-        return None, "torch is not installed"
+        return None, NO_TORCH
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.benchmark = True

@@ -138,3 +138,34 @@ def test_the_wheel_packer_refuses_an_unknown_option_before_touching_anything(tmp
     proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 2 and "unknown option --wheels" in proc.stderr
     assert not (tmp_path / "gpu").exists()
+
+
+@pytest.mark.slow
+def test_the_paths_past_the_launch_run_with_the_cpu_in_the_gpus_place(tmp_path):
+    """What only a GPU run reaches (tuning with check_correctness and the best config timed, the
+    network run and compared, RPCRunner measuring on the server) runs with target ``llvm`` and the
+    CPU as the device: no check fails on the way (about a minute)."""
+    from gpu_stages import network, remote, tuning
+
+    import tunecli as tvm
+    from tunecli.engine.rpc.tracker import Tracker
+    from tunecli.engine.task.task import create
+
+    options = type("Options", (), {"trials": 4, "rpc_trials": 2})()
+    ctx = Context(tmp_path, False, 600.0, Table(tmp_path), options, device=tvm.cpu(0), kind="llvm")
+    assert tuning.tune(ctx, create(tuning.SEED_TEMPLATE, args=tuning.SEED, target="llvm")) > 0
+    network.run(ctx)
+    tracker = Tracker("127.0.0.1", 0, 0, token="")
+    server, said = remote.start_server(tracker.port)
+    try:
+        assert any(line.startswith("serving") for line in said) and remote.registered(tracker, 30.0)
+        assert "2 of 2 configs measured on the server" in remote.measure(ctx, tracker.port)
+    finally:
+        server.terminate()
+        server.wait(10)
+        tracker.stop()
+    rows = [(r.check, r.status) for r in ctx.table.rows]
+    assert rows == [("4 trials with check_correctness", "ok"), ("best config on fresh inputs", "ok"),
+                    ("ResNet-18 built for the GPU", "ok"), ("GPU output = CPU build's output", "ok"),
+                    ("PyTorch eager ResNet-18 on the GPU", rows[-1][1])], ctx.table.rows
+    assert (tmp_path / "conv2d_cuda.log").stat().st_size > 0
