@@ -52,7 +52,8 @@ def test_package_files_follow_tvms_names(tmp_path: Path):
     assert tophub.package_files("llvm", [first, second]) == [versioned, plain]  # TVM's version first
     # TVM's rule: the device's backend alone answers an arm_cpu target (never the x86 llvm packages)
     assert tophub.package_files("llvm -device=arm_cpu", [first, second]) == [arm]
-    assert tophub.backend_names("llvm -device=arm_cpu -mtriple=aarch64-linux-gnu") == ["arm_cpu", "llvm"]
+    aarch64 = "llvm -device=arm_cpu -mtriple=aarch64-linux-gnu"
+    assert tophub.backend_names(aarch64) == ["arm_cpu", "cpu", "llvm"]
     assert tophub.package_files("cuda", [first, second]) == []
 
 

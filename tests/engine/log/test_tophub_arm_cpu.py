@@ -42,6 +42,16 @@ def test_an_arm_cpu_target_is_answered_by_the_arm_cpu_package_only():
     assert {key[0] for key in context.best_by_model} >= {"rk3399", "bcm2837", "kirin970", "snapdragon835"}
 
 
+def test_an_arm_triple_without_a_device_is_answered_by_the_arm_cpu_package():
+    """TVM's rule: the target's keys choose the package, and an arm64 triple gives the key arm_cpu."""
+    snapdragon = "llvm -model=snapdragon835 -mtriple=arm64-linux-android -mattr=+neon"
+    assert tophub.backend_names(snapdragon)[0] == "arm_cpu"
+    assert [f.name for f in tophub.package_files(snapdragon)] == ["arm_cpu_v0.08.log"]
+    assert [f.name for f in tophub.package_files("llvm -mtriple=x86_64-linux-gnu")] == ["llvm.log"]
+    context = tophub_context(snapdragon)
+    assert context.best_by_target and all(key[0].keys[0] == "arm_cpu" for key in context.best_by_target)
+
+
 def test_each_board_gets_its_own_record():
     with tophub_context(RK3399):
         rk3399 = DispatchContext.current.query(Target(RK3399), FIRST_CONV)

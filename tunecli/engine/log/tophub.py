@@ -3,8 +3,9 @@
 A package is a directory of tuning logs named per backend, as TVM's tophub names them:
 ``<backend>_<version>.log`` (``llvm_v0.04.log``, TVM's own packages) or ``<backend>.log``
 (e.g. what ``tunecli best logs/*.log -o DIR/llvm.log`` writes).  The backend names of a target
-are TVM's: its ``-device`` (``arm_cpu``, ``mali`` ...; aliased as TVM does), then its kind
-(``llvm``, ``cuda``).  As in TVM, the first of those that is one of TVM's package backends
+are TVM's: its ``-device`` (``arm_cpu``, ``mali`` ...; aliased as TVM does), then its keys (an
+``llvm`` target with an arm or aarch64 ``-mtriple`` has the key ``arm_cpu`` without a ``-device``),
+then its kind (``llvm``, ``cuda``).  As in TVM, the first of those that is one of TVM's package backends
 (:data:`PACKAGE_VERSION`) decides: an ``arm_cpu`` target is answered by ``arm_cpu`` packages only,
 never by the ``llvm`` (x86) ones; a target naming no known backend takes the first name that has
 a file.  One file per directory is loaded, and the records of those files are matched to a
@@ -87,14 +88,11 @@ def locations() -> list[Path]:
 
 
 def backend_names(target: str | Target) -> list[str]:
-    """TVM's package names for ``target``: its device (aliased), then its kind."""
+    """TVM's package names for ``target``: its device, then its keys, then its kind (aliased, once each)."""
     target = as_target(target)
-    names = []
     device = target.attrs.get("device")
-    if device:
-        names.append(_alias(str(device)))
-    names.append(_alias(target.kind))
-    return names
+    candidates = ([str(device)] if device else []) + target.keys + [target.kind]
+    return list(dict.fromkeys(_alias(name) for name in candidates))
 
 
 def package_files(target: str | Target, dirs: Sequence[Path] | None = None) -> list[Path]:
