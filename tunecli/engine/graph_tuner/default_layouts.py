@@ -20,12 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tunecli.engine.log.layout_choice import LAYOUT_KNOBS, entity_key
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.task import Task
-
-#: The knobs that choose a convolution's data and output layouts (``infer_layout`` reads them).
-LAYOUT_KNOBS = ("tile_ic", "tile_oc")
 
 
 def default_layout_configs(task: Task, configs: Sequence[ConfigEntity]) -> list[ConfigEntity]:
@@ -60,11 +58,5 @@ def default_layout_configs(task: Task, configs: Sequence[ConfigEntity]) -> list[
 
 def _knob_positions(space: ConfigSpace, cfg: Any) -> list[int]:
     """The position of each of ``cfg``'s entities in its knob of ``space``, in knob order."""
-    return [next(i for i, e in enumerate(knob.entities) if _entity_key(e) == _entity_key(cfg[name]))
+    return [next(i for i, e in enumerate(knob.entities) if entity_key(e) == entity_key(cfg[name]))
             for name, knob in space.space_map.items()]
-
-
-def _entity_key(entity: Any) -> Any:
-    """What identifies an entity within its knob (a split's inner sizes: the outer one may be -1)."""
-    size = getattr(entity, "size", None)
-    return tuple(size[1:]) if size is not None else entity.val

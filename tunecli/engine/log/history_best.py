@@ -1,19 +1,20 @@
 """ApplyHistoryBest: a dispatch context answering with the best records of tuning logs.
 
 Records with an error are ignored.  The best record (smallest mean cost; ties keep the first
-seen) is kept per task (target and workload, ``task_records.record_key``), per (target key,
-workload) for every key of the record's target, per (model, workload) when the target names
-a model, and per (CPU, workload) when an ``llvm`` target names its CPU (``-mcpu``).  A query
-looks up records of exactly the queried target first (the rule of ``task_records``: a config
-measured on this target), then, as TVM does, the target's model, then records of the CPU the
-query compiles for (its ``-mcpu``, or this machine's CPU for a host target: a log or package
-holding several machines' records answers with this machine's), then each of the target's keys
-in order (a config measured on a similar target); configs set with ``update`` win over records.
-A query that no record of the workload answers, here, in the target's packages or in an
-enclosing ``ApplyHistoryBest``, gets the config of the nearest record of its template and CPU
-among all of theirs (``nearest_record``) before the root context's fallback config.  Every
-answer carries its ``ConfigSource`` (``config.source``: log, package, nearest; a fallback config
-is the default).
+seen; among records in different layouts, one in the template's default layouts unless another
+is faster by more than ``layout_choice.LAYOUT_MARGIN``) is kept per task (target and workload,
+``task_records.record_key``), per (target key, workload) for every key of the record's target,
+per (model, workload) when the target names a model, and per (CPU, workload) when an ``llvm``
+target names its CPU (``-mcpu``).  A query looks up records of exactly the queried target first
+(the rule of ``task_records``: a config measured on this target), then, as TVM does, the
+target's model, then records of the CPU the query compiles for (its ``-mcpu``, or this
+machine's CPU for a host target: a log or package holding several machines' records answers
+with this machine's), then each of the target's keys in order (a config measured on a similar
+target); configs set with ``update`` win over records.  A query that no record of the workload
+answers, here, in the target's packages or in an enclosing ``ApplyHistoryBest``, gets the
+config of the nearest record of its template and CPU among all of theirs (``nearest_record``)
+before the root context's fallback config.  Every answer carries its ``ConfigSource``
+(``config.source``: log, package, nearest; a fallback config is the default).
 ``pick_best`` writes those best records of a log to another log, so the picked log answers
 every query as the whole log does.
 """
@@ -26,6 +27,7 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 from tunecli.engine.log import tophub
+from tunecli.engine.log.layout_choice import choose, layout_key
 from tunecli.engine.log.log_files import write_log
 from tunecli.engine.log.nearest_record import Reference, nearest_config
 from tunecli.engine.log.record import encode, load_from_buffer, load_from_file, measure_str_key
@@ -69,6 +71,8 @@ class ApplyHistoryBest(DispatchContext):
         self.best_by_model: dict[tuple, tuple] = {}
         self.best_by_cpu: dict[tuple, tuple] = {}
         self._best_user_defined: dict[tuple, ConfigSpace] = {}
+        # per (table name, key): the best record of each (target, layout) seen, for ``layout_choice``
+        self._layout_groups: dict[tuple[str, tuple], dict[tuple, tuple]] = {}
         if records:
             self.load(records)
 
@@ -81,6 +85,7 @@ class ApplyHistoryBest(DispatchContext):
         """
         self._references = None
         self._nearest_memo.clear()
+        unsettled: set[tuple[str, tuple]] = set()
         for inp, res, path in _iter_sourced(records):
             if not res.ok:
                 continue
@@ -91,15 +96,29 @@ class ApplyHistoryBest(DispatchContext):
             if getattr(inp.config, "source", None) is None:
                 detail = os.path.basename(path) if path and self._origin_kind == "package" else path or ""
                 inp.config.source = ConfigSource(self._origin_kind, detail)
-            _keep_best(self.best_by_target, record_key(inp), inp, res, cost)
+            group = (str(inp.target), layout_key(inp.config))
+            self._keep("best_by_target", record_key(inp), group, inp, res, cost, unsettled)
             for key in inp.target.keys:
-                _keep_best(self.best_by_targetkey, (key, workload), inp, res, cost)
+                self._keep("best_by_targetkey", (key, workload), group, inp, res, cost, unsettled)
             if inp.target.model != "unknown":
-                _keep_best(self.best_by_model, (inp.target.model, workload), inp, res, cost)
+                self._keep("best_by_model", (inp.target.model, workload), group, inp, res, cost, unsettled)
             if inp.target.kind == "llvm" and inp.target.mcpu:
-                _keep_best(self.best_by_cpu, (inp.target.mcpu, workload), inp, res, cost)
+                self._keep("best_by_cpu", (inp.target.mcpu, workload), group, inp, res, cost, unsettled)
+        for name, key in unsettled:
+            getattr(self, name)[key] = choose(self._layout_groups[name, key].values())
         logger.debug("Finished loading history best: %d target keys, %d models",
                      len(self.best_by_targetkey), len(self.best_by_model))
+
+    def _keep(self, name: str, key: tuple, group: tuple, inp: Any, res: Any, cost: float,
+              unsettled: set[tuple[str, tuple]]) -> None:
+        """Keep (inp, res) as the best of its layout group under ``key`` of table ``name``; a key
+        with records in several groups is chosen among them at the end of ``load`` (``unsettled``)."""
+        groups = self._layout_groups.setdefault((name, key), {})
+        _keep_best(groups, group, inp, res, cost)
+        if len(groups) == 1:
+            _keep_best(getattr(self, name), key, inp, res, cost)
+        else:
+            unsettled.add((name, key))
 
     def _query_inside(self, target: Any, workload: tuple | None) -> Any:
         if target is None:

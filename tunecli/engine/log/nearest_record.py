@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tunecli.engine.log.layout_choice import LAYOUT_KNOBS
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import ConfigSource
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -44,8 +45,6 @@ logger = logging.getLogger("autotvm")
 
 #: Distance of one differing non-shape number (stride, padding, dilation): as a shape 16× apart.
 ATTRIBUTE_MISMATCH = 4.0
-#: Knobs that choose a template's data and output layouts: they take the fallback's entity.
-LAYOUT_KNOBS = ("tile_ic", "tile_oc")
 #: How many of the nearest workloads are ranked again by their knobs' extents.
 RERANKED = 8
 _ORIGIN_RANK = {"log": 0, "package": 1}

@@ -1,0 +1,105 @@
+"""Which of a workload's records answers when their layouts differ: the default layout wins a near-tie.
+
+A template's layout knobs (``LAYOUT_KNOBS``: a convolution's input and output channel blocks) choose
+the layouts of its data and output.  The template's fallback config (TVM's ``_fallback_schedule``)
+picks the *default* blocks, those an untuned build runs with, which agree from one convolution to
+the next.  A record in other blocks makes the network build insert layout transforms around its
+kernel, a cost its own measured time does not count.  So among a workload's records, one in other
+layouts answers only when it is faster than the fastest record in the default layouts by more than
+``LAYOUT_MARGIN``; otherwise that default-layout record does.  Records of a workload without any
+default-layout record, or without layout knobs, are ranked by cost alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.task import TASK_TABLE, create
+
+logger = logging.getLogger("autotvm")
+
+#: Knobs that choose a template's data and output layouts (a convolution's channel blocks).
+LAYOUT_KNOBS = ("tile_ic", "tile_oc")
+
+#: How much faster (a fraction of its cost) a record in other layouts must be than the fastest record
+#: in the template's default layouts to answer instead of it: below that the difference is within
+#: measurement noise, and the other layouts add layout transforms between neighbouring kernels that
+#: the record's own time does not count.
+LAYOUT_MARGIN = 0.05
+
+#: The default layout (``layout_key`` of the fallback config) per (target text, workload); None when
+#: the template cannot be traced for it.
+_DEFAULTS: dict[tuple[str, tuple], tuple | None] = {}
+
+
+def entity_key(entity: Any) -> Any:
+    """What identifies an entity within its knob (a split's inner sizes: the outer one may be -1)."""
+    size = getattr(entity, "size", None)
+    return tuple(size[1:]) if size is not None else getattr(entity, "val", entity)
+
+
+def layout_key(config: Any) -> tuple | None:
+    """The layout knobs of ``config`` as ``((name, entity key), ...)``; None when it has none."""
+    names = [name for name in LAYOUT_KNOBS if _has_knob(config, name)]
+    return tuple((name, entity_key(config[name])) for name in names) if names else None
+
+
+def default_layout(target: Any, workload: tuple) -> tuple | None:
+    """``layout_key`` of the template's fallback config for ``workload`` on ``target`` (traced once
+    per process); None when the template cannot be traced for it or has no layout knobs."""
+    key = (str(target), workload)
+    if key not in _DEFAULTS:
+        _DEFAULTS[key] = None
+        if workload and workload[0] in TASK_TABLE:
+            try:
+                task = create(workload[0], workload[1:], target)
+                fallback = FallbackConfigEntity()
+                task.instantiate(fallback)
+                _DEFAULTS[key] = layout_key(fallback)
+            except Exception as err:  # noqa: BLE001 - an untraceable record competes by cost alone
+                logger.debug("default layout: %s cannot be traced: %s", workload[0], err)
+    return _DEFAULTS[key]
+
+
+def has_default_layout(inp: Any) -> bool:
+    """True when the record of ``inp`` (a MeasureInput) is in its template's default layouts."""
+    mine = layout_key(inp.config)
+    return mine is not None and mine == default_layout(inp.target, inp.task.workload)
+
+
+def choose(candidates: Iterable[tuple[Any, Any]]) -> tuple[Any, Any] | None:
+    """The record of one workload that answers (see the module docstring).
+
+    Parameters
+    ----------
+    candidates : iterable of (MeasureInput, MeasureResult)
+        Successful records of one workload, in the order seen (ties keep the first).
+
+    Returns
+    -------
+    (MeasureInput, MeasureResult) or None
+        None when there is no candidate.
+    """
+    candidates = list(candidates)
+    if not candidates:
+        return None
+    fastest = min(candidates, key=lambda pair: pair[1].mean_cost)
+    if len({layout_key(inp.config) for inp, _ in candidates}) < 2 or has_default_layout(fastest[0]):
+        return fastest
+    default = [pair for pair in candidates if has_default_layout(pair[0])]
+    if not default:
+        return fastest
+    best_default = min(default, key=lambda pair: pair[1].mean_cost)
+    if fastest[1].mean_cost < best_default[1].mean_cost * (1 - LAYOUT_MARGIN):
+        return fastest
+    return best_default
+
+
+def _has_knob(config: Any, name: str) -> bool:
+    try:
+        return name in config
+    except TypeError:
+        return False
