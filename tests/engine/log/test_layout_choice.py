@@ -12,6 +12,7 @@ import pytest
 
 from tunecli.engine.graph_tuner import default_layouts
 from tunecli.engine.log import nearest_record
+from tunecli.engine.log.best_of_logs import best_of_logs
 from tunecli.engine.log.history_best import ApplyHistoryBest, pick_best
 from tunecli.engine.log.layout_choice import LAYOUT_KNOBS, LAYOUT_MARGIN, default_layout, layout_key
 from tunecli.engine.log.record import encode
@@ -40,6 +41,11 @@ def config_in(task, default: bool, skip: int = 0):
 
 def record(task, config, ms: float):
     return MeasureInput(TARGET, task, config), MeasureResult([ms * 1e-3], 0, 0.1, 0.0)
+
+
+def write_log(path: Path, records) -> Path:
+    path.write_text("".join(encode(*r) + "\n" for r in records))
+    return path
 
 
 def answer(records):
@@ -88,8 +94,16 @@ def test_without_a_default_layout_record_the_fastest_answers(task):
 
 def test_pick_best_keeps_the_record_the_context_answers_with(task, tmp_path: Path):
     default, other = config_in(task, True), config_in(task, False)
-    log = tmp_path / "tune.log"
-    log.write_text("".join(encode(*r) + "\n" for r in [record(task, other, 0.98), record(task, default, 1.00)]))
+    log = write_log(tmp_path / "tune.log", [record(task, other, 0.98), record(task, default, 1.00)])
     picked = tmp_path / "best.log"
     pick_best(log, picked)
     assert answer(str(picked)).index == default.index == answer(str(log)).index
+
+
+def test_the_log_best_writes_answers_as_the_logs_it_read(task, tmp_path: Path):
+    default, other = config_in(task, True), config_in(task, False)
+    log = write_log(tmp_path / "tune.log", [record(task, other, 0.98), record(task, default, 1.00)])
+    out = tmp_path / "best.log"
+    report = best_of_logs([str(log)], top=1, out=out)
+    assert [e.index for e in report.workloads[0].best] == [other.index]  # ranked by cost
+    assert answer(str(out)).index == default.index == answer(str(log)).index

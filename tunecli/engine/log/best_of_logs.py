@@ -6,8 +6,10 @@ skipped with a warning naming the line), and records faster than any machine are
 ``log.task_records.record_key`` says) and ranked by mean cost, each config once (by its
 lowest-cost record: a config measured again, ``tuner.remeasure``, has several); GFLOPS are
 shown where the FLOP count of the workload is known (``log.plausibility.workload_flop``).  The
-output log is written whole through a temporary file, never over one of the logs read or a log a
-tune is writing.
+output log holds the kept records and, when it is not among them, the record ``apply_history_best``
+answers the workload with (``log.layout_choice``: a near-tie keeps the default layouts), so it
+answers as the logs read do.  It is written whole through a temporary file, never over one of
+the logs read or a log a tune is writing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from tunecli.engine.log.layout_choice import choose
 from tunecli.engine.log.log_files import check_log_file, check_output_log, write_log
 from tunecli.engine.log.plausibility import plausible, workload_flop
 from tunecli.engine.log.record import encode, read_log
@@ -128,6 +131,9 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
             entry.best.append(BestEntry(rank, res.mean_cost, res.gflops(flop) or None, int(inp.config.index),
                                         config_text(inp.config), float(res.timestamp)))
             kept.append((inp, res))
+        chosen = choose(valid)
+        if chosen is not None and all(chosen[0] is not inp for inp, _ in valid[:top]):
+            kept.append(chosen)
         report.workloads.append(entry)
     if out is not None:
         write_log(out, (encode(inp, res) + "\n" for inp, res in kept))
