@@ -87,9 +87,33 @@ def random_arguments(arg_specs: Sequence[ArgSpecT], seed: int) -> list[np.ndarra
     return [random_array(shape, dtype, rng) for shape, dtype in arg_specs]
 
 
+def given_arguments(arg_specs: Sequence[ArgSpecT], inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Copies of the caller's arrays as the kernel's arguments (TVM's ``ref_input``), one per argument.
+
+    Each array must have its argument's shape; its values are converted to the argument's dtype.
+
+    Raises
+    ------
+    ValueError
+        Naming the first argument whose array is missing or has another shape.
+    """
+    if len(inputs) != len(arg_specs):
+        raise ValueError(f"ref_input has {len(inputs)} arrays, the kernel takes {len(arg_specs)} arguments")
+    arrays = []
+    for index, ((shape, dtype), given) in enumerate(zip(arg_specs, inputs, strict=True)):
+        given = np.asarray(given)
+        if tuple(given.shape) != tuple(shape):
+            raise ValueError(f"ref_input array {index} has shape {tuple(given.shape)}, "
+                             f"argument {index} of the kernel {tuple(shape)}")
+        arrays.append(np.array(given, dtype=dtype, copy=True))
+    return arrays
+
+
 def kernel_arguments(device: Device, arg_specs: Sequence[ArgSpecT], seed: int,
-                     output_indices: Iterable[int], poisoned: bool = False) -> list[Any]:
-    """The seeded random arguments, copied to ``device``; outputs guarded (and poisoned if asked).
+                     output_indices: Iterable[int], poisoned: bool = False,
+                     inputs: Sequence[np.ndarray] | None = None) -> list[Any]:
+    """The seeded random arguments (or copies of ``inputs`` when given), copied to ``device``;
+    outputs guarded (and poisoned if asked).
 
     Parameters
     ----------
@@ -101,6 +125,8 @@ def kernel_arguments(device: Device, arg_specs: Sequence[ArgSpecT], seed: int,
     poisoned : bool
         Fill the outputs with :func:`poison` values instead of random ones, so an element the
         kernel never writes is caught by the correctness check.
+    inputs : sequence of numpy.ndarray, optional
+        One array per argument to use instead of random contents (see :func:`given_arguments`).
 
     Returns
     -------
@@ -109,7 +135,8 @@ def kernel_arguments(device: Device, arg_specs: Sequence[ArgSpecT], seed: int,
     """
     outputs = set(output_indices)
     arrays = []
-    for index, host in enumerate(random_arguments(arg_specs, seed)):
+    hosts = random_arguments(arg_specs, seed) if inputs is None else given_arguments(arg_specs, inputs)
+    for index, host in enumerate(hosts):
         if index in outputs and poisoned:
             poison(host)
         arrays.append(device.copy_in(host, guarded=index in outputs))

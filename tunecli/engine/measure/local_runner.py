@@ -8,18 +8,27 @@ cores. The worker runs :func:`tunecli.engine.measure.timing.measure_object` (TVM
 the runner post-processes the reply like every runner (:mod:`tunecli.engine.measure.runner`)
 and rests ``cooldown_interval`` seconds after each measurement (see
 :mod:`tunecli.engine.measure.timing_options` for why its defaults differ from TVM's).
+
+As in TVM, each measurement is submitted to ``runner.executor`` (an
+:class:`~tunecli.engine.measure.executor.InlineExecutor` unless replaced), the call taking the
+runner's ``ref_input`` (fixed argument contents, TVM's attribute) as a keyword.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tunecli.engine.measure import expected_outputs as reference
 from tunecli.engine.measure.arrays import ArgSpecT
 from tunecli.engine.measure.builder import BuildResult
+from tunecli.engine.measure.executor import InlineExecutor
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import SEED, OnResult, RefOutputs, Runner, result_from_reply
 from tunecli.engine.measure.timing import measure_in_worker
@@ -62,6 +71,15 @@ class LocalRunner(Runner):
         Milliseconds of untimed calls before the timed rounds (not in TVM).
     timing : TimingOptions, optional
         All of the above in one record.
+
+    Attributes
+    ----------
+    executor : concurrent.futures.Executor
+        Where each measurement's call is submitted (default :class:`InlineExecutor`).
+    ref_input : list of numpy.ndarray or None
+        TVM's fixed inputs: one array per kernel argument, used instead of random contents
+        (for operators whose inputs must hold valid values, e.g. indices); outputs are then not
+        checked for correctness. Setting it warns, as in TVM.
     """
 
     reports_each_result = True
@@ -79,6 +97,21 @@ class LocalRunner(Runner):
         self.worker = Worker(WORKER_MAX_JOBS, preload=("tunecli.engine.measure.timing",),
                              name="tunecli-runner")
         self._refs: dict[tuple, RefOutputs | None] = {}
+        self._ref_input: list[np.ndarray] | None = None
+        self.executor: Executor = InlineExecutor()
+
+    @property
+    def ref_input(self) -> list[np.ndarray] | None:
+        """Fixed contents of the kernel's arguments (None: seeded random ones)."""
+        return self._ref_input
+
+    @ref_input.setter
+    def ref_input(self, value: list[np.ndarray] | None) -> None:
+        if value is not None:
+            warnings.warn("ref_input fixes the inputs of every measured kernel: they must match the "
+                          "arguments of each config's kernel (shapes, and any layout the template "
+                          "transforms)", RuntimeWarning, stacklevel=2)
+        self._ref_input = value
 
     def set_task(self, task: Task) -> Any:
         """Prepare to measure ``task`` and start the worker warming up."""
@@ -104,10 +137,20 @@ class LocalRunner(Runner):
 
     def run_one(self, measure_input: MeasureInput,
                 build_result: BuildResult | MeasureResult) -> MeasureResult:
-        """Measure one built kernel (see :meth:`run`)."""
+        """Measure one built kernel through ``executor`` (see :meth:`run`)."""
+        future = self.executor.submit(self.measure, measure_input, build_result, ref_input=self.ref_input)
+        try:
+            return future.result()
+        except TimeoutError as err:  # an executor that enforces its own time limit
+            return MeasureResult.failure(MeasureErrorNo.RUN_TIMEOUT, str(err), self.timeout, err)
+
+    def measure(self, measure_input: MeasureInput, build_result: BuildResult | MeasureResult,
+                ref_input: Sequence[np.ndarray] | None = None) -> MeasureResult:
+        """The call :meth:`run_one` submits: time ``build_result`` in the worker (a failed build
+        passes through), on ``ref_input`` when given."""
         if not isinstance(build_result, BuildResult):
             return build_result
-        request = self.request(measure_input, build_result)
+        request = self.request(measure_input, build_result, ref_input)
         start = time.perf_counter()
         reply = measure_in_worker(self.worker, request)
         result = result_from_reply(reply, build_result.time_cost, time.perf_counter() - start, self.timeout)

@@ -150,16 +150,19 @@ class Runner(ABC):
         """Expected outputs of ``task``'s kernels with this argument layout (empty: not checked)."""
         return ()
 
-    def request(self, measure_input: MeasureInput, build: BuildResult) -> MeasureRequest:
+    def request(self, measure_input: MeasureInput, build: BuildResult,
+                inputs: Sequence[Any] | None = None) -> MeasureRequest:
         """The request that measures ``build`` with this runner's timing (and its reference
-        outputs when ``timing.check_correctness``)."""
+        outputs when ``timing.check_correctness``); ``inputs`` (TVM's ``ref_input``, one array
+        per argument) replace the seeded random arguments, and then outputs are not checked (the
+        references are made from the seeded ones)."""
         specs = normalize_arg_specs(build.arg_specs)
         outputs = tuple(build.output_indices or output_indices_of(build.arg_specs))
-        check = self.timing.check_correctness
+        check = self.timing.check_correctness and inputs is None
         refs = self.reference_outputs(measure_input.task, specs, outputs) if check else ()
         return MeasureRequest(build.obj, build.entry_name, specs, self.timing, seed=SEED, ref_outputs=refs,
                               output_indices=outputs, target=_device_target(measure_input.target),
-                              launch=build.launch)
+                              launch=build.launch, inputs=None if inputs is None else tuple(inputs))
 
 
 def _device_target(target: Target | str) -> Target | None:

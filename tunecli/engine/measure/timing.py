@@ -103,6 +103,9 @@ class MeasureRequest:
         on a CUDA GPU); None means this host's CPU.
     launch : LaunchShape or None
         Grid and block of a GPU kernel.
+    inputs : tuple of numpy.ndarray or None
+        The arguments' contents (TVM's ``ref_input``), one array per argument, instead of the
+        seeded random ones; None means random.
     """
 
     obj: bytes
@@ -117,6 +120,7 @@ class MeasureRequest:
     return_outputs: bool = False
     target: Target | None = None
     launch: LaunchShape | None = None
+    inputs: tuple[np.ndarray, ...] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -204,7 +208,8 @@ def measure_object(request: MeasureRequest) -> MeasureReply:
                                       for i, (shape, dtype) in enumerate(specs)), target,
                                 object_format=backend_for(target).object_format, launch=request.launch)
         loaded = device.load(kernel)
-        arrays = kernel_arguments(device, specs, request.seed, outputs, poisoned=checked)
+        arrays = kernel_arguments(device, specs, request.seed, outputs, poisoned=checked,
+                                  inputs=request.inputs)
     except Exception as err:  # noqa: BLE001 - a kernel that cannot be loaded is data
         return MeasureReply((), int(MeasureErrorNo.RUNTIME_DEVICE), f"{type(err).__name__}: {err}",
                             time.perf_counter() - start)
