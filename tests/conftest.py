@@ -1,7 +1,8 @@
 """Fixtures shared by every test folder: the emulated AArch64 board (see ``arm_board``), and a
 kernel cache of the session's own (``kernel_cache_dir``).
 
-pytest puts ``tests`` on ``sys.path`` for this file, so tests import ``arm_board`` by name.
+Every test folder is a package (``tests.engine.measure``, ...), so test modules need no unique
+names and share helpers by their full name (``from tests.arm_board import ...``).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from arm_board import ArmServer, start_arm_server
 
+from tests.arm_board import ArmServer, start_arm_server
 from tunecli.engine.rpc.tracker import Tracker
 
 #: The device key of the shared emulated board.

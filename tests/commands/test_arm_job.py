@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from arm_board import AARCH64_NEON, ARM_BOARD, start_arm_server
 
+from tests.arm_board import AARCH64_NEON, ARM_BOARD, start_arm_server
 from tunecli.engine.log.record import load_from_file
 from tunecli.engine.measure.result import MeasureErrorNo
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from codegen_kernels import dense_microkernel, loop, matmul_ikj_vectorized, matmul_scalar
 
+from tests.engine.codegen.codegen_kernels import dense_microkernel, loop, matmul_ikj_vectorized, matmul_scalar
 from tunecli.engine.build import build
 from tunecli.engine.codegen import prepare
 from tunecli.engine.ir import (

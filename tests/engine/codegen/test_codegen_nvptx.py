@@ -14,10 +14,10 @@ import re
 import subprocess
 
 import pytest
-from codegen_kernels import loop
-from gpu_kernels import reversed_copy
 
 import tunecli
+from tests.engine.codegen.codegen_kernels import loop
+from tests.engine.gpu_kernels import reversed_copy
 from tunecli import te
 from tunecli.engine.build import build
 from tunecli.engine.codegen import codegen, compile_kernel, emit_llvm

@@ -6,8 +6,8 @@ The passes themselves are specified in ``tests/engine/transform``.
 from __future__ import annotations
 
 import numpy as np
-from codegen_kernels import loop, nodes
 
+from tests.engine.codegen.codegen_kernels import loop, nodes
 from tunecli.engine.build import build
 from tunecli.engine.codegen import prepare
 from tunecli.engine.ir import (

@@ -1,5 +1,5 @@
 """A network built for ``cuda`` and run without a GPU: each kernel's loop nest, in graph order, by
-the grid simulator (``lower.gpu_simulator``) on the executor's memory plan."""
+the grid simulator (``tests.engine.lower.gpu_simulator``) on the executor's memory plan."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from lower.gpu_simulator import run_grid
 
+from tests.engine.lower.gpu_simulator import run_grid
 from tunecli.engine.graph.build_module import optimize
 from tunecli.engine.graph.graph_codegen import GraphProgram, graph_program
 from tunecli.engine.graph.lower_group import lower_group

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from autotvm_templates import tophub_dir
 
+from tests.engine.autotvm_templates import tophub_dir
 from tunecli import relay
 from tunecli.engine.graph import op_strategy
 from tunecli.engine.graph.extract import (

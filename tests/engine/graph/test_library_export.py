@@ -8,8 +8,8 @@ import tarfile
 
 import numpy as np
 import pytest
-from arm_board import ARM_BOARD, tiny_network
 
+from tests.arm_board import ARM_BOARD, tiny_network
 from tunecli.engine.graph.build_module import build
 from tunecli.engine.graph.linker import NDK_CC_ENV, cross_compiler, ndk_create_shared
 from tunecli.engine.runtime import load_module

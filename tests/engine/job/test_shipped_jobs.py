@@ -50,8 +50,7 @@ def test_seed_conv2d_is_the_seed_workload() -> None:
 
 
 def test_resnet18_nchwc_job_holds_tvms_workloads_of_the_same_layers() -> None:
-    from autotvm_templates import tophub_dir
-
+    from tests.engine.autotvm_templates import tophub_dir
     from tunecli.engine.log.record import load_from_file
     from tunecli.engine.log.task_records import denotes
 

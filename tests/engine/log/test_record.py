@@ -6,8 +6,8 @@ import io
 import logging
 
 import pytest
-from autotvm_templates import tophub_dir
 
+from tests.engine.autotvm_templates import tophub_dir
 from tunecli.engine.log.history_best import pick_best
 from tunecli.engine.log.record import (
     decode,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from autotvm_templates import tophub_dir
 
+from tests.engine.autotvm_templates import tophub_dir
 from tunecli.engine.build import build
 from tunecli.engine.log import tophub
 from tunecli.engine.log.best_of_logs import best_of_logs

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_kernels import reversed_copy
 
+from tests.engine.gpu_kernels import reversed_copy
 from tunecli import te
 from tunecli.engine.build import build
 from tunecli.engine.ir import stmt as S

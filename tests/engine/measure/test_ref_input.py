@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import measure_templates  # noqa: F401  (registers the templates)
 import numpy as np
 import pytest
-from kernels_ir import ARG_SPECS, VADD, VSUB, N, compile_ir
 
+from tests.engine.kernels_ir import ARG_SPECS, VADD, VSUB, N, compile_ir
+from tests.engine.measure import measure_templates  # noqa: F401  (registers the templates)
 from tunecli.engine.codegen import ArgSpec
 from tunecli.engine.measure import BuildResult, LocalRunner
 from tunecli.engine.measure.executor import InlineExecutor

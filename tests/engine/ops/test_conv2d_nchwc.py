@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from autotvm_templates import tophub_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.engine.autotvm_templates import tophub_dir
 from tunecli.engine import te
 from tunecli.engine.build import build, lower
 from tunecli.engine.log.record import load_from_file

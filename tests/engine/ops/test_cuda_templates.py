@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from lower.gpu_simulator import run_grid
 
+from tests.engine.lower.gpu_simulator import run_grid
 from tunecli.engine import te
 from tunecli.engine.codegen import compile_kernel
 from tunecli.engine.codegen.nvptx_backend import ptxas_path

@@ -9,8 +9,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from lower.gpu_simulator import run_grid
 
+from tests.engine.lower.gpu_simulator import run_grid
 from tunecli.engine.codegen import compile_kernel
 from tunecli.engine.codegen.nvptx_backend import ptxas_path
 from tunecli.engine.graph.extract import extract_from_program

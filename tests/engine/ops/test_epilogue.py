@@ -6,8 +6,8 @@ import zlib
 
 import numpy as np
 import pytest
-from template_cases import SMALL_CASES
 
+from tests.engine.template_cases import SMALL_CASES
 from tunecli.engine import te
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import registry

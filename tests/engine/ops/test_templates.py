@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from template_cases import SMALL_CASES
 
+from tests.engine.template_cases import SMALL_CASES
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.tolerance import scaled_tolerance

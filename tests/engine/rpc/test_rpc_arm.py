@@ -13,9 +13,9 @@ import types
 
 import numpy as np
 import pytest
-from arm_board import AARCH64_NEON
-from kernels_ir import ARG_SPECS, CRASH, EM_AARCH64, HANG, VADD, compile_ir, elf_machine
 
+from tests.arm_board import AARCH64_NEON
+from tests.engine.kernels_ir import ARG_SPECS, CRASH, EM_AARCH64, HANG, VADD, compile_ir, elf_machine
 from tunecli.engine.build import build
 from tunecli.engine.measure.builder import BuildResult, LocalBuilder
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput

@@ -10,9 +10,9 @@ import shutil
 
 import numpy as np
 import pytest
-from arm_board import ARM_BOARD, tiny_network
 
 import tunecli
+from tests.arm_board import ARM_BOARD, tiny_network
 from tunecli import autotvm, relay
 from tunecli.autotvm.tuner import RandomTuner
 from tunecli.contrib import cc, utils

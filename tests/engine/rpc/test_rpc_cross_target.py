@@ -6,14 +6,14 @@ load reports an error result and keeps serving.
 
 from __future__ import annotations
 
-from conftest import free_servers, wait_for
-from kernels_ir import ARG_SPECS, EM_AARCH64, EM_X86_64, VADD, compile_ir, elf_machine
-
+from tests.engine.kernels_ir import ARG_SPECS, EM_AARCH64, EM_X86_64, VADD, compile_ir, elf_machine
 from tunecli.engine.measure.builder import BuildResult, LocalBuilder
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.task.task import create
+
+from .conftest import free_servers, wait_for
 
 AARCH64 = "llvm -mtriple=aarch64-linux-gnu"
 

@@ -5,9 +5,8 @@ that reaches such a server anyway is an error record while the server keeps serv
 from __future__ import annotations
 
 import pytest
-from conftest import free_servers, wait_for
-from kernels_ir import ARG_SPECS, VADD, compile_ir
 
+from tests.engine.kernels_ir import ARG_SPECS, VADD, compile_ir
 from tunecli.engine.measure.builder import BuildResult, LocalBuilder
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
@@ -16,6 +15,8 @@ from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.runtime import cuda
 from tunecli.engine.task.task import create
 from tunecli.errors import RPCError, TargetError
+
+from .conftest import free_servers, wait_for
 
 H200 = DeviceInfo("h200", "x86_64-unknown-linux-gnu", "sapphirerapids", ("+avx2",), "9.0")
 CPU_ONLY = DeviceInfo("cpu", "x86_64-unknown-linux-gnu", "znver3", ("+avx2",))

@@ -9,16 +9,17 @@ import tempfile
 
 import numpy as np
 import pytest
-from arm_board import tiny_network
-from conftest import free_servers, wait_for
 
 import tunecli
+from tests.arm_board import tiny_network
 from tunecli import autotvm, relay
 from tunecli.contrib import graph_executor as runtime
 from tunecli.contrib import utils
 from tunecli.engine.rpc.server import Server
 from tunecli.engine.runtime import cuda
 from tunecli.errors import RPCError
+
+from .conftest import free_servers, wait_for
 
 has_gpu = cuda(0).exist
 X = np.random.default_rng(4).uniform(size=(1, 3, 16, 16)).astype("float32")

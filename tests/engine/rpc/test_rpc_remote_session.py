@@ -13,10 +13,9 @@ import time
 
 import numpy as np
 import pytest
-from arm_board import ARM_BOARD, tiny_network
-from conftest import free_servers, wait_for
 
 import tunecli
+from tests.arm_board import ARM_BOARD, tiny_network
 from tunecli.contrib import graph_executor, utils
 from tunecli.engine.graph.build_module import build
 from tunecli.engine.rpc.client import connect, connect_tracker
@@ -26,6 +25,8 @@ from tunecli.engine.rpc.server import Server
 from tunecli.engine.rpc.session_files import SessionFiles, SessionRefusal
 from tunecli.engine.runtime import cuda
 from tunecli.errors import RPCError, TargetError
+
+from .conftest import free_servers, wait_for
 
 X = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype("float32")
 

@@ -8,10 +8,9 @@ import time
 import types
 
 import pytest
-import rpc_templates  # noqa: F401  (registers rpc_test/add_or_sub)
-from conftest import free_servers, wait_for
-from kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir
 
+from tests.engine.kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir
+from tests.engine.rpc import rpc_templates  # noqa: F401  (registers rpc_test/add_or_sub)
 from tunecli.engine.measure import LocalBuilder, Runner, create_measure_batch, measure_option
 from tunecli.engine.measure.batch import should_overlap
 from tunecli.engine.measure.builder import BuildResult
@@ -23,6 +22,8 @@ from tunecli.engine.rpc.session import MeasureRequest
 from tunecli.engine.rpc.tracker import Tracker
 from tunecli.engine.task.task import create
 from tunecli.errors import RPCError, TuneError
+
+from .conftest import free_servers, wait_for
 
 
 def built(ir: str, entry: str) -> BuildResult:

@@ -6,10 +6,8 @@ import socket
 import time
 
 import pytest
-from conftest import free_servers, wait_for
-from kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir, vadd_expected
-from test_rpc_tracker import assert_closed
 
+from tests.engine.kernels_ir import ARG_SPECS, CRASH, HANG, VADD, VSUB, compile_ir, vadd_expected
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.rpc.client import connect, connect_tracker
 from tunecli.engine.rpc.protocol import (
@@ -24,6 +22,9 @@ from tunecli.engine.rpc.protocol import (
 from tunecli.engine.rpc.server import Server
 from tunecli.engine.rpc.session import MeasureRequest
 from tunecli.errors import RPCError
+
+from .conftest import free_servers, wait_for
+from .test_rpc_tracker import assert_closed
 
 
 def vadd_request(**kw) -> MeasureRequest:

@@ -7,12 +7,8 @@ import socket
 import threading
 
 import pytest
-from conftest import free_servers, wait_for
-from kernels_ir import VADD
-from test_rpc_connections import closed_within
-from test_rpc_runner import built, inputs
-from test_rpc_server import vadd_request
 
+from tests.engine.kernels_ir import VADD
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.rpc.client import connect
 from tunecli.engine.rpc.protocol import (
@@ -26,6 +22,11 @@ from tunecli.engine.rpc.protocol import (
 )
 from tunecli.engine.rpc.remote import RemoteSession
 from tunecli.engine.rpc.rpc_runner import RPCRunner
+
+from .conftest import free_servers, wait_for
+from .test_rpc_connections import closed_within
+from .test_rpc_runner import built, inputs
+from .test_rpc_server import vadd_request
 
 SERVER_CODE = """
 import json, sys

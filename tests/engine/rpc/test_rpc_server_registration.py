@@ -8,13 +8,14 @@ import subprocess
 import sys
 
 import pytest
-from conftest import free_servers, wait_for
-from test_rpc_server import vadd_request
 
 from tunecli.engine.rpc.client import connect, connect_tracker
 from tunecli.engine.rpc.protocol import recv_json, send_json
 from tunecli.engine.rpc.tracker import Tracker
 from tunecli.errors import RPCError
+
+from .conftest import free_servers, wait_for
+from .test_rpc_server import vadd_request
 
 
 @pytest.mark.parametrize("token,message", [("wrong", "token refused"), ("", "requires a token")])

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from conftest import raw_tracker_conn, wait_for
-from test_rpc_tracker import call
-
 from tunecli.engine.rpc.client import connect_tracker, format_summary, query_tracker
 from tunecli.engine.rpc.protocol import send_json
+
+from .conftest import raw_tracker_conn, wait_for
+from .test_rpc_tracker import call
 
 REFERENCE = {
     "queue_info": {"rk3399": {"free": 1, "pending": 0}, "rpi3b": {"free": 2, "pending": 3}},

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 
 import pytest
-from conftest import raw_tracker_conn, wait_for
 
 from tunecli.engine.rpc.client import connect_tracker, query_tracker
 from tunecli.engine.rpc.protocol import (
@@ -18,6 +17,8 @@ from tunecli.engine.rpc.protocol import (
 )
 from tunecli.engine.rpc.tracker import Tracker
 from tunecli.errors import RPCError
+
+from .conftest import raw_tracker_conn, wait_for
 
 
 def framed(data: bytes) -> bytes:

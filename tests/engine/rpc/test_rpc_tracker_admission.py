@@ -9,9 +9,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import raw_tracker_conn, wait_for
-from test_rpc_connections import closed_within
-from test_rpc_tracker import call, register
 
 from tunecli.engine.rpc.client import connect_tracker
 from tunecli.engine.rpc.connections import ConnectionLimits
@@ -25,6 +22,10 @@ from tunecli.engine.rpc.protocol import (
 )
 from tunecli.engine.rpc.tracker import Tracker
 from tunecli.engine.rpc.tracker_state import MAX_PER_CONNECTION, MAX_QUEUES
+
+from .conftest import raw_tracker_conn, wait_for
+from .test_rpc_connections import closed_within
+from .test_rpc_tracker import call, register
 
 TIMEOUT = 0.5
 

@@ -9,8 +9,8 @@ import sys
 
 import numpy as np
 import pytest
-from kernels_ir import ARG_SPECS, VADD, compile_ir
 
+from tests.engine.kernels_ir import ARG_SPECS, VADD, compile_ir
 from tunecli.engine.codegen import ArgSpec, CompiledKernel
 from tunecli.engine.runtime import CPUDevice, Device, cpu
 from tunecli.engine.target import Target

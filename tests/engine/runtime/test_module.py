@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 import pytest
-from kernels_ir import EM_AARCH64, EM_X86_64, elf_machine
 
+from tests.engine.kernels_ir import EM_AARCH64, EM_X86_64, elf_machine
 from tunecli.engine import te
 from tunecli.engine.build import build
 from tunecli.engine.codegen import ArgSpec, CompiledKernel, codegen

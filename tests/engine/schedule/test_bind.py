@@ -9,8 +9,8 @@ import logging
 
 import numpy as np
 import pytest
-from lower.workloads import loops
 
+from tests.engine.lower.workloads import loops
 from tunecli import te
 from tunecli.engine.build import build
 from tunecli.engine.ir import stmt as S

@@ -121,8 +121,7 @@ def test_silent_scope_suppresses_the_warning(caplog) -> None:
 
 
 def test_history_best_of_a_real_tophub_log() -> None:
-    from autotvm_templates import tophub_dir
-
+    from tests.engine.autotvm_templates import tophub_dir
     from tunecli.engine.log.record import load_from_file
 
     path = tophub_dir() / "llvm_v0.04.log"

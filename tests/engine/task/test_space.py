@@ -10,8 +10,8 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-from autotvm_templates import SEED
 
+from tests.engine.autotvm_templates import SEED
 from tunecli.engine.task.annotate_space import AnnotateSpace
 from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.space_entities import (

@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 import pickle
 
-import autotvm_templates
 import numpy as np
 import pytest
 
+from tests.engine import autotvm_templates
 from tunecli.engine import te
 from tunecli.engine.build import lower
 from tunecli.engine.target import Target
@@ -39,7 +39,7 @@ def test_create_collects_space_and_counts_flops() -> None:
     assert task.workload == ("autotvm_test/matmul", 128, 128, 128, "float32")
     assert repr(task) == ("Task(func_name=autotvm_test/matmul, args=(128, 128, 128, 'float32'), kwargs={}, "
                           "workload=('autotvm_test/matmul', 128, 128, 128, 'float32'))")
-    assert task.template_module == "autotvm_templates"
+    assert task.template_module == autotvm_templates.__name__
     assert task.template_file == autotvm_templates.__file__
 
 

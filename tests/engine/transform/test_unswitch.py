@@ -4,8 +4,8 @@ computes what it computed with the guard inside."""
 from __future__ import annotations
 
 import numpy as np
-from codegen.codegen_kernels import loop, nodes
 
+from tests.engine.codegen.codegen_kernels import loop, nodes
 from tunecli import te
 from tunecli.engine.build import build, lower
 from tunecli.engine.codegen.pipeline import prepare

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import autotvm_templates  # noqa: F401 - registers the templates
 import numpy as np
 import pytest
 
+from tests.engine import autotvm_templates  # noqa: F401 - registers the templates
 from tunecli.engine.task.knob_features import knob_features
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.space_entities import VirtualAxis

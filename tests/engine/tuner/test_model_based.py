@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tuner_helpers import SyntheticMeasure, kernel_cost, make_task
 
+from tests.engine.tuner.tuner_helpers import SyntheticMeasure, kernel_cost, make_task
 from tunecli.engine.log.record import load_from_file
 from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner, XGBTuner

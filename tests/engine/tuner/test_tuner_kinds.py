@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tuner_helpers import make_task
 
+from tests.engine.tuner.tuner_helpers import make_task
 from tunecli.engine.tuner.tuner_kinds import TUNERS, tuner_kind
 from tunecli.errors import TuneError
 

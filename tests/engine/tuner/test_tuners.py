@@ -7,8 +7,8 @@ import tempfile
 from typing import Any
 
 import pytest
-from tuner_helpers import StreamingMeasure, SyntheticMeasure, kernel_cost, make_task
 
+from tests.engine.tuner.tuner_helpers import StreamingMeasure, SyntheticMeasure, kernel_cost, make_task
 from tunecli.engine.log.record import load_from_file
 from tunecli.engine.tuner import GATuner, GridSearchTuner, RandomTuner
 from tunecli.engine.tuner.callback import log_to_file

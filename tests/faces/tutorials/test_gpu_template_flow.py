@@ -12,7 +12,6 @@ import importlib
 import math
 import random
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,10 +121,7 @@ def cuda_kernel(index: int, layer: tuple = LAYER, target: str = "cuda") -> Any:
 
 def grid_runner() -> Any:
     """``run_grid`` of the GPU grid simulator in ``tests/engine/lower``."""
-    engine_tests = str(Path(__file__).resolve().parents[2] / "engine")
-    if engine_tests not in sys.path:
-        sys.path.insert(0, engine_tests)
-    return importlib.import_module("lower.gpu_simulator").run_grid
+    return importlib.import_module("tests.engine.lower.gpu_simulator").run_grid
 
 
 def test_cuda_kernels_compute_the_convolution_in_the_simulated_grid() -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from autotvm_templates import tophub_dir
-
+from tests.engine.autotvm_templates import tophub_dir
 from tunecli.engine import graph as g
 from tunecli.engine.graph.models import resnet
 from tunecli.engine.graph.ops.conv import conv2d_padding

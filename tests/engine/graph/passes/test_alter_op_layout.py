@@ -9,8 +9,8 @@ import json
 
 import numpy as np
 import pytest
-from autotvm_templates import tophub_dir
 
+from tests.engine.autotvm_templates import tophub_dir
 from tunecli import relay
 from tunecli.engine import graph as g
 from tunecli.engine.graph.build_module import BuiltGraph, build, optimize

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import measure_templates  # noqa: F401  (registers the templates)
 import numpy as np
 import pytest
-from kernels_ir import ARG_SPECS, CRASH, HANG, OVERRUN, VADD, VSUB, compile_ir, vadd_expected
 
+from tests.engine.kernels_ir import ARG_SPECS, CRASH, HANG, OVERRUN, VADD, VSUB, compile_ir, vadd_expected
+from tests.engine.measure import measure_templates  # noqa: F401  (registers the templates)
 from tunecli.engine.codegen import ArgSpec
 from tunecli.engine.measure import BuildResult, LocalRunner
 from tunecli.engine.measure.expected_outputs import numpy_reference

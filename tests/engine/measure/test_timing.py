@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 import pytest
-from kernels_ir import ARG_SPECS, CRASH, OVERRUN, SHORT, VADD, VSUB, compile_ir, vadd_expected
 
+from tests.engine.kernels_ir import ARG_SPECS, CRASH, OVERRUN, SHORT, VADD, VSUB, compile_ir, vadd_expected
 from tunecli.engine.measure.arrays import kernel_arguments, random_arguments
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing import MEASURE_FUNC, MeasureRequest, compare_outputs, measure_object

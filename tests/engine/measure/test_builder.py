@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from measure_templates import MODES
 
+from tests.engine.measure.measure_templates import MODES
 from tunecli.engine.measure import BuildResult, LocalBuilder
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.runtime import load_module

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import measure_templates  # noqa: F401  (registers the templates)
 import pytest
 
+from tests.engine.measure import measure_templates  # noqa: F401  (registers the templates)
 from tunecli.engine.log.record import decode, encode
 from tunecli.engine.measure import LocalBuilder, LocalRunner, Runner, TimingOptions
 from tunecli.engine.measure.batch import should_overlap

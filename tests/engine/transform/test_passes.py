@@ -5,8 +5,8 @@ on the IR they produce).  Each keeps what it does not rewrite, thread tags of bo
 from __future__ import annotations
 
 import pytest
-from codegen.codegen_kernels import loop, nodes
 
+from tests.engine.codegen.codegen_kernels import loop, nodes
 from tunecli.engine.ir import (
     Allocate,
     Broadcast,

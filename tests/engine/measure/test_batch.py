@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from measure_templates import MODES
 
+from tests.engine.measure.measure_templates import MODES
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.task.task import create

@@ -9,7 +9,7 @@ import pytest
 
 from tunecli.engine.measure.worker import CallStatus, Worker, WorkerPool
 
-H = "measure_helpers"
+H = "tests.engine.measure.measure_helpers"
 
 
 @pytest.fixture(scope="module")
