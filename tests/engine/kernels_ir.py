@@ -2,8 +2,8 @@
 
 Each kernel takes three float32[64] pointers ``(a, b, c)`` and is meant to compute ``c = a + b``;
 the broken ones crash, hang, compute the wrong answer or write one element past ``c``.
-:func:`elf_machine` tells which processor an object file is for.  Test folders import this
-module by name (``tests/engine/conftest.py`` puts ``tests/engine`` on ``sys.path``).
+:func:`elf_machine` tells which processor an object file is for.  Test folders import it as
+``tests.engine.kernels_ir``.
 """
 
 from __future__ import annotations
