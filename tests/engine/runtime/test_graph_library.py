@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from tunecli import relay
 from tunecli.engine import graph as g
 from tunecli.engine.graph.build_module import build
 from tunecli.engine.graph.passes import PassContext
+from tunecli.engine.measure.worker import Worker
 from tunecli.errors import ArgumentError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -86,3 +88,38 @@ def test_a_file_that_is_not_an_exported_library_is_named(tmp_path) -> None:
         tunecli.runtime.load_module(str(junk))
     with pytest.raises(ArgumentError, match="give a library path, or an object with its entry_name"):
         tunecli.runtime.load_module(b"\x7fELF")
+
+
+
+def _block_is_mapped(path: str | None) -> bool:
+    """In a worker: whether a 24 MiB block glibc allocates after ``path`` is loaded and run is a
+    fresh mapping (its chunk header's IS_MMAPPED bit), i.e. freed with munmap and faulted in anew."""
+    if path is not None:
+        module = tunecli.runtime.load_module(path)["default"](tunecli.runtime.cpu())
+        module.run()
+    libc = ctypes.CDLL(None)
+    libc.malloc.argtypes, libc.malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    block = libc.malloc(24 << 20)
+    try:
+        return bool(ctypes.c_size_t.from_address(block - ctypes.sizeof(ctypes.c_size_t)).value & 2)
+    finally:
+        libc.free(block)
+
+
+@pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "gnu_get_libc_version"), reason="glibc's heap")
+@pytest.mark.parametrize("suffix", ["tar", "so"])
+def test_a_process_running_a_library_reuses_kernel_scratch_memory(network, tmp_path, suffix) -> None:
+    # Kernels aligned_alloc and free their large scratch buffers on every call; glibc's default maps
+    # such a block afresh each time (a run pays the page faults again), so a process that loads a
+    # library (a device server's worker, a fresh process) keeps blocks up to 32 MiB in its heap.
+    path = tmp_path / f"net.{suffix}"
+    network[2].export_library(str(path))
+    worker = Worker(name="heap-probe")
+    try:
+        fresh = worker.call(f"{__name__}:_block_is_mapped", None, timeout=60)
+        worker.close()
+        loaded = worker.call(f"{__name__}:_block_is_mapped", str(path), timeout=60)
+    finally:
+        worker.close()
+    assert (fresh.value, loaded.value) == (True, False), (fresh.detail, loaded.detail)

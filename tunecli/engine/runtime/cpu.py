@@ -29,6 +29,7 @@ from tunecli.engine.target import Target, host_arch
 from tunecli.errors import ArgumentError, CodegenError, TargetError
 
 from .device import Device
+from .heap import keep_scratch_memory
 from .openmp import get_num_threads, load_libgomp
 from .timer import time_calls
 
@@ -138,6 +139,7 @@ def _link(kernel: CompiledKernel) -> CPUKernel:
                           f"({kernel.target.llvm_triple}) and cannot run on this machine")
     _check_object_machine(kernel.obj, entry)
     jit = _jit()
+    keep_scratch_memory()  # the kernel's heap scratch buffers are reused from call to call
     if b"GOMP_parallel" in kernel.obj:
         load_libgomp()  # parallel loops: the JIT resolves GOMP_* from the process
     threads_name = num_threads_symbol(entry)

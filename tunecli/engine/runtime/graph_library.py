@@ -38,6 +38,7 @@ from .cuda import CUDADevice
 from .cuda_graph_executor import CUDAGraphExecutor
 from .devices import as_device, device_for_target
 from .graph_executor import Executor, GraphExecutor, GraphModule
+from .heap import keep_scratch_memory
 from .module import Module
 from .module import load_module as load_object
 from .openmp import load_libgomp
@@ -269,6 +270,7 @@ def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
     with open(where, "rb") as f:
         _check_object_machine(f.read(20), os.path.basename(where))
     load_libgomp()
+    keep_scratch_memory()
     try:
         lib = ctypes.CDLL(os.path.abspath(where), mode=ctypes.RTLD_LOCAL)
         size = ctypes.c_uint64.in_dll(lib, BLOB_SIZE_SYMBOL).value
