@@ -12,6 +12,9 @@ Usage::
 
     .venv/bin/python benchmarks/bench_remote_timing.py --quick     # 5 rounds
     .venv/bin/python benchmarks/bench_remote_timing.py --network mobilenet_v2 --rounds 21
+    TUNECLI_NUM_THREADS=1 .venv/bin/python benchmarks/bench_remote_timing.py   # both sides on 1 thread
+
+The server and its worker inherit the thread count (``TUNECLI_NUM_THREADS``) of this process.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from tunecli.engine.graph.build_module import build
 from tunecli.engine.job.network_models import MODELS
 from tunecli.engine.rpc.device_session import request_remote
 from tunecli.engine.rpc.tracker import Tracker
+from tunecli.engine.runtime.openmp import get_num_threads
 
 SERVER = """
 import sys
@@ -94,8 +98,9 @@ def main() -> None:
         server.wait(10)
         tracker.stop()
     lo, re = _common.median(local_times), _common.median(remote_times)
-    print(f"{args.network}: in-process {lo * 1e3:.3f} ms, remote {re * 1e3:.3f} ms, "
-          f"remote/local {re / lo:.3f} (medians of {rounds} rounds of {args.number} runs)")
+    print(f"{args.network}, {get_num_threads()} threads: in-process {lo * 1e3:.3f} ms, "
+          f"remote {re * 1e3:.3f} ms, remote/local {re / lo:.3f} "
+          f"(medians of {rounds} rounds of {args.number} runs)")
 
 
 def _output(module: graph_executor.GraphModule) -> np.ndarray:
