@@ -70,6 +70,7 @@ from tunecli.engine.ops.tolerance import matches_reference
 from tunecli.engine.runtime import Module
 from tunecli.engine.runtime.blas import single_blas_thread
 from tunecli.engine.runtime.openmp import get_num_threads
+from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.space import ConfigEntity
 from tunecli.engine.task.task import Task
@@ -178,7 +179,6 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
     tasks = create_tasks(job)  # every task checked before anything is built; problems reported together
     records = [(r.inp, r.result) for r in plausible(read_log(log))]
     history = ApplyHistoryBest(records)
-    logged = {id(inp.config) for inp, _ in records}  # configs answered by the log, not a package
     target = tasks[0].target
     device: ApplyDevice | None = None
     numpy_worker: Worker | None = None
@@ -192,8 +192,7 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
                                  device=None if device is None else device.where)
             before = load_sample()
             for index, task in enumerate(tasks):
-                report.tasks.append(_apply_task(job, index, task, history, exported, device, numpy_worker,
-                                                logged))
+                report.tasks.append(_apply_task(job, index, task, history, exported, device, numpy_worker))
             if device is not None and device.worker is not None:  # timed on this machine
                 report.load = MachineLoad((before, load_sample()), usable_cores())
         if exported is not None:
@@ -209,13 +208,12 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
 
 
 def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, export: ExportDirectory | None,
-                device: ApplyDevice | None, numpy_worker: Worker | None = None,
-                logged: frozenset[int] | set[int] = frozenset()) -> AppliedTask:
+                device: ApplyDevice | None, numpy_worker: Worker | None = None) -> AppliedTask:
     with history:
         config = history.query(task.target, task.workload)
     out = AppliedTask(index, task_label(task), float(task.flop or 0), config_text(config),
                       bool(getattr(config, "is_fallback", False)))
-    if id(config) in logged and config.cost is not None:
+    if config_source(config).kind == "log" and config.cost is not None:  # not a package's or nearest
         out.log_time = float(config.cost)
     stem = kernel_stem(job.name, index, task)
     try:
