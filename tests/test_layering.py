@@ -1,6 +1,6 @@
 """The package's import order is part of its design: lower layers never import higher ones.
 
-errors → ir/target/option → transform → te → schedule → lower → codegen → runtime → build → task
+errors → ir/target/option/atomic_file → transform → te → schedule → lower → codegen → runtime → build → task
 → ops → measure → log → graph → tuner → rpc → cluster → graph_tuner → job → actions → actions.job_file →
 commands (a module belongs to the most specific layer naming it).  The action modules of
 ``engine.actions`` (one per command) never import each other: only ``actions.job_file``, each
@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tunecli"
 
 LAYERS = [
     ["tunecli.errors"],
-    ["tunecli.engine.ir", "tunecli.engine.target", "tunecli.engine.option"],
+    ["tunecli.engine.ir", "tunecli.engine.target", "tunecli.engine.option", "tunecli.engine.atomic_file"],
     ["tunecli.engine.transform"],
     ["tunecli.engine.te"],
     ["tunecli.engine.schedule"],

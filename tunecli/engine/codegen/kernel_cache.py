@@ -24,7 +24,6 @@ import hashlib
 import logging
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -33,6 +32,7 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from tunecli.engine.atomic_file import write_bytes
 from tunecli.engine.target import Target
 from tunecli.errors import ArgumentError
 
@@ -220,15 +220,7 @@ class KernelCache:
         """Store ``payload`` under ``key`` (atomically; an unwritable cache only logs why)."""
         path = self.path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
-                os.replace(tmp, path)
-            except BaseException:
-                self._remove(Path(tmp))
-                raise
+            write_bytes(path, _MAGIC + hashlib.sha256(payload).digest() + payload)
         except OSError as err:
             if self.root not in _UNWRITABLE:  # once per directory and process
                 _UNWRITABLE.add(self.root)

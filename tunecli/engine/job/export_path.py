@@ -10,13 +10,14 @@ files in a temporary directory and moves them into the destination at the end.  
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from tunecli.engine.atomic_file import replace_file, temporary_name
 from tunecli.errors import JobError
 
 
@@ -54,11 +55,6 @@ def check_export(path: str, directory: bool) -> None:
         raise JobError(f"{path}: cannot write the export in {where}: {err.strerror}") from None
 
 
-def _partial_name(path: Path) -> Path:
-    """A temporary name beside ``path`` with its suffix (what decides the export's format)."""
-    return path.with_name(f".{path.stem}.partial-{os.getpid()}{path.suffix}")
-
-
 def write_whole(path: str, write: Callable[[str], None]) -> None:
     """Write the file at ``path`` with ``write(temporary path)``, then rename it into place.
 
@@ -67,17 +63,10 @@ def write_whole(path: str, write: Callable[[str], None]) -> None:
     JobError
         When the file cannot be written there (the temporary file is removed).
     """
-    target = Path(path)
-    partial = _partial_name(target)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write(str(partial))
-        os.replace(partial, target)
+        replace_file(path, lambda partial: write(str(partial)), suffix=Path(path).suffix)
     except OSError as err:
         raise JobError(f"{path}: cannot write the export: {err.strerror or err}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            partial.unlink()
 
 
 class ExportDirectory:
@@ -105,22 +94,18 @@ class ExportDirectory:
         try:
             if not self.path.exists():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                staged = _partial_name(self.path)
+                staged = temporary_name(self.path)
                 shutil.copytree(self.folder, staged)
                 os.replace(staged, self.path)
+                staged = None
             else:
                 for file in sorted(self.folder.iterdir()):
-                    staged = _partial_name(self.path / file.name)
-                    shutil.copyfile(file, staged)
-                    os.replace(staged, self.path / file.name)
-            staged = None
+                    replace_file(self.path / file.name, functools.partial(shutil.copyfile, file))
         except OSError as err:
             raise JobError(f"{self.path}: cannot write the export: {err.strerror or err}") from None
         finally:
-            if staged is not None and staged.is_dir():  # what a failed move left beside the destination
+            if staged is not None:  # what a failed move left beside the destination
                 shutil.rmtree(staged, ignore_errors=True)
-            elif staged is not None:
-                staged.unlink(missing_ok=True)
             self.discard()
 
     def discard(self) -> None:

@@ -15,10 +15,10 @@ import errno
 import fcntl
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from tunecli.engine.atomic_file import write_lines
 from tunecli.errors import LogInUseError, LogPathError, RecordError
 
 
@@ -269,24 +269,4 @@ def write_log(out: str | os.PathLike, lines: Iterable[str]) -> None:
     lines : iterable of str
         Each with its newline.
     """
-    real = real_log_path(out)
-    real.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.writelines(lines)
-            file.flush()
-            os.fsync(file.fileno())
-        mode = real.stat().st_mode & 0o7777 if real.exists() else 0o666 & ~_umask()
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    write_lines(real_log_path(out), lines, sync=True)
