@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
-from tunecli.engine.log.plausibility import peak_flops, plausible, workload_flop
+from tunecli.engine.log.plausibility import judged, peak_flops, plausible, workload_flop
 from tunecli.engine.log.record import encode, read_log
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.task import create
@@ -44,3 +44,5 @@ def test_a_record_faster_than_any_machine_is_skipped_with_its_line(tmp_path, cap
                            f"({peak_flops(task.target, task.args) / 1e9:.6g} GFLOPS)")
     assert messages[1] == f"{path}: skipped 1 more line of the same kind (faster than any machine): line 4"
     assert len(messages) == 2
+    verdicts = [(r.inp.config.index, ok) for r, ok in judged(read_log(path))]
+    assert verdicts == [(1, True), (2, False), (3, True), (4, False)]  # every record, each with its verdict

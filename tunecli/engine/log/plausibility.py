@@ -131,10 +131,26 @@ def plausible(records: Iterable[LogRecord]) -> Iterator[LogRecord]:
     ------
     LogRecord
     """
+    return (record for record, ok in judged(records) if ok)
+
+
+def judged(records: Iterable[LogRecord]) -> Iterator[tuple[LogRecord, bool]]:
+    """Yield each record of ``records`` with whether it is plausible (see :func:`plausible`,
+    which warns the same way of the implausible ones).
+
+    Parameters
+    ----------
+    records : iterable of LogRecord
+
+    Yields
+    ------
+    (LogRecord, bool)
+    """
     warnings: dict[str, SkipWarnings] = {}
     for record in records:
         inp, res = record.inp, record.result
         flop = workload_flop(inp.task.name, inp.task.args, inp.target) if res.ok else None
+        ok = True
         if flop:
             flops = flop / res.mean_cost if res.mean_cost > 0 else math.inf
             peak = peak_flops(inp.target, inp.task.args)
@@ -144,7 +160,7 @@ def plausible(records: Iterable[LogRecord]) -> Iterator[LogRecord]:
                             f"a record of {flops / 1e9:.6g} GFLOPS ({flop:.6g} FLOP in "
                             f"{res.mean_cost:.3g} s), more than any machine of target {inp.target} "
                             f"reaches ({peak / 1e9:.6g} GFLOPS)")
-                continue
-        yield record
+                ok = False
+        yield record, ok
     for skipped in warnings.values():
         skipped.summarise()

@@ -1,7 +1,7 @@
 """What a tuning log already holds for one task: the record a resumed tuning starts from.
 
 ``task_histories(tasks, logged)`` reads a log's records once and gives each task its
-``TaskHistory``: its records (``task_records.records_of``: same workload, target and config), its
+``TaskHistory``: its records (``task_records.belongs_to``: same workload, target and config), its
 trials (distinct configs: a config measured again, ``tuner.remeasure``, counts once), its best
 record and the trials since the best was found.  A record faster than any machine
 (``log.plausibility``) still marks its config as measured but is nobody's best.  The tune
@@ -15,9 +15,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tunecli.engine.log.plausibility import plausible
+from tunecli.engine.log.plausibility import judged
 from tunecli.engine.log.record import LogRecord
-from tunecli.engine.log.task_records import records_of
+from tunecli.engine.log.task_records import belongs_to
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.task import Task
 
@@ -66,7 +66,8 @@ def task_history(task: Task, records: Iterable[Record], trusted: Sequence[bool] 
     records : iterable of (MeasureInput, MeasureResult)
         Any records (those of other tasks are left out).
     trusted : sequence of bool, optional
-        Per record of ``records``: whether it may be a best (default: every one).
+        Per record of ``records``, in order: whether it may be a best (default: every one;
+        ``task_histories`` passes whether each is plausible).
 
     Returns
     -------
@@ -74,8 +75,7 @@ def task_history(task: Task, records: Iterable[Record], trusted: Sequence[bool] 
     """
     pairs = list(records)
     flags = list(trusted) if trusted is not None else [True] * len(pairs)
-    mine = {id(pair[1]) for pair in records_of(pairs, task)}
-    own = [(pair, ok) for pair, ok in zip(pairs, flags, strict=True) if id(pair[1]) in mine]
+    own = [(pair, ok) for pair, ok in zip(pairs, flags, strict=True) if belongs_to(pair[0], task)]
     seen: set[int] = set()
     best: Record | None = None
     since_best = 0
@@ -103,12 +103,7 @@ def task_histories(tasks: Sequence[Task], logged: Sequence[LogRecord]) -> list[T
     list of TaskHistory
         One per task, in order.
     """
-    kept = iter(plausible(logged))
-    following = next(kept, None)
-    trusted = []
-    for record in logged:
-        trusted.append(record is following)
-        if record is following:
-            following = next(kept, None)
-    pairs = [(r.inp, r.result) for r in logged]
+    verdicts = list(judged(logged))
+    pairs = [(record.inp, record.result) for record, _ in verdicts]
+    trusted = [ok for _, ok in verdicts]
     return [task_history(task, pairs, trusted) for task in tasks]

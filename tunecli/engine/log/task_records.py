@@ -100,7 +100,10 @@ def belongs_to(inp: MeasureInput, task: Any) -> bool:
     if record_key(inp) != (_target(task.target), task.workload):
         return False
     space = getattr(task, "config_space", None)
-    return space is None or denotes(space, inp.config)
+    if space is None or denotes(space, inp.config):
+        return True
+    logger.debug("log record %d of %s does not match this config space; ignored", inp.config.index, task.name)
+    return False
 
 
 def records_of(records: Iterable[tuple], task: Any) -> list[tuple]:
@@ -115,15 +118,7 @@ def records_of(records: Iterable[tuple], task: Any) -> list[tuple]:
     -------
     list of (MeasureInput, MeasureResult)
     """
-    same = []
-    key = (_target(task.target), task.workload)
-    for inp, res in records:
-        if belongs_to(inp, task):
-            same.append((inp, res))
-        elif record_key(inp) == key:
-            logger.debug("log record %d of %s does not match this config space; ignored",
-                         inp.config.index, task.name)
-    return same
+    return [(inp, res) for inp, res in records if belongs_to(inp, task)]
 
 
 def lowest_per_config(records: Iterable[tuple]) -> list[tuple]:
