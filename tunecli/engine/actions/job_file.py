@@ -24,16 +24,19 @@ from tunecli.engine.actions.inspect import (
     inspect_network,
     inspect_network_tasks,
 )
-from tunecli.engine.actions.tune import TuneEvent, TuneSummary, prepare_log, tune_tasks
+from tunecli.engine.actions.tune import (
+    TuneEvent,
+    TuneSummary,
+    measure_untuned_operators,
+    prepare_log,
+    tune_tasks,
+)
 from tunecli.engine.actions.tune_graph import tune_graph
 from tunecli.engine.job.measure_setup import check_local_device, close_measure_option, make_measure_option
 from tunecli.engine.job.network import job_task_set, load_network
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.log.log_files import exclusive_log
-from tunecli.engine.log.record import read_log
-from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.task_scheduler import budget_problem
-from tunecli.engine.tuner.untuned import measure_untuned_implementations, untuned_implementations
 from tunecli.errors import JobError
 
 
@@ -85,13 +88,8 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
     try:
         with exclusive_log(log_path):
             summary = tune_tasks(job, found, measure_option, on_event)
-            if network is not None:  # what the untuned build runs in operators the job does not tune
-                others = untuned_implementations(network.mod, network.params, job.target,
-                                                 {task.workload for task in found.tasks})
-                logged = [(r.inp, r.result) for r in read_log(log_path)] if log_path.exists() else []
-                told = "measuring what the untuned build runs in operators the job does not tune"
-                measure_untuned_implementations(others, logged, measure_option, [log_to_file(job.log)],
-                                                on_first=(lambda: on_step(told)) if on_step else None)
+            if network is not None:
+                measure_untuned_operators(job, network, found, measure_option, on_step)
                 summary.model = job.model.label if job.model is not None else network.label
                 if job.graph_tuner is not None and summary.ok:
                     if on_step is not None:

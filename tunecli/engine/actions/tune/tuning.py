@@ -1,48 +1,15 @@
-"""``tune_tasks``: tune every task of a job, appending to its log, resuming from it.
-
-The tasks are created (and so checked) before any is tuned (``job.network.job_task_set``).  The
-log is read once: each task's ``TaskHistory`` (``log.task_history``: its records, trials and best)
-goes to its progress, to the task scheduler and to its tuner (``Tuner.resume``): the tuner never
-proposes a config index that is in the log, and a model-based tuner starts from what those
-records taught it.  Configs in the log count toward
-``n_trial``: a task is done when the log holds ``n_trial`` of its configs (or its whole space).
-Every measurement is appended to the log and flushed as soon as it finishes — not when its
-batch is over (``log_to_file`` streams through the ``on_result`` hook of ``measure_batch``) — so
-an interrupted or killed run loses no finished measurement, only the ones still in flight.
-
-Each task's first trial is the config its untuned build runs (``tuner.untuned``: the pre-tuned
-package's record or the template's fallback), unless the log holds it already: the log's best
-is then never a config slower than not tuning, so a short tune cannot make a network slower.
-
-With ``tuner.budget`` the tasks share one trial budget instead: a task scheduler
-(``engine.tuner.task_scheduler``, the job's ``tuner.task_scheduler``) gives it round by round to
-the task where the weighted latency ``sum(weight * best latency)`` is expected to gain most
-(tasks that are alternatives of one operator counted once, at the faster's latency).
-The records already in the log count toward the budget, each for its task.
-
-With ``tuner.remeasure`` (K) each task's K best configs are measured again once its tuning ends
-(``engine.tuner.remeasure``; with a budget, after the budget is spent) and those records are
-appended too: a time inflated by other load during tuning is then corrected, as whoever reads
-the log takes each config's lowest cost.  They count as ``remeasured``, not as trials, and a
-resumed run does not measure a config again twice (two records of a config mean it was).
-
-A model job's tasks are extracted from its network (``network.job_task_set``), each weighted by
-how often the network runs it, with the groups of tasks that implement one operator.  The tune
-command's entry (``actions.job_file.tune_job``) loads the job once, holds the log's lock and runs
-the graph tuner step after this one (``actions.tune_graph``) with the same worker pools.
-"""
+"""Tuning a job's tasks in order or with one budget, resuming from its log (see ``actions.tune``)."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tunecli.engine.job.model_spec import GraphTuning
-from tunecli.engine.job.network import JobTasks
+from tunecli.engine.actions.tune.tune_report import TaskOutcome, TuneEvent, TuneSummary
+from tunecli.engine.job.network import JobTasks, Network
 from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tuning_spec import DEFAULT_TASK_SCHEDULER
 from tunecli.engine.log.log_files import log_problem, real_log_path
@@ -51,143 +18,18 @@ from tunecli.engine.log.task_history import TaskHistory, task_histories
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.task.task import Task
 from tunecli.engine.task.text import config_text, task_label
-from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.remeasure import remeasure_candidates, remeasure_top
 from tunecli.engine.tuner.task_scheduler import TaskScheduler
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.engine.tuner.tuner_kinds import tuner_kind
-from tunecli.engine.tuner.untuned import measure_untuned, with_records
+from tunecli.engine.tuner.untuned import (
+    measure_untuned,
+    measure_untuned_implementations,
+    untuned_implementations,
+    with_records,
+)
 from tunecli.errors import JobError
-
-
-@dataclass(frozen=True)
-class TuneEvent:
-    """Progress of one task, sent to the ``on_event`` callback of ``tune_job``.
-
-    Attributes
-    ----------
-    kind : {"start", "batch", "remeasure", "end"}
-        ``"batch"`` is sent after every finished measurement (not only at the end of a batch),
-        re-measurements included; ``"remeasure"`` when the task's best configs are about to be
-        measured again.
-    index, n_tasks : int
-        Which task of how many (0-based index).
-    label : str
-        The task's template name and arguments.
-    total : int
-        Trials wanted for this task (``n_trial``, at most the size of its space); with a budget,
-        the most it can get (the budget, at most the size of its space).
-    done : int
-        Trials in the log for this task, including those of this run.
-    cur_flops, best_flops : float
-        FLOPS of the last measurement (0 when it failed), and the best so far (log included).
-    errors : int
-        Failed measurements in this run.
-    elapsed : float
-        Seconds since this task started.
-    budget : int or None
-        The job's budget (trials for all tasks), None when it gives trials per task.
-    spent : int
-        Trials of all tasks in the log, this run's included (without a budget: of the tasks
-        started so far).
-    all_trials : int
-        Trials wanted for all tasks: the budget, or the sum of the tasks' ``total``.
-    remeasuring : int
-        With ``"remeasure"``: how many configs are measured again.
-    """
-
-    kind: str
-    index: int
-    n_tasks: int
-    label: str
-    total: int
-    done: int
-    cur_flops: float = 0.0
-    best_flops: float = 0.0
-    errors: int = 0
-    elapsed: float = 0.0
-    budget: int | None = None
-    spent: int = 0
-    all_trials: int = 0
-    remeasuring: int = 0
-
-
-@dataclass
-class TaskOutcome:
-    """What tuning did for one task (part of ``TuneSummary``)."""
-
-    index: int
-    template: str
-    args: list
-    flop: float
-    space: int
-    n_trial: int
-    previous: int = 0
-    measured: int = 0
-    errors: int = 0
-    best_flops: float = 0.0
-    best_cost: float | None = None
-    best_index: int | None = None
-    best_config: str | None = None
-    first_error: str | None = None
-    weight: float = 1.0
-    remeasured: int = 0  #: measurements of configs measured before (``tuner.remeasure``), not trials
-
-    @property
-    def ok(self) -> bool:
-        """True when a valid config is known for this task (measured now or before)."""
-        return self.best_index is not None
-
-
-@dataclass
-class TuneSummary:
-    """The result of ``tune_job``; ``as_dict()`` is what ``tunecli tune --json`` prints."""
-
-    job: str
-    log: str
-    target: str
-    tuner: str
-    seed: int | None
-    budget: int | None = None
-    task_scheduler: str | None = None
-    remeasure: int = 0  #: the job's ``tuner.remeasure`` (K best configs of each task measured again)
-    tasks: list[TaskOutcome] = field(default_factory=list)
-    model: str | None = None  #: the network of a model job
-    graph: GraphTuning | None = None  #: what the graph tuner chose (model jobs with graph_tuner)
-    #: groups of task indices that implement one operator (a build runs the fastest of each)
-    alternatives: list[list[int]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when every operator has a task with a valid config (an alternative without one is not
-        needed: the build runs another of its operator's tasks)."""
-        return not self.unconfigured()
-
-    def unconfigured(self) -> list[TaskOutcome]:
-        """The tasks without a valid config whose operator has no other task with one."""
-        groups = operator_groups(len(self.tasks), self.alternatives)
-        return [self.tasks[i] for g in groups if not any(self.tasks[j].ok for j in g) for i in g]
-
-    @property
-    def weighted_latency(self) -> float | None:
-        """``sum(weight * best latency)`` in seconds over the tasks, the alternatives of an operator
-        at the fastest's (``tuner.alternatives``; None while an operator has no config)."""
-        if not self.tasks:
-            return None
-        latency = weighted_latency([t.best_cost if t.best_cost is not None else math.inf for t in self.tasks],
-                                   [t.weight for t in self.tasks],
-                                   operator_groups(len(self.tasks), self.alternatives))
-        return latency if math.isfinite(latency) else None
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable dict."""
-        out = asdict(self)
-        for task, entry in zip(self.tasks, out["tasks"], strict=True):
-            entry["ok"] = task.ok
-        out["ok"] = self.ok
-        out["weighted_latency"] = self.weighted_latency
-        return out
 
 
 def prepare_log(log_path: Path) -> None:
@@ -244,6 +86,32 @@ def tune_tasks(job: Job, found: JobTasks, measure_option: Callable[[], dict],
             summary.tasks.append(_tune_task(job, index, len(tasks), task, weights[index], history,
                                             histories[index], measure_option, emit, (before, all_trials)))
     return summary
+
+
+def measure_untuned_operators(job: Job, network: Network, found: JobTasks,
+                              measure_option: Callable[[], dict[str, Any]],
+                              on_step: Callable[[str], None] | None = None) -> None:
+    """Measure the untuned config of each implementation the network's untuned build runs where
+    the job tunes another (``tuner.untuned.untuned_implementations``), unless the log holds it.
+
+    Parameters
+    ----------
+    job : Job
+    network : Network
+    found : JobTasks
+        The job's tasks (their workloads are the tuned ones).
+    measure_option : callable
+        Returns the ``measure_option`` to measure with (called only when something is measured).
+    on_step : callable, optional
+        Told when the step starts measuring.
+    """
+    others = untuned_implementations(network.mod, network.params, job.target,
+                                     {task.workload for task in found.tasks})
+    log_path = Path(job.log)
+    logged = [(r.inp, r.result) for r in read_log(log_path)] if log_path.exists() else []
+    told = "measuring what the untuned build runs in operators the job does not tune"
+    measure_untuned_implementations(others, logged, measure_option, [log_to_file(job.log)],
+                                    on_first=(lambda: on_step(told)) if on_step else None)
 
 
 class _TaskProgress:
