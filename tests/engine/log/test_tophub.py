@@ -18,7 +18,7 @@ from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.ops import registry
 from tunecli.engine.target import Target
 from tunecli.engine.task.dispatcher import DispatchContext
-from tunecli.engine.task.task import deserialize_args
+from tunecli.engine.task.workload_args import deserialize_args
 from tunecli.errors import TuneError
 
 

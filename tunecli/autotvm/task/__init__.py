@@ -12,17 +12,8 @@ from tunecli.engine.task.dispatcher import (
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.flop import FlopCalculationError, compute_flop
 from tunecli.engine.task.space import ConfigEntity, ConfigSpace
-from tunecli.engine.task.task import (
-    TASK_TABLE,
-    MissingTask,
-    Task,
-    args_to_workload,
-    create,
-    deserialize_args,
-    get_config,
-    serialize_args,
-    template,
-)
+from tunecli.engine.task.task import TASK_TABLE, MissingTask, Task, create, get_config, template
+from tunecli.engine.task.workload_args import args_to_workload, deserialize_args, serialize_args
 
 __all__ = [
     "TASK_TABLE", "ApplyConfig", "ApplyHistoryBest", "ConfigEntity", "ConfigSpace", "DispatchContext",

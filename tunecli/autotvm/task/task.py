@@ -1,17 +1,8 @@
 """tunecli.autotvm.task.task: tasks and templates (TVM's ``autotvm.task.task`` module path)."""
 
 from tunecli.engine.task.flop import FlopCalculationError, compute_flop
-from tunecli.engine.task.task import (
-    TASK_TABLE,
-    MissingTask,
-    Task,
-    args_to_workload,
-    create,
-    deserialize_args,
-    get_config,
-    serialize_args,
-    template,
-)
+from tunecli.engine.task.task import TASK_TABLE, MissingTask, Task, create, get_config, template
+from tunecli.engine.task.workload_args import args_to_workload, deserialize_args, serialize_args
 
 __all__ = [
     "TASK_TABLE", "FlopCalculationError", "MissingTask", "Task", "args_to_workload", "compute_flop", "create",

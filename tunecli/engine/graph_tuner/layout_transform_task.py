@@ -22,7 +22,8 @@ from tunecli.engine.graph.group_schedule import schedule_group
 from tunecli.engine.graph.layout import convert_array, convert_shape, parse_layout
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
-from tunecli.engine.task.task import deserialize_args, get_config, template
+from tunecli.engine.task.task import get_config, template
+from tunecli.engine.task.workload_args import deserialize_args
 
 TASK_NAME = "layout_transform"
 

@@ -29,6 +29,7 @@ from tunecli.engine.task.dispatcher import ApplyConfig, DispatchContext
 from tunecli.engine.task.flop import compute_flop
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.template_file import is_template_file_module, load_template_file
+from tunecli.engine.task.workload_args import args_to_workload, deserialize_args, serialize_args
 from tunecli.errors import InstantiationError, TuneError
 
 if TYPE_CHECKING:
@@ -235,70 +236,6 @@ def get_config() -> ConfigSpace:
         A ConfigSpace while collecting, a ConfigEntity when measuring, or a fallback config.
     """
     return DispatchContext.current.query(Target.current(), None)
-
-
-def serialize_args(args: Any) -> tuple:
-    """Return ``args`` in hashable log form: tensors as ``("TENSOR", shape, dtype)``, lists as tuples.
-
-    Parameters
-    ----------
-    args : sequence
-
-    Returns
-    -------
-    tuple
-    """
-    return tuple(_serialize(x) for x in args)
-
-
-def _serialize(x: Any) -> Any:
-    if x is None or isinstance(x, (str, int, float)):
-        return x
-    if isinstance(x, (list, tuple)):
-        return tuple(_serialize(y) for y in x)
-    if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "op"):
-        shape = tuple(int(getattr(s, "value", s)) for s in x.shape)
-        return ("TENSOR", shape, str(x.dtype))
-    if hasattr(x, "value") and isinstance(x.value, (int, float, str)):
-        return x.value
-    if type(x).__name__ == "Var":
-        return x
-    raise TuneError(f"serialize_args: cannot store an argument of type {type(x).__name__} in a workload")
-
-
-def deserialize_args(args: Any) -> list:
-    """Turn ``("TENSOR", shape, dtype)`` arguments back into placeholders.
-
-    Parameters
-    ----------
-    args : sequence
-
-    Returns
-    -------
-    list
-    """
-    out = []
-    for x in args:
-        if isinstance(x, (tuple, list)) and len(x) == 3 and x[0] == "TENSOR":
-            out.append(te.placeholder(tuple(x[1]), dtype=x[2]))
-        else:
-            out.append(x)
-    return out
-
-
-def args_to_workload(args: Any, task_name: str | None = None) -> tuple:
-    """Return the workload key ``(task_name,) + serialize_args(args)``.
-
-    Parameters
-    ----------
-    args : sequence
-    task_name : str, optional
-
-    Returns
-    -------
-    tuple
-    """
-    return ((task_name,) if task_name is not None else ()) + serialize_args(args)
 
 
 def _find_template(name: str, module: str | None, source_file: str | None) -> TaskTemplate | MissingTask:

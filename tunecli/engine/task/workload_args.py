@@ -1,0 +1,75 @@
+"""A workload's arguments in log form: tensors as ``("TENSOR", shape, dtype)``, sequences as
+tuples, so a workload ``(template name, *arguments)`` is hashable, comparable and written to a
+log as it is; and back, placeholders for the tensors, when a template is traced again."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tunecli.engine import te
+from tunecli.errors import TuneError
+
+
+def serialize_args(args: Sequence[Any]) -> tuple:
+    """Return ``args`` in hashable log form: tensors as ``("TENSOR", shape, dtype)``, lists as tuples.
+
+    Parameters
+    ----------
+    args : sequence
+
+    Returns
+    -------
+    tuple
+    """
+    return tuple(_serialize(x) for x in args)
+
+
+def _serialize(x: object) -> Any:
+    if x is None or isinstance(x, (str, int, float)):
+        return x
+    if isinstance(x, (list, tuple)):
+        return tuple(_serialize(y) for y in x)
+    if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "op"):
+        shape = tuple(int(getattr(s, "value", s)) for s in x.shape)
+        return ("TENSOR", shape, str(x.dtype))
+    if hasattr(x, "value") and isinstance(x.value, (int, float, str)):
+        return x.value
+    if type(x).__name__ == "Var":
+        return x
+    raise TuneError(f"serialize_args: cannot store an argument of type {type(x).__name__} in a workload")
+
+
+def deserialize_args(args: Sequence[Any]) -> list:
+    """Turn ``("TENSOR", shape, dtype)`` arguments back into placeholders.
+
+    Parameters
+    ----------
+    args : sequence
+
+    Returns
+    -------
+    list
+    """
+    out = []
+    for x in args:
+        if isinstance(x, (tuple, list)) and len(x) == 3 and x[0] == "TENSOR":
+            out.append(te.placeholder(tuple(x[1]), dtype=x[2]))
+        else:
+            out.append(x)
+    return out
+
+
+def args_to_workload(args: Sequence[Any], task_name: str | None = None) -> tuple:
+    """Return the workload key ``(task_name,) + serialize_args(args)``.
+
+    Parameters
+    ----------
+    args : sequence
+    task_name : str, optional
+
+    Returns
+    -------
+    tuple
+    """
+    return ((task_name,) if task_name is not None else ()) + serialize_args(args)
