@@ -1,13 +1,9 @@
 """``BaseGraphTuner``: what TVM's ``DPTuner`` and ``PBQPTuner`` share (TVM's ``base_graph_tuner``).
 
-Construction reads the graph's tunable convolutions (``conv_graph``) and, per convolution
-workload, its candidate records: of the records of that workload without error, the fastest
-one per distinct pair of (input, output) layouts (``infer_layout`` of the template: configs
-with the same ``tile_ic``/``tile_oc`` give the same layouts), the ``max_sch_num`` fastest of
-those; a 3x3 stride-1 convolution's candidates are those of both its workloads, the direct
-``conv2d_NCHWc.x86`` and the ``conv2d_NCHWc_winograd.x86`` one (the same arguments, the same
-``infer_layout``), so the chosen record's template says which implementation the build uses
-(``apply_graph_best``).  ``benchmark_layout_transform`` times every ``layout_transform`` kernel a pair of
+Construction reads the graph's tunable convolutions (``conv_graph``) and each one's candidate
+records (``candidates``: the fastest record per pair of layouts, of the direct and the Winograd
+kernel alike, so the chosen record's template says which implementation the build uses,
+``apply_graph_best``).  ``benchmark_layout_transform`` times every ``layout_transform`` kernel a pair of
 adjacent candidates needs (or reads it from ``layout_records``, or infers it from their time per
 element with ``infer_layout=True``); ``run`` (the subclass's solver) picks one candidate per
 convolution; ``get_optimal_records`` / ``write_opt_sch2record_file`` give the chosen records,
@@ -26,33 +22,33 @@ from typing import Any
 
 import numpy as np
 
+from tunecli.engine.graph.graph_expr import Function
+from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.layout import convert_shape
-from tunecli.engine.graph.op_strategy import winograd_implementation
+from tunecli.engine.graph.op_registry import Op
+from tunecli.engine.graph_tuner.candidates import (
+    Record,
+    RecordSource,
+    fetch_candidates,
+    read_records,
+    record_layouts,
+)
 from tunecli.engine.graph_tuner.conv_graph import ConvGraph, conv_graph, input_shapes_checked, main_function
 from tunecli.engine.graph_tuner.default_layouts import default_layout_configs
 from tunecli.engine.graph_tuner.layout_cost import INVALID_LAYOUT_TIME, LayoutCostProblem
 from tunecli.engine.graph_tuner.layout_transform_task import TASK_NAME
-from tunecli.engine.log.record import encode, load_from_file
-from tunecli.engine.measure.batch import create_measure_batch
+from tunecli.engine.log.record import encode
+from tunecli.engine.measure.batch import MeasureBatch, create_measure_batch
 from tunecli.engine.measure.batch import measure_option as _measure_option
 from tunecli.engine.measure.builder import LocalBuilder
 from tunecli.engine.measure.local_runner import LocalRunner
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.ops.x86.conv2d_nchwc import infer_layout as conv2d_infer_layout
+from tunecli.engine.measure.runner import Runner
 from tunecli.engine.rpc.rpc_runner import RPCRunner
-from tunecli.engine.target import as_target
+from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import Task
 from tunecli.engine.task.task import create as create_task
 from tunecli.errors import GraphError, TuneError
-
-Record = tuple[MeasureInput, MeasureResult]
-
-
-def get_infer_layout(task_name: str) -> Callable[[Sequence[Any], Any], tuple]:
-    """The ``infer_layout`` of a tunable task (TVM's ``get_infer_layout``)."""
-    if task_name.startswith(("conv2d", "depthwise_conv2d")):
-        return conv2d_infer_layout
-    raise TuneError(f"graph tuner: no infer_layout for task {task_name!r}")
 
 
 class BaseGraphTuner:
@@ -80,8 +76,9 @@ class BaseGraphTuner:
     name : str
     """
 
-    def __init__(self, graph: Any, input_shapes: Mapping[str, Sequence[int]], records: Any,
-                 target_ops: Sequence[Any], target: Any, max_sch_num: int = 20, dtype: str = "float32",
+    def __init__(self, graph: IRModule | Function, input_shapes: Mapping[str, Sequence[int]],
+                 records: RecordSource, target_ops: Sequence[Op | str], target: Target | str,
+                 max_sch_num: int = 20, dtype: str = "float32",
                  verbose: bool = True, log_file: str | None = None, log_level: int = logging.DEBUG,
                  name: str = "graph_tuner") -> None:
         self._target = as_target(target)
@@ -95,44 +92,12 @@ class BaseGraphTuner:
         if not self._graph.nodes:
             raise TuneError(f"graph tuner: no call of {list(target_ops)} with a tunable workload "
                             "in the graph")
-        self._candidates = self._fetch_candidates(records)
-        self._layouts = [[self._infer(inp.task.name, inp.task.workload, inp.config) for inp, _ in cands]
-                         for node, cands in zip(self._graph.nodes, self._candidates, strict=True)]
+        self._candidates = fetch_candidates(self._graph, read_records(records), self._target, max_sch_num)
+        self._layouts = [[record_layouts(record, self._target) for record in cands]
+                         for cands in self._candidates]
         self._layout_transform_perf_records: dict[tuple, Record | tuple[None, MeasureResult]] = {}
         self._problem: LayoutCostProblem | None = None
         self._optimal_choice: tuple[int, ...] | None = None
-
-    def _infer(self, task_name: str, workload: tuple, config: Any) -> tuple[str, str]:
-        with self._target:
-            (((_, in_layout),), ((_, out_layout),)) = get_infer_layout(task_name)(workload, config)
-        return in_layout, out_layout
-
-    def _fetch_candidates(self, records: Any) -> list[list[Record]]:
-        by_workload: dict[tuple, list[Record]] = {}
-        for inp, res in _records_of(records):
-            if res.error_no == MeasureErrorNo.NO_ERROR and inp.task is not None:
-                by_workload.setdefault(inp.task.workload, []).append((inp, res))
-        cache: dict[tuple, list[Record]] = {}
-        out = []
-        for node in self._graph.nodes:
-            if node.workload not in cache:
-                workloads = [node.workload]
-                winograd = winograd_implementation(node.call, self._target)
-                if winograd is not None and node.task_name == "conv2d_NCHWc.x86":
-                    workloads.append(winograd.workload)
-                own = [record for w in workloads for record in by_workload.get(w, [])]
-                if not own:
-                    raise TuneError(f"graph tuner: no tuning record of {node.task_name} for the workload "
-                                    f"{node.workload}: tune that task first")
-                best: dict[tuple[str, str], Record] = {}
-                for inp, res in own:
-                    layouts = self._infer(inp.task.name, inp.task.workload, inp.config)
-                    if layouts not in best or res.mean_cost < best[layouts][1].mean_cost:
-                        best[layouts] = (inp, res)
-                ranked = sorted(best.values(), key=lambda r: r[1].mean_cost)
-                cache[node.workload] = ranked[: self._max_sch_num]
-            out.append(cache[node.workload])
-        return out
 
     def _transform_workload(self, edge_index: int, src_cand: int, dst_cand: int) -> tuple | None:
         """The layout_transform workload of an edge for two candidates; None when no transform is
@@ -159,7 +124,7 @@ class BaseGraphTuner:
                         found[wkl] = None
         return list(found)
 
-    def benchmark_default_layouts(self, measure_option: dict | None = None, top: int = 3,
+    def benchmark_default_layouts(self, measure_option: dict[str, Any] | None = None, top: int = 3,
                                   remeasure: bool = False, tasks: Sequence[Task] = ()) -> None:
         """Measure each convolution's configs in its default layouts and make the fastest one a
         candidate (see ``default_layouts``); call it before ``benchmark_layout_transform``.
@@ -226,8 +191,8 @@ class BaseGraphTuner:
     def _add_candidate(self, v: int, record: Record) -> None:
         """``record`` as a candidate of convolution ``v``: in place of the one of its layouts when
         faster, else beside the others (kept even beyond ``max_sch_num``), costs ascending."""
-        inp, res = record
-        layouts = self._infer(inp.task.name, inp.task.workload, inp.config)
+        res = record[1]
+        layouts = record_layouts(record, self._target)
         pairs = list(zip(self._candidates[v], self._layouts[v], strict=True))
         same = [i for i, (_, lay) in enumerate(pairs) if lay == layouts]
         if same and pairs[same[0]][0][1].mean_cost <= res.mean_cost:
@@ -241,9 +206,10 @@ class BaseGraphTuner:
 
     def benchmark_layout_transform(self, min_exec_num: int = 100, timeout: float = 10, use_rpc: bool = False,
                                    device_key: str | None = None, host: str = "127.0.0.1", port: int = 9190,
-                                   n_parallel: int = 1, build_func: Any = "default",
-                                   layout_records: Any = None, target_host: Any = None,
-                                   infer_layout: bool = False, runner: Any = None) -> None:
+                                   n_parallel: int = 1, build_func: str | Callable[..., Any] = "default",
+                                   layout_records: RecordSource = None,
+                                   target_host: Target | str | None = None, infer_layout: bool = False,
+                                   runner: Runner | None = None) -> None:
         """Time every layout transform between adjacent candidates (TVM's arguments).
 
         Parameters
@@ -269,7 +235,7 @@ class BaseGraphTuner:
             raise TuneError("benchmark_layout_transform: infer_layout=True requires layout_records")
         known = self._layout_transform_perf_records
         elements, seconds = 0, 0.0
-        for inp, res in _records_of(layout_records):
+        for inp, res in read_records(layout_records):
             known[inp.task.workload] = (inp, res)
             elements += int(np.prod(inp.task.workload[1][1]))
             seconds += res.mean_cost
@@ -301,7 +267,8 @@ class BaseGraphTuner:
         self._problem = self._cost_problem()
         self._logger.info("Benchmarking layout transformation successful.")
 
-    def _measure_transforms(self, workloads: list[tuple], option: dict, target_host: Any) -> None:
+    def _measure_transforms(self, workloads: list[tuple], option: dict[str, Any],
+                            target_host: Target | str | None) -> None:
         """Build and time one layout_transform kernel per workload (a failure is an error record)."""
         for wkl in workloads:
             task = create_task(TASK_NAME, wkl[1:], self._target, target_host)
@@ -340,7 +307,7 @@ class BaseGraphTuner:
         return self._problem
 
     @property
-    def layout_transform_perf_records(self) -> dict[tuple, Any]:
+    def layout_transform_perf_records(self) -> dict[tuple, Record | tuple[None, MeasureResult]]:
         """Layout transform workload -> (MeasureInput, MeasureResult) of its timing."""
         return self._layout_transform_perf_records
 
@@ -389,20 +356,11 @@ class BaseGraphTuner:
         self._logger.info("Writing optimal schedules to %s successfully.", record_file)
 
 
-def _successful(batch: Any, inputs: list[MeasureInput]) -> list[Record]:
+def _successful(batch: MeasureBatch, inputs: list[MeasureInput]) -> list[Record]:
     """The records of ``inputs``, measured in one ``batch``, that ran without error."""
     results = batch(inputs) if inputs else []
     return [(inp, res) for inp, res in zip(inputs, results, strict=True)
             if res.error_no == MeasureErrorNo.NO_ERROR]
-
-
-def _records_of(records: Any) -> Any:
-    """Records of a log path, or the given iterable (TVM's ``records`` argument)."""
-    if records is None:
-        return []
-    if isinstance(records, (str, os.PathLike)):
-        return load_from_file(records)
-    return records
 
 
 def _logger(name: str, verbose: bool, log_file: str | None, level: int) -> logging.Logger:
