@@ -59,9 +59,10 @@ from tunecli.engine.job.model_spec import (
     read_model,
     read_ops,
 )
-from tunecli.engine.job.nodes import Node, load_document
+from tunecli.engine.job.nodes import Node
 from tunecli.engine.job.tasks import check_task_specs
 from tunecli.engine.job.tuning_spec import BuilderSpec, RunnerSpec, TunerSpec, read_measure, read_tuner
+from tunecli.engine.job.yaml_document import load_document
 from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.target import Target, as_target, host_cpu, host_features, host_triple, triple_arch
 from tunecli.engine.tuner.task_scheduler import budget_problem
