@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from tunecli.engine.log.layout_choice import choose
 from tunecli.engine.log.log_files import check_log_file, check_output_log, write_log
 from tunecli.engine.log.plausibility import plausible, workload_flop
-from tunecli.engine.log.record import encode, read_log
+from tunecli.engine.log.record import JsonValue, encode, read_log
 from tunecli.engine.log.task_records import lowest_per_config, record_key
 from tunecli.engine.task.text import config_text, workload_text
 
@@ -66,7 +65,7 @@ class BestReport:
     workloads: list[WorkloadBest] = field(default_factory=list)
     written: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return a JSON-serialisable dict."""
         return {
             "logs": self.logs, "records": self.records, "errors": self.errors, "written": self.written,
@@ -79,7 +78,7 @@ class BestReport:
         }
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     return value

@@ -23,16 +23,24 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
-from typing import IO, Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, TypeAlias
 
 from tunecli.engine.log import tophub
 from tunecli.engine.log.layout_choice import choose, layout_key
 from tunecli.engine.log.log_files import write_log
 from tunecli.engine.log.nearest_record import Reference, nearest_config
-from tunecli.engine.log.record import encode, load_from_buffer, load_from_file, measure_str_key
+from tunecli.engine.log.record import (
+    LogRecord,
+    Record,
+    encode,
+    load_from_buffer,
+    load_from_file,
+    measure_str_key,
+)
 from tunecli.engine.log.task_records import record_key
-from tunecli.engine.target import as_target
+from tunecli.engine.measure.result import MeasureInput, MeasureResult
+from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.config_source import ConfigSource
 from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
 from tunecli.engine.task.space import ConfigSpace
@@ -42,6 +50,10 @@ logger = logging.getLogger("autotvm")
 
 #: ``TUNECLI_NO_NEAREST=1``: workloads without a record get the fallback config, as before nearest records.
 NO_NEAREST_ENV = "TUNECLI_NO_NEAREST"
+#: What ``ApplyHistoryBest`` loads: a log's path, a file object, records (pairs or ``LogRecord``s),
+#: or iterables of these.
+RecordSources: TypeAlias = ("str | bytes | os.PathLike[str] | IO[str] "
+                             "| Iterable[Record | LogRecord | RecordSources]")
 
 
 class ApplyHistoryBest(DispatchContext):
@@ -59,24 +71,25 @@ class ApplyHistoryBest(DispatchContext):
         by default unless the environment sets ``TUNECLI_NO_NEAREST=1``.
     """
 
-    def __init__(self, records: Any = None, pretuned: bool = True, nearest: bool | None = None):
+    def __init__(self, records: RecordSources | None = None, pretuned: bool = True,
+                 nearest: bool | None = None) -> None:
         super().__init__()
         self.pretuned = pretuned
         self.nearest = os.environ.get(NO_NEAREST_ENV) != "1" if nearest is None else nearest
         self._origin_kind = "log"
         self._references: list[Reference] | None = None
         self._nearest_memo: dict[tuple, ConfigSpace | None] = {}
-        self.best_by_target: dict[tuple, tuple] = {}
-        self.best_by_targetkey: dict[tuple, tuple] = {}
-        self.best_by_model: dict[tuple, tuple] = {}
-        self.best_by_cpu: dict[tuple, tuple] = {}
+        self.best_by_target: dict[tuple, Record] = {}
+        self.best_by_targetkey: dict[tuple, Record] = {}
+        self.best_by_model: dict[tuple, Record] = {}
+        self.best_by_cpu: dict[tuple, Record] = {}
         self._best_user_defined: dict[tuple, ConfigSpace] = {}
         # per (table name, key): the best record of each (target, layout) seen, for ``layout_choice``
-        self._layout_groups: dict[tuple[str, tuple], dict[tuple, tuple]] = {}
+        self._layout_groups: dict[tuple[str, tuple], dict[tuple, Record]] = {}
         if records:
             self.load(records)
 
-    def load(self, records: Any) -> None:
+    def load(self, records: RecordSources) -> None:
         """Add the records of ``records`` (same forms as the constructor).
 
         Parameters
@@ -109,7 +122,7 @@ class ApplyHistoryBest(DispatchContext):
         logger.debug("Finished loading history best: %d target keys, %d models",
                      len(self.best_by_targetkey), len(self.best_by_model))
 
-    def _keep(self, name: str, key: tuple, group: tuple, inp: Any, res: Any, cost: float,
+    def _keep(self, name: str, key: tuple, group: tuple, inp: MeasureInput, res: MeasureResult, cost: float,
               unsettled: set[tuple[str, tuple]]) -> None:
         """Keep (inp, res) as the best of its layout group under ``key`` of table ``name``; a key
         with records in several groups is chosen among them at the end of ``load`` (``unsettled``)."""
@@ -120,7 +133,7 @@ class ApplyHistoryBest(DispatchContext):
         else:
             unsettled.add((name, key))
 
-    def _query_inside(self, target: Any, workload: tuple | None) -> Any:
+    def _query_inside(self, target: Target | None, workload: tuple | None) -> ConfigSpace | None:
         if target is None:
             raise TuneError(
                 "ApplyHistoryBest.query: Need a target context to find the history best. Hint: If your "
@@ -151,7 +164,7 @@ class ApplyHistoryBest(DispatchContext):
                     return config
         return None
 
-    def query(self, target: Any, workload: tuple | None) -> ConfigSpace:
+    def query(self, target: Target | None, workload: tuple | None) -> ConfigSpace:
         """The config of ``workload`` on ``target``: a record's (here, then in the enclosing
         contexts), else the nearest record's, else the fallback config (see the module docstring).
 
@@ -179,14 +192,14 @@ class ApplyHistoryBest(DispatchContext):
                 return chosen
         return outer.query(target, workload)
 
-    def _nearest(self, target: Any, workload: tuple) -> ConfigSpace | None:
+    def _nearest(self, target: Target, workload: tuple) -> ConfigSpace | None:
         """The nearest record's config of ``workload`` among the records of this context, the
         enclosing ``ApplyHistoryBest`` contexts and their packages (memoized until ``load``)."""
         key = (str(target), workload)
         if key not in self._nearest_memo:
             references: list[Reference] = []
             contexts: list[ApplyHistoryBest] = []
-            ctx: Any = self
+            ctx: DispatchContext | None = self
             while isinstance(ctx, ApplyHistoryBest):
                 if ctx.nearest:
                     contexts.append(ctx)
@@ -208,7 +221,7 @@ class ApplyHistoryBest(DispatchContext):
                 for inp, res in self.best_by_target.values()]
         return self._references
 
-    def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
+    def update(self, target: Target, workload: tuple, cfg: ConfigSpace) -> None:
         """Make ``cfg`` the best config for ``workload`` under the target's model and keys."""
         self._nearest_memo.clear()
         cfg.cost = 0
@@ -223,7 +236,7 @@ apply_history_best = ApplyHistoryBest
 _PACKAGES: dict[tuple[str, int], ApplyHistoryBest] = {}
 
 
-def pretuned_packages(target: Any) -> list[ApplyHistoryBest]:
+def pretuned_packages(target: Target | str) -> list[ApplyHistoryBest]:
     """The records of each pre-tuned package file of ``target`` (``tophub.package_files``), in
     search order (a user's package before the shipped one: costs measured on different machines
     are not compared), each file loaded once.
@@ -248,7 +261,8 @@ def pretuned_packages(target: Any) -> list[ApplyHistoryBest]:
     return packages
 
 
-def tophub_context(target: Any, extra_files: Iterable[Any] | None = None) -> ApplyHistoryBest:
+def tophub_context(target: Target | str | Sequence[Target | str],
+                   extra_files: Iterable[str | os.PathLike[str]] | None = None) -> ApplyHistoryBest:
     """TVM's ``autotvm.tophub.context``: a dispatch context of the pre-tuned packages of the target(s).
 
     Parameters
@@ -273,14 +287,15 @@ def tophub_context(target: Any, extra_files: Iterable[Any] | None = None) -> App
     return context
 
 
-def _keep_best(table: dict, key: tuple, inp: Any, res: Any, cost: float) -> None:
+def _keep_best(table: dict[tuple, Record], key: tuple, inp: MeasureInput, res: MeasureResult,
+               cost: float) -> None:
     """Store (inp, res) under key unless a record at least as fast is there (ties keep the first)."""
     old = table.get(key)
     if old is None or cost < old[1].mean_cost:
         table[key] = (inp, res)
 
 
-def _iter_sourced(records: Any) -> Iterable[tuple[Any, Any, str | None]]:
+def _iter_sourced(records: RecordSources | None) -> Iterator[tuple[MeasureInput, MeasureResult, str | None]]:
     """Flatten paths, file objects and (nested) iterables of records into (inp, res, path) triples
     (path None for records not read from a named file)."""
     if records is None:
@@ -304,7 +319,7 @@ def _iter_sourced(records: Any) -> Iterable[tuple[Any, Any, str | None]]:
             yield from _iter_sourced(item)
 
 
-def _is_record_pair(item: Any) -> bool:
+def _is_record_pair(item: object) -> bool:
     return (isinstance(item, tuple) and len(item) == 2 and hasattr(item[0], "config")
             and hasattr(item[1], "error_no"))
 
@@ -326,7 +341,7 @@ def pick_best(in_file: str | os.PathLike, out_file: str | os.PathLike | IO[str])
     int
         Number of records written.
     """
-    sources: list[Any] = [in_file]
+    sources: list[str | os.PathLike] = [in_file]
     if isinstance(out_file, (str, os.PathLike)) and os.path.isfile(out_file):
         sources.append(out_file)
     records = [pair for src in sources for pair in load_from_file(src)]

@@ -14,9 +14,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TypeAlias
 
+from tunecli.engine.log.record import Record
+from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.target import Target
+from tunecli.engine.task.annotate_space import AnnotateEntity
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.space_entities import OtherOptionEntity, ReorderEntity, SplitEntity
 from tunecli.engine.task.task import TASK_TABLE, create
 
 logger = logging.getLogger("autotvm")
@@ -33,21 +39,23 @@ LAYOUT_MARGIN = 0.05
 #: The default layout (``layout_key`` of the fallback config) per (target text, workload); None when
 #: the template cannot be traced for it.
 _DEFAULTS: dict[tuple[str, tuple], tuple | None] = {}
+#: A knob's value in a config.
+Entity: TypeAlias = SplitEntity | ReorderEntity | AnnotateEntity | OtherOptionEntity
 
 
-def entity_key(entity: Any) -> Any:
+def entity_key(entity: Entity) -> object:
     """What identifies an entity within its knob (a split's inner sizes: the outer one may be -1)."""
     size = getattr(entity, "size", None)
     return tuple(size[1:]) if size is not None else getattr(entity, "val", entity)
 
 
-def layout_key(config: Any) -> tuple | None:
+def layout_key(config: ConfigSpace) -> tuple | None:
     """The layout knobs of ``config`` as ``((name, entity key), ...)``; None when it has none."""
     names = [name for name in LAYOUT_KNOBS if _has_knob(config, name)]
     return tuple((name, entity_key(config[name])) for name in names) if names else None
 
 
-def default_layout(target: Any, workload: tuple) -> tuple | None:
+def default_layout(target: Target | str, workload: tuple) -> tuple | None:
     """``layout_key`` of the template's fallback config for ``workload`` on ``target`` (traced once
     per process); None when the template cannot be traced for it or has no layout knobs."""
     key = (str(target), workload)
@@ -64,13 +72,13 @@ def default_layout(target: Any, workload: tuple) -> tuple | None:
     return _DEFAULTS[key]
 
 
-def has_default_layout(inp: Any) -> bool:
+def has_default_layout(inp: MeasureInput) -> bool:
     """True when the record of ``inp`` (a MeasureInput) is in its template's default layouts."""
     mine = layout_key(inp.config)
     return mine is not None and mine == default_layout(inp.target, inp.task.workload)
 
 
-def choose(candidates: Iterable[tuple[Any, Any]]) -> tuple[Any, Any] | None:
+def choose(candidates: Iterable[Record]) -> Record | None:
     """The record of one workload that answers (see the module docstring).
 
     Parameters
@@ -98,7 +106,7 @@ def choose(candidates: Iterable[tuple[Any, Any]]) -> tuple[Any, Any] | None:
     return best_default
 
 
-def _has_knob(config: Any, name: str) -> bool:
+def _has_knob(config: ConfigSpace, name: str) -> bool:
     try:
         return name in config
     except TypeError:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible, workload_flop
-from tunecli.engine.log.record import read_log
+from tunecli.engine.log.record import JsonValue, read_log
 from tunecli.engine.log.task_records import lowest_per_config, record_key
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.task.text import workload_text
@@ -64,7 +63,7 @@ class LogView:
     errors: Counter = field(default_factory=Counter)
     workloads: list[WorkloadCurve] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return a JSON-serialisable dict."""
         return {"path": self.path, "records": self.records, "errors": dict(self.errors),
                 "workloads": [{"target": w.target, "workload": w.label, "trials": len(w.costs),
@@ -108,7 +107,7 @@ def inspect_log(path: str) -> LogView:
     return view
 
 
-def _error_name(error_no: Any) -> str:
+def _error_name(error_no: int) -> str:
     try:
         return MeasureErrorNo(int(error_no)).name
     except ValueError:

@@ -30,9 +30,8 @@ import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from tunecli.engine.log.layout_choice import LAYOUT_KNOBS
+from tunecli.engine.log.layout_choice import LAYOUT_KNOBS, Entity
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import ConfigSource
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -106,7 +105,7 @@ def workload_distance(a: tuple, b: tuple) -> float | None:
     return _distance(a[1:], b[1:], in_shape=False)
 
 
-def _distance(a: Any, b: Any, in_shape: bool) -> float | None:
+def _distance(a: object, b: object, in_shape: bool) -> float | None:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if len(a) != len(b):
             return None
@@ -125,7 +124,7 @@ def _distance(a: Any, b: Any, in_shape: bool) -> float | None:
     return 0.0 if a == b else None
 
 
-def _is_number(x: Any) -> bool:
+def _is_number(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
@@ -226,7 +225,7 @@ def nearest_reference(target: Target, workload: tuple, references: Iterable[Refe
     return min(scored, key=lambda item: item[:2])[2]
 
 
-def entity_distance(a: Any, b: Any) -> float:
+def entity_distance(a: Entity, b: Entity) -> float:
     """How far two entities of one knob are apart: splits by the logarithms of their inner factors
     (the outer one is what remains), numeric options by their logarithms, anything else 0 or 1."""
     if isinstance(a, SplitEntity) and isinstance(b, SplitEntity):
@@ -244,7 +243,7 @@ def entity_distance(a: Any, b: Any) -> float:
     return 0.0 if repr(a) == repr(b) else 1.0
 
 
-def nearest_position(entities: Sequence[Any], wanted: Any) -> int:
+def nearest_position(entities: Sequence[Entity], wanted: Entity) -> int:
     """The position of the entity of ``entities`` nearest to ``wanted`` (the first of equals)."""
     return min(range(len(entities)), key=lambda i: (entity_distance(entities[i], wanted), i))
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from tunecli.engine.ir.dtype import parse_dtype
 from tunecli.engine.log.record import LogRecord, SkipWarnings
@@ -78,7 +77,7 @@ def _template_flop(name: str, args: tuple, target: str | Target) -> float | None
     return float(task.flop) if task.flop else None
 
 
-def _narrowest_bits(args: Any) -> int:
+def _narrowest_bits(args: object) -> int:
     """Bits of the narrowest element type named in serialized arguments (32 when none is)."""
     found = []
     stack = [args]
@@ -96,7 +95,7 @@ def _narrowest_bits(args: Any) -> int:
     return min(found, default=32)
 
 
-def peak_flops(target: str | Target, args: Any = ()) -> float:
+def peak_flops(target: str | Target, args: tuple = ()) -> float:
     """Return FLOPS no machine of ``target`` exceeds on a workload with arguments ``args``.
 
     Parameters

@@ -28,7 +28,7 @@ import os
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TypeAlias
 
 import numpy as np
 
@@ -47,6 +47,10 @@ _ERROR_COSTS = (1e9,)
 _ERROR_NUMBERS = frozenset(int(e) for e in MeasureErrorNo)
 #: Longer lines are skipped unread (a record of TVM's largest workloads is a few kilobytes).
 MAX_LINE_CHARS = 1 << 20
+#: A value of a parsed log line (untrusted: every field is checked before use).
+JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+#: One measurement as logs hold it.
+Record: TypeAlias = tuple[MeasureInput, MeasureResult]
 
 
 def encode(inp: MeasureInput, result: MeasureResult, protocol: str = "json") -> str:
@@ -80,11 +84,11 @@ def encode(inp: MeasureInput, result: MeasureResult, protocol: str = "json") -> 
 class _PlainUnpickler(pickle.Unpickler):
     """Unpickles plain values (dicts, lists, strings, numbers) and refuses every class."""
 
-    def find_class(self, module: str, name: str) -> Any:
+    def find_class(self, module: str, name: str) -> type:
         raise _bad("not a record", f"a pickled record naming {module}.{name}")
 
 
-def _unpickled(row: str) -> Any:
+def _unpickled(row: str) -> JsonValue:
     """The plain value of a ``pickle`` protocol line (lists where the pickle had tuples)."""
     try:
         value = _PlainUnpickler(io.BytesIO(base64.b64decode(row.strip(), validate=True))).load()
@@ -93,7 +97,7 @@ def _unpickled(row: str) -> Any:
     return json.loads(json.dumps(value))
 
 
-def _as_tuple(x: Any) -> Any:
+def _as_tuple(x: object) -> object:
     return tuple(_as_tuple(a) for a in x) if isinstance(x, list) else x
 
 
@@ -101,17 +105,17 @@ def _bad(kind: str, message: str) -> RecordError:
     return RecordError(message, kind=kind)
 
 
-def _is_number(x: Any) -> bool:
+def _is_number(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _checked_index(index: Any) -> int:
+def _checked_index(index: object) -> int:
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise _bad("bad config index", f"config index {index!r} is not a non-negative integer")
     return index
 
 
-def _checked_result(result: Any) -> MeasureResult:
+def _checked_result(result: object) -> MeasureResult:
     """The MeasureResult of a log's ``result`` field, refused unless it is one a run can produce."""
     if not isinstance(result, list) or len(result) != 4:
         raise _bad("not a record", "result is not [costs, error_no, all_cost, timestamp]")
@@ -132,7 +136,7 @@ def _checked_result(result: Any) -> MeasureResult:
     return MeasureResult(tuple(costs), MeasureErrorNo(error_no), all_cost, timestamp)
 
 
-def _make_pair(target: Any, name: Any, args: Any, config: ConfigEntity, result: Any) -> tuple:
+def _make_pair(target: object, name: object, args: object, config: ConfigEntity, result: object) -> Record:
     if not isinstance(target, str) or not isinstance(name, str) or not isinstance(args, list):
         raise _bad("not a record", "input is not [target, template name, [args], {kwargs}]")
     _checked_index(config.index)

@@ -27,15 +27,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from typing import Any
 
+from tunecli.engine.log.record import Record
 from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.target import Target, as_target
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace
+from tunecli.engine.task.task import Task
 
 logger = logging.getLogger("autotvm")
 
 
-def record_key(inp: MeasureInput) -> tuple[Any, tuple]:
+def record_key(inp: MeasureInput) -> tuple[Target | None, tuple]:
     """Return ``(target, workload)``: records with equal keys are records of one task.
 
     Parameters
@@ -50,12 +52,12 @@ def record_key(inp: MeasureInput) -> tuple[Any, tuple]:
     return _target(inp.target), inp.task.workload
 
 
-def _target(target: Any) -> Target | None:
+def _target(target: Target | str | None) -> Target | None:
     """A Target for a Target or a target string (as a user's MeasureInput may hold)."""
     return None if target is None else as_target(target)
 
 
-def _normalised_entities(config: Any) -> list:
+def _normalised_entities(config: ConfigEntity) -> list:
     """The log form of a config's entities, with split outer extents written as -1."""
     out = []
     for name, tag, value in config.to_json_dict()["entity"]:
@@ -66,7 +68,7 @@ def _normalised_entities(config: Any) -> list:
     return out
 
 
-def denotes(space: Any, config: Any) -> bool:
+def denotes(space: ConfigSpace, config: ConfigEntity) -> bool:
     """True when ``config.index`` decodes to ``config``'s entities in ``space``.
 
     Parameters
@@ -85,7 +87,7 @@ def denotes(space: Any, config: Any) -> bool:
     return _normalised_entities(space.get(index)) == _normalised_entities(config)
 
 
-def belongs_to(inp: MeasureInput, task: Any) -> bool:
+def belongs_to(inp: MeasureInput, task: Task) -> bool:
     """True when the record of ``inp`` is a record of ``task`` (see the module docstring).
 
     Parameters
@@ -106,7 +108,7 @@ def belongs_to(inp: MeasureInput, task: Any) -> bool:
     return False
 
 
-def records_of(records: Iterable[tuple], task: Any) -> list[tuple]:
+def records_of(records: Iterable[Record], task: Task) -> list[Record]:
     """Return the records of ``task`` among ``records``, in order.
 
     Parameters
