@@ -51,7 +51,7 @@ def test_build_register_tiled_dense_schedule():
     mod(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
     ll = mod.get_source("ll")
-    assert "alloca [128 x float]" not in ll and "call void @GOMP_parallel" in ll
+    assert "alloca [128 x float]" not in ll and "@dense_k__parallel_for" in ll
 
 
 def test_build_padding_with_if_then_else_and_odd_sizes():

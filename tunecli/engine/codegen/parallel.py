@@ -1,18 +1,21 @@
-"""Outlining of ``parallel`` loops into functions run by libgomp's ``GOMP_parallel``.
+"""Outlining of ``parallel`` loops into chunk functions run by the thread pool.
 
 For the outermost parallel loop of a kernel, codegen emits
 
 * ``<entry>_par<k>_body(ptr noalias buf..., value..., begin, end)``: the loop over
   ``[begin, end)`` (buffers arrive as ``noalias`` arguments, so alias analysis stays as good as
   in the kernel itself);
-* ``<entry>_par<k>(ptr closure)``: reads the captured values from the closure struct, takes its
-  static chunk of the iteration range from ``omp_get_thread_num``/``omp_get_num_threads`` and
-  calls the body;
-* in the kernel: the closure on the stack and ``GOMP_parallel(fn, closure, n, 0)``, where ``n``
-  is read from the global ``<entry>__num_threads`` (0 lets libgomp choose; the loader writes
-  :func:`tunecli.engine.runtime.openmp.get_num_threads` there).
+* ``<entry>_par<k>(ptr closure, i64 begin, i64 end)``: reads the captured values from the closure
+  struct and runs iterations ``[begin, end)`` of the loop (offsets from its ``min``);
+* in the kernel: the closure on the stack and ``parallel_for(chunk_fn, closure, extent, n)``,
+  called through the pointer in the global ``<entry>__parallel_for`` with ``n`` read from the
+  global ``<entry>__num_threads``.  The loader writes
+  :func:`tunecli.engine.runtime.thread_pool.parallel_for_address` and
+  :func:`tunecli.engine.runtime.openmp.get_num_threads` there; while the pointer is null or
+  ``n`` ≤ 1 the kernel calls the chunk function once on the whole range itself.
 
-Parallel loops nested inside the outlined body run serially.
+The object references no threading library: how chunks are shared among threads is the pool's
+business (``runtime/thread_pool.py``).  Parallel loops nested inside the outlined body run serially.
 """
 
 from __future__ import annotations
@@ -25,17 +28,27 @@ from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.visitor import Visitor
 
-from .llvm_types import I32, PTR, VOID, value_type
+from .llvm_types import I32, I64, PTR, VOID, value_type
 
 if TYPE_CHECKING:
     from .emit_stmt import StmtEmitter
 
 NUM_THREADS_SUFFIX = "__num_threads"
+PARALLEL_FOR_SUFFIX = "__parallel_for"
+#: ``void fn(ptr closure, i64 begin, i64 end)``: runs iterations ``[begin, end)`` of an outlined loop.
+CHUNK_FN_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
+#: ``void parallel_for(fn, ptr closure, i64 extent, i32 nthreads)`` (``runtime.thread_pool``).
+PARALLEL_FOR_TYPE = ir.FunctionType(VOID, [ir.PointerType(CHUNK_FN_TYPE), PTR, I64, I32])
 
 
 def num_threads_symbol(entry_name: str) -> str:
     """Name of the global holding the thread count of kernel ``entry_name``."""
     return entry_name + NUM_THREADS_SUFFIX
+
+
+def parallel_for_symbol(entry_name: str) -> str:
+    """Name of the global holding the thread pool's ``parallel_for`` address for kernel ``entry_name``."""
+    return entry_name + PARALLEL_FOR_SUFFIX
 
 
 class _Captures(Visitor):
@@ -62,7 +75,7 @@ class _Captures(Visitor):
 
 
 def emit_parallel_for(em: StmtEmitter, s: S.For) -> None:
-    """Emit ``s`` (a parallel loop) as an outlined body run by ``GOMP_parallel``."""
+    """Emit ``s`` (a parallel loop) as an outlined chunk function run by the thread pool."""
     ctx = em.ctx
     uses = _Captures()
     uses.visit(s.body)
@@ -89,37 +102,50 @@ def emit_parallel_for(em: StmtEmitter, s: S.For) -> None:
     child.emit_range_loop(s.loop_var, begin, end, lambda: child.stmt(s.body), loop_ty)
     child.builder.ret_void()
 
-    # the closure and the function libgomp runs on each thread
-    fields = [PTR] * len(buf_list) + val_types + [loop_ty, loop_ty]
+    # the closure and the chunk function the pool calls: fn(closure, begin, end), offsets from lo
+    fields = [PTR] * len(buf_list) + val_types + [loop_ty]
     closure_ty = ir.LiteralStructType(fields)
-    worker = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR]), name)
-    worker.linkage = "internal"
-    w = ir.IRBuilder(worker.append_basic_block("entry"))
-    data = worker.args[0]
+    chunk_fn = ir.Function(ctx.module, CHUNK_FN_TYPE, name)
+    chunk_fn.linkage = "internal"
+    chunk_fn.attributes.add("noinline")  # one copy of the loop: the serial path calls it too
+    w = ir.IRBuilder(chunk_fn.append_basic_block("entry"))
+    data, c_begin, c_end = chunk_fn.args
     loaded = [w.load(w.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
                            source_etype=closure_ty), typ=t) for k, t in enumerate(fields)]
-    w_lo, w_extent = loaded[-2], loaded[-1]
-    tid = _cast_int(w, w.call(em.declare("omp_get_thread_num", I32, []), []), loop_ty)
-    nthreads = _cast_int(w, w.call(em.declare("omp_get_num_threads", I32, []), []), loop_ty)
-    one = ir.Constant(loop_ty, 1)
-    chunk = w.sdiv(w.sub(w.add(w_extent, nthreads), one), nthreads)
-    start = w.mul(tid, chunk)
-    stop = w.add(start, chunk)
-    stop = w.select(w.icmp_signed("<", stop, w_extent), stop, w_extent)
-    with w.if_then(w.icmp_signed("<", start, stop)):
-        w.call(body_fn, loaded[:-2] + [w.add(w_lo, start), w.add(w_lo, stop)])
+    w_lo = loaded[-1]
+    w.call(body_fn, loaded[:-1] + [w.add(w_lo, _cast_int(w, c_begin, loop_ty)),
+                                   w.add(w_lo, _cast_int(w, c_end, loop_ty))])
     w.ret_void()
 
-    # the call site in the kernel
+    # the call site in the kernel: the pool when one is installed and threads > 1, else serially
     b = em.builder
     closure = em.alloca(closure_ty, align=16)
-    values = [em.buffers[x] for x in buf_list] + [em.vars[v] for v in var_list] + [lo, extent]
+    values = [em.buffers[x] for x in buf_list] + [em.vars[v] for v in var_list] + [lo]
     for k, v in enumerate(values):
         b.store(v, b.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
                          source_etype=closure_ty))
-    gomp = em.declare("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
     count = b.load(num_threads_global(em), typ=I32)
-    b.call(gomp, [worker, closure, count, ir.Constant(I32, 0)])
+    launch = b.load(parallel_for_global(em), typ=ir.PointerType(PARALLEL_FOR_TYPE))
+    extent64 = _cast_int(b, extent, I64)
+    pooled = b.and_(b.icmp_signed(">", count, ir.Constant(I32, 1)),
+                    b.icmp_unsigned("!=", b.ptrtoint(launch, I64), ir.Constant(I64, 0)))
+    with b.if_else(pooled) as (then, otherwise):
+        with then:
+            b.call(launch, [chunk_fn, closure, extent64, count])
+        with otherwise:
+            with b.if_then(b.icmp_signed(">", extent64, ir.Constant(I64, 0))):
+                b.call(chunk_fn, [closure, ir.Constant(I64, 0), extent64])
+
+
+def parallel_for_global(em: StmtEmitter) -> ir.GlobalVariable:
+    """The module's ``<entry>__parallel_for`` global (created on first use, initially null)."""
+    ctx = em.ctx
+    name = parallel_for_symbol(ctx.entry_name)
+    if name not in ctx.module.globals:
+        g = ir.GlobalVariable(ctx.module, PTR, name)
+        g.initializer = ir.Constant(PTR, None)
+        g.align = 8
+    return ctx.module.globals[name]
 
 
 def num_threads_global(em: StmtEmitter) -> ir.GlobalVariable:

@@ -5,7 +5,8 @@ Modules::
     device.py   Device: the interface of a backend (memory, load/launch/sync, timing on its clock)
     cpu.py      CPUDevice: the host (LLJIT linking, ctypes launches, guard-page arrays)
     cuda.py     CUDADevice: NVIDIA GPUs through the driver API of cuda-bindings (PTX, CUDA events)
-    openmp.py   libgomp and the thread count of parallel loops (set_num_threads, TUNECLI_NUM_THREADS)
+    openmp.py   the thread count of parallel loops (set_num_threads, TUNECLI_NUM_THREADS)
+    thread_pool.py  the pool of threads that runs parallel loops in chunks
     timer.py    time_calls: TVM's time_evaluator loop on the host clock
     devices.py  the table of device kinds: device(name | type | target), cpu(), device_for_target()
     ndarray.py  NDArray, array(), empty(): TVM's nd face over a device's memory

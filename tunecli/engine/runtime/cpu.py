@@ -1,10 +1,11 @@
 """The host CPU as a :class:`~tunecli.engine.runtime.device.Device`.
 
 Arrays are numpy arrays in this process's memory.  A kernel's object is linked into a
-process-wide LLJIT (with libgomp, libm and libc resolved from the process) and called through
+process-wide LLJIT (with libm and libc resolved from the process) and called through
 ctypes with one data pointer per argument; before each launch the thread count of its
 ``parallel`` loops (:mod:`tunecli.engine.runtime.openmp`) is written into the kernel's
-``<entry>__num_threads`` global.  A *guarded* array ends just before a ``PROT_NONE`` page, so a
+``<entry>__num_threads`` global (its ``<entry>__parallel_for`` points at the thread pool,
+:mod:`tunecli.engine.runtime.thread_pool`).  A *guarded* array ends just before a ``PROT_NONE`` page, so a
 kernel that writes past its end faults at once (a measurement worker reports that as a runtime
 error) instead of corrupting memory silently.  Timing uses ``time.perf_counter``.
 """
@@ -24,13 +25,13 @@ import numpy as np
 
 from tunecli.engine.codegen import ArgSpec, CompiledKernel
 from tunecli.engine.codegen.compile import LOCK
-from tunecli.engine.codegen.parallel import num_threads_symbol
+from tunecli.engine.codegen.parallel import num_threads_symbol, parallel_for_symbol
 from tunecli.engine.target import Target, host_arch
 from tunecli.errors import ArgumentError, CodegenError, TargetError
 
 from .device import Device
 from .heap import keep_scratch_memory
-from .openmp import get_num_threads, load_libgomp
+from .openmp import bind_thread_pool, get_num_threads
 from .timer import time_calls
 
 #: Alignment of every guarded array's start, in bytes (TVM's ``kAllocAlignment``).
@@ -140,14 +141,12 @@ def _link(kernel: CompiledKernel) -> CPUKernel:
     _check_object_machine(kernel.obj, entry)
     jit = _jit()
     keep_scratch_memory()  # the kernel's heap scratch buffers are reused from call to call
-    if b"GOMP_parallel" in kernel.obj:
-        load_libgomp()  # parallel loops: the JIT resolves GOMP_* from the process
-    threads_name = num_threads_symbol(entry)
-    has_threads = threads_name.encode() in kernel.obj
+    threads_name, pool_name = num_threads_symbol(entry), parallel_for_symbol(entry)
+    has_threads, has_pool = threads_name.encode() in kernel.obj, pool_name.encode() in kernel.obj
     builder = llvm.JITLibraryBuilder().add_object_img(kernel.obj).add_current_process()
     builder.export_symbol(entry)
-    if has_threads:
-        builder.export_symbol(threads_name)
+    for name in (threads_name,) * has_threads + (pool_name,) * has_pool:
+        builder.export_symbol(name)
     try:
         library = builder.link(jit, f"tunecli_kernel{next(_library_ids)}")
     except RuntimeError as err:
@@ -157,6 +156,8 @@ def _link(kernel: CompiledKernel) -> CPUKernel:
         raise CodegenError(f"module: symbol {entry!r} is not defined in the object")
     threads = ctypes.c_int32.from_address(library[threads_name]) if has_threads and library[threads_name] \
         else None
+    if has_pool and library[pool_name]:
+        bind_thread_pool(library[pool_name])  # parallel loops run on the thread pool
     func = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(kernel.arg_specs)))(address)
     return CPUKernel(entry, tuple(kernel.arg_specs), func, threads, library)
 

@@ -19,6 +19,7 @@ one error, kernels compiled for a processor other than this machine's.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import math
@@ -41,7 +42,7 @@ from .graph_executor import Executor, GraphExecutor, GraphModule
 from .heap import keep_scratch_memory
 from .module import Module
 from .module import load_module as load_object
-from .openmp import load_libgomp
+from .openmp import bind_thread_pool
 
 MAGIC = b"TUNECLI-GRAPH\x00\x01\x00"
 BLOB_SYMBOL = "tunecli_graph_blob"
@@ -269,7 +270,6 @@ def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
         return load_graph_archive(where)
     with open(where, "rb") as f:
         _check_object_machine(f.read(20), os.path.basename(where))
-    load_libgomp()
     keep_scratch_memory()
     try:
         lib = ctypes.CDLL(os.path.abspath(where), mode=ctypes.RTLD_LOCAL)
@@ -293,6 +293,8 @@ def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
                 threads = ctypes.c_int32.in_dll(lib, f"{name}__num_threads")
             except ValueError:
                 threads = None
+            with contextlib.suppress(ValueError):  # parallel loops run on the thread pool
+                bind_thread_pool(ctypes.addressof(ctypes.c_void_p.in_dll(lib, f"{name}__parallel_for")))
             kernels[name] = CPUKernel(name, (), func, threads, lib)
         return kernels
 
