@@ -9,12 +9,28 @@ EQ/NE nodes whose truth value is object identity, so nodes still work as dict ke
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from tunecli.errors import ExprError
 
 from .dtype import element_of, lanes_of, max_of, min_of, parse_dtype, promote
 from .node import Node, set_fields
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .stmt import Buffer
+
+
+class ExprConvertible(Protocol):
+    """What stands for an expression (an IterVar, a one-element tensor)."""
+
+    def as_expr(self) -> Expr: ...
+
+
+#: What ``convert`` turns into an expression: an expression, a Python or numpy number, or an
+#: object with ``as_expr()``.
+ExprLike: TypeAlias = "Expr | int | float | np.number | np.bool_ | ExprConvertible"
 
 
 class Expr(Node):
@@ -62,7 +78,7 @@ class Expr(Node):
         """Return this expression cast to ``dtype``."""
         return cast(dtype, self)
 
-    def equal(self, other: Any) -> bool:
+    def equal(self, other: ExprLike) -> bool:
         """True when ``other`` is the same node or an equal constant."""
         other = convert(other)
         if self is other:
@@ -234,7 +250,7 @@ class Select(Expr):
               dtype=true_value.dtype)
 
 
-def _select_operands(condition: Any, t: Any, f: Any) -> tuple[Expr, Expr, Expr]:
+def _select_operands(condition: ExprLike, t: ExprLike, f: ExprLike) -> tuple[Expr, Expr, Expr]:
     """Convert Select's operands: a number takes the dtype of the other branch's expression."""
     c = convert(condition)
     if not isinstance(t, Expr) and isinstance(f, Expr):
@@ -246,7 +262,7 @@ def _select_operands(condition: Any, t: Any, f: Any) -> tuple[Expr, Expr, Expr]:
     return c, tv, fv
 
 
-def _is_number(x: Any) -> bool:
+def _is_number(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
@@ -287,7 +303,7 @@ class BufferLoad(Expr):
     __slots__ = ("buffer", "indices")
     _fields = ("indices",)
 
-    def __init__(self, buffer: Any, indices: tuple[Expr, ...] | list[Expr]):
+    def __init__(self, buffer: Buffer, indices: tuple[ExprLike, ...] | list[ExprLike]):
         indices = tuple(convert(i) for i in indices)
         lanes = max((lanes_of(i.dtype) for i in indices), default=1)
         dtype = buffer.dtype if lanes == 1 else f"{element_of(buffer.dtype)}x{lanes}"
@@ -306,7 +322,7 @@ class Let(Expr):
 
 # construction helpers ---------------------------------------------------------------------------
 
-def const(value: Any, dtype: str | None = None) -> ConstExpr:
+def const(value: int | float | bool, dtype: str | None = None) -> ConstExpr:
     """A constant of ``dtype`` (default: int32 for ints and bools, float32 for floats)."""
     if dtype is None:
         dtype = "float32" if isinstance(value, float) else "int32"
@@ -322,7 +338,7 @@ def const(value: Any, dtype: str | None = None) -> ConstExpr:
     return IntImm(int(value), dtype)
 
 
-def convert(value: Any, dtype: str | None = None) -> Expr:
+def convert(value: ExprLike, dtype: str | None = None) -> Expr:
     """Turn a Python number (or an expression) into an expression."""
     if isinstance(value, Expr):
         return value
@@ -340,7 +356,7 @@ def convert(value: Any, dtype: str | None = None) -> Expr:
     raise ExprError(f"cannot use {value!r} ({type(value).__name__}) in an expression")
 
 
-def cast(dtype: str, value: Any) -> Expr:
+def cast(dtype: str, value: ExprLike) -> Expr:
     """``value`` converted to ``dtype`` (a no-op when it already has that dtype)."""
     value = convert(value)
     lanes = lanes_of(value.dtype)
@@ -361,7 +377,7 @@ def cast(dtype: str, value: Any) -> Expr:
     return Cast(dtype, value)
 
 
-def _binary(cls: type[BinaryOp], a: Any, b: Any) -> Expr:
+def _binary(cls: type[BinaryOp], a: ExprLike, b: ExprLike) -> Expr:
     if not isinstance(a, Expr) and not isinstance(b, Expr):
         a, b = convert(a), convert(b)
     elif not isinstance(a, Expr):
@@ -376,7 +392,7 @@ def _binary(cls: type[BinaryOp], a: Any, b: Any) -> Expr:
     return cls(a, b)
 
 
-def _const_dtype_for(value: Any, other_dtype: str) -> str:
+def _const_dtype_for(value: ExprLike, other_dtype: str) -> str:
     other = element_of(other_dtype)
     if isinstance(value, float) and not parse_dtype(other).is_float:
         return "float32"

@@ -8,14 +8,14 @@ points, which is what bound inference needs (regions in terms of outer loop vari
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import expr as E
 from .dtype import parse_dtype
+from .node import Node
 from .visitor import post_order
 
 Bound = tuple[int | None, int | None]
-Ranges = dict[Any, tuple[E.Expr, E.Expr]]
+#: ``{Var: (min, extent)}``: the known ranges of variables.
+Ranges = dict[E.Var, tuple[E.Expr, E.Expr]]
 
 
 def is_int_expr(e: E.Expr) -> bool:
@@ -123,7 +123,7 @@ def prove(cond: E.Expr, ranges: Ranges | None = None) -> bool | None:
 Interval = tuple[E.Expr | None, E.Expr | None]
 
 
-def eval_interval(e: E.Expr, relax: dict[Any, Interval], ranges: Ranges | None = None) -> Interval:
+def eval_interval(e: E.Expr, relax: dict[E.Var, Interval], ranges: Ranges | None = None) -> Interval:
     """Inclusive symbolic bounds of ``e`` when the variables in ``relax`` take any value in theirs.
 
     Variables not in ``relax`` stay symbolic (a point).  Returns None for a side that cannot be
@@ -133,7 +133,7 @@ def eval_interval(e: E.Expr, relax: dict[Any, Interval], ranges: Ranges | None =
 
 
 class _Interval:
-    def __init__(self, relax: dict[Any, Interval], ranges: Ranges):
+    def __init__(self, relax: dict[E.Var, Interval], ranges: Ranges):
         self.relax = relax
         self.ranges = ranges
 
@@ -196,7 +196,7 @@ class _Interval:
     def _depends(self, e: E.Expr) -> bool:
         found = False
 
-        def check(n: Any) -> None:
+        def check(n: Node) -> None:
             nonlocal found
             if isinstance(n, E.Var) and n in self.relax:
                 found = True
@@ -209,7 +209,7 @@ def _pure(e: E.Expr) -> bool:
     """False when ``e`` reads memory (its value is not a function of its variables alone)."""
     impure = False
 
-    def check(n: Any) -> None:
+    def check(n: Node) -> None:
         nonlocal impure
         if isinstance(n, E.BufferLoad) or type(n).__name__ in ("TensorRead", "Reduce"):
             impure = True

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class Node:
     """Base of expression and statement nodes: immutable, children named in ``_fields``."""
@@ -12,14 +10,14 @@ class Node:
     __slots__ = ()
     _fields: tuple[str, ...] = ()
 
-    def replace(self, **changes: Any) -> Node:
+    def replace(self, **changes: object) -> Node:
         """Return a copy of this node with some attributes changed."""
         node = object.__new__(type(self))
         for slot in _all_slots(type(self)):
             object.__setattr__(node, slot, changes.get(slot, getattr(self, slot)))
         return node
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} nodes are immutable")
 
     def __repr__(self) -> str:
@@ -37,7 +35,7 @@ def _all_slots(cls: type) -> list[str]:
     return slots
 
 
-def set_fields(node: Node, **values: Any) -> None:
+def set_fields(node: Node, **values: object) -> None:
     """Set the attributes of a node being constructed (nodes are immutable afterwards)."""
     for name, value in values.items():
         object.__setattr__(node, name, value)

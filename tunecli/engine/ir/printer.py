@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import expr as E
 from . import stmt as S
+from .node import Node
 
 
-def node_str(node: Any) -> str:
+def node_str(node: Node) -> str:
     """Text of an expression (one line) or a statement."""
     return expr_str(node) if isinstance(node, E.Expr) else stmt_str(node)
 
 
-def expr_str(e: Any) -> str:
+def expr_str(e: E.Expr) -> str:
     """One-line text of an expression."""
     if isinstance(e, E.IntImm):
         return ("True" if e.value else "False") if e.dtype == "bool" else str(e.value)
@@ -50,7 +49,7 @@ def expr_str(e: Any) -> str:
     return f"<{type(e).__name__}>"
 
 
-def stmt_str(s: Any, indent: int = 0) -> str:
+def stmt_str(s: S.Stmt | None, indent: int = 0) -> str:
     """Indented multi-line text of a statement."""
     pad = "  " * indent
     if s is None:

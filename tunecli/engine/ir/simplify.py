@@ -9,7 +9,8 @@ variables prove ``0 <= b < c``.  Comparisons, min/max and selects fold when prov
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Hashable
+from typing import TypeVar
 
 from . import expr as E
 from . import stmt as S
@@ -18,8 +19,10 @@ from .interval import Ranges, const_bounds, is_int_expr
 from .node import Node
 from .visitor import Mutator
 
+NodeT = TypeVar("NodeT", E.Expr, S.Stmt)
 
-def simplify(node: Any, ranges: Ranges | None = None) -> Any:
+
+def simplify(node: NodeT, ranges: Ranges | None = None) -> NodeT:
     """Simplify an expression or statement.
 
     Parameters
@@ -43,7 +46,7 @@ def int_bounds(e: E.Expr, ranges: Ranges | None = None) -> tuple[int | None, int
     return simp.bounds(simp.linear(simp.visit(e)))
 
 
-def skey(e: Any) -> Any:
+def skey(e: object) -> Hashable:
     """A hashable structural key of an expression (variables and buffers by identity)."""
     if isinstance(e, E.Var):
         return ("v", id(e))
@@ -67,7 +70,7 @@ class Linear:
     __slots__ = ("terms", "const", "dtype")
 
     def __init__(self, dtype: str):
-        self.terms: dict[Any, list] = {}
+        self.terms: dict[Hashable, list] = {}
         self.const = 0
         self.dtype = dtype
 
@@ -123,7 +126,7 @@ class _Simplifier(Mutator):
         return S.IfThenElse(cond, then, other)
 
     # expressions -----------------------------------------------------------------------------
-    def generic_visit(self, node: Any) -> Any:
+    def generic_visit(self, node: Node) -> Node:
         node = super().generic_visit(node)
         if isinstance(node, E.BinaryOp):
             return self._binary(node)

@@ -8,10 +8,9 @@ code) or has already been rewritten to Ramp/Broadcast expressions.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from .dtype import parse_dtype
-from .expr import Expr, Var, convert
+from .expr import Expr, ExprLike, Var, convert
 from .node import Node, set_fields
 
 SERIAL = "serial"
@@ -39,7 +38,7 @@ class Buffer:
 
     __slots__ = ("name", "shape", "dtype", "scope")
 
-    def __init__(self, name: str, shape: Sequence[Any], dtype: str, scope: str = "global"):
+    def __init__(self, name: str, shape: Sequence[ExprLike], dtype: str, scope: str = "global"):
         parse_dtype(dtype)
         self.name = name
         self.shape = tuple(int(s) for s in shape)
@@ -75,7 +74,7 @@ class For(Stmt):
     __slots__ = ("loop_var", "min", "extent", "kind", "body", "thread_tag")
     _fields = ("min", "extent", "body")
 
-    def __init__(self, loop_var: Var, min: Any, extent: Any, kind: str, body: Stmt,
+    def __init__(self, loop_var: Var, min: ExprLike, extent: ExprLike, kind: str, body: Stmt,
                  thread_tag: str | None = None):
         if kind not in FOR_KINDS:
             raise ValueError(f"unknown loop kind {kind!r}")
@@ -89,7 +88,7 @@ class BufferStore(Stmt):
     __slots__ = ("buffer", "value", "indices")
     _fields = ("value", "indices")
 
-    def __init__(self, buffer: Buffer, value: Expr, indices: Sequence[Any]):
+    def __init__(self, buffer: Buffer, value: ExprLike, indices: Sequence[ExprLike]):
         set_fields(self, buffer=buffer, value=convert(value), indices=tuple(convert(i) for i in indices))
 
 
@@ -135,7 +134,7 @@ class LetStmt(Stmt):
     __slots__ = ("var", "value", "body")
     _fields = ("value", "body")
 
-    def __init__(self, var: Var, value: Any, body: Stmt):
+    def __init__(self, var: Var, value: ExprLike, body: Stmt):
         set_fields(self, var=var, value=convert(value), body=body)
 
 
@@ -145,7 +144,7 @@ class Evaluate(Stmt):
     __slots__ = ("value",)
     _fields = ("value",)
 
-    def __init__(self, value: Any):
+    def __init__(self, value: ExprLike):
         set_fields(self, value=convert(value))
 
 

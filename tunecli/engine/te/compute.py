@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TypeAlias
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.dtype import parse_dtype
@@ -15,8 +15,11 @@ from .operation import ComputeOp, PlaceholderOp
 from .reduction import Reduce
 from .tensor import DATA_PAR, Tensor, make_iter_var
 
+#: A tensor's shape: one extent or a sequence of them (ints, integral floats, constant expressions).
+ShapeLike: TypeAlias = "E.ExprLike | Sequence[E.ExprLike]"
 
-def _shape_entry(s: Any, what: str) -> int:
+
+def _shape_entry(s: E.ExprLike, what: str) -> int:
     """One extent as an int; integral floats (``64 / 32``) are accepted, as TVM does."""
     if isinstance(s, (float, E.FloatImm)):
         value = float(s)
@@ -36,7 +39,7 @@ def _shape_entry(s: Any, what: str) -> int:
     return int(c.value)
 
 
-def _shape_tuple(shape: Any, what: str) -> tuple[int, ...]:
+def _shape_tuple(shape: ShapeLike, what: str) -> tuple[int, ...]:
     if isinstance(shape, (int, float, E.ConstExpr)) or hasattr(shape, "__index__") or (
             hasattr(shape, "dtype") and getattr(shape, "ndim", None) == 0):  # numpy scalars
         shape = (shape,)
@@ -49,7 +52,7 @@ def _shape_tuple(shape: Any, what: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def placeholder(shape: Any, dtype: str = "float32", name: str = "placeholder") -> Tensor:
+def placeholder(shape: ShapeLike, dtype: str = "float32", name: str = "placeholder") -> Tensor:
     """An input tensor.
 
     Parameters
@@ -69,8 +72,8 @@ def placeholder(shape: Any, dtype: str = "float32", name: str = "placeholder") -
     return PlaceholderOp(name, _shape_tuple(shape, f"placeholder {name}"), dtype).output(0)
 
 
-def compute(shape: Any, fcompute: Callable, name: str = "compute", tag: str = "",
-            attrs: dict | None = None) -> Tensor:
+def compute(shape: ShapeLike, fcompute: Callable[..., E.ExprLike | Sequence[E.ExprLike]],
+            name: str = "compute", tag: str = "", attrs: dict | None = None) -> Tensor:
     """A tensor defined elementwise by ``fcompute``.
 
     Parameters

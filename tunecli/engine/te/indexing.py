@@ -8,42 +8,40 @@ be non-negative, where both agree, and are floor division as in TVM.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.dtype import parse_dtype
 
 from .intrinsics import trunc
 
 
-def floordiv(a: Any, b: Any) -> E.Expr:
+def floordiv(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
     """``a // b`` rounded towards minus infinity."""
     return E._binary(E.FloorDiv, a, b)
 
 
-def floormod(a: Any, b: Any) -> E.Expr:
+def floormod(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
     """``a - floordiv(a, b) * b`` (the sign follows ``b``)."""
     return E._binary(E.FloorMod, a, b)
 
 
-def truncdiv(a: Any, b: Any) -> E.Expr:
+def truncdiv(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
     """``a / b`` rounded towards zero (for floats: ``trunc(a / b)``)."""
     q = E._binary(E.Div, a, b)
     return trunc(q) if parse_dtype(q.dtype).is_float else q
 
 
-def truncmod(a: Any, b: Any) -> E.Expr:
+def truncmod(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
     """``a - truncdiv(a, b) * b`` (the sign follows ``a``)."""
     q = E._binary(E.Div, a, b)  # a and b converted to their common dtype
     whole = trunc(q) if parse_dtype(q.dtype).is_float else q
     return q.a - whole * q.b
 
 
-def indexdiv(a: Any, b: Any) -> E.Expr:
+def indexdiv(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
     """Division of non-negative index expressions (floor division, as TVM)."""
     return floordiv(a, b)
 
 
-def indexmod(a: Any, b: Any) -> E.Expr:
+def indexmod(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
     """Remainder of non-negative index expressions (floor modulo, as TVM)."""
     return floormod(a, b)

@@ -8,8 +8,7 @@ Math functions become ``ir.expr.Call`` nodes named after the C math function: ``
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.dtype import parse_dtype, promote
@@ -17,7 +16,7 @@ from tunecli.errors import ExprError
 
 
 def _unary(fname: str):
-    def fn(x: Any) -> E.Expr:
+    def fn(x: E.ExprLike) -> E.Expr:
         e = E.convert(x)
         if not parse_dtype(e.dtype).is_float:
             e = E.cast("float32", e)
@@ -43,7 +42,7 @@ erf = _unary("erf")
 
 
 def _rounding(fname: str):
-    def fn(x: Any) -> E.Expr:
+    def fn(x: E.ExprLike) -> E.Expr:
         e = E.convert(x)
         if not parse_dtype(e.dtype).is_float:
             return e
@@ -60,7 +59,7 @@ round = _rounding("round")  # noqa: A001
 trunc = _rounding("trunc")
 
 
-def abs(x: Any) -> E.Expr:  # noqa: A001
+def abs(x: E.ExprLike) -> E.Expr:  # noqa: A001
     """Elementwise absolute value (``fabs`` for floats, a select for integers)."""
     e = E.convert(x)
     if parse_dtype(e.dtype).is_float:
@@ -68,7 +67,7 @@ def abs(x: Any) -> E.Expr:  # noqa: A001
     return E.Select(e < 0, -e, e)
 
 
-def power(x: Any, y: Any) -> E.Expr:
+def power(x: E.ExprLike, y: E.ExprLike) -> E.Expr:
     """``x ** y`` in floating point."""
     a, b = E.convert(x), E.convert(y)
     dtype = promote(a.dtype, b.dtype)
@@ -77,7 +76,7 @@ def power(x: Any, y: Any) -> E.Expr:
     return E.Call(dtype, "pow", [E.cast(dtype, a), E.cast(dtype, b)])
 
 
-def if_then_else(cond: Any, t: Any, f: Any) -> E.Expr:
+def if_then_else(cond: E.ExprLike, t: E.ExprLike, f: E.ExprLike) -> E.Expr:
     """``t`` where ``cond`` holds else ``f``; lazy, so a guarded out-of-bounds read is safe."""
     c = E.convert(cond)
     if c.dtype != "bool":
@@ -95,7 +94,8 @@ def if_then_else(cond: Any, t: Any, f: Any) -> E.Expr:
     return E.Select(c, tv, fv)
 
 
-def _combine(name: str, conds: tuple[Any, ...], op: Callable[[E.Expr, E.Expr], E.Expr]) -> E.Expr:
+def _combine(name: str, conds: tuple[E.ExprLike | Sequence[E.ExprLike], ...],
+             op: Callable[[E.Expr, E.Expr], E.Expr]) -> E.Expr:
     """Fold the conditions (or one list of them) left to right with ``op``."""
     items = list(conds[0]) if len(conds) == 1 and isinstance(conds[0], (list, tuple)) else list(conds)
     if not items:
@@ -106,12 +106,12 @@ def _combine(name: str, conds: tuple[Any, ...], op: Callable[[E.Expr, E.Expr], E
     return out
 
 
-def all(*conds: Any) -> E.Expr:  # noqa: A001
+def all(*conds: E.ExprLike | Sequence[E.ExprLike]) -> E.Expr:  # noqa: A001
     """Logical and of the conditions (also accepts one list)."""
     return _combine("all", conds, operator.and_)
 
 
-def any(*conds: Any) -> E.Expr:  # noqa: A001
+def any(*conds: E.ExprLike | Sequence[E.ExprLike]) -> E.Expr:  # noqa: A001
     """Logical or of the conditions (also accepts one list)."""
     return _combine("any", conds, operator.or_)
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.visitor import Visitor
@@ -72,7 +71,7 @@ class ComputeOp(Operation):
         return collect_reads(self.body)
 
 
-def tensor_reads(body: Any) -> list[TensorRead]:
+def tensor_reads(body: Iterable[E.Expr]) -> list[TensorRead]:
     """Every tensor read in ``body`` (expressions), in pre-order."""
     found: list[TensorRead] = []
 
@@ -87,7 +86,7 @@ def tensor_reads(body: Any) -> list[TensorRead]:
     return found
 
 
-def collect_reads(body: Any) -> list[Tensor]:
+def collect_reads(body: Iterable[E.Expr]) -> list[Tensor]:
     """The distinct tensors read in ``body`` (expressions), in order of first appearance."""
     found: list[Tensor] = []
     for read in tensor_reads(body):

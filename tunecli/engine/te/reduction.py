@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.node import set_fields
@@ -14,7 +13,7 @@ from tunecli.errors import ExprError
 from .tensor import COMM_REDUCE, IterVar, Range, make_iter_var
 
 
-def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
+def reduce_axis(dom: tuple[E.ExprLike, E.ExprLike] | Range, name: str = "rv") -> IterVar:
     """A reduction axis over ``dom``, a ``(lo, hi)`` pair or a Range.
 
     Parameters
@@ -102,7 +101,8 @@ def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce") 
         axis it combines them directly (so ``te.max(a, b)`` is elementwise).
     """
 
-    def reducer(expr: Any, axis: Any, where: Any = None, init: Any = None, *args: Any) -> E.Expr:
+    def reducer(expr: E.ExprLike, axis: IterVar | Sequence[IterVar] | E.ExprLike,
+                where: E.ExprLike | None = None, init: E.ExprLike | None = None, *args: E.ExprLike) -> E.Expr:
         if isinstance(axis, IterVar) or (isinstance(axis, (list, tuple)) and axis
                                          and all(isinstance(a, IterVar) for a in axis)):
             if args:
@@ -114,7 +114,8 @@ def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce") 
             out = _as_expr(fcombine(out, E.convert(v)))
         return out
 
-    def _make_reduce(expr: Any, axis: Any, where: Any, init: Any) -> Reduce:
+    def _make_reduce(expr: E.ExprLike, axis: IterVar | Sequence[IterVar], where: E.ExprLike | None,
+                     init: E.ExprLike | None) -> Reduce:
         source = E.convert(expr)
         if isinstance(source, Reduce):
             raise ExprError(f"{name}: cannot nest a reduction inside another reduction")
@@ -138,7 +139,7 @@ def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce") 
     return reducer
 
 
-def _as_expr(value: Any) -> E.Expr:
+def _as_expr(value: E.ExprLike) -> E.Expr:
     return E.convert(value)
 
 

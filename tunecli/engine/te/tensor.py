@@ -9,12 +9,15 @@ used directly in expressions (it converts to its ``var``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.node import set_fields
 from tunecli.engine.ir.printer import expr_str
 from tunecli.errors import ExprError
+
+if TYPE_CHECKING:
+    from .operation import Operation
 
 DATA_PAR = "data_par"
 COMM_REDUCE = "comm_reduce"
@@ -30,12 +33,12 @@ class Range:
 
     __slots__ = ("min", "extent")
 
-    def __init__(self, min: Any, extent: Any):
+    def __init__(self, min: E.ExprLike, extent: E.ExprLike):
         self.min = E.convert(min)
         self.extent = E.convert(extent)
 
     @staticmethod
-    def from_min_extent(min: Any, extent: Any) -> Range:
+    def from_min_extent(min: E.ExprLike, extent: E.ExprLike) -> Range:
         """Build a range from its minimum and extent."""
         return Range(min, extent)
 
@@ -117,7 +120,7 @@ class IterVar(_ExprLike):
         return f"iter_var({self.var.name}, {self.dom!r}, {self.iter_type})"
 
 
-def make_iter_var(lo: Any, hi: Any, name: str, iter_type: str) -> IterVar:
+def make_iter_var(lo: E.ExprLike, hi: E.ExprLike, name: str, iter_type: str) -> IterVar:
     """An IterVar over ``[lo, hi)`` with a fresh int32 variable."""
     lo_e, hi_e = E.convert(lo), E.convert(hi)
     if isinstance(lo_e, E.IntImm) and isinstance(hi_e, E.IntImm):
@@ -127,7 +130,8 @@ def make_iter_var(lo: Any, hi: Any, name: str, iter_type: str) -> IterVar:
     return IterVar(Range(lo_e, extent), E.Var(name, "int32"), iter_type)
 
 
-def thread_axis(dom: Any = None, tag: str = "", name: str = "") -> IterVar:
+def thread_axis(dom: Range | tuple[E.ExprLike, E.ExprLike] | str | None = None, tag: str = "",
+                name: str = "") -> IterVar:
     """A GPU thread axis (TVM's ``te.thread_axis``), for ``Stage.bind``.
 
     ``thread_axis("blockIdx.x")``, ``thread_axis((0, 8), "threadIdx.x")``,
@@ -164,7 +168,7 @@ class Tensor(_ExprLike):
 
     __slots__ = ("op", "value_index", "shape", "dtype")
 
-    def __init__(self, op: Any, value_index: int, shape: Sequence[int], dtype: str):
+    def __init__(self, op: Operation, value_index: int, shape: Sequence[int], dtype: str):
         self.op = op
         self.value_index = value_index
         self.shape = tuple(int(s) for s in shape)
@@ -180,10 +184,10 @@ class Tensor(_ExprLike):
         """Number of dimensions."""
         return len(self.shape)
 
-    def __call__(self, *indices: Any) -> E.Expr:
+    def __call__(self, *indices: E.ExprLike) -> E.Expr | TensorSlice:
         return self.__getitem__(tuple(indices))
 
-    def __getitem__(self, indices: Any) -> E.Expr:
+    def __getitem__(self, indices: E.ExprLike | tuple[E.ExprLike, ...]) -> E.Expr | TensorSlice:
         if not isinstance(indices, tuple):
             indices = (indices,)
         if len(indices) < len(self.shape):
@@ -209,12 +213,12 @@ class Tensor(_ExprLike):
     def __repr__(self) -> str:
         return f"Tensor(name={self.name}, shape={self.shape}, dtype={self.dtype})"
 
-    def __eq__(self, other: Any):  # type: ignore[override]
+    def __eq__(self, other: object):  # type: ignore[override]
         if isinstance(other, Tensor):
             return self.op is other.op and self.value_index == other.value_index
         return self.as_expr() == other
 
-    def __ne__(self, other: Any):  # type: ignore[override]
+    def __ne__(self, other: object):  # type: ignore[override]
         if isinstance(other, Tensor):
             return not self.__eq__(other)
         return self.as_expr() != other
@@ -240,11 +244,11 @@ class TensorRead(E.Expr):
 class TensorSlice(_ExprLike):
     """``A[i]`` of a multi-dimensional tensor: index it further (``A[i][j]``) before use."""
 
-    def __init__(self, tensor: Tensor, indices: tuple[Any, ...]):
+    def __init__(self, tensor: Tensor, indices: tuple[E.ExprLike, ...]):
         self.tensor = tensor
         self.indices = indices
 
-    def __getitem__(self, more: Any) -> Any:
+    def __getitem__(self, more: E.ExprLike | tuple[E.ExprLike, ...]) -> E.Expr | TensorSlice:
         if not isinstance(more, tuple):
             more = (more,)
         return self.tensor[self.indices + more]

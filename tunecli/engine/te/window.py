@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeAlias
 
 from tunecli.errors import ExprError
 
+#: An int for both axes, or an (h, w) pair.
+IntPair: TypeAlias = "int | Sequence[int]"
+#: A padding: an int, (pad_h, pad_w), (top, left, bottom, right), "VALID" or "SAME".
+Padding: TypeAlias = "int | Sequence[int] | str"
 
-def conv2d_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stride: Any, padding: Any,
-                        dilation: Any) -> tuple[int, int, tuple[int, int, int, int]]:
+
+def conv2d_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stride: IntPair, padding: Padding,
+                        dilation: IntPair) -> tuple[int, int, tuple[int, int, int, int]]:
     """Output height/width and ``(top, left, bottom, right)`` padding of a 2-D window op."""
     return window_output_shape(in_hw, kernel_hw, stride, padding, dilation, ceil_mode=False)
 
 
-def pool2d_output_shape(in_hw: tuple[int, int], kernel_hw: Any, stride: Any, padding: Any, dilation: Any,
+def pool2d_output_shape(in_hw: tuple[int, int], kernel_hw: IntPair, stride: IntPair, padding: Padding,
+                        dilation: IntPair,
                         ceil_mode: bool = False) -> tuple[int, int, tuple[int, int, int, int]]:
     """Output height/width and ``(top, left, bottom, right)`` padding of a 2-D pool (TVM's
     ``pool2d``): the convolution's rule, with ``ceil_mode`` rounding the output size up (the last
@@ -29,8 +35,8 @@ def pool2d_output_shape(in_hw: tuple[int, int], kernel_hw: Any, stride: Any, pad
     return window_output_shape(in_hw, pair(kernel_hw, "kernel"), stride, padding, dilation, ceil_mode)
 
 
-def window_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stride: Any, padding: Any,
-                        dilation: Any, ceil_mode: bool) -> tuple[int, int, tuple[int, int, int, int]]:
+def window_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stride: IntPair, padding: Padding,
+                        dilation: IntPair, ceil_mode: bool) -> tuple[int, int, tuple[int, int, int, int]]:
     """The rule behind :func:`conv2d_output_shape` and :func:`pool2d_output_shape`."""
     stride_h, stride_w = pair(stride, "stride")
     dilation_h, dilation_w = pair(dilation, "dilation")
@@ -52,7 +58,7 @@ def window_output_shape(in_hw: tuple[int, int], kernel_hw: tuple[int, int], stri
     return out_h, out_w, pads
 
 
-def get_pad_tuple(padding: Any, kernel: Sequence[int]) -> tuple[int, int, int, int]:
+def get_pad_tuple(padding: Padding, kernel: Sequence[int]) -> tuple[int, int, int, int]:
     """Normalise a conv/pool padding argument to ``(top, left, bottom, right)``.
 
     Parameters
@@ -87,7 +93,7 @@ def get_pad_tuple(padding: Any, kernel: Sequence[int]) -> tuple[int, int, int, i
     return pad_top, pad_left, pad_h - pad_top, pad_w - pad_left
 
 
-def pair(value: Any, what: str) -> tuple[int, int]:
+def pair(value: IntPair, what: str) -> tuple[int, int]:
     """``value`` as an (h, w) pair: an int is used for both."""
     if _is_int(value):
         return int(value), int(value)
@@ -96,5 +102,5 @@ def pair(value: Any, what: str) -> tuple[int, int]:
     raise ExprError(f"{what} must be an int or a pair of ints, got {value!r}")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
