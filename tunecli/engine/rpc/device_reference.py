@@ -10,13 +10,13 @@ which sends the outputs back. Either way the expected outputs travel to the devi
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from tunecli.engine.measure import expected_outputs as reference
 from tunecli.engine.measure.arrays import ArgSpecT
 from tunecli.engine.measure.runner import SEED, RefOutputs
 from tunecli.engine.measure.worker import Worker
 from tunecli.engine.rpc.device_session import request_device
+from tunecli.engine.task.task import Task
 from tunecli.errors import RPCError, TuneError
 
 logger = logging.getLogger("tunecli.rpc.runner")
@@ -45,7 +45,7 @@ class DeviceReference:
         self._refs: dict[tuple, RefOutputs | None] = {}
         self._worker: Worker | None = None
 
-    def outputs(self, task: Any, specs: tuple[ArgSpecT, ...], outputs: tuple[int, ...]) -> RefOutputs:
+    def outputs(self, task: Task, specs: tuple[ArgSpecT, ...], outputs: tuple[int, ...]) -> RefOutputs:
         """Expected outputs of ``task``'s kernels with this argument layout; empty (with a warning)
         when the task has none: its reference fails, or its reference config does not build or run.
         A device lost while running the reference config leaves it to be made again next time."""
@@ -61,7 +61,7 @@ class DeviceReference:
                 self._refs[key] = None
         return self._refs[key] or ()
 
-    def _make(self, task: Any, specs: tuple[ArgSpecT, ...], outputs: tuple[int, ...]) -> RefOutputs:
+    def _make(self, task: Task, specs: tuple[ArgSpecT, ...], outputs: tuple[int, ...]) -> RefOutputs:
         if task.reference is not None:
             return reference.numpy_reference(task.reference, specs, outputs, SEED)
         if self._worker is None:

@@ -4,7 +4,7 @@ devices (see :mod:`.session_ops` for the frames, :mod:`.remote_objects` for what
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import NoReturn
 
 from tunecli.engine.rpc.remote_objects import DEVICE_TYPES, RemoteDevice, RemoteModule
 from tunecli.engine.target import Target
@@ -84,6 +84,6 @@ class RemoteAPI:
 
     gpu = cuda
 
-    def get_function(self, name: str) -> Any:
+    def get_function(self, name: str) -> NoReturn:
         raise ArgumentError(f"remote session: no remote function {name!r}: tunecli's server runs libraries "
                             "(remote.load_module) and measurements only")

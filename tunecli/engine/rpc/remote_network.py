@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tunecli.engine.graph.library_export import export_graph
 from tunecli.engine.rpc.remote import RemoteSession
@@ -41,8 +41,9 @@ class RemoteRun:
         return float(np.mean(self.results)) if self.results else float("nan")
 
 
-def run_on_device(session: RemoteSession, lib: CompiledGraph, inputs: Mapping[str, Any], number: int = 1,
-                  repeat: int = 3, min_repeat_ms: float = 0.0, fcompile: Any = None,
+def run_on_device(session: RemoteSession, lib: CompiledGraph, inputs: Mapping[str, ArrayLike],
+                  number: int = 1, repeat: int = 3, min_repeat_ms: float = 0.0,
+                  fcompile: str | Callable[..., None] | None = None,
                   name: str | None = None) -> RemoteRun:
     """Ship ``lib`` through ``session``, run it once on ``inputs``, then time it.
 

@@ -13,9 +13,10 @@ device.  Objects live until the session ends.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.runtime.device import Device
@@ -33,7 +34,7 @@ class ObjectCalls(Protocol):
     def object_call(self, op: str, fields: dict, payload: bytes = b"") -> tuple[dict, bytes]: ...
 
 
-def wire_array(value: Any) -> tuple[dict, bytes]:
+def wire_array(value: ArrayLike) -> tuple[dict, bytes]:
     """The fields and bytes that carry a host array."""
     arr = np.ascontiguousarray(np.asarray(value))
     return {"shape": list(arr.shape), "dtype": str(arr.dtype)}, arr.tobytes()
@@ -73,22 +74,22 @@ class RemoteDevice(Device):
         reply, _ = self.session.object_call("array_new", {"device": self.wire, **fields}, data)
         return RemoteNDArray(self, reply["handle"], tuple(fields["shape"]), fields["dtype"])
 
-    def copy_out(self, array: Any) -> np.ndarray:
+    def copy_out(self, array: object) -> np.ndarray:
         if not isinstance(array, RemoteNDArray):
             raise ArgumentError(f"{self!r}: expected an array of this device, got {type(array).__name__}")
         return array.numpy()
 
-    def load(self, kernel: CompiledKernel) -> Any:
+    def load(self, kernel: CompiledKernel) -> NoReturn:
         raise ArgumentError(f"{self!r}: kernels reach a remote device in a library: remote.upload(path), "
                             "remote.load_module(name)")
 
-    def launch(self, loaded: Any, arrays: Sequence[Any]) -> None:
+    def launch(self, loaded: object, arrays: Sequence[object]) -> None:
         self.load(loaded)
 
     def sync(self) -> None:
         """Remote calls return when the device is done: nothing is pending."""
 
-    def time(self, loaded: Any, arrays: Sequence[Any], number: int = 10, repeat: int = 1,
+    def time(self, loaded: object, arrays: Sequence[object], number: int = 10, repeat: int = 1,
              min_repeat_ms: float = 0.0, warmup_ms: float = 0.0,
              before_repeat: Callable[[], None] | None = None, warmup: int = 1) -> list[float]:
         self.load(loaded)
@@ -119,7 +120,7 @@ class RemoteNDArray:
 
     asnumpy = numpy
 
-    def copyfrom(self, source: Any) -> RemoteNDArray:
+    def copyfrom(self, source: ArrayLike) -> RemoteNDArray:
         """Overwrite the array with ``source`` (same shape)."""
         fields, data = wire_array(np.asarray(source, dtype=self.dtype))
         self.device.session.object_call("array_set", {"array": self.handle, **fields}, data)
@@ -139,7 +140,7 @@ class RemoteExecutor(Executor):
     def run(self) -> None:
         self.session.object_call("run", {"executor": self.handle})
 
-    def set_input(self, key: str | int, value: Any) -> None:
+    def set_input(self, key: str | int, value: RemoteNDArray | ArrayLike) -> None:
         self.entry(key)  # a bad name or index fails here, before anything travels
         key = int(key) if isinstance(key, (int, np.integer)) else key
         if isinstance(value, RemoteNDArray):
@@ -178,7 +179,7 @@ class RemoteModule:
                                 f"use rlib[{self.libmod_name!r}](dev)")
         return self.create
 
-    def create(self, device: Any = None) -> GraphModule:
+    def create(self, device: RemoteDevice | None = None) -> GraphModule:
         """A graph module of the library on ``device`` (a device of this session; default its CPU)."""
         if device is None:
             device = RemoteDevice(self.session, Device.kDLCPU, 0)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
+from tunecli.engine.runtime.device import Device
 from tunecli.engine.runtime.devices import device
 from tunecli.engine.runtime.graph_executor import Executor
 from tunecli.engine.runtime.graph_library import GraphLibrary, load_module
@@ -24,10 +25,12 @@ from tunecli.errors import ArgumentError, TuneError
 #: The function reference the server calls.
 HANDLE_FUNC = "tunecli.engine.rpc.remote_worker:handle"
 
-_objects: dict[int, Any] = {}
+#: The live remote objects by handle: libraries, executors, arrays.
+_objects: dict[int, object] = {}
 _handles = itertools.count(1)
 
 Reply = tuple[dict, bytes]
+T = TypeVar("T")
 
 
 def handle(call: tuple[str, dict, bytes]) -> Reply:
@@ -42,20 +45,20 @@ def handle(call: tuple[str, dict, bytes]) -> Reply:
         return {"error": str(err)}, b""
 
 
-def _keep(obj: Any) -> int:
+def _keep(obj: object) -> int:
     handle_id = next(_handles)
     _objects[handle_id] = obj
     return handle_id
 
 
-def _get(fields: dict, name: str, kind: type | tuple[type, ...]) -> Any:
+def _get(fields: dict, name: str, kind: type[T]) -> T:
     obj = _objects.get(fields.get(name))  # type: ignore[arg-type]
     if not isinstance(obj, kind):
         raise ArgumentError(f"remote session: {name} {fields.get(name)!r} is not a live remote object")
     return obj
 
 
-def _device(fields: dict) -> Any:
+def _device(fields: dict) -> Device:
     dev_type, dev_id = fields["device"]
     return device(int(dev_type), int(dev_id))
 
@@ -75,7 +78,7 @@ def _wire(arr: np.ndarray) -> Reply:
 class _RemoteArray:
     """An array in this process's memory of ``dev``."""
 
-    def __init__(self, dev: Any, value: Any) -> None:
+    def __init__(self, dev: Device, value: object) -> None:
         self.dev, self.value = dev, value
 
     def host(self) -> np.ndarray:

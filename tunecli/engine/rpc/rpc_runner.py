@@ -21,7 +21,6 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine.measure.arrays import ArgSpecT
 from tunecli.engine.measure.builder import BuildResult
@@ -35,6 +34,7 @@ from tunecli.engine.rpc.protocol import AuthenticationError
 from tunecli.engine.rpc.remote import RemoteSession
 from tunecli.engine.rpc.rpc_batch import Batch, error_result, report_ready
 from tunecli.engine.rpc.session import MeasureRequest
+from tunecli.engine.task.task import Task
 from tunecli.errors import RPCError
 
 logger = logging.getLogger("tunecli.rpc.runner")
@@ -99,7 +99,7 @@ class RPCRunner(Runner):
         self._reference = DeviceReference(key, host, port, priority, token, self.timeout)
         self.last_devices: list[str | None] = []
 
-    def set_task(self, task: Any) -> None:
+    def set_task(self, task: Task) -> None:
         """Remember the task and check that the tracker has devices of the key.
 
         Raises
@@ -340,7 +340,7 @@ class RPCRunner(Runner):
             batch.devices[index] = device
             batch.ready.append(index)
 
-    def reference_outputs(self, task: Any, specs: tuple[ArgSpecT, ...],
+    def reference_outputs(self, task: Task, specs: tuple[ArgSpecT, ...],
                           outputs: tuple[int, ...]) -> RefOutputs:
         """Reference outputs of ``task`` (see :class:`DeviceReference`), made once per layout."""
         return self._reference.outputs(task, specs, outputs)
