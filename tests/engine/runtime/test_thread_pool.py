@@ -9,10 +9,14 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tunecli.engine.build import build
+from tunecli.engine.ir import Buffer, BufferLoad, BufferStore, For, PrimFunc, Var
+from tunecli.engine.runtime import get_num_threads, set_num_threads
 from tunecli.engine.runtime.thread_pool import (
     CHUNKS_PER_THREAD,
     parallel_for_address,
@@ -138,3 +142,31 @@ def test_pool_ir_names_the_unsupported_machine():
     assert "yield" in pool_ir("aarch64")
     with pytest.raises(CodegenError, match="sparc64"):
         pool_ir("sparc64")
+
+
+def test_kernels_called_from_several_threads_at_once_and_often_give_the_serial_result():
+    n, calls = 37, 1500
+    o, i = Buffer("o", (n,), "int32"), Var("i")
+    mod = build(PrimFunc("often", [o], For(i, 0, n, "parallel", BufferStore(o, BufferLoad(o, [i]) + 1, [i]))))
+    outs = [np.zeros(n, "int32") for _ in range(3)]
+
+    def call_often(out):
+        for _ in range(calls):
+            mod(out)
+
+    spin, before = pool_setting("spin_count"), get_num_threads()
+    old_spin = spin.value
+    set_num_threads(3)
+    try:
+        for value in (0, old_spin):  # pool threads sleeping between loops, and spinning
+            spin.value = value
+            workers = [threading.Thread(target=call_often, args=(out,)) for out in outs]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join(60)
+    finally:
+        spin.value = old_spin
+        set_num_threads(before)
+    for out in outs:
+        np.testing.assert_array_equal(out, np.full(n, 2 * calls, "int32"))

@@ -107,11 +107,13 @@ class _PoolIR:
 
     # functions ---------------------------------------------------------------------------------
     def _run_chunks(self) -> ir.Function:
-        """Claim chunks of the posted loop and run them until none is left."""
-        f = ir.Function(self.module, ir.FunctionType(VOID, []), "tunecli_pool_run_chunks")
+        """Claim chunks of the posted loop and run them until none is left; return how many ran."""
+        f = ir.Function(self.module, ir.FunctionType(I32, []), "tunecli_pool_run_chunks")
         f.linkage = "internal"
         entry, claim, run, out = (f.append_basic_block(n) for n in ("entry", "claim", "run", "out"))
         b = ir.IRBuilder(entry)
+        ran = b.alloca(I32)
+        b.store(_c(0), ran)
         b.branch(claim)
         b.position_at_end(claim)
         t = self._load(b, self.ticket, I64, "acquire")
@@ -123,22 +125,31 @@ class _PoolIR:
         pair = b.cmpxchg(self.ticket, t, b.sub(t, _c(1, I64)), "acq_rel", "acquire")
         b.cbranch(b.extract_value(pair, 1), run, claim)
         b.position_at_end(run)
-        # the loop's fields are stable while one of its chunks is claimed and not yet done
+        # the loop's fields are stable while one of its chunks is claimed and not yet counted done
         n = b.load(self.nchunks, typ=I64)
         extent = b.load(self.extent, typ=I64)
         k = b.sub(n, left)
         begin = b.udiv(b.mul(k, extent), n)
         end = b.udiv(b.mul(b.add(k, _c(1, I64)), extent), n)
         b.call(b.load(self.fn, typ=ir.PointerType(self.body_ty)), [b.load(self.closure, typ=PTR), begin, end])
-        b.atomic_rmw("add", self.done, _c(1), "seq_cst")
-        wake, back = f.append_basic_block("wake"), claim
-        b.cbranch(b.icmp_unsigned("!=", self._load(b, self.caller_sleeps, I32), _c(0)), wake, back)
+        b.store(b.add(b.load(ran), _c(1)), ran)
+        b.branch(claim)
+        b.position_at_end(out)
+        b.ret(b.load(ran))
+        return f
+
+    def _count_done(self, b: ir.IRBuilder, ran: ir.Value) -> None:
+        """A pool thread's chunks of a loop are done: count them, wake the caller if it sleeps."""
+        f = b.function
+        add, wake, after = (f.append_basic_block(n) for n in ("count", "wake_caller", "counted"))
+        b.cbranch(b.icmp_unsigned("!=", ran, _c(0)), add, after)
+        b.position_at_end(add)
+        b.atomic_rmw("add", self.done, ran, "seq_cst")
+        b.cbranch(b.icmp_unsigned("!=", self._load(b, self.caller_sleeps, I32), _c(0)), wake, after)
         b.position_at_end(wake)
         self._futex(b, self.done, _FUTEX_WAKE_PRIVATE, _c(1))
-        b.branch(back)
-        b.position_at_end(out)
-        b.ret_void()
-        return f
+        b.branch(after)
+        b.position_at_end(after)
 
     def _worker_main(self) -> ir.Function:
         """A pool thread: run chunks of each posted loop; between loops spin, then sleep."""
@@ -156,7 +167,7 @@ class _PoolIR:
         wanted = b.icmp_unsigned("<", index, self._load(b, self.active, I32, "monotonic"))
         b.cbranch(wanted, blocks["run"], blocks["wait"])
         b.position_at_end(blocks["run"])
-        b.call(self.run_chunks, [])
+        self._count_done(b, b.call(self.run_chunks, []))
         b.branch(blocks["wait"])
         b.position_at_end(blocks["wait"])
         b.store(_c(0), count)
@@ -253,8 +264,8 @@ class _PoolIR:
         self._futex(b, self.seq, _FUTEX_WAKE_PRIVATE, active)
         b.branch(bl["claim"])
         b.position_at_end(bl["claim"])
-        b.call(self.run_chunks, [])
-        target = b.trunc(nchunks, I32)
+        mine = b.call(self.run_chunks, [])
+        target = b.sub(b.trunc(nchunks, I32), mine)  # the chunks pool threads ran
         b.store(_c(0), count)
         b.branch(bl["wait"])
         b.position_at_end(bl["wait"])  # the chunks other threads claimed: spin, then sleep
