@@ -4,7 +4,7 @@ Pipeline (``pipeline.py``): flatten → vectorize → unroll (IR → IR), then e
 emitters shared by all targets (``emit_stmt``/``emit_expr``/``emit_intrinsic``), which ask the
 target's backend (``backend.py``; ``backend_table.py`` maps target kinds to backends) where
 targets differ; then the backend compiles: ``cpu_backend`` (``llvm``: ``parallel`` loops outlined
-for libgomp, an ELF object through ``compile``) or ``nvptx_backend`` (``cuda``/``nvptx``:
+for the runtime's thread pool, an ELF object through ``compile``) or ``nvptx_backend`` (``cuda``/``nvptx``:
 blockIdx/threadIdx loops, PTX text).  Loading and running the object is the runtime's job
 (``tunecli.engine.runtime``); ``tunecli.engine.build`` joins the two.
 

@@ -1,7 +1,7 @@
-"""The CPU backend: kernels called from the host, ``parallel`` loops on libgomp, an ELF object.
+"""The CPU backend: kernels called from the host, ``parallel`` loops on the thread pool, an ELF object.
 
 * kernel: ``void <name>(ptr noalias <buffer>, ...)``, called through ctypes;
-* ``parallel`` loops: outlined and run by ``GOMP_parallel`` (``parallel.py``); thread-bound loops
+* ``parallel`` loops: outlined into chunk functions the thread pool runs (``parallel.py``); thread-bound loops
   (``blockIdx.x`` ...) run as loops of their kind;
 * allocations: on the stack up to :data:`STACK_LIMIT` bytes per scope, else
   ``aligned_alloc``/``free``;
