@@ -69,8 +69,7 @@ def export_graph(lib: CompiledGraph, path: str | os.PathLike, fcompile: Any = No
         asm = os.path.join(tmp, "graph.S")
         with open(asm, "w") as f:
             f.write(_blob_assembly(data, len(blob)))
-        gomp = any(b"GOMP_parallel" in k.obj for k in lib.kernels.values())
-        link(out, [*objects, asm], ["-lm", *(["-lgomp"] if gomp else []), *(options or [])])
+        link(out, [*objects, asm], ["-lm", *(options or [])])  # parallel loops: the loader's thread pool
 
 
 def _compile_function(fcompile: Any, lib: CompiledGraph) -> Any:
