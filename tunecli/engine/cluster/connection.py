@@ -8,6 +8,10 @@ anything is measured, nodes whose tunecli, llvmlite or Python differ from the dr
 whose CPU is not the target's is never used for timing, whatever it advertises.  On every
 other node it starts measuring workers (:class:`NodeMeasurer` actors), as many as the node
 offers the resources for, each pinned to its node.
+
+Several batches may be measured at once (the rounds of different tasks, each on its node: a
+*lane*): a worker takes one chunk at a time, claimed (:meth:`RayCluster.claim`) by the batch that
+sends it and released when the chunk is back.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -125,6 +130,8 @@ class RayCluster:
         self.lost = False  #: the head was found unreachable: nothing more is asked of the cluster
         self.head_checked = time.monotonic()  #: when :meth:`lost_head` last asked
         self._head = head_of(address)
+        self._lock = threading.RLock()
+        self._busy: set[int] = set()  # id() of the slots with a chunk in flight
 
     # ------------------------------------------------------------------ connecting
     def connect(self, target: Target) -> None:
@@ -256,9 +263,40 @@ class RayCluster:
         """The workers not known to be dead."""
         return [s for s in self.slots if s.alive]
 
+    def lanes(self) -> list[str]:
+        """The node ids with a live worker, in the order their workers started (one lane each)."""
+        return list(dict.fromkeys(s.node.node_id for s in self.live_slots()))
+
+    def lane_slots(self, lane: str | None) -> list[Slot]:
+        """The live workers of node ``lane``; every live worker when it has none left (or no lane)."""
+        live = self.live_slots()
+        own = [s for s in live if s.node.node_id == lane]
+        return own or live
+
+    def lane_parallelism(self, lane: str | None) -> int:
+        """Configs the workers of :meth:`lane_slots` build at once (at least 1)."""
+        return max(1, sum(s.builders for s in self.lane_slots(lane)))
+
+    def claim(self, lane: str | None) -> Slot | None:
+        """A live worker of :meth:`lane_slots` without a chunk in flight, now claimed (None: all busy)."""
+        with self._lock:
+            for slot in self.lane_slots(lane):
+                if id(slot) not in self._busy:
+                    self._busy.add(id(slot))
+                    return slot
+        return None
+
+    def release(self, slot: Slot) -> None:
+        """The chunk of a claimed worker is back (or lost): it may take another."""
+        with self._lock:
+            self._busy.discard(id(slot))
+
     def retire(self, slot: Slot) -> None:
         """Forget a dead or hung worker (killed) and start a new one on its node if that node lives."""
-        slot.alive = False
+        with self._lock:
+            if not slot.alive:
+                return
+            slot.alive = False
         self._ray.kill(slot.actor)
         alive = {n["NodeID"] for n in self._ray.nodes() if n.get("Alive")}
         if slot.node.node_id in alive:

@@ -14,13 +14,20 @@ again, once, to another worker, and a second loss is recorded as RUNTIME_DEVICE;
 worker raised is recorded as UNKNOWN_ERROR.  When no worker is left, or the head is lost, the
 run stops with one :class:`ClusterError` / :class:`ClusterUnreachableError` naming the address:
 the log holds every record that came back, and the same command resumes.
+
+The runner offers the cluster's nodes as *lanes* (``concurrent_lanes``, ``lane_option``: see
+``tuner.concurrent_rounds``), so the task scheduler measures rounds of different tasks at once,
+each on its own node; a round whose node is lost goes on on the workers other rounds leave free.
+Every chunk's node, task and times are kept (:attr:`RayRunner.chunks`, and logged at DEBUG level).
 """
 
 from __future__ import annotations
 
 import collections
+import copy
 import logging
 import math
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +50,35 @@ CHUNK_SLACK = 120.0
 #: Seconds between two checks that the head still answers (Ray ends a driver that has not reached
 #: it for 60 s; a node's results keep coming meanwhile).
 HEAD_CHECK = 5.0
+#: Seconds a batch waits before asking again for a worker that other batches hold.
+CLAIM_WAIT = 0.05
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One chunk of configs sent to a measuring worker, once it is back (or lost).
+
+    Attributes
+    ----------
+    task : str
+        The task's name and arguments.
+    node : str
+        The Ray node id of the worker.
+    lane : str or None
+        The lane of the batch that sent it (None: the runner as a whole).
+    configs : int
+    sent, back : float
+        ``time.time()`` when it was sent and when its results (or its loss) came.
+    outcome : {"measured", "raised", "lost"}
+    """
+
+    task: str
+    node: str
+    lane: str | None
+    configs: int
+    sent: float
+    back: float
+    outcome: str
 
 
 @dataclass(frozen=True)
@@ -65,8 +101,8 @@ class RayBuilder(Builder):
 
     @property  # type: ignore[override]
     def n_parallel(self) -> int:
-        """Configs the cluster builds at once (known once the runner has joined it)."""
-        return self.runner.cluster.parallelism
+        """Configs the runner's workers build at once (known once it has joined the cluster)."""
+        return self.runner.parallelism
 
     @n_parallel.setter
     def n_parallel(self, _value: int) -> None:
@@ -102,17 +138,49 @@ class RayRunner(Runner):
         super().__init__(timing=timing)
         self.cluster = RayCluster(address, resources, builders, build_timeout, self.timing)
         self.n_parallel = None
+        #: The node this runner's batches go to (None: every node); see :meth:`lane_option`.
+        self.lane: str | None = None
+        #: Every chunk sent so far, by this runner and its lanes, once back.
+        self.chunks: list[ChunkRecord] = []
+        self._lanes: dict[str, dict] = {}
+        self._chunks_lock = threading.Lock()
+
+    @property
+    def parallelism(self) -> int:
+        """Configs the workers of this runner's lane (all, without one) build at once."""
+        return self.cluster.lane_parallelism(self.lane)
 
     def set_task(self, task: Any) -> Any:
         """Join the cluster (once) and start its measuring workers for ``task``'s target."""
         super().set_task(task)
         self.cluster.connect(as_target(task.target))
-        self.n_parallel = self.cluster.parallelism
+        self.n_parallel = self.parallelism
         return None
+
+    def concurrent_lanes(self, task: Any) -> list[str]:
+        """The nodes that measure ``task``'s target now, one lane each (joins the cluster once)."""
+        self.cluster.connect(as_target(task.target))
+        return self.cluster.lanes()
+
+    def lane_option(self, lane: str) -> dict:
+        """A ``measure_option`` whose batches are built and timed on node ``lane`` (on any free
+        worker once that node is lost); it shares this runner's cluster and :attr:`chunks`."""
+        if lane not in self._lanes:
+            view = copy.copy(self)
+            view.lane, view.task = lane, None
+            self._lanes[lane] = {"builder": RayBuilder(view), "runner": view}
+        return self._lanes[lane]
 
     def close(self) -> None:
         """Stop the workers and leave the cluster."""
         self.cluster.close()
+
+    def record_chunk(self, record: ChunkRecord) -> None:
+        """Keep one chunk's record (:attr:`chunks`) and log it at DEBUG level (as ``extra`` ``chunk``)."""
+        with self._chunks_lock:
+            self.chunks.append(record)
+        logger.debug("Ray chunk of %d config(s) of %s on node %s: %s in %.3f s", record.configs, record.task,
+                     record.node[:8], record.outcome, record.back - record.sent, extra={"chunk": record})
 
     def run(self, measure_inputs: Sequence[MeasureInput],
             build_results: Sequence[BuildResult | MeasureResult | PendingBuild],
@@ -148,20 +216,32 @@ class _Dispatch:
         self.inputs, self.results, self.report = inputs, results, report
         self.sends: collections.Counter[int] = collections.Counter()
         self.pending: collections.deque[int] = collections.deque()
-        self.flying: dict[Any, tuple[Slot, list[int], float]] = {}  # ref -> (slot, indices, deadline)
+        # ref -> (slot, indices, deadline, time sent)
+        self.flying: dict[Any, tuple[Slot, list[int], float, float]] = {}
 
     def run(self, todo: list[int]) -> None:
+        try:
+            self._run(todo)
+        finally:
+            for slot, *_ in self.flying.values():  # an error: the chunks left are no longer waited for
+                self.cluster.release(slot)
+
+    def _run(self, todo: list[int]) -> None:
         self.pending.extend(todo)
         while self.pending or self.flying:
             self._send()
             if not self.flying:
-                raise ClusterError(f"Ray cluster at {self.cluster.address}: no measuring worker is left "
-                                   f"(nodes offering {self.cluster.resources} were lost); the log holds "
-                                   "every finished measurement: run again to resume")
-            try:
-                ready, _ = self.ray.wait(list(self.flying), num_returns=1, timeout=1.0)
-            except Exception as err:  # noqa: BLE001 - the driver's link to the cluster broke
-                raise self._lost(err) from None
+                if not self.cluster.live_slots():
+                    raise ClusterError(f"Ray cluster at {self.cluster.address}: no measuring worker is left "
+                                       f"(nodes offering {self.cluster.resources} were lost); the log holds "
+                                       "every finished measurement: run again to resume")
+                time.sleep(CLAIM_WAIT)  # every worker has another batch's chunk
+                ready = []
+            else:
+                try:
+                    ready, _ = self.ray.wait(list(self.flying), num_returns=1, timeout=1.0)
+                except Exception as err:  # noqa: BLE001 - the driver's link to the cluster broke
+                    raise self._lost(err) from None
             if time.monotonic() - self.cluster.head_checked > HEAD_CHECK:
                 self._check_head()
             for ref in ready:
@@ -169,42 +249,55 @@ class _Dispatch:
             self._expire()
 
     def _send(self) -> None:
-        busy = {id(slot) for slot, _, _ in self.flying.values()}
-        for slot in self.cluster.live_slots():
-            if not self.pending:
+        while self.pending:
+            slot = self.cluster.claim(self.runner.lane)
+            if slot is None:
                 return
-            if id(slot) in busy:
-                continue
             chunk = [self.pending.popleft() for _ in range(min(slot.builders, len(self.pending)))]
             for index in chunk:
                 self.sends[index] += 1
-            ref = slot.actor.measure.remote([self.inputs[i] for i in chunk])
+            try:
+                ref = slot.actor.measure.remote([self.inputs[i] for i in chunk])
+            except BaseException:
+                self.cluster.release(slot)
+                raise
             deadline = time.monotonic() + self.runner.chunk_deadline(len(chunk), slot.builders)
-            self.flying[ref] = (slot, chunk, deadline)
+            self.flying[ref] = (slot, chunk, deadline, time.time())
 
     def _collect(self, ref: Any) -> None:
-        slot, chunk, _ = self.flying.pop(ref)
+        slot, chunk, _, sent = self.flying.pop(ref)
+        self.cluster.release(slot)
         exceptions = self.ray.exceptions
         try:
             measured = self.ray.get(ref)
         except (exceptions.RayActorError, exceptions.WorkerCrashedError, exceptions.ObjectLostError,
                 exceptions.NodeDiedError) as err:
+            self._chunk(slot, chunk, sent, "lost")
             self._requeue(slot, chunk, f"the Ray worker on node {slot.node.address} was lost: {_line(err)}")
             return
         except exceptions.RayTaskError as err:
+            self._chunk(slot, chunk, sent, "raised")
             for index in chunk:
                 self._done(index, MeasureResult.failure(
                     MeasureErrorNo.UNKNOWN_ERROR, f"the Ray worker on node {slot.node.address} raised: "
                     f"{err.cause or err}", 0.0))
             return
+        self._chunk(slot, chunk, sent, "measured")
         for index, result in zip(chunk, measured, strict=True):
             self._done(index, result)
 
+    def _chunk(self, slot: Slot, chunk: list[int], sent: float, outcome: str) -> None:
+        task = self.inputs[chunk[0]].task
+        self.runner.record_chunk(ChunkRecord(f"{task.name}{tuple(task.args)}", slot.node.node_id,
+                                             self.runner.lane, len(chunk), sent, time.time(), outcome))
+
     def _expire(self) -> None:
         now = time.monotonic()
-        for ref, (slot, chunk, deadline) in list(self.flying.items()):
+        for ref, (slot, chunk, deadline, sent) in list(self.flying.items()):
             if now > deadline:
                 del self.flying[ref]
+                self.cluster.release(slot)
+                self._chunk(slot, chunk, sent, "lost")
                 self._requeue(slot, chunk, f"the Ray worker on node {slot.node.address} did not answer "
                                            "within its chunk's deadline")
 

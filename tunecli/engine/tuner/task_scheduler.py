@@ -7,18 +7,9 @@ and Winograd tasks) count once, at the latency of the faster: ``f`` sums, per op
 calls times the minimum of its tasks' latencies (``tuner.alternatives``).  Each
 round measures one batch of at most ``round_trials`` configs of one task, proposed by that
 task's own tuner, which persists across rounds.  Which task a round goes to is the scheduler's
-*policy* (:data:`SCHEDULER_POLICIES`, the job's ``tuner.task_scheduler``):
-
-* ``round-robin``: the tasks in turn;
-* ``gradient``: the Ansor paper's task scheduler (Zheng et al., OSDI 2020, section 6): the task
-  with the largest estimated gradient ``-df/dt_i``, ``t_i`` being the rounds given to task ``i``.
-  The estimate combines, with ``alpha`` (0.2), the improvement of ``g_i`` over the last
-  ``backward_window`` rounds and an optimistic forward guess: either ``g_i`` keeps improving at
-  its average rate so far (``g_i - g_i / t_i``) or the task reaches the speed (FLOPS) of the
-  fastest similar task (same template) divided by ``beta`` (2).  Ties are broken at random.
-  The estimated change of ``g_i`` goes through the minimum of its operator
-  (``alternatives.latency_change``): a slower alternative gains only by the part of its
-  estimate that would beat the faster one (one without a valid config is tuned as a task alone).
+*policy* (:data:`SCHEDULER_POLICIES`, the job's ``tuner.task_scheduler``, in
+``tuner.scheduler_policies``): ``round-robin``, or ``gradient`` (Ansor's, the task whose next
+round is estimated to lower ``f`` most).
 
 Both policies first give every task one round (warm-up), so every task has a latency.
 A task leaves the schedule when its space is exhausted, or (per-task early stopping) when
@@ -30,6 +21,11 @@ A task's tuner is made when the task gets its first round and starts from its hi
 earlier log and those measured in this run for other tasks, which is TVM's transfer learning
 between the tasks of a network.  Records of a task already in the log count toward the budget,
 its trials and its best, as its ``TaskHistory`` says.
+
+When the measure backend can take several rounds at once (a runner with ``concurrent_lanes``:
+a Ray cluster, one lane per node), rounds of different tasks are measured at the same time
+(``tuner.concurrent_rounds``): the policy chooses each among the tasks without a round in flight,
+and the trials of rounds in flight are reserved from the budget, so that the totals are exact.
 """
 
 from __future__ import annotations
@@ -44,7 +40,9 @@ import numpy as np
 from tunecli.engine.log.task_history import TaskHistory, task_history
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.task import Task
-from tunecli.engine.tuner.alternatives import latency_change, operator_groups, weighted_latency
+from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
+from tunecli.engine.tuner.concurrent_rounds import concurrent_lanes, tune_concurrently
+from tunecli.engine.tuner.scheduler_policies import SCHEDULER_POLICIES, SchedulerPolicy, gradient
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
 
@@ -52,6 +50,9 @@ from tunecli.errors import TuneError
 DEFAULT_ROUND_TRIALS = 64
 #: The latency of a task without a valid config (TVM's sentinel): such a task is tuned first.
 NO_LATENCY = 1e10
+
+__all__ = ["DEFAULT_ROUND_TRIALS", "NO_LATENCY", "SCHEDULER_POLICIES", "RoundCallback", "ScheduledTask",
+           "SchedulerPolicy", "TaskScheduler", "budget_problem", "gradient"]
 
 #: ``cb(scheduler, index, inputs, results)``: called after every round (one measured batch).
 RoundCallback = Callable[["TaskScheduler", int, list, list], None]
@@ -85,6 +86,8 @@ class ScheduledTask:
     group : str or None
         Its similarity group (the template name): the gradient's forward estimate compares it with
         the fastest task of the group.  None once it left the group.
+    running : int
+        Trials of its round in flight (0 when none is).
     """
 
     task: Task
@@ -98,6 +101,7 @@ class ScheduledTask:
     history: list[float] = field(default_factory=list)
     done: str | None = None
     group: str | None = None
+    running: int = 0
 
     @property
     def latency(self) -> float:
@@ -118,76 +122,6 @@ class ScheduledTask:
             self.since_best = 0
         else:
             self.since_best += 1
-
-
-@dataclass(frozen=True)
-class SchedulerPolicy:
-    """One registered way to choose the task of the next round (``choose(scheduler) -> task index``)."""
-
-    name: str
-    summary: str
-    choose: Callable[[TaskScheduler], int]
-
-
-def _round_robin(scheduler: TaskScheduler) -> int:
-    n = len(scheduler.tasks)
-    start = scheduler.last + 1
-    return next(i % n for i in range(start, start + n) if scheduler.tasks[i % n].done is None)
-
-
-def gradient(scheduler: TaskScheduler, index: int) -> float:
-    """The estimated ``df/dt`` of task ``index`` (<= 0; the most negative gains most).
-
-    Ansor's estimate of how much one more round changes the task's latency, turned into the
-    change of ``f`` by ``alternatives.latency_change`` (its weight times that estimate, for a task
-    without alternatives).  A task without a valid config gets its weight times the estimate
-    whether it has alternatives or not: its latency is unknown, not known to be slower, and it
-    is tuned until it has one, as a task alone is.
-
-    Parameters
-    ----------
-    scheduler : TaskScheduler
-    index : int
-
-    Returns
-    -------
-    float
-    """
-    t = scheduler.tasks[index]
-    g = t.latency
-    window = scheduler.backward_window
-    backward = (t.history[-1] - t.history[-1 - window]) / window if len(t.history) > window else 0.0
-    g_next = g - g / max(t.rounds, 1)
-    similar = scheduler.similar(index)
-    flop = float(getattr(t.task, "flop", 0) or 0)
-    if len(similar) > 1 and flop > 0:
-        best_flops = max(scheduler.tasks[j].flops for j in similar)
-        if best_flops > 0:
-            g_next = min(g_next, scheduler.beta * flop / best_flops)
-    forward = g_next - g
-    delta = scheduler.alpha * backward + (1 - scheduler.alpha) * forward
-    if not math.isfinite(t.best_cost):
-        return t.weight * delta
-    return latency_change([u.latency for u in scheduler.tasks], [u.weight for u in scheduler.tasks],
-                          scheduler.operators, index, delta)
-
-
-def _gradient(scheduler: TaskScheduler) -> int:
-    alive = [i for i, t in enumerate(scheduler.tasks) if t.done is None]
-    grads = [gradient(scheduler, i) for i in alive]
-    if max(grads) == min(grads):
-        return int(alive[scheduler.rng.integers(len(alive))])
-    return alive[int(np.argmin(grads))]
-
-
-_POLICIES = (
-    SchedulerPolicy("gradient", "the task whose next round is estimated to lower the weighted latency most "
-             "(Ansor's gradient scheduler)", _gradient),
-    SchedulerPolicy("round-robin", "the tasks in turn", _round_robin),
-)
-
-#: Every task scheduler policy by name (the values of a job's ``tuner.task_scheduler``).
-SCHEDULER_POLICIES: dict[str, SchedulerPolicy] = {p.name: p for p in _POLICIES}
 
 
 def budget_problem(budget: int | None, n_tasks: int) -> str | None:
@@ -211,7 +145,7 @@ def budget_problem(budget: int | None, n_tasks: int) -> str | None:
 
 
 class TaskScheduler:
-    """Spend ``budget`` trials over ``tasks``, one round of one task at a time.
+    """Spend ``budget`` trials over ``tasks``, round by round (see the module doc).
 
     Parameters
     ----------
@@ -335,11 +269,16 @@ class TaskScheduler:
             t.group = None
 
     # --------------------------------------------------------------- the loop
+    def available(self) -> list[int]:
+        """Indices of the tasks a round can go to: still in the schedule, no round in flight."""
+        return [i for i, t in enumerate(self.tasks) if t.done is None and not t.running]
+
     def next_task(self) -> int | None:
-        """The index of the task the next round goes to (None when tuning is over)."""
-        if self.spent >= self.budget:
+        """The index of the task the next round goes to (None when no round can start now: the
+        budget is spent or reserved by rounds in flight, or no task is available)."""
+        if self.spent + sum(t.running for t in self.tasks) >= self.budget:
             return None
-        alive = [i for i, t in enumerate(self.tasks) if t.done is None]
+        alive = self.available()
         if not alive:
             return None
         cold = [i for i in alive if self.tasks[i].rounds == 0]
@@ -353,11 +292,17 @@ class TaskScheduler:
         ----------
         measure_option : dict or callable
             From ``measure_option(builder, runner)`` (one for all tasks), or a ``measure_batch``.
+            When its runner has ``concurrent_lanes``, rounds of several tasks run at once.
         callbacks : sequence of callable
             Tuner callbacks (``Tuner.tune``'s), given every round; ``tuner.task`` tells the task.
+            With concurrent rounds they are called one at a time, from the rounds' threads.
         round_callbacks : sequence of callable
             Each called as ``cb(scheduler, index, inputs, results)`` after every round.
         """
+        lanes = concurrent_lanes(measure_option) if len(self.tasks) > 1 else None
+        if lanes is not None:
+            tune_concurrently(self, lanes, measure_option, callbacks, round_callbacks)
+            return
         while (index := self.next_task()) is not None:
             inputs, results = self.tune_round(index, measure_option, callbacks)
             for callback in round_callbacks:
@@ -378,11 +323,28 @@ class TaskScheduler:
         -------
         (list of MeasureInput, list of MeasureResult)
         """
+        self.begin_round(index)
+        inputs, results = self.measure_round(index, measure_option, callbacks)
+        self.end_round(index, inputs, results)
+        return inputs, results
+
+    def begin_round(self, index: int) -> int:
+        """Start a round of task ``index`` (its tuner made on its first); reserve and return its trials."""
         t = self.tasks[index]
         if t.tuner is None:
             t.tuner = self.make_tuner(t.task)
             if self.history:  # its own records are still those of its history: this is its first round
                 t.tuner.resume(self.task_histories[index], self.history)
+        reserved = sum(u.running for u in self.tasks)
+        t.running = max(1, min(self._round_size(t), self.budget - self.spent - reserved))
+        self.last = index
+        return t.running
+
+    def measure_round(self, index: int, measure_option: Any,
+                      callbacks: Sequence[Callable[..., None]] = ()) -> tuple[list, list]:
+        """Measure the round :meth:`begin_round` started (only the task's own tuner is touched, so
+        rounds of different tasks may run in different threads)."""
+        t = self.tasks[index]
         inputs: list[MeasureInput] = []
         results: list[MeasureResult] = []
 
@@ -390,18 +352,21 @@ class TaskScheduler:
             inputs.extend(ins)
             results.extend(res)
 
-        n = min(self._round_size(t), self.budget - self.spent)
-        if t.tuner.has_next():
-            t.tuner.tune(n_trial=n, measure_option=measure_option, callbacks=[*callbacks, collect])
+        if t.tuner is not None and t.tuner.has_next():
+            t.tuner.tune(n_trial=t.running, measure_option=measure_option, callbacks=[*callbacks, collect])
+        return inputs, results
+
+    def end_round(self, index: int, inputs: list, results: list) -> None:
+        """Count the measured round of task ``index``: its trials, best, history; whether it is done."""
+        t = self.tasks[index]
+        t.running = 0
         for res in results:
             t.record(res)
         self.history.extend(zip(inputs, results, strict=True))
         t.rounds += 1
         t.history.append(t.latency)
-        self.last = index
-        if not results or not t.tuner.has_next():
+        if not results or t.tuner is None or not t.tuner.has_next():
             t.done = "space exhausted"
         elif self.early_stopping and t.since_best >= self.early_stopping:
             t.done = "early stopped"
         self._leave_group(index)
-        return inputs, results

@@ -1,0 +1,128 @@
+"""Rounds of several tasks measured at once, on the lanes of a measure backend that has them.
+
+A runner that can measure several batches at the same time, each on workers of its own, offers
+*lanes*: ``concurrent_lanes(task)`` (the keys of the lanes that can take a batch of ``task``'s
+target now) and ``lane_option(lane)`` (a ``measure_option`` confined to one lane).  A Ray
+cluster's lanes are its nodes of the target's CPU (``cluster.ray_runner``).
+
+:func:`tune_concurrently` keeps a round in flight on every free lane.  Each round is chosen as
+the scheduler chooses one (``TaskScheduler.next_task``: the warm-up first, then its policy, among
+the tasks without a round in flight, the trials of the rounds in flight reserved from the
+budget), started (``begin_round``) and counted when it ends (``end_round``) by the calling
+thread, and measured in a thread of its own (``measure_round``: only its task's tuner is
+touched there).  The tuner callbacks (the log writer, the progress) are called one at a time,
+under one lock, so each record is written whole by this process, as when rounds run one by one.
+
+When a round raises (its cluster lost), no round starts any more; the rounds in flight finish
+(their records are logged) and the first error is raised.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.task import Task
+    from tunecli.engine.tuner.task_scheduler import RoundCallback, TaskScheduler
+
+
+class Lanes(Protocol):
+    """A measure backend's runner that measures batches side by side (see the module doc)."""
+
+    def concurrent_lanes(self, task: Task) -> list[Hashable]:
+        """The lanes that can take a batch of ``task``'s target now."""
+
+    def lane_option(self, lane: Hashable) -> dict:
+        """A ``measure_option`` that measures on ``lane`` only."""
+
+
+def concurrent_lanes(measure_option: Any) -> Lanes | None:
+    """The runner of ``measure_option`` when it offers lanes, else None (rounds run one by one)."""
+    runner = measure_option.get("runner") if isinstance(measure_option, dict) else None
+    if runner is not None and callable(getattr(runner, "concurrent_lanes", None)):
+        return runner
+    return None
+
+
+class _OneAtATime:
+    """A tuner callback called under ``lock`` (a streaming one keeps streaming)."""
+
+    def __init__(self, callback: Callable[..., None], lock: threading.Lock) -> None:
+        self.callback, self.lock = callback, lock
+        if callable(getattr(callback, "on_result", None)):
+            self.on_result = self._on_result
+
+    def _on_result(self, *args: Any) -> None:
+        with self.lock:
+            self.callback.on_result(*args)  # type: ignore[attr-defined]
+
+    def __call__(self, *args: Any) -> None:
+        with self.lock:
+            self.callback(*args)
+
+
+def _measure(scheduler: TaskScheduler, index: int, lane: Hashable, option: Any,
+             callbacks: Sequence[Callable[..., None]], finished: queue.Queue) -> None:
+    """The body of a round's thread: measure it, hand the outcome (or the error) back."""
+    try:
+        inputs, results = scheduler.measure_round(index, option, callbacks)
+    except BaseException as err:  # noqa: BLE001 - handed to the driver's thread, raised there
+        finished.put((lane, index, [], [], err))
+        return
+    finished.put((lane, index, inputs, results, None))
+
+
+def tune_concurrently(scheduler: TaskScheduler, lanes: Lanes, measure_option: Any,
+                      callbacks: Sequence[Callable[..., None]] = (),
+                      round_callbacks: Sequence[RoundCallback] = ()) -> None:
+    """Run ``scheduler``'s rounds, one in flight per free lane, until its budget is spent or every
+    task is done (see the module doc).
+
+    Parameters
+    ----------
+    scheduler : TaskScheduler
+    lanes : Lanes
+        The runner of ``measure_option``.
+    measure_option : dict
+        The backend as a whole: used for a round when no lane is left (it says what is wrong).
+    callbacks : sequence of callable
+        Tuner callbacks, called one at a time.
+    round_callbacks : sequence of callable
+        Each called as ``cb(scheduler, index, inputs, results)`` in this thread after every round.
+    """
+    lock = threading.Lock()
+    serialized = [_OneAtATime(callback, lock) for callback in callbacks]
+    finished: queue.Queue = queue.Queue()
+    running: dict[Hashable, int] = {}  # lane -> the task index of its round
+    failure: BaseException | None = None
+    first = scheduler.tasks[0].task
+    while True:
+        if failure is None:
+            free = [lane for lane in lanes.concurrent_lanes(first) if lane not in running]
+            if not free and not running:
+                free = [None]  # no lane is left: the backend as a whole
+            for lane in free:
+                index = scheduler.next_task()
+                if index is None:
+                    break
+                scheduler.begin_round(index)
+                option = measure_option if lane is None else lanes.lane_option(lane)
+                running[lane] = index
+                threading.Thread(target=_measure, args=(scheduler, index, lane, option, serialized, finished),
+                                 name=f"tune-round-{index}", daemon=True).start()
+        if not running:
+            break
+        lane, index, inputs, results, error = finished.get()
+        del running[lane]
+        if error is not None:
+            failure = failure or error
+            continue
+        with lock:
+            scheduler.end_round(index, inputs, results)
+            for callback in round_callbacks:
+                callback(scheduler, index, inputs, results)
+    if failure is not None:
+        raise failure

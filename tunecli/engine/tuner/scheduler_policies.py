@@ -1,0 +1,101 @@
+"""The task scheduler's policies: which task the next round goes to (``tuner.task_scheduler``).
+
+* ``round-robin``: the tasks in turn;
+* ``gradient``: the Ansor paper's task scheduler (Zheng et al., OSDI 2020, section 6): the task
+  with the largest estimated gradient ``-df/dt_i``, ``t_i`` being the rounds given to task ``i``.
+  The estimate combines, with ``alpha`` (0.2), the improvement of ``g_i`` over the last
+  ``backward_window`` rounds and an optimistic forward guess: either ``g_i`` keeps improving at
+  its average rate so far (``g_i - g_i / t_i``) or the task reaches the speed (FLOPS) of the
+  fastest similar task (same template) divided by ``beta`` (2).  Ties are broken at random.
+  The estimated change of ``g_i`` goes through the minimum of its operator
+  (``alternatives.latency_change``): a slower alternative gains only by the part of its
+  estimate that would beat the faster one (one without a valid config is tuned as a task alone).
+
+A policy chooses among the scheduler's ``available()`` tasks: those still in the schedule and
+without a round in flight (several tasks' rounds are measured at once on a cluster).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tunecli.engine.tuner.alternatives import latency_change
+
+if TYPE_CHECKING:
+    from tunecli.engine.tuner.task_scheduler import TaskScheduler
+
+
+@dataclass(frozen=True)
+class SchedulerPolicy:
+    """One registered way to choose the task of the next round (``choose(scheduler) -> task index``)."""
+
+    name: str
+    summary: str
+    choose: Callable[[TaskScheduler], int]
+
+
+def _round_robin(scheduler: TaskScheduler) -> int:
+    n = len(scheduler.tasks)
+    free = set(scheduler.available())
+    start = scheduler.last + 1
+    return next(i % n for i in range(start, start + n) if i % n in free)
+
+
+def gradient(scheduler: TaskScheduler, index: int) -> float:
+    """The estimated ``df/dt`` of task ``index`` (<= 0; the most negative gains most).
+
+    Ansor's estimate of how much one more round changes the task's latency, turned into the
+    change of ``f`` by ``alternatives.latency_change`` (its weight times that estimate, for a task
+    without alternatives).  A task without a valid config gets its weight times the estimate
+    whether it has alternatives or not: its latency is unknown, not known to be slower, and it
+    is tuned until it has one, as a task alone is.
+
+    Parameters
+    ----------
+    scheduler : TaskScheduler
+    index : int
+
+    Returns
+    -------
+    float
+    """
+    t = scheduler.tasks[index]
+    g = t.latency
+    window = scheduler.backward_window
+    backward = (t.history[-1] - t.history[-1 - window]) / window if len(t.history) > window else 0.0
+    g_next = g - g / max(t.rounds, 1)
+    similar = scheduler.similar(index)
+    flop = float(getattr(t.task, "flop", 0) or 0)
+    if len(similar) > 1 and flop > 0:
+        best_flops = max(scheduler.tasks[j].flops for j in similar)
+        if best_flops > 0:
+            g_next = min(g_next, scheduler.beta * flop / best_flops)
+    forward = g_next - g
+    delta = scheduler.alpha * backward + (1 - scheduler.alpha) * forward
+    if not math.isfinite(t.best_cost):
+        return t.weight * delta
+    return latency_change([u.latency for u in scheduler.tasks], [u.weight for u in scheduler.tasks],
+                          scheduler.operators, index, delta)
+
+
+def _gradient(scheduler: TaskScheduler) -> int:
+    alive = scheduler.available()
+    grads = [gradient(scheduler, i) for i in alive]
+    if max(grads) == min(grads):
+        return int(alive[scheduler.rng.integers(len(alive))])
+    return alive[int(np.argmin(grads))]
+
+
+_POLICIES = (
+    SchedulerPolicy("gradient", "the task whose next round is estimated to lower the weighted latency most "
+             "(Ansor's gradient scheduler)", _gradient),
+    SchedulerPolicy("round-robin", "the tasks in turn", _round_robin),
+)
+
+#: Every task scheduler policy by name (the values of a job's ``tuner.task_scheduler``).
+SCHEDULER_POLICIES: dict[str, SchedulerPolicy] = {p.name: p for p in _POLICIES}
