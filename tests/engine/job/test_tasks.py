@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tunecli.engine.job.spec import load_job
-from tunecli.engine.job.tasks import create_task, create_tasks, physical_memory
+from tunecli.engine.job.tasks import create_task, create_tasks, kernel_job_template, physical_memory
 from tunecli.engine.ops.registry import builtin_names
+from tunecli.engine.target import Target
 from tunecli.errors import JobError
 
 TEMPLATE = Path(__file__).parent / "data" / "scaled_add.py"
@@ -268,3 +269,66 @@ def test_buffers_must_fit_32_bit_indexing_and_the_machine(tmp_path: Path) -> Non
                                        r"than 32-bit indexing addresses \(2147483647\)$"):
         create_task(job, 1)
     assert physical_memory() > 0
+
+
+def test_a_conv2d_nchw_task_runs_through_the_blocked_layouts_on_x86(tmp_path: Path) -> None:
+    """On x86 a float32 conv2d_nchw.x86 task runs as relay.build runs the convolution: Winograd for
+    3x3 stride 1, the direct NCHWc schedules otherwise; the arguments stay the job's."""
+    path = job_file(tmp_path, """\
+        - template: conv2d_nchw.x86
+          args: {N: 1, H: 8, W: 8, CI: 8, CO: 16, KH: 3, KW: 3, stride: 1, padding: 1}
+        - template: conv2d_nchw.x86
+          args: {N: 1, H: 8, W: 8, CI: 8, CO: 16, KH: 1, KW: 1, stride: 2, padding: 0}
+        - template: conv2d_nchw.x86
+          args: {N: 1, H: 8, W: 8, CI: 8, CO: 16, KH: 3, KW: 3, stride: 1, padding: 1, dtype: int8}
+        """)
+    tasks = create_tasks(load_job(path))
+    assert [t.name for t in tasks] == ["conv2d_nchw_winograd.x86", "conv2d_nchw_blocked.x86",
+                                       "conv2d_nchw.x86"]
+    assert tasks[0].args == (1, 8, 8, 8, 16, 3, 3, 1, 1, 1, "float32")
+    assert tasks[0].flop == 2 * 16 * 8 * 8 * 8 * 9  # the direct convolution's, as conv2d_nchw.x86 counts
+    arm = Target("llvm -device=arm_cpu -mtriple=aarch64-linux-gnu -mattr=+neon")
+    assert kernel_job_template("conv2d_nchw.x86", tasks[0].args, arm) == "conv2d_nchw.x86"
+    assert kernel_job_template("dense.x86", (8, 8, 8, "float32"), Target("llvm")) == "dense.x86"
+
+
+def test_a_bad_conv2d_nchw_task_is_reported_under_the_name_the_job_gives(tmp_path: Path) -> None:
+    path = job_file(tmp_path, """\
+        - template: conv2d_nchw.x86
+          args: {N: 1, H: 4, W: 4, CI: 8, CO: 8, KH: 7, KW: 7, stride: 1, padding: 0}
+        """)
+    with pytest.raises(JobError, match=r"template conv2d_nchw.x86 rejects \(1, 4, 4, 8, 8, 7, 7, 1, 0, 1, "
+                                        r"'float32'\): window"):
+        create_tasks(load_job(path))
+
+
+def test_a_conv_kernel_job_tuned_a_few_trials_runs_the_fast_template_and_equals_numpy(tmp_path: Path) -> None:
+    from tunecli.engine.actions.job_file import apply_job_file, inspect_job_file, tune_job
+    from tunecli.engine.log.record import load_from_file
+
+    log = tmp_path / "conv.log"
+    path = tmp_path / "conv.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: conv
+        log: {log}
+        tasks:
+          - {{template: conv2d_nchw.x86, args: {{N: 1, H: 10, W: 10, CI: 8, CO: 16, KH: 3, KW: 3, stride: 1,
+                                                  padding: 1}}}}
+          - {{template: conv2d_nchw.x86, args: {{N: 1, H: 10, W: 10, CI: 8, CO: 16, KH: 3, KW: 3, stride: 2,
+                                                  padding: 1}}}}
+        tuner: {{kind: random, n_trial: 2, seed: 0}}
+        measure:
+          builder: {{n_parallel: 2}}
+          runner: {{number: 2, repeat: 1, min_repeat_ms: 0, check_correctness: true}}
+        """))
+    tune_job(str(path))
+    names = ["conv2d_nchw_winograd.x86", "conv2d_nchw_blocked.x86"]
+    records = list(load_from_file(str(log)))
+    assert sorted({inp.task.name for inp, _ in records}) == sorted(names)  # the log names what ran
+    assert all(res.ok for _, res in records), records
+    report = apply_job_file(str(path))
+    assert [t.label.split("(")[0] for t in report.tasks] == names
+    for applied in report.tasks:
+        assert not applied.fallback and applied.checked_against == "numpy" and applied.correct, applied
+    views = inspect_job_file(str(path))
+    assert [v.label.split("(")[0] for v in views] == names

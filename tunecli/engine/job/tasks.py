@@ -8,7 +8,10 @@ come from the strategy table ``tunecli.engine.ops.registry.STRATEGIES``) or
 a mapping by parameter name; defaults of the template fill the rest, so the workload written to
 the log is always complete.  Tasks of built-in templates carry
 their numpy ``reference`` (set by ``task.create``), so a runner with ``check_correctness``
-compares against numpy rather than against config 0.
+compares against numpy rather than against config 0.  A ``conv2d_nchw.x86`` task on an x86
+target runs as ``conv2d_nchw_blocked.x86`` or ``conv2d_nchw_winograd.x86``
+(:func:`kernel_job_template`): NCHW data and result as the job states, the weight taken in the
+config's layout as ``relay.build`` prepares a constant weight.
 
 Shapes are checked against what a kernel can address and this machine can hold, before a
 template is traced (integer arguments beyond 32-bit indexing) and after (every kernel buffer within
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from tunecli.engine.ir.dtype import parse_dtype
 from tunecli.engine.job.nodes import Problems
 from tunecli.engine.ops.registry import STRATEGIES, builtin_names, is_builtin, make_args
+from tunecli.engine.ops.x86.conv2d_nchw_blocked import kernel_job_template as conv2d_nchw_job_template
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import TASK_TABLE, Task, TaskTemplate, create
 from tunecli.engine.task.template_file import load_template_file
@@ -38,6 +42,9 @@ if TYPE_CHECKING:  # spec.load_job checks task entries with this module's rules
 #: Exceptions a template may raise for arguments it cannot handle (shapes that do not fit).
 _TEMPLATE_ERRORS = (TuneError, ValueError, TypeError, AssertionError, ZeroDivisionError, IndexError,
                     OverflowError, MemoryError, RecursionError)
+#: The template a kernel job's NCHW convolution names, run through blocked layouts on x86
+#: (:func:`kernel_job_template`).
+CONV2D_NCHW = "conv2d_nchw.x86"
 #: Most elements of one tensor: kernels index buffers with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1
 
@@ -206,12 +213,42 @@ def create_task(job: Job, index: int, memory: int | None = None) -> Task:
     return _create(job.tasks[index], job.target, memory)
 
 
+def kernel_job_template(name: str, args: tuple, target: Target) -> str:
+    """The template a job's task of template ``name`` runs as on ``target``.
+
+    A built-in ``conv2d_nchw.x86`` task runs as ``conv2d_nchw_blocked.x86`` or
+    ``conv2d_nchw_winograd.x86`` where those serve it (``ops.x86.conv2d_nchw_blocked``): the
+    blocked layouts and Winograd ``relay.build`` gives the same convolution, with the NCHW data
+    and result the job states.  The log, ``inspect`` and ``apply`` name the template it runs as.
+
+    Parameters
+    ----------
+    name : str
+        The template the job names (registered).
+    args : tuple
+        Its complete arguments.
+    target : Target
+
+    Returns
+    -------
+    str
+    """
+    if name == CONV2D_NCHW and is_builtin(name):
+        steered = conv2d_nchw_job_template(args, target)
+        if steered is not None and is_builtin(steered):
+            return steered
+    return name
+
+
 def _create(spec: TaskSpec, target: Target, memory: int | None = None) -> Task:
     """The task of one entry on ``target`` (see ``create_task``)."""
     template, args = _checked_args(spec)
     where = spec.node.items().get("args", spec.node)
     try:
-        task = create(template.name, args, target)
+        runs_as = kernel_job_template(template.name, args, target)
+        if runs_as != template.name:  # the arguments pass the named template's checks first
+            create(template.name, args, target)
+        task = create(runs_as, args, target)
     except Exception as err:  # noqa: BLE001 - a template is the user's code: any failure is a bad task
         reason = str(err) if isinstance(err, _TEMPLATE_ERRORS) else f"{type(err).__name__}: {err}"
         raise where.error(f"template {template.name} rejects {_show(args)}: {reason}") from err

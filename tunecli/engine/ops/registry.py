@@ -32,6 +32,7 @@ from tunecli.engine.ops.strategy import Strategy, StrategyTable
 from tunecli.engine.ops.x86 import (
     batch_matmul,
     conv2d,
+    conv2d_nchw_blocked,
     conv2d_nchwc,
     conv2d_winograd,
     dense,
@@ -50,6 +51,8 @@ _ROWS = (
     conv2d.CONV2D_NCHW,
     conv2d_nchwc.CONV2D_NCHWC,
     conv2d_winograd.CONV2D_NCHWC_WINOGRAD,
+    conv2d_nchw_blocked.CONV2D_NCHW_BLOCKED,
+    conv2d_nchw_blocked.CONV2D_NCHW_WINOGRAD,
     depthwise_conv2d.DEPTHWISE_CONV2D_NCHW,
     depthwise_nchwc.DEPTHWISE_CONV2D_NCHWC,
     tutorial.MATMUL,

@@ -176,13 +176,16 @@ def conv2d_winograd_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride
     by stages first."""
     if len(data.shape) == 4:
         n, c, h, w = data.shape
-        check_winograd_workload(kernel.shape, stride, dilation)
-        define_winograd_space(cfg, c, kernel.shape[0],
-                              conv2d_output_shape((h, w), (3, 3), stride, padding, dilation)[:2])
+        filters = kernel.shape[0] if len(kernel.shape) == 4 else kernel.shape[2] * kernel.shape[5]
+        if len(kernel.shape) == 4:
+            check_winograd_workload(kernel.shape, stride, dilation)
+        out_hw = conv2d_output_shape((h, w), (3, 3), stride, padding, dilation)[:2]
+        define_winograd_space(cfg, c, filters, out_hw)
         ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
         data = te.compute((n, c // ic_bn, h, w, ic_bn), lambda b, cc, y, x, v: data[b, cc * ic_bn + v, y, x],
                           name="data_vec", tag="injective,layout_transform")
-        kernel = kernel_transform_stage(kernel, cfg["tile_m"].val, ic_bn, oc_bn)
+        if len(kernel.shape) == 4:
+            kernel = kernel_transform_stage(kernel, cfg["tile_m"].val, ic_bn, oc_bn)
     n, cb, h, w, ic_bn = data.shape
     alpha, _, kb, _, _, oc_bn = kernel.shape
     check_winograd_workload((0, 0, 3, 3), stride, dilation)
@@ -271,7 +274,12 @@ def schedule_conv2d_winograd(cfg: Any, outs: Sequence[te.Tensor],
     k, po, pi, a, b, ki = s[out_tiles].op.axis
     _schedule_transform(s, out_tiles, out_rows, (k, po), pi, (a, b), ki)
 
-    b, k, y, x, ki = s[out].op.axis
+    if len(out.shape) == 4:  # an NCHW result (``conv2d_nchw_winograd.x86``): channel blocks of NCHW
+        b, c, y, x = s[out].op.axis
+        k, ki = s[out].split(c, factor=conv.shape[-1])
+        s[out].reorder(b, k, y, x, ki)
+    else:
+        b, k, y, x, ki = s[out].op.axis
     s[out].parallel(s[out].fuse(b, k, y))
     s[out].vectorize(ki)
     return s
@@ -298,7 +306,12 @@ def _schedule_inputs(s: Schedule, padded: te.Tensor, kernel: te.Tensor) -> None:
     b, c, y, _, v = s[padded].op.axis
     s[padded].parallel(s[padded].fuse(b, c, y))
     s[padded].vectorize(v)
-    stages = [kernel, *kernel.op.input_tensors, *padded.op.input_tensors]
+    stages = [kernel, *kernel.op.input_tensors]
+    for stage in padded.op.input_tensors:  # NCHW data blocked by a stage: read through the padding
+        if "layout_transform" in getattr(stage.op, "tag", ""):
+            s[stage].compute_inline()
+        else:
+            stages.append(stage)
     for stage in stages:
         if isinstance(stage.op, te.ComputeOp):
             axes = s[stage].op.axis

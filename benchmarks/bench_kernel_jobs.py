@@ -1,0 +1,122 @@
+"""A kernel job's convolutions as ``apply`` builds them vs onnxruntime running the same convolution
+(one Conv per ONNX model, same process, same threads).
+
+For each task of ``--job`` (default ``jobs/resnet18_conv2d.yaml``: ResNet-18's twelve layers as
+``conv2d_nchw.x86`` tasks) the task is created as a job's task is (``job.tasks.create_tasks``: on
+x86 a ``conv2d_nchw.x86`` task runs as ``conv2d_nchw_winograd.x86`` for 3x3 stride-1 layers,
+else ``conv2d_nchw_blocked.x86``; ``--as-named`` keeps ``conv2d_nchw.x86``, the template before
+that change), its config comes from ``apply_history_best`` over ``--log`` (absent: fallback
+configs), and the kernel is built.  Our kernel takes the NCHW data and returns the NCHW result,
+its data packing and result unpacking timed with it; its weight is packed (or
+Winograd-transformed) once, before timing, as ``relay.build`` does with a constant weight
+(``ops.x86.conv2d_nchw_blocked.weight_for_kernel``), and onnxruntime gets the weight as an
+initializer, which it also prepares once.  Both outputs are checked against each other, then timed
+interleaved with a settle pause (``_common.interleaved_medians``) at 1 and 2 threads; the summary
+gives the summed times, their ratio and the slowest layer against onnxruntime.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_kernel_jobs.py --quick           # 3 layers, 3 rounds, 1 thread
+    .venv/bin/python benchmarks/bench_kernel_jobs.py                   # untuned (fallback configs)
+    .venv/bin/python benchmarks/bench_kernel_jobs.py --log logs/resnet18_conv2d.log   # tuned
+    .venv/bin/python benchmarks/bench_kernel_jobs.py --as-named --layers 8 11         # the old template
+"""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+from pathlib import Path
+
+import _common  # before numpy: unsets the OpenBLAS variables
+import numpy as np
+from bench_nchwc import conv_session
+
+from tunecli.engine.build import build
+from tunecli.engine.job.spec import load_job
+from tunecli.engine.job.tasks import create_tasks
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.ops.x86.conv2d_nchw_blocked import BLOCKED, WINOGRAD, weight_for_kernel
+from tunecli.engine.runtime import set_num_threads
+from tunecli.engine.te.window import get_pad_tuple, pair
+
+JOB = Path(__file__).resolve().parents[1] / "jobs" / "resnet18_conv2d.yaml"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--job", default=str(JOB), help="a kernel job of conv2d_nchw.x86 tasks")
+    parser.add_argument("--log", help="tuning log of the job's tasks (default: none, fallback configs)")
+    parser.add_argument("--as-named", action="store_true",
+                        help="build conv2d_nchw.x86 itself (its kernel packs the weight on every call)")
+    parser.add_argument("--layers", type=int, nargs="*", help="indices of the layers (default: all)")
+    parser.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--number", type=int, default=10)
+    parser.add_argument("--settle", type=float, default=0.5, help="pause before each timed batch (s)")
+    parser.add_argument("--quick", action="store_true",
+                        help="layers 2, 8 and 10; 3 rounds of 5 calls; 1 thread unless --threads is given")
+    opts = parser.parse_args()
+    if opts.quick:
+        opts.layers, opts.rounds, opts.number, opts.settle = opts.layers or [2, 8, 10], 3, 5, 0.2
+    print(_common.load_line())
+    print(_common.sgemm_peak_line(opts.threads))
+    job = load_job(opts.job)
+    layers = range(len(job.tasks)) if opts.layers is None else [i for i in opts.layers if i < len(job.tasks)]
+    tasks = _tasks(job, list(layers), opts.as_named)
+    history = ApplyHistoryBest(opts.log if opts.log else [])
+    totals = {n: [0.0, 0.0] for n in opts.threads}
+    worst = {n: (0.0, "") for n in opts.threads}
+    rng = np.random.default_rng(0)
+    for index, task in zip(layers, tasks, strict=True):
+        with task.target, history:
+            config = history.query(task.target, task.workload)
+            sch, tensors = task.instantiate(config)
+        mod = build(sch, tensors, target=task.target)
+        _, h, w, ci, co, kh, kw, stride, padding, _, _ = task.args
+        data = rng.standard_normal((1, ci, h, w)).astype("float32")
+        weight = rng.standard_normal((co, ci, kh, kw)).astype("float32")
+        kernel_shape = [int(d) for d in tensors[1].shape]
+        blocked = task.name in (BLOCKED, WINOGRAD)
+        packed = weight_for_kernel(task.name, weight, kernel_shape) if blocked else weight
+        out = np.zeros([int(d) for d in tensors[-1].shape], dtype="float32")
+        mod(data, packed, out)
+        source = "fallback" if config.is_fallback else "logged"
+        label = f"layer {index} {ci}->{co} {kh}x{kw} s{pair(stride, 'stride')[0]} {h}x{w}"
+        print(f"{label}: {task.name}, {source} config {config}")
+        pads = list(get_pad_tuple(padding, (kh, kw)))
+        for n in opts.threads:
+            sess = conv_session(data, weight, pair(stride, "stride"), pads, 1, n)
+            feed = {"x": data}
+            np.testing.assert_allclose(out, sess.run(None, feed)[0], rtol=1e-3, atol=1e-2)
+            ((ours, theirs),) = _common.interleaved_medians(
+                label, task.flop, partial(mod, data, packed, out), partial(sess.run, None, feed),
+                set_num_threads, opts.rounds, opts.number, settle=opts.settle, threads=[n],
+                theirs_name="onnxruntime").values()
+            totals[n][0] += ours
+            totals[n][1] += theirs
+            worst[n] = max(worst[n], (ours / theirs, label))
+    for n, (ours, theirs) in totals.items():
+        print(f"summed: threads={n} ours {ours * 1e3:.2f} ms, onnxruntime {theirs * 1e3:.2f} ms, "
+              f"ours/onnxruntime time {ours / theirs if theirs else float('nan'):.2f}x; slowest layer "
+              f"against onnxruntime: {worst[n][1]} at {worst[n][0]:.2f}x its time")
+    print(_common.peak_memory_line())
+
+
+def _tasks(job, layers: list[int], as_named: bool) -> list:
+    """The job's tasks of ``layers``, as a job creates them or (``as_named``) of the named template."""
+    if not as_named:
+        return create_tasks(job, layers)
+    from tunecli.engine.job.tasks import bind_args, resolve_template
+    from tunecli.engine.task.task import create
+
+    out = []
+    for i in layers:
+        template = resolve_template(job.tasks[i])
+        out.append(create(template.name, bind_args(job.tasks[i], template), job.target))
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""conv2d_nchw_blocked.x86 / conv2d_nchw_winograd.x86: NCHW in and out, blocked inside, the weight
+prepared once in the config's layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tunecli.engine.build import build, lower
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops import registry
+from tunecli.engine.ops.x86.conv2d_nchw_blocked import (
+    BLOCKED,
+    WINOGRAD,
+    blocked_weight_oihw,
+    kernel_job_template,
+    weight_for_kernel,
+    winograd_weight_oihw,
+)
+from tunecli.engine.target import Target
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.task import create
+from tunecli.errors import InstantiationError
+
+AVX2 = "llvm -mcpu=haswell -mattr=+avx2,+fma"
+AVX512 = "llvm -mcpu=skylake-avx512"
+
+#: (template, args): N, H, W, CI, CO, KH, KW, stride, padding, dilation, dtype
+CASES = [
+    (WINOGRAD, (1, 9, 7, 8, 16, 3, 3, 1, 1, 1, "float32")),        # 3x3 s1: tiles that do not divide
+    (BLOCKED, (1, 9, 9, 8, 16, 3, 3, 2, 1, 1, "float32")),          # 3x3 s2
+    (BLOCKED, (1, 6, 6, 16, 32, 1, 1, 1, 0, 1, "float32")),         # 1x1: no padding stage
+    (BLOCKED, (1, 12, 12, 3, 16, 7, 7, 2, 3, 1, "float32")),        # the stem: 3 input channels
+    (BLOCKED, (1, 8, 8, 8, 8, 3, 3, 1, (1, 0), 1, "float32")),      # asymmetric padding
+]
+
+
+def _run(name: str, args: tuple, config) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Build ``config``; run it on an NCHW input and a real weight prepared by ``weight_for_kernel``."""
+    task = create(name, args, "llvm")
+    with task.target:
+        sch, tensors = task.instantiate(config)
+    mod = build(sch, tensors, target="llvm")
+    rng = np.random.default_rng(1)
+    n, h, w, ci, co, kh, kw = args[:7]
+    data = rng.standard_normal((n, ci, h, w)).astype("float32")
+    weight = rng.standard_normal((co, ci, kh, kw)).astype("float32")
+    packed = weight_for_kernel(name, weight, [int(d) for d in tensors[1].shape])
+    out = np.zeros([int(d) for d in tensors[2].shape], dtype="float32")
+    mod(data, packed, out)
+    return data, weight, packed, out
+
+
+@pytest.mark.parametrize(("name", "args"), CASES)
+def test_the_kernel_takes_and_returns_nchw_and_equals_numpys_convolution(name: str, args: tuple) -> None:
+    task = create(name, args, "llvm")
+    configs = [FallbackConfigEntity(), task.config_space.get(len(task.config_space) - 1)]
+    for config in configs:
+        data, weight, packed, out = _run(name, args, config)
+        assert out.shape == (1, args[4], *ref.conv2d_nchw_python(data, weight, args[7], args[8]).shape[2:])
+        want = ref.conv2d_nchw_python(data, weight, args[7], args[8])
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+        # the task's reference takes the kernel's arguments, as apply checks a random weight with it
+        np.testing.assert_allclose(task.reference(data, packed), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize(("name", "args"), CASES[:3])
+def test_the_reference_of_any_weight_argument_is_what_the_kernel_computes(name: str, args: tuple) -> None:
+    task = create(name, args, "llvm")
+    with task.target:
+        sch, tensors = task.instantiate(FallbackConfigEntity())
+    mod = build(sch, tensors, target="llvm")
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal([int(d) for d in t.shape]).astype("float32") for t in tensors[:2]]
+    out = np.zeros([int(d) for d in tensors[2].shape], dtype="float32")
+    mod(*inputs, out)
+    np.testing.assert_allclose(out, task.reference(*inputs), rtol=1e-4, atol=1e-3)
+
+
+def test_the_data_is_packed_and_the_result_unpacked_inside_the_kernel_not_the_weight() -> None:
+    """The layout transforms a network runs per call are in the kernel's time; the weight's is not."""
+    for name, args in CASES[:3]:
+        task = create(name, args, "llvm")
+        with task.target:
+            sch, tensors = task.instantiate(FallbackConfigEntity())
+        assert tuple(tensors[0].shape) == (1, args[3], args[1], args[2])  # NCHW data
+        assert len(tensors[1].shape) == 6  # the weight, prepared once
+        assert len(tensors[2].shape) == 4 and tensors[2].shape[1] == args[4]  # NCHW result
+        text = str(lower(sch, tensors))
+        assert "kernel_vec" not in text and "winograd_kernel" not in text  # no weight transform per call
+        assert "data_vec" not in text  # the packing is read through the padding / by the convolution
+
+
+@pytest.mark.parametrize(("target", "lanes"), [(AVX2, 8), (AVX512, 16)])
+def test_the_fallback_blocks_follow_the_targets_vector_width(target: str, lanes: int) -> None:
+    args = (1, 14, 14, 256, 512, 3, 3, 2, 1, 1, "float32")
+    task = create(BLOCKED, args, target)
+    with Target(target):
+        _, tensors = task.instantiate(FallbackConfigEntity())
+    assert tensors[1].shape[-1] == lanes
+    wino = create(WINOGRAD, (1, 14, 14, 256, 256, 3, 3, 1, 1, 1, "float32"), target)
+    with Target(target):
+        _, tensors = wino.instantiate(FallbackConfigEntity())
+    assert tensors[1].shape[-1] % lanes == 0 and tensors[1].shape[-2] == lanes
+
+
+def test_the_timing_baselines_get_the_weight_a_numpy_user_has() -> None:
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((1, 8, 6, 6)).astype("float32")
+    weight = rng.standard_normal((16, 8, 3, 3)).astype("float32")
+    packed = ref.oihw_to_kernel_nchwc(weight, 4, 8)
+    np.testing.assert_array_equal(blocked_weight_oihw(data, packed)[1], weight)
+    for m in (2, 4):
+        transformed = ref.winograd_kernel_transform(weight, m, 4, 8)
+        np.testing.assert_allclose(winograd_weight_oihw(data, transformed)[1], weight, rtol=1e-4, atol=1e-4)
+    assert registry.get_strategy(BLOCKED).baseline is not None
+    assert registry.get_strategy(WINOGRAD).baseline is not None
+
+
+def test_which_template_a_kernel_jobs_conv2d_nchw_runs_as() -> None:
+    host = Target("llvm")
+    conv = (1, 56, 56, 64, 64, 3, 3, 1, 1, 1, "float32")
+    assert kernel_job_template(conv, host) == WINOGRAD
+    assert kernel_job_template(conv, Target(AVX2)) == WINOGRAD
+    assert kernel_job_template(conv[:7] + ((1, 1),) + conv[8:], host) == WINOGRAD
+    assert kernel_job_template(conv[:7] + (2,) + conv[8:], host) == BLOCKED  # stride 2
+    assert kernel_job_template(conv[:5] + (1, 1) + conv[7:], host) == BLOCKED  # 1x1
+    assert kernel_job_template(conv[:9] + (2, "float32"), host) is None  # dilation: conv2d_nchw.x86
+    assert kernel_job_template(conv[:10] + ("int8",), host) is None
+    arm = Target("llvm -device=arm_cpu -mtriple=aarch64-linux-gnu -mattr=+neon")
+    assert kernel_job_template(conv, arm) is None
+
+
+def test_winograd_rejects_what_it_cannot_compute() -> None:
+    with pytest.raises(InstantiationError, match="only 3x3 kernels with stride 1"):
+        create(WINOGRAD, (1, 8, 8, 8, 8, 3, 3, 2, 1, 1, "float32"), "llvm")
+    with pytest.raises(InstantiationError, match="is not"):
+        weight_for_kernel("conv2d_nchw.x86", np.zeros((8, 8, 3, 3), "float32"), (8, 8, 3, 3))

@@ -1,0 +1,275 @@
+"""NCHW convolutions of kernel jobs through the blocked layouts ``relay.build`` uses.
+
+``conv2d_nchw_blocked.x86`` (TVM's direct ``conv2d_NCHWc`` schedules) and
+``conv2d_nchw_winograd.x86`` (Winograd F(m x m, 3 x 3), 3x3 stride-1 kernels only) take
+``conv2d_nchw.x86``'s arguments (``N, H, W, CI, CO, KH, KW, stride, padding, dilation, dtype``)
+and its data and result layouts: the kernel reads ``data [N, CI, H, W]`` and writes
+``out [N, CO, OH, OW]``.  Inside, the data is blocked ``NCHW[ic_bn]c`` and the result computed
+blocked ``NCHW[oc_bn]c``, as the graph's NCHWc and Winograd kernels do; the knobs, their
+fallback configs and the schedules are ``conv2d_NCHWc.x86``'s and
+``conv2d_NCHWc_winograd.x86``'s.  :func:`kernel_job_template` says which one a job's
+``conv2d_nchw.x86`` task runs as (``job.tasks``).
+
+Where the layout transforms are counted: the data's packing and the result's unpacking are
+stages of the kernel, in its time (a network with NCHW activations runs them per call).  The
+weight is taken already in the config's layout, as ``relay.build`` transforms a constant weight
+once at build time (and as ``dense.x86`` takes its weight in panels): the kernel's second
+argument is ``[CO/oc_bn, CI/ic_bn, KH, KW, ic_bn, oc_bn]`` (``reference.oihw_to_kernel_nchwc``)
+or the transformed ``[alpha, alpha, CO/oc_bn, CI/ic_bn, ic_bn, oc_bn]``
+(``reference.winograd_kernel_transform``); :func:`weight_for_kernel` gives it from an
+``[CO, CI, KH, KW]`` weight.  The numpy references take the same arguments as the kernel (any
+weight of that shape), and the numpy timing baselines get back an ``[CO, CI, KH, KW]`` weight
+(``Baseline.prepare``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine import te
+from tunecli.engine.ops import baseline
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc
+from tunecli.engine.ops.strategy import OpCall, Strategy
+from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
+from tunecli.engine.ops.x86.conv2d_nchwc import define_conv2d_nchwc_space, schedule_conv2d_NCHWc
+from tunecli.engine.ops.x86.conv2d_winograd import (
+    check_winograd_workload,
+    conv2d_winograd_compute,
+    define_winograd_space,
+    schedule_conv2d_winograd,
+)
+from tunecli.engine.schedule import Schedule
+from tunecli.engine.target import Target, triple_arch
+from tunecli.engine.te.window import conv2d_output_shape, pair
+from tunecli.errors import InstantiationError
+
+BLOCKED = "conv2d_nchw_blocked.x86"
+WINOGRAD = "conv2d_nchw_winograd.x86"
+
+
+def kernel_job_template(args: Sequence[Any], target: Target) -> str | None:
+    """The template a kernel job's ``conv2d_nchw.x86`` task runs as on ``target``, or None to keep it.
+
+    float32 convolutions without dilation on an x86 ``llvm`` target take the blocked layouts:
+    Winograd for 3x3 stride-1 kernels, the direct NCHWc schedules otherwise.  Other targets and
+    dtypes (int8) keep ``conv2d_nchw.x86``.
+
+    Parameters
+    ----------
+    args : sequence
+        ``conv2d_nchw.x86``'s complete arguments.
+    target : Target
+
+    Returns
+    -------
+    str or None
+    """
+    _, _, _, _, _, kh, kw, stride, _, dilation, dtype = args
+    if target.kind != "llvm" or triple_arch(target.llvm_triple) != "x86_64" or dtype != "float32":
+        return None
+    try:
+        if pair(dilation, "dilation") != (1, 1):
+            return None
+        unit_stride = pair(stride, "stride") == (1, 1)
+    except Exception:  # noqa: BLE001 - a malformed argument is reported by conv2d_nchw.x86's own checks
+        return None
+    return WINOGRAD if (kh, kw) == (3, 3) and unit_stride else BLOCKED
+
+
+def _logical_kernel_shape(kernel: te.Tensor) -> tuple[int, int, int, int]:
+    """``(CO, CI, KH, KW)`` of an OIHW or a packed ``[CO/ob, CI/ib, KH, KW, ib, ob]`` kernel."""
+    if len(kernel.shape) == 4:
+        return tuple(kernel.shape)
+    oc, ic, kh, kw, ib, ob = kernel.shape
+    return oc * ob, ic * ib, kh, kw
+
+
+def pack_data_stage(data: te.Tensor, ic_bn: int) -> te.Tensor:
+    """``[N, C, H, W]`` -> ``[N, C/ic_bn, H, W, ic_bn]``, a stage of the kernel."""
+    n, c, h, w = data.shape
+    return te.compute((n, c // ic_bn, h, w, ic_bn), lambda b, cc, y, x, v: data[b, cc * ic_bn + v, y, x],
+                      name="data_vec", tag="injective,layout_transform")
+
+
+def unpack_stage(conv: te.Tensor) -> te.Tensor:
+    """``[N, C/bn, H, W, bn]`` -> ``[N, C, H, W]``, the kernel's NCHW result."""
+    n, cb, h, w, bn = conv.shape
+    return te.compute((n, cb * bn, h, w), lambda b, c, y, x: conv[b, c // bn, y, x, c % bn],
+                      name="conv2d_nchw", tag="injective,unpack_nchwc")
+
+
+# -- conv2d_nchw_blocked.x86 ------------------------------------------------------------------------
+
+
+def pack_conv2d_nchw_blocked(cfg: Any, call: OpCall) -> OpCall:
+    """The kernel's inputs: NCHW ``data`` and the ``[CO/oc_bn, CI/ic_bn, KH, KW, ic_bn, oc_bn]`` weight."""
+    data, kernel = call.inputs
+    define_conv2d_nchwc_space(cfg, data.shape, kernel.shape, call.attrs["stride"], call.attrs["padding"])
+    oc, ic, kh, kw = kernel.shape
+    ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
+    packed = te.placeholder((oc // oc_bn, ic // ic_bn, kh, kw, ic_bn, oc_bn), dtype=kernel.dtype,
+                            name="kernel")
+    return OpCall((data, packed), call.attrs)
+
+
+def conv2d_nchw_blocked_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+                                dilation: Any, out_dtype: str) -> te.Tensor:
+    """``conv2d_NCHWc.x86``'s knobs and convolution between a data-packing and an unpacking stage;
+    an OIHW kernel is packed by a stage, a 6-D one taken as packed."""
+    kernel_shape = _logical_kernel_shape(kernel)
+    define_conv2d_nchwc_space(cfg, data.shape, kernel_shape, stride, padding)
+    ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
+    if len(kernel.shape) == 4:
+        oc, ic, kh, kw = kernel.shape
+        original = kernel
+        kernel = te.compute((oc // oc_bn, ic // ic_bn, kh, kw, ic_bn, oc_bn),
+                            lambda o, i, y, x, ib, ob: original[o * oc_bn + ob, i * ic_bn + ib, y, x],
+                            name="kernel_vec", tag="injective,layout_transform")
+    elif (kernel.shape[4], kernel.shape[5]) != (ic_bn, oc_bn):
+        raise InstantiationError(f"{BLOCKED}: the kernel is packed in blocks ({kernel.shape[4]}, "
+                                 f"{kernel.shape[5]}), the config's are ({ic_bn}, {oc_bn})")
+    n, ic, h, w = data.shape
+    oc, _, kh, kw = kernel_shape
+    oh, ow, _ = conv2d_output_shape((h, w), (kh, kw), stride, padding, dilation)
+    cfg.add_flop(2 * n * oc * oh * ow * ic * kh * kw)
+    conv = conv2d_NCHWc(pack_data_stage(data, ic_bn), kernel, stride, padding, dilation, "NCHW", "NCHW",
+                        out_dtype)
+    return unpack_stage(conv)
+
+
+def schedule_conv2d_nchw_blocked(cfg: Any, outs: Sequence[te.Tensor],
+                                 epilogue: te.Tensor | None = None) -> Schedule:
+    """``conv2d_NCHWc.x86``'s schedule with the unpacking stage as its NCHW epilogue (the register
+    blocks are written to NCHW); the data's packing is inlined into its reader (the padding
+    stage, or the convolution, which broadcasts one input value at a time either way)."""
+    (out,) = outs
+    (conv,) = out.op.input_tensors
+    s = schedule_conv2d_NCHWc(cfg, [conv], epilogue=out if epilogue is None else epilogue)
+    data = conv.op.input_tensors[0]
+    (packed,) = data.op.input_tensors if "pad" in data.op.tag else (data,)
+    s[packed].compute_inline()
+    return s
+
+
+def conv2d_nchw_blocked_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,
+                               dilation: Any = 1, out_dtype: Any = None) -> np.ndarray:
+    """numpy: NCHW ``data`` and a packed ``[CO/ob, CI/ib, KH, KW, ib, ob]`` kernel -> NCHW output."""
+    weight = ref.kernel_nchwc_to_oihw(kernel)
+    return ref.conv2d_nchw_python(data, weight, stride, padding, dilation, out_dtype)
+
+
+def blocked_weight_oihw(data: np.ndarray, kernel: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(data, weight [CO, CI, KH, KW])`` of a packed kernel (the timing baseline's inputs)."""
+    return data, ref.kernel_nchwc_to_oihw(kernel)
+
+
+# -- conv2d_nchw_winograd.x86 -----------------------------------------------------------------------
+
+
+def declare_conv2d_nchw_winograd(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: Any,
+                                 padding: Any, dilation: Any = 1, dtype: str = "float32") -> OpCall:
+    """``conv2d_nchw.x86``'s placeholders; only 3x3 kernels with stride and dilation 1."""
+    check_winograd_workload((CO, CI, KH, KW), stride, dilation)
+    return declare_conv2d_nchw(N, H, W, CI, CO, KH, KW, stride, padding, dilation, dtype)
+
+
+def pack_conv2d_nchw_winograd(cfg: Any, call: OpCall) -> OpCall:
+    """The kernel's inputs: NCHW ``data`` and the transformed ``[alpha, alpha, CO/oc_bn, CI/ic_bn,
+    ic_bn, oc_bn]`` weight."""
+    data, kernel = call.inputs
+    n, ic, ih, iw = data.shape
+    oc = kernel.shape[0]
+    oh, ow, _ = conv2d_output_shape((ih, iw), (3, 3), call.attrs["stride"], call.attrs["padding"],
+                                    call.attrs["dilation"])
+    define_winograd_space(cfg, ic, oc, (oh, ow))
+    ic_bn, oc_bn, alpha = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1], cfg["tile_m"].val + 2
+    transformed = te.placeholder((alpha, alpha, oc // oc_bn, ic // ic_bn, ic_bn, oc_bn), dtype=kernel.dtype,
+                                 name="kernel")
+    return OpCall((data, transformed), call.attrs)
+
+
+def conv2d_nchw_winograd_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+                                 dilation: Any, out_dtype: str) -> te.Tensor:
+    """``conv2d_NCHWc_winograd.x86``'s stages on NCHW data (packed by a stage), then unpacked to
+    NCHW; an OIHW kernel is transformed by stages, a 6-D one taken as transformed."""
+    conv = conv2d_winograd_compute(cfg, data, kernel, stride, padding, dilation, "NCHW", "NCHW", out_dtype)
+    if len(kernel.shape) == 6:
+        alpha, _, _, _, ic_bn, oc_bn = kernel.shape
+        if (cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1], cfg["tile_m"].val + 2) != (ic_bn, oc_bn, alpha):
+            raise InstantiationError(f"{WINOGRAD}: the kernel is transformed for blocks ({ic_bn}, {oc_bn}) "
+                                     f"and alpha {alpha}, not for the config's")
+    return unpack_stage(conv)
+
+
+def schedule_conv2d_nchw_winograd(cfg: Any, outs: Sequence[te.Tensor],
+                                  epilogue: te.Tensor | None = None) -> Schedule:
+    """``conv2d_NCHWc_winograd.x86``'s schedule, the output tiles written to NCHW by the unpacking
+    stage."""
+    (out,) = outs
+    (conv,) = out.op.input_tensors
+    return schedule_conv2d_winograd(cfg, [conv], epilogue=out if epilogue is None else epilogue)
+
+
+def conv2d_nchw_winograd_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,
+                                dilation: Any = 1, out_dtype: Any = None) -> np.ndarray:
+    """numpy: NCHW ``data`` and a transformed kernel -> NCHW output (``A^T [U * (B^T d B)] A``)."""
+    blocked = ref.nchw_to_nchwc(data, kernel.shape[4])
+    out = ref.conv2d_winograd_NCHWc_python(blocked, kernel, stride, padding, dilation, out_dtype=out_dtype)
+    return ref.nchwc_to_nchw(out)
+
+
+def winograd_weight_oihw(data: np.ndarray, kernel: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(data, weight [CO, CI, 3, 3])``: the least-squares 3x3 kernel of a transformed one (exact
+    for a transformed kernel; for the timing baseline, which only needs a weight of that shape)."""
+    alpha, _, kb, cb, ib, ob = kernel.shape
+    g_inv = np.linalg.pinv(ref.winograd_matrices(alpha - 2)[2])  # [3, alpha]
+    u = kernel.astype(np.float64).transpose(2, 5, 3, 4, 0, 1).reshape(kb * ob, cb * ib, alpha, alpha)
+    weight = np.einsum("ka,oiab,lb->oikl", g_inv, u, g_inv)
+    return data, np.ascontiguousarray(weight.astype(kernel.dtype))
+
+
+def weight_for_kernel(template: str, weight: np.ndarray, kernel_shape: Sequence[int]) -> np.ndarray:
+    """An ``[CO, CI, KH, KW]`` weight in the layout of a built kernel's weight argument.
+
+    Parameters
+    ----------
+    template : str
+        :data:`BLOCKED` or :data:`WINOGRAD`.
+    weight : numpy.ndarray
+    kernel_shape : sequence of int
+        The shape of the kernel's weight argument (its config's blocks).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    if template == WINOGRAD:
+        alpha, _, _, _, ic_bn, oc_bn = kernel_shape
+        return ref.winograd_kernel_transform(weight, alpha - 2, ic_bn, oc_bn)
+    if template == BLOCKED:
+        return ref.oihw_to_kernel_nchwc(weight, kernel_shape[4], kernel_shape[5])
+    raise InstantiationError(f"{template!r} is not {BLOCKED} nor {WINOGRAD}")
+
+
+_SUMMARY = ("`conv2d_nchw.x86`'s arguments, NCHW data and output; the kernel takes the weight {}; "
+            "a kernel job's `conv2d_nchw.x86` task on x86 runs as {}")
+
+CONV2D_NCHW_BLOCKED = Strategy(
+    op="conv2d_nchw_blocked", target_key="cpu", name=BLOCKED, declare=declare_conv2d_nchw,
+    compute=conv2d_nchw_blocked_compute, schedule=schedule_conv2d_nchw_blocked,
+    reference=conv2d_nchw_blocked_python, outputs=("out",), pack=pack_conv2d_nchw_blocked,
+    baseline=baseline.Baseline("im2col + matmul", baseline.conv2d_nchw, blocked_weight_oihw),
+    summary=_SUMMARY.format("packed `[CO/oc_bn, CI/ic_bn, KH, KW, ic_bn, oc_bn]`",
+                            "this (`conv2d_NCHWc.x86`'s knobs) unless Winograd serves it"))
+
+CONV2D_NCHW_WINOGRAD = Strategy(
+    op="conv2d_nchw_winograd", target_key="cpu", name=WINOGRAD, declare=declare_conv2d_nchw_winograd,
+    compute=conv2d_nchw_winograd_compute, schedule=schedule_conv2d_nchw_winograd,
+    reference=conv2d_nchw_winograd_python, outputs=("out",), pack=pack_conv2d_nchw_winograd,
+    baseline=baseline.Baseline("im2col + matmul", baseline.conv2d_nchw, winograd_weight_oihw),
+    summary=_SUMMARY.format("transformed `[alpha, alpha, CO/oc_bn, CI/ic_bn, ic_bn, oc_bn]`",
+                            "this (`conv2d_NCHWc_winograd.x86`'s knobs) when 3x3, stride 1"))
