@@ -40,7 +40,7 @@ from tunecli.engine.graph_tuner.layout_transform_task import TASK_NAME
 from tunecli.engine.log.record import encode
 from tunecli.engine.measure.batch import MeasureBatch, create_measure_batch
 from tunecli.engine.measure.batch import measure_option as _measure_option
-from tunecli.engine.measure.builder import LocalBuilder
+from tunecli.engine.measure.builder import Builder, LocalBuilder
 from tunecli.engine.measure.local_runner import LocalRunner
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import Runner
@@ -124,8 +124,8 @@ class BaseGraphTuner:
                         found[wkl] = None
         return list(found)
 
-    def benchmark_default_layouts(self, measure_option: dict[str, Any] | None = None, top: int = 3,
-                                  remeasure: bool = False, tasks: Sequence[Task] = ()) -> None:
+    def benchmark_default_layouts(self, measure_option: dict[str, Builder | Runner] | None = None,
+                                  top: int = 3, remeasure: bool = False, tasks: Sequence[Task] = ()) -> None:
         """Measure each convolution's configs in its default layouts and make the fastest one a
         candidate (see ``default_layouts``); call it before ``benchmark_layout_transform``.
 
@@ -267,7 +267,7 @@ class BaseGraphTuner:
         self._problem = self._cost_problem()
         self._logger.info("Benchmarking layout transformation successful.")
 
-    def _measure_transforms(self, workloads: list[tuple], option: dict[str, Any],
+    def _measure_transforms(self, workloads: list[tuple], option: dict[str, Builder | Runner],
                             target_host: Target | str | None) -> None:
         """Build and time one layout_transform kernel per workload (a failure is an error record)."""
         for wkl in workloads:

@@ -11,8 +11,8 @@ stride-1 convolution's candidates are those of both its workloads, the direct
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeAlias
+from collections.abc import Callable, Iterable
+from typing import TypeAlias
 
 from tunecli.engine.graph.op_strategy import winograd_implementation
 from tunecli.engine.graph_tuner.conv_graph import ConvGraph
@@ -27,7 +27,7 @@ Record: TypeAlias = tuple[MeasureInput, MeasureResult]
 #: Records as TVM's graph tuner takes them: a log's path, or the records themselves.
 RecordSource: TypeAlias = "str | os.PathLike[str] | Iterable[Record] | None"
 #: ``infer_layout(workload, config)``: ``((input shape, layout),), ((output shape, layout),)``.
-InferLayout: TypeAlias = Callable[[Sequence[Any], ConfigEntity], tuple]
+InferLayout: TypeAlias = Callable[[tuple, ConfigEntity], tuple]
 
 
 def get_infer_layout(task_name: str) -> InferLayout:

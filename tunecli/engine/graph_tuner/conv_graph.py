@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tunecli.engine.graph.graph_expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tunecli.engine.graph.ir_module import IRModule
@@ -96,7 +95,7 @@ class ConvGraph:
     edges: tuple[LayoutEdge, ...]
 
 
-def op_names(target_ops: Sequence[Any]) -> frozenset[str]:
+def op_names(target_ops: Sequence[Op | str]) -> frozenset[str]:
     """Operator names of ``target_ops`` (``Op`` objects or names)."""
     return frozenset(op.name if isinstance(op, Op) else str(op) for op in target_ops)
 
@@ -118,7 +117,7 @@ def conv_workload(call: Call, target: Target) -> tuple[str, tuple] | None:
     return impl.task_name, impl.workload
 
 
-def main_function(graph: Any) -> Function:
+def main_function(graph: IRModule | Function) -> Function:
     """``graph["main"]`` of an IRModule, or the Function itself, with its types inferred."""
     fn = graph["main"] if isinstance(graph, IRModule) else graph
     if not isinstance(fn, Function):
@@ -127,7 +126,7 @@ def main_function(graph: Any) -> Function:
     return fn
 
 
-def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[Any],
+def conv_graph(fn: Function, input_names: Sequence[str], target_ops: Sequence[Op | str],
                target: Target | str = "llvm") -> ConvGraph:
     """The :class:`ConvGraph` of ``fn`` (see the module docstring).
 

@@ -18,7 +18,6 @@ them and keeps the fastest as a candidate (``BaseGraphTuner.benchmark_default_la
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine.log.layout_choice import LAYOUT_KNOBS, entity_key
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -56,7 +55,7 @@ def default_layout_configs(task: Task, configs: Sequence[ConfigEntity]) -> list[
     return [space.get(p) for p in dict.fromkeys(points) if space.is_index_valid(p)]
 
 
-def _knob_positions(space: ConfigSpace, cfg: Any) -> list[int]:
+def _knob_positions(space: ConfigSpace, cfg: ConfigEntity) -> list[int]:
     """The position of each of ``cfg``'s entities in its knob of ``space``, in knob order."""
     return [next(i for i, e in enumerate(knob.entities) if entity_key(e) == entity_key(cfg[name]))
             for name, knob in space.space_map.items()]

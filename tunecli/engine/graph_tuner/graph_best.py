@@ -18,9 +18,10 @@ call with its record, whose template names the implementation.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterable
 
-from tunecli.engine.log.record import load_from_file
+from tunecli.engine.log.record import Record, load_from_file
+from tunecli.engine.target import Target
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.space import ConfigSpace
 
@@ -34,7 +35,7 @@ class ApplyGraphBest(DispatchContext):
         The graph tuner's records (a log written by ``write_opt_sch2record_file``).
     """
 
-    def __init__(self, records: Any):
+    def __init__(self, records: str | os.PathLike[str] | Iterable[Record]) -> None:
         super().__init__()
         if isinstance(records, (str, os.PathLike)):
             records = load_from_file(records)
@@ -55,13 +56,13 @@ class ApplyGraphBest(DispatchContext):
         self._answered[tuple(workload[1:])] = k + 1
         return entries[min(k, len(entries) - 1)]
 
-    def _query_inside(self, target: Any, workload: tuple | None) -> ConfigSpace | None:
+    def _query_inside(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace | None:
         if (str(target), workload) in self._updated:
             return self._updated[str(target), workload]
         entry = self._next(workload) if workload is not None else None
         return entry[1] if entry is not None and entry[0] == workload else None
 
-    def choose(self, target: Any, workloads: list[tuple]) -> tuple[tuple, Any] | None:
+    def choose(self, target: Target | str | None, workloads: list[tuple]) -> tuple[tuple, ConfigSpace] | None:
         """The call's record, when its template is one of ``workloads`` (see the module docstring)."""
         for workload in workloads:
             if (str(target), workload) in self._updated:
@@ -72,7 +73,7 @@ class ApplyGraphBest(DispatchContext):
         entry = self._next(workloads[0])
         return entry if entry is not None and entry[0] in workloads else super().choose(target, workloads)
 
-    def update(self, target: Any, workload: tuple, cfg: ConfigSpace) -> None:
+    def update(self, target: Target | str | None, workload: tuple, cfg: ConfigSpace) -> None:
         """Answer every later query of (target, workload) with ``cfg``."""
         self._updated[str(target), workload] = cfg
 

@@ -13,13 +13,12 @@ two convolutions whose chosen layouts differ.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from tunecli.engine import te
 from tunecli.engine.graph.group_schedule import schedule_group
 from tunecli.engine.graph.layout import convert_array, convert_shape, parse_layout
+from tunecli.engine.ir import expr as E
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import get_config, template
@@ -48,7 +47,7 @@ def layout_transform_compute(data: te.Tensor, src_layout: str, dst_layout: str) 
     dst_factor = {a.upper(): f for a, f in dst if f is not None}
     dst_pos = {a: i for i, (a, _) in enumerate(dst)}
 
-    def read(*out_index: Any) -> Any:
+    def read(*out_index: E.Var) -> E.Expr:
         full = {}
         for a, f in dst:
             if f is None:
@@ -74,7 +73,7 @@ def schedule_layout_transform(out: te.Tensor, src_layout: str = "", dst_layout: 
     return schedule_group([out], Target.current())
 
 
-def _reference(data: Any, src_layout: str, dst_layout: str) -> Any:
+def _reference(data: tuple, src_layout: str, dst_layout: str) -> _Convert:
     """The numpy function giving the kernel's expected output."""
     return _Convert(src_layout, dst_layout)
 
@@ -90,7 +89,8 @@ class _Convert:
 
 
 @template(TASK_NAME, reference=_reference)
-def layout_transform(data: Any, src_layout: str, dst_layout: str) -> tuple[Schedule, list[te.Tensor]]:
+def layout_transform(data: tuple | te.Tensor, src_layout: str,
+                     dst_layout: str) -> tuple[Schedule, list[te.Tensor]]:
     """TVM's ``layout_transform`` autotvm template (one config; FLOPs counted as 1 so a record's
     GFLOPS stays finite)."""
     (data,) = deserialize_args([data])

@@ -23,8 +23,9 @@ from tunecli.engine.graph.graph_expr import Call, Constant, Expr, Function, Tupl
 from tunecli.engine.graph.op_registry import Op
 from tunecli.engine.graph.traversal import ExprMutator, post_order
 from tunecli.engine.graph.type_infer import infer_types
+from tunecli.engine.graph.types import Type
 from tunecli.engine.graph_tuner.conv_graph import conv_workload
-from tunecli.engine.target import as_target
+from tunecli.engine.target import Target, as_target
 from tunecli.errors import GraphError
 
 #: Operators the graph tuner looks through when counting a node's data inputs (TVM's OPT_OUT_OP).
@@ -33,6 +34,8 @@ OPT_OUT_OP = ["layout_transform"]
 #: Operators whose output layout is fixed: a walk for tuned ancestors stops there.
 _LAYOUT_FIXED = ("nn.batch_flatten", "transpose", "reshape", "squeeze", "expand_dims")
 
+#: A node as TVM's graph tuner utilities give it: a dict of heterogeneous fields ("op", "inputs",
+#: "types", "name", ...), the face's format.
 Node = dict[str, Any]
 
 
@@ -55,13 +58,13 @@ def bind_inputs(expr: Function, input_shapes: Mapping[str, Sequence[int]] | None
     return out
 
 
-def _types_of(node: Expr) -> list[Any]:
+def _types_of(node: Expr) -> list[Type]:
     t = node.checked_type
     return list(t.fields) if hasattr(t, "fields") else [t]
 
 
-def expr2graph(expr: Function, target_ops: Sequence[Any], node_dict: dict, node_list: list[Node],
-               tvm_target: Any = "llvm") -> None:
+def expr2graph(expr: Function, target_ops: Sequence[Op | str], node_dict: dict, node_list: list[Node],
+               tvm_target: Target | str = "llvm") -> None:
     """Append the nodes of ``expr`` to ``node_list`` (and their positions to ``node_dict``)."""
     infer_types(expr)
     target = as_target(tvm_target)
@@ -126,13 +129,13 @@ def has_multiple_inputs(node_list: list[Node], node_idx: int, input_names: Seque
     return count > 1
 
 
-def _is_tuned(node: Node, target_ops: Sequence[Any]) -> bool:
+def _is_tuned(node: Node, target_ops: Sequence[Op | str]) -> bool:
     names = {op.name if isinstance(op, Op) else str(op) for op in target_ops}
     return _op_name(node) in names
 
 
-def get_direct_ancestor(node_list: list[Node], visited_dict: dict, target_ops: Sequence[Any], node_idx: int,
-                        input_names: Sequence[str]) -> list[int]:
+def get_direct_ancestor(node_list: list[Node], visited_dict: dict, target_ops: Sequence[Op | str],
+                        node_idx: int, input_names: Sequence[str]) -> list[int]:
     """The nearest ancestors of a node that are tuned, merging or boundary nodes (memoised in
     ``visited_dict``); a boundary node is its own answer."""
     if node_idx in visited_dict:
@@ -150,7 +153,7 @@ def get_direct_ancestor(node_list: list[Node], visited_dict: dict, target_ops: S
     return found
 
 
-def get_in_nodes(node_list: list[Node], target_ops: Sequence[Any], input_names: Sequence[str]) -> dict:
+def get_in_nodes(node_list: list[Node], target_ops: Sequence[Op | str], input_names: Sequence[str]) -> dict:
     """``{node: its nearest ancestors}`` for each tuned or merging node that depends on a tuned one.
 
     A merge whose inputs all come from boundaries (graph inputs, layout-fixed calls) is left out,
@@ -193,7 +196,7 @@ def get_out_nodes(in_node_dict: Mapping[int, Sequence[int]]) -> dict[int, list[i
     return out
 
 
-def replace_device_with_tracing(target: Any) -> str:
+def replace_device_with_tracing(target: Target | str) -> str:
     """The target string with ``-device=tracing`` in place of its ``-device=`` option (added when
     it has none)."""
     text = str(target).strip()
