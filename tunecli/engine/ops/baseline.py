@@ -27,9 +27,11 @@ def _in(dtype: Any, *arrays: np.ndarray) -> list[np.ndarray]:
     return [a if dtype is None or a.dtype == np.dtype(dtype) else a.astype(dtype) for a in arrays]
 
 
-def dense(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, out_dtype: Any = None) -> Any:
-    """``data @ weight.T (+ bias)`` in the kernel's dtype."""
-    data, weight = _in(out_dtype, data, weight)
+def dense(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, out_dtype: Any = None,
+          units: int | None = None) -> Any:
+    """``data @ weight.T (+ bias)`` in the kernel's dtype (the first ``units`` rows of a padded
+    weight)."""
+    data, weight = _in(out_dtype, data, weight[:units])
     out = data @ weight.T
     return out if bias is None else out + bias
 

@@ -165,9 +165,11 @@ def dense_python(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None =
 
 
 def pack_dense_weight(weight: np.ndarray, bn: int) -> np.ndarray:
-    """The ``[N // bn, K, bn]`` panels of a ``[N, K]`` weight (``nn.pack_weight`` in numpy)."""
+    """The ``[ceil(N / bn), K, bn]`` panels of a ``[N, K]`` weight (``nn.pack_weight`` in numpy: the
+    last panel's columns past N repeat row N - 1)."""
     n, k = weight.shape
-    return np.ascontiguousarray(weight.reshape(n // bn, bn, k).transpose(0, 2, 1))
+    rows = np.minimum(np.arange(-(-n // bn) * bn), n - 1)
+    return np.ascontiguousarray(weight[rows].reshape(-1, bn, k).transpose(0, 2, 1))
 
 
 def unpack_dense_weight(weight: np.ndarray) -> np.ndarray:
@@ -179,10 +181,11 @@ def unpack_dense_weight(weight: np.ndarray) -> np.ndarray:
 
 
 def dense_packed_python(data: np.ndarray, packed_weight: np.ndarray, bias: np.ndarray | None = None,
-                        out_dtype: Any = None) -> np.ndarray:
+                        out_dtype: Any = None, units: int | None = None) -> np.ndarray:
     """``dense_python`` with the weight in ``[N // bn, K, bn]`` panels (the kernel input of
-    ``dense_pack.x86`` and ``dense.x86``); a ``[N, K]`` weight is taken as it is."""
-    return dense_python(data, unpack_dense_weight(packed_weight), bias, out_dtype)
+    ``dense_pack.x86`` and ``dense.x86``); a ``[N, K]`` weight is taken as it is; ``units``: N,
+    when the last panel is padded past it."""
+    return dense_python(data, unpack_dense_weight(packed_weight)[:units], bias, out_dtype)
 
 
 def batch_matmul(x: np.ndarray, y: np.ndarray, out_dtype: Any = None, trans_x: bool = False,

@@ -8,6 +8,7 @@ import json
 import re
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,11 +17,13 @@ from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.record import decode
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.x86.batch_matmul import register_tile
+from tunecli.engine.ops.x86.gemm import ragged_columns, ragged_rows
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
 from tunecli.engine.task.factors import get_factors
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 
+ZEN4 = "llvm -mcpu=znver4"
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -128,3 +131,38 @@ def test_a_big_block_is_computed_in_register_tiles() -> None:
     assert register_tile(128, 128, 16, 29) == (4, 64)  # 16 accumulators of 29 registers
     assert register_tile(16, 16, 8, 12) == (4, 16)
     assert register_tile(3, 5, 16, 29) == (3, 5)
+
+
+@pytest.mark.parametrize("b, m, n, k, transpose_b", [
+    (2, 197, 197, 8, True),  # ViT's attention scores: 197 tokens, a prime
+    (2, 197, 24, 197, False),  # ... times the values
+    (1, 3, 197, 5, False),  # a ragged N read in place is packed in padded panels
+    (3, 1, 67, 3, True),
+])
+def test_a_ragged_fallback_tiles_past_the_shape_and_equals_numpy(b: int, m: int, n: int, k: int,
+                                                                  transpose_b: bool) -> None:
+    task = autotvm_task.create("batch_matmul.x86", workload(b, m, n, k, transpose_b=transpose_b), ZEN4)
+    out, expected = run(task, None, np.random.default_rng(m * n))
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+    with task.target:
+        cfg = FallbackConfigEntity()
+        task.instantiate(cfg)
+    mr, nr = cfg["tile_y"].size[-1], cfg["tile_x"].size[-1]
+    if ragged_rows(m):
+        assert mr > 1 and m % mr
+    if ragged_columns(n, 64):
+        assert nr % 16 == 0
+
+
+def test_a_ragged_product_accumulates_unguarded_in_registers() -> None:
+    # the product runs over padded panels: only the output's stores of the last panel are guarded
+    strategy = registry.get_strategy("batch_matmul.x86")
+    with Target(ZEN4):
+        cfg = FallbackConfigEntity()
+        call = strategy.kernel_call(cfg, *workload(12, 197, 197, 64))
+        (out,) = strategy.outputs_of(cfg, call)
+        text = str(lower(strategy.schedule(cfg, [out]), [*call.inputs, out]))
+    nr = cfg["tile_x"].size[-1]
+    accumulate = text[text.index("for (k.outer"):text.index("unrolled for (i1.inner.inner")]
+    assert f"vectorized for (j, 0, {nr})" in accumulate and "j) < 197" not in accumulate
+    assert "i2.inner.inner) < 197" in text  # the stores of the last panel

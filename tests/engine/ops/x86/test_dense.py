@@ -71,14 +71,15 @@ def test_sampled_configs_on_the_packed_weight_equal_numpy(case: tuple, seed: int
                                atol=1e-4)
 
 
-@pytest.mark.parametrize("m, n, k", [(1, 1000, 64), (3, 48, 20)])
+@pytest.mark.parametrize("m, n, k", [(1, 1000, 64), (3, 48, 20), (197, 50, 7), (5, 1, 3)])
 def test_the_fallback_config_takes_the_packed_weight_too(m: int, n: int, k: int) -> None:
     strategy = registry.get_strategy("dense.x86")
     cfg = FallbackConfigEntity()
     call = strategy.kernel_call(cfg, m, n, k, "float32")
     (out,) = strategy.outputs_of(cfg, call)
     sch = strategy.schedule(cfg, [out])
-    assert tuple(call.inputs[1].shape) == (n // _panels(cfg), k, _panels(cfg))
+    assert tuple(call.inputs[1].shape) == (-(-n // _panels(cfg)), k, _panels(cfg))
+    assert tuple(out.shape) == (m, n)
     rng = np.random.default_rng(n)
     x = rng.standard_normal((m, k)).astype("float32")
     w = rng.standard_normal((n, k)).astype("float32")

@@ -14,7 +14,13 @@ from tunecli.engine.build import build, lower
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.nn import bias_add, relu
 from tunecli.engine.ops.reference import pack_dense_weight
-from tunecli.engine.ops.x86.gemm import fallback_gemm_tile
+from tunecli.engine.ops.x86.gemm import (
+    fallback_gemm_tile,
+    panel_widths,
+    ragged_columns,
+    ragged_rows,
+    tile_rows,
+)
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
 from tunecli.engine.task.factors import get_factors
@@ -90,3 +96,39 @@ def test_the_fallback_config_is_a_point_of_the_tuning_space(m: int, n: int, k: i
 
     for name, knob in space.space_map.items():
         assert value(cfg[name]) in [value(e) for e in knob.entities], name
+
+
+@pytest.mark.parametrize("m, n", [(197, 768), (197, 50), (5, 197), (17, 67), (1, 101)])
+def test_ragged_rows_and_columns_tile_past_the_shape_and_equal_numpy(m: int, n: int) -> None:
+    # a prime sequence length (197) or vocabulary-like width has no vector-sized divisor: the
+    # fallback tile is sized to the registers anyway, the tail rows guarded, the last panel padded
+    cfg, sch, (data, weight, bias, out) = fused_dense(m, n, 7, ZEN3)
+    mr, nr = cfg["tile_y"].size[-1], cfg["tile_x"].size[-1]
+    if ragged_rows(m):  # several rows per tile, not the single row 197's divisors allow
+        assert mr > 1 and mr * -(-nr // 8) >= 8
+    if ragged_columns(n, 64):
+        assert nr % 8 == 0 and tuple(weight.shape) == (-(-n // nr), 7, nr)
+    mod = build(sch, [data, weight, bias, out], target=ZEN3)
+    rng = np.random.default_rng(m + n)
+    x = rng.standard_normal((m, 7)).astype("float32")
+    w = rng.standard_normal((n, 7)).astype("float32")
+    b = rng.standard_normal(n).astype("float32")
+    got = np.zeros((m, n), dtype="float32")
+    mod(x, pack_dense_weight(w, nr), b, got)
+    np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_ragged_shapes_are_what_has_no_vector_sized_divisor() -> None:
+    assert ragged_rows(197) and ragged_rows(17) and not ragged_rows(128) and not ragged_rows(13)
+    assert not ragged_rows(196)  # 196 = 4 * 49: tiles of 4 or 7 rows divide it
+    assert ragged_columns(50257, 64) and ragged_columns(197, 64) and not ragged_columns(1000, 64)
+    assert not ragged_columns(50, 64)  # narrower than one panel: one panel of 50
+    assert panel_widths(197, 64) == [1, 8, 16, 32, 48, 64]
+    assert tile_rows(197) == list(range(1, 17)) and tile_rows(128) == [1, 2, 4, 8, 16]
+
+
+def test_a_ragged_space_offers_register_tiles_past_the_shape() -> None:
+    space = autotvm_task.create("dense.x86", (197, 50257, 768, "float32"), ZEN3).config_space
+    rows = {e.size[-1] for e in space.space_map["tile_y"].entities}
+    panels = {e.size[-1] for e in space.space_map["tile_x"].entities}
+    assert rows == set(range(1, 17)) and {16, 32, 48, 64} <= panels

@@ -6,7 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ir import expr as E
 from tunecli.errors import ExprError
+
+from .dense import unpad
 
 
 def batch_matmul(tensor_a: te.Tensor, tensor_b: te.Tensor, oshape: Sequence[int] | None = None,
@@ -64,9 +67,12 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
                       transpose_a: bool = False, transpose_b: bool = True) -> te.Tensor:
     """Batch matmul reading ``y`` in ``bn``-wide panels where rows of ``y`` are not contiguous.
 
-    With ``transpose_b`` (``y [B, N, K]``) a stage packs ``y`` into ``[B, N // bn, K, bn]``
-    panels (tagged ``layout_transform``; input 1 of the result); otherwise (``y [B, K, N]``) the
-    product reads ``y`` as it is, its rows already contiguous in ``N``.
+    With ``transpose_b`` (``y [B, N, K]``), or when ``bn`` does not divide N, a stage packs ``y``
+    into ``[B, ceil(N / bn), K, bn]`` panels (tagged ``layout_transform``; input 1 of the
+    product; the last one's columns past N repeat column N - 1), and the product is computed
+    over the padded width, the result its first N columns (``nn.dense.unpad``);
+    otherwise (``y [B, K, N]``) the product reads ``y`` as it is, its rows already contiguous
+    in ``N``.
 
     Parameters
     ----------
@@ -74,7 +80,7 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
         ``[B, M, K]`` (``[B, K, M]`` with ``transpose_a``) and ``[B, N, K]`` (``[B, K, N]``
         without ``transpose_b``); a batch of 1 on either side is broadcast.
     bn : int
-        Panel width; divides N.
+        Panel width.
     out_dtype : str, optional
         Accumulation and output type.
     transpose_a, transpose_b : bool
@@ -90,8 +96,8 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
     n, ky = (y1, y2) if transpose_b else (y2, y1)
     if kdim != ky or (xb != yb and 1 not in (xb, yb)):
         raise ExprError(f"batch_matmul_pack: shapes {x.shape} and {y.shape} do not match")
-    if n % bn:
-        raise ExprError(f"batch_matmul_pack: panel width {bn} does not divide {n}")
+    if bn < 1:
+        raise ExprError(f"batch_matmul_pack: panel width {bn} is not positive")
     out_dtype = x.dtype if out_dtype is None else out_dtype
     k = te.reduce_axis((0, kdim), name="k")
 
@@ -99,9 +105,16 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
         b = b if xb != 1 else 0
         return x[b, k, i] if transpose_a else x[b, i, k]
 
-    if transpose_b:
-        packed = te.compute((yb, n // bn, kdim, bn), lambda b, z, kk, v: y[b, z * bn + v, kk],
-                            name="packed_y", tag="injective,layout_transform")
+    padded = -(-n // bn) * bn
+    if transpose_b or padded != n:
+        def _panel(b: Any, z: Any, kk: Any, v: Any) -> Any:
+            j = z * bn + v
+            if padded != n:  # a clamped read, not a select: the padding columns are discarded
+                j = E.Min(j, E.const(n - 1, j.dtype))
+            return y[b, j, kk] if transpose_b else y[b, kk, j]
+
+        packed = te.compute((yb, padded // bn, kdim, bn), _panel, name="packed_y",
+                            tag="injective,layout_transform")
 
         def _y(b: Any, j: Any) -> Any:
             return packed[b if yb != 1 else 0, j // bn, k, j % bn]
@@ -109,12 +122,13 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
         def _y(b: Any, j: Any) -> Any:
             return y[b if yb != 1 else 0, k, j]
 
-    return te.compute(
-        (max(xb, yb), m, n),
+    product = te.compute(
+        (max(xb, yb), m, padded),
         lambda b, i, j: te.sum(_x(b, i).astype(out_dtype) * _y(b, j).astype(out_dtype), axis=k),
         name="T_batch_matmul_pack",
         tag="batch_matmul",
     )
+    return product if padded == n else unpad(product, n)
 
 
 def _shape3(t: te.Tensor, what: str) -> tuple[int, int, int]:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tunecli.engine import te
+from tunecli.engine.ir import expr as E
 from tunecli.errors import ExprError
+
+#: Tag of the stage that keeps the first N columns of a product computed over padded panels.
+UNPAD_TAG = "unpad_panels"
 
 
 def dense(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None = None,
@@ -44,12 +50,18 @@ def dense(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None = None,
 
 
 def pack_weight(weight: te.Tensor, bn: int, name: str = "packed_weight") -> te.Tensor:
-    """Re-layout a ``[N, K]`` weight into ``[N // bn, K, bn]`` panels (``bn`` must divide N)."""
+    """Re-layout a ``[N, K]`` weight into ``[ceil(N / bn), K, bn]`` panels; when ``bn`` does not
+    divide N the last panel's columns past N repeat row N - 1 (a clamped read: the product's
+    columns they give are dropped by ``dense_packed(..., units=N)``)."""
     n, k = weight.shape
-    if n % bn:
-        raise ExprError(f"pack_weight: panel width {bn} does not divide {n}")
-    return te.compute((n // bn, k, bn), lambda z, y, x: weight[z * bn + x, y], name=name,
-                      tag="injective,layout_transform")
+    if bn < 1:
+        raise ExprError(f"pack_weight: panel width {bn} is not positive")
+
+    def panel(z: Any, y: Any, x: Any) -> Any:
+        row = z * bn + x
+        return weight[row if n % bn == 0 else E.Min(row, E.const(n - 1, row.dtype)), y]
+
+    return te.compute((-(-n // bn), k, bn), panel, name=name, tag="injective,layout_transform")
 
 
 def dense_pack(data: te.Tensor, weight: te.Tensor, bn: int, out_dtype: str | None = None) -> te.Tensor:
@@ -62,20 +74,22 @@ def dense_pack(data: te.Tensor, weight: te.Tensor, bn: int, out_dtype: str | Non
     weight : te.Tensor
         ``[N, K]``.
     bn : int
-        Panel width; divides N.
+        Panel width (when it does not divide N, the last panel is padded: ``pack_weight``).
     out_dtype : str, optional
         Accumulation and output type.
 
     Returns
     -------
     te.Tensor
-        ``[M, N]``; its input 1 is the ``packed_weight`` stage ``[N // bn, K, bn]``.
+        ``[M, N]``; the product's input 1 is the ``packed_weight`` stage ``[ceil(N / bn), K, bn]``
+        (the product is the result, or the input of its ``UNPAD_TAG`` stage).
     """
     _check_dense_shapes(data, weight, None)
-    return dense_packed(data, pack_weight(weight, bn), out_dtype)
+    return dense_packed(data, pack_weight(weight, bn), out_dtype, units=weight.shape[0])
 
 
-def dense_packed(data: te.Tensor, packed_weight: te.Tensor, out_dtype: str | None = None) -> te.Tensor:
+def dense_packed(data: te.Tensor, packed_weight: te.Tensor, out_dtype: str | None = None,
+                 units: int | None = None) -> te.Tensor:
     """Dense with a weight already packed into ``[N // bn, K, bn]`` panels.
 
     Parameters
@@ -86,11 +100,14 @@ def dense_packed(data: te.Tensor, packed_weight: te.Tensor, out_dtype: str | Non
         ``[N // bn, K, bn]``: output feature ``j`` is panel ``j // bn``, lane ``j % bn``.
     out_dtype : str, optional
         Accumulation and output type.
+    units : int, optional
+        N, when the panels are padded past it (default: all of their ``N // bn * bn`` columns).
 
     Returns
     -------
     te.Tensor
-        ``[M, N]``, tagged ``dense_pack``.
+        ``[M, N]``: the product tagged ``dense_pack``, or (padded panels) the first ``units``
+        columns of the product, a stage tagged ``UNPAD_TAG``.
     """
     if len(data.shape) != 2 or len(packed_weight.shape) != 3 or data.shape[1] != packed_weight.shape[1]:
         raise ExprError(f"dense_packed: data [M, K] and packed weight [N // bn, K, bn] expected, got "
@@ -99,14 +116,25 @@ def dense_packed(data: te.Tensor, packed_weight: te.Tensor, out_dtype: str | Non
     m, kdim = data.shape
     nb, _, bn = packed_weight.shape
     packw = packed_weight
+    if units is not None and not (nb - 1) * bn < units <= nb * bn:
+        raise ExprError(f"dense_packed: {units} units do not fill {nb} panels of {bn}")
     k = te.reduce_axis((0, kdim), name="k")
-    return te.compute(
+    product = te.compute(
         (m, nb * bn),
         lambda y, x: te.sum(
             data[y, k].astype(out_dtype) * packw[x // bn, k, x % bn].astype(out_dtype), axis=k),
         name="T_dense_pack",
         tag="dense_pack",
     )
+    return product if units in (None, nb * bn) else unpad(product, units)
+
+
+def unpad(product: te.Tensor, units: int) -> te.Tensor:
+    """The first ``units`` entries of ``product``'s last axis (a product computed over padded
+    panels), a stage tagged ``UNPAD_TAG`` whose input is the product."""
+    *outer, _ = product.shape
+    return te.compute((*outer, units), lambda *i: product(*i), name=f"{product.op.name}_unpad",
+                      tag=f"injective,{UNPAD_TAG}")
 
 
 def _check_dense_shapes(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None) -> None:

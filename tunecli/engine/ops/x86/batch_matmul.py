@@ -17,7 +17,11 @@ width) so every tile reads contiguous vectors; ``[B, K, N]`` operands are read i
 
 A fallback config (no record) is one register tile per block, sized to the target's vectors as
 ``dense.x86``'s (``gemm.fallback_gemm_tile``), and ``tile_k``'s inner factor the largest divisor
-of K up to 16.
+of K up to 16.  For a ragged M or N (``gemm.ragged_rows`` / ``ragged_columns``: ViT's 197
+tokens) that tile need not divide them: the last block's rows are guarded, and ``tensor_b`` is
+packed in padded panels (also when not transposed), the product computed over the padded width.
+The knobs stay TVM's divisors; a tuned config's block of a ragged M may still leave a tail of
+rows in its register tiles.
 """
 
 from __future__ import annotations
@@ -28,12 +32,18 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
-from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
+from tunecli.engine.ops.epilogue import create_group_schedule
 from tunecli.engine.ops.nn.batch_matmul import batch_matmul_pack
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d_nchwc import fallback_register_tile, fp32_lanes, logical_tensors
 from tunecli.engine.ops.x86.dense import out_dtype_for
-from tunecli.engine.ops.x86.gemm import MAX_KK, MAX_MR, fallback_gemm_tile
+from tunecli.engine.ops.x86.gemm import (
+    MAX_KK,
+    fallback_gemm_tile,
+    panel_output_and_accumulator,
+    panel_widths,
+    tile_rows,
+)
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.factors import get_factors
 from tunecli.engine.task.space import SplitEntity
@@ -90,11 +100,11 @@ def define_batch_matmul_space(cfg: Any, m: int, n: int, k: int) -> None:
     cfg.define_split("tile_k", k, num_outputs=2)
     if cfg.is_fallback:
         lanes = fp32_lanes()
-        panels = [w for w in get_factors(n) if w <= MAX_TILE_VECTORS * lanes]
+        panels = panel_widths(n, MAX_TILE_VECTORS * lanes)
         mr, nr = fallback_gemm_tile(m, panels, lanes, fallback_register_tile() - 2)
         kk = max(f for f in get_factors(k) if f <= MAX_KK)
-        cfg["tile_y"] = SplitEntity([m // mr, mr])
-        cfg["tile_x"] = SplitEntity([n // nr, nr])
+        cfg["tile_y"] = SplitEntity([-(-m // mr), mr])
+        cfg["tile_x"] = SplitEntity([-(-n // nr), nr])
         cfg["tile_k"] = SplitEntity([k // kk, kk])
 
 
@@ -111,23 +121,23 @@ def register_tile(block_y: int, block_x: int, lanes: int, registers: int) -> tup
     """The register tile ``(rows, columns)`` a ``block_y x block_x`` block is computed in.
 
     Columns: the widest divisor of ``block_x`` of at most ``MAX_TILE_VECTORS`` vectors, whole
-    vectors preferred; rows: the most (a divisor of ``block_y``, at most ``MAX_MR``) whose
-    accumulators fit in ``registers`` vectors (at least one row).
+    vectors preferred; rows: the most of ``gemm.tile_rows`` (divisors of ``block_y`` up to
+    ``MAX_MR``, any count up to it for a ragged ``block_y``) whose accumulators fit in
+    ``registers`` vectors (at least one row).
     """
     widths = [w for w in get_factors(block_x) if w <= MAX_TILE_VECTORS * lanes]
     cols = max(widths, key=lambda w: (w % lanes == 0, w))
     vectors = -(-cols // lanes)
-    rows = max(r for r in get_factors(block_y) if r <= MAX_MR and (r == 1 or r * vectors <= registers))
+    rows = max(r for r in tile_rows(block_y) if r == 1 or r * vectors <= registers)
     return rows, cols
 
 
 def schedule_batch_matmul_x86(cfg: Any, outs: Sequence[te.Tensor],
                               epilogue: te.Tensor | None = None) -> Schedule:
     """Parallel over (batch, block); each block in register tiles; the packing parallel over panels."""
-    (C,) = outs
     s = create_group_schedule(outs, epilogue)
+    O, CC, C = panel_output_and_accumulator(s, outs, epilogue)
     packing = [t for t in C.op.input_tensors if "layout_transform" in getattr(t.op, "tag", "")]
-    O, CC = output_and_accumulator(s, C, epilogue)
     b, y, x = s[O].op.axis
     yo, yi = cfg["tile_y"].apply(s, O, y)
     xo, xi = cfg["tile_x"].apply(s, O, x)

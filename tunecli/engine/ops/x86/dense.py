@@ -5,11 +5,12 @@ features), ``dtype`` ("float32", or "int8" which accumulates and outputs int32).
 ``x86.gemm``.
 
 The kernel a task measures takes the weight already packed in the config's panels: arguments
-``data [M, K]``, ``packed_weight [N / NR, K, NR]`` (``NR``: ``tile_x``'s inner factor), output
-``[M, N]`` (the strategy's ``pack`` hook, as ``conv2d_NCHWc.x86`` takes its kernel blocked).  A
-graph computes the same row on its ``weight [N, K]``: the packing is then a stage of the kernel
-that ``relay.build`` evaluates once at build time when the weight is a constant
-(``graph.constant_stages``), so a record's cost is the time of the kernel the network runs.
+``data [M, K]``, ``packed_weight [ceil(N / NR), K, NR]`` (``NR``: ``tile_x``'s inner factor;
+a ragged N's may not divide it: the last panel is padded), output ``[M, N]`` (the strategy's
+``pack`` hook, as ``conv2d_NCHWc.x86`` takes its kernel blocked).  A graph computes the same
+row on its ``weight [N, K]``: the packing is then a stage of the kernel that ``relay.build``
+evaluates once at build time when the weight is a constant (``graph.constant_stages``), so a
+record's cost is the time of the kernel the network runs.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def declare_dense(M: int, N: int, K: int, dtype: str = "float32") -> OpCall:
     """``data [M, K]`` and ``weight [N, K]`` placeholders; the output type of ``dtype``."""
     data = te.placeholder((M, K), dtype=dtype, name="data")
     weight = te.placeholder((N, K), dtype=dtype, name="weight")
-    return OpCall((data, weight), {"out_dtype": out_dtype_for(dtype)})
+    return OpCall((data, weight), {"out_dtype": out_dtype_for(dtype), "units": N})
 
 
 def pack_dense_weight(cfg: Any, call: OpCall) -> OpCall:
@@ -45,25 +46,27 @@ def pack_dense_weight(cfg: Any, call: OpCall) -> OpCall:
     (m, k), n = data.shape, weight.shape[0]
     define_gemm_space(cfg, m, n, k)
     nr = cfg["tile_x"].size[-1]
-    packed = te.placeholder((n // nr, k, nr), dtype=weight.dtype, name="packed_weight")
+    packed = te.placeholder((-(-n // nr), k, nr), dtype=weight.dtype, name="packed_weight")
     return OpCall((data, packed), call.attrs)
 
 
-def dense_pack_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str) -> te.Tensor:
+def dense_pack_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str,
+                       units: int | None = None) -> te.Tensor:
     """``data @ weight.T`` through weight panels as wide as ``cfg["tile_x"]``'s inner factor; a
-    ``[N, K]`` weight is packed by a stage, a 3-D one is taken as those panels."""
+    ``[N, K]`` weight is packed by a stage, a 3-D one is taken as those panels (``units``: N,
+    when the last panel is padded)."""
     m, k = data.shape
     packed = len(weight.shape) == 3
-    n = weight.shape[0] * weight.shape[2] if packed else weight.shape[0]
+    n = weight.shape[0] if not packed else units or weight.shape[0] * weight.shape[2]
     define_gemm_space(cfg, m, n, k)
     cfg.add_flop(2 * m * n * k)
     nr = cfg["tile_x"].size[-1]
     if not packed:
         return dense_pack(data, weight, nr, out_dtype)
-    if weight.shape[2] != nr:
-        raise InstantiationError(f"dense.x86: the weight is packed in panels of {weight.shape[2]}, "
-                                 f"the config's are {nr} wide")
-    return dense_packed(data, weight, out_dtype)
+    if weight.shape[2] != nr or weight.shape[0] != -(-n // nr):
+        raise InstantiationError(f"dense.x86: the weight is packed in {weight.shape[0]} panels of "
+                                 f"{weight.shape[2]}, the config's are {-(-n // nr)} of {nr}")
+    return dense_packed(data, weight, out_dtype, units=n)
 
 
 def schedule_dense_pack(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:

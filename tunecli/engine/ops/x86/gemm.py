@@ -1,7 +1,7 @@
 """The register-tiled GEMM schedule of ``dense.x86``.
 
-The weight is packed into ``[N / NR, K, NR]`` panels (by a stage of the kernel, or given packed:
-``dense.x86``'s tuning kernel); the output is tiled into ``MR x NR`` blocks
+The weight is packed into ``[ceil(N / NR), K, NR]`` panels (by a stage of the kernel, or given
+packed: ``dense.x86``'s tuning kernel); the output is tiled into ``MR x NR`` blocks
 whose accumulators live in a ``cache_write(C, "local")`` stage computed at the tile loop, with
 the reduction outermost, MR unrolled and NR vectorized (so the accumulators are ``MR * NR / lanes``
 vector registers).  Knobs (first defined varies fastest in the flat index):
@@ -11,6 +11,11 @@ vector registers).  Knobs (first defined varies fastest in the flat index):
 ``tile_k``  split of K into ``[-1, kk]`` (kk <= 16, the unroll factor of the reduction)
 ``parallel``  0/1: run the fused outer tile loop (and the packing) on all cores
 ``unroll_k``  0/1: unroll the inner ``kk`` reduction loop
+
+A ragged M (``ragged_rows``: a prime sequence length such as 197, whose divisors give one-row
+tiles) splits into ``[-1, tiles, MR]`` for every ``MR`` up to 16, the last tile's rows guarded;
+a ragged N (``ragged_columns``: a vocabulary of 50257) also gets panels of ``RAGGED_PANELS``, the
+last one padded, the product computed over the padded width and its first N columns the result.
 
 A fallback config (no record) is a register tile chosen for the target's vector width: as many
 independent accumulator vectors as fit the registers (``fallback_register_tile``), panels a whole
@@ -25,7 +30,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
-from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
+from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, output_and_accumulator
+from tunecli.engine.ops.nn.dense import UNPAD_TAG
 from tunecli.engine.ops.x86.conv2d_nchwc import fallback_register_tile, fp32_lanes
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.factors import get_factors
@@ -36,6 +42,16 @@ PANEL_LANES = 16
 MAX_PANEL = 64
 MAX_MR = 16
 MAX_KK = 16
+#: M is ragged when it is above ``MAX_MR`` and no divisor reaches this many rows (a prime sequence
+#: length such as 197): its splits may then leave a tail of rows.
+MIN_RAGGED_ROWS = 4
+#: N is ragged when no divisor up to the widest panel is a whole number of this many lanes (one
+#: AVX2 vector of float32; e.g. a vocabulary of 50257): its panels may then be wider than the tail.
+RAGGED_LANES = 8
+#: Panel widths a ragged N is also offered (the last panel is padded).
+RAGGED_PANELS = (8, 16, 32, 48, 64)
+#: Tiles per task of a ragged split's candidates.
+RAGGED_TASK_TILES = (1, 2, 4, 8)
 #: Fewest multiply-adds (``M * N * K``) for which a fallback config runs in parallel.
 PARALLEL_MIN_MACS = 1 << 18
 
@@ -52,22 +68,66 @@ def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
     """Define the knobs of the packed GEMM schedule on ``cfg`` (see the module docstring); a
     fallback config gets ``fallback_gemm_tile``'s register tile."""
     panel_ok = panel_filter(n)
-    cfg.define_split("tile_y", m, num_outputs=3, filter=lambda e: e.size[-1] <= MAX_MR)
-    cfg.define_split("tile_x", n, num_outputs=3, filter=panel_ok)
+    row_ok = lambda e: e.size[-1] <= MAX_MR  # noqa: E731
+    if ragged_rows(m):
+        cfg.define_split("tile_y", m, policy="candidate", num_outputs=3,
+                         candidate=ragged_candidates(m, tile_rows(m)), filter=row_ok)
+    else:
+        cfg.define_split("tile_y", m, num_outputs=3, filter=row_ok)
+    if ragged_columns(n, MAX_PANEL):
+        cfg.define_split("tile_x", n, policy="candidate", num_outputs=3,
+                         candidate=ragged_candidates(n, panel_widths(n, MAX_PANEL)), filter=panel_ok)
+    else:
+        cfg.define_split("tile_x", n, num_outputs=3, filter=panel_ok)
     cfg.define_split("tile_k", k, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_KK)
     cfg.define_knob("parallel", [0, 1])
     cfg.define_knob("unroll_k", [0, 1])
     if cfg.is_fallback:
-        panels = [w for w in get_factors(n) if panel_ok(SplitEntity([n // w, 1, w]))]
+        panels = [w for w in panel_widths(n, MAX_PANEL) if panel_ok(SplitEntity([-1, 1, w]))]
         # two registers stay free for the loaded panel vector and the broadcast row value
         mr, nr = fallback_gemm_tile(m, panels, fp32_lanes(), fallback_register_tile() - 2)
         kk = max(f for f in get_factors(k) if f <= MAX_KK)
-        cfg["tile_y"] = SplitEntity([m // mr, 1, mr])
-        cfg["tile_x"] = SplitEntity([n // nr, 1, nr])
+        cfg["tile_y"] = SplitEntity([-(-m // mr), 1, mr])
+        cfg["tile_x"] = SplitEntity([-(-n // nr), 1, nr])
         cfg["tile_k"] = SplitEntity([k // kk, kk])
-        tiles = (m // mr) * (n // nr)
+        tiles = -(-m // mr) * -(-n // nr)
         cfg["parallel"] = OtherOptionEntity(int(tiles > 1 and m * n * k >= PARALLEL_MIN_MACS))
         cfg["unroll_k"] = OtherOptionEntity(1)
+
+
+def ragged_rows(m: int) -> bool:
+    """Whether ``m`` rows have no divisor from ``MIN_RAGGED_ROWS`` to ``MAX_MR`` (and are more than
+    ``MAX_MR``): their register tiles may then leave a guarded tail of rows."""
+    return m > MAX_MR and not any(MIN_RAGGED_ROWS <= f <= MAX_MR for f in get_factors(m))
+
+
+def ragged_columns(n: int, widest: int) -> bool:
+    """Whether no divisor of ``n`` up to ``widest`` is a whole number of ``RAGGED_LANES`` (and ``n``
+    is wider): its panels may then be padded past ``n``."""
+    return n > widest and not any(f % RAGGED_LANES == 0 for f in get_factors(n) if f <= widest)
+
+
+def tile_rows(m: int) -> list[int]:
+    """Register-tile row counts for ``m`` rows: its divisors up to ``MAX_MR``, or every count up
+    to ``MAX_MR`` when ``m`` is ``ragged_rows``."""
+    if ragged_rows(m):
+        return list(range(1, MAX_MR + 1))
+    return [f for f in get_factors(m) if f <= MAX_MR]
+
+
+def panel_widths(n: int, widest: int) -> list[int]:
+    """Panel widths for ``n`` columns: its divisors up to ``widest``, and the ``RAGGED_PANELS`` up
+    to ``widest`` when ``n`` is ``ragged_columns``."""
+    widths = [f for f in get_factors(n) if f <= widest]
+    if ragged_columns(n, widest):
+        widths += [w for w in RAGGED_PANELS if w <= widest and w not in widths]
+    return widths
+
+
+def ragged_candidates(extent: int, inner: Sequence[int]) -> list[list[int]]:
+    """The three-way splits ``[-1, tiles, inner]`` of a ragged axis (``RAGGED_TASK_TILES`` tiles of
+    each inner factor, within ``extent``)."""
+    return [[-1, t, i] for i in sorted(inner) for t in RAGGED_TASK_TILES if t * i <= extent]
 
 
 def fallback_gemm_tile(m: int, panels: Sequence[int], lanes: int, registers: int) -> tuple[int, int]:
@@ -76,9 +136,10 @@ def fallback_gemm_tile(m: int, panels: Sequence[int], lanes: int, registers: int
     Parameters
     ----------
     m : int
-        Rows of the output; ``MR`` divides it (at most ``MAX_MR``).
+        Rows of the output; ``MR`` is one of its ``tile_rows`` (a divisor at most ``MAX_MR``, any
+        count when ``m`` is ``ragged_rows``).
     panels : sequence of int
-        The legal panel widths ``NR`` (divisors of N).
+        The legal panel widths ``NR`` (``panel_widths``).
     lanes : int
         Accumulator lanes per vector register.
     registers : int
@@ -97,8 +158,27 @@ def fallback_gemm_tile(m: int, panels: Sequence[int], lanes: int, registers: int
         acc = mr * vectors
         return (nr % lanes == 0, acc if acc <= registers else -acc, -(mr + vectors) / acc, nr)
 
-    rows = [f for f in get_factors(m) if f <= MAX_MR]
-    return max(((mr, nr) for mr in rows for nr in panels), key=score)
+    return max(((mr, nr) for mr in tile_rows(m) for nr in panels), key=score)
+
+
+def panel_output_and_accumulator(s: Schedule, outs: Sequence[te.Tensor],
+                                 epilogue: te.Tensor | None) -> tuple[te.Tensor, te.Tensor, te.Tensor]:
+    """``(output, accumulator, product)`` of a GEMM group (``epilogue.output_and_accumulator``).
+
+    A product computed over padded panels (its result a ``UNPAD_TAG`` stage) is itself the
+    accumulator, computed per tile of the output (the unpadding and any epilogue inlined): its
+    tiles stay within the padded width, so only the output's stores of the last panel are
+    guarded, not the accumulation.
+    """
+    (out,) = outs
+    if UNPAD_TAG not in out.op.tag:
+        return (*output_and_accumulator(s, out, epilogue), out)
+    (product,) = out.op.input_tensors
+    if epilogue is not None:
+        inline_between(s, outs, epilogue)
+        s[out].compute_inline()
+    s[product].set_scope("local")
+    return (out if epilogue is None else epilogue), product, product
 
 
 def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
@@ -119,10 +199,9 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     -------
     Schedule
     """
-    (C,) = outs
     s = create_group_schedule(outs, epilogue)
+    O, CC, C = panel_output_and_accumulator(s, outs, epilogue)
     packing = [t for t in C.op.input_tensors if "layout_transform" in getattr(t.op, "tag", "")]
-    O, CC = output_and_accumulator(s, C, epilogue)
     y, x = s[O].op.axis
     yt, yo, yi = cfg["tile_y"].apply(s, O, y)
     xt, xo, xi = cfg["tile_x"].apply(s, O, x)
