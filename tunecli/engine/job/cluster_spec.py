@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from tunecli.engine.cluster.node_info import wanted_cpu
 from tunecli.engine.job.nodes import Node
@@ -94,7 +93,7 @@ def _address(n: Node, check: Callable[[str], str]) -> str:
         raise n.error(str(err)) from None
 
 
-def _resources(n: Node) -> dict[str, Any]:
+def _resources(n: Node) -> dict[str, float]:
     entries = n.items()
     if not entries:
         raise n.error("expected at least one resource, e.g. {tunecli-cpu-znver4: 1}")

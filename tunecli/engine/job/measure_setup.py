@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine.job.runner_kinds import CLUSTERS, RUNNERS
 from tunecli.engine.job.spec import Job
-from tunecli.engine.measure import LocalBuilder, measure_option
+from tunecli.engine.measure import Builder, LocalBuilder, Runner, measure_option
 from tunecli.engine.runtime.cuda import CUDADevice
 from tunecli.errors import DeviceError, JobError
 
 
-def make_measure_option(job: Job) -> dict[str, Any]:
+def make_measure_option(job: Job) -> dict[str, Builder | Runner]:
     """Return the ``measure_option`` dict for ``job``: its builder and a runner of its kind.
 
     Parameters
@@ -33,7 +31,7 @@ def make_measure_option(job: Job) -> dict[str, Any]:
     return measure_option(builder=builder, runner=runner)
 
 
-def close_measure_option(option: dict[str, Any]) -> None:
+def close_measure_option(option: dict[str, Builder | Runner]) -> None:
     """Stop the worker processes of a ``measure_option``'s builder and runner."""
     option["builder"].close()
     option["runner"].close()

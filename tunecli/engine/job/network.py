@@ -21,7 +21,6 @@ import logging
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -35,8 +34,10 @@ from tunecli.engine.graph.traversal import free_vars, post_order
 from tunecli.engine.graph.type_infer import infer_types
 from tunecli.engine.graph.types import TensorType
 from tunecli.engine.job.network_models import MODELS
+from tunecli.engine.job.nodes import Node
 from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import create_tasks
+from tunecli.engine.runtime.ndarray import NDArray
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import Task
 from tunecli.errors import GraphError, JobError, TuneError
@@ -66,7 +67,7 @@ class Network:
 
     label: str
     mod: IRModule
-    params: dict[str, Any] = field(repr=False)
+    params: dict[str, NDArray] = field(repr=False)
     inputs: dict[str, tuple[tuple[int, ...], str]]
     onnx: str | None = None
     index_rows: dict[str, int] = field(default_factory=dict)
@@ -85,7 +86,7 @@ class Network:
         return out
 
 
-def _index_rows(fn: Function, inputs: Mapping[str, Any]) -> dict[str, int]:
+def _index_rows(fn: Function, inputs: Mapping[str, tuple[tuple[int, ...], str]]) -> dict[str, int]:
     """The rows of the table each of ``inputs`` indexes through ``take`` (the fewest of several)."""
     rows: dict[str, int] = {}
     for node in post_order(fn.body, into_functions=False):
@@ -265,7 +266,7 @@ def _network_tasks(job: Job, network: Network) -> NetworkTasks:
     return NetworkTasks(tuple(NetworkTask(task, counts[w]) for w, task in tasks.items()), operators)
 
 
-def _error(job: Job, where: Any, message: str) -> JobError:
+def _error(job: Job, where: Node | None, message: str) -> JobError:
     return where.error(message) if where is not None else JobError(f"{job.path}: {message}")
 
 

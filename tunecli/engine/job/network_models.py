@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.models import bert, gpt2, mobilenet, mobilenet_v2, resnet, squeezenet, vgg, vit
+from tunecli.engine.runtime.ndarray import NDArray
 from tunecli.errors import GraphError
 
+#: A network and its weights: ``(mod, params)``.
+Workload = tuple[IRModule, dict[str, NDArray]]
 #: ``(batch_size, sample_shape, dtype, **sizes) -> (mod, params)``; ``sample_shape`` is ``(C, H, W)``
 #: or ``(seq_len,)``, ``sizes`` the model's :attr:`BuiltinModel.sizes` given by the job.
-Loader = Callable[..., tuple[Any, dict[str, Any]]]
+Loader = Callable[..., Workload]
 
 #: The sizes a transformer takes (``layers: 2``); the feed-forward width follows as ``4 * hidden``.
 TRANSFORMER_SIZES = ("layers", "hidden", "heads")
@@ -88,16 +91,16 @@ def _transformer_sizes(sizes: dict[str, int], ff: bool = True) -> dict[str, int]
     return out
 
 
-def _bert(batch: int, shape: tuple[int, ...], dtype: str, **sizes: int) -> tuple[Any, dict[str, Any]]:
+def _bert(batch: int, shape: tuple[int, ...], dtype: str, **sizes: int) -> Workload:
     return bert.get_workload(batch_size=batch, seq_len=shape[0], dtype=dtype, **_transformer_sizes(sizes))
 
 
-def _gpt2(batch: int, shape: tuple[int, ...], dtype: str, **sizes: int) -> tuple[Any, dict[str, Any]]:
+def _gpt2(batch: int, shape: tuple[int, ...], dtype: str, **sizes: int) -> Workload:
     return gpt2.get_workload(batch_size=batch, seq_len=shape[0], dtype=dtype,
                              **_transformer_sizes(sizes, ff=False))
 
 
-def _vit(batch: int, image: tuple[int, ...], dtype: str, **sizes: int) -> tuple[Any, dict[str, Any]]:
+def _vit(batch: int, image: tuple[int, ...], dtype: str, **sizes: int) -> Workload:
     channels, height, width = image
     if channels != 3 or height != width:
         raise GraphError(f"vit-b16 takes square RGB images [3, N, N] (N a multiple of 16), got "

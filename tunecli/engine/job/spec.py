@@ -45,7 +45,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from tunecli.engine.codegen.backend_table import BACKENDS
 from tunecli.engine.codegen.compile import target_problem
@@ -67,6 +67,9 @@ from tunecli.engine.log.log_files import log_problem
 from tunecli.engine.target import Target, as_target, host_cpu, host_features, host_triple, triple_arch
 from tunecli.engine.tuner.task_scheduler import budget_problem
 from tunecli.errors import JobError, TargetError
+
+#: A template argument as a job gives it: a number, a string, or a (nested) list of them.
+TemplateArg: TypeAlias = "int | float | str | list[TemplateArg]"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: Longest job name (it names the default log file).
@@ -191,7 +194,7 @@ def load_job(path: str | Path) -> Job:
         if extra in top and "model" not in top:
             top[extra].report("applies to model jobs: give a model too")
 
-    readers: dict[str, Callable[[Node], Any]] = {
+    readers: dict[str, Callable[[Node], object]] = {
         "name": _name, "target": _target, "log": Node.as_str, "tasks": _tasks, "tuner": read_tuner,
         "measure": read_measure, "model": read_model, "ops": read_ops, "graph_tuner": read_graph_tuner,
         "cluster": read_cluster}
@@ -303,7 +306,7 @@ def _args(a: Node) -> list | dict:
     raise a.error(f"expected a mapping or a list, got {a.describe()}")
 
 
-def _arg(n: Node) -> Any:
+def _arg(n: Node) -> TemplateArg:
     """A template argument: a number, a string, or a (nested) list of them."""
     if n.is_list():
         return [_arg(e) for e in n.elements()]
