@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.errors import RecordError
 
 
-def readable_logs(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+def readable_logs(ctx: click.Context, param: click.Parameter,
+                  value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
     """Click callback: each log named by ``value`` (a path or a tuple of paths) is a readable file.
 
     A directory, a FIFO or a device, or a file this process may not read, is a usage error

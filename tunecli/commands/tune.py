@@ -6,13 +6,15 @@ import json
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from types import FrameType
 
 import click
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -28,13 +30,13 @@ from tunecli.engine.tuner.tuner_kinds import TUNERS
 from tunecli.errors import LogInUseError
 
 
-def _progress_layout(width: int) -> tuple[list[Any], int]:
+def _progress_layout(width: int) -> tuple[list[ProgressColumn], int]:
     """The progress columns for a terminal ``width`` columns wide, and the longest task label
     that still fits: the bar narrows and goes, then the clocks, before the counts would be cut
     (80 columns keep the counts, errors and both clocks)."""
     bar = 40 if width >= 160 else 20 if width >= 120 else 10 if width >= 100 else 0
-    bars: list[Any] = [BarColumn(bar_width=bar)] if bar else []
-    clocks: list[Any] = [TimeElapsedColumn(), TimeRemainingColumn()] if width >= 76 else []
+    bars: list[ProgressColumn] = [BarColumn(bar_width=bar)] if bar else []
+    clocks: list[ProgressColumn] = [TimeElapsedColumn(), TimeRemainingColumn()] if width >= 76 else []
     columns = [TextColumn("[bold]task {task.fields[n]}[/]"), TextColumn("{task.description}"), *bars,
                MofNCompleteColumn(), TextColumn("{task.fields[flops]}"), TextColumn("{task.fields[errors]}"),
                *clocks]
@@ -49,7 +51,7 @@ class _ProgressView:
     def __init__(self, app: App):
         columns, self.label_max = _progress_layout(app.err.width)
         self.progress = Progress(*columns, console=app.err)
-        self.ids: dict[int, Any] = {}
+        self.ids: dict[int, TaskID] = {}
 
     def __call__(self, event: TuneEvent) -> None:
         fields = dict(n=f"{event.index + 1}/{event.n_tasks}", errors=f"{event.errors} err",
@@ -194,7 +196,7 @@ def _ms(seconds: float | None) -> str:
     return f"{seconds * 1e3:.4f} ms" if seconds is not None else "-"
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
