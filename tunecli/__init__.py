@@ -13,7 +13,8 @@ imported on first attribute access, so ``import tunecli`` stays cheap for the co
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from tunecli import te
 from tunecli.engine import build as _engine
@@ -21,17 +22,23 @@ from tunecli.engine.lower.prim_module import PrimModule
 from tunecli.engine.target import Target
 from tunecli.runtime import Device, cpu, cuda, device, gpu
 
+if TYPE_CHECKING:
+    from tunecli.engine.ir.stmt import PrimFunc
+    from tunecli.engine.runtime.module import Module
+    from tunecli.engine.schedule import Schedule
+
 __version__ = "0.1.0"
 
 
-def lower(sch: Any, args: Any = None, name: str = "main", binds: Any = None,
-          simple_mode: bool = False) -> PrimModule:
+def lower(sch: Schedule, args: Sequence[te.Tensor] | None = None, name: str = "main",
+          binds: dict | None = None, simple_mode: bool = False) -> PrimModule:
     """TVM's ``tvm.lower``: the lowered module of schedule ``sch`` over ``args``; ``mod[name]`` is
     its loop nest (``engine.build.lower``) and ``str(mod)`` prints it."""
     return PrimModule({name: _engine.lower(sch, list(args or ()), name, simple_mode)})
 
 
-def build(sch: Any, args: Any = None, target: Any = None, name: str = "default_function") -> Any:
+def build(sch: Schedule | PrimFunc | PrimModule, args: Sequence[te.Tensor] | None = None,
+          target: str | Target | None = None, name: str = "default_function") -> Module:
     """TVM's ``tvm.build``: compile a schedule with its arguments, a lowered function, or the
     module ``lower`` returned (``engine.build.build``)."""
     if isinstance(sch, PrimModule):
@@ -44,7 +51,7 @@ _LAZY_FACES = ("autotvm", "topi", "rpc", "target", "nd", "runtime", "testing", "
 _LAZY_NAMES = {"IRModule": "relay"}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Any:  # a lazily imported face, or a name from one
     """Import a TVM-style face (``tunecli.autotvm``, ``tunecli.target``, ...) on first access."""
     if name in _LAZY_FACES:
         return importlib.import_module(f"tunecli.{name}")
