@@ -24,7 +24,6 @@ expands them, so the value makes no difference on the CPU target.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
@@ -33,7 +32,7 @@ from tunecli.engine.ir.simplify import simplify
 MAX_DEPTH = 8  # TVM's default auto_max_depth
 
 
-def pragma_max_step(pragmas: list[tuple[str, Any]]) -> int | None:
+def pragma_max_step(pragmas: list[tuple[str, E.ExprLike | None]]) -> int | None:
     """The ``auto_unroll_max_step`` value among a loop's pragmas (the last one given), or None."""
     value = None
     for key, val in pragmas:
