@@ -14,15 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from tunecli.engine.cluster.connection import check_address
 from tunecli.engine.cluster.ray_runner import cluster_measure_option
-from tunecli.engine.measure import LocalRunner, Runner, TimingOptions
+from tunecli.engine.measure import Builder, LocalRunner, Runner, TimingOptions
 from tunecli.engine.measure.timing_options import TIMING_OPTIONS
 from tunecli.engine.option import Option
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.rpc.sockets import parse_host_port
+
+#: A plugin's option values by name, each of the type its ``Option`` declares (``Option.parse``).
+OptionValues: TypeAlias = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -45,17 +48,17 @@ class RunnerKind:
 
     name: str
     summary: str
-    factory: Callable[[TimingOptions, dict[str, Any]], Runner]
+    factory: Callable[[TimingOptions, OptionValues], Runner]
     timing: tuple[str, ...]
     options: tuple[Option, ...] = ()
 
-    def make(self, timing: TimingOptions, options: dict[str, Any]) -> Runner:
+    def make(self, timing: TimingOptions, options: OptionValues) -> Runner:
         """A runner of this kind measuring with ``timing``; options not given take their default."""
         defaults = {opt.name: opt.default for opt in self.options if opt.default is not None}
         return self.factory(timing, {**defaults, **options})
 
 
-def _rpc_runner(timing: TimingOptions, options: dict[str, Any]) -> Runner:
+def _rpc_runner(timing: TimingOptions, options: OptionValues) -> Runner:
     host, port = options["tracker"]
     return RPCRunner(options["key"], host, port, priority=options["priority"], timing=timing)
 
@@ -96,10 +99,10 @@ class ClusterKind:
     name: str
     summary: str
     check_address: Callable[[str], str]
-    factory: Callable[..., dict[str, Any]]
+    factory: Callable[..., dict[str, Builder | Runner]]
 
     def make(self, address: str, resources: dict[str, float], builders: int | None, build_timeout: float,
-             timing: TimingOptions) -> dict[str, Any]:
+             timing: TimingOptions) -> dict[str, Builder | Runner]:
         """``measure_option`` whose builds and measurements run on the cluster at ``address``."""
         return self.factory(address, resources or None, builders, build_timeout, timing)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tunecli.engine.job.nodes import Node
-from tunecli.engine.job.runner_kinds import RUNNERS
+from tunecli.engine.job.runner_kinds import RUNNERS, OptionValues
 from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
 from tunecli.engine.tuner.task_scheduler import SCHEDULER_POLICIES
@@ -49,7 +49,7 @@ class TunerSpec:
     task_scheduler: str | None = None
     early_stopping: int | None = None
     seed: int | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: OptionValues = field(default_factory=dict)
     remeasure: int = 0
 
 
@@ -77,7 +77,7 @@ class RunnerSpec:
 
     kind: str = "local"
     timing: TimingOptions = TimingOptions()
-    options: dict[str, Any] = field(default_factory=dict)
+    options: OptionValues = field(default_factory=dict)
 
 
 def read_tuner(n: Node) -> TunerSpec:
@@ -164,7 +164,7 @@ def _option(opt: Option, n: Node) -> Any:
         raise n.error(str(err)) from None
 
 
-def _options(settings: list[Option], fields: dict[str, Node]) -> dict[str, Any]:
+def _options(settings: list[Option], fields: dict[str, Node]) -> OptionValues:
     """The values of the ``settings`` given in ``fields``; each bad value is reported."""
     values = {}
     for opt in settings:
