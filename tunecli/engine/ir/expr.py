@@ -9,28 +9,16 @@ EQ/NE nodes whose truth value is object identity, so nodes still work as dict ke
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING
 
 from tunecli.errors import ExprError
 
 from .dtype import element_of, lanes_of, max_of, min_of, parse_dtype, promote
+from .expr_like import ExprLike
 from .node import Node, set_fields
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from .stmt import Buffer
-
-
-class ExprConvertible(Protocol):
-    """What stands for an expression (an IterVar, a one-element tensor)."""
-
-    def as_expr(self) -> Expr: ...
-
-
-#: What ``convert`` turns into an expression: an expression, a Python or numpy number, or an
-#: object with ``as_expr()``.
-ExprLike: TypeAlias = "Expr | int | float | np.number | np.bool_ | ExprConvertible"
 
 
 class Expr(Node):
