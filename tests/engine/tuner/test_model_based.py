@@ -86,17 +86,34 @@ def test_base_model_guides_and_is_dropped_when_enough_own_samples(task: Any, tmp
     assert tuner.cost_model._base_model_discount() < 0.05
 
 
-def test_sa_returns_unvisited_maxima_best_first(task: Any) -> None:
+def fitted_model(task: Any) -> tuple[XGBoostCostModel, list[int]]:
     model = XGBoostCostModel(task, "knob", "reg", num_threads=1, rng=np.random.default_rng(0))
     xs = list(range(0, 1568, 7))
     ys = [task.flop / kernel_cost(task.config_space.get(i)) for i in xs]
     model.fit(xs, ys, plan_size=16)
-    sa = SimulatedAnnealingOptimizer(task, n_iter=60, early_stop=20, rng=np.random.default_rng(0))
+    return model, xs
+
+
+def test_sa_returns_unvisited_maxima_best_first(task: Any) -> None:
+    model, xs = fitted_model(task)
+    sa = SimulatedAnnealingOptimizer(task, n_iter=60, early_stop=20, rng=np.random.default_rng(0),
+                                     exhaustive_below=0)
     exclusive = set(xs[:50])
     found = sa.find_maximums(model, 16, exclusive)
     assert 0 < len(found) <= 16 and not set(found) & exclusive
     scores = model.predict(found)
     assert list(scores) == sorted(scores, reverse=True)
+
+
+def test_a_small_space_is_scored_whole(task: Any) -> None:
+    model, xs = fitted_model(task)
+    exclusive = set(xs[:50])
+    whole = len(task.config_space)
+    sa = SimulatedAnnealingOptimizer(task, rng=np.random.default_rng(0), exhaustive_below=whole)
+    found = sa.find_maximums(model, 16, exclusive)
+    rest = [i for i in range(len(task.config_space)) if i not in exclusive]
+    scores = model.predict(rest)
+    assert found == [rest[i] for i in np.argsort(-scores, kind="stable")[:16]]
 
 
 def test_diversity_filter_plans_distinct_knobs(task: Any) -> None:
@@ -118,10 +135,26 @@ def test_recall_metric() -> None:
     ({"feature_type": "pixels"}, "Invalid feature type"),
     ({"optimizer": "adam"}, "optimizer must be"),
     ({"diversity_filter_ratio": 0.5}, "diversity_filter_ratio"),
+    ({"first_fit": 0}, "first_fit"),
+    ({"plan_size": 16, "first_fit": 17}, "first_fit"),
 ])
 def test_xgb_tuner_rejects_bad_options(task: Any, kwargs: dict, message: str) -> None:
     with pytest.raises(TuneError, match=message):
         XGBTuner(task, **kwargs)
+
+
+@pytest.mark.parametrize(("first_fit", "fitted_at"), [
+    (None, [8, 16, 32, 64, 96]),  # XGBTuner's default: 8, then each doubling, then plan_size apart
+    (32, [32, 64, 96]),  # first_fit=plan_size is TVM's schedule: every plan_size
+])
+def test_the_model_is_fitted_early_then_every_plan(task: Any, first_fit: int | None, fitted_at: list) -> None:
+    tuner = XGBTuner(task, plan_size=32, num_threads=1, seed=0, first_fit=first_fit)
+    sizes: list[int] = []
+    fit = tuner.cost_model.fit
+    tuner.cost_model.fit = lambda xs, ys, plan_size: (sizes.append(len(xs)), fit(xs, ys, plan_size))
+    measure = SyntheticMeasure(n_parallel=4)
+    tuner.tune(n_trial=100, measure_option=measure)
+    assert sizes == fitted_at and len(set(measure.measured)) == 100
 
 
 @pytest.mark.parametrize("cls", [RandomTuner, GridSearchTuner, GATuner])

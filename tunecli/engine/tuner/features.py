@@ -11,6 +11,10 @@
 * ``curve``: per argument buffer, the number of distinct elements touched and the reuse ratio
   as the iteration count grows from the innermost loop outwards, sampled at 20 points
   (fixed length, so it transfers across shapes), followed by the knob values.
+
+``transfer_features`` lays a config of *another* task of the same template out in the knob
+features of this task's space, knob by knob matched by name, so that records of a network's
+other layers (other shapes, or a 3x3 layer where this one is 1x1) can train one model.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 from tunecli.engine.build import lower
 from tunecli.engine.ir import expr as ir
 from tunecli.engine.ir import stmt as st
-from tunecli.engine.task.knob_features import knob_features
+from tunecli.engine.task.knob_features import entity_features, knob_features
 from tunecli.errors import SpaceError
 
 FEATURE_TYPES = ("knob", "itervar", "curve")
@@ -227,6 +231,33 @@ def config_features(task: Any, config: Any, feature_type: str) -> np.ndarray:
     loop_fea = itervar_features(func) if feature_type == "itervar" else curve_features(func)
     others = [float(v) if isinstance(v, (int, float)) else 0.0 for v in config.get_other_option().values()]
     return np.concatenate([loop_fea, np.array(others, dtype=np.float32)])
+
+
+def transfer_features(space: Any, config: Any) -> np.ndarray:
+    """Return the knob features of ``config`` (of any task of ``space``'s template) in the column
+    layout of ``space``'s knob features.
+
+    Knobs are matched by name: a knob of ``space`` that ``config`` lacks, or whose features have
+    another width there (a split into another number of parts), gives missing (NaN) columns;
+    knobs of ``config`` that ``space`` lacks are left out.  For a config of ``space`` itself the
+    row equals its knob features.
+
+    Parameters
+    ----------
+    space : ConfigSpace
+    config : ConfigEntity
+
+    Returns
+    -------
+    numpy.ndarray of float32
+    """
+    names = set(config)
+    fea: list[float] = []
+    for name, knob in space.space_map.items():
+        width = len(entity_features(knob.entities[0])) if len(knob) else 0
+        values = entity_features(config[name]) if name in names else []
+        fea.extend(values if len(values) == width else [math.nan] * width)
+    return np.array(fea, dtype=np.float32)
 
 
 def stack_features(rows: Sequence[np.ndarray | None]) -> np.ndarray:

@@ -1,8 +1,10 @@
 """Model-based tuning: a cost model ranks configs, an optimizer searches the model's maxima.
 
-Every ``plan_size`` measurements the cost model is refitted on all (index, flops) pairs and the
-optimizer plans the next ``plan_size`` trials; the last 5 % of a plan (and everything before
-the first plan) are random unvisited configs (epsilon-greedy exploration).
+The cost model is first fitted after ``first_fit`` measurements, then each time the data has
+doubled, until fits are ``plan_size`` measurements apart (``first_fit=plan_size``: TVM's
+schedule, a fit every ``plan_size``); each fit plans the next ``plan_size`` trials, and the last
+5 % of a plan (and everything before the first plan) are random unvisited configs
+(epsilon-greedy exploration).
 
 With a *search model* (a cheap model fitted on the same data, e.g. knob features while the
 cost model uses loop-nest features that cost a lowering per config), the optimizer explores
@@ -156,15 +158,20 @@ class ModelBasedTuner(Tuner):
         A cheap model the optimizer explores instead of ``cost_model`` (see the module doc).
     rerank_factor : int
         With a search model: candidates per planned trial that ``cost_model`` re-ranks.
+    first_fit : int, optional
+        Measurements before the first fit (default ``plan_size``; see the module doc).
     """
 
     def __init__(self, task: Any, cost_model: CostModel, model_optimizer: ModelOptimizer, plan_size: int,
                  diversity_filter_ratio: float | None = None, seed: int | None = None,
-                 search_model: CostModel | None = None, rerank_factor: int = 4):
+                 search_model: CostModel | None = None, rerank_factor: int = 4, first_fit: int | None = None):
         super().__init__(task, seed=seed)
         if diversity_filter_ratio is not None and diversity_filter_ratio < 1:
             raise TuneError(f"{type(self).__name__}: diversity_filter_ratio must be >= 1, "
                             f"got {diversity_filter_ratio}")
+        if first_fit is not None and not 1 <= int(first_fit) <= plan_size:
+            raise TuneError(f"{type(self).__name__}: first_fit must be in [1, plan_size={plan_size}], "
+                            f"got {first_fit}")
         if int(rerank_factor) < 1:
             raise TuneError(f"{type(self).__name__}: rerank_factor must be >= 1, got {rerank_factor}")
         self.search_model = search_model
@@ -181,6 +188,7 @@ class ModelBasedTuner(Tuner):
         self.ys: list[float] = []
         self.flops_max = 0.0
         self.train_ct = 0
+        self.next_fit = int(first_fit or plan_size)  # measurements at which the model is refitted
 
     def has_next(self) -> bool:
         """Return True while an unvisited valid config is left."""
@@ -212,7 +220,8 @@ class ModelBasedTuner(Tuner):
             self.ys.append(flops)
             if self.space.is_index_valid(index):
                 self.visited.add(index)
-        if len(self.xs) >= self.plan_size * (self.train_ct + 1) and self.flops_max > 1e-6:
+        if len(self.xs) >= self.next_fit and self.flops_max > 1e-6:
+            self.next_fit = len(self.xs) + min(len(self.xs), self.plan_size)
             self.cost_model.fit(self.xs, self.ys, self.plan_size)
             if self.search_model is not None:
                 self.search_model.fit(self.xs, self.ys, self.plan_size)

@@ -4,6 +4,9 @@
 accepted with probability ``exp(min((new - old) / (t + 1e-5), 1))`` while the temperature
 falls linearly from ``temp[0]`` to ``temp[1]``.  The best ``num`` unseen points found are kept
 in a heap; the search stops after ``n_iter`` steps or ``early_stop`` steps without a change.
+
+A space of at most ``exhaustive_below`` indices is not annealed: every unvisited valid index is
+scored (fewer predictions than one annealing, and the true maxima of the model).
 """
 
 from __future__ import annotations
@@ -35,11 +38,13 @@ class SimulatedAnnealingOptimizer(ModelOptimizer):
     early_stop : int, optional
     log_interval : int
     rng : numpy.random.Generator, optional
+    exhaustive_below : int
+        Spaces of at most this many indices are scored whole instead of annealed (0: always anneal).
     """
 
     def __init__(self, task: Any, n_iter: int = 500, temp: Any = (1, 0), persistent: bool = True,
                  parallel_size: int = 128, early_stop: int | None = 50, log_interval: int = 50,
-                 rng: np.random.Generator | None = None):
+                 rng: np.random.Generator | None = None, exhaustive_below: int = 4096):
         self.task = task
         self.n_iter = n_iter
         self.temp = temp
@@ -49,6 +54,7 @@ class SimulatedAnnealingOptimizer(ModelOptimizer):
         self.log_interval = log_interval
         self.rng = rng if rng is not None else np.random.default_rng()
         self.points: np.ndarray | None = None
+        self.exhaustive_below = exhaustive_below
 
     def find_maximums(self, model: CostModel, num: int, exclusive: set[int]) -> list[int]:
         """Return up to ``num`` unseen indices with the best predicted scores, best first.
@@ -65,6 +71,8 @@ class SimulatedAnnealingOptimizer(ModelOptimizer):
         list of int
         """
         space = self.task.config_space
+        if space.range_length <= self.exhaustive_below:
+            return self._score_all(model, num, exclusive)
         if self.persistent and self.points is not None:
             points = self.points
         else:
@@ -113,3 +121,14 @@ class SimulatedAnnealingOptimizer(ModelOptimizer):
         if self.persistent:
             self.points = points
         return [p for s, p in heap if s >= 0]
+
+    def _score_all(self, model: CostModel, num: int, exclusive: set[int]) -> list[int]:
+        """The ``num`` unvisited valid indices of best score, best first (ties: lower index)."""
+        space = self.task.config_space
+        points = np.array([i for i in range(space.range_length)
+                           if i not in exclusive and space.is_index_valid(i)], dtype=np.int64)
+        if not len(points):
+            return []
+        scores = np.asarray(model.predict(points), dtype=np.float64)
+        order = np.argsort(-scores, kind="stable")[:num]
+        return [int(p) for p in points[order]]

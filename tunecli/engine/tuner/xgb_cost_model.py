@@ -1,10 +1,16 @@
 """XGBoost cost model (TVM's ``XGBoostCostModel``), with transfer learning from old logs.
 
 Training uses TVM's parameters and stops when the average recall of the top ``plan_size``
-predictions (``a-recall@N``) has not improved for 20 rounds (evaluated every 2nd round).  A
-*base model* trained on earlier records of the same template adds its (discounted) margin to
-this model's predictions until enough own samples exist.  xgboost is imported when a model is
-created, with an actionable message when it is missing.
+predictions (``a-recall@N``) has not improved for 20 rounds (evaluated every 2nd round).
+
+Transfer learning: a *base model* trained on earlier records of the same template (this task's
+and other tasks' of the template, each workload's FLOPS scaled by its best) plans the first
+trials; afterwards every fit trains on those records and the task's own measurements together,
+the records weighted ``1 / 2**(n / 64)`` after ``n`` own measurements (TVM's discount of its
+base model's margin) and dropped once that weight is below 0.05.  Training on both, rather than
+boosting the own data on the base model's margin as TVM does, lets a handful of own
+measurements re-rank what the other shapes taught (figures in ``benchmarks/README.md``).
+xgboost is imported when a model is created, with an actionable message when it is missing.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tunecli.engine.tuner.features import FEATURE_TYPES, config_features, get_features
+from tunecli.engine.tuner.features import FEATURE_TYPES, config_features, get_features, transfer_features
 from tunecli.engine.tuner.model_based_tuner import CostModel
 from tunecli.errors import TuneError
 
@@ -72,6 +78,37 @@ def average_recall(preds: np.ndarray, labels: np.ndarray, n: int) -> float:
     return float(np.sum(curve) / n)
 
 
+def _fit_width(rows: np.ndarray, width: int) -> np.ndarray:
+    """``rows`` zero-padded, or cut, to ``width`` columns (loop-nest rows vary in length)."""
+    if rows.shape[1] == width:
+        return rows
+    out = np.zeros((len(rows), width), dtype=np.float32)
+    out[:, : min(width, rows.shape[1])] = rows[:, :width]
+    return out
+
+
+def scale_per_group(values: Sequence[float], groups: Sequence[Any]) -> np.ndarray:
+    """Return ``values`` divided by the largest value of their group (groups without a positive
+    value stay 0).
+
+    Parameters
+    ----------
+    values : sequence of float
+    groups : sequence of hashable
+        The group of every value (e.g. its workload).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+    """
+    y = np.asarray(values, dtype=np.float64)
+    best: dict[Any, float] = {}
+    for group, value in zip(groups, y, strict=True):
+        best[group] = max(best.get(group, 0.0), float(value))
+    scale = np.array([best[g] if best[g] > 1e-8 else 1.0 for g in groups], dtype=np.float64)
+    return y / scale
+
+
 class XGBoostCostModel(CostModel):
     """A gradient-boosted-trees model of config quality.
 
@@ -116,6 +153,7 @@ class XGBoostCostModel(CostModel):
         self.upper_model = upper_model
         self.feature_cache: dict[int, np.ndarray] = upper_model.feature_cache if upper_model else {}
         self.base_model: XGBoostCostModel | None = None
+        self.history: tuple[np.ndarray, np.ndarray] = (np.zeros((0, 0), np.float32), np.zeros(0))
         self._sample_size = 0
         self._width: int | None = None  # feature columns of the trained booster
 
@@ -144,11 +182,11 @@ class XGBoostCostModel(CostModel):
 
     # ----------------------------------------------------------------- training
     def _train(self, x: np.ndarray, y: np.ndarray, plan_size: int, rounds: int, stopping_rounds: int,
-               base_margin: np.ndarray | None = None) -> Any:
+               weight: np.ndarray | None = None) -> Any:
         order = self.rng.permutation(len(x))
         dtrain = self.xgb.DMatrix(x[order], y[order], nthread=self._dmatrix_threads)
-        if base_margin is not None:
-            dtrain.set_base_margin(base_margin[order])
+        if weight is not None:
+            dtrain.set_weight(weight[order])
         labels = y[order]
         if self.loss_type == "rank-binary":
             labels = (labels >= 0.5).astype(np.float64)
@@ -163,29 +201,37 @@ class XGBoostCostModel(CostModel):
         y_train = np.asarray(ys, dtype=np.float64)
         y_train = y_train / max(float(np.max(y_train)), 1e-8)
         self._sample_size = len(x_train)
-        margin = None
+        weight = None
         if self.base_model is not None:
             discount = self._base_model_discount()
             if discount < 0.05:
                 self.base_model.upper_model = None
                 self.base_model = None
             else:
-                margin = discount * self.base_model.predict(xs, output_margin=True)
-        self.bst = self._train(x_train, y_train, plan_size, 8000, 20, margin)
+                hist_x, hist_y = self.base_model.history
+                x_train = np.vstack([_fit_width(hist_x, x_train.shape[1]), x_train])
+                y_train = np.concatenate([hist_y, y_train])
+                weight = np.concatenate([np.full(len(hist_x), discount), np.ones(self._sample_size)])
+        self.bst = self._train(x_train, y_train, plan_size, 8000, 20, weight)
         logger.debug("XGB train: %.2f\tobs: %d\terror: %d", time.time() - tic, len(xs),
                      int(np.sum(y_train <= 1e-6)))
 
     def fit_log(self, records: Iterable[tuple], plan_size: int, min_seed_records: int = 500) -> bool:
-        """Train on records of the same template; False (no model) with fewer than
-        ``min_seed_records`` usable records."""
-        xs, ys = [], []
+        """Train on records of the same template (this task's and other shapes'); False (no model)
+        with fewer than ``min_seed_records`` usable records.
+
+        Knob features of other tasks are laid out by knob name (``features.transfer_features``);
+        each workload's FLOPS are scaled by that workload's best, so that a layer with more
+        arithmetic intensity does not drown the ranking the others teach.
+        """
+        xs, ys, groups = [], [], []
         flop_of: dict[tuple, float] = {self.task.workload: self.task.flop}
         width = self._get_feature([0]).shape[1]
         for inp, res in records:
             if inp.task.name != self.task.name:
                 continue
             try:
-                x = config_features(inp.task, inp.config, self.fea_type)
+                x = self._history_feature(inp)
                 y = 0.0
                 if res.ok:
                     flop = flop_of.get(inp.task.workload)
@@ -197,26 +243,29 @@ class XGBoostCostModel(CostModel):
                 logger.debug("XGB skips a history record: %s", err)
                 continue
             if len(x) != width:
-                if self.fea_type != "itervar":  # another knob structure: not comparable
+                if self.fea_type == "curve":  # another number of buffers: not comparable
                     continue
                 x = np.pad(x[:width], (0, max(0, width - len(x))))  # loop nests vary per config
             xs.append(x)
             ys.append(y)
+            groups.append(inp.task.workload)
         logger.debug("XGB load %d entries from history log file", len(xs))
         if len(xs) < min_seed_records or not xs:
             return False
-        y_train = np.asarray(ys, dtype=np.float64)
-        y_train = y_train / max(float(np.max(y_train)), 1e-8)
         self._width = width
-        self.bst = self._train(np.array(xs, dtype=np.float32), y_train, plan_size * 2, 400, 100)
+        self.history = (np.array(xs, dtype=np.float32), scale_per_group(ys, groups))
+        self.bst = self._train(*self.history, plan_size * 2, 400, 100)
         return True
+
+    def _history_feature(self, inp: Any) -> np.ndarray:
+        """Features of a history record's config in this model's columns."""
+        if self.fea_type == "knob":
+            return transfer_features(self.space, inp.config)
+        return config_features(inp.task, inp.config, self.fea_type)
 
     def predict(self, xs: Sequence[int], output_margin: bool = False) -> np.ndarray:
         """Return predicted scores of config indices ``xs``."""
         dtest = self.xgb.DMatrix(self._get_feature(xs, self._width), nthread=self._dmatrix_threads)
-        if self.base_model is not None:
-            margin = self.base_model.predict(xs, output_margin=True)
-            dtest.set_base_margin(self._base_model_discount() * margin)
         return self.bst.predict(dtest, output_margin=output_margin)
 
     def load_basemodel(self, base_model: CostModel) -> None:

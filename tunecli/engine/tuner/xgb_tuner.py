@@ -45,14 +45,21 @@ class XGBTuner(ModelBasedTuner):
         With ``itervar``/``curve`` features: the optimizer searches a knob-feature model and the
         loop-nest model picks the plan among ``rerank_factor * plan_size`` candidates.  None: the
         optimizer searches the loop-nest model itself (TVM's way; slow on large spaces).
+    first_fit : int, optional
+        Measurements before the model is first fitted; refits follow each doubling of the data
+        until they are ``plan_size`` apart.  Default ``min(8, plan_size)``, where TVM fits first
+        after ``plan_size``: a model of 8 measurements already beats random picks, and its plans
+        reach a given speed in a fraction of the trials (``benchmarks/bench_transfer.py``).
+        ``first_fit=plan_size`` is TVM's schedule.
     """
 
     def __init__(self, task: Any, plan_size: int = 64, feature_type: str = "knob", loss_type: str = "reg",
                  num_threads: int | None = 1, optimizer: str | ModelOptimizer = "sa",
                  diversity_filter_ratio: float | None = None, log_interval: int = 50,
-                 seed: int | None = None, rerank_factor: int | None = 4):
+                 seed: int | None = None, rerank_factor: int | None = 4, first_fit: int | None = None):
         super().__init__(task, None, None, plan_size, diversity_filter_ratio, seed=seed,
-                         rerank_factor=rerank_factor or 1)
+                         rerank_factor=rerank_factor or 1,
+                         first_fit=first_fit if first_fit is not None else min(8, plan_size))
         self.cost_model = XGBoostCostModel(task, feature_type=feature_type, loss_type=loss_type,
                                            num_threads=num_threads, log_interval=log_interval // 2,
                                            rng=self.rng)

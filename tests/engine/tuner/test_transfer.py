@@ -1,0 +1,91 @@
+"""Transfer learning: records of a template's other tasks (other shapes, other knob structures)
+train the XGB tuner's base model, and a transferred tuner still measures every trial asked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.engine.tuner.tuner_helpers import SyntheticMeasure, kernel_cost, make_task
+from tunecli.engine.log.record import load_from_file
+from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.task.knob_features import knob_features
+from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.tuner import RandomTuner, XGBTuner
+from tunecli.engine.tuner.callback import log_to_file
+from tunecli.engine.tuner.features import transfer_features
+from tunecli.engine.tuner.xgb_cost_model import scale_per_group
+
+
+def every_config_records(task: Any) -> list[tuple]:
+    """(input, result) of every config of ``task`` (costs of ``SyntheticMeasure``)."""
+    space = task.config_space
+    inputs = [MeasureInput(task.target, task, space.get(i)) for i in range(len(space))]
+    return list(zip(inputs, SyntheticMeasure()(inputs), strict=True))
+
+
+def test_transfer_features_of_own_configs_are_the_knob_features() -> None:
+    task = make_task(n=16, parts=3)
+    space = task.config_space
+    for i in range(0, len(space), 3):
+        np.testing.assert_array_equal(transfer_features(space, space.get(i)), knob_features(space, [i])[0])
+
+
+def test_transfer_features_match_knobs_by_name() -> None:
+    mine = ConfigSpace()
+    mine.define_split("tile_x", 16, num_outputs=2)
+    mine.define_knob("tile_oh", [1, 2])
+    mine.define_split("tile_y", 16, num_outputs=3)
+    other = ConfigSpace()  # another layer: no tile_oh, an unroll knob, tile_y in two parts
+    other.define_split("tile_y", 8, num_outputs=2)
+    other.define_knob("unroll_kw", [True, False])
+    other.define_split("tile_x", 32, num_outputs=2)
+    config = other.get(other.knob2point([1, 0, 2]))  # tile_y [-1, 2], unroll True, tile_x [-1, 4]
+    row = transfer_features(mine, config)
+    assert len(row) == len(knob_features(mine, [0])[0]) == 2 + 1 + 3
+    np.testing.assert_array_equal(row[:2], [-1, 4])  # tile_x: matched by name, not by position
+    assert np.isnan(row[2:]).all()  # tile_oh missing there, tile_y split in another number of parts
+
+
+def test_scores_are_scaled_by_the_best_of_their_workload() -> None:
+    scaled = scale_per_group([2.0, 4.0, 30.0, 10.0, 0.0, 0.0], ["a", "a", "b", "b", "c", "c"])
+    np.testing.assert_allclose(scaled, [0.5, 1.0, 1.0, 1 / 3, 0.0, 0.0])
+
+
+def test_history_of_another_knob_structure_trains_the_base_model(tmp_path) -> None:
+    log = tmp_path / "parts3.log"
+    RandomTuner(make_task(n=32, parts=3), seed=0).tune(n_trial=24, measure_option=SyntheticMeasure(),
+                                                       callbacks=[log_to_file(str(log))])
+    tuner = XGBTuner(make_task(n=64, parts=2), plan_size=8, num_threads=1, seed=0)
+    tuner.load_history(load_from_file(log), min_seed_records=24)
+    assert tuner.cost_model.base_model is not None and len(tuner.trials) == 8
+
+
+def test_base_model_from_another_shape_plans_the_optimum_first() -> None:
+    # kernel_cost is best for inner tiles 4 x 8, unrolled, whatever the size: a model trained on
+    # every config of the 32 x 32 task knows where that is in the 64 x 64 task's space.
+    task = make_task(n=64, parts=2)
+    optimum = min(kernel_cost(task.config_space.get(i)) for i in range(len(task.config_space)))
+    measure = SyntheticMeasure(n_parallel=8)
+    tuner = XGBTuner(task, plan_size=8, num_threads=1, seed=0)
+    tuner.load_history(every_config_records(make_task(n=32, parts=2)), min_seed_records=50)
+    tuner.tune(n_trial=8, measure_option=measure)
+    assert task.flop / tuner.best_flops == pytest.approx(optimum)
+    assert len(task.config_space) > 8 * 4  # not found by exhausting the space
+
+
+@pytest.mark.parametrize("n_trial", [5, 8, 20])
+def test_a_transferred_tuner_measures_every_trial_asked(n_trial: int) -> None:
+    task = make_task(n=64, parts=2)
+    own = every_config_records(task)[::3]  # this task measured before: never proposed again
+    history = every_config_records(make_task(n=32, parts=2)) + own
+    measure = SyntheticMeasure(n_parallel=4)
+    tuner = XGBTuner(task, plan_size=8, num_threads=1, seed=1)
+    tuner.load_history(history, min_seed_records=50)
+    assert tuner.cost_model.base_model is not None
+    tuner.tune(n_trial=n_trial, measure_option=measure)
+    measured = set(measure.measured)
+    assert len(measure.measured) == len(measured) == n_trial
+    assert not measured & {int(inp.config.index) for inp, _ in own}
