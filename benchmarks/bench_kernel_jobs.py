@@ -16,7 +16,8 @@ gives the summed times, their ratio and the slowest layer against onnxruntime.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_kernel_jobs.py --quick           # 3 layers, 3 rounds, 1 thread
+    .venv/bin/python benchmarks/bench_kernel_jobs.py --quick           # 3 layers, 3 rounds
+    .venv/bin/python benchmarks/bench_kernel_jobs.py --quick --tune 8  # the same after 8 trials each
     .venv/bin/python benchmarks/bench_kernel_jobs.py                   # untuned (fallback configs)
     .venv/bin/python benchmarks/bench_kernel_jobs.py --log logs/resnet18_conv2d.log   # tuned
     .venv/bin/python benchmarks/bench_kernel_jobs.py --as-named --layers 8 11         # the old template
@@ -25,15 +26,19 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import tempfile
+import time
 from functools import partial
 from pathlib import Path
 
 import _common  # before numpy: unsets the OpenBLAS variables
 import numpy as np
+import yaml
 from bench_nchwc import conv_session
 
+from tunecli.engine.actions.job_file import tune_job
 from tunecli.engine.build import build
-from tunecli.engine.job.spec import load_job
+from tunecli.engine.job.spec import Job, load_job
 from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.ops.x86.conv2d_nchw_blocked import BLOCKED, WINOGRAD, weight_for_kernel
@@ -55,15 +60,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--number", type=int, default=10)
     parser.add_argument("--settle", type=float, default=0.5, help="pause before each timed batch (s)")
+    parser.add_argument("--tune", type=int, metavar="TRIALS",
+                        help="first tune the layers TRIALS trials each (XGB) as the kernel job does, into "
+                             "--log (default: a temporary log), and use that log")
     parser.add_argument("--quick", action="store_true",
-                        help="layers 2, 8 and 10; 3 rounds of 5 calls; 1 thread unless --threads is given")
+                        help="layers 2, 8 and 10; 3 rounds of 5 calls (with --tune: at most 8 trials)")
     opts = parser.parse_args()
     if opts.quick:
         opts.layers, opts.rounds, opts.number, opts.settle = opts.layers or [2, 8, 10], 3, 5, 0.2
+        opts.tune = min(opts.tune, 8) if opts.tune else opts.tune
     print(_common.load_line())
     print(_common.sgemm_peak_line(opts.threads))
     job = load_job(opts.job)
     layers = range(len(job.tasks)) if opts.layers is None else [i for i in opts.layers if i < len(job.tasks)]
+    if opts.tune:
+        opts.log = _tune(job, list(layers), opts.tune, opts.log)
     tasks = _tasks(job, list(layers), opts.as_named)
     history = ApplyHistoryBest(opts.log if opts.log else [])
     totals = {n: [0.0, 0.0] for n in opts.threads}
@@ -104,7 +115,27 @@ def main() -> None:
     print(_common.peak_memory_line())
 
 
-def _tasks(job, layers: list[int], as_named: bool) -> list:
+def _tune(job: Job, layers: list[int], trials: int, log: str | None) -> str:
+    """Tune ``layers`` of ``job`` as a job of those tasks (``tune_job``: XGB, ``trials`` each); the log."""
+    folder = Path(tempfile.mkdtemp(prefix="bench_kernel_jobs_"))
+    log = log or str(folder / "tuned.log")
+    entries = [{"template": job.tasks[i].template, "args": job.tasks[i].args} for i in layers]
+    path = folder / "job.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": f"{job.name}_bench", "target": str(job.target), "tasks": entries,
+        "tuner": {"kind": "xgb", "n_trial": trials, "seed": 0},
+        "measure": {"builder": {"n_parallel": 2, "timeout": 30},
+                    "runner": {"number": 5, "repeat": 2, "min_repeat_ms": 20, "timeout": 10}}}))
+    start = time.time()
+    summary = tune_job(str(path), log=log)
+    print(f"tuned {len(entries)} layers x {trials} trials in {time.time() - start:.0f} s into {log}")
+    for task in summary.tasks:
+        print(f"  {task.template}: {task.measured} measured, {task.errors} errors, best "
+              f"{task.best_flops / 1e9:.1f} GFLOP/s")
+    return log
+
+
+def _tasks(job: Job, layers: list[int], as_named: bool) -> list:
     """The job's tasks of ``layers``, as a job creates them or (``as_named``) of the named template."""
     if not as_named:
         return create_tasks(job, layers)
