@@ -174,11 +174,13 @@ def _outcome(index: int, task: Task, n_trial: int, weight: float = 1.0) -> TaskO
 def _tune_task(job: Job, index: int, n_tasks: int, task: Task, weight: float, history: list[tuple],
                known: TaskHistory, measure_option: Callable[[], dict],
                emit: Callable[[TuneEvent], None], totals: tuple[int, int] = (0, 0)) -> TaskOutcome:
-    """Tune one task and return its outcome (``totals``: trials of the tasks before it, of all)."""
-    outcome = _outcome(index, task, job.tuner.n_trial, weight)
+    """Tune one task and return its outcome (``totals``: trials of the tasks before it, of all); its
+    new records are appended to ``history``, so the next tasks' tuners learn from them."""
+    network_records, outcome = history, _outcome(index, task, job.tuner.n_trial, weight)
     progress = _TaskProgress(outcome, task, n_tasks, known, emit,
                              spent=lambda: totals[0] + outcome.previous + outcome.measured,
                              all_trials=totals[1])
+    n_known = len(progress.records)
     progress.event("start")
     remaining = outcome.n_trial - outcome.previous
     callbacks = [log_to_file(job.log), _Streaming(progress.on_result)]
@@ -194,6 +196,7 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Task, weight: float, hi
                    early_stopping=job.tuner.early_stopping, callbacks=callbacks)
     if job.tuner.remeasure:
         progress.remeasure(job.tuner.remeasure, job.log, measure_option)
+    network_records.extend(progress.records[n_known:])
     progress.event("end")
     return outcome
 
