@@ -13,13 +13,14 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli import te
+from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.measure.runner import Runner
+from tunecli.engine.measure.runner import OnResult, Runner
+from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
-from tunecli.engine.task.task import create, get_config, template
+from tunecli.engine.task.task import Task, create, get_config, template
 
 
 class DummyRunner(Runner):
@@ -28,8 +29,9 @@ class DummyRunner(Runner):
     def __init__(self) -> None:
         super().__init__(1, 1)
 
-    def run(self, measure_inputs: Sequence[Any], build_results: Sequence[Any],
-            on_result: Any = None) -> list[MeasureResult]:
+    def run(self, measure_inputs: Sequence[MeasureInput],
+            build_results: Sequence[BuildResult | MeasureResult],
+            on_result: OnResult | None = None) -> list[MeasureResult]:
         """One successful result with a random cost per input (builds are not looked at)."""
         return [MeasureResult((random.random(),), MeasureErrorNo.NO_ERROR, 0.2, time.time())
                 for _ in measure_inputs]
@@ -39,7 +41,8 @@ class DummyRunner(Runner):
         return {}
 
 
-def _product(n: int, l: int, m: int, dtype: str, depth: int) -> tuple[Any, Any, Any, Any]:
+def _product(n: int, l: int, m: int, dtype: str,
+             depth: int) -> tuple[te.Tensor, te.Tensor, te.Tensor, Schedule]:
     """``C[i, j] = sum_k A[i, k] * B[k, j]`` over the first ``depth`` values of ``k``."""
     a = te.placeholder((n, l), name="A", dtype=dtype)
     b = te.placeholder((l, m), name="B", dtype=dtype)
@@ -49,7 +52,7 @@ def _product(n: int, l: int, m: int, dtype: str, depth: int) -> tuple[Any, Any, 
 
 
 @template("testing/matmul")
-def matmul(N: int, L: int, M: int, dtype: str) -> tuple[Any, list[Any]]:  # noqa: N803 - TVM's names
+def matmul(N: int, L: int, M: int, dtype: str) -> tuple[Schedule, list[te.Tensor]]:  # noqa: N803 - TVM's names
     """An ``N x L`` by ``L x M`` product; knobs ``tile_y`` and ``tile_x`` split its two axes."""
     a, b, c, s = _product(N, L, M, dtype, L)
     row, col = s[c].op.axis
@@ -64,7 +67,7 @@ def matmul(N: int, L: int, M: int, dtype: str) -> tuple[Any, list[Any]]:  # noqa
 
 
 @template("testing/bad_matmul")
-def bad_matmul(N: int, L: int, M: int, dtype: str) -> tuple[Any, list[Any]]:  # noqa: N803 - TVM's names
+def bad_matmul(N: int, L: int, M: int, dtype: str) -> tuple[Schedule, list[te.Tensor]]:  # noqa: N803 - TVM's names
     """``testing/matmul``, except on a ``bad_device`` target, where the sum skips the last ``k``."""
     target = Target.current()
     if target is None or "bad_device" not in target.keys:
@@ -77,7 +80,7 @@ def bad_matmul(N: int, L: int, M: int, dtype: str) -> tuple[Any, list[Any]]:  # 
     return s, [a, b, c]
 
 
-def get_sample_task(n: int = 128) -> tuple[Any, Target]:
+def get_sample_task(n: int = 128) -> tuple[Task, Target]:
     """The ``testing/matmul`` task of an ``n``-cubed float32 product on ``llvm``, and its target."""
     target = Target("llvm")
     return create("testing/matmul", args=(n, n, n, "float32"), target=target), target
