@@ -66,11 +66,13 @@ def test_rounds_of_two_tasks_are_measured_at_once_on_the_two_nodes(ray_cluster: 
         nodes = option["runner"].concurrent_lanes(tasks[0])
     finally:
         option["runner"].close()
-    assert scheduler.spent == 16 and [t.trials for t in scheduler.tasks] == [8, 8]
+    # round-robin among the tasks without a round in flight: a node that is done first takes the
+    # next round of the task it is free for, so the shares follow the nodes' speeds
+    assert scheduler.spent == 16 and all(t.trials >= 4 for t in scheduler.tasks)
     assert len(logged) == 16 and all(res.ok for _, res in logged)
     assert len({(inp.task.args, inp.config.index) for inp, _ in logged}) == 16
     assert len(nodes) >= 2 and sum(c.configs for c in chunks) == 16
-    assert all(c.outcome == "measured" and c.node == c.lane for c in chunks)  # each round on its node
+    assert all(c.outcome == "measured" and c.lanes == (c.node,) for c in chunks)  # each round on its node
     both = at_once(chunks)
     assert both, chunks
     assert all(a.node != b.node for a, b in both)
@@ -89,7 +91,7 @@ def test_a_network_job_spends_its_budget_exactly_with_rounds_at_once_and_resumes
     counts = trials_in(log, summary)
     assert sum(counts.values()) == 18 and max(counts.values()) == 1
     assert all(r.result.ok for r in read_log(log))
-    rounds = [c for c in chunks if c.lane is not None]  # past the untuned configs (the runner as a whole)
+    rounds = [c for c in chunks if c.lanes]  # past the untuned configs (measured by the runner as a whole)
     assert sum(c.configs for c in rounds) == 18 - len(summary.tasks)  # the untuned config of each
     assert at_once(rounds)  # two tasks' rounds in flight at the same time
 

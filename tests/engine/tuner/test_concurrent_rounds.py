@@ -29,22 +29,22 @@ class CurveLanes:
                  fail_on: int | None = None) -> None:
         self.measure, self.pause, self.fail_on = measure, pause, fail_on
         self.lanes = [f"lane{i}" for i in range(lanes)]
-        self.spans: list[tuple[str, tuple, float, float]] = []  # (lane, task, start, end)
+        self.spans: list[tuple[tuple, tuple, float, float]] = []  # (lanes, task, start, end)
         self.calls = itertools.count()
         self.lock = threading.Lock()
 
     def concurrent_lanes(self, _task: Any) -> list[str]:
         return list(self.lanes)
 
-    def lane_option(self, lane: str) -> Any:
+    def lane_option(self, lanes: tuple[str, ...]) -> Any:
         def measure_batch(inputs: list[MeasureInput]) -> list[MeasureResult]:
             if next(self.calls) == self.fail_on:
-                raise TuneError(f"{lane} was lost")
+                raise TuneError(f"{lanes} was lost")
             start = time.monotonic()
             time.sleep(self.pause)
             with self.lock:
                 results = self.measure(inputs)
-            self.spans.append((lane, (inputs[0].task.name, inputs[0].task.args), start, time.monotonic()))
+            self.spans.append((lanes, (inputs[0].task.name, inputs[0].task.args), start, time.monotonic()))
             return results
 
         measure_batch.n_parallel = 4  # type: ignore[attr-defined]
@@ -82,6 +82,18 @@ def test_rounds_of_different_tasks_are_in_flight_at_once_and_the_budget_is_spent
     assert any(a[1] != b[1] for a, b in both), lanes.spans  # two tasks' batches at once
     assert all(a[1] != b[1] for a, b in both)  # never two batches of one task
     assert all(t.running == 0 for t in s.tasks)
+
+
+def test_fewer_tasks_than_lanes_share_the_lanes_out() -> None:
+    tasks = [task(DENSE_A), task(MATMUL)]
+    lanes = CurveLanes(CurveMeasure(curves_of(*tasks)), lanes=5)
+    s = TaskScheduler(tasks, random_tuner, budget=24, round_trials=4)
+    s.tune({"runner": lanes})
+    assert s.spent == 24
+    first, second = sorted(lanes.spans, key=lambda span: span[2])[:2]
+    assert {first[0], second[0]} == {("lane0", "lane2", "lane4"), ("lane1", "lane3")}  # the warm-up rounds
+    for a, b in overlapping(lanes.spans):
+        assert not set(a[0]) & set(b[0])  # a lane serves one round at a time
 
 
 def test_round_robin_with_two_lanes_still_gives_the_tasks_turns() -> None:

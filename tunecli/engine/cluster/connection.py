@@ -267,20 +267,21 @@ class RayCluster:
         """The node ids with a live worker, in the order their workers started (one lane each)."""
         return list(dict.fromkeys(s.node.node_id for s in self.live_slots()))
 
-    def lane_slots(self, lane: str | None) -> list[Slot]:
-        """The live workers of node ``lane``; every live worker when it has none left (or no lane)."""
+    def lane_slots(self, lanes: tuple[str, ...] = ()) -> list[Slot]:
+        """The live workers of the nodes ``lanes``; every live worker when those have none left (or
+        without lanes)."""
         live = self.live_slots()
-        own = [s for s in live if s.node.node_id == lane]
+        own = [s for s in live if s.node.node_id in lanes]
         return own or live
 
-    def lane_parallelism(self, lane: str | None) -> int:
+    def lane_parallelism(self, lanes: tuple[str, ...] = ()) -> int:
         """Configs the workers of :meth:`lane_slots` build at once (at least 1)."""
-        return max(1, sum(s.builders for s in self.lane_slots(lane)))
+        return max(1, sum(s.builders for s in self.lane_slots(lanes)))
 
-    def claim(self, lane: str | None) -> Slot | None:
-        """A live worker of :meth:`lane_slots` without a chunk in flight, now claimed (None: all busy)."""
+    def claim(self, lanes: tuple[str, ...] = ()) -> Slot | None:
+        """A worker of :meth:`lane_slots` without a chunk in flight, now claimed (None: all busy)."""
         with self._lock:
-            for slot in self.lane_slots(lane):
+            for slot in self.lane_slots(lanes):
                 if id(slot) not in self._busy:
                     self._busy.add(id(slot))
                     return slot

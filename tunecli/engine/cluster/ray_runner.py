@@ -17,7 +17,8 @@ the log holds every record that came back, and the same command resumes.
 
 The runner offers the cluster's nodes as *lanes* (``concurrent_lanes``, ``lane_option``: see
 ``tuner.concurrent_rounds``), so the task scheduler measures rounds of different tasks at once,
-each on its own node; a round whose node is lost goes on on the workers other rounds leave free.
+each on its own node(s); a round whose nodes are lost goes on on the workers other rounds leave
+free.
 Every chunk's node, task and times are kept (:attr:`RayRunner.chunks`, and logged at DEBUG level).
 """
 
@@ -64,8 +65,8 @@ class ChunkRecord:
         The task's name and arguments.
     node : str
         The Ray node id of the worker.
-    lane : str or None
-        The lane of the batch that sent it (None: the runner as a whole).
+    lanes : tuple of str
+        The nodes of the batch that sent it (empty: the runner as a whole).
     configs : int
     sent, back : float
         ``time.time()`` when it was sent and when its results (or its loss) came.
@@ -74,7 +75,7 @@ class ChunkRecord:
 
     task: str
     node: str
-    lane: str | None
+    lanes: tuple[str, ...]
     configs: int
     sent: float
     back: float
@@ -138,17 +139,17 @@ class RayRunner(Runner):
         super().__init__(timing=timing)
         self.cluster = RayCluster(address, resources, builders, build_timeout, self.timing)
         self.n_parallel = None
-        #: The node this runner's batches go to (None: every node); see :meth:`lane_option`.
-        self.lane: str | None = None
+        #: The nodes this runner's batches go to (empty: every node); see :meth:`lane_option`.
+        self.lanes: tuple[str, ...] = ()
         #: Every chunk sent so far, by this runner and its lanes, once back.
         self.chunks: list[ChunkRecord] = []
-        self._lanes: dict[str, dict] = {}
+        self._lanes: dict[tuple[str, ...], dict] = {}
         self._chunks_lock = threading.Lock()
 
     @property
     def parallelism(self) -> int:
-        """Configs the workers of this runner's lane (all, without one) build at once."""
-        return self.cluster.lane_parallelism(self.lane)
+        """Configs the workers of this runner's lanes (all, without lanes) build at once."""
+        return self.cluster.lane_parallelism(self.lanes)
 
     def set_task(self, task: Any) -> Any:
         """Join the cluster (once) and start its measuring workers for ``task``'s target."""
@@ -162,14 +163,15 @@ class RayRunner(Runner):
         self.cluster.connect(as_target(task.target))
         return self.cluster.lanes()
 
-    def lane_option(self, lane: str) -> dict:
-        """A ``measure_option`` whose batches are built and timed on node ``lane`` (on any free
-        worker once that node is lost); it shares this runner's cluster and :attr:`chunks`."""
-        if lane not in self._lanes:
+    def lane_option(self, lanes: tuple[str, ...]) -> dict:
+        """A ``measure_option`` whose batches are built and timed on the nodes ``lanes`` (on any free
+        worker once those are lost); it shares this runner's cluster and :attr:`chunks`."""
+        lanes = tuple(lanes)
+        if lanes not in self._lanes:
             view = copy.copy(self)
-            view.lane, view.task = lane, None
-            self._lanes[lane] = {"builder": RayBuilder(view), "runner": view}
-        return self._lanes[lane]
+            view.lanes, view.task = lanes, None
+            self._lanes[lanes] = {"builder": RayBuilder(view), "runner": view}
+        return self._lanes[lanes]
 
     def close(self) -> None:
         """Stop the workers and leave the cluster."""
@@ -250,7 +252,7 @@ class _Dispatch:
 
     def _send(self) -> None:
         while self.pending:
-            slot = self.cluster.claim(self.runner.lane)
+            slot = self.cluster.claim(self.runner.lanes)
             if slot is None:
                 return
             chunk = [self.pending.popleft() for _ in range(min(slot.builders, len(self.pending)))]
@@ -289,7 +291,7 @@ class _Dispatch:
     def _chunk(self, slot: Slot, chunk: list[int], sent: float, outcome: str) -> None:
         task = self.inputs[chunk[0]].task
         self.runner.record_chunk(ChunkRecord(f"{task.name}{tuple(task.args)}", slot.node.node_id,
-                                             self.runner.lane, len(chunk), sent, time.time(), outcome))
+                                             self.runner.lanes, len(chunk), sent, time.time(), outcome))
 
     def _expire(self) -> None:
         now = time.monotonic()

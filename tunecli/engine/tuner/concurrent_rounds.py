@@ -2,16 +2,18 @@
 
 A runner that can measure several batches at the same time, each on workers of its own, offers
 *lanes*: ``concurrent_lanes(task)`` (the keys of the lanes that can take a batch of ``task``'s
-target now) and ``lane_option(lane)`` (a ``measure_option`` confined to one lane).  A Ray
+target now) and ``lane_option(lanes)`` (a ``measure_option`` confined to a group of lanes).  A Ray
 cluster's lanes are its nodes of the target's CPU (``cluster.ray_runner``).
 
-:func:`tune_concurrently` keeps a round in flight on every free lane.  Each round is chosen as
-the scheduler chooses one (``TaskScheduler.next_task``: the warm-up first, then its policy, among
-the tasks without a round in flight, the trials of the rounds in flight reserved from the
-budget), started (``begin_round``) and counted when it ends (``end_round``) by the calling
-thread, and measured in a thread of its own (``measure_round``: only its task's tuner is
-touched there).  The tuner callbacks (the log writer, the progress) are called one at a time,
-under one lock, so each record is written whole by this process, as when rounds run one by one.
+:func:`tune_concurrently` keeps the lanes busy with rounds of different tasks.  Each round is
+chosen as the scheduler chooses one (``TaskScheduler.next_task``: the warm-up first, then its
+policy, among the tasks without a round in flight, the trials of the rounds in flight reserved
+from the budget), started (``begin_round``) and counted when it ends (``end_round``) by the
+calling thread, and measured in a thread of its own (``measure_round``: only its task's tuner is
+touched there).  The free lanes are shared out among the rounds started together, so that fewer
+tasks than lanes still keep every lane busy (a round on two nodes proposes batches for both).
+The tuner callbacks (the log writer, the progress) are called one at a time, under one lock, so
+each record is written whole by this process, as when rounds run one by one.
 
 When a round raises (its cluster lost), no round starts any more; the rounds in flight finish
 (their records are logged) and the first error is raised.
@@ -35,8 +37,8 @@ class Lanes(Protocol):
     def concurrent_lanes(self, task: Task) -> list[Hashable]:
         """The lanes that can take a batch of ``task``'s target now."""
 
-    def lane_option(self, lane: Hashable) -> dict:
-        """A ``measure_option`` that measures on ``lane`` only."""
+    def lane_option(self, lanes: tuple[Hashable, ...]) -> dict:
+        """A ``measure_option`` that measures on ``lanes`` only."""
 
 
 def concurrent_lanes(measure_option: Any) -> Lanes | None:
@@ -64,21 +66,21 @@ class _OneAtATime:
             self.callback(*args)
 
 
-def _measure(scheduler: TaskScheduler, index: int, lane: Hashable, option: Any,
-             callbacks: Sequence[Callable[..., None]], finished: queue.Queue) -> None:
+def _measure(scheduler: TaskScheduler, index: int, option: Any, callbacks: Sequence[Callable[..., None]],
+             finished: queue.Queue) -> None:
     """The body of a round's thread: measure it, hand the outcome (or the error) back."""
     try:
         inputs, results = scheduler.measure_round(index, option, callbacks)
     except BaseException as err:  # noqa: BLE001 - handed to the driver's thread, raised there
-        finished.put((lane, index, [], [], err))
+        finished.put((index, [], [], err))
         return
-    finished.put((lane, index, inputs, results, None))
+    finished.put((index, inputs, results, None))
 
 
 def tune_concurrently(scheduler: TaskScheduler, lanes: Lanes, measure_option: Any,
                       callbacks: Sequence[Callable[..., None]] = (),
                       round_callbacks: Sequence[RoundCallback] = ()) -> None:
-    """Run ``scheduler``'s rounds, one in flight per free lane, until its budget is spent or every
+    """Run ``scheduler``'s rounds on the lanes, several at once, until its budget is spent or every
     task is done (see the module doc).
 
     Parameters
@@ -96,27 +98,30 @@ def tune_concurrently(scheduler: TaskScheduler, lanes: Lanes, measure_option: An
     lock = threading.Lock()
     serialized = [_OneAtATime(callback, lock) for callback in callbacks]
     finished: queue.Queue = queue.Queue()
-    running: dict[Hashable, int] = {}  # lane -> the task index of its round
+    running: dict[int, tuple[Hashable, ...]] = {}  # task index -> the lanes of its round
     failure: BaseException | None = None
     first = scheduler.tasks[0].task
     while True:
         if failure is None:
-            free = [lane for lane in lanes.concurrent_lanes(first) if lane not in running]
-            if not free and not running:
-                free = [None]  # no lane is left: the backend as a whole
-            for lane in free:
+            busy = {lane for group in running.values() for lane in group}
+            free = [lane for lane in lanes.concurrent_lanes(first) if lane not in busy]
+            started: list[int] = []
+            while len(started) < (len(free) or (0 if running else 1)):  # no lane at all: the whole backend
                 index = scheduler.next_task()
                 if index is None:
                     break
                 scheduler.begin_round(index)
-                option = measure_option if lane is None else lanes.lane_option(lane)
-                running[lane] = index
-                threading.Thread(target=_measure, args=(scheduler, index, lane, option, serialized, finished),
+                started.append(index)
+            for k, index in enumerate(started):
+                group = tuple(free[k::len(started)])
+                option = lanes.lane_option(group) if group else measure_option
+                running[index] = group
+                threading.Thread(target=_measure, args=(scheduler, index, option, serialized, finished),
                                  name=f"tune-round-{index}", daemon=True).start()
         if not running:
             break
-        lane, index, inputs, results, error = finished.get()
-        del running[lane]
+        index, inputs, results, error = finished.get()
+        del running[index]
         if error is not None:
             failure = failure or error
             continue

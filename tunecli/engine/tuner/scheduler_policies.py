@@ -1,6 +1,6 @@
 """The task scheduler's policies: which task the next round goes to (``tuner.task_scheduler``).
 
-* ``round-robin``: the tasks in turn;
+* ``round-robin``: the tasks in turn (passing over a task whose round is in flight);
 * ``gradient``: the Ansor paper's task scheduler (Zheng et al., OSDI 2020, section 6): the task
   with the largest estimated gradient ``-df/dt_i``, ``t_i`` being the rounds given to task ``i``.
   The estimate combines, with ``alpha`` (0.2), the improvement of ``g_i`` over the last
