@@ -55,6 +55,7 @@ def test_make_checks_options_by_their_declaration() -> None:
         ("ga", {"pop_size": 2}, "tuner ga: pop_size: elite_num (3) must not exceed pop_size (2)"),
         ("xgb", {"loss_type": "hinge"}, "tuner xgb: loss_type: expected one of reg, rank, rank-binary, "
                                         "got 'hinge'"),
+        ("xgb", {"plan_size": 8, "first_fit": 9}, "tuner xgb: first_fit: must not exceed plan_size (9 > 8)"),
         ("random", {"plan_size": 8}, "tuner random: plan_size: unknown option of tuner random "
                                      "(expected one of: none)"),
     ]

@@ -86,6 +86,13 @@ def _ga_check(options: dict[str, Any]) -> tuple[str, str] | None:
     return ("elite_num" if "elite_num" in options else "pop_size"), problem
 
 
+def _xgb_check(options: dict[str, Any]) -> tuple[str, str] | None:
+    plan_size, first_fit = options.get("plan_size", 64), options.get("first_fit")
+    if first_fit is not None and first_fit > plan_size:
+        return "first_fit", f"must not exceed plan_size ({first_fit} > {plan_size})"
+    return None
+
+
 _KINDS = (
     TunerKind("random", RandomTuner, "configs in random order, none twice"),
     TunerKind("gridsearch", GridSearchTuner, "configs in index order"),
@@ -104,7 +111,9 @@ _KINDS = (
         Option("log_interval", int, minimum=1, help="boosting rounds between log lines"),
         Option("rerank_factor", int, minimum=1,
                help="candidates per plan slot re-ranked by the loop-nest model"),
-    )),
+        Option("first_fit", int, minimum=1,
+               help="measurements before the model's first fit (default 8; plan_size: TVM's schedule)"),
+    ), _xgb_check),
 )
 
 #: Every tuner kind by name, in the order they are listed.
