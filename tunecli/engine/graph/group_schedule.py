@@ -14,6 +14,13 @@ the output reads it elementwise (a pool and its batch-norm scale/shift and relu)
 output's block is reduced over the window in vector registers, the block innermost.  Other
 reductions are computed at the root with the same split, vectorized when their reads are
 contiguous along that axis.
+
+A row reduction (softmax, log_softmax, layer norm along the last axis, whose reductions run over
+``[blocks, lanes]`` axes) is scheduled by rows instead: the output's outer axes are one
+(parallel) loop, its last axis written in vectors (the last one masked when they do not divide
+it), and every stage is computed for one row inside that loop, into stack scratch: each
+reduction ``rfactor``ed into a vector of per-lane partial results accumulated block by block,
+then reduced across the lanes; a pointwise stage (softmax's exp) in vectors.
 """
 
 from __future__ import annotations
@@ -40,6 +47,10 @@ PARALLEL_MIN = 4096
 PARALLEL_CHUNKS = 64
 #: Narrowest vector block worth vectorizing.
 MIN_VECTOR = 4
+#: Outputs of the row reductions ``schedule_rows`` schedules (the tags of ``reduction_compute``).
+ROW_TAGS = ("softmax_output", "log_softmax_output", "layer_norm_output")
+#: Largest per-row scratch stage (bytes) kept on the stack.
+ROW_SCRATCH_BYTES = 64 * 1024
 
 
 def stages_of(out: te.Tensor) -> list[Operation]:
@@ -69,6 +80,8 @@ def schedule_group(outs: Sequence[te.Tensor], target: Target | None = None) -> S
     """Schedule a group without an anchor whose result is ``outs[0]``, for ``target`` (default: the
     current target, else the host)."""
     (out,) = outs
+    if is_row_group(out):
+        return schedule_rows(out, target)
     s = create_schedule([out.op])
     roots: list[ComputeOp] = []
     for op in stages_of(out):
@@ -90,6 +103,51 @@ def schedule_group(outs: Sequence[te.Tensor], target: Target | None = None) -> S
         roots = []
     for op in roots:
         _split_vectorize_parallel(s, op, vector_lanes(target, op.output(0).dtype), bodies)
+    return s
+
+
+def is_row_group(out: te.Tensor) -> bool:
+    """Whether ``out`` is a row reduction's result (``ROW_TAGS``) whose reductions run over
+    ``[blocks, lanes]`` axes, with tails of one axis (``reduction_compute.row_reduction``: the
+    reduced axis is the last)."""
+    if getattr(out.op, "tag", "") not in ROW_TAGS or len(out.op.axis) < 2:
+        return False
+    axes = [len(op.reduce_axis) for op in stages_of(out) if isinstance(op, ComputeOp) and op.reduce_axis]
+    return 2 in axes and set(axes) <= {1, 2}
+
+
+def schedule_rows(out: te.Tensor, target: Target | None = None) -> Schedule:
+    """Schedule a row reduction's group (see the module docstring): one (parallel) loop over the
+    rows, every stage computed for one row inside it."""
+    s = create_schedule([out.op])
+    lanes = vector_lanes(target, out.dtype)
+    stage = s[out.op]
+    *outer, last = stage.op.axis
+    row = stage.fuse(*outer) if len(outer) > 1 else outer[0]
+    _, inner = stage.split(last, factor=lanes)
+    stage.vectorize(inner)
+    if math.prod(_extent(a) for a in stage.op.axis) >= PARALLEL_MIN:
+        stage.parallel(row)
+    for op in stages_of(out):
+        if op is out.op or not isinstance(op, ComputeOp):
+            continue
+        if is_injective(op):
+            s[op].compute_inline()
+            continue
+        scratch = [op]
+        if len(op.reduce_axis) == 2:  # [blocks, lanes]: partial results per lane, then across the lanes
+            blocks, lane = op.reduce_axis
+            partial = s.rfactor(op.output(0), lane, factor_axis=len(op.axis))
+            s[partial].reorder(*s[partial].op.axis[:-1], *s[partial].op.reduce_axis, s[partial].op.axis[-1])
+            s[partial].vectorize(s[partial].op.axis[-1])
+            scratch.append(partial.op)
+        elif not op.reduce_axis and op.axis:  # a pointwise stage of the row (softmax's exp)
+            _, vec = s[op].split(op.axis[-1], factor=lanes)
+            s[op].vectorize(vec)
+        for part in scratch:
+            s[part].compute_at(stage, row)
+            if _extent(part.axis[-1]) * parse_dtype(part.output(0).dtype).bits // 8 <= ROW_SCRATCH_BYTES:
+                s[part].set_scope("local")
     return s
 
 

@@ -2,14 +2,16 @@
 
 Max/average pooling (windowed, global, adaptive, in any ``NCHW[x]c`` layout), ``nn.softmax``
 and ``nn.log_softmax`` (along any axis), ``nn.layer_norm`` and the ``sum``/``mean``/``max``/``min``
-reductions.
+reductions.  Softmax and layer norm along the last axis reduce whole blocks of lanes over two
+axes and the rest apart (``row_reduction``), so a CPU schedule vectorizes their reductions
+(``group_schedule.schedule_rows``).
 ``op_compute.compute_of`` loads them with the other operators' definitions.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunecli.engine import te
@@ -94,18 +96,56 @@ def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: Tens
     )
 
 
-def _softmax_stages(x: te.Tensor, axis: int) -> tuple[Any, Any, Any]:
-    """``max``, ``exp(x - max)`` and its sum along ``axis`` (the stages softmax and log_softmax share)."""
-    shape = tuple(x.shape)
-    k1, k2 = te.reduce_axis((0, shape[axis]), name="k1"), te.reduce_axis((0, shape[axis]), name="k2")
-    red_shape = shape[:axis] + shape[axis + 1 :]
+#: Lanes of a row reduction's inner reduce axis (``row_reduction``): the widest vector of float32
+#: (AVX-512); narrower targets split each block in their own vectors.
+ROW_LANES = 16
+
+
+def row_reduction(
+    shape: Sequence[int], axis: int, reducer: Any, element: Any, name: str
+) -> Callable[[Sequence[E.Expr]], E.Expr]:
+    """``reducer`` (``te.sum`` / ``te.max``) of ``element(index)`` over ``axis`` of ``shape``, as a
+    function of the other axes' indices.
+
+    Along the last axis of at least ``ROW_LANES`` elements it is two stages: the whole blocks of
+    ``ROW_LANES``, reduced over ``[blocks, lanes]`` axes (a CPU schedule ``rfactor``s the lanes
+    into a vector of partial results: ``group_schedule.schedule_rows``), and the remaining
+    elements (stage ``<name>_tail``), combined; otherwise one stage over one axis.
+    """
+    red_shape = tuple(shape[:axis]) + tuple(shape[axis + 1 :])
+    n = shape[axis]
 
     def at(i: Sequence[E.Expr], k: Any) -> list[Any]:
         return [*i[:axis], k, *i[axis:]]
 
-    mx = te.compute(red_shape, lambda *i: te.max(x(*at(i, k1)), axis=[k1]), name="T_softmax_maxelem")
-    ex = te.compute(shape, lambda *i: te.exp(x(*i) - mx(*(i[:axis] + i[axis + 1 :]))), name="T_softmax_exp")
-    sm = te.compute(red_shape, lambda *i: te.sum(ex(*at(i, k2)), axis=[k2]), name="T_softmax_expsum")
+    if axis != len(shape) - 1 or n < ROW_LANES:
+        k = te.reduce_axis((0, n), name="k")
+        whole = te.compute(red_shape, lambda *i: reducer(element(at(i, k)), axis=[k]), name=name)
+        return lambda i: whole(*i)
+    blocks, rest = divmod(n, ROW_LANES)
+    kb, kv = te.reduce_axis((0, blocks), name="kb"), te.reduce_axis((0, ROW_LANES), name="kv")
+    full = te.compute(red_shape, lambda *i: reducer(element(at(i, kb * ROW_LANES + kv)), axis=[kb, kv]),
+                      name=name)
+    if not rest:
+        return lambda i: full(*i)
+    kt = te.reduce_axis((0, rest), name="kt")
+    tail = te.compute(red_shape, lambda *i: reducer(element(at(i, blocks * ROW_LANES + kt)), axis=[kt]),
+                      name=f"{name}_tail")
+    combine = E.Max if reducer is te.max else E.Add
+    return lambda i: combine(full(*i), tail(*i))
+
+
+def _softmax_stages(x: te.Tensor, axis: int) -> tuple[Any, Any, Any]:
+    """``max``, ``exp(x - max)`` and its sum along ``axis`` (the stages softmax and log_softmax share),
+    the reductions as functions of the other axes' indices."""
+    shape = tuple(x.shape)
+
+    def rest(i: Sequence[E.Expr]) -> list[E.Expr]:
+        return [*i[:axis], *i[axis + 1 :]]
+
+    mx = row_reduction(shape, axis, te.max, lambda i: x(*i), "T_softmax_maxelem")
+    ex = te.compute(shape, lambda *i: te.exp(x(*i) - mx(rest(i))), name="T_softmax_exp")
+    sm = row_reduction(shape, axis, te.sum, lambda i: ex(*i), "T_softmax_expsum")
     return mx, ex, sm
 
 
@@ -114,7 +154,7 @@ def _softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Ten
     (x,) = inputs
     axis = attrs.axis % len(x.shape)
     _, ex, sm = _softmax_stages(x, axis)
-    return te.compute(x.shape, lambda *i: ex(*i) / sm(*(i[:axis] + i[axis + 1 :])), name="T_softmax_norm",
+    return te.compute(x.shape, lambda *i: ex(*i) / sm(i[:axis] + i[axis + 1 :]), name="T_softmax_norm",
                       tag="softmax_output")
 
 
@@ -126,7 +166,7 @@ def _log_softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te
 
     def body(*i: E.Expr) -> E.Expr:
         rest = i[:axis] + i[axis + 1 :]
-        return x(*i) - mx(*rest) - te.log(sm(*rest))
+        return x(*i) - mx(rest) - te.log(sm(rest))
 
     return te.compute(x.shape, body, name="T_log_softmax", tag="log_softmax_output")
 
@@ -179,31 +219,25 @@ def _layer_norm(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.
     x, gamma, beta = inputs
     axis = attrs.axis % len(x.shape)
     shape = tuple(x.shape)
-    n = shape[axis]
-    red_shape = shape[:axis] + shape[axis + 1 :]
-    k1, k2 = te.reduce_axis((0, n), name="k1"), te.reduce_axis((0, n), name="k2")
 
-    def at(i: Sequence[E.Expr], k: Any) -> list[Any]:
-        return [*i[:axis], k, *i[axis:]]
+    def rest(i: Sequence[E.Expr]) -> list[E.Expr]:
+        return [*i[:axis], *i[axis + 1 :]]
 
-    def rest(i: Sequence[E.Expr]) -> tuple[E.Expr, ...]:
-        return tuple(i[:axis]) + tuple(i[axis + 1 :])
-
-    total = te.compute(red_shape, lambda *i: te.sum(x(*at(i, k1)), axis=[k1]), name="T_layer_norm_sum")
-    scale = E.const(1.0 / n, x.dtype)
+    total = row_reduction(shape, axis, te.sum, lambda i: x(*i), "T_layer_norm_sum")
+    scale = E.const(1.0 / shape[axis], x.dtype)
 
     def centred(i: Sequence[E.Expr]) -> E.Expr:
-        return x(*i) - total(*rest(i)) * scale
+        return x(*i) - total(rest(i)) * scale
 
     def square(i: Sequence[E.Expr]) -> E.Expr:
         d = centred(i)
         return d * d
 
-    sq = te.compute(red_shape, lambda *i: te.sum(square(at(i, k2)), axis=[k2]), name="T_layer_norm_sqsum")
+    sq = row_reduction(shape, axis, te.sum, square, "T_layer_norm_sqsum")
     eps = E.const(attrs.epsilon, x.dtype)
 
     def body(*i: E.Expr) -> E.Expr:
-        value = centred(i) * te.rsqrt(sq(*rest(i)) * scale + eps)
+        value = centred(i) * te.rsqrt(sq(rest(i)) * scale + eps)
         if attrs.scale:
             value = value * gamma(i[axis])
         if attrs.center:
