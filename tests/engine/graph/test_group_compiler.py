@@ -247,6 +247,37 @@ def test_two_concurrent_builds_of_one_network_share_the_cache(tmp_path: Path) ->
     assert not list((tmp_path / "shared").rglob("*.tmp"))
 
 
+_FORK_AFTER_KERNELS = textwrap.dedent("""
+    import numpy as np
+    from tunecli import relay
+    from tunecli.engine import graph as g
+    from tunecli.engine.graph.build_module import build
+    from tunecli.engine.graph.passes import PassContext
+    rng = np.random.default_rng(2)
+    for width in (16, 24):  # the second build forks its build processes after the first one ran
+        x = relay.var("data", shape=(1, 8, 16, 16))
+        w = relay.var("w", shape=(width, 8, 3, 3))
+        y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1)))
+        params = {"w": rng.uniform(-1, 1, (width, 8, 3, 3)).astype("float32")}
+        with PassContext(opt_level=3):
+            lib = build(g.IRModule.from_expr(y), "llvm", params=params)
+        m = lib["default"](None)
+        m.set_input("data", rng.uniform(-1, 1, (1, 8, 16, 16)).astype("float32"))
+        m.run()
+        assert m.get_output(0).numpy().shape == (1, width, 16, 16)
+    print("done")
+""")
+
+
+def test_build_processes_forked_after_parallel_kernels_ran_here_finish(tmp_path: Path) -> None:
+    env = {**os.environ, kernel_cache.OFF_ENV: "1", group_compiler.JOBS_ENV: "2",
+           "TUNECLI_NUM_THREADS": "2"}
+    done = subprocess.run([sys.executable, "-c", _FORK_AFTER_KERNELS], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("done")
+
+
 def test_a_group_that_raises_in_a_build_process_raises_its_own_error_here(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -65,6 +65,7 @@ class ExprEmitter:
         self.vars: dict[E.Var, ir.Value] = {}
         self.buffers: dict[Buffer, ir.Value] = {}
         self.mask: ir.Value | None = None  # lanes of a vector Select being evaluated
+        self._safe_memo: dict[int, tuple[E.Expr, bool]] = {}  # id -> (node kept alive, is_safe)
         self._table = {
             E.IntImm: self._const, E.FloatImm: self._const, E.Var: self._var,
             E.Add: self._arith, E.Sub: self._arith, E.Mul: self._arith, E.Div: self._div,
@@ -245,7 +246,7 @@ class ExprEmitter:
     def _select(self, e: E.Select) -> ir.Value:
         bld = self.builder
         cond_lanes = dtype_of(e.condition.dtype).lanes
-        if is_safe(e.true_value) and is_safe(e.false_value):
+        if self._safe(e.true_value) and self._safe(e.false_value):
             cond = self.expr(e.condition)
             t, f = self.expr(e.true_value), self.expr(e.false_value)
             if cond_lanes == 1 and isinstance(t.type, ir.VectorType):
@@ -265,6 +266,25 @@ class ExprEmitter:
         phi.add_incoming(t, t_block)
         phi.add_incoming(f, f_block)
         return phi
+
+    def _safe(self, e: E.Expr) -> bool:
+        """:func:`is_safe`, remembered for every node below ``e`` (nested Selects ask again)."""
+        hit = self._safe_memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        if isinstance(e, E.BufferLoad) or (
+                isinstance(e, (E.Div, E.FloorDiv, E.FloorMod)) and not dtype_of(e.dtype).is_float
+                and not _nonzero_constant(e.b)):
+            safe = False
+        else:
+            safe = all(self._safe_field(getattr(e, f)) for f in getattr(e, "_fields", ()))
+        self._safe_memo[id(e)] = (e, safe)
+        return safe
+
+    def _safe_field(self, value: object) -> bool:
+        if isinstance(value, tuple):
+            return all(self._safe_field(v) for v in value)
+        return self._safe(value) if hasattr(value, "_fields") else True  # type: ignore[arg-type]
 
     def _masked_select(self, cond: ir.Value, e: E.Select) -> ir.Value:
         bld = self.builder

@@ -77,9 +77,16 @@ def _emit(func: PrimFunc, t: Target) -> EmittedKernel:
 
 def has_vector_code(stmt: Stmt) -> bool:
     """True when ``stmt`` holds a vector-typed expression (after vectorization)."""
-    found = []
-    post_order(stmt, lambda n: found.append(n) if isinstance(n, (Ramp, Broadcast)) else None)
-    return bool(found)
+    return _holds(stmt, (Ramp, Broadcast))
+
+
+def _holds(node: object, kinds: tuple[type, ...]) -> bool:
+    """True when a node of ``kinds`` is in the tree of ``node`` (the walk stops at the first)."""
+    if isinstance(node, tuple):
+        return any(_holds(item, kinds) for item in node)
+    if isinstance(node, kinds):
+        return True
+    return any(_holds(getattr(node, f), kinds) for f in getattr(node, "_fields", ()))
 
 
 def stored_buffers(stmt: Stmt) -> set[Buffer]:

@@ -87,7 +87,7 @@ class GroupJob:
 class _Plan:
     anchor: tuple[Call, Implementation] | None
     config: Any
-    key: str
+    key: str  #: "" when no cache is read
 
 
 class _Default:
@@ -149,7 +149,8 @@ class GroupCompiler:
     def _plan(self, job: GroupJob) -> _Plan:
         anchor = group_anchor(job.fn, self.target)
         config = anchor_config(*anchor, self.target) if anchor is not None else None
-        return _Plan(anchor, config, group_key(job, self.target, anchor, config))
+        key = group_key(job, self.target, anchor, config) if self.cache is not None else ""
+        return _Plan(anchor, config, key)
 
     # ------------------------------------------------------------------ lowering
     def _lower(self, items: list[tuple[GroupJob, Any]]) -> list[LoweredKernel]:

@@ -13,6 +13,20 @@ from . import expr as E
 from .expr import Node
 
 
+def _method(walker: type, node_type: type) -> Any:
+    """The ``visit_<node class>`` function of the class ``walker``, or None (looked up once per
+    pair and kept on the walker class)."""
+    table = walker.__dict__.get("_visit_methods")
+    if table is None:
+        table = {}
+        walker._visit_methods = table  # type: ignore[attr-defined]
+    try:
+        return table[node_type]
+    except KeyError:
+        method = table[node_type] = getattr(walker, "visit_" + node_type.__name__, None)
+        return method
+
+
 class Visitor:
     """Walk a tree of nodes (expressions and statements) without changing it."""
 
@@ -23,8 +37,8 @@ class Visitor:
             for item in node:
                 self.visit(item)
             return None
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        return method(node) if method else self.generic_visit(node)
+        method = _method(type(self), type(node))
+        return method(self, node) if method else self.generic_visit(node)
 
     def generic_visit(self, node: Any) -> Any:
         for field in getattr(node, "_fields", ()):
@@ -41,8 +55,8 @@ class Mutator:
         if isinstance(node, tuple):
             items = tuple(self.visit(item) for item in node)
             return node if all(a is b for a, b in zip(items, node, strict=True)) else items
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        return method(node) if method else self.generic_visit(node)
+        method = _method(type(self), type(node))
+        return method(self, node) if method else self.generic_visit(node)
 
     def generic_visit(self, node: Any) -> Any:
         if not isinstance(node, Node):
@@ -81,20 +95,25 @@ def _rebuild(node: Node, changes: dict[str, Any]) -> Node:
 
 def post_order(node: Any, fn) -> None:
     """Call ``fn`` on every node of the tree, children first."""
+    if node is None:
+        return
+    if isinstance(node, tuple):
+        for item in node:
+            post_order(item, fn)
+        return
+    for field in getattr(node, "_fields", ()):
+        post_order(getattr(node, field), fn)
+    fn(node)
 
-    class _Walker(Visitor):
-        def generic_visit(self, n: Any) -> None:
-            super().generic_visit(n)
-            fn(n)
 
-    _Walker().visit(node)
+class _Subst(Mutator):
+    def __init__(self, mapping: dict) -> None:
+        self.mapping = mapping
+
+    def visit_Var(self, v):
+        return self.mapping.get(v, v)
 
 
 def substitute(node: Any, mapping: dict) -> Any:
     """Replace variables (by identity) according to ``mapping`` {Var: Expr}."""
-
-    class _Subst(Mutator):
-        def visit_Var(self, v):
-            return mapping.get(v, v)
-
-    return _Subst().visit(node) if mapping else node
+    return _Subst(mapping).visit(node) if mapping else node

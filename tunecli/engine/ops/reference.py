@@ -288,10 +288,10 @@ def winograd_kernel_transform(kernel: np.ndarray, m: int, ic_bn: int, oc_bn: int
     ``conv2d_NCHWc_winograd.x86``), in ``kernel.dtype``."""
     _, _, g = winograd_matrices(m)
     o, i, _, _ = kernel.shape
-    u = np.einsum("ak,oikl,bl->abio", g, kernel.astype(np.float64), g)  # [alpha, alpha, I, O]
     alpha = m + 2
-    u = u.reshape(alpha, alpha, i // ic_bn, ic_bn, o // oc_bn, oc_bn).transpose(0, 1, 4, 2, 3, 5)
-    return np.ascontiguousarray(u).astype(kernel.dtype)
+    u = g @ kernel.astype(np.float64).reshape(o * i, 3, 3) @ g.T  # [O * I, alpha, alpha]
+    u = u.reshape(o // oc_bn, oc_bn, i // ic_bn, ic_bn, alpha, alpha).transpose(4, 5, 0, 2, 3, 1)
+    return np.ascontiguousarray(u, dtype=kernel.dtype)
 
 
 def conv2d_winograd_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,

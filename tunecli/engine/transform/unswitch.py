@@ -64,6 +64,10 @@ def _version(loop: S.For | None, depth: int) -> S.Stmt | None:
 
 def _invariant_guard(loop: S.For) -> E.Expr | None:
     """The first guard inside ``loop`` that reads no variable bound in ``loop`` (None if none)."""
+    guards: list[E.Expr] = []
+    _pre_order(loop.body, lambda n: guards.append(n.condition) if isinstance(n, S.IfThenElse) else None)
+    if not any(_scalar(g) for g in guards):
+        return None
     bound: set[int] = {id(loop.loop_var)}
 
     def bind(n: Any) -> None:
