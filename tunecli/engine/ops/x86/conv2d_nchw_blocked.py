@@ -39,7 +39,7 @@ from tunecli.engine.ops.x86.conv2d_nchwc import define_conv2d_nchwc_space, sched
 from tunecli.engine.ops.x86.conv2d_winograd import (
     check_winograd_workload,
     conv2d_winograd_compute,
-    define_winograd_space,
+    pack_conv2d_winograd,
     schedule_conv2d_winograd,
 )
 from tunecli.engine.schedule import Schedule
@@ -180,16 +180,7 @@ def declare_conv2d_nchw_winograd(N: int, H: int, W: int, CI: int, CO: int, KH: i
 def pack_conv2d_nchw_winograd(cfg: Any, call: OpCall) -> OpCall:
     """The kernel's inputs: NCHW ``data`` and the transformed ``[alpha, alpha, CO/oc_bn, CI/ic_bn,
     ic_bn, oc_bn]`` weight."""
-    data, kernel = call.inputs
-    n, ic, ih, iw = data.shape
-    oc = kernel.shape[0]
-    oh, ow, _ = conv2d_output_shape((ih, iw), (3, 3), call.attrs["stride"], call.attrs["padding"],
-                                    call.attrs["dilation"])
-    define_winograd_space(cfg, ic, oc, (oh, ow))
-    ic_bn, oc_bn, alpha = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1], cfg["tile_m"].val + 2
-    transformed = te.placeholder((alpha, alpha, oc // oc_bn, ic // ic_bn, ic_bn, oc_bn), dtype=kernel.dtype,
-                                 name="kernel")
-    return OpCall((data, transformed), call.attrs)
+    return pack_conv2d_winograd(cfg, call, block_data=False)
 
 
 def conv2d_nchw_winograd_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,

@@ -117,8 +117,9 @@ def padded_work(tiles: int, tile_p: int) -> float:
     return -(-tiles // tile_p) * tile_p * (1 + 1 / tile_p)
 
 
-def pack_conv2d_winograd(cfg: Any, call: OpCall) -> OpCall:
-    """The kernel's inputs: blocked ``data`` and the transformed, blocked ``kernel`` for ``cfg``."""
+def pack_conv2d_winograd(cfg: Any, call: OpCall, block_data: bool = True) -> OpCall:
+    """The kernel's inputs: blocked ``data`` (or, without ``block_data``, the NCHW data) and the
+    transformed, blocked ``kernel`` for ``cfg``."""
     data, kernel = call.inputs
     n, ic, ih, iw = data.shape
     oc = kernel.shape[0]
@@ -126,10 +127,11 @@ def pack_conv2d_winograd(cfg: Any, call: OpCall) -> OpCall:
                                     call.attrs["dilation"])
     define_winograd_space(cfg, ic, oc, (oh, ow))
     ic_bn, oc_bn, alpha = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1], cfg["tile_m"].val + 2
-    data5 = te.placeholder((n, ic // ic_bn, ih, iw, ic_bn), dtype=data.dtype, name="data")
+    if block_data:
+        data = te.placeholder((n, ic // ic_bn, ih, iw, ic_bn), dtype=data.dtype, name="data")
     transformed = te.placeholder((alpha, alpha, oc // oc_bn, ic // ic_bn, ic_bn, oc_bn), dtype=kernel.dtype,
                                  name="kernel")
-    return OpCall((data5, transformed), call.attrs)
+    return OpCall((data, transformed), call.attrs)
 
 
 def combine(coefficients: np.ndarray, row: Any, term: Callable[[int], Any], dtype: str) -> E.Expr:
