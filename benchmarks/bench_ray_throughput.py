@@ -22,7 +22,21 @@ trial to fit its model and propose the next batch (``--xgb``, on synthetic costs
 time is of interest).
 ``benchmarks/README.md`` turns them into trials/minute for 8 and 64 nodes.
 
+``--network``: a network job's tasks (``NETWORK``: two convolutions and a dense layer) tuned with one
+budget by the task scheduler on ``--nodes`` (at least 2) nodes, in the order concurrent, one at a
+time, one at a time, concurrent (after an untimed config of each task on each node):
+
+* ``concurrent``: a round in flight per node, each a different task's (``tuner.concurrent_rounds``);
+* ``one at a time``: the scheduler's rounds one after another, each spread over every node (the
+  driver model before concurrent rounds).
+
+Prints trials/minute of each and their ratio, and the per-trial overhead of each: the workers'
+idle time per trial (wall time x workers - the time chunks were out, over the trials), what the
+driver's waits (a round's slowest chunk, the tuner between rounds) cost the cluster, and the
+driver's CPU time per trial (tuner, dispatch, log: what bounds the nodes one driver can feed).
+
 Usage: ``python benchmarks/bench_ray_throughput.py [--trials 48] [--workers 2] [--nodes 1] [--xgb 256]``
+or ``python benchmarks/bench_ray_throughput.py --network [--budget 36] [--nodes 2] [--workers 1]``
 """
 
 from __future__ import annotations
@@ -35,6 +49,8 @@ import subprocess
 import sys
 import time
 
+import _common
+
 import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.cluster import cluster_measure_option
 from tunecli.engine.cluster.local_cluster import LocalRayCluster
@@ -44,10 +60,14 @@ from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureR
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import create
+from tunecli.engine.tuner.task_scheduler import TaskScheduler
 from tunecli.engine.tuner.tuner_kinds import tuner_kind
 
 WORKLOAD = (1, 28, 28, 32, 32, 3, 3, 1, 1, 1, "float32")
 TIMING = TimingOptions()  # the job defaults: number=4, repeat=3, warmup_ms=50
+#: The tasks of ``--network``: two convolutions and a dense layer.
+NETWORK = (("conv2d_nchw.x86", WORKLOAD), ("conv2d_nchw.x86", (1, 14, 14, 64, 64, 3, 3, 1, 1, 1, "float32")),
+           ("dense.x86", (1, 256, 512, "float32")))
 
 
 def measure_all(option: dict, inputs: list[MeasureInput], batch: int) -> tuple[float, list[MeasureResult]]:
@@ -112,14 +132,77 @@ def xgb_seconds_per_trial(task, trials: int) -> float:
     return (time.perf_counter() - start) / trials
 
 
+def schedule(option: dict, tasks: list, budget: int, round_trials: int, concurrent: bool,
+             tuner: str) -> tuple[float, int, int, float, float]:
+    """Tune ``tasks`` with one budget; return wall seconds, trials, errors, the seconds the workers
+    had a chunk out and the driver's CPU seconds (all its threads, Ray's included)."""
+    runner = option["runner"]
+    kind = tuner_kind(tuner)
+    scheduler = TaskScheduler(tasks, lambda task: kind.make(task, seed=0), budget, round_trials=round_trials)
+    errors: list[bool] = []
+    callbacks = [lambda _tuner, _inputs, results: errors.extend(not r.ok for r in results)]
+    before = len(runner.chunks)
+    start, cpu = time.perf_counter(), time.process_time()
+    if concurrent:
+        scheduler.tune(option, callbacks=callbacks)
+    else:  # the rounds one after another, each on the runner as a whole
+        while (index := scheduler.next_task()) is not None:
+            scheduler.tune_round(index, option, callbacks)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    busy = sum(c.back - c.sent for c in runner.chunks[before:])
+    return wall, scheduler.spent, sum(errors), busy, cpu
+
+
+def network_main(args: argparse.Namespace) -> None:
+    """``--network``: concurrent rounds vs one round at a time (see the module doc)."""
+    target = Target("llvm")
+    tasks = [create(name, workload, target) for name, workload in NETWORK]
+    nodes = max(args.nodes, 2)
+    round_trials = max(1, args.budget // (2 * len(tasks)))
+    print(f"network of {len(tasks)} tasks ({', '.join(t.name for t in tasks)}), budget {args.budget}, "
+          f"rounds of {round_trials}, {args.tuner} tuner, {nodes} nodes x {args.workers} builders")
+    print(_common.load_line())
+    with LocalRayCluster({default_resource(target): 1}).start(workers=nodes - 1) as cluster:
+        option = cluster_measure_option(cluster.address, builders=args.workers, timing=TIMING)
+        runner = option["runner"]
+        try:
+            for lane in runner.concurrent_lanes(tasks[0]):  # each task once on each node, untimed
+                lane_option = runner.lane_option(lane)
+                for task in tasks:
+                    first = MeasureInput(target, task, task.config_space.get(0))
+                    create_measure_batch(task, lane_option)([first])
+            workers = len(runner.cluster.live_slots())
+            runs = {True: [0.0, 0, 0, 0.0, 0.0], False: [0.0, 0, 0, 0.0, 0.0]}
+            for concurrent in (True, False, False, True):
+                got = schedule(option, tasks, args.budget, round_trials, concurrent, args.tuner)
+                runs[concurrent] = [a + b for a, b in zip(runs[concurrent], got, strict=True)]
+        finally:
+            runner.close()
+    rates = {}
+    for concurrent, name in ((True, "concurrent"), (False, "one at a time")):
+        wall, trials, errors, busy, cpu = runs[concurrent]
+        rates[concurrent] = 60 * trials / wall
+        idle = (wall * workers - busy) / trials
+        print(f"{name:14s} {wall:7.1f} s  {rates[concurrent]:7.1f} trials/min  {errors} errors  workers "
+              f"busy {100 * busy / (wall * workers):3.0f} %; per trial: idle worker time "
+              f"{1e3 * idle:4.0f} ms, driver CPU {1e3 * cpu / trials:4.1f} ms")
+    print(f"concurrent / one at a time throughput {rates[True] / rates[False]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=48)
     parser.add_argument("--workers", type=int, default=2, help="build processes (per node on Ray)")
     parser.add_argument("--nodes", type=int, default=1, help="Ray nodes (the head included)")
     parser.add_argument("--xgb", type=int, default=256, help="trials timing the XGBoost tuner (0: skip)")
+    parser.add_argument("--network", action="store_true", help="concurrent rounds vs one at a time")
+    parser.add_argument("--budget", type=int, default=36, help="--network: trials per run")
+    parser.add_argument("--tuner", default="random", help="--network: the tuner kind")
     parser.add_argument("--local-half", type=int, choices=(0, 1), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.network:
+        network_main(args)
+        return
 
     target = Target("llvm")
     task = create("conv2d_nchw.x86", WORKLOAD, target)
