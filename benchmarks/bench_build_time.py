@@ -1,18 +1,19 @@
-"""``relay.build`` time: a first build with an empty kernel cache, then a second build of the same
-network in a new process (the cache warm), and optionally a serial uncached baseline; each with
-the building process's peak memory and that of its largest build child.
+"""``relay.build`` time: a first build with an empty kernel cache (cold), then a second build of the
+same network in a new process (the cache warm), and optionally a serial uncached baseline; each
+with the building process's peak memory and that of its largest build child, and the load
+average when it started.
 
 Each build runs in a fresh Python process (``--child``), so imports and the cache of the process
 never count and the second build is what a user's next run sees; the time printed is the
 ``relay.build`` call alone (``PassContext(opt_level=3)``, target ``--target``, the pre-tuned
-packages configuring it as they do for a user).  The cache is a temporary directory of this run
-unless ``--cache-dir`` names one.  Networks: the built-in ``resnet-18``, ``mobilenet``,
-``mobilenet_v2``, ``squeezenet`` (224x224, batch 1), ``bert-base`` (sequence 128, batch 1), or an
-ONNX file (``--onnx model.onnx --shape input_ids=1,128``).
+packages configuring it as they do for a user).  Each network gets a new temporary cache unless
+``--cache-dir`` names one.  Networks (default: ``resnet-18 bert-base``): the built-in
+``resnet-18``, ``mobilenet``, ``mobilenet_v2``, ``squeezenet`` (224x224, batch 1), ``bert-base``
+(sequence 128, batch 1), or an ONNX file (``--onnx model.onnx --shape input_ids=1,128``).
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_build_time.py                      # ResNet-18
+    .venv/bin/python benchmarks/bench_build_time.py                      # ResNet-18 and BERT-base
     .venv/bin/python benchmarks/bench_build_time.py --network bert-base
     .venv/bin/python benchmarks/bench_build_time.py --network mobilenet --baseline
     .venv/bin/python benchmarks/bench_build_time.py --onnx bert.onnx --shape input_ids=1,128 \\
@@ -71,6 +72,7 @@ def child(args: argparse.Namespace) -> None:
 
 
 def run_child(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
+    load = os.getloadavg()[0]
     cmd = [sys.executable, __file__, "--child", "--network", args.network, "--target", args.target]
     if args.onnx:
         cmd += ["--onnx", args.onnx, "--shape", *args.shape]
@@ -78,12 +80,12 @@ def run_child(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the build failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "load": load}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--network", default="resnet-18", choices=BUILT_IN)
+    parser.add_argument("--network", nargs="+", default=["resnet-18", "bert-base"], choices=BUILT_IN)
     parser.add_argument("--onnx", help="build this ONNX model instead of a built-in network")
     parser.add_argument("--shape", nargs="*", default=[], help="input shapes of --onnx: name=1,128")
     parser.add_argument("--dtype", nargs="*", default=[], help="input dtypes of --onnx: name=int64")
@@ -95,11 +97,19 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        args.network = args.network[0]
         child(args)
         return
-    name = args.onnx or args.network
-    print(f"relay.build of {name} for {args.target!r}; {_common.load_line()}")
     print(f"build processes: {os.environ.get('TUNECLI_BUILD_JOBS', 'the usable cores')}")
+    for network in [None] if args.onnx else args.network:
+        args.network = network
+        bench(args)
+
+
+def bench(args: argparse.Namespace) -> None:
+    """The rows of one network."""
+    name = args.onnx or args.network
+    print(f"\nrelay.build of {name} for {args.target!r}; {_common.load_line()}")
     with tempfile.TemporaryDirectory(prefix="tunecli-build-cache-") as tmp:
         env = {**os.environ, "TUNECLI_CACHE_DIR": args.cache_dir or tmp}
         env.pop("TUNECLI_NO_CACHE", None)
@@ -107,13 +117,13 @@ def main() -> None:
         if args.baseline:
             rows.append(("uncached, one process", run_child(args, {**env, "TUNECLI_NO_CACHE": "1",
                                                                    "TUNECLI_BUILD_JOBS": "1"})))
-        first = "first build (cache empty)" if not args.cache_dir else "first build"
+        first = "cold: first build (cache empty)" if not args.cache_dir else "first build"
         rows.append((first, run_child(args, env)))
-        rows.append(("second build (new process)", run_child(args, env)))
-    print(f"{'':30s} {'seconds':>8s} {'kernels':>8s} {'peak MiB':>9s} {'child peak MiB':>15s}")
+        rows.append(("warm: second build (new process)", run_child(args, env)))
+    print(f"{'':34s} {'seconds':>8s} {'kernels':>8s} {'peak MiB':>9s} {'child peak MiB':>15s} {'load':>5s}")
     for label, r in rows:
-        print(f"{label:30s} {r['seconds']:8.2f} {r['kernels']:8d} {r['peak_mib']:9.0f} "
-              f"{r['child_peak_mib']:15.0f}")
+        print(f"{label:34s} {r['seconds']:8.2f} {r['kernels']:8d} {r['peak_mib']:9.0f} "
+              f"{r['child_peak_mib']:15.0f} {r['load']:5.1f}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from typing import Any
 from . import expr as E
 from .expr import Node
 
+_UNKNOWN = object()
+
 
 def _method(walker: type, node_type: type) -> Any:
     """The ``visit_<node class>`` function of the class ``walker``, or None (looked up once per
@@ -37,7 +39,10 @@ class Visitor:
             for item in node:
                 self.visit(item)
             return None
-        method = _method(type(self), type(node))
+        table = type(self).__dict__.get("_visit_methods")
+        method = table.get(type(node), _UNKNOWN) if table is not None else _UNKNOWN
+        if method is _UNKNOWN:
+            method = _method(type(self), type(node))
         return method(self, node) if method else self.generic_visit(node)
 
     def generic_visit(self, node: Any) -> Any:
@@ -55,7 +60,10 @@ class Mutator:
         if isinstance(node, tuple):
             items = tuple(self.visit(item) for item in node)
             return node if all(a is b for a, b in zip(items, node, strict=True)) else items
-        method = _method(type(self), type(node))
+        table = type(self).__dict__.get("_visit_methods")
+        method = table.get(type(node), _UNKNOWN) if table is not None else _UNKNOWN
+        if method is _UNKNOWN:
+            method = _method(type(self), type(node))
         return method(self, node) if method else self.generic_visit(node)
 
     def generic_visit(self, node: Any) -> Any:

@@ -14,6 +14,7 @@ it together), a ``global`` one also what every block reads; a ``local`` stage st
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 from tunecli.engine.ir import expr as E
@@ -179,11 +180,16 @@ def _region(sch: Any, stage: Any, consumers: list[Any], bodies: Any, info: Bound
     shape = stage.op.output(0).shape
     los: list[list[E.Expr | None]] = [[] for _ in shape]
     his: list[list[E.Expr | None]] = [[] for _ in shape]
+    relaxed: dict[Hashable, tuple[E.Expr | None, E.Expr | None]] = {}  # reads repeat (unrolled stages)
     for c in consumers:
         vals = info.root_values(c)
         for idx in reads_of(bodies.of(c), sch, stage):
             for d, e in enumerate(idx):
-                lo, hi = _relax(substitute(e, vals), scope, info)
+                index = substitute(e, vals)
+                key = skey(index)
+                if key not in relaxed:
+                    relaxed[key] = _relax(index, scope, info)
+                lo, hi = relaxed[key]
                 los[d].append(lo)
                 his[d].append(hi)
     out = []
