@@ -105,12 +105,16 @@ def test_settings_are_writable_and_unknown_ones_are_refused():
 
 
 FORK_SCRIPT = r'''
+import ctypes
 import os
 import numpy as np
 from tunecli.engine.build import build
 from tunecli.engine.runtime import set_num_threads
-from tunecli.engine.runtime.thread_pool import pool_threads
+from tunecli.engine.runtime.thread_pool import CHUNKS_PER_THREAD, parallel_for_address, pool_threads
 from tunecli.engine.ir import Buffer, BufferLoad, BufferStore, For, PrimFunc, Var, const
+
+CHUNK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+PARALLEL_FOR = ctypes.CFUNCTYPE(None, CHUNK, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32)
 
 o = Buffer("o", (4096,), "float32")
 i = Var("i")
@@ -124,13 +128,19 @@ pid = os.fork()
 if pid == 0:  # the child has no pool thread: its caller runs every chunk
     for _ in range(50):
         mod(r)
-    os._exit(0 if (r == 51).all() else 3)
+    # chunks of 10: its own range front to back, then the other thread's from the back
+    k = CHUNKS_PER_THREAD
+    begins = []
+    chunk = CHUNK(lambda _closure, begin, end: begins.append(begin))
+    PARALLEL_FOR(parallel_for_address())(chunk, None, 2 * k * 10, 2)
+    expected = [10 * c for c in range(k)] + [10 * c for c in reversed(range(k, 2 * k))]
+    os._exit(0 if (r == 51).all() and begins == expected else 3)
 _, status = os.waitpid(pid, 0)
 print("child", os.waitstatus_to_exitcode(status))
 '''
 
 
-def test_a_forked_child_runs_parallel_kernels_without_pool_threads():
+def test_a_forked_child_runs_parallel_kernels_without_pool_threads_its_own_chunks_first():
     proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, TUNECLI_NUM_THREADS="2"))
     assert proc.returncode == 0, proc.stderr[-2000:]

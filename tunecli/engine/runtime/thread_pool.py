@@ -2,14 +2,20 @@
 
 A kernel calls ``parallel_for(fn, closure, extent, nthreads)`` through the pointer the loader wrote
 into its ``<entry>__parallel_for`` global (``codegen.parallel``).  The range ``[0, extent)`` is cut
-into ``min(extent, nthreads * CHUNKS_PER_THREAD)`` chunks of near-equal size; the caller and up to
-``nthreads - 1`` pool threads claim chunks from one atomic counter and call
-``fn(closure, begin, end)`` on each, so every iteration runs exactly once.
+into ``min(extent, nthreads * CHUNKS_PER_THREAD)`` chunks of near-equal size, and the chunks into
+one contiguous range per thread (the caller's first), as a static schedule would split them.  Each
+thread runs the chunks of its own range front to back, then takes chunks from the back of the
+other ranges until none is left; every chunk is claimed by one atomic compare-and-swap, and
+``fn(closure, begin, end)`` runs each, so every iteration runs exactly once.  On a quiet machine a
+thread thus works on the same part of every kernel's data (its own cache keeps it); on a busy
+one, the chunks of a thread that is late or descheduled are taken by the others.
 
 The calling thread never waits for a pool thread that has not started: when the machine is busy
-and a pool thread is not scheduled, the caller claims the remaining chunks itself and waits only
-for chunks already claimed.  Pool threads spin for :data:`SPIN_COUNT` pauses after a loop, then
-sleep on a futex until the next one; the caller waits for the last claimed chunks the same way.
+and a pool thread is not scheduled, the caller takes the remaining chunks itself and waits only
+for chunks already claimed.  Pool threads spin for about :data:`SPIN_MICROSECONDS` after a loop
+(the pause instructions that take, measured when the pool is built), then sleep on a futex until
+the next one; the caller waits for the last claimed chunks the same way.  A short spin keeps the
+threads ready for the next kernel of a network without holding a core a busy machine needs.
 
 One loop runs at a time: a call made while another thread's loop is in progress (kernels called
 from several Python threads) runs serially on its caller, as does a loop of one iteration or one
@@ -25,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import platform
+import time
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -32,12 +39,14 @@ from llvmlite import ir
 
 from tunecli.errors import CodegenError
 
-#: Chunks per thread: more than one, so that a thread delayed by another process holds back at
-#: most one small chunk of a loop.
+#: Chunks per thread: more than one, so that the chunks of a thread delayed by another process
+#: can be taken by the others, and a thread that is descheduled holds back one small chunk at most.
 CHUNKS_PER_THREAD = 4
-#: Pause instructions a thread spins before it sleeps on a futex (pool threads between loops, the
-#: caller waiting for the last claimed chunks).
-SPIN_COUNT = 20000
+#: How long a thread spins before it sleeps on a futex (pool threads between loops, the caller
+#: waiting for the last claimed chunks), in microseconds.
+SPIN_MICROSECONDS = 50
+#: Pause instructions spun before the pool measures how long one takes.
+SPIN_COUNT = 2000
 #: Most pool threads (the caller is one more).
 MAX_WORKERS = 255
 ENTRY = "tunecli_parallel_for"
@@ -63,10 +72,12 @@ class _PoolIR:
         self.module.triple = llvm.get_process_triple()
         self.sys_futex, self.pause_asm = _SYS_FUTEX[machine], _PAUSE.get(machine, "")
         g = self._global
-        self.ticket = g("ticket", I64)  # (generation << 32) | chunks not yet claimed
+        # each thread's chunks not yet claimed, (back << 32) | front, on a cache line of its own
+        self.ranges = g("ranges", ir.ArrayType(ir.ArrayType(I64, 8), MAX_WORKERS + 1))
+        self.parts = g("parts", I32)  # threads taking part in the posted loop
         self.seq, self.sleepers = g("seq", I32), g("sleepers", I32)  # loops posted; pool threads asleep
         self.done, self.caller_sleeps = g("done", I32), g("caller_sleeps", I32)
-        self.busy, self.gen = g("busy", I32), g("gen", I32)
+        self.busy = g("busy", I32)
         self.workers = g("workers", I32, internal=False)
         self.fn, self.closure = g("fn", PTR), g("closure", PTR)
         self.extent, self.nchunks, self.active = g("extent", I64), g("nchunks", I64), g("active", I32)
@@ -77,13 +88,14 @@ class _PoolIR:
         self.syscall = syscall
         self.pthread_create = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR, PTR, PTR]),
                                           "pthread_create")
+        self._pause_function()
         self.run_chunks = self._run_chunks()
         self.worker = self._worker_main()
         self._parallel_for()
 
     def _global(self, name: str, ty: ir.Type, init: int | None = None, internal: bool = True) -> Any:
         v = ir.GlobalVariable(self.module, ty, f"tunecli_pool_{name}")
-        v.initializer = ir.Constant(ty, None if ty == PTR else (init or 0))
+        v.initializer = ir.Constant(ty, init or 0) if isinstance(ty, ir.IntType) else ir.Constant(ty, None)
         v.align = 64
         if internal:
             v.linkage = "internal"
@@ -106,35 +118,78 @@ class _PoolIR:
         b.store_atomic(value, ptr, order, value.type.width // 8)
 
     # functions ---------------------------------------------------------------------------------
-    def _run_chunks(self) -> ir.Function:
-        """Claim chunks of the posted loop and run them until none is left; return how many ran."""
-        f = ir.Function(self.module, ir.FunctionType(I32, []), "tunecli_pool_run_chunks")
-        f.linkage = "internal"
-        entry, claim, run, out = (f.append_basic_block(n) for n in ("entry", "claim", "run", "out"))
+    def _pause_function(self) -> None:
+        """``pause(n)``: ``n`` pause instructions (timed to size the spins)."""
+        f = ir.Function(self.module, ir.FunctionType(VOID, [I32]), "tunecli_pool_pause")
+        entry, loop, out = (f.append_basic_block(n) for n in ("entry", "loop", "out"))
         b = ir.IRBuilder(entry)
-        ran = b.alloca(I32)
+        b.cbranch(b.icmp_signed(">", f.args[0], _c(0)), loop, out)
+        b.position_at_end(loop)
+        i = b.phi(I32)
+        i.add_incoming(_c(0), entry)
+        self._pause(b)
+        nxt = b.add(i, _c(1))
+        i.add_incoming(nxt, loop)
+        b.cbranch(b.icmp_signed("<", nxt, f.args[0]), loop, out)
+        b.position_at_end(out)
+        b.ret_void()
+
+    def _slot(self, b: ir.IRBuilder, index: ir.Value) -> ir.Value:
+        return b.gep(self.ranges, [_c(0), index, _c(0)], inbounds=True)
+
+    def _run_chunks(self) -> ir.Function:
+        """Run the chunks of thread ``slot``'s range front to back, then take chunks from the back of
+        the other threads' ranges until none is left; return how many ran."""
+        f = ir.Function(self.module, ir.FunctionType(I32, [I32]), "tunecli_pool_run_chunks")
+        f.linkage = "internal"
+        slot = f.args[0]
+        names = ("entry", "own", "own_try", "steal", "victim", "steal_try", "next", "run", "out")
+        bl = {n: f.append_basic_block(n) for n in names}
+        b = ir.IRBuilder(bl["entry"])
+        ran, chunk, step = b.alloca(I32), b.alloca(I64), b.alloca(I32)
         b.store(_c(0), ran)
-        b.branch(claim)
-        b.position_at_end(claim)
-        t = self._load(b, self.ticket, I64, "acquire")
-        left = b.and_(t, _c(0xFFFFFFFF, I64))
-        has = b.icmp_unsigned("!=", left, _c(0, I64))
-        try_block = f.append_basic_block("try")
-        b.cbranch(has, try_block, out)
-        b.position_at_end(try_block)
-        pair = b.cmpxchg(self.ticket, t, b.sub(t, _c(1, I64)), "acq_rel", "acquire")
-        b.cbranch(b.extract_value(pair, 1), run, claim)
-        b.position_at_end(run)
-        # the loop's fields are stable while one of its chunks is claimed and not yet counted done
+        b.store(_c(1), step)
+        parts = self._load(b, self.parts, I32, "monotonic")
+        b.cbranch(b.icmp_unsigned("<", slot, parts), bl["own"], bl["out"])
+        # own range: (back << 32) | front, the owner advances the front
+        b.position_at_end(bl["own"])
+        mine = self._slot(b, slot)
+        w = self._load(b, mine, I64, "acquire")
+        front, back = b.and_(w, _c(0xFFFFFFFF, I64)), b.lshr(w, _c(32, I64))
+        b.cbranch(b.icmp_unsigned("<", front, back), bl["own_try"], bl["steal"])
+        b.position_at_end(bl["own_try"])
+        pair = b.cmpxchg(mine, w, b.add(w, _c(1, I64)), "acq_rel", "acquire")
+        b.store(front, chunk)
+        b.cbranch(b.extract_value(pair, 1), bl["run"], bl["own"])
+        # the others' ranges, from the back: slot + 1, slot + 2, ... (mod parts)
+        b.position_at_end(bl["steal"])
+        k = b.load(step)
+        b.cbranch(b.icmp_unsigned("<", k, parts), bl["victim"], bl["out"])
+        b.position_at_end(bl["victim"])
+        v = b.urem(b.add(slot, k), parts)
+        theirs = self._slot(b, v)
+        w = self._load(b, theirs, I64, "acquire")
+        front, back = b.and_(w, _c(0xFFFFFFFF, I64)), b.lshr(w, _c(32, I64))
+        b.cbranch(b.icmp_unsigned("<", front, back), bl["steal_try"], bl["next"])
+        b.position_at_end(bl["steal_try"])
+        last = b.sub(back, _c(1, I64))
+        pair = b.cmpxchg(theirs, w, b.or_(b.shl(last, _c(32, I64)), front), "acq_rel", "acquire")
+        b.store(last, chunk)
+        b.cbranch(b.extract_value(pair, 1), bl["run"], bl["steal"])
+        b.position_at_end(bl["next"])
+        b.store(b.add(k, _c(1)), step)
+        b.branch(bl["steal"])
+        # one chunk: the loop's fields are stable while it is claimed and not yet counted done
+        b.position_at_end(bl["run"])
         n = b.load(self.nchunks, typ=I64)
         extent = b.load(self.extent, typ=I64)
-        k = b.sub(n, left)
-        begin = b.udiv(b.mul(k, extent), n)
-        end = b.udiv(b.mul(b.add(k, _c(1, I64)), extent), n)
+        c = b.load(chunk)
+        begin = b.udiv(b.mul(c, extent), n)
+        end = b.udiv(b.mul(b.add(c, _c(1, I64)), extent), n)
         b.call(b.load(self.fn, typ=ir.PointerType(self.body_ty)), [b.load(self.closure, typ=PTR), begin, end])
         b.store(b.add(b.load(ran), _c(1)), ran)
-        b.branch(claim)
-        b.position_at_end(out)
+        b.branch(bl["own"])
+        b.position_at_end(bl["out"])
         b.ret(b.load(ran))
         return f
 
@@ -167,7 +222,7 @@ class _PoolIR:
         wanted = b.icmp_unsigned("<", index, self._load(b, self.active, I32, "monotonic"))
         b.cbranch(wanted, blocks["run"], blocks["wait"])
         b.position_at_end(blocks["run"])
-        self._count_done(b, b.call(self.run_chunks, []))
+        self._count_done(b, b.call(self.run_chunks, [b.add(index, _c(1))]))
         b.branch(blocks["wait"])
         b.position_at_end(blocks["wait"])
         b.store(_c(0), count)
@@ -255,16 +310,29 @@ class _PoolIR:
         b.store(nchunks, self.nchunks)
         self._store(b, active, self.active, "monotonic")
         self._store(b, _c(0), self.done, "monotonic")
-        gen = b.add(b.load(self.gen, typ=I32), _c(1))
-        b.store(gen, self.gen)
-        self._store(b, b.or_(b.shl(b.zext(gen, I64), _c(32, I64)), nchunks), self.ticket, "release")
+        parts = b.add(active, _c(1))
+        self._store(b, parts, self.parts, "monotonic")
+        parts64 = b.zext(parts, I64)
+        fill, filled = f.append_basic_block("fill"), f.append_basic_block("filled")
+        pre = b.block
+        b.branch(fill)
+        b.position_at_end(fill)  # thread j's range: chunks [j * nchunks / parts, (j + 1) * nchunks / parts)
+        j = b.phi(I64)
+        j.add_incoming(_c(0, I64), pre)
+        nxt = b.add(j, _c(1, I64))
+        lo = b.udiv(b.mul(j, nchunks), parts64)
+        hi = b.udiv(b.mul(nxt, nchunks), parts64)
+        self._store(b, b.or_(b.shl(hi, _c(32, I64)), lo), self._slot(b, b.trunc(j, I32)), "release")
+        j.add_incoming(nxt, fill)
+        b.cbranch(b.icmp_unsigned("<", nxt, parts64), fill, filled)
+        b.position_at_end(filled)
         b.atomic_rmw("add", self.seq, _c(1), "seq_cst")
         b.cbranch(b.icmp_unsigned("!=", self._load(b, self.sleepers, I32), _c(0)), bl["wake"], bl["claim"])
         b.position_at_end(bl["wake"])
         self._futex(b, self.seq, _FUTEX_WAKE_PRIVATE, active)
         b.branch(bl["claim"])
         b.position_at_end(bl["claim"])
-        mine = b.call(self.run_chunks, [])
+        mine = b.call(self.run_chunks, [_c(0)])
         target = b.sub(b.trunc(nchunks, I32), mine)  # the chunks pool threads ran
         b.store(_c(0), count)
         b.branch(bl["wait"])
@@ -314,6 +382,15 @@ def _engine() -> Any:
     engine.finalize_object()
     # pool threads run this code until the process ends: it must never be freed
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
+    pause = ctypes.CFUNCTYPE(None, ctypes.c_int32)(engine.get_function_address("tunecli_pool_pause"))
+    seconds = []
+    for _ in range(5):
+        start = time.perf_counter()
+        pause(SPIN_COUNT)
+        seconds.append(time.perf_counter() - start)
+    per_pause = max(min(seconds) / SPIN_COUNT, 1e-10)
+    spin = ctypes.c_int32.from_address(engine.get_global_value_address("tunecli_pool_spin_count"))
+    spin.value = max(100, min(10_000_000, round(SPIN_MICROSECONDS * 1e-6 / per_pause)))
     return engine
 
 
