@@ -4,7 +4,10 @@ cannot start."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -42,3 +45,22 @@ def ray_cluster(ray_head: LocalRayCluster) -> LocalRayCluster:
         except TuneError as err:
             pytest.skip(f"a second Ray node cannot join: {err}")
     return ray_head
+
+
+class KillNode:
+    """A tune's ``on_event`` callback that kills ``node`` of ``cluster`` (as a lost machine) at the
+    measurement where ``when(event, measurements so far)`` first holds."""
+
+    def __init__(self, cluster: LocalRayCluster, node: subprocess.Popen,
+                 when: Callable[[Any, int], bool] = lambda _event, seen: seen == 1) -> None:
+        self.cluster, self.node, self.when = cluster, node, when
+        self.seen = 0
+        self.killed = threading.Event()
+
+    def __call__(self, event: Any) -> None:
+        if getattr(event, "kind", "") != "batch" or self.killed.is_set():
+            return
+        self.seen += 1
+        if self.when(event, self.seen):
+            self.killed.set()
+            self.cluster.kill_node(self.node)

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tunecli.engine.actions.job_file import tune_job
-from tunecli.engine.actions.tune import TuneEvent, TuneSummary
+from tunecli.engine.actions.tune import TuneSummary
 from tunecli.engine.cluster import cluster_measure_option
 from tunecli.engine.cluster.local_cluster import LocalRayCluster
 from tunecli.engine.cluster.ray_runner import ChunkRecord
@@ -25,7 +24,7 @@ from tunecli.engine.task.task import create
 from tunecli.engine.tuner.task_scheduler import TaskScheduler
 from tunecli.engine.tuner.tuner_kinds import tuner_kind
 
-from .conftest import RESOURCE
+from .conftest import RESOURCE, KillNode
 from .test_ray_tuning import configs_in, write_job
 
 
@@ -110,19 +109,10 @@ def test_a_node_killed_while_rounds_run_at_once_loses_no_config(ray_cluster: Loc
     doomed = ray_cluster.add_node("doomed-net", {RESOURCE: 1})
     ray_cluster.wait_nodes(3)
     job = network_job(tmp_path, ray_cluster.address, budget=24)
-    killed = threading.Event()
-    seen = []
-
-    def kill_once_rounds_run(event: TuneEvent) -> None:
-        if getattr(event, "kind", "") == "batch":
-            seen.append(event)
-            if len(seen) == event.n_tasks + 2 and not killed.is_set():  # past the untuned configs
-                killed.set()
-                ray_cluster.kill_node(doomed)
-
+    kill = KillNode(ray_cluster, doomed, lambda event, seen: seen == event.n_tasks + 2)  # rounds running
     with caplog.at_level(logging.WARNING, logger="autotvm"):
-        summary = tune_job(str(job), on_event=kill_once_rounds_run)
-    assert killed.is_set()
+        summary = tune_job(str(job), on_event=kill)
+    assert kill.killed.is_set()
     log = tmp_path / "on-ray.log"
     counts = trials_in(log, summary)
     assert sum(t.measured for t in summary.tasks) == 24 == sum(counts.values())

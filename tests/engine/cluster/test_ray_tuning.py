@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import textwrap
-import threading
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from tunecli.engine.log.record import read_log
 from tunecli.engine.measure import TimingOptions
 from tunecli.engine.target import Target
 
-from .conftest import RESOURCE
+from .conftest import RESOURCE, KillNode
 
 MATMUL = "[{template: tutorial/matmul, args: [16, 16, 16]}]"
 
@@ -134,16 +133,10 @@ def test_a_node_killed_mid_tune_loses_no_config(ray_cluster: LocalRayCluster, tm
     doomed = ray_cluster.add_node("doomed", {RESOURCE: 1})
     ray_cluster.wait_nodes(3)
     job = write_job(tmp_path, ray_cluster.address, n_trial=12)
-    killed = threading.Event()
-
-    def kill_after_the_first_result(event: object) -> None:
-        if getattr(event, "kind", "") == "batch" and not killed.is_set():
-            killed.set()
-            ray_cluster.kill_node(doomed)
-
+    kill = KillNode(ray_cluster, doomed)  # after the first result
     with caplog.at_level(logging.WARNING, logger="autotvm"):
-        (task,) = tune_job(str(job), on_event=kill_after_the_first_result).tasks
-    assert killed.is_set()
+        (task,) = tune_job(str(job), on_event=kill).tasks
+    assert kill.killed.is_set()
     assert any("was lost" in m and "sent to another worker" in m for m in caplog.messages), caplog.messages
     log = tmp_path / "on-ray.log"
     counts = configs_in(log)
@@ -163,16 +156,9 @@ def test_a_head_lost_mid_tune_is_one_error_and_the_log_resumes(ray_head: LocalRa
         pytest.skip(f"a Ray cluster cannot start on this machine: {err}")
     try:
         job = write_job(tmp_path, cluster.address, n_trial=40)
-        seen = []
-
-        def kill_the_head_after_two_results(event: object) -> None:
-            if getattr(event, "kind", "") == "batch":
-                seen.append(event)
-                if len(seen) == 2:
-                    cluster.kill_node(cluster.nodes[0])
-
+        kill_the_head = KillNode(cluster, cluster.nodes[0], lambda _event, seen: seen == 2)
         with pytest.raises(ClusterUnreachableError, match=rf"lost the Ray cluster at {cluster.address}"):
-            tune_job(str(job), on_event=kill_the_head_after_two_results)
+            tune_job(str(job), on_event=kill_the_head)
     finally:
         cluster.stop()
     log = tmp_path / "on-ray.log"

@@ -66,6 +66,7 @@ class LocalRayCluster:
     root: Path | None = None
     nodes: list[subprocess.Popen] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    killed: set[int] = field(default_factory=set)  #: pids of the nodes :meth:`kill_node` killed
 
     @property
     def address(self) -> str:
@@ -143,7 +144,7 @@ class LocalRayCluster:
                 "print(sum(1 for n in ray.nodes() if n['Alive']))")
         while time.monotonic() < end:
             for proc, name in zip(self.nodes, self.names, strict=True):
-                if proc.poll() is not None:
+                if proc.pid not in self.killed and proc.poll() is not None:
                     raise ClusterError(f"Ray node {name} exited while starting: {self._output(name)}")
             out = subprocess.run([sys.executable, "-c", code, self.address], capture_output=True, text=True,
                                  timeout=JOIN_TIMEOUT)
@@ -154,6 +155,7 @@ class LocalRayCluster:
 
     def kill_node(self, proc: subprocess.Popen) -> None:
         """Kill a node at once, as a machine that is lost (every process of its group)."""
+        self.killed.add(proc.pid)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -179,7 +181,7 @@ class LocalRayCluster:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        self.nodes, self.names = [], []
+        self.nodes, self.names, self.killed = [], [], set()
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
 
