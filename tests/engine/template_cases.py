@@ -32,4 +32,8 @@ SMALL_CASES = {
     "dense_small_batch.gpu": (("TENSOR", (2, 12), "float32"), ("TENSOR", (6, 12), "float32"), None,
                               "float32"),
     "dense_int8.cuda": (("TENSOR", (3, 32), "int8"), ("TENSOR", (6, 32), "int8"), None, "int32"),
+    "conv3d_ncdhw.x86": (("TENSOR", (1, 4, 3, 5, 6), "float32"), ("TENSOR", (8, 4, 3, 3, 3), "float32"),
+                         (1, 2, 1), (1, 1, 1, 0, 1, 1), (1, 1, 1), "float32"),
+    "conv2d_transpose_nchw.x86": (("TENSOR", (1, 4, 3, 5), "float32"), ("TENSOR", (4, 6, 4, 4), "float32"),
+                                  (2, 2), (1, 1, 1, 1), "float32", (1, 0)),
 }

@@ -1,7 +1,9 @@
-"""TVM's ``tvm.testing`` helpers that user programs call: :func:`assert_allclose`."""
+"""TVM's ``tvm.testing`` helpers that user programs and tests call: :func:`assert_allclose` and the
+``requires_x86`` marker."""
 
 from __future__ import annotations
 
+import platform
 from typing import Any
 
 import numpy as np
@@ -18,4 +20,17 @@ def assert_allclose(actual: Any, desired: Any, rtol: float = 1e-7, atol: float =
     np.testing.assert_allclose(actual, desired, rtol=rtol, atol=atol, verbose=True)
 
 
-__all__ = ["assert_allclose"]
+def _is_x86() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+def requires_x86(func: Any) -> Any:
+    """Mark a test as needing an x86 host (TVM's ``tvm.testing.requires_x86``): under pytest it is
+    skipped elsewhere; called directly it runs."""
+    import pytest  # imported when used: user programs need not have pytest
+
+    reason = f"needs an x86 host; this one is {platform.machine()}"
+    return pytest.mark.skipif(not _is_x86(), reason=reason)(func)
+
+
+__all__ = ["assert_allclose", "requires_x86"]

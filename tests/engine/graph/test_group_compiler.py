@@ -30,6 +30,7 @@ from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.measure import MeasureInput, MeasureResult
 from tunecli.engine.target import Target
+from tunecli.engine.task.task import Task
 from tunecli.errors import GraphError
 
 RNG = np.random.default_rng(0)
@@ -123,8 +124,14 @@ def test_another_target_misses(cache: KernelCache) -> None:
     assert same.misses == 0
 
 
+def _dense_task(mod: g.IRModule, params: dict) -> Task:
+    """The dense layer's own task (the one an untuned build runs; ``dense_pack.x86`` follows it)."""
+    task, _packed = extract_from_program(mod, params, "llvm")
+    return task
+
+
 def _record(mod: g.IRModule, params: dict, index: int) -> ApplyHistoryBest:
-    (task,) = extract_from_program(mod, params, "llvm")
+    task = _dense_task(mod, params)
     config = task.config_space.get(index)
     return ApplyHistoryBest([(MeasureInput(task.target, task, config), MeasureResult((1e-3,), 0, 0.1, 0.0))],
                             pretuned=False)
@@ -132,7 +139,7 @@ def _record(mod: g.IRModule, params: dict, index: int) -> ApplyHistoryBest:
 
 def test_another_config_misses_and_each_config_hits_its_own_kernel(cache: KernelCache) -> None:
     mod, params = _dense_net()
-    (task,) = extract_from_program(mod, params, "llvm")
+    task = _dense_task(mod, params)
     a, b = 0, len(task.config_space) - 1
     objects = {}
     for index in (a, b):

@@ -81,7 +81,7 @@ def test_an_onnx_model_with_input_shapes_and_extra_tasks(tmp_path: Path) -> None
     ("model: {onnx: missing.onnx}", "job.yaml:2: model.onnx: missing.onnx: no such ONNX file"),
     ("model: {onnx: ., input: {x: [1]}}", "job.yaml:2: model.onnx: .: is not a file"),
     ("model: {nam: resnet-18}", "job.yaml:2: model.nam: unknown field (expected one of: name, batch_size"),
-    ("model: resnet-18\nops: [conv3d]", "job.yaml:3: ops[0]: expected a tunable operator (nn.conv2d"),
+    ("model: resnet-18\nops: [softmax]", "job.yaml:3: ops[0]: expected a tunable operator (nn.conv2d"),
     ("model: resnet-18\nops: []", "job.yaml:3: ops: expected at least one operator"),
     ("model: resnet-18\ngraph_tuner: greedy",
      "job.yaml:3: graph_tuner: expected one of dp, pbqp, got 'greedy'"),

@@ -110,9 +110,9 @@ def test_a_winograd_convolution_is_one_operator_of_two_alternative_tasks(tmp_pat
         """))
     found = job_task_set(job)
     pair = ["conv2d_NCHWc.x86", "conv2d_NCHWc_winograd.x86"]
-    assert [t.name for t in found.tasks] == pair + pair + ["dense.x86"]
-    assert found.alternatives == ((0, 1), (2, 3))
-    assert found.weights == (1.0, 3.0, 1.0, 1.0, 1.0)  # the listed task: 2 calls only Winograd runs
+    assert [t.name for t in found.tasks] == pair + pair + ["dense.x86", "dense_pack.x86"]
+    assert found.alternatives == ((0, 1), (2, 3), (4, 5))
+    assert found.weights == (1.0, 3.0, 1.0, 1.0, 1.0, 1.0)  # the listed task: 2 calls only Winograd runs
     tasks, weights = job_tasks(job)
     assert [t.workload for t in tasks] == [t.workload for t in found.tasks] and weights == list(found.weights)
 
@@ -120,7 +120,8 @@ def test_a_winograd_convolution_is_one_operator_of_two_alternative_tasks(tmp_pat
 def test_ops_selects_the_operators_whose_calls_become_tasks(tmp_path: Path) -> None:
     text = "name: r\nmodel: {name: resnet-18, image_shape: [3, 32, 32]}\nops: [dense]\n"
     job = load_job(_job(tmp_path, text))
-    assert [t.task.name for t in extract_network_tasks(job, load_network(job)).tasks] == ["dense.x86"]
+    assert [t.task.name for t in extract_network_tasks(job, load_network(job)).tasks] == ["dense.x86",
+                                                                                          "dense_pack.x86"]
 
 
 def test_extra_tasks_come_after_the_networks(tmp_path: Path) -> None:
@@ -134,8 +135,9 @@ def test_extra_tasks_come_after_the_networks(tmp_path: Path) -> None:
             weight: 3
         """))
     tasks, weights = job_tasks(job)
-    assert [t.name for t in tasks] == ["conv2d_NCHWc.x86", "conv2d_NCHWc.x86", "dense.x86", "tutorial/matmul"]
-    assert weights == [1.0, 1.0, 1.0, 3.0]
+    assert [t.name for t in tasks] == ["conv2d_NCHWc.x86", "conv2d_NCHWc.x86", "dense.x86", "dense_pack.x86",
+                                       "tutorial/matmul"]
+    assert weights == [1.0, 1.0, 1.0, 1.0, 3.0]
 
 
 def test_a_corrupt_onnx_file(tmp_path: Path) -> None:
@@ -193,9 +195,10 @@ def test_a_listed_task_the_network_calls_too_adds_its_weight_to_the_call_count(t
             args: [8, 8, 8, float32]
         """))
     tasks, weights = job_tasks(job)
-    assert [t.name for t in tasks] == ["conv2d_NCHWc.x86", "conv2d_NCHWc.x86", "dense.x86", "tutorial/matmul"]
+    assert [t.name for t in tasks] == ["conv2d_NCHWc.x86", "conv2d_NCHWc.x86", "dense.x86", "dense_pack.x86",
+                                       "tutorial/matmul"]
     assert tasks[2].workload == ("dense.x86", 1, 5, 8, "float32")
-    assert weights == [1.0, 1.0, 3.0, 1.0]
+    assert weights == [1.0, 1.0, 3.0, 1.0, 1.0]
 
 
 def test_token_ids_cover_the_table_they_index_and_other_integers_are_masks(tmp_path: Path) -> None:

@@ -7,8 +7,9 @@ each distinct workload becomes one ``autotvm`` task, in the order the network fi
 Winograd tasks are opt-in: with ``nn.contrib_conv2d_NCHWc_winograd`` among the requested
 operators, each convolution ``AlterOpLayout`` may make a Winograd one (3x3, stride 1) also gives
 its ``conv2d_NCHWc_winograd.x86`` task, after its direct one (``nn.conv2d``'s, when requested).
-A dense layer of several rows also gives its ``dense_pack.x86`` task, after its own (TVM's x86
-tasks of a dense layer are its packed and unpacked templates).
+A dense layer also gives its ``dense_pack.x86`` task, after its own (TVM's x86 tasks of a dense
+layer are its packed and unpacked templates); ``nn.conv3d`` gives ``conv3d_ncdhw.x86`` tasks and
+``nn.conv2d_transpose`` (one group, no dilation) ``conv2d_transpose_nchw.x86`` ones.
 :func:`task_occurrences` counts how often each workload occurs.
 
 Such tasks are alternatives: ``relay.build`` runs one of them per call.  :func:`tunable_operators`

@@ -31,6 +31,7 @@ from tunecli.errors import GraphError
 from .graph_expr import Call
 from .layout import primal_sizes
 from .ops.conv import conv2d_padding
+from .ops.define import window_pads
 from .type_infer import tensor_type_of
 
 
@@ -139,7 +140,32 @@ def _batch_matmul_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return ["batch_matmul"], facts
 
 
+def _conv3d_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+    """TVM's workload of ``conv3d_ncdhw.x86``: both tensors, the window attributes (padding in six
+    numbers) and the output dtype."""
+    data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
+    facts = {"data": _tensor(data.shape, data.dtype), "kernel": _tensor(weight.shape, weight.dtype),
+             "strides": tuple(call.attrs.strides), "padding": tuple(call.attrs.padding),
+             "dilation": tuple(call.attrs.dilation), "out_dtype": out.dtype}
+    return ["conv3d_ncdhw"], facts
+
+
+def _conv2d_transpose_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+    """TVM's workload of ``conv2d_transpose_nchw.x86`` (one group, no dilation, as TVM's x86
+    strategy): both tensors, strides, padding in four numbers, output dtype, output padding."""
+    attrs = call.attrs
+    data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
+    if attrs.groups != 1 or tuple(attrs.dilation) != (1, 1):
+        return [], {}
+    facts = {"data": _tensor(data.shape, data.dtype), "kernel": _tensor(weight.shape, weight.dtype),
+             "strides": tuple(attrs.strides),
+             "padding": tuple(int(p) for p in window_pads(call.op.name, attrs.padding, weight.shape[2:])),
+             "out_dtype": out.dtype, "output_padding": tuple(attrs.output_padding)}
+    return ["conv2d_transpose_nchw"], facts
+
+
 _KEYS = {"nn.conv2d": _conv2d_keys, "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_keys,
+         "nn.conv3d": _conv3d_keys, "nn.conv2d_transpose": _conv2d_transpose_keys,
          "nn.contrib_conv2d_NCHWc_winograd": _conv2d_winograd_keys,
          "nn.contrib_depthwise_conv2d_NCHWc": _conv2d_nchwc_keys, "nn.dense": _dense_keys,
          "nn.batch_matmul": _batch_matmul_keys}
@@ -192,20 +218,19 @@ def winograd_implementation(call: Call, target: Target) -> Implementation | None
     return Implementation(rows[0], _template_args(rows[0], facts, call))
 
 
-#: Rows that serve a dense layer of several rows as alternatives of the call's own row (TVM's
-#: ``dense_strategy`` on x86 offers both its packed and unpacked templates).
+#: Rows that serve a dense layer as alternatives of the call's own row (TVM's ``dense_strategy``
+#: on x86 offers both its packed and unpacked templates, so its extraction gives two tasks per
+#: dense layer).
 DENSE_ALTERNATIVES = ("dense_pack.x86",)
 
 
 def dense_pack_implementation(call: Call, target: Target) -> Implementation | None:
-    """The ``dense_pack.x86`` row for an ``nn.dense`` of more than one row (a transformer's
-    layers: M is the sequence length) on ``target``; None otherwise.  Its kernel takes the
-    weight in panels, which ``relay.build`` packs once at build time."""
+    """The ``dense_pack.x86`` row for an ``nn.dense`` on ``target``; None otherwise.  Its kernel
+    takes the weight in panels, which ``relay.build`` packs once at build time; untuned, the
+    call's own row (higher plevel) runs."""
     if call.op.name != "nn.dense":  # type: ignore[union-attr]
         return None
     keys, facts = _dense_keys(call)
-    if facts["M"] <= 1:
-        return None
     rows = [r for r in STRATEGIES.candidates(keys[0], target) if r.name in DENSE_ALTERNATIVES]
     return Implementation(rows[0], _template_args(rows[0], facts, call)) if rows else None
 

@@ -1,10 +1,24 @@
 """The built-in networks of ``relay.testing``: ``<net>.get_workload(...) -> (IRModule, params)``,
-params a dict of name -> ``NDArray``; the CNNs and the transformers ``bert``, ``gpt2`` and ``vit``."""
+params a dict of name -> ``NDArray``; the CNNs (the 3-D ``resnet_3d``, the DCGAN generator
+``dcgan``) and the transformers ``bert``, ``gpt2`` and ``vit``."""
 
-from . import bert, gpt2, init, layers, mobilenet, mobilenet_v2, resnet, squeezenet, transformer, vgg, vit
+from . import (
+    bert,
+    dcgan,
+    gpt2,
+    init,
+    layers,
+    mobilenet,
+    mobilenet_v2,
+    resnet,
+    resnet_3d,
+    squeezenet,
+    transformer,
+    vgg,
+    vit,
+)
 
 __all__ = [
-    "bert", "gpt2", "init", "layers", "mobilenet", "mobilenet_v2", "resnet", "squeezenet", "transformer",
-    "vgg",
-    "vit",
+    "bert", "dcgan", "gpt2", "init", "layers", "mobilenet", "mobilenet_v2", "resnet", "resnet_3d",
+    "squeezenet", "transformer", "vgg", "vit",
 ]

@@ -9,6 +9,8 @@ from tunecli.errors import GraphError
 
 from ..graph_expr import Call, Expr, Var
 from ..ops.conv import conv2d as conv2d_op
+from ..ops.conv3d import conv3d as conv3d_op
+from ..ops.conv_transpose import conv2d_transpose as conv2d_transpose_op
 from ..ops.nn import batch_norm, bias_add, dense
 
 
@@ -36,6 +38,16 @@ def batch_norm_infer(
 def conv2d(data: Expr, name: str, weight: Expr | None = None, **kwargs: Any) -> Call:
     """``nn.conv2d`` with the variable ``<name>_weight``."""
     return conv2d_op(data, weight or Var(f"{name}_weight"), **kwargs)
+
+
+def conv3d(data: Expr, name: str, weight: Expr | None = None, **kwargs: Any) -> Call:
+    """``nn.conv3d`` with the variable ``<name>_weight``."""
+    return conv3d_op(data, weight or Var(f"{name}_weight"), **kwargs)
+
+
+def conv2d_transpose(data: Expr, name: str, weight: Expr | None = None, **kwargs: Any) -> Call:
+    """``nn.conv2d_transpose`` with the variable ``<name>_weight``."""
+    return conv2d_transpose_op(data, weight or Var(f"{name}_weight"), **kwargs)
 
 
 def conv2d_bn(data: Expr, conv_name: str, bn_name: str, epsilon: float = 1e-5, **kwargs: Any) -> Expr:

@@ -129,23 +129,31 @@ def get_net(
 ) -> Function:
     """The ResNet function for ``num_layers`` (CIFAR variants for images of height <= 28)."""
     height = image_shape[0] if layout == "NHWC" else image_shape[1]
+    units, filter_list, bottle_neck = stage_plan("resnet", num_layers, height)
     data_shape = (batch_size, *image_shape)
+    return resnet(units, len(units), filter_list, num_classes, data_shape, bottle_neck, layout, dtype)
+
+
+def stage_plan(model: str, num_layers: int, height: int) -> tuple[list[int], list[int], bool]:
+    """``(units per stage, filters of the stem and each stage, bottleneck units)`` of a
+    ``num_layers`` ResNet on images of ``height`` (three CIFAR-sized stages up to 28 rows).
+
+    Raises
+    ------
+    GraphError
+        Naming ``model`` when no such variant exists.
+    """
     if height <= 28:
-        num_stages = 3
         if (num_layers - 2) % 9 == 0 and num_layers >= 164:
-            per_unit, filter_list, bottle_neck = (num_layers - 2) // 9, [16, 64, 128, 256], True
-        elif (num_layers - 2) % 6 == 0 and num_layers < 164:
-            per_unit, filter_list, bottle_neck = (num_layers - 2) // 6, [16, 16, 32, 64], False
-        else:
-            raise GraphError(f"resnet: no {num_layers}-layer variant for images of height {height}")
-        units = [per_unit] * num_stages
-    else:
-        if num_layers not in _UNITS:
-            raise GraphError(f"resnet: num_layers {num_layers}; choose from {sorted(_UNITS)}")
-        num_stages, units = 4, _UNITS[num_layers]
-        bottle_neck = num_layers >= 50
-        filter_list = [64, 256, 512, 1024, 2048] if bottle_neck else [64, 64, 128, 256, 512]
-    return resnet(units, num_stages, filter_list, num_classes, data_shape, bottle_neck, layout, dtype)
+            return [(num_layers - 2) // 9] * 3, [16, 64, 128, 256], True
+        if (num_layers - 2) % 6 == 0 and num_layers < 164:
+            return [(num_layers - 2) // 6] * 3, [16, 16, 32, 64], False
+        raise GraphError(f"{model}: no {num_layers}-layer variant for images of height {height}")
+    if num_layers not in _UNITS:
+        raise GraphError(f"{model}: num_layers {num_layers}; choose from {sorted(_UNITS)}")
+    bottle_neck = num_layers >= 50
+    filters = [64, 256, 512, 1024, 2048] if bottle_neck else [64, 64, 128, 256, 512]
+    return _UNITS[num_layers], filters, bottle_neck
 
 
 def get_workload(

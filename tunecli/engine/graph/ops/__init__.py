@@ -3,6 +3,7 @@
 from . import (
     broadcast,
     conv,
+    conv3d,
     conv_transpose,
     conv_winograd,
     layer_norm,
@@ -18,6 +19,6 @@ from . import (
 )
 
 __all__ = [
-    "broadcast", "conv", "conv_transpose", "conv_winograd", "layer_norm", "nn", "pool", "reduce", "replicate",
-    "resize", "selection", "slicing", "transform", "unary",
+    "broadcast", "conv", "conv_transpose", "conv_winograd", "conv3d", "layer_norm", "nn", "pool", "reduce",
+    "replicate", "resize", "selection", "slicing", "transform", "unary",
 ]

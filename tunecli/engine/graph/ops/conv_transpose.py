@@ -1,5 +1,7 @@
 """Transposed 2-D convolution: ``nn.conv2d_transpose`` (NCHW data, IOHW weights as PyTorch and
-ONNX store them; pattern OUT_ELEMWISE_FUSABLE, computed by its plain definition)."""
+ONNX store them; pattern OUT_ELEMWISE_FUSABLE, tunable: one group without dilation runs its
+strategy row, ``conv2d_transpose_nchw.x86`` on a CPU; other calls, and targets without a row,
+its plain definition)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from tunecli.errors import GraphError
 
 from ..graph_expr import Call, Expr
 from ..op_registry import Attrs, OpPattern, Solved, expect, tensor_arg
@@ -84,7 +88,7 @@ def _reference(attrs: Conv2DTransposeAttrs, x: np.ndarray, w: np.ndarray) -> np.
 
 register_op(
     "nn.conv2d_transpose", ("data", "weight"), _relation, _reference, OpPattern.OUT_ELEMWISE_FUSABLE,
-    Conv2DTransposeAttrs,
+    Conv2DTransposeAttrs, strategy_op="conv2d_transpose_nchw",
 )
 
 
@@ -98,9 +102,19 @@ def conv2d_transpose(
     groups: int = 1,
     channels: int | None = None,
     kernel_size: Any = None,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "IOHW",
+    out_layout: str = "",
+    out_dtype: str = "",
 ) -> Call:
     """The gradient of ``nn.conv2d`` with respect to its data (``relay.nn.conv2d_transpose``):
-    each input pixel scatters ``weight`` into a ``strides``-spaced output, ``padding`` then cut."""
+    each input pixel scatters ``weight`` into a ``strides``-spaced output, ``padding`` then cut.
+    TVM's layout and dtype keywords are accepted with the values computed here (NCHW data, IOHW
+    weights, the data's dtype)."""
+    layouts = (data_layout, kernel_layout, out_layout or data_layout)
+    if layouts != ("NCHW", "IOHW", "NCHW") or out_dtype not in ("", "same"):
+        raise GraphError(f"nn.conv2d_transpose: only NCHW data, IOHW weights and the data's dtype are "
+                         f"supported, got {'/'.join(layouts)} out_dtype={out_dtype!r}")
     attrs = Conv2DTransposeAttrs(
         int_tuple(strides, 2, "strides"),
         int_tuple(padding, 2, "padding"),
