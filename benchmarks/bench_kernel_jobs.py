@@ -21,6 +21,7 @@ Usage::
     .venv/bin/python benchmarks/bench_kernel_jobs.py                   # untuned (fallback configs)
     .venv/bin/python benchmarks/bench_kernel_jobs.py --log logs/resnet18_conv2d.log   # tuned
     .venv/bin/python benchmarks/bench_kernel_jobs.py --as-named --layers 8 11         # the old template
+    .venv/bin/python benchmarks/bench_kernel_jobs.py --cpu-time        # a loaded machine: CPU seconds
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -63,12 +65,17 @@ def main() -> None:
     parser.add_argument("--tune", type=int, metavar="TRIALS",
                         help="first tune the layers TRIALS trials each (XGB) as the kernel job does, into "
                              "--log (default: a temporary log), and use that log")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="1 thread, each side timed by this process's CPU seconds per call instead of "
+                             "wall time: on a loaded machine a descheduled kernel then costs nothing extra")
     parser.add_argument("--quick", action="store_true",
                         help="layers 2, 8 and 10; 3 rounds of 5 calls (with --tune: at most 8 trials)")
     opts = parser.parse_args()
     if opts.quick:
         opts.layers, opts.rounds, opts.number, opts.settle = opts.layers or [2, 8, 10], 3, 5, 0.2
         opts.tune = min(opts.tune, 8) if opts.tune else opts.tune
+    if opts.cpu_time:
+        opts.threads = [1]
     print(_common.load_line())
     print(_common.sgemm_peak_line(opts.threads))
     job = load_job(opts.job)
@@ -101,10 +108,16 @@ def main() -> None:
             sess = conv_session(data, weight, pair(stride, "stride"), pads, 1, n)
             feed = {"x": data}
             np.testing.assert_allclose(out, sess.run(None, feed)[0], rtol=1e-3, atol=1e-2)
-            ((ours, theirs),) = _common.interleaved_medians(
-                label, task.flop, partial(mod, data, packed, out), partial(sess.run, None, feed),
-                set_num_threads, opts.rounds, opts.number, settle=opts.settle, threads=[n],
-                theirs_name="onnxruntime").values()
+            calls = partial(mod, data, packed, out), partial(sess.run, None, feed)
+            if opts.cpu_time:
+                ours, theirs = _cpu_medians(*calls, opts.rounds, opts.number, opts.settle)
+                print(f"{label:<28} threads=1  ours {ours * 1e3:7.3f} ms CPU, onnxruntime "
+                      f"{theirs * 1e3:7.3f} ms CPU, ours/onnxruntime {ours / theirs:5.2f}x  (medians of "
+                      f"{opts.rounds} rounds x {opts.number} calls)")
+            else:
+                ((ours, theirs),) = _common.interleaved_medians(
+                    label, task.flop, *calls, set_num_threads, opts.rounds, opts.number, settle=opts.settle,
+                    threads=[n], theirs_name="onnxruntime").values()
             totals[n][0] += ours
             totals[n][1] += theirs
             worst[n] = max(worst[n], (ours / theirs, label))
@@ -113,6 +126,22 @@ def main() -> None:
               f"ours/onnxruntime time {ours / theirs if theirs else float('nan'):.2f}x; slowest layer "
               f"against onnxruntime: {worst[n][1]} at {worst[n][0]:.2f}x its time")
     print(_common.peak_memory_line())
+
+
+def _cpu_medians(ours: Callable[[], object], theirs: Callable[[], object], rounds: int, number: int,
+                 settle: float) -> tuple[float, float]:
+    """Median CPU seconds per call of each, in alternate batches on 1 thread."""
+    set_num_threads(1)
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(rounds):
+        for fn, out in zip((ours, theirs), times, strict=True):
+            time.sleep(settle)
+            _common.warm_up(fn)
+            start = time.process_time()
+            for _ in range(number):
+                fn()
+            out.append((time.process_time() - start) / number)
+    return _common.median(times[0]), _common.median(times[1])
 
 
 def _tune(job: Job, layers: list[int], trials: int, log: str | None) -> str:
