@@ -22,6 +22,7 @@ from tunecli.errors import CodegenError
 
 from . import emit_intrinsic
 from .convert import convert, from_memory
+from .expr_sharing import NOT_SHARED, SharedValues
 from .llvm_types import I1, I64, constant, dtype_of, element_bytes, memory_type, value_type
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class ExprEmitter:
         self.buffers: dict[Buffer, ir.Value] = {}
         self.mask: ir.Value | None = None  # lanes of a vector Select being evaluated
         self._safe_memo: dict[int, tuple[E.Expr, bool]] = {}  # id -> (node kept alive, is_safe)
+        self.shared = SharedValues()  # cleared by the statement emitter at each statement
         self._table = {
             E.IntImm: self._const, E.FloatImm: self._const, E.Var: self._var,
             E.Add: self._arith, E.Sub: self._arith, E.Mul: self._arith, E.Div: self._div,
@@ -83,7 +85,13 @@ class ExprEmitter:
         method = self._table.get(type(e))
         if method is None:
             raise CodegenError(f"codegen: cannot emit expression {type(e).__name__} ({e})")
-        return method(e)
+        if isinstance(e, NOT_SHARED):
+            return method(e)
+        value = self.shared.get(e, self.builder.block, self.mask)
+        if value is None:
+            value = method(e)
+            self.shared.put(e, self.builder.block, self.mask, value)
+        return value
 
     def declare(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
         """Return the function ``name`` of this module, declaring it on first use."""
@@ -120,9 +128,11 @@ class ExprEmitter:
         """Bind ``var`` to ``value`` for the duration of a ``with`` block (restoring any outer binding)."""
         outer = self.vars.get(var)
         self.vars[var] = value
+        self.shared.clear()
         try:
             yield
         finally:
+            self.shared.clear()
             if outer is None:
                 del self.vars[var]
             else:

@@ -1,0 +1,73 @@
+"""Values of structurally equal expressions emitted once within a statement.
+
+Unrolled loops repeat subexpressions as distinct but equal trees (a Winograd transform's terms, the
+index arithmetic of neighbouring elements).  :class:`SharedValues` lets an emitter reuse the LLVM
+value of an equal expression emitted earlier *in the same basic block, under the same vector mask*
+(the value dominates the use), as long as no variable was rebound and no statement ran in between
+(the emitter clears it then): a load is shared only between reads that no store separates.
+
+Structure is interned bottom-up to small integers (:meth:`SharedValues.structure`), so each node
+is keyed once: variables, buffers and other non-node attributes by identity, constants by type,
+dtype and ``repr`` of their value (``0.0`` and ``-0.0`` differ).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir
+
+from tunecli.engine.ir import expr as E
+
+#: Expressions never shared: leaves (cheaper to emit than to key), calls (may have effects) and
+#: lets (bind a variable).
+NOT_SHARED = (E.IntImm, E.FloatImm, E.Var, E.Call, E.Let)
+_EXTRA = ("name", "lanes", "buffer", "tensor", "combiner")
+
+
+class SharedValues:
+    """The emitted values of one emitter's current statement, by (block, structure, mask)."""
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[int, int, int], tuple[ir.Value, ir.Block, Any]] = {}
+        self._ids: dict[int, tuple[Any, int]] = {}  # id(node) -> (node kept alive, structure)
+        self._structures: dict[tuple, int] = {}
+
+    def clear(self) -> None:
+        """Forget the values (a statement starts, a variable is bound or unbound)."""
+        self._values.clear()
+
+    def get(self, e: E.Expr, block: ir.Block, mask: ir.Value | None) -> ir.Value | None:
+        """The value of an expression equal to ``e`` emitted in ``block`` under ``mask``, or None."""
+        hit = self._values.get((id(block), self.structure(e), id(mask)))
+        return hit[0] if hit is not None else None
+
+    def put(self, e: E.Expr, block: ir.Block, mask: ir.Value | None, value: ir.Value) -> None:
+        """Remember ``value`` as ``e``'s in ``block`` (where its emission ended) under ``mask``."""
+        self._values[(id(block), self.structure(e), id(mask))] = (value, block, mask)
+
+    def structure(self, node: Any) -> int:
+        """The interned structure of ``node`` (equal trees get equal numbers)."""
+        hit = self._ids.get(id(node))
+        if hit is not None:
+            return hit[1]
+        if isinstance(node, tuple):
+            parts: tuple = ("tuple", *(self.structure(x) for x in node))
+        elif isinstance(node, E.Var):
+            parts = ("var", id(node))
+        elif isinstance(node, E.ConstExpr):
+            parts = (type(node), node.dtype, repr(node.value))
+        elif not hasattr(node, "_fields"):
+            parts = ("object", id(node))
+        else:
+            extra = tuple((a, _attribute(getattr(node, a))) for a in _EXTRA
+                          if a not in node._fields and hasattr(node, a))
+            parts = (type(node), node.dtype, extra, *(self.structure(getattr(node, f)) for f in node._fields))
+        number = self._structures.setdefault(parts, len(self._structures))
+        self._ids[id(node)] = (node, number)
+        return number
+
+
+def _attribute(value: Any) -> Any:
+    """A name or lane count by value, anything else (a buffer, a tensor) by identity."""
+    return value if isinstance(value, (str, int)) else ("object", id(value))
