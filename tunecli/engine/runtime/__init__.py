@@ -6,7 +6,7 @@ Modules::
     cpu.py      CPUDevice: the host (LLJIT linking, ctypes launches, guard-page arrays)
     cuda.py     CUDADevice: NVIDIA GPUs through the driver API of cuda-bindings (PTX, CUDA events)
     openmp.py   the thread count of parallel loops (set_num_threads, TUNECLI_NUM_THREADS)
-    thread_pool.py  the pool of threads that runs parallel loops in chunks
+    thread_pool.py  the pool of threads that runs parallel loops in chunks (its IR: thread_pool_ir.py)
     timer.py    time_calls: TVM's time_evaluator loop on the host clock
     devices.py  the table of device kinds: device(name | type | target), cpu(), device_for_target()
     ndarray.py  NDArray, array(), empty(): TVM's nd face over a device's memory
