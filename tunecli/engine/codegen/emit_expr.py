@@ -17,7 +17,6 @@ from llvmlite import ir
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.stmt import Buffer
-from tunecli.engine.ir.visitor import post_order
 from tunecli.errors import CodegenError
 
 from . import emit_intrinsic
@@ -30,20 +29,6 @@ if TYPE_CHECKING:
 
 FLOAT_FLAGS = ("contract",)
 _CMP = {E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=", E.EQ: "==", E.NE: "!="}
-
-
-def is_safe(e: E.Expr) -> bool:
-    """True when evaluating ``e`` cannot fault: it reads no memory and divides no integers."""
-    unsafe = []
-
-    def check(n):
-        if isinstance(n, E.BufferLoad) or (
-                isinstance(n, (E.Div, E.FloorDiv, E.FloorMod)) and not dtype_of(n.dtype).is_float
-                and not _nonzero_constant(n.b)):
-            unsafe.append(n)
-
-    post_order(e, check)
-    return not unsafe
 
 
 def _nonzero_constant(e: E.Expr) -> bool:
@@ -278,7 +263,8 @@ class ExprEmitter:
         return phi
 
     def _safe(self, e: E.Expr) -> bool:
-        """:func:`is_safe`, remembered for every node below ``e`` (nested Selects ask again)."""
+        """True when evaluating ``e`` cannot fault: it reads no memory and divides no integers
+        (remembered for every node below ``e``: nested Selects ask again)."""
         hit = self._safe_memo.get(id(e))
         if hit is not None:
             return hit[1]
