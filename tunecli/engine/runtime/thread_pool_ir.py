@@ -78,6 +78,13 @@ class _PoolIR:
         if self.pause_asm:
             b.asm(ir.FunctionType(VOID, []), self.pause_asm, "~{memory}", [], side_effect=True)
 
+    def _spin_step(self, b: ir.IRBuilder, count: ir.Value, again: ir.Block, give_up: ir.Block) -> None:
+        """One pause of a spin: on to ``again`` while fewer than ``spin_count``, else to ``give_up``."""
+        self._pause(b)
+        c = b.add(b.load(count), _c(1))
+        b.store(c, count)
+        b.cbranch(b.icmp_unsigned("<", c, b.load(self.spin, typ=I32)), again, give_up)
+
     def _futex(self, b: ir.IRBuilder, word: Any, op: int, value: ir.Value) -> None:
         b.call(self.syscall, [_c(self.sys_futex, I64), word, _c(op), value, ir.Constant(PTR, None),
                               ir.Constant(PTR, None), _c(0)])
@@ -204,10 +211,7 @@ class _PoolIR:
         new = b.icmp_unsigned("!=", s, b.load(seen))
         b.cbranch(new, blocks["woken"], blocks["poll"])
         b.position_at_end(blocks["poll"])
-        self._pause(b)
-        c = b.add(b.load(count), _c(1))
-        b.store(c, count)
-        b.cbranch(b.icmp_unsigned("<", c, b.load(self.spin, typ=I32)), blocks["spin"], blocks["sleep"])
+        self._spin_step(b, count, blocks["spin"], blocks["sleep"])
         b.position_at_end(blocks["sleep"])
         b.atomic_rmw("add", self.sleepers, _c(1), "seq_cst")
         s2 = self._load(b, self.seq, I32)
@@ -312,10 +316,7 @@ class _PoolIR:
         finished = b.icmp_unsigned("==", self._load(b, self.done, I32, "acquire"), target)
         b.cbranch(finished, bl["finish"], bl["poll"])
         b.position_at_end(bl["poll"])
-        self._pause(b)
-        c = b.add(b.load(count), _c(1))
-        b.store(c, count)
-        b.cbranch(b.icmp_unsigned("<", c, b.load(self.spin, typ=I32)), bl["wait"], bl["sleep"])
+        self._spin_step(b, count, bl["wait"], bl["sleep"])
         b.position_at_end(bl["sleep"])
         self._store(b, _c(1), self.caller_sleeps)
         d = self._load(b, self.done, I32)
