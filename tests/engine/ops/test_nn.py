@@ -95,8 +95,12 @@ def test_dense_int8_and_packed_form():
     np.testing.assert_array_equal(run(plain, [data, weight], [a, w]), want)
     packed = dense_pack(data, weight, 16, out_dtype="int32")
     np.testing.assert_array_equal(run(packed, [data, weight], [a, w]), want)
+    # panels that do not divide N (the last one padded), over padded rows: the same result
+    ragged = dense_pack(data, weight, 5, out_dtype="int32", rows=8, panels=8)
+    assert tuple(ragged.shape) == (3, 32) and tuple(ragged.op.input_tensors[0].shape) == (8, 40)
+    np.testing.assert_array_equal(run(ragged, [data, weight], [a, w]), want)
     with pytest.raises(ExprError):
-        dense_pack(data, weight, 5)
+        dense_pack(data, weight, 5, panels=6)
 
 
 @pytest.mark.parametrize("xb,yb,trans_a,trans_b", [

@@ -164,11 +164,11 @@ def dense_python(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None =
     return out.astype(out_dtype)
 
 
-def pack_dense_weight(weight: np.ndarray, bn: int) -> np.ndarray:
-    """The ``[ceil(N / bn), K, bn]`` panels of a ``[N, K]`` weight (``nn.pack_weight`` in numpy: the
-    last panel's columns past N repeat row N - 1)."""
+def pack_dense_weight(weight: np.ndarray, bn: int, panels: int | None = None) -> np.ndarray:
+    """The ``[ceil(N / bn), K, bn]`` panels (or ``panels`` of them) of a ``[N, K]`` weight
+    (``nn.pack_weight`` in numpy: columns past N repeat row N - 1)."""
     n, k = weight.shape
-    rows = np.minimum(np.arange(-(-n // bn) * bn), n - 1)
+    rows = np.minimum(np.arange((-(-n // bn) if panels is None else panels) * bn), n - 1)
     return np.ascontiguousarray(weight[rows].reshape(-1, bn, k).transpose(0, 2, 1))
 
 

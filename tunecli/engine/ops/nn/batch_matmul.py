@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
-from tunecli.engine.ir import expr as E
 from tunecli.errors import ExprError
 
-from .dense import unpad
+from .dense import clamped, unpad
 
 
 def batch_matmul(tensor_a: te.Tensor, tensor_b: te.Tensor, oshape: Sequence[int] | None = None,
@@ -64,7 +63,8 @@ def batch_matmul(tensor_a: te.Tensor, tensor_b: te.Tensor, oshape: Sequence[int]
 
 
 def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None = None,
-                      transpose_a: bool = False, transpose_b: bool = True) -> te.Tensor:
+                      transpose_a: bool = False, transpose_b: bool = True,
+                      rows: int | None = None) -> te.Tensor:
     """Batch matmul reading ``y`` in ``bn``-wide panels where rows of ``y`` are not contiguous.
 
     With ``transpose_b`` (``y [B, N, K]``), or when ``bn`` does not divide N, a stage packs ``y``
@@ -84,6 +84,9 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
     out_dtype : str, optional
         Accumulation and output type.
     transpose_a, transpose_b : bool
+    rows : int, optional
+        Rows to compute the product over, when more than M (rows past M read row M - 1; the
+        result is the first M).
 
     Returns
     -------
@@ -96,8 +99,9 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
     n, ky = (y1, y2) if transpose_b else (y2, y1)
     if kdim != ky or (xb != yb and 1 not in (xb, yb)):
         raise ExprError(f"batch_matmul_pack: shapes {x.shape} and {y.shape} do not match")
-    if bn < 1:
-        raise ExprError(f"batch_matmul_pack: panel width {bn} is not positive")
+    rows = m if rows is None else rows
+    if bn < 1 or rows < m:
+        raise ExprError(f"batch_matmul_pack: panel width {bn} or {rows} rows for {m}")
     out_dtype = x.dtype if out_dtype is None else out_dtype
     k = te.reduce_axis((0, kdim), name="k")
 
@@ -108,9 +112,7 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
     padded = -(-n // bn) * bn
     if transpose_b or padded != n:
         def _panel(b: Any, z: Any, kk: Any, v: Any) -> Any:
-            j = z * bn + v
-            if padded != n:  # a clamped read, not a select: the padding columns are discarded
-                j = E.Min(j, E.const(n - 1, j.dtype))
+            j = z * bn + v if padded == n else clamped(z * bn + v, n)
             return y[b, j, kk] if transpose_b else y[b, kk, j]
 
         packed = te.compute((yb, padded // bn, kdim, bn), _panel, name="packed_y",
@@ -123,12 +125,13 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
             return y[b if yb != 1 else 0, k, j]
 
     product = te.compute(
-        (max(xb, yb), m, padded),
-        lambda b, i, j: te.sum(_x(b, i).astype(out_dtype) * _y(b, j).astype(out_dtype), axis=k),
+        (max(xb, yb), rows, padded),
+        lambda b, i, j: te.sum(_x(b, i if rows == m else clamped(i, m)).astype(out_dtype)
+                               * _y(b, j).astype(out_dtype), axis=k),
         name="T_batch_matmul_pack",
         tag="batch_matmul",
     )
-    return product if padded == n else unpad(product, n)
+    return unpad(product, (m, n))
 
 
 def _shape3(t: te.Tensor, what: str) -> tuple[int, int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tunecli.engine import te
@@ -49,22 +50,25 @@ def dense(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None = None,
     return matmul
 
 
-def pack_weight(weight: te.Tensor, bn: int, name: str = "packed_weight") -> te.Tensor:
-    """Re-layout a ``[N, K]`` weight into ``[ceil(N / bn), K, bn]`` panels; when ``bn`` does not
-    divide N the last panel's columns past N repeat row N - 1 (a clamped read: the product's
-    columns they give are dropped by ``dense_packed(..., units=N)``)."""
+def pack_weight(weight: te.Tensor, bn: int, name: str = "packed_weight",
+                panels: int | None = None) -> te.Tensor:
+    """Re-layout a ``[N, K]`` weight into ``[ceil(N / bn), K, bn]`` panels (or ``panels`` of them);
+    columns past N repeat row N - 1 (a clamped read: the product's columns they give are
+    dropped by ``dense_packed(..., units=N)``)."""
     n, k = weight.shape
-    if bn < 1:
-        raise ExprError(f"pack_weight: panel width {bn} is not positive")
+    panels = -(-n // bn) if panels is None else panels
+    if bn < 1 or panels * bn < n:
+        raise ExprError(f"pack_weight: {panels} panels of {bn} do not hold {n} rows")
 
     def panel(z: Any, y: Any, x: Any) -> Any:
         row = z * bn + x
-        return weight[row if n % bn == 0 else E.Min(row, E.const(n - 1, row.dtype)), y]
+        return weight[row if panels * bn == n else clamped(row, n), y]
 
-    return te.compute((-(-n // bn), k, bn), panel, name=name, tag="injective,layout_transform")
+    return te.compute((panels, k, bn), panel, name=name, tag="injective,layout_transform")
 
 
-def dense_pack(data: te.Tensor, weight: te.Tensor, bn: int, out_dtype: str | None = None) -> te.Tensor:
+def dense_pack(data: te.Tensor, weight: te.Tensor, bn: int, out_dtype: str | None = None,
+               rows: int | None = None, panels: int | None = None) -> te.Tensor:
     """Dense with the weight packed into ``bn``-wide panels (TVM's ``dense_pack.x86`` compute).
 
     Parameters
@@ -77,6 +81,9 @@ def dense_pack(data: te.Tensor, weight: te.Tensor, bn: int, out_dtype: str | Non
         Panel width (when it does not divide N, the last panel is padded: ``pack_weight``).
     out_dtype : str, optional
         Accumulation and output type.
+    rows, panels : int, optional
+        Rows and panels the product is computed over, when more than M and ``ceil(N / bn)``
+        (``dense_packed``).
 
     Returns
     -------
@@ -85,11 +92,12 @@ def dense_pack(data: te.Tensor, weight: te.Tensor, bn: int, out_dtype: str | Non
         (the product is the result, or the input of its ``UNPAD_TAG`` stage).
     """
     _check_dense_shapes(data, weight, None)
-    return dense_packed(data, pack_weight(weight, bn), out_dtype, units=weight.shape[0])
+    return dense_packed(data, pack_weight(weight, bn, panels=panels), out_dtype, units=weight.shape[0],
+                        rows=rows)
 
 
 def dense_packed(data: te.Tensor, packed_weight: te.Tensor, out_dtype: str | None = None,
-                 units: int | None = None) -> te.Tensor:
+                 units: int | None = None, rows: int | None = None) -> te.Tensor:
     """Dense with a weight already packed into ``[N // bn, K, bn]`` panels.
 
     Parameters
@@ -102,12 +110,14 @@ def dense_packed(data: te.Tensor, packed_weight: te.Tensor, out_dtype: str | Non
         Accumulation and output type.
     units : int, optional
         N, when the panels are padded past it (default: all of their ``N // bn * bn`` columns).
+    rows : int, optional
+        Rows to compute the product over, when more than M (rows past M repeat row M - 1).
 
     Returns
     -------
     te.Tensor
-        ``[M, N]``: the product tagged ``dense_pack``, or (padded panels) the first ``units``
-        columns of the product, a stage tagged ``UNPAD_TAG``.
+        ``[M, N]``: the product tagged ``dense_pack``, or (padded rows or panels) the product's
+        first M rows and ``units`` columns, a stage tagged ``UNPAD_TAG`` (``unpad``).
     """
     if len(data.shape) != 2 or len(packed_weight.shape) != 3 or data.shape[1] != packed_weight.shape[1]:
         raise ExprError(f"dense_packed: data [M, K] and packed weight [N // bn, K, bn] expected, got "
@@ -116,24 +126,36 @@ def dense_packed(data: te.Tensor, packed_weight: te.Tensor, out_dtype: str | Non
     m, kdim = data.shape
     nb, _, bn = packed_weight.shape
     packw = packed_weight
-    if units is not None and not (nb - 1) * bn < units <= nb * bn:
-        raise ExprError(f"dense_packed: {units} units do not fill {nb} panels of {bn}")
+    units = nb * bn if units is None else units
+    rows = m if rows is None else rows
+    if not 0 < units <= nb * bn or rows < m:
+        raise ExprError(f"dense_packed: {units} units and {rows} rows do not fit {nb} panels of {bn} "
+                        f"and {m} rows")
     k = te.reduce_axis((0, kdim), name="k")
     product = te.compute(
-        (m, nb * bn),
+        (rows, nb * bn),
         lambda y, x: te.sum(
-            data[y, k].astype(out_dtype) * packw[x // bn, k, x % bn].astype(out_dtype), axis=k),
+            data[y if rows == m else clamped(y, m), k].astype(out_dtype)
+            * packw[x // bn, k, x % bn].astype(out_dtype), axis=k),
         name="T_dense_pack",
         tag="dense_pack",
     )
-    return product if units in (None, nb * bn) else unpad(product, units)
+    return unpad(product, (m, units))
 
 
-def unpad(product: te.Tensor, units: int) -> te.Tensor:
-    """The first ``units`` entries of ``product``'s last axis (a product computed over padded
-    panels), a stage tagged ``UNPAD_TAG`` whose input is the product."""
-    *outer, _ = product.shape
-    return te.compute((*outer, units), lambda *i: product(*i), name=f"{product.op.name}_unpad",
+def clamped(index: E.Expr, extent: int) -> E.Expr:
+    """``min(index, extent - 1)``: a padded row or column, whose results are dropped, reads the
+    last real one (a plain load, where a guard would mask every vector or branch)."""
+    return E.Min(index, E.const(extent - 1, index.dtype))
+
+
+def unpad(product: te.Tensor, shape: Sequence[int]) -> te.Tensor:
+    """The leading ``shape`` part of ``product`` (computed over padded rows or panels), a stage
+    tagged ``UNPAD_TAG`` whose input is the product; ``product`` itself when it is that shape."""
+    if tuple(int(d) for d in product.shape[-len(shape):]) == tuple(shape):
+        return product
+    outer = tuple(product.shape[: len(product.shape) - len(shape)])
+    return te.compute((*outer, *shape), lambda *i: product(*i), name=f"{product.op.name}_unpad",
                       tag=f"injective,{UNPAD_TAG}")
 
 

@@ -18,8 +18,9 @@ width) so every tile reads contiguous vectors; ``[B, K, N]`` operands are read i
 A fallback config (no record) is one register tile per block, sized to the target's vectors as
 ``dense.x86``'s (``gemm.fallback_gemm_tile``), and ``tile_k``'s inner factor the largest divisor
 of K up to 16.  For a ragged M or N (``gemm.ragged_rows`` / ``ragged_columns``: ViT's 197
-tokens) that tile need not divide them: the last block's rows are guarded, and ``tensor_b`` is
-packed in padded panels (also when not transposed), the product computed over the padded width.
+tokens) that tile need not divide them: the product is computed over whole tiles
+(``gemm.padded``: padded rows read the last row of ``tensor_a``, ``tensor_b`` is packed in
+padded panels, also when not transposed) and its first M x N are the result.
 The knobs stay TVM's divisors; a tuned config's block of a ragged M may still leave a tail of
 rows in its register tiles.
 """
@@ -40,6 +41,7 @@ from tunecli.engine.ops.x86.dense import out_dtype_for
 from tunecli.engine.ops.x86.gemm import (
     MAX_KK,
     fallback_gemm_tile,
+    padded,
     panel_output_and_accumulator,
     panel_widths,
     tile_rows,
@@ -114,7 +116,8 @@ def batch_matmul_x86_compute(cfg: Any, x: te.Tensor, y: te.Tensor, out_dtype: st
     b, m, n, k = batch_matmul_dims(x.shape, y.shape, trans_x, trans_y)
     define_batch_matmul_space(cfg, m, n, k)
     cfg.add_flop(2 * b * m * n * k)
-    return batch_matmul_pack(x, y, cfg["tile_x"].size[-1], out_dtype, trans_x, trans_y)
+    return batch_matmul_pack(x, y, cfg["tile_x"].size[-1], out_dtype, trans_x, trans_y,
+                             rows=padded(m, cfg["tile_y"]))
 
 
 def register_tile(block_y: int, block_x: int, lanes: int, registers: int) -> tuple[int, int]:

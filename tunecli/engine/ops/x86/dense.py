@@ -5,8 +5,8 @@ features), ``dtype`` ("float32", or "int8" which accumulates and outputs int32).
 ``x86.gemm``.
 
 The kernel a task measures takes the weight already packed in the config's panels: arguments
-``data [M, K]``, ``packed_weight [ceil(N / NR), K, NR]`` (``NR``: ``tile_x``'s inner factor;
-a ragged N's may not divide it: the last panel is padded), output ``[M, N]`` (the strategy's
+``data [M, K]``, ``packed_weight [N / NR, K, NR]`` (``NR``: ``tile_x``'s inner factor; for a
+ragged N, ``gemm.padded`` panels: the last ones padded), output ``[M, N]`` (the strategy's
 ``pack`` hook, as ``conv2d_NCHWc.x86`` takes its kernel blocked).  A graph computes the same
 row on its ``weight [N, K]``: the packing is then a stage of the kernel that ``relay.build``
 evaluates once at build time when the weight is a constant (``graph.constant_stages``), so a
@@ -23,7 +23,7 @@ from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.nn.dense import dense_pack, dense_packed
 from tunecli.engine.ops.strategy import OpCall, Strategy
-from tunecli.engine.ops.x86.gemm import define_gemm_space, schedule_gemm
+from tunecli.engine.ops.x86.gemm import define_gemm_space, padded, schedule_gemm
 from tunecli.engine.schedule import Schedule
 from tunecli.errors import InstantiationError
 
@@ -46,7 +46,7 @@ def pack_dense_weight(cfg: Any, call: OpCall) -> OpCall:
     (m, k), n = data.shape, weight.shape[0]
     define_gemm_space(cfg, m, n, k)
     nr = cfg["tile_x"].size[-1]
-    packed = te.placeholder((-(-n // nr), k, nr), dtype=weight.dtype, name="packed_weight")
+    packed = te.placeholder((padded(n, cfg["tile_x"]) // nr, k, nr), dtype=weight.dtype, name="packed_weight")
     return OpCall((data, packed), call.attrs)
 
 
@@ -61,12 +61,13 @@ def dense_pack_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: 
     define_gemm_space(cfg, m, n, k)
     cfg.add_flop(2 * m * n * k)
     nr = cfg["tile_x"].size[-1]
+    rows, panels = padded(m, cfg["tile_y"]), padded(n, cfg["tile_x"]) // nr
     if not packed:
-        return dense_pack(data, weight, nr, out_dtype)
-    if weight.shape[2] != nr or weight.shape[0] != -(-n // nr):
+        return dense_pack(data, weight, nr, out_dtype, rows=rows, panels=panels)
+    if weight.shape[2] != nr or weight.shape[0] != panels:
         raise InstantiationError(f"dense.x86: the weight is packed in {weight.shape[0]} panels of "
-                                 f"{weight.shape[2]}, the config's are {-(-n // nr)} of {nr}")
-    return dense_packed(data, weight, out_dtype, units=n)
+                                 f"{weight.shape[2]}, the config's are {panels} of {nr}")
+    return dense_packed(data, weight, out_dtype, units=n, rows=rows)
 
 
 def schedule_dense_pack(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:

@@ -13,9 +13,11 @@ vector registers).  Knobs (first defined varies fastest in the flat index):
 ``unroll_k``  0/1: unroll the inner ``kk`` reduction loop
 
 A ragged M (``ragged_rows``: a prime sequence length such as 197, whose divisors give one-row
-tiles) splits into ``[-1, tiles, MR]`` for every ``MR`` up to 16, the last tile's rows guarded;
-a ragged N (``ragged_columns``: a vocabulary of 50257) also gets panels of ``RAGGED_PANELS``, the
-last one padded, the product computed over the padded width and its first N columns the result.
+tiles) splits into ``[-1, tiles, MR]`` for every ``MR`` up to 16; a ragged N (``ragged_columns``:
+a vocabulary of 50257) also gets panels of ``RAGGED_PANELS``.  The product is then computed over
+whole tiles (``padded``: extra rows read the last row of the data, extra panels repeat the last
+weight row) and its first M x N are the result (an ``unpad`` stage): the accumulation has no
+guards, only the stores of the last tiles.
 
 A fallback config (no record) is a register tile chosen for the target's vector width: as many
 independent accumulator vectors as fit the registers (``fallback_register_tile``), panels a whole
@@ -26,6 +28,7 @@ panel once with several accumulators per ``k``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,6 +96,13 @@ def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
         tiles = -(-m // mr) * -(-n // nr)
         cfg["parallel"] = OtherOptionEntity(int(tiles > 1 and m * n * k >= PARALLEL_MIN_MACS))
         cfg["unroll_k"] = OtherOptionEntity(1)
+
+
+def padded(extent: int, split: SplitEntity) -> int:
+    """``extent`` rounded up to a whole number of ``split``'s inner tiles (the product of its
+    inner factors): what a product is computed over so that no tile of it is partial."""
+    step = math.prod(split.size[1:])
+    return -(-extent // step) * step
 
 
 def ragged_rows(m: int) -> bool:
@@ -165,9 +175,9 @@ def panel_output_and_accumulator(s: Schedule, outs: Sequence[te.Tensor],
                                  epilogue: te.Tensor | None) -> tuple[te.Tensor, te.Tensor, te.Tensor]:
     """``(output, accumulator, product)`` of a GEMM group (``epilogue.output_and_accumulator``).
 
-    A product computed over padded panels (its result a ``UNPAD_TAG`` stage) is itself the
-    accumulator, computed per tile of the output (the unpadding and any epilogue inlined): its
-    tiles stay within the padded width, so only the output's stores of the last panel are
+    A product computed over padded rows or panels (its result a ``UNPAD_TAG`` stage) is itself
+    the accumulator, computed per tile of the output (the unpadding and any epilogue inlined):
+    its tiles stay within the padded extents, so only the output's stores of the last tiles are
     guarded, not the accumulation.
     """
     (out,) = outs
