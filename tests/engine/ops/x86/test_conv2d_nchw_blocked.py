@@ -136,3 +136,21 @@ def test_winograd_rejects_what_it_cannot_compute() -> None:
         create(WINOGRAD, (1, 8, 8, 8, 8, 3, 3, 2, 1, 1, "float32"), "llvm")
     with pytest.raises(InstantiationError, match="is not"):
         weight_for_kernel("conv2d_nchw.x86", np.zeros((8, 8, 3, 3), "float32"), (8, 8, 3, 3))
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512])
+@pytest.mark.parametrize(("name", "args"), [CASES[0], CASES[1]])
+def test_either_vector_widths_kernels_equal_numpy_where_they_run(target: str, name: str, args: tuple) -> None:
+    if not Target(target).is_host:
+        pytest.skip(f"{target} code does not run on this machine")
+    task = create(name, args, target)
+    with Target(target):
+        sch, tensors = task.instantiate(FallbackConfigEntity())
+    mod = build(sch, tensors, target=target)
+    rng = np.random.default_rng(4)
+    data = rng.standard_normal((1, args[3], args[1], args[2])).astype("float32")
+    weight = rng.standard_normal((args[4], args[3], 3, 3)).astype("float32")
+    out = np.zeros([int(d) for d in tensors[2].shape], dtype="float32")
+    mod(data, weight_for_kernel(name, weight, [int(d) for d in tensors[1].shape]), out)
+    want = ref.conv2d_nchw_python(data, weight, args[7], args[8])
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
