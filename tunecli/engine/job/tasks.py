@@ -319,10 +319,11 @@ def _create_all(specs: Sequence[TaskSpec], target: Target, selected: Sequence[in
         checked = problems.collect(lambda spec=spec: _checked_args(spec), None)
         if checked is None:
             continue
-        workload = (checked[0].name, *checked[1])
+        runs_as = kernel_job_template(checked[0].name, checked[1], target)
+        workload = (runs_as, *checked[1])
         if workload in seen:
             problems.add(spec.node.error(f"the same task as {seen[workload]} "
-                                         f"({checked[0].name}{_show(checked[1])})"))
+                                         f"({runs_as}{_show(checked[1])})"))
         seen.setdefault(workload, spec.node.field)
         if i in selected:
             task = problems.collect(lambda spec=spec: _create(spec, target), None)
