@@ -26,8 +26,9 @@ class CurveLanes:
     """A runner with ``lanes`` lanes, each measuring a batch with ``measure`` after ``pause`` seconds."""
 
     def __init__(self, measure: CurveMeasure, lanes: int = 2, pause: float = 0.02,
-                 fail_on: int | None = None) -> None:
+                 fail_on: int | None = None, pauses: dict[str, float] | None = None) -> None:
         self.measure, self.pause, self.fail_on = measure, pause, fail_on
+        self.pauses = pauses or {}  # a longer or shorter pause on some lanes
         self.lanes = [f"lane{i}" for i in range(lanes)]
         self.spans: list[tuple[tuple, tuple, float, float]] = []  # (lanes, task, start, end)
         self.calls = itertools.count()
@@ -41,7 +42,7 @@ class CurveLanes:
             if next(self.calls) == self.fail_on:
                 raise TuneError(f"{lanes} was lost")
             start = time.monotonic()
-            time.sleep(self.pause)
+            time.sleep(self.pauses.get(lanes[0], self.pause))
             with self.lock:
                 results = self.measure(inputs)
             self.spans.append((lanes, (inputs[0].task.name, inputs[0].task.args), start, time.monotonic()))
@@ -76,8 +77,9 @@ def test_rounds_of_different_tasks_are_in_flight_at_once_and_the_budget_is_spent
     s.tune({"runner": lanes}, callbacks=[lambda tuner, ins, res: streamed.extend(ins)],
            round_callbacks=[lambda sch, i, ins, res: rounds.append(i)])
     assert s.spent == 40 and sum(lanes.measure.counts.values()) == 40 and len(streamed) == 40
-    assert sum(t.trials for t in s.tasks) == 40 and len(s.history) == 40
-    assert sorted(rounds[:3]) == [0, 1, 2]  # the warm-up still reaches every task first
+    assert sum(t.trials for t in s.tasks) == 40 and len(s.history) == 40 and len(rounds) == 10
+    started = [span[1] for span in sorted(lanes.spans, key=lambda span: span[2])]
+    assert len(set(started[:3])) == 3  # the warm-up still reaches every task first
     both = overlapping(lanes.spans)
     assert any(a[1] != b[1] for a, b in both), lanes.spans  # two tasks' batches at once
     assert all(a[1] != b[1] for a, b in both)  # never two batches of one task
@@ -133,3 +135,20 @@ def test_a_round_that_raises_stops_the_tune_after_the_rounds_in_flight() -> None
         s.tune({"runner": lanes}, round_callbacks=[lambda sch, i, ins, res: counted.append(len(res))])
     assert s.spent == sum(counted) == sum(lanes.measure.counts.values()) == 12  # 3 rounds, none lost
     assert len(s.history) == 12
+
+
+def test_an_interrupted_tune_calls_no_callback_from_the_rounds_still_in_flight() -> None:
+    tasks = [task(DENSE_A), task(DENSE_B), task(MATMUL)]
+    lanes = CurveLanes(CurveMeasure(curves_of(*tasks)), lanes=3, pause=0.4, pauses={"lane0": 0.01})
+    s = TaskScheduler(tasks, random_tuner, budget=60, round_trials=4)
+    streamed: list[Any] = []
+
+    def interrupt(_scheduler: Any, _index: int, _inputs: list, _results: list) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        s.tune({"runner": lanes}, callbacks=[lambda tuner, ins, res: streamed.extend(ins)],
+               round_callbacks=[interrupt])
+    seen = len(streamed)
+    time.sleep(0.6)  # the two other warm-up rounds end meanwhile
+    assert len(lanes.spans) == 3 and len(streamed) == seen == 4

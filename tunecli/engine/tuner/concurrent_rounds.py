@@ -16,7 +16,8 @@ The tuner callbacks (the log writer, the progress) are called one at a time, und
 each record is written whole by this process, as when rounds run one by one.
 
 When a round raises (its cluster lost), no round starts any more; the rounds in flight finish
-(their records are logged) and the first error is raised.
+(their records are logged) and the first error is raised.  When the calling thread is interrupted,
+the rounds in flight call no callback any more (they end with the backend, closed by the caller).
 """
 
 from __future__ import annotations
@@ -49,21 +50,36 @@ def concurrent_lanes(measure_option: Any) -> Lanes | None:
     return None
 
 
-class _OneAtATime:
-    """A tuner callback called under ``lock`` (a streaming one keeps streaming)."""
+class _Gate:
+    """The lock the rounds' callbacks are called under, and whether they are still called."""
 
-    def __init__(self, callback: Callable[..., None], lock: threading.Lock) -> None:
-        self.callback, self.lock = callback, lock
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open = True
+
+    def close(self) -> None:
+        """Call no callback any more (the tune was interrupted: its log may be closed)."""
+        with self.lock:
+            self.open = False
+
+
+class _OneAtATime:
+    """A tuner callback called under the gate's lock while it is open (a streaming one keeps streaming)."""
+
+    def __init__(self, callback: Callable[..., None], gate: _Gate) -> None:
+        self.callback, self.gate = callback, gate
         if callable(getattr(callback, "on_result", None)):
             self.on_result = self._on_result
 
     def _on_result(self, *args: Any) -> None:
-        with self.lock:
-            self.callback.on_result(*args)  # type: ignore[attr-defined]
+        with self.gate.lock:
+            if self.gate.open:
+                self.callback.on_result(*args)  # type: ignore[attr-defined]
 
     def __call__(self, *args: Any) -> None:
-        with self.lock:
-            self.callback(*args)
+        with self.gate.lock:
+            if self.gate.open:
+                self.callback(*args)
 
 
 def _measure(scheduler: TaskScheduler, index: int, option: Any, callbacks: Sequence[Callable[..., None]],
@@ -95,8 +111,17 @@ def tune_concurrently(scheduler: TaskScheduler, lanes: Lanes, measure_option: An
     round_callbacks : sequence of callable
         Each called as ``cb(scheduler, index, inputs, results)`` in this thread after every round.
     """
-    lock = threading.Lock()
-    serialized = [_OneAtATime(callback, lock) for callback in callbacks]
+    gate = _Gate()
+    serialized = [_OneAtATime(callback, gate) for callback in callbacks]
+    try:
+        _run(scheduler, lanes, measure_option, serialized, round_callbacks, gate)
+    except BaseException:
+        gate.close()  # rounds still in flight (an interrupt) write nothing more
+        raise
+
+
+def _run(scheduler: TaskScheduler, lanes: Lanes, measure_option: Any, serialized: list[_OneAtATime],
+         round_callbacks: Sequence[RoundCallback], gate: _Gate) -> None:
     finished: queue.Queue = queue.Queue()
     running: dict[int, tuple[Hashable, ...]] = {}  # task index -> the lanes of its round
     failure: BaseException | None = None
@@ -125,7 +150,7 @@ def tune_concurrently(scheduler: TaskScheduler, lanes: Lanes, measure_option: An
         if error is not None:
             failure = failure or error
             continue
-        with lock:
+        with gate.lock:
             scheduler.end_round(index, inputs, results)
             for callback in round_callbacks:
                 callback(scheduler, index, inputs, results)
