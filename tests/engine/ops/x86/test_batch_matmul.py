@@ -166,3 +166,16 @@ def test_a_ragged_product_accumulates_unguarded_in_registers() -> None:
     accumulate = text[text.index("for (k.outer"):text.index("unrolled for (i1.inner.inner")]
     assert f"vectorized for (j, 0, {nr})" in accumulate and "j) < 197" not in accumulate
     assert "i2.inner.inner) < 197" in text  # the stores of the last panel
+
+
+@pytest.mark.parametrize("transpose_b", [True, False])
+def test_a_tuned_block_of_all_of_a_ragged_shape_is_padded_to_whole_register_tiles(transpose_b: bool) -> None:
+    # TVM's splits of 197 give blocks of 1 or 197: a 197 x 197 block is computed in vector tiles
+    task = autotvm_task.create("batch_matmul.x86", workload(2, 197, 197, 8, transpose_b=transpose_b), ZEN4)
+    space = task.config_space
+    index = next(i for i in range(len(space))
+                 if space.get(i)["tile_y"].size[-1] == 197 and space.get(i)["tile_x"].size[-1] == 197)
+    out, expected = run(task, index, np.random.default_rng(7))
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+    assert register_tile(197, 197, 16, 29, whole_x=True) == (7, 64)
+    assert register_tile(197, 197, 16, 29) == (16, 1)  # a block of many: TVM's divisors only

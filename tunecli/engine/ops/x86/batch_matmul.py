@@ -116,19 +116,39 @@ def batch_matmul_x86_compute(cfg: Any, x: te.Tensor, y: te.Tensor, out_dtype: st
     b, m, n, k = batch_matmul_dims(x.shape, y.shape, trans_x, trans_y)
     define_batch_matmul_space(cfg, m, n, k)
     cfg.add_flop(2 * b * m * n * k)
-    return batch_matmul_pack(x, y, cfg["tile_x"].size[-1], out_dtype, trans_x, trans_y,
-                             rows=padded(m, cfg["tile_y"]))
+    rows, width = padded_blocks(cfg, m, n)
+    return batch_matmul_pack(x, y, width, out_dtype, trans_x, trans_y, rows=rows)
 
 
-def register_tile(block_y: int, block_x: int, lanes: int, registers: int) -> tuple[int, int]:
+def padded_blocks(cfg: Any, m: int, n: int) -> tuple[int, int]:
+    """The rows and the panel width the product is computed over: whole ``tile_y`` blocks, and
+    ``tile_x``'s panels; a block that is all of a ragged M or N (TVM's divisors of 197 give
+    blocks of 1 or 197) is padded to whole register tiles (``register_tile``)."""
+    by, bx = cfg["tile_y"].size[-1], cfg["tile_x"].size[-1]
+    rows, cols = block_register_tile(cfg, m, n)
+    height = -(-m // rows) * rows if by == m else padded(m, cfg["tile_y"])
+    return height, (-(-n // cols) * cols if bx == n else bx)
+
+
+def block_register_tile(cfg: Any, m: int, n: int) -> tuple[int, int]:
+    """``register_tile`` of the config's blocks on the current target (a block that is all of a
+    ragged N may take whole vectors past it)."""
+    return register_tile(cfg["tile_y"].size[-1], cfg["tile_x"].size[-1], fp32_lanes(),
+                         fallback_register_tile() - 2, whole_x=cfg["tile_x"].size[-1] == n)
+
+
+def register_tile(block_y: int, block_x: int, lanes: int, registers: int,
+                  whole_x: bool = False) -> tuple[int, int]:
     """The register tile ``(rows, columns)`` a ``block_y x block_x`` block is computed in.
 
     Columns: the widest divisor of ``block_x`` of at most ``MAX_TILE_VECTORS`` vectors, whole
-    vectors preferred; rows: the most of ``gemm.tile_rows`` (divisors of ``block_y`` up to
-    ``MAX_MR``, any count up to it for a ragged ``block_y``) whose accumulators fit in
-    ``registers`` vectors (at least one row).
+    vectors preferred (with ``whole_x``, the block being all of N, also the whole numbers of
+    vectors of ``gemm.panel_widths`` when it is ragged: the product is padded); rows: the most of
+    ``gemm.tile_rows`` (divisors of ``block_y`` up to ``MAX_MR``, any count up to it for a ragged
+    ``block_y``) whose accumulators fit in ``registers`` vectors (at least one row).
     """
-    widths = [w for w in get_factors(block_x) if w <= MAX_TILE_VECTORS * lanes]
+    widest = MAX_TILE_VECTORS * lanes
+    widths = panel_widths(block_x, widest) if whole_x else [w for w in get_factors(block_x) if w <= widest]
     cols = max(widths, key=lambda w: (w % lanes == 0, w))
     vectors = -(-cols // lanes)
     rows = max(r for r in tile_rows(block_y) if r == 1 or r * vectors <= registers)
@@ -144,8 +164,8 @@ def schedule_batch_matmul_x86(cfg: Any, outs: Sequence[te.Tensor],
     b, y, x = s[O].op.axis
     yo, yi = cfg["tile_y"].apply(s, O, y)
     xo, xi = cfg["tile_x"].apply(s, O, x)
-    rows, cols = register_tile(cfg["tile_y"].size[-1], cfg["tile_x"].size[-1], fp32_lanes(),
-                               fallback_register_tile() - 2)
+    _, m, n = (int(d) for d in O.shape)
+    rows, cols = block_register_tile(cfg, m, n)
     yio, yii = s[O].split(yi, rows)
     xio, xii = s[O].split(xi, cols)
     s[O].reorder(b, yo, xo, yio, xio, yii, xii)
