@@ -28,8 +28,8 @@ def test_alternatives_share_one_operators_flops_and_the_shares_sum_to_one(tmp_pa
     view = inspect_network(loaded, load_network(loaded))
     assert [t.label.split("(")[0] for t in view.tasks] == [
         "conv2d_NCHWc.x86", "conv2d_NCHWc_winograd.x86", "conv2d_NCHWc.x86", "conv2d_NCHWc_winograd.x86",
-        "dense.x86"]
-    assert [op.tasks for op in view.operators] == [(0, 1), (2, 3), (4,)]
+        "dense.x86", "dense_pack.x86"]
+    assert [op.tasks for op in view.operators] == [(0, 1), (2, 3), (4, 5)]
     assert sum(op.share for op in view.operators) == pytest.approx(1.0)
     assert [op.flop for op in view.operators] == [view.tasks[0].flop, view.tasks[2].flop, view.tasks[4].flop]
     assert view.tasks[1].flop == view.tasks[0].flop  # Winograd's FLOPs are the convolution's
