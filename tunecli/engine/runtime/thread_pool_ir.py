@@ -199,7 +199,7 @@ class _PoolIR:
         b.branch(blocks["work"])
         b.position_at_end(blocks["work"])
         wanted = b.icmp_unsigned("<", index, self._load(b, self.active, I32, "monotonic"))
-        b.cbranch(wanted, blocks["run"], blocks["wait"])
+        b.cbranch(wanted, blocks["run"], blocks["sleep"])  # a thread not wanted sleeps at once
         b.position_at_end(blocks["run"])
         self._count_done(b, b.call(self.run_chunks, [b.add(index, _c(1))]))
         b.branch(blocks["wait"])
@@ -305,7 +305,7 @@ class _PoolIR:
         b.atomic_rmw("add", self.seq, _c(1), "seq_cst")
         b.cbranch(b.icmp_unsigned("!=", self._load(b, self.sleepers, I32), _c(0)), bl["wake"], bl["claim"])
         b.position_at_end(bl["wake"])
-        self._futex(b, self.seq, _FUTEX_WAKE_PRIVATE, active)
+        self._futex(b, self.seq, _FUTEX_WAKE_PRIVATE, _c(0x7FFFFFFF))  # all: a wanted one may be behind
         b.branch(bl["claim"])
         b.position_at_end(bl["claim"])
         mine = b.call(self.run_chunks, [_c(0)])
