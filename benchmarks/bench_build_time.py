@@ -1,7 +1,8 @@
 """``relay.build`` time: a first build with an empty kernel cache (cold), then a second build of the
 same network in a new process (the cache warm), and optionally a serial uncached baseline; each
-with the building process's peak memory and that of its largest build child, and the load
-average when it started.
+with the building process's peak memory and that of its largest build child, the CPU seconds of
+the build (its process and build processes: less sensitive to other load than the wall time) and
+the load average when it started.
 
 Each build runs in a fresh Python process (``--child``), so imports and the cache of the process
 never count and the second build is what a user's next run sees; the time printed is the
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -62,13 +64,19 @@ def child(args: argparse.Namespace) -> None:
     from tunecli.engine.graph.passes import PassContext
 
     mod, params = _load(args)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu_seconds()
     with PassContext(opt_level=3):
         lib = build(mod, args.target, params=params)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
     own, children = _common.peak_memory_mib()
-    print(json.dumps({"seconds": seconds, "kernels": len(lib.kernels), "peak_mib": own,
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "kernels": len(lib.kernels), "peak_mib": own,
                       "child_peak_mib": children}))
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (the build processes)."""
+    own, done = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + done.ru_utime + done.ru_stime
 
 
 def run_child(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
@@ -120,9 +128,10 @@ def bench(args: argparse.Namespace) -> None:
         first = "cold: first build (cache empty)" if not args.cache_dir else "first build"
         rows.append((first, run_child(args, env)))
         rows.append(("warm: second build (new process)", run_child(args, env)))
-    print(f"{'':34s} {'seconds':>8s} {'kernels':>8s} {'peak MiB':>9s} {'child peak MiB':>15s} {'load':>5s}")
+    print(f"{'':34s} {'seconds':>8s} {'CPU s':>6s} {'kernels':>8s} {'peak MiB':>9s} {'child peak MiB':>15s} "
+          f"{'load':>5s}")
     for label, r in rows:
-        print(f"{label:34s} {r['seconds']:8.2f} {r['kernels']:8d} {r['peak_mib']:9.0f} "
+        print(f"{label:34s} {r['seconds']:8.2f} {r['cpu']:6.2f} {r['kernels']:8d} {r['peak_mib']:9.0f} "
               f"{r['child_peak_mib']:15.0f} {r['load']:5.1f}")
 
 
