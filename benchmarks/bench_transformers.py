@@ -9,8 +9,15 @@ network; the outputs are compared first (token ids drawn over the whole vocabula
 are timed round by round, each contender in turn (ours untuned, ours tuned, onnxruntime) with a
 pause before each (``--settle``), ``--number`` runs per round after 50 ms of untimed runs;
 medians of ``--rounds`` rounds, and each of ours as a ratio to onnxruntime's time (< 1: ours is
-faster).  Also printed: each build's time and kernel count, the FLOPs of the network's dense and
-batched products and the GFLOP/s they imply, and the process's peak RSS after each network.
+faster).  At 1 thread the medians of the process's CPU time per run are printed too: on a shared
+machine a run descheduled for a while inflates its wall time but not its CPU time, so their
+ratios are the steadier indication there (at 2 threads the CPU time adds up both threads).  Also
+printed: each build's time and kernel count, the FLOPs of the network's dense and batched
+products and the GFLOP/s they imply, and the process's peak RSS after each network.
+
+``--kernels N`` also prints where the untuned build's time goes at 1 thread: each kernel timed
+alone on the network's buffers (CPU time, median of 5 batches), summed per fused operator
+pattern (the kernel name less its numeric suffix), the N largest.
 
 ``--layers N`` builds each model with N layers instead of 12 (same widths): a quick look at the
 per-layer speed (the embeddings, and GPT-2's vocabulary-wide output layer, stay whole).
@@ -20,12 +27,15 @@ Usage::
     .venv/bin/python benchmarks/bench_transformers.py --quick          # 2 layers, 3 rounds
     .venv/bin/python benchmarks/bench_transformers.py                  # the three full models
     .venv/bin/python benchmarks/bench_transformers.py --network bert-base --log logs/bert.log
+    .venv/bin/python benchmarks/bench_transformers.py --quick --network vit-b16 --kernels 12
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +50,7 @@ from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.job.network_models import MODELS
 from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.runtime import set_num_threads
+from tunecli.engine.runtime.graph_executor import GraphModule
 from tunecli.engine.target import parse_target
 
 #: The networks, as TLCBench and the issue measure them.
@@ -77,6 +88,29 @@ def timed_build(mod: Any, params: dict[str, Any], context: Any) -> tuple[BuiltGr
     return lib, time.perf_counter() - start
 
 
+def kernel_breakdown(module: GraphModule, flops: float, count: int) -> None:
+    """Print the ``count`` fused operator patterns of ``module`` with the most CPU time per run
+    (each kernel timed alone where it stands, 1 thread), and their share."""
+    totals: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0])
+    executor = module.executor
+    for (name, _), (func, arguments) in zip(executor.plan.ops, executor.kernel_calls(), strict=True):
+        func(*arguments)
+        batches = []
+        for _ in range(5):
+            start = time.process_time()
+            for _ in range(3):
+                func(*arguments)
+            batches.append((time.process_time() - start) / 3)
+        pattern = re.sub(r"_\d+$", "", name.removeprefix("tvmgen_default_fused_"))
+        totals[pattern][0] += _common.median(batches)
+        totals[pattern][1] += 1
+    whole = sum(t for t, _ in totals.values())
+    print(f"  untuned kernels at 1 thread: {whole * 1e3:.2f} ms CPU in all "
+          f"({flops / whole / 1e9:.1f} GFLOP/s over the products' FLOPs)")
+    for pattern, (seconds, calls) in sorted(totals.items(), key=lambda item: -item[1][0])[:count]:
+        print(f"    {seconds * 1e3:8.3f} ms {seconds / whole:6.1%} {calls:3d}x {pattern}")
+
+
 def bench(name: str, args: argparse.Namespace) -> None:
     import onnxruntime as ort
 
@@ -112,19 +146,31 @@ def bench(name: str, args: argparse.Namespace) -> None:
         contenders: dict[str, Callable[[], Any]] = {kind: m.run for kind, m in modules.items()}
         contenders["onnxruntime"] = lambda sess=sess: sess.run(None, feed)
         times: dict[str, list[float]] = {kind: [] for kind in contenders}
+        cpu: dict[str, list[float]] = {kind: [] for kind in contenders}
         for _ in range(args.rounds):
             for kind, run in contenders.items():
                 time.sleep(args.settle)
                 _common.warm_up(run)
-                times[kind].append(_common.batch_seconds(run, args.number)[0])
+                wall, cpu_per_wall = _common.batch_seconds(run, args.number)
+                times[kind].append(wall)
+                cpu[kind].append(wall * cpu_per_wall)
         medians = {kind: _common.median(values) for kind, values in times.items()}
-        ort_s = medians["onnxruntime"]
-        parts = [f"{kind} {s * 1e3:8.2f} ms" + ("" if kind == "onnxruntime" else f" ({s / ort_s:4.2f}x)")
-                 for kind, s in medians.items()]
         best = min(s for kind, s in medians.items() if kind != "onnxruntime")
-        print(f"  threads={threads}: {'   '.join(parts)}   ours {flops / best / 1e9:.1f} GFLOP/s "
+        print(f"  threads={threads}: {ratios(medians)}   ours {flops / best / 1e9:.1f} GFLOP/s "
               f"(medians of {args.rounds} rounds x {args.number} runs)")
+        if threads == 1:
+            print(f"  threads=1, CPU time: {ratios({k: _common.median(v) for k, v in cpu.items()})}")
+    if args.kernels:
+        set_num_threads(1)
+        kernel_breakdown(modules["untuned"], flops, args.kernels)
     print(f"  {_common.peak_memory_line()}")
+
+
+def ratios(medians: dict[str, float]) -> str:
+    """Each contender's median in ms, ours also as a ratio to onnxruntime's."""
+    ort_s = medians["onnxruntime"]
+    return "   ".join(f"{kind} {s * 1e3:8.2f} ms" + ("" if kind == "onnxruntime" else f" ({s / ort_s:4.2f}x)")
+                      for kind, s in medians.items())
 
 
 def main() -> None:
@@ -137,6 +183,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--number", type=int, default=5)
     parser.add_argument("--settle", type=float, default=0.5)
+    parser.add_argument("--kernels", type=int, default=0,
+                        help="also print the N costliest fused operators of the untuned build (1 thread)")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.number, args.settle = 3, 2, 0.2
