@@ -13,6 +13,11 @@ task and target, shared with ``bench_tuners``); every later visit replays it, so
 are compared on identical costs.  All runs advance in lock step, one round each per step, so
 that a busy spell of a shared machine while the cache fills hits every run alike.
 
+With ``--tables``, the tasks are instead MobileNet v1's layers of ``bench_transfer``'s ``nchwc``
+and ``depthwise`` families, weighted by how often each occurs in the network (``TABLE_TASKS``),
+and every cost comes from ``bench_transfer``'s tables of real measurements (every config
+measured once): no measurement at all, so many repeats are cheap.
+
 Printed: the weighted latency ``sum(weight * best latency)`` after a quarter, half and all of
 the budget (median over repeats, with min–max), the trials each strategy gave each task, and
 the ratio gradient / round-robin of the final latencies (per repeat, and of the medians; below
@@ -23,6 +28,7 @@ Usage::
     .venv/bin/python benchmarks/bench_task_scheduler.py --quick          # two small dense tasks
     .venv/bin/python benchmarks/bench_task_scheduler.py                  # default tasks, 960 trials, 10 seeds
     .venv/bin/python benchmarks/bench_task_scheduler.py --tasks conv56:4,conv28:3 --budget 400 --round 16
+    .venv/bin/python benchmarks/bench_task_scheduler.py --tables --budget 700 --repeats 10
 """
 
 from __future__ import annotations
@@ -49,6 +55,26 @@ SMALL_TASKS: dict[str, tuple[str, tuple]] = {
 ALL_TASKS = {**TASKS, **SMALL_TASKS}
 DEFAULT_TASKS = "conv56:4,conv28:3,dense512:1"
 QUICK_TASKS = "dense64:3,dense128:1"
+#: ``--tables``: (family, position: 0 the target, k the k-th source) -> occurrences in MobileNet v1.
+TABLE_TASKS: dict[tuple[str, int], float] = {
+    ("nchwc", 0): 1, ("nchwc", 1): 1, ("nchwc", 2): 5, ("nchwc", 3): 1,
+    ("depthwise", 0): 1, ("depthwise", 1): 1, ("depthwise", 2): 5,
+}
+
+
+def table_tasks(batch: int) -> tuple[list[str], list[float], list, dict]:
+    """Keys, weights, tasks and table measures of ``TABLE_TASKS``."""
+    from bench_transfer import TableMeasure, family_tables
+
+    keys, weights, tasks, measures = [], [], [], {}
+    for (family, position), weight in TABLE_TASKS.items():
+        target, sources = family_tables(family, False, batch)
+        table = [target, *sources][position]
+        keys.append(f"{family}{position}")
+        weights.append(weight)
+        tasks.append(table.task)
+        measures[table.task.workload] = TableMeasure(table, batch)
+    return keys, weights, tasks, measures
 
 
 class ReplayAll:
@@ -160,6 +186,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_TASKS}, budget 64, rounds of 8, 2 repeats (about two minutes on a "
                         "cold cache)")
+    parser.add_argument("--tables", action="store_true",
+                        help="MobileNet v1's layers, costs from bench_transfer's tables (see the module doc)")
     parser.add_argument("--verbose", action="store_true", help="show autotvm's log messages")
     opts = parser.parse_args()
     spec = parse_tasks(opts.tasks or (QUICK_TASKS if opts.quick else DEFAULT_TASKS))
@@ -168,17 +196,22 @@ def main() -> None:
     repeats = opts.repeats or (2 if opts.quick else 10)
     logging.getLogger("autotvm").setLevel(logging.DEBUG if opts.verbose else logging.ERROR)
     CACHE_DIR.mkdir(exist_ok=True)
-    keys = [name for name, _ in spec]
-    weights = [weight for _, weight in spec]
-    tasks = [create(*ALL_TASKS[name], "llvm") for name in keys]
-    measures = {task.workload: ReplayMeasure(task, cache_path(task), opts.batch, {}) for task in tasks}
-    print(f"bench_task_scheduler: tasks {', '.join(f'{k}x{w:g}' for k, w in spec)}, budget {budget}, "
-          f"rounds of {round_trials or 'plan_size'} trials, repeats {repeats}, XGBTuner (seed "
-          f"1000*task+repeat), batch {opts.batch}; {_common.load_line()}")
+    if opts.tables:
+        keys, weights, tasks, measures = table_tasks(opts.batch)
+    else:
+        keys = [name for name, _ in spec]
+        weights = [weight for _, weight in spec]
+        tasks = [create(*ALL_TASKS[name], "llvm") for name in keys]
+        measures = {task.workload: ReplayMeasure(task, cache_path(task), opts.batch, {}) for task in tasks}
+    listed = ', '.join(f'{k}x{w:g}' for k, w in zip(keys, weights, strict=True))
+    print(f"bench_task_scheduler: tasks {listed}, budget {budget}, rounds of {round_trials or 'plan_size'} "
+          f"trials, repeats {repeats}, XGBTuner (seed 1000*task+repeat), batch {opts.batch}; "
+          f"{_common.load_line()}")
     for key, task in zip(keys, tasks, strict=True):
         m = measures[task.workload]
-        print(f"  {key}: {task.name}{task.args}, {len(task.config_space)} configs, cache {m.path.name}: "
-              f"{m.loaded} configs already measured")
+        source = (f"cache {m.path.name}: {m.loaded} configs already measured" if hasattr(m, "path")
+                  else "costs from its table")
+        print(f"  {key}: {task.name}{task.args}, {len(task.config_space)} configs, {source}")
     measure = ReplayAll(measures, opts.batch)
     runs = [Run(strategy, repeat, tasks, weights, budget, round_trials)
             for repeat in range(repeats) for strategy in SCHEDULER_POLICIES]
