@@ -132,3 +132,17 @@ def test_a_ragged_space_offers_register_tiles_past_the_shape() -> None:
     rows = {e.size[-1] for e in space.space_map["tile_y"].entities}
     panels = {e.size[-1] for e in space.space_map["tile_x"].entities}
     assert rows == set(range(1, 17)) and {16, 32, 48, 64} <= panels
+
+
+@pytest.mark.parametrize("m, panels, lanes, registers, total", [
+    (197, [1, 16, 32, 48, 64], 16, 29, 32),  # AVX-512, ViT's 197 rows: 7 x 64 would need 33 registers
+    (128, [16, 32, 48, 64], 16, 29, 32),
+    (2, [8, 40], 8, 12, 16),  # AVX2
+    (16, [8, 40], 8, 12, 16),
+])
+def test_a_tile_of_several_rows_keeps_its_panel_vectors_in_registers_too(m, panels, lanes, registers,
+                                                                          total) -> None:
+    mr, nr = fallback_gemm_tile(m, panels, lanes, registers, total)
+    vectors = -(-nr // lanes)
+    assert mr * vectors <= registers and mr * vectors + (vectors if mr > 1 else 1) + 1 <= total
+    assert mr * vectors >= registers // 2  # and still enough accumulators to hide the FMA latency

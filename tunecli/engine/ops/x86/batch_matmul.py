@@ -45,6 +45,7 @@ from tunecli.engine.ops.x86.gemm import (
     panel_output_and_accumulator,
     panel_widths,
     tile_rows,
+    vector_register_count,
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.factors import get_factors
@@ -103,7 +104,7 @@ def define_batch_matmul_space(cfg: Any, m: int, n: int, k: int) -> None:
     if cfg.is_fallback:
         lanes = fp32_lanes()
         panels = panel_widths(n, MAX_TILE_VECTORS * lanes)
-        mr, nr = fallback_gemm_tile(m, panels, lanes, fallback_register_tile() - 2)
+        mr, nr = fallback_gemm_tile(m, panels, lanes, fallback_register_tile() - 2, vector_register_count())
         kk = max(f for f in get_factors(k) if f <= MAX_KK)
         cfg["tile_y"] = SplitEntity([-(-m // mr), mr])
         cfg["tile_x"] = SplitEntity([-(-n // nr), nr])

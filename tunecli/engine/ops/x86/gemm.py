@@ -37,6 +37,7 @@ from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, o
 from tunecli.engine.ops.nn.dense import UNPAD_TAG
 from tunecli.engine.ops.x86.conv2d_nchwc import fallback_register_tile, fp32_lanes
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.target import Target
 from tunecli.engine.task.factors import get_factors
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.space_entities import OtherOptionEntity, SplitEntity
@@ -88,7 +89,8 @@ def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
     if cfg.is_fallback:
         panels = [w for w in panel_widths(n, MAX_PANEL) if panel_ok(SplitEntity([-1, 1, w]))]
         # two registers stay free for the loaded panel vector and the broadcast row value
-        mr, nr = fallback_gemm_tile(m, panels, fp32_lanes(), fallback_register_tile() - 2)
+        mr, nr = fallback_gemm_tile(m, panels, fp32_lanes(), fallback_register_tile() - 2,
+                                    vector_register_count())
         kk = max(f for f in get_factors(k) if f <= MAX_KK)
         cfg["tile_y"] = SplitEntity([-(-m // mr), 1, mr])
         cfg["tile_x"] = SplitEntity([-(-n // nr), 1, nr])
@@ -140,7 +142,8 @@ def ragged_candidates(extent: int, inner: Sequence[int]) -> list[list[int]]:
     return [[-1, t, i] for i in sorted(inner) for t in RAGGED_TASK_TILES if t * i <= extent]
 
 
-def fallback_gemm_tile(m: int, panels: Sequence[int], lanes: int, registers: int) -> tuple[int, int]:
+def fallback_gemm_tile(m: int, panels: Sequence[int], lanes: int, registers: int,
+                       vector_registers: int | None = None) -> tuple[int, int]:
     """The register tile ``(MR, NR)`` of a fallback config.
 
     Parameters
@@ -154,21 +157,34 @@ def fallback_gemm_tile(m: int, panels: Sequence[int], lanes: int, registers: int
         Accumulator lanes per vector register.
     registers : int
         Most accumulator vectors (``MR * ceil(NR / lanes)``) the tile may hold.
+    vector_registers : int, optional
+        The target's vector registers (default ``registers + 3``): a tile of several rows also
+        holds its panel's vectors, loaded once per step of the reduction for all its rows, and
+        a broadcast row value; a tile that needs more spills.
 
     Returns
     -------
     tuple of int
-        Preferring panels a whole number of vectors wide, then the most accumulators within
-        ``registers`` (else the fewest), then the fewest loads and broadcasts per multiply-add,
-        then wider panels.
+        Preferring panels a whole number of vectors wide, then tiles that fit (``registers`` and
+        ``vector_registers``), among them the fewest loads and broadcasts per multiply-add (else
+        the fewest accumulators), then wider panels.
     """
+    total = registers + 3 if vector_registers is None else vector_registers
+
     def score(tile: tuple[int, int]) -> tuple:
         mr, nr = tile
         vectors = -(-nr // lanes)
         acc = mr * vectors
-        return (nr % lanes == 0, acc if acc <= registers else -acc, -(mr + vectors) / acc, nr)
+        fits = acc <= registers and acc + (vectors if mr > 1 else 1) + 1 <= total
+        return (nr % lanes == 0, fits, -(mr + vectors) / acc if fits else -acc, nr)
 
     return max(((mr, nr) for mr in tile_rows(m) for nr in panels), key=score)
+
+
+def vector_register_count() -> int:
+    """Vector registers of the current target: 32 with AVX-512, else 16."""
+    target = Target.current() or Target("llvm")
+    return 32 if target.vector_bits >= 512 else 16
 
 
 def panel_output_and_accumulator(s: Schedule, outs: Sequence[te.Tensor],
