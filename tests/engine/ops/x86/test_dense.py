@@ -17,7 +17,7 @@ from tunecli.engine.graph.extract import extract_from_program
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.measure import BuildResult, LocalBuilder
-from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.reference import pack_dense_weight
 from tunecli.engine.task import task as autotvm_task
@@ -129,3 +129,28 @@ def test_a_tuned_record_builds_the_network_with_its_panels_folded(tmp_path) -> N
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
     want = np.maximum(data @ params["w"].T + params["b"], 0)
     np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_ragged_record_builds_the_network_on_padded_panels_and_rows() -> None:
+    # 17 rows and 67 features have no vector-sized divisors: the record's tiles pass the shape
+    x = relay.var("data", shape=(17, 8))
+    w = relay.var("w", shape=(67, 8))
+    mod = g.IRModule.from_expr(relay.nn.relu(relay.nn.dense(x, w)))
+    rng = np.random.default_rng(5)
+    params = {"w": rng.uniform(-1, 1, (67, 8)).astype("float32")}
+    task = next(t for t in extract_from_program(mod, params, "llvm") if t.name == "dense.x86")
+    space = task.config_space
+    cfg = next(space.get(i) for i in range(len(space))
+               if space.get(i)["tile_y"].size[1:] == [2, 5] and space.get(i)["tile_x"].size[1:] == [2, 16])
+    record = (MeasureInput(task.target, task, cfg), MeasureResult((1e-6,), 0, 0.1, 0.0))
+    with PassContext(opt_level=3), ApplyHistoryBest([record], pretuned=False):
+        lib = relay_build(mod, "llvm", params=params)
+    assert lib.summary.line().startswith("1 of ")
+    panels = [p for p in lib.get_params().values() if p.ndim == 3]
+    assert [p.shape for p in panels] == [(6, 8, 16)]  # 67 columns in whole tiles of 2 x 16: 96
+    data = rng.uniform(-1, 1, (17, 8)).astype("float32")
+    m = lib["default"](None)
+    m.set_input("data", data)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(data @ params["w"].T, 0), rtol=1e-5,
+                               atol=1e-5)
