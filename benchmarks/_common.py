@@ -6,8 +6,9 @@ kernel for this CPU (``blas_description`` says which one it picked).
 
 ``interleaved_compare`` times our kernel against numpy at 1 and 2 threads, round by round, and
 pauses ``settle`` seconds before each side: OpenBLAS's worker threads keep spinning for a while
-after a call (and libgomp's after ours), so a 2-thread kernel timed right after the other side
-gets part of a core less (the figures are in ``benchmarks/README.md``, bench_dense_tuned's pitfall).
+after a call (and our thread pool's, briefly, after ours), so a 2-thread kernel timed right after
+the other side gets part of a core less (the figures are in ``benchmarks/README.md``,
+bench_dense_tuned's pitfall).
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ kernel for this CPU (printed).  Run: ``.venv/bin/python benchmarks/bench_compile
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 
@@ -168,7 +167,7 @@ def main() -> None:
                                 lambda: numpy_conv2d(data, weight), set_num_threads, rounds, number * 4)
 
     compile_time_report(3 if opts.quick else 7)
-    print(f"{_common.peak_memory_line()}; GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}")
+    print(_common.peak_memory_line())
 
 
 if __name__ == "__main__":

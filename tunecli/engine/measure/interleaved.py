@@ -19,7 +19,7 @@ from tunecli.engine.measure.timing_options import TimingOptions
 
 #: Seconds of rest after each timing round, so the threads of one contender are idle when the
 #: next one starts: OpenBLAS's threads spin for about 2**28 cycles after a call (its default
-#: thread timeout), libgomp's at barriers; a shorter pause lets them take a core from the next.
+#: thread timeout), the thread pool's for about 50 us; a shorter pause lets them take a core from the next.
 SETTLE_S = 0.5
 
 #: ``measure(timing) -> MeasureReply``: one round of a contender, timed with ``timing``.
