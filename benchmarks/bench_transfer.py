@@ -18,11 +18,13 @@ all of them (minutes per task; do it on a quiet machine).
 Per family and seed: ``random``, ``xgb-tvm`` (``XGBTuner`` with TVM's fit schedule: the first fit
 after ``plan_size`` = 64 measurements), ``xgb`` (``XGBTuner``, knob features, its defaults: the
 first fit after 8) and ``xgb+transfer`` (``xgb`` after ``load_history`` of the source tasks'
-records: per source, ``--source-trials`` configs drawn at random, as a log of an earlier run of
-those layers holds).  The goal is the median over seeds of random's best after ``--trials``
-trials; printed are the trials each tuner needs to reach the goal's speed and 95 % / 90 % of it
-(median over seeds; runs stop at the goal), ``xgb / random@trials`` (the issue's goal: <= 0.33)
-and ``xgb / xgb+transfer`` at each level (the issue's goal: >= 2).
+records: per source, the ``--source-trials`` configs an ``xgb`` run of it measured, as the log
+of a network tuned layer by layer holds; ``--source-tuner random``: configs drawn at random).
+The goal is the median over seeds of random's best after ``--trials`` trials (the lower median:
+a best that a seed reached, not the mean of two); printed are the trials each tuner needs to
+reach the goal's speed and 95 % / 90 % of it (median over seeds; runs stop at the goal),
+``xgb / random@trials`` (the issue's goal: <= 0.33) and ``xgb / xgb+transfer`` at each level
+(the issue's goal: >= 2).
 
 Usage::
 
@@ -38,6 +40,7 @@ import json
 import logging
 import os
 import platform
+import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -273,7 +276,7 @@ def bench_family(family: str, target: CostTable, sources: list[CostTable], seeds
     try:
         random_best = [run_to_goal(make_tuner("random", target, 1000 + s, options), target, float("inf"), n,
                                    opts.batch)[-1] for s in seeds]
-        goal = _common.median(random_best)
+        goal = statistics.median_low(random_best)  # a best that the median seed reached
         for kind in KINDS:
             start = time.process_time()
             curves[kind] = []
