@@ -89,3 +89,14 @@ def test_a_transferred_tuner_measures_every_trial_asked(n_trial: int) -> None:
     measured = set(measure.measured)
     assert len(measure.measured) == len(measured) == n_trial
     assert not measured & {int(inp.config.index) for inp, _ in own}
+
+
+@pytest.mark.parametrize("feature_type", ["itervar", "curve"])
+def test_loop_nest_models_transfer_too(feature_type: str) -> None:
+    task = make_task(n=16, parts=2)
+    measure = SyntheticMeasure(n_parallel=4)
+    tuner = XGBTuner(task, plan_size=4, feature_type=feature_type, num_threads=1, seed=0)
+    tuner.load_history(every_config_records(make_task(n=32, parts=2)), min_seed_records=20)
+    assert tuner.cost_model.base_model is not None and tuner.search_model.base_model is not None
+    tuner.tune(n_trial=12, measure_option=measure)
+    assert len(set(measure.measured)) == 12 and tuner.best_flops > 0
