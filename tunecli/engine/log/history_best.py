@@ -14,7 +14,9 @@ target); configs set with ``update`` win over records.  A query that no record o
 answers, here, in the target's packages or in an enclosing ``ApplyHistoryBest``, gets the
 config of the nearest record of its template and CPU among all of theirs (``nearest_record``)
 before the root context's fallback config.  Every answer carries its ``ConfigSource``
-(``config.source``: log, package, nearest; a fallback config is the default).
+(``config.source``: log, package, nearest; a fallback config is the default).  A workload of a
+template sharing another's knobs (``nearest_record.served_by_twin``) is answered by records of
+that twin workload after its own.
 ``pick_best`` writes those best records of a log to another log, so the picked log answers
 every query as the whole log does.
 """
@@ -27,9 +29,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, TypeAlias
 
 from tunecli.engine.log import tophub
-from tunecli.engine.log.layout_choice import choose, layout_key
+from tunecli.engine.log.layout_choice import ChosenTable, layout_key
 from tunecli.engine.log.log_files import write_log
-from tunecli.engine.log.nearest_record import Reference, nearest_config
+from tunecli.engine.log.nearest_record import Reference, nearest_config, served_by_twin, twin_workload
 from tunecli.engine.log.record import (
     LogRecord,
     Record,
@@ -79,10 +81,11 @@ class ApplyHistoryBest(DispatchContext):
         self._origin_kind = "log"
         self._references: list[Reference] | None = None
         self._nearest_memo: dict[tuple, ConfigSpace | None] = {}
-        self.best_by_target: dict[tuple, Record] = {}
-        self.best_by_targetkey: dict[tuple, Record] = {}
-        self.best_by_model: dict[tuple, Record] = {}
-        self.best_by_cpu: dict[tuple, Record] = {}
+        # a key with records in several layouts is chosen when first read (``layout_choice.ChosenTable``)
+        self.best_by_target: dict[tuple, Record] = ChosenTable()
+        self.best_by_targetkey: dict[tuple, Record] = ChosenTable()
+        self.best_by_model: dict[tuple, Record] = ChosenTable()
+        self.best_by_cpu: dict[tuple, Record] = ChosenTable()
         self._best_user_defined: dict[tuple, ConfigSpace] = {}
         # per (table name, key): the best record of each (target, layout) seen, for ``layout_choice``
         self._layout_groups: dict[tuple[str, tuple], dict[tuple, Record]] = {}
@@ -118,14 +121,15 @@ class ApplyHistoryBest(DispatchContext):
             if inp.target.kind == "llvm" and inp.target.mcpu:
                 self._keep("best_by_cpu", (inp.target.mcpu, workload), group, inp, res, cost, unsettled)
         for name, key in unsettled:
-            getattr(self, name)[key] = choose(self._layout_groups[name, key].values())
+            getattr(self, name).defer(key, self._layout_groups[name, key].values)
         logger.debug("Finished loading history best: %d target keys, %d models",
                      len(self.best_by_targetkey), len(self.best_by_model))
 
     def _keep(self, name: str, key: tuple, group: tuple, inp: MeasureInput, res: MeasureResult, cost: float,
               unsettled: set[tuple[str, tuple]]) -> None:
         """Keep (inp, res) as the best of its layout group under ``key`` of table ``name``; a key
-        with records in several groups is chosen among them at the end of ``load`` (``unsettled``)."""
+        with records in several groups is chosen among them when first read (``unsettled``, deferred at the
+        end of ``load``)."""
         groups = self._layout_groups.setdefault((name, key), {})
         _keep_best(groups, group, inp, res, cost)
         if len(groups) == 1:
@@ -177,15 +181,14 @@ class ApplyHistoryBest(DispatchContext):
         -------
         ConfigSpace
         """
-        config = self._query_inside(target, workload)
-        if config is not None:
-            return config
-        outer = self._old_ctx
-        while isinstance(outer, ApplyHistoryBest):  # their records answer before any nearest one
-            config = outer._query_inside(target, workload)
-            if config is not None:
-                return config
-            outer = outer._old_ctx
+        twin = twin_workload(workload)
+        for wanted in (workload, twin) if twin else (workload,):
+            outer: DispatchContext | None = self
+            while isinstance(outer, ApplyHistoryBest):  # their records answer before any nearest one
+                config = outer._query_inside(target, wanted)
+                if config is not None:
+                    return config if wanted is workload else served_by_twin(config, twin)
+                outer = outer._old_ctx
         if isinstance(outer, FallbackContext) and workload is not None:
             chosen = self._nearest(as_target(target), workload)
             if chosen is not None:

@@ -8,13 +8,16 @@ kernel, a cost its own measured time does not count.  So among a workload's reco
 layouts answers only when it is faster than the fastest record in the default layouts by more than
 ``LAYOUT_MARGIN``; otherwise that default-layout record does.  Records of a workload without any
 default-layout record, or without layout knobs, are ranked by cost alone.
+
+``ChosenTable`` makes that choice when a key is first read: finding a default layout traces the
+template, so a table loaded from a whole package traces only the workloads asked for.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import TypeAlias
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeAlias
 
 from tunecli.engine.log.record import Record
 from tunecli.engine.measure.result import MeasureInput
@@ -104,6 +107,107 @@ def choose(candidates: Iterable[Record]) -> Record | None:
     if fastest[1].mean_cost < best_default[1].mean_cost * (1 - LAYOUT_MARGIN):
         return fastest
     return best_default
+
+
+class ChosenTable(dict):
+    """A dict of records whose keys with records in several layouts are chosen (``choose``) when a
+    value is first read, not when they are stored; it reads as the table of the choices made eagerly.
+
+    ``defer(key, candidates)`` marks ``key`` for a choice among ``candidates()`` (called at reading
+    time); storing or deleting the key cancels it.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending: dict[tuple, Callable[[], Iterable[Record]]] = {}
+
+    def defer(self, key: tuple, candidates: Callable[[], Iterable[Record]]) -> None:
+        """Choose the record of ``key`` among ``candidates()`` when it is first read."""
+        if key not in self:
+            super().__setitem__(key, None)
+        self._pending[key] = candidates
+
+    def _settle(self, key: object) -> None:
+        candidates = self._pending.pop(key, None)  # type: ignore[call-overload]
+        if candidates is not None:
+            super().__setitem__(key, choose(candidates()))
+
+    def _settle_all(self) -> None:
+        for key in list(self._pending):
+            self._settle(key)
+
+    def __getitem__(self, key: tuple) -> Record:
+        self._settle(key)
+        return super().__getitem__(key)
+
+    def get(self, key: tuple, default: Any = None) -> Any:
+        self._settle(key)
+        return super().get(key, default)
+
+    def __setitem__(self, key: tuple, value: Record) -> None:
+        self._pending.pop(key, None)
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: tuple) -> None:
+        self._pending.pop(key, None)
+        super().__delitem__(key)
+
+    def __iter__(self) -> Iterator[tuple]:  # not dict's own: dict(table) then reads values through get
+        return super().__iter__()
+
+    def pop(self, key: tuple, *default: Any) -> Any:
+        self._settle(key)
+        return super().pop(key, *default)
+
+    def setdefault(self, key: tuple, default: Any = None) -> Any:
+        self._settle(key)
+        return super().setdefault(key, default)
+
+    def values(self) -> Any:
+        self._settle_all()
+        return super().values()
+
+    def items(self) -> Any:
+        self._settle_all()
+        return super().items()
+
+    def popitem(self) -> tuple[tuple, Record]:
+        self._settle_all()
+        return super().popitem()
+
+    def copy(self) -> dict[tuple, Record]:
+        self._settle_all()
+        return dict(super().items())
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def clear(self) -> None:
+        self._pending.clear()
+        super().clear()
+
+    def __eq__(self, other: object) -> bool:
+        self._settle_all()
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        self._settle_all()
+        return super().__repr__()
+
+    def __or__(self, other: Any) -> Any:
+        self._settle_all()
+        return dict(super().items()) | other
+
+    def __ior__(self, other: Any) -> ChosenTable:
+        self.update(other)
+        return self
+
+    def __reduce__(self) -> Any:
+        self._settle_all()
+        return (ChosenTable, (dict(super().items()),))
 
 
 def _has_knob(config: ConfigSpace, name: str) -> bool:
