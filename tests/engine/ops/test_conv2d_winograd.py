@@ -73,6 +73,20 @@ def test_numpy_winograd_equals_direct_convolution(m, shape):
     np.testing.assert_allclose(ref.nchwc_to_nchw(got), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_kernel_transform_is_g_k_gt_per_kernel_blocked(m, dtype):
+    rng = np.random.default_rng(m)
+    kernel = rng.standard_normal((16, 8, 3, 3)).astype(dtype)
+    _, _, g = ref.winograd_matrices(m)
+    got = ref.winograd_kernel_transform(kernel, m, 4, 8)
+    assert got.dtype == kernel.dtype and got.flags.c_contiguous
+    assert got.shape == (m + 2, m + 2, 2, 2, 4, 8)
+    for o, i in [(0, 0), (5, 3), (15, 7), (9, 6)]:
+        want = g @ kernel[o, i].astype(np.float64) @ g.T
+        np.testing.assert_allclose(got[:, :, o // 8, i // 4, i % 4, o % 8], want, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("args", [
     workload(16, 16, 9, 11),  # tiles with a remainder in both directions, for m = 2 and m = 4
     pytest.param(workload(8, 16, 6, 7, padding=(1, 0, 1, 0)), marks=pytest.mark.slow),  # asymmetric padding

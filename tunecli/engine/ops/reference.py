@@ -289,9 +289,12 @@ def winograd_kernel_transform(kernel: np.ndarray, m: int, ic_bn: int, oc_bn: int
     _, _, g = winograd_matrices(m)
     o, i, _, _ = kernel.shape
     alpha = m + 2
-    u = g @ kernel.astype(np.float64).reshape(o * i, 3, 3) @ g.T  # [O * I, alpha, alpha]
-    u = u.reshape(o // oc_bn, oc_bn, i // ic_bn, ic_bn, alpha, alpha).transpose(4, 5, 0, 2, 3, 1)
-    return np.ascontiguousarray(u, dtype=kernel.dtype)
+    dtype = np.result_type(kernel.dtype, np.float32)
+    # row-major vec(G k G^T) = (G kron G) vec(k): one product of [alpha^2, 9] by [9, O * I] blocked
+    # (einsum: one thread, where a BLAS product would start threads beside the build's processes)
+    k = kernel.astype(dtype, copy=False).reshape(o // oc_bn, oc_bn, i // ic_bn, ic_bn, 9)
+    u = np.einsum("aj,jn->an", np.kron(g, g).astype(dtype), k.transpose(4, 0, 2, 3, 1).reshape(9, -1))
+    return u.reshape(alpha, alpha, o // oc_bn, i // ic_bn, ic_bn, oc_bn).astype(kernel.dtype, copy=False)
 
 
 def conv2d_winograd_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,
