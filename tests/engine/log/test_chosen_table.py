@@ -9,6 +9,7 @@ import random
 import pytest
 
 from tests.engine.log.test_layout_choice import TARGET, WORKLOAD, config_in, record, task  # noqa: F401
+from tunecli.engine.codegen import kernel_cache
 from tunecli.engine.log import layout_choice, tophub
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.layout_choice import ChosenTable
@@ -101,3 +102,48 @@ def test_a_deferred_key_is_chosen_once_by_any_read(task):  # noqa: F811
         table.defer(("k",), read)
         calls.clear()
         assert reader(table) is candidates[1] and calls == [1]
+
+
+class Untraceable:
+    """A ``create`` that counts its calls and fails (an untraceable record competes by cost: None)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        raise ValueError("traced")
+
+
+def test_a_traced_default_layout_is_kept_in_the_kernel_cache(fresh_defaults, monkeypatch, tmp_path):
+    monkeypatch.setenv("TUNECLI_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TUNECLI_NO_CACHE", raising=False)
+    traced = layout_choice.default_layout(TARGET, WORKLOAD)
+    assert traced == (("tile_ic", (16,)), ("tile_oc", (16,)))
+    fresh_defaults.clear()  # as in a new process
+    create = Untraceable()
+    monkeypatch.setattr(layout_choice, "create", create)
+    assert layout_choice.default_layout(TARGET, WORKLOAD) == traced and create.calls == 0
+    # another target or no cache: traced, not read
+    for other in ("llvm -mcpu=core-avx2", "llvm -mcpu=skylake-avx512 -keys=cpu,other"):
+        assert layout_choice.default_layout(other, WORKLOAD) is None
+    assert create.calls == 2
+    fresh_defaults.clear()
+    monkeypatch.setenv("TUNECLI_NO_CACHE", "1")
+    assert layout_choice.default_layout(TARGET, WORKLOAD) is None and create.calls == 3
+
+
+def test_an_unreadable_default_layout_entry_is_traced_again(fresh_defaults, monkeypatch, tmp_path, caplog):
+    monkeypatch.setenv("TUNECLI_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TUNECLI_NO_CACHE", raising=False)
+    traced = layout_choice.default_layout(TARGET, WORKLOAD)
+    cache = kernel_cache.default_cache()
+    (entry,) = [path for path, _, _ in cache.entries()]
+    cache.put(entry.stem, b"(('tile_ic',")
+    fresh_defaults.clear()
+    assert layout_choice.default_layout(TARGET, WORKLOAD) == traced
+    assert "traced again" in caplog.text
+    fresh_defaults.clear()
+    create = Untraceable()
+    monkeypatch.setattr(layout_choice, "create", create)
+    assert layout_choice.default_layout(TARGET, WORKLOAD) == traced and create.calls == 0  # stored again

@@ -10,18 +10,22 @@ layouts answers only when it is faster than the fastest record in the default la
 default-layout record, or without layout knobs, are ranked by cost alone.
 
 ``ChosenTable`` makes that choice when a key is first read: finding a default layout traces the
-template, so a table loaded from a whole package traces only the workloads asked for.
+template, so a table loaded from a whole package traces only the workloads asked for.  A traced
+default layout is kept in the kernel cache (``codegen.kernel_cache``, keyed by the workload, the
+target and the compiler's sources, so a template's change misses), so the next build traces none.
 """
 
 from __future__ import annotations
 
+import ast
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
+from tunecli.engine.codegen.kernel_cache import cache_key, default_cache
 from tunecli.engine.log.record import Record
 from tunecli.engine.measure.result import MeasureInput
-from tunecli.engine.target import Target
+from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.annotate_space import AnnotateEntity
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.space import ConfigSpace
@@ -65,14 +69,31 @@ def default_layout(target: Target | str, workload: tuple) -> tuple | None:
     if key not in _DEFAULTS:
         _DEFAULTS[key] = None
         if workload and workload[0] in TASK_TABLE:
-            try:
-                task = create(workload[0], workload[1:], target)
-                fallback = FallbackConfigEntity()
-                task.instantiate(fallback)
-                _DEFAULTS[key] = layout_key(fallback)
-            except Exception as err:  # noqa: BLE001 - an untraceable record competes by cost alone
-                logger.debug("default layout: %s cannot be traced: %s", workload[0], err)
+            _DEFAULTS[key] = _stored_default_layout(as_target(target), workload)
     return _DEFAULTS[key]
+
+
+def _stored_default_layout(target: Target, workload: tuple) -> tuple | None:
+    """``default_layout`` as the kernel cache holds it, else traced (and stored there)."""
+    cache = default_cache()
+    entry = cache_key({"default layout": repr(workload)}, target) if cache is not None else ""
+    stored = cache.get(entry) if cache is not None else None
+    if stored is not None:
+        try:
+            return ast.literal_eval(stored.decode())
+        except (ValueError, SyntaxError, UnicodeDecodeError):
+            logger.warning("default layout: an unreadable cache entry for %s is traced again", workload[0])
+    try:
+        task = create(workload[0], workload[1:], target)
+        fallback = FallbackConfigEntity()
+        task.instantiate(fallback)
+        layout = layout_key(fallback)
+    except Exception as err:  # noqa: BLE001 - an untraceable record competes by cost alone
+        logger.debug("default layout: %s cannot be traced: %s", workload[0], err)
+        return None
+    if cache is not None:
+        cache.put(entry, repr(layout).encode())
+    return layout
 
 
 def has_default_layout(inp: MeasureInput) -> bool:
