@@ -5,8 +5,10 @@ For each task of ``--job`` (default ``jobs/resnet18_conv2d.yaml``: ResNet-18's t
 ``conv2d_nchw.x86`` tasks) the task is created as a job's task is (``job.tasks.create_tasks``: on
 x86 a ``conv2d_nchw.x86`` task runs as ``conv2d_nchw_winograd.x86`` for 3x3 stride-1 layers,
 else ``conv2d_nchw_blocked.x86``; ``--as-named`` keeps ``conv2d_nchw.x86``, the template before
-that change), its config comes from ``apply_history_best`` over ``--log`` (absent: fallback
-configs), and the kernel is built.  Our kernel takes the NCHW data and returns the NCHW result,
+that change), its config comes from ``apply_history_best`` over ``--log`` (absent: the pre-tuned package's
+record of the convolution, ``conv2d_NCHWc.x86``'s or ``conv2d_NCHWc_winograd.x86``'s, else the
+nearest record's, else the fallback config; ``--no-package``: fallback configs), and the kernel
+is built.  Our kernel takes the NCHW data and returns the NCHW result,
 its data packing and result unpacking timed with it; its weight is packed (or
 Winograd-transformed) once, before timing, as ``relay.build`` does with a constant weight
 (``ops.x86.conv2d_nchw_blocked.weight_for_kernel``), and onnxruntime gets the weight as an
@@ -18,7 +20,8 @@ Usage::
 
     .venv/bin/python benchmarks/bench_kernel_jobs.py --quick           # 3 layers, 3 rounds
     .venv/bin/python benchmarks/bench_kernel_jobs.py --quick --tune 8  # the same after 8 trials each
-    .venv/bin/python benchmarks/bench_kernel_jobs.py                   # untuned (fallback configs)
+    .venv/bin/python benchmarks/bench_kernel_jobs.py                   # untuned (package configs)
+    .venv/bin/python benchmarks/bench_kernel_jobs.py --no-package      # untuned (fallback configs)
     .venv/bin/python benchmarks/bench_kernel_jobs.py --log logs/resnet18_conv2d.log   # tuned
     .venv/bin/python benchmarks/bench_kernel_jobs.py --as-named --layers 8 11         # the old template
     .venv/bin/python benchmarks/bench_kernel_jobs.py --cpu-time        # a loaded machine: CPU seconds
@@ -45,6 +48,7 @@ from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.ops.x86.conv2d_nchw_blocked import BLOCKED, WINOGRAD, weight_for_kernel
 from tunecli.engine.runtime import set_num_threads
+from tunecli.engine.task.config_source import config_source
 from tunecli.engine.te.window import get_pad_tuple, pair
 
 JOB = Path(__file__).resolve().parents[1] / "jobs" / "resnet18_conv2d.yaml"
@@ -55,6 +59,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--job", default=str(JOB), help="a kernel job of conv2d_nchw.x86 tasks")
     parser.add_argument("--log", help="tuning log of the job's tasks (default: none, fallback configs)")
+    parser.add_argument("--no-package", action="store_true",
+                        help="neither the pre-tuned package's records nor nearest records: fallback configs "
+                             "where --log has no record")
     parser.add_argument("--as-named", action="store_true",
                         help="build conv2d_nchw.x86 itself (its kernel packs the weight on every call)")
     parser.add_argument("--layers", type=int, nargs="*", help="indices of the layers (default: all)")
@@ -83,7 +90,8 @@ def main() -> None:
     if opts.tune:
         opts.log = _tune(job, list(layers), opts.tune, opts.log)
     tasks = _tasks(job, list(layers), opts.as_named)
-    history = ApplyHistoryBest(opts.log if opts.log else [])
+    history = ApplyHistoryBest(opts.log if opts.log else [], pretuned=not opts.no_package,
+                               nearest=not opts.no_package)
     totals = {n: [0.0, 0.0] for n in opts.threads}
     worst = {n: (0.0, "") for n in opts.threads}
     rng = np.random.default_rng(0)
@@ -100,9 +108,9 @@ def main() -> None:
         packed = weight_for_kernel(task.name, weight, kernel_shape) if blocked else weight
         out = np.zeros([int(d) for d in tensors[-1].shape], dtype="float32")
         mod(data, packed, out)
-        source = "fallback" if config.is_fallback else "logged"
+        source = config_source(config).text()
         label = f"layer {index} {ci}->{co} {kh}x{kw} s{pair(stride, 'stride')[0]} {h}x{w}"
-        print(f"{label}: {task.name}, {source} config {config}")
+        print(f"{label}: {task.name}, config {config} from {source}")
         pads = list(get_pad_tuple(padding, (kh, kw)))
         for n in opts.threads:
             sess = conv_session(data, weight, pair(stride, "stride"), pads, 1, n)

@@ -15,8 +15,8 @@ answers, here, in the target's packages or in an enclosing ``ApplyHistoryBest``,
 config of the nearest record of its template and CPU among all of theirs (``nearest_record``)
 before the root context's fallback config.  Every answer carries its ``ConfigSource``
 (``config.source``: log, package, nearest; a fallback config is the default).  A workload of a
-template sharing another's knobs (``nearest_record.served_by_twin``) is answered by records of
-that twin workload after its own.
+template sharing another's knobs is answered by a logged record of that twin workload after
+its own records (``nearest_record.served_by_twin``).
 ``pick_best`` writes those best records of a log to another log, so the picked log answers
 every query as the whole log does.
 """
@@ -186,8 +186,9 @@ class ApplyHistoryBest(DispatchContext):
             outer: DispatchContext | None = self
             while isinstance(outer, ApplyHistoryBest):  # their records answer before any nearest one
                 config = outer._query_inside(target, wanted)
-                if config is not None:
-                    return config if wanted is workload else served_by_twin(config, twin)
+                served = config if wanted is workload or config is None else served_by_twin(config, twin)
+                if served is not None:
+                    return served
                 outer = outer._old_ctx
         if isinstance(outer, FallbackContext) and workload is not None:
             chosen = self._nearest(as_target(target), workload)

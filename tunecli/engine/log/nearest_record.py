@@ -22,18 +22,29 @@ neighbouring convolutions then agree on their blocks and the build needs no more
 transforms than with fallback configs.  Knobs the record lacks keep the fallback's entity.  The
 result is an entity of the space (a valid index) whose ``source`` is ``ConfigSource("nearest",
 ...)`` naming the record.
+
+A template that shares another's knobs and space for the same convolution (a kernel job's
+``conv2d_nchw_blocked.x86`` and ``conv2d_NCHWc.x86``: ``ops.x86.conv2d_nchw_blocked.twin_workload``)
+is served by that template's logged records too (``TWIN_ORIGINS``): a record of the twin workload
+answers as a record of the workload does (:func:`served_by_twin`, after the workload's own records
+everywhere), and records of the twin template are candidates for the nearest record, compared in
+the twin's form.  A pre-tuned package's twin records do not serve: they were chosen for a network,
+measured writing the blocked layout and chosen by the graph tuner for their neighbours' blocks,
+and a kernel writing NCHW favours other register tiles (``benchmarks/README.md``, kernel jobs).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tunecli.engine.log.layout_choice import LAYOUT_KNOBS, Entity
+from tunecli.engine.ops.x86.conv2d_nchw_blocked import twin_workload
 from tunecli.engine.target import Target
-from tunecli.engine.task.config_source import ConfigSource
+from tunecli.engine.task.config_source import ConfigSource, config_source
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.space_entities import OtherOptionEntity, SplitEntity, SplitSpace
@@ -47,6 +58,8 @@ ATTRIBUTE_MISMATCH = 4.0
 #: How many of the nearest workloads are ranked again by their knobs' extents.
 RERANKED = 8
 _ORIGIN_RANK = {"log": 0, "package": 1}
+#: The origins (``ConfigSource.kind``) of a twin template's records that serve a workload.
+TWIN_ORIGINS = ("log",)
 #: The config space of each (target, workload) traced here (None: the template cannot be traced).
 _SPACES: dict[tuple[str, tuple], ConfigSpace | None] = {}
 
@@ -129,8 +142,8 @@ def _is_number(x: object) -> bool:
 
 
 def ranked_references(target: Target, workload: tuple, references: Iterable[Reference]) -> list[Reference]:
-    """The references of ``workload``'s template and machine, nearest first (ties as the module
-    docstring says).
+    """The references of ``workload``'s template (or its twin's) and machine, nearest first (ties as
+    the module docstring says).
 
     Parameters
     ----------
@@ -144,13 +157,16 @@ def ranked_references(target: Target, workload: tuple, references: Iterable[Refe
     list of Reference
         Empty when no reference of the template and machine is comparable.
     """
+    forms = [form for form in (workload, twin_workload(workload)) if form is not None]
     keyed = []
     for ref in references:
-        if ref.workload == workload or not same_machine(ref.target, target):
+        if ref.workload in forms or not same_machine(ref.target, target):
             continue
-        distance = workload_distance(workload, ref.workload)
-        if distance is None:
+        usable = forms if ref.origin.kind in TWIN_ORIGINS else forms[:1]
+        distances = [d for d in (workload_distance(form, ref.workload) for form in usable) if d is not None]
+        if not distances:
             continue
+        distance = min(distances)
         key = (distance, _ORIGIN_RANK.get(ref.origin.kind, 2), ref.cost, repr(ref.workload), ref.config.index)
         keyed.append((key, ref))
     keyed.sort(key=lambda pair: pair[0])
@@ -318,3 +334,29 @@ def nearest_config(target: Target, workload: tuple, references: Iterable[Referen
     config.source = ConfigSource("nearest", f"{workload_text(ref.workload[0], ref.workload[1:])} "
                                             f"({ref.origin.kind}{where})")
     return config
+
+
+def served_by_twin(config: ConfigSpace, twin: tuple) -> ConfigSpace | None:
+    """``config``, a record of ``twin`` (``twin_workload`` of the queried workload), as the answer
+    to the query: the same knobs, its source naming the twin's workload; None when its origin is
+    not one of ``TWIN_ORIGINS`` (a package's record).
+
+    Parameters
+    ----------
+    config : ConfigSpace or ConfigEntity
+        What a dispatch context answered for ``twin``.
+    twin : tuple
+        ``(template name, *args)``.
+
+    Returns
+    -------
+    ConfigSpace or ConfigEntity or None
+        A copy: the record's own config keeps its source.
+    """
+    origin = config_source(config)
+    if origin.kind not in TWIN_ORIGINS:
+        return None
+    answer = copy.copy(config)
+    where = f" in {origin.detail}" if origin.detail else ""
+    answer.source = ConfigSource(origin.kind, f"{workload_text(twin[0], twin[1:])}{where}")
+    return answer

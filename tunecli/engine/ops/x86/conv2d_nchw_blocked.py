@@ -17,9 +17,15 @@ once at build time (and as ``dense.x86`` takes its weight in panels): the kernel
 argument is ``[CO/oc_bn, CI/ic_bn, KH, KW, ic_bn, oc_bn]`` (``reference.oihw_to_kernel_nchwc``)
 or the transformed ``[alpha, alpha, CO/oc_bn, CI/ic_bn, ic_bn, oc_bn]``
 (``reference.winograd_kernel_transform``); :func:`weight_for_kernel` gives it from an
-``[CO, CI, KH, KW]`` weight.  The numpy references take the same arguments as the kernel (any
-weight of that shape), and the numpy timing baselines get back an ``[CO, CI, KH, KW]`` weight
-(``Baseline.prepare``).
+``[CO, CI, KH, KW]`` weight.
+
+Records: a workload of either template is the convolution of one ``conv2d_NCHWc.x86`` (or
+``conv2d_NCHWc_winograd.x86``) workload with the same knobs and space (:func:`twin_workload`), so
+that template's records of the same convolution (a pre-tuned package's, a network's log) serve
+it where it has no record of its own (``log.history_best``).
+
+The numpy references take the same arguments as the kernel (any weight of that shape), and the
+numpy timing baselines get back an ``[CO, CI, KH, KW]`` weight (``Baseline.prepare``).
 """
 
 from __future__ import annotations
@@ -44,11 +50,13 @@ from tunecli.engine.ops.x86.conv2d_winograd import (
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target, triple_arch
-from tunecli.engine.te.window import conv2d_output_shape, pair
-from tunecli.errors import InstantiationError
+from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
+from tunecli.errors import InstantiationError, TuneError
 
 BLOCKED = "conv2d_nchw_blocked.x86"
 WINOGRAD = "conv2d_nchw_winograd.x86"
+#: The blocked-layout template whose knobs, space and records each of these templates shares.
+KNOB_TWINS = {BLOCKED: "conv2d_NCHWc.x86", WINOGRAD: "conv2d_NCHWc_winograd.x86"}
 
 
 def kernel_job_template(args: Sequence[Any], target: Target) -> str | None:
@@ -78,6 +86,32 @@ def kernel_job_template(args: Sequence[Any], target: Target) -> str | None:
     except Exception:  # noqa: BLE001 - a malformed argument is reported by conv2d_nchw.x86's own checks
         return None
     return WINOGRAD if (kh, kw) == (3, 3) and unit_stride else BLOCKED
+
+
+def twin_workload(workload: Sequence[Any] | None) -> tuple | None:
+    """The ``conv2d_NCHWc.x86`` / ``conv2d_NCHWc_winograd.x86`` workload (TVM's form, as a network's
+    task writes it) of the convolution of a :data:`BLOCKED` / :data:`WINOGRAD` workload; None for a
+    workload of another template or one whose arguments do not describe a convolution.
+
+    Parameters
+    ----------
+    workload : tuple or None
+        ``(template name, N, H, W, CI, CO, KH, KW, stride, padding, dilation, dtype)``.
+
+    Returns
+    -------
+    tuple or None
+    """
+    if not workload or workload[0] not in KNOB_TWINS or len(workload) != 12:
+        return None
+    name, n, h, w, ci, co, kh, kw, stride, padding, dilation, dtype = workload
+    try:
+        strides, dilations = pair(stride, "stride"), pair(dilation, "dilation")
+        pads = get_pad_tuple(padding, (kh, kw))
+    except (TuneError, TypeError, ValueError):  # malformed: the template reports them, no twin serves
+        return None
+    return (KNOB_TWINS[name], ("TENSOR", (n, ci, h, w), dtype), ("TENSOR", (co, ci, kh, kw), dtype),
+            strides, pads, dilations, "NCHW", "NCHW", dtype)
 
 
 def _logical_kernel_shape(kernel: te.Tensor) -> tuple[int, int, int, int]:
