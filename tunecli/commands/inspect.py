@@ -26,6 +26,11 @@ _JOB_SUFFIXES = (".yaml", ".yml")
 def _render_tasks(app: App, views: list[TaskView]) -> None:
     for view in views:
         app.echo(f"# task {view.index}: {view.label}  ({view.flop:.0f} FLOP)")
+        if view.named is not None:
+            app.echo(f"# (the job names {view.named})")
+        if view.chosen is not None and (view.named is not None or view.config_source != "default"):
+            app.echo(f"# apply builds config {view.chosen}")
+            app.echo(f"#   from {view.config_source}")
         app.echo(view.space)
         if view.lowered is not None:
             app.echo(f"# config {view.config}")

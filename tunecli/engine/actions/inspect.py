@@ -2,7 +2,9 @@
 model job's network.
 
 ``inspect_kernels`` prints each task's space exactly as ``print(task.config_space)`` does and, for
-one config index, the loop nest the template lowers to (``task_view``).  ``inspect_network``
+one config index, the loop nest the template lowers to (``task_view``); with each task the
+template it runs as (when not the one the job names) and the config ``apply`` would build, with
+where it came from (the job's log, a package, a nearest record, the fallback).  ``inspect_network``
 describes a model job's network: the tasks extracted from it (workload, how often the network
 calls each) and the operators they implement (each operator's tasks, calls and share of the
 network's FLOPs in tunable operators: a convolution's direct and Winograd tasks are alternatives
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,8 @@ from tunecli.engine.job.tasks import check_task_index, create_tasks
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
+from tunecli.engine.task.config_source import config_source
+from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.task.task import Task
 from tunecli.engine.task.text import config_text, task_label, workload_text
 from tunecli.errors import JobError
@@ -47,6 +51,12 @@ class TaskView:
     space: str
     config: str | None = None
     lowered: str | None = None
+    #: the template the job names, when the task runs as another (a kernel job's ``conv2d_nchw.x86``)
+    named: str | None = None
+    #: the config ``apply`` builds (the job's log, else a package, a nearest record or the fallback)
+    chosen: str | None = None
+    #: where that config came from (``ConfigSource.text()``)
+    config_source: str | None = None
 
 
 def inspect_kernels(job: Job, task: int | None = None, config: int | None = None) -> list[TaskView]:
@@ -71,7 +81,21 @@ def inspect_kernels(job: Job, task: int | None = None, config: int | None = None
     """
     indices = check_task_index(job, task)
     tasks = create_tasks(job, indices)
-    return [task_view(job.path, i, t, config) for i, t in zip(indices, tasks, strict=True)]
+    log = Path(job.log)
+    history = ApplyHistoryBest(list(plausible(read_log(str(log)))) if log.is_file() else [])
+    views = []
+    for i, t in zip(indices, tasks, strict=True):
+        silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True  # the view says it falls back
+        try:
+            with t.target, history:
+                chosen = history.query(t.target, t.workload)
+        finally:
+            GLOBAL_SCOPE.silent = silent
+        named = job.tasks[i].template
+        views.append(replace(task_view(job.path, i, t, config), chosen=config_text(chosen),
+                             config_source=config_source(chosen).text(),
+                             named=named if named != t.name else None))
+    return views
 
 
 def task_view(path: str, index: int, task: Task, config: int | None = None) -> TaskView:
