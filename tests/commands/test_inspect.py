@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tunecli.commands.tables import wrap_items
+from tunecli.commands.tables import label_lines, wrap_items
 from tunecli.engine.log.log_summary import inspect_log
 
 from .conftest import Invoke
@@ -200,3 +200,32 @@ def test_a_list_is_wrapped_between_its_items() -> None:
         "kernels: a_kernel x2, b,", "  " + "c" * 30 + ",", "  d"]
     assert wrap_items("kernels: ", ["a", "b"], 80) == ["kernels: a, b"]
     assert wrap_items("kernels: ", [], 80) == ["kernels: "]
+
+
+def test_a_label_is_broken_between_its_arguments() -> None:
+    text = "  batch_matmul.x86(float32[4,16,64], float32[4,16,64], (4,16,16), float32, False, True):"
+    assert label_lines(text, 80) == [
+        "  batch_matmul.x86(float32[4,16,64], float32[4,16,64], (4,16,16), float32,", "    False, True):"]
+    assert label_lines("  dense.x86(16, 256, 256, float32):", 80) == ["  dense.x86(16, 256, 256, float32):"]
+    assert label_lines("a_name_without_arguments" * 5, 80) == ["a_name_without_arguments" * 5]
+
+
+def test_the_config_source_of_a_long_workload_fits_80_columns(invoke: Invoke, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transformer's batch_matmul workloads are longer than a line: each is broken between its
+    arguments, its source (here: default) on the line below."""
+    monkeypatch.setenv("TUNECLI_TOPHUB", "NONE")
+    monkeypatch.setenv("TUNECLI_NO_NEAREST", "1")
+    job = tmp_path / "bert.yaml"
+    job.write_text("name: bert\nmodel: {name: bert-base, seq_len: 16, layers: 1, hidden: 64, heads: 4}\n"
+                   "ops: [dense, batch_matmul]\n")
+    result = invoke("inspect", str(job))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("configs ("))
+    configs = lines[start:]
+    assert all(len(line) <= 80 for line in configs), [line for line in configs if len(line) > 80]
+    first = next(i for i, line in enumerate(configs) if line.startswith("  batch_matmul.x86("))
+    assert configs[first:first + 3] == [
+        "  batch_matmul.x86(float32[4,16,16], float32[4,16,16], (4,16,16), float32,", "    False, True):",
+        "    default"]

@@ -15,7 +15,7 @@ from tunecli.commands.app import App
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
 from tunecli.commands.steps import StepView
-from tunecli.commands.tables import print_fitted, table, wrap_items
+from tunecli.commands.tables import label_lines, print_fitted, table, wrap_items
 from tunecli.engine.actions.inspect import NetworkView, TaskView
 from tunecli.engine.actions.job_file import inspect_job_file
 from tunecli.engine.log.log_summary import LogView, inspect_log
@@ -73,7 +73,9 @@ def _render_network(app: App, view: NetworkView) -> None:
                                break_long_words=False, break_on_hyphens=False))
         for label, source in view.configs.items():  # a workload and its source whole, on a line each
             line = f"  {label}: {source}"
-            app.echo(line if len(line) <= width else f"  {label}:\n    {source}")
+            lines = [line] if len(line) <= width else [*label_lines(f"  {label}:", width), f"    {source}"]
+            for text in lines:
+                app.echo(text)
 
 
 def _render_log(app: App, view: LogView) -> None:

@@ -114,3 +114,36 @@ def wrap_items(head: str, items: Sequence[str], width: int, indent: str = "  ") 
             line = line + ("" if start else " ") + piece
     lines.append(line)
     return lines
+
+
+def label_lines(text: str, width: int, indent: str = "    ") -> list[str]:
+    """``text``, a label ``name(arg, arg, ...)`` with any prefix and suffix, in lines of ``width``
+    columns, broken between the label's arguments, each argument whole (``wrap_items``).
+
+    Parameters
+    ----------
+    text : str
+        E.g. ``"task 1/2 batch_matmul.x86(float32[4,16,64], ..., True):"``.
+    width : int
+    indent : str
+        The start of the lines after the first.
+
+    Returns
+    -------
+    list of str
+        ``[text]`` when it fits or has no argument list.
+    """
+    start, end = text.find("("), text.rfind(")")
+    if len(text) <= width or start < 0 or end < start:
+        return [text]
+    args, depth, item = [], 0, ""
+    for char in text[start + 1:end]:
+        depth += (char in "([") - (char in ")]")
+        if char == "," and depth == 0:
+            args.append(item.strip())
+            item = ""
+        else:
+            item += char
+    args.append(item.strip())
+    lines = wrap_items(text[:start + 1], args, width, indent=indent)
+    return [*lines[:-1], lines[-1] + text[end:]]

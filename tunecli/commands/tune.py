@@ -22,7 +22,7 @@ from rich.progress import (
 
 from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
 from tunecli.commands.steps import StepView
-from tunecli.commands.tables import print_fitted, table, wrap_items
+from tunecli.commands.tables import label_lines, print_fitted, table
 from tunecli.engine.actions.job_file import tune_job
 from tunecli.engine.actions.tune import TaskOutcome, TuneEvent, TuneSummary
 from tunecli.engine.task.text import workload_text
@@ -126,20 +126,7 @@ def _plain(app: App, line: str) -> None:
 
 def _label_lines(text: str) -> list[str]:
     """``task 1/2 name(arg, arg, ...):`` in lines of ``PLAIN_WIDTH``, broken between the arguments."""
-    start, end = text.find("("), text.rfind(")")
-    if len(text) <= PLAIN_WIDTH or start < 0 or end < start:
-        return [text]
-    args, depth, item = [], 0, ""
-    for char in text[start + 1:end]:
-        depth += (char in "([") - (char in ")]")
-        if char == "," and depth == 0:
-            args.append(item.strip())
-            item = ""
-        else:
-            item += char
-    args.append(item.strip())
-    lines = wrap_items(text[:start + 1], args, PLAIN_WIDTH, indent="    ")
-    return [*lines[:-1], lines[-1] + text[end:]]
+    return label_lines(text, PLAIN_WIDTH)
 
 
 def _resume_line(event: TuneEvent) -> str:
