@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from tunecli.commands.app import App
+from tunecli.commands.apply import _print_report
+from tunecli.engine.actions.apply_kernels import AppliedTask, ApplyReport
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.log.record import encode
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.measure.time_stats import TimeStats
 
 from .conftest import Invoke
 
@@ -192,3 +196,23 @@ def test_a_kernel_export_directory_appears_whole(invoke: Invoke, matmul_log: Pat
     [task] = json.loads(result.stdout)["tasks"]
     assert sorted(Path(f).name for f in task["files"]) == sorted(p.name for p in export.iterdir())
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["kernels"]  # no temporary left beside it
+
+
+def test_the_narrow_table_keeps_every_number_whole_when_numpy_is_slow(
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a busy machine numpy's BLAS threads can take 38 ms for a 128^3 matmul that the kernel runs
+    in 0.02 ms: at 80 columns the numbers are shown with fewer decimals, never cut off."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    rounds = TimeStats(median=1.972e-5, q1=1.9e-5, q3=4e-5, low=1.8e-5, high=9e-5, rounds=3)
+    task = AppliedTask(index=0, label="dense.x86(128, 128, 128, float32)", flop=2 * 128**3,
+                       config="#5355 tile_y=[-1,1,4] tile_x=[-1,1,64]", fallback=False,
+                       checked_against="numpy", correct=True, max_error=0.0, tuned=1.972e-5, default=1.659e-5,
+                       numpy=0.03828, numpy_baseline="float32 a @ w.T, 2 threads", tuned_stats=rounds,
+                       log_time=1.062e-5)
+    _print_report(App(), ApplyReport(job="rpcjob", log="logs/rpcjob.log", target="llvm", runs_here=True,
+                                     tasks=[task]))
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines()) and "\u2026" not in out
+    [row] = [line for line in out.splitlines() if line.lstrip().startswith("0 ")]
+    cells = [cell.strip() for cell in row.split("\u2502")[2:]]
+    assert cells == ["0.0197", "106%", "1.86x", "0.0166", "0.84x", "38.28", "1941x"]

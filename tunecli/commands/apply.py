@@ -26,6 +26,21 @@ def _ratio(num: float | None, den: float | None) -> str:
     return f"{num / den:.2f}x" if num and den else "-"
 
 
+def _few_digits(value: float, four_decimals: bool) -> str:
+    """``value`` in at most 6 characters below 10**6: fewer decimals the larger it is."""
+    decimals = (4 if four_decimals else 2) if value < 10 else 2 if value < 100 else 1 if value < 1000 else 0
+    return f"{value:.{decimals}f}"
+
+
+def _short_ms(seconds: float | None) -> str:
+    """``_ms`` for the narrow table: a slow time (numpy's on a busy machine) keeps its whole value."""
+    return _few_digits(seconds * 1e3, four_decimals=True) if seconds is not None else "-"
+
+
+def _short_ratio(num: float | None, den: float | None) -> str:
+    return f"{_few_digits(num / den, four_decimals=False)}x" if num and den else "-"
+
+
 def _spread(stats: TimeStats | None) -> str:
     """The rounds' interquartile range over their median (``-`` for one round or none)."""
     return f"{stats.spread:.0%}" if stats is not None and stats.rounds > 1 else "-"
@@ -64,8 +79,9 @@ def _print_report(app: App, report: ApplyReport) -> None:
                                              _ratio(t.numpy, t.tuned))
         wide.add_row(str(t.index), t.label, _check(t), tuned, spread, _ms(t.log_time), vs_log,
                      f"{t.gflops:.2f}" if t.gflops else "-", default, speedup, numpy, vs_numpy, t.config)
-        narrow.add_row(str(t.index), _check(t).split(" ")[0], tuned, spread, vs_log, default, speedup, numpy,
-                       vs_numpy)
+        short = (_short_ms(t.tuned), spread, _short_ratio(t.tuned, t.log_time), _short_ms(t.default),
+                 _short_ratio(t.default, t.tuned), _short_ms(t.numpy), _short_ratio(t.numpy, t.tuned))
+        narrow.add_row(str(t.index), _check(t).split(" ")[0], *short)
         notes.append(f"task {t.index}: {t.label}: {t.config}; check: {_check(t)}")
     footer = ["times in ms, each the median of the timing rounds; spread: the rounds' interquartile range "
               "over the median; vs log: the time over the log's time of the same config"]
