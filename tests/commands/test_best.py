@@ -80,6 +80,27 @@ def test_missing_log_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
     assert "does not exist" in result.stderr
 
 
+@pytest.mark.parametrize("command", [["best"], ["apply", "--log"]])
+def test_a_job_file_given_as_a_log_is_a_usage_error_that_says_so(invoke: Invoke, tmp_path: Path,
+                                                                 command: list[str]) -> None:
+    job = tmp_path / "quick.yaml"
+    job.write_text("# a job\nname: quick\ntasks:\n  - template: dense.x86\n    args: [16, 16, 16]\n")
+    args = [*command, str(job)] if command == ["best"] else ["apply", str(job), "--log", str(job)]
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.stderr.split())
+    assert f"{job}: is a job file, not a tuning log: `tunecli tune {job}` tunes it" in said
+    assert "skipping" not in result.stderr and result.stdout == ""
+
+
+def test_a_log_named_yaml_is_still_read(invoke: Invoke, matmul_log: Path, tmp_path: Path) -> None:
+    log = tmp_path / "records.yaml"
+    log.write_bytes(matmul_log.read_bytes())
+    result = invoke("best", str(log), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["records"] == 3
+
+
 def test_output_that_is_an_input_is_refused_and_the_log_kept(invoke: Invoke, matmul_log: Path,
                                                              tmp_path: Path, monkeypatch) -> None:
     before = matmul_log.read_bytes()

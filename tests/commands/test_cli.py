@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 from pathlib import Path
 
@@ -26,7 +27,9 @@ def test_job_error_is_one_line_without_traceback(invoke: Invoke, tmp_path: Path)
     job = tmp_path / "bad.yaml"
     job.write_text("name: bad\ntasks:\n  - template: dense.x86\n    args: [4, 4, 4]\n"
                    "tuner:\n  kind: random\n  n_trial: many\n")
-    for command in (["tune", str(job)], ["inspect", str(job)], ["apply", str(job), "--log", str(job)]):
+    log = tmp_path / "empty.log"
+    log.write_text("")
+    for command in (["tune", str(job)], ["inspect", str(job)], ["apply", str(job), "--log", str(log)]):
         result = invoke(*command)
         assert result.exit_code == 2, command
         assert result.stderr == f"error: {job}:7: tuner.n_trial: expected an integer, got 'many'\n"
@@ -44,6 +47,19 @@ def test_installed_script_runs(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr == f"error: {job}:2: tasks: expected at least one task\n"
     assert "Traceback" not in proc.stderr
+
+
+def test_output_into_a_closed_pipe_ends_quietly(matmul_log: Path) -> None:
+    """`tunecli best x.log | head -1`: once the reader has gone, no `error: [Errno 32] Broken pipe`."""
+    read, write = os.pipe()
+    os.close(read)  # every write to the pipe fails, as after `head` has exited
+    try:
+        proc = subprocess.run([str(TUNECLI), "best", str(matmul_log)], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert proc.returncode == 1
+    assert proc.stderr == ""
 
 
 def test_unwritable_log_is_an_error_not_a_traceback(invoke: Invoke, tiny_job, tmp_path: Path) -> None:

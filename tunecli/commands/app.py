@@ -108,12 +108,24 @@ class TuneGroup(click.Group):
             lines[-1] += f" ({'; '.join(notes)})" if notes else ""
             _report(ctx, "\n".join(lines))
             ctx.exit(EXIT_USAGE if isinstance(err, JobError) else EXIT_FAILED)
+        except BrokenPipeError:  # the reader of the output has gone (`tunecli best x.log | head`)
+            _discard_stdout()
+            ctx.exit(EXIT_FAILED)
         except OSError as err:  # a log or export path that cannot be written, a full disk
             _report(ctx, f"error: {err}")
             ctx.exit(EXIT_FAILED)
         except KeyboardInterrupt:
             _report(ctx, "interrupted")
             ctx.exit(EXIT_INTERRUPTED)
+
+
+def _discard_stdout() -> None:
+    """Send what is still buffered for stdout nowhere, so that exiting prints no second error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file (an in-process runner's buffer)
+        pass
 
 
 def _report(ctx: click.Context, message: str) -> None:
