@@ -216,3 +216,14 @@ def test_the_narrow_table_keeps_every_number_whole_when_numpy_is_slow(
     [row] = [line for line in out.splitlines() if line.lstrip().startswith("0 ")]
     cells = [cell.strip() for cell in row.split("\u2502")[2:]]
     assert cells == ["0.0197", "106%", "1.86x", "0.0166", "0.84x", "38.28", "1941x"]
+
+
+def test_a_job_not_tuned_yet_is_a_usage_error_that_says_how_to_tune_it(
+        invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("fresh.yaml").write_text("name: fresh\ntasks:\n  - template: dense.x86\n    args: [8, 8, 8]\n")
+    result = invoke("apply", "fresh.yaml")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == ("error: logs/fresh.log: no such log file (`tunecli tune fresh.yaml` writes the "
+                             "job's log; --log PATH names another)\n")
+    assert result.stdout == "" and not Path("logs").exists()

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from tunecli.commands.app import App, fail
+from tunecli.commands.app import EXIT_USAGE, App, fail
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.steps import StepView
 from tunecli.commands.tables import print_fitted, table
@@ -16,6 +16,7 @@ from tunecli.engine.actions.apply_network import NetworkApplyReport
 from tunecli.engine.actions.job_file import apply_job_file
 from tunecli.engine.codegen import kernel_cache
 from tunecli.engine.measure.time_stats import TimeStats
+from tunecli.errors import RecordError
 
 
 def _ms(seconds: float | None) -> str:
@@ -148,8 +149,11 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
     are still applied. Exit code 1 when a kernel gives a wrong answer, crashes, hangs or does not
     build.
     """
-    with kernel_cache.bypassed(no_cache), StepView(app, "apply") as steps:
-        report = apply_job_file(job, log, export=export, on_step=steps)
+    try:
+        with kernel_cache.bypassed(no_cache), StepView(app, "apply") as steps:
+            report = apply_job_file(job, log, export=export, on_step=steps)
+    except RecordError as err:  # the job's own log cannot be read: not tuned yet, or not a file
+        fail(f"{err} (`tunecli tune {job}` writes the job's log; --log PATH names another)", EXIT_USAGE)
     if isinstance(report, NetworkApplyReport):
         if report.check_uninformative:
             app.warn(f"the reference output of {report.model} is nearly constant (its random weights "
