@@ -1,5 +1,7 @@
 """Equal subexpressions of one statement are emitted once per block and mask, never across a
-statement, a variable binding or a block; the kernels compute what they computed before."""
+variable binding or a block; those reading memory never across a statement (a store may separate
+them), index arithmetic across the statements of a block; the kernels compute what they computed
+before."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from tunecli.engine.build import build
 from tunecli.engine.codegen.cpu_backend import CPUBackend
 from tunecli.engine.codegen.emit_expr import ExprEmitter
 from tunecli.engine.codegen.expr_sharing import SharedValues
-from tunecli.engine.ir import Buffer, BufferLoad, BufferStore, For, PrimFunc, Select, Var
+from tunecli.engine.ir import Buffer, BufferLoad, BufferStore, For, PrimFunc, Select, SeqStmt, Var
 from tunecli.engine.ir import expr as E
 
 
@@ -58,6 +60,45 @@ def test_a_load_is_emitted_once_per_statement_block_and_binding() -> None:
         em.expr(load())
         assert loads() == 4
     assert first is not None
+
+
+def test_index_arithmetic_is_shared_by_the_statements_of_a_block_and_loads_are_not() -> None:
+    em, fn = _emitter()
+    i = E.Var("i", "int32")
+    buf = Buffer("A", (64,), "float32")
+    em.buffers[buf] = fn.args[1]
+
+    def count(op: str) -> int:
+        return str(fn).count(f" {op} ")
+
+    with em.binding(i, fn.args[0]):
+        em.expr(E.BufferLoad(buf, (E.FloorDiv(i, E.const(4)) * 16 + 1,)))
+        divisions, loads = count("sdiv"), count("load")
+        em.shared.forget_reads()  # a statement starts
+        em.expr(E.BufferLoad(buf, (E.FloorDiv(i, E.const(4)) * 16 + 1,)))
+        assert count("sdiv") == divisions and count("load") == loads + 1
+        em.builder.position_at_end(fn.append_basic_block("other"))
+        em.expr(E.FloorDiv(i, E.const(4)) * 16 + 1)  # another block: computed again
+        assert count("sdiv") == divisions + 1
+
+
+def test_a_store_between_statements_is_seen_by_the_next_reads() -> None:
+    n = 19
+    a, out = Buffer("a", (n,), "float32"), Buffer("out", (n,), "float32")
+    i = Var("i")
+
+    def x() -> E.Expr:
+        return BufferLoad(a, [E.FloorDiv(i * 3, E.const(3))])  # a load at index arithmetic shared by all
+
+    body = SeqStmt([BufferStore(out, x() * E.const(2.0, "float32"), [i]),
+                    BufferStore(a, x() + E.const(1.0, "float32"), [E.FloorDiv(i * 3, E.const(3))]),
+                    BufferStore(out, BufferLoad(out, [i]) + x(), [i])])
+    mod = build(PrimFunc("seq", [a, out], For(i, 0, n, "serial", body)))
+    data = np.random.default_rng(1).uniform(-2, 2, n).astype("float32")
+    got, arg = np.zeros(n, "float32"), data.copy()
+    mod(arg, got)
+    np.testing.assert_allclose(got, data * 2 + data + 1, rtol=1e-6)
+    np.testing.assert_allclose(arg, data + 1, rtol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["serial", "vectorized"])

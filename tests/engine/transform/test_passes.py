@@ -16,6 +16,7 @@ from tunecli.engine.ir import (
     For,
     IntImm,
     Ramp,
+    Select,
     SeqStmt,
     Var,
     const,
@@ -23,7 +24,7 @@ from tunecli.engine.ir import (
 from tunecli.engine.ir.simplify import simplify
 from tunecli.engine.transform.auto_unroll import auto_unroll
 from tunecli.engine.transform.flatten import flatten
-from tunecli.engine.transform.unroll import unroll
+from tunecli.engine.transform.unroll import MAX_NODES, node_count, unroll
 from tunecli.engine.transform.vectorize import pieces, vectorize
 from tunecli.errors import CodegenError
 
@@ -100,6 +101,49 @@ def test_nested_unrolled_loops_stop_at_the_node_budget():
     out = unroll(nest)
     assert isinstance(out, For) and out.kind == "serial"  # the outer one: 200 × 200 copies is too many
     assert isinstance(out.body, SeqStmt) and len(out.body.stmts) == 200
+
+
+def select_rows(e, rows: int, width: int, x):
+    """``select(e == 0, row 0, select(e == 1, row 1, ...))``: row r is a sum of ``width`` terms."""
+    def row(r):
+        total = x * const(float(r))
+        for k in range(1, width):
+            total = total + x * const(float(r + k))
+        return total
+    value = row(rows - 1)
+    for r in reversed(range(rows - 1)):
+        value = Select(e == r, row(r), value)
+    return value
+
+
+def test_an_unrolled_copy_keeps_only_the_select_value_its_constant_chooses():
+    o, a = Buffer("o", (6, 16), "float32"), Buffer("a", (16,), "float32")
+    j = Var("j")
+    out = unroll(loop("e", 6, "unrolled",
+                      lambda e: BufferStore(o, select_rows(e, 6, 3, BufferLoad(a, [j])), [e, j])))
+    assert isinstance(out, SeqStmt) and len(out.stmts) == 6
+    assert not nodes(out, Select)
+    assert [str(simplify(s.value)).count("a[j]") for s in out.stmts] == [3] * 6
+    assert "(a[j] * 2.0f)" in str(out.stmts[1].value) and "(a[j] * 5.0f)" not in str(out.stmts[1].value)
+    # a condition the constant does not decide stays
+    kept = unroll(loop("e", 2, "unrolled",
+                       lambda e: BufferStore(o, Select(j < 3 + e, const(1.0), const(0.0)), [e, j])))
+    assert all(isinstance(s.value, Select) for s in kept.stmts)
+
+
+def test_the_node_budget_counts_the_copies_after_their_selects_are_chosen():
+    o, a = Buffer("o", (6, 6, 16), "float32"), Buffer("a", (16,), "float32")
+    j = Var("j")
+    x = BufferLoad(a, [j])
+
+    def nest():
+        return loop("e1", 6, "unrolled", lambda e1: loop("e2", 6, "unrolled", lambda e2: BufferStore(
+            o, select_rows(e1, 6, 40, x) + select_rows(e2, 6, 40, x), [e1, e2, j])))
+
+    assert 36 * node_count(nest().body.body) > MAX_NODES  # too big before the choice
+    out = unroll(nest())
+    assert isinstance(out, SeqStmt) and len(out.stmts) == 36
+    assert not nodes(out, For) and not nodes(out, Select)
 
 
 def test_the_passes_keep_the_thread_tags_of_bound_loops():

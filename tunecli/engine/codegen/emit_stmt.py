@@ -80,7 +80,7 @@ class StmtEmitter(ExprEmitter):
         method = self._stmt_table.get(type(s))
         if method is None:
             raise CodegenError(f"codegen: cannot emit statement {type(s).__name__}")
-        self.shared.clear()
+        self.shared.forget_reads()
         method(s)
 
     def alloca(self, ty: ir.Type, align: int = ALIGN) -> ir.Value:
