@@ -13,7 +13,9 @@ from tunecli.engine.ops.x86.conv2d_nchw_blocked import (
     BLOCKED,
     WINOGRAD,
     blocked_weight_oihw,
+    fallback_output_block,
     kernel_job_template,
+    twin_workload,
     weight_for_kernel,
     winograd_weight_oihw,
 )
@@ -93,7 +95,7 @@ def test_the_data_is_packed_and_the_result_unpacked_inside_the_kernel_not_the_we
 
 @pytest.mark.parametrize(("target", "lanes"), [(AVX2, 8), (AVX512, 16)])
 def test_the_fallback_blocks_follow_the_targets_vector_width(target: str, lanes: int) -> None:
-    args = (1, 14, 14, 256, 512, 3, 3, 2, 1, 1, "float32")
+    args = (1, 56, 56, 64, 128, 3, 3, 2, 1, 1, "float32")  # 28 output columns: a full register tile
     task = create(BLOCKED, args, target)
     with Target(target):
         _, tensors = task.instantiate(FallbackConfigEntity())
@@ -102,6 +104,29 @@ def test_the_fallback_blocks_follow_the_targets_vector_width(target: str, lanes:
     with Target(target):
         _, tensors = wino.instantiate(FallbackConfigEntity())
     assert tensors[1].shape[-1] % lanes == 0 and tensors[1].shape[-2] == lanes
+
+
+def test_a_narrow_fallback_tile_takes_two_vectors_of_output_channels() -> None:
+    with Target(AVX512):
+        assert fallback_output_block(512, 16, 7, 16) == 32  # 7 columns: 14 accumulators, not 7
+        assert fallback_output_block(512, 16, 28, 16) == 16  # 28 columns hold as many either way
+        assert fallback_output_block(48, 16, 7, 16) == 16  # 32 does not divide 48
+        assert fallback_output_block(512, 8, 7, 16) == 8  # a block narrower than a vector stays
+    args = (1, 14, 14, 256, 512, 3, 3, 2, 1, 1, "float32")
+    with Target(AVX512):
+        _, tensors = create(BLOCKED, args, AVX512).instantiate(FallbackConfigEntity())
+    assert tensors[1].shape[-1] == 32
+    nchwc = create("conv2d_NCHWc.x86", twin_workload((BLOCKED, *args))[1:], AVX512)
+    with Target(AVX512):
+        _, tensors = nchwc.instantiate(FallbackConfigEntity())
+    assert tensors[1].shape[-1] == 16  # a network's layer keeps the default layouts' blocks
+
+
+def test_a_widened_fallback_equals_numpy() -> None:
+    args = (1, 14, 14, 16, 64, 3, 3, 2, 1, 1, "float32")
+    data, weight, packed, out = _run(BLOCKED, args, FallbackConfigEntity())
+    assert packed.shape[-1] == 2 * (16 if Target("llvm").vector_bits >= 512 else 8)
+    np.testing.assert_allclose(out, ref.conv2d_nchw_python(data, weight, 2, 1), rtol=1e-4, atol=1e-3)
 
 
 def test_the_timing_baselines_get_the_weight_a_numpy_user_has() -> None:

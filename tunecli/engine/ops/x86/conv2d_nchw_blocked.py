@@ -7,7 +7,8 @@ and its data and result layouts: the kernel reads ``data [N, CI, H, W]`` and wri
 ``out [N, CO, OH, OW]``.  Inside, the data is blocked ``NCHW[ic_bn]c`` and the result computed
 blocked ``NCHW[oc_bn]c``, as the graph's NCHWc and Winograd kernels do; the knobs, their
 fallback configs and the schedules are ``conv2d_NCHWc.x86``'s and
-``conv2d_NCHWc_winograd.x86``'s.  :func:`kernel_job_template` says which one a job's
+``conv2d_NCHWc_winograd.x86``'s (the direct fallback's output block may be wider:
+:func:`define_blocked_space`).  :func:`kernel_job_template` says which one a job's
 ``conv2d_nchw.x86`` task runs as (``job.tasks``).
 
 Where the layout transforms are counted: the data's packing and the result's unpacking are
@@ -41,7 +42,12 @@ from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
-from tunecli.engine.ops.x86.conv2d_nchwc import define_conv2d_nchwc_space, schedule_conv2d_NCHWc
+from tunecli.engine.ops.x86.conv2d_nchwc import (
+    define_conv2d_nchwc_space,
+    fp32_lanes,
+    register_block,
+    schedule_conv2d_NCHWc,
+)
 from tunecli.engine.ops.x86.conv2d_winograd import (
     check_winograd_workload,
     conv2d_winograd_compute,
@@ -50,6 +56,7 @@ from tunecli.engine.ops.x86.conv2d_winograd import (
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target, triple_arch
+from tunecli.engine.task.space import SplitEntity
 from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
 from tunecli.errors import InstantiationError, TuneError
 
@@ -139,10 +146,54 @@ def unpack_stage(conv: te.Tensor) -> te.Tensor:
 # -- conv2d_nchw_blocked.x86 ------------------------------------------------------------------------
 
 
+def define_blocked_space(cfg: Any, data_shape: Sequence[int], kernel_shape: Sequence[int], stride: Any,
+                         padding: Any) -> None:
+    """``conv2d_NCHWc.x86``'s knobs and fallback config, with the fallback's output block two vectors
+    wide where that holds more accumulators in a register block (:func:`fallback_output_block`):
+    the blocks are the kernel's own, no neighbouring layer reads them."""
+    define_conv2d_nchwc_space(cfg, data_shape, kernel_shape, stride, padding)
+    if not cfg.is_fallback:
+        return
+    oc, _, kh, kw = kernel_shape
+    positions = cfg["tile_ow"].size[-1] * (cfg["tile_oh"].val if (kh, kw) == (1, 1) else 1)
+    oc_bn = fallback_output_block(oc, cfg["tile_oc"].size[-1], positions, fp32_lanes())
+    cfg["tile_oc"] = SplitEntity([oc // oc_bn, oc_bn])
+
+
+def fallback_output_block(oc: int, oc_bn: int, positions: int, lanes: int) -> int:
+    """``oc_bn``, or two vectors of channels when ``oc_bn`` is one vector, they divide ``oc`` and a
+    register block of ``positions`` output positions then holds more accumulator vectors (a
+    narrow tile: each input value broadcast and each weight vector loaded feed more multiply-adds).
+
+    Parameters
+    ----------
+    oc : int
+        Output channels.
+    oc_bn : int
+        The fallback's output block.
+    positions : int
+        Output positions of the fallback's register tile.
+    lanes : int
+        float32 lanes of a vector.
+
+    Returns
+    -------
+    int
+    """
+    wide = 2 * lanes
+    if oc_bn != lanes or oc % wide:
+        return oc_bn
+
+    def held(block: int) -> int:
+        return min(positions, register_block(positions, block)) * -(-block // lanes)
+
+    return wide if held(wide) > held(oc_bn) else oc_bn
+
+
 def pack_conv2d_nchw_blocked(cfg: Any, call: OpCall) -> OpCall:
     """The kernel's inputs: NCHW ``data`` and the ``[CO/oc_bn, CI/ic_bn, KH, KW, ic_bn, oc_bn]`` weight."""
     data, kernel = call.inputs
-    define_conv2d_nchwc_space(cfg, data.shape, kernel.shape, call.attrs["stride"], call.attrs["padding"])
+    define_blocked_space(cfg, data.shape, kernel.shape, call.attrs["stride"], call.attrs["padding"])
     oc, ic, kh, kw = kernel.shape
     ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
     packed = te.placeholder((oc // oc_bn, ic // ic_bn, kh, kw, ic_bn, oc_bn), dtype=kernel.dtype,
@@ -155,7 +206,7 @@ def conv2d_nchw_blocked_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, st
     """``conv2d_NCHWc.x86``'s knobs and convolution between a data-packing and an unpacking stage;
     an OIHW kernel is packed by a stage, a 6-D one taken as packed."""
     kernel_shape = _logical_kernel_shape(kernel)
-    define_conv2d_nchwc_space(cfg, data.shape, kernel_shape, stride, padding)
+    define_blocked_space(cfg, data.shape, kernel_shape, stride, padding)
     ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
     if len(kernel.shape) == 4:
         oc, ic, kh, kw = kernel.shape
