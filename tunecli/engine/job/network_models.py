@@ -13,7 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tunecli.engine.graph.ir_module import IRModule
-from tunecli.engine.graph.models import bert, gpt2, mobilenet, mobilenet_v2, resnet, squeezenet, vgg, vit
+from tunecli.engine.graph.models import (
+    bert,
+    efficientnet,
+    gpt2,
+    mobilenet,
+    mobilenet_v2,
+    resnet,
+    squeezenet,
+    vgg,
+    vit,
+)
 from tunecli.engine.runtime.ndarray import NDArray
 from tunecli.errors import GraphError
 
@@ -113,6 +123,8 @@ _ENTRIES = [
     BuiltinModel("mobilenet", lambda batch, image, dtype: mobilenet.get_workload(
         batch_size=batch, image_shape=image, dtype=dtype)),
     BuiltinModel("mobilenet_v2", lambda batch, image, dtype: mobilenet_v2.get_workload(
+        batch_size=batch, image_shape=image, dtype=dtype)),
+    BuiltinModel("efficientnet-b0", lambda batch, image, dtype: efficientnet.get_workload(
         batch_size=batch, image_shape=image, dtype=dtype)),
     *(BuiltinModel(f"vgg-{n}", _vgg(n)) for n in (11, 13, 16, 19)),
     BuiltinModel("squeezenet1.0", _squeezenet("1.0")),

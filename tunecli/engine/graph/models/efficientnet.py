@@ -1,0 +1,125 @@
+"""EfficientNet-B0: mobile inverted bottlenecks (MBConv) with squeeze-and-excitation and swish.
+
+Tan and Le, "EfficientNet: Rethinking Model Scaling for Convolutional Neural Networks", B0's stage
+table at 224x224.  Block ``b<i>_<j>`` (the ``j``-th repeat of stage ``i``) has ``_expand`` (1x1,
+unless the expansion is 1), ``_depthwise`` (3x3 or 5x5) and ``_project`` (1x1) convolutions, each
+followed by a batch norm, and a squeeze-and-excitation between depthwise and project: global
+average pool, ``_se_reduce`` and ``_se_expand`` 1x1 convolutions with biases, swish between them and
+a sigmoid gate multiplied into every pixel.  Swish is ``x * sigmoid(x)``.  A block keeping its
+shape adds its input.
+"""
+
+from __future__ import annotations
+
+from tunecli.engine.runtime import NDArray
+
+from ..graph_expr import Expr, Function, Var, var
+from ..ir_module import IRModule
+from ..ops.broadcast import add, multiply
+from ..ops.nn import batch_flatten, bias_add, softmax
+from ..ops.pool import global_avg_pool2d
+from ..ops.unary import sigmoid
+from ..traversal import free_vars
+from .init import create_workload
+from .layers import conv2d, conv2d_bn, dense_add_bias
+
+#: (expansion t, kernel k, first stride s, output channels c, repeats n) per stage, as in the paper.
+STAGES = (
+    (1, 3, 1, 16, 1),
+    (6, 3, 2, 24, 2),
+    (6, 5, 2, 40, 2),
+    (6, 3, 2, 80, 3),
+    (6, 5, 1, 112, 3),
+    (6, 5, 2, 192, 4),
+    (6, 3, 1, 320, 1),
+)
+#: Squeeze-and-excitation width as a share of the block's input channels.
+SE_RATIO = 0.25
+
+
+def swish(x: Expr) -> Expr:
+    """``x * sigmoid(x)`` (SiLU)."""
+    return multiply(x, sigmoid(x))
+
+
+def _conv_bn(
+    data: Expr, name: str, channels: int, kernel: int, stride: int, groups: int = 1, act: bool = True
+) -> Expr:
+    out = conv2d_bn(
+        data,
+        f"{name}_conv",
+        f"{name}_bn",
+        channels=channels,
+        kernel_size=(kernel, kernel),
+        strides=(stride, stride),
+        padding=(kernel // 2, kernel // 2),
+        groups=groups,
+        epsilon=1e-3,
+    )
+    return swish(out) if act else out
+
+
+def _conv_bias(data: Expr, name: str, channels: int) -> Expr:
+    return bias_add(conv2d(data, name, channels=channels, kernel_size=(1, 1)), Var(f"{name}_bias"))
+
+
+def squeeze_excitation(data: Expr, name: str, channels: int, squeezed: int) -> Expr:
+    """Scale each channel of ``data`` by a gate in (0, 1) computed from its spatial mean."""
+    pooled = global_avg_pool2d(data)
+    reduced = swish(_conv_bias(pooled, f"{name}_se_reduce", squeezed))
+    gate = sigmoid(_conv_bias(reduced, f"{name}_se_expand", channels))
+    return multiply(data, gate)
+
+
+def mbconv(
+    data: Expr, name: str, in_channels: int, out_channels: int, kernel: int, stride: int, expansion: int
+) -> Expr:
+    """Expand (1x1), depthwise ``kernel`` x ``kernel`` with ``stride``, squeeze-and-excitation,
+    project (1x1, linear); add the input when the shape is kept."""
+    hidden = in_channels * expansion
+    body = data
+    if expansion != 1:
+        body = _conv_bn(body, f"{name}_expand", hidden, 1, 1)
+    body = _conv_bn(body, f"{name}_depthwise", hidden, kernel, stride, groups=hidden)
+    body = squeeze_excitation(body, name, hidden, max(1, int(in_channels * SE_RATIO)))
+    body = _conv_bn(body, f"{name}_project", out_channels, 1, 1, act=False)
+    return add(body, data) if stride == 1 and in_channels == out_channels else body
+
+
+def efficientnet_b0(
+    num_classes: int = 1000, data_shape: tuple[int, ...] = (1, 3, 224, 224), dtype: str = "float32"
+) -> Function:
+    """The EfficientNet-B0 function (NCHW): ``data`` -> class probabilities."""
+    data = var("data", shape=data_shape, dtype=dtype)
+    channels = 32
+    body = _conv_bn(data, "stem", channels, 3, 2)
+    for i, (t, k, s, c, n) in enumerate(STAGES, start=1):
+        for j in range(n):
+            body = mbconv(body, f"b{i}_{j + 1}", channels, c, k, s if j == 0 else 1, t)
+            channels = c
+    body = _conv_bn(body, "head", 1280, 1, 1)
+    flat = batch_flatten(global_avg_pool2d(body))
+    out = softmax(dense_add_bias(flat, "fc", units=num_classes))
+    return Function(free_vars(out), out)
+
+
+def get_workload(
+    batch_size: int = 1,
+    num_classes: int = 1000,
+    image_shape: tuple[int, ...] = (3, 224, 224),
+    dtype: str = "float32",
+) -> tuple[IRModule, dict[str, NDArray]]:
+    """EfficientNet-B0 with random weights: ``(mod, params)``.
+
+    Parameters
+    ----------
+    batch_size, num_classes : int
+    image_shape : tuple of int
+        ``(C, H, W)``.
+    dtype : str
+
+    Returns
+    -------
+    (IRModule, dict of str to NDArray)
+    """
+    return create_workload(efficientnet_b0(num_classes, (batch_size, *image_shape), dtype))
