@@ -95,7 +95,7 @@ def test_the_data_is_packed_and_the_result_unpacked_inside_the_kernel_not_the_we
 
 @pytest.mark.parametrize(("target", "lanes"), [(AVX2, 8), (AVX512, 16)])
 def test_the_fallback_blocks_follow_the_targets_vector_width(target: str, lanes: int) -> None:
-    args = (1, 56, 56, 64, 128, 3, 3, 2, 1, 1, "float32")  # 28 output columns: a full register tile
+    args = (1, 56, 56, 64, 48, 3, 3, 2, 1, 1, "float32")  # 48 channels: not two AVX-512 vectors
     task = create(BLOCKED, args, target)
     with Target(target):
         _, tensors = task.instantiate(FallbackConfigEntity())
@@ -109,9 +109,12 @@ def test_the_fallback_blocks_follow_the_targets_vector_width(target: str, lanes:
 def test_a_narrow_fallback_tile_takes_two_vectors_of_output_channels() -> None:
     with Target(AVX512):
         assert fallback_output_block(512, 16, 7, 16) == 32  # 7 columns: 14 accumulators, not 7
-        assert fallback_output_block(512, 16, 28, 16) == 16  # 28 columns hold as many either way
+        assert fallback_output_block(512, 16, 28, 16) == 32  # as many accumulators, half the broadcasts
         assert fallback_output_block(48, 16, 7, 16) == 16  # 32 does not divide 48
         assert fallback_output_block(512, 8, 7, 16) == 8  # a block narrower than a vector stays
+    with Target(AVX2):
+        assert fallback_output_block(512, 8, 14, 8) == 8  # 16 registers: blocks of 5 columns hold fewer
+        assert fallback_output_block(512, 8, 7, 8) == 16
     args = (1, 14, 14, 256, 512, 3, 3, 2, 1, 1, "float32")
     with Target(AVX512):
         _, tensors = create(BLOCKED, args, AVX512).instantiate(FallbackConfigEntity())

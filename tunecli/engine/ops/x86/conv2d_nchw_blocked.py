@@ -149,8 +149,8 @@ def unpack_stage(conv: te.Tensor) -> te.Tensor:
 def define_blocked_space(cfg: Any, data_shape: Sequence[int], kernel_shape: Sequence[int], stride: Any,
                          padding: Any) -> None:
     """``conv2d_NCHWc.x86``'s knobs and fallback config, with the fallback's output block two vectors
-    wide where that holds more accumulators in a register block (:func:`fallback_output_block`):
-    the blocks are the kernel's own, no neighbouring layer reads them."""
+    wide where a register block holds as many accumulators (:func:`fallback_output_block`): the
+    blocks are the kernel's own, no neighbouring layer reads them."""
     define_conv2d_nchwc_space(cfg, data_shape, kernel_shape, stride, padding)
     if not cfg.is_fallback:
         return
@@ -162,8 +162,9 @@ def define_blocked_space(cfg: Any, data_shape: Sequence[int], kernel_shape: Sequ
 
 def fallback_output_block(oc: int, oc_bn: int, positions: int, lanes: int) -> int:
     """``oc_bn``, or two vectors of channels when ``oc_bn`` is one vector, they divide ``oc`` and a
-    register block of ``positions`` output positions then holds more accumulator vectors (a
-    narrow tile: each input value broadcast and each weight vector loaded feed more multiply-adds).
+    register block of ``positions`` output positions then holds at least as many accumulator
+    vectors: each input value broadcast then feeds two multiply-adds (with the same accumulators,
+    fewer loads and broadcasts per multiply-add; with a narrow tile, more accumulators).
 
     Parameters
     ----------
@@ -187,7 +188,7 @@ def fallback_output_block(oc: int, oc_bn: int, positions: int, lanes: int) -> in
     def held(block: int) -> int:
         return min(positions, register_block(positions, block)) * -(-block // lanes)
 
-    return wide if held(wide) > held(oc_bn) else oc_bn
+    return wide if held(wide) >= held(oc_bn) else oc_bn
 
 
 def pack_conv2d_nchw_blocked(cfg: Any, call: OpCall) -> OpCall:
