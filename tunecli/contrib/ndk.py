@@ -1,5 +1,5 @@
 """TVM's ``tvm.contrib.ndk`` face: ``create_shared`` links with the driver ``TVM_NDK_CC`` names."""
 
-from tunecli.engine.graph.linker import ndk_create_shared as create_shared
+from tunecli.engine.runtime.linker import ndk_create_shared as create_shared
 
 __all__ = ["create_shared"]

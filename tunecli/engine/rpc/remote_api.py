@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import NoReturn
 
-from tunecli.engine.rpc.remote_objects import DEVICE_TYPES, RemoteDevice, RemoteModule
+from tunecli.engine.rpc.remote_objects import DEVICE_TYPES, RemoteDevice, RemoteKernelModule, RemoteModule
 from tunecli.engine.target import Target
 from tunecli.errors import ArgumentError
 
@@ -58,10 +58,13 @@ class RemoteAPI:
         """The names in a directory of the session's directory."""
         return list(self.exchange({"op": "listdir", "name": path})[0]["names"])
 
-    def load_module(self, path: str) -> RemoteModule:
-        """Load an uploaded network library (``.so`` or ``.tar``) on the server; a library for another
-        machine is refused with one error (the session goes on)."""
+    def load_module(self, path: str) -> RemoteModule | RemoteKernelModule:
+        """Load an uploaded library (``.so`` or ``.tar``: a network's, or a kernel module's) on the
+        server; a library for another machine is refused with one error (the session goes on)."""
         reply, _ = self.exchange({"op": "load_module", "name": path, "fields": {}})
+        if reply.get("kind") == "kernel":
+            return RemoteKernelModule(self, reply["handle"], path, str(reply["entry_name"]),
+                                      len(reply["arg_specs"]), reply.get("target"))
         return RemoteModule(self, reply["handle"], path, reply.get("libmod_name", "default"),
                             reply.get("target"))
 

@@ -7,7 +7,9 @@ executors that live in the device server's worker process and are driven over th
 ``["default"](dev)`` gives a ``GraphModule`` over a :class:`RemoteExecutor`, so
 ``graph_executor.GraphModule(rlib["default"](dev))`` with ``set_input``/``run``/``get_output`` and
 ``module.module.time_evaluator("run", dev, number, repeat)`` run and time the network on the
-device.  Objects live until the session ends.
+device.  A kernel module's library (``build(...).export_library``) loads as a
+:class:`RemoteKernelModule`: ``f(a, b)`` on remote arrays, ``f[f.entry_name]``, and
+``f.time_evaluator(f.entry_name, dev, number=10)(a, b).mean``.  Objects live until the session ends.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from numpy.typing import ArrayLike
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.runtime.device import Device
 from tunecli.engine.runtime.graph_executor import Executor, GraphModule, GraphPlan
+from tunecli.engine.runtime.module import BenchmarkResult
 from tunecli.errors import ArgumentError
 
 #: DLPack device types by the names ``remote.device`` accepts.
@@ -191,3 +194,56 @@ class RemoteModule:
 
     def __repr__(self) -> str:
         return f"<remote module {self.name!r} ({self.target or 'target not recorded'})>"
+
+
+class RemoteKernelModule:
+    """A kernel module loaded on the device (TVM's remote ``Module`` of ``build(...)``): called on
+    remote arrays of its session, outputs written in place on the device."""
+
+    def __init__(self, session: ObjectCalls, handle: int, name: str, entry_name: str,
+                 arg_count: int, target: str | None) -> None:
+        self.session, self.handle, self.name = session, handle, name
+        self.entry_name, self.arg_count, self.target = entry_name, arg_count, target
+
+    def __call__(self, *arrays: RemoteNDArray) -> None:
+        """Run the kernel on the device."""
+        self.session.object_call("module_call", {"module": self.handle, "args": self._handles(arrays)})
+
+    def __getitem__(self, name: str) -> Callable[..., None]:
+        return self.get_function(name)
+
+    def get_function(self, name: str) -> Callable[..., None]:
+        """The kernel by its name (the module has one function, :attr:`entry_name`)."""
+        if name != self.entry_name:
+            raise ArgumentError(f"remote module {self.name!r}: no function {name!r}; its function is "
+                                f"{self.entry_name!r}")
+        return self
+
+    def time_evaluator(self, func_name: str, dev: RemoteDevice | None = None, number: int = 10,
+                       repeat: int = 1, min_repeat_ms: float = 0.0) -> Callable[..., BenchmarkResult]:
+        """TVM's ``time_evaluator``: ``f(*arrays)`` times the kernel on the device (its clock)."""
+        self.get_function(func_name)
+        if dev is not None and (not isinstance(dev, RemoteDevice) or dev.session is not self.session):
+            raise ArgumentError(f"remote module {self.name!r}: time it on a device of its session, "
+                                f"got {dev!r}")
+
+        def evaluate(*arrays: RemoteNDArray) -> BenchmarkResult:
+            fields = {"module": self.handle, "args": self._handles(arrays), "number": int(number),
+                      "repeat": int(repeat), "min_repeat_ms": float(min_repeat_ms)}
+            reply, _ = self.session.object_call("module_time", fields)
+            return BenchmarkResult(reply["results"])
+
+        return evaluate
+
+    def _handles(self, arrays: Sequence[object]) -> list[int]:
+        if len(arrays) != self.arg_count:
+            raise ArgumentError(f"{self.entry_name} takes {self.arg_count} arrays, got {len(arrays)}")
+        for k, arr in enumerate(arrays):
+            if not isinstance(arr, RemoteNDArray) or arr.device.session is not self.session:
+                raise ArgumentError(f"{self.entry_name}: argument {k} must be an array on a device of the "
+                                    "module's session (tunecli.nd.array(x, remote.cpu())), got "
+                                    f"{type(arr).__name__}")
+        return [arr.handle for arr in arrays]  # type: ignore[union-attr]
+
+    def __repr__(self) -> str:
+        return f"<remote module {self.name!r}: {self.entry_name} ({self.target or 'target not recorded'})>"

@@ -1,5 +1,5 @@
-"""The device side of a remote session: libraries, graph executors and arrays living in the server's
-worker process (:class:`tunecli.engine.measure.worker.Worker`).
+"""The device side of a remote session: libraries (networks' and kernel modules'), graph executors
+and arrays living in the server's worker process (:class:`tunecli.engine.measure.worker.Worker`).
 
 The server hands each call to :func:`handle` as ``(op, fields, data)`` and gets ``(fields, data)``
 back; objects are kept here by integer handle until freed or until the worker is replaced (the
@@ -19,7 +19,8 @@ import numpy as np
 from tunecli.engine.runtime.device import Device
 from tunecli.engine.runtime.devices import device
 from tunecli.engine.runtime.graph_executor import Executor
-from tunecli.engine.runtime.graph_library import GraphLibrary, load_module
+from tunecli.engine.runtime.graph_library import GraphLibrary, load_module, specs_json
+from tunecli.engine.runtime.module import Module
 from tunecli.errors import ArgumentError, TuneError
 
 #: The function reference the server calls.
@@ -87,11 +88,44 @@ class _RemoteArray:
 
 def _load_module(fields: dict, data: bytes) -> Reply:
     lib = load_module(str(fields["path"]))
+    if isinstance(lib, Module):
+        return {"handle": _keep(lib), "target": str(lib.target), "kind": "kernel",
+                "entry_name": lib.entry_name, "arg_specs": specs_json(lib.arg_specs)}, b""
     if not isinstance(lib, GraphLibrary):
-        raise ArgumentError(f"load_module: {fields['path']!r} is not a network library")
+        raise ArgumentError(f"load_module: {fields['path']!r} is not a library exported by export_library")
     target = getattr(lib, "target", None)
     return {"handle": _keep(lib), "target": None if target is None else str(target),
             "libmod_name": lib.libmod_name}, b""
+
+
+def _kernel_arrays(fields: dict) -> tuple[Module, list[object]]:
+    """The kernel module and its arguments' values (remote arrays on the kernel's device)."""
+    module = _get(fields, "module", Module)
+    handles = fields.get("args")
+    if not isinstance(handles, list):
+        raise ArgumentError(f"remote module {module.entry_name!r}: the call has no argument list")
+    values = []
+    for k, handle_id in enumerate(handles):
+        arr = _get({"array": handle_id}, "array", _RemoteArray)
+        if arr.dev.device_type != module.device.device_type:
+            raise ArgumentError(f"{module.entry_name}: argument {k} is an array of {arr.dev!r}; the kernel "
+                                f"runs on {module.device.label}")
+        values.append(arr.value)
+    return module, values
+
+
+def _module_call(fields: dict, data: bytes) -> Reply:
+    module, values = _kernel_arrays(fields)
+    module(*values)
+    module.device.sync()
+    return {}, b""
+
+
+def _module_time(fields: dict, data: bytes) -> Reply:
+    module, values = _kernel_arrays(fields)
+    evaluate = module.time_evaluator(int(fields["number"]), int(fields["repeat"]),
+                                     float(fields["min_repeat_ms"]))
+    return {"results": [float(r) for r in evaluate(*values)]}, b""
 
 
 def _create(fields: dict, data: bytes) -> Reply:
@@ -159,8 +193,8 @@ def _free(fields: dict, data: bytes) -> Reply:
 
 
 _OPS = {"load_module": _load_module, "create": _create, "set_input": _set_input, "run": _run,
-        "entry": _entry, "time": _time, "array_new": _array_new, "array_get": _array_get,
-        "array_set": _array_set, "free": _free}
+        "entry": _entry, "time": _time, "module_call": _module_call, "module_time": _module_time,
+        "array_new": _array_new, "array_get": _array_get, "array_set": _array_set, "free": _free}
 
 #: The session operations the worker answers (the server forwards these).
 WORKER_OPS = frozenset(_OPS)

@@ -8,8 +8,9 @@ the session goes on):
   ``listdir`` (``name``): the session's own directory (:mod:`.session_files`), removed when the
   session ends;
 * ``load_module`` (``name``: an uploaded ``.so`` or ``.tar``) and the object operations of
-  :mod:`.remote_worker` (``create``, ``set_input``, ``run``, ``entry``, ``time``, ``array_new``,
-  ``array_get``, ``array_set``, ``free``; their ``fields``), run in the server's worker process.
+  :mod:`.remote_worker` (``create``, ``set_input``, ``run``, ``entry``, ``time``, ``module_call``,
+  ``module_time``, ``array_new``, ``array_get``, ``array_set``, ``free``; their ``fields``), run in
+  the server's worker process.
 
 A library is checked against the server's processor (:meth:`DeviceInfo.mismatch`) as it is loaded.
 A worker that dies or hangs on a call ends the session with an ``error`` frame (the server

@@ -6,7 +6,9 @@ parameters, target), ``kernels.json`` (format version, target, and per kernel it
 symbol, argument specs, object format and, for GPU code, launch shape) and one file per kernel
 (``k<i>.o``: an ELF object; ``k<i>.ptx``: PTX text).  :func:`load_graph_archive` opens one without
 a C compiler: CPU objects are linked by this process's JIT, PTX is loaded through the CUDA driver,
-each on first use; kernels for another processor are refused when the archive is opened.
+each on first use; kernels for another processor are refused when the archive is opened.  A kernel
+module's archive (``Module.export_library("lib.tar")``) holds its one kernel and a graph blob that
+names it as the module (no graph); opening it gives a :class:`~.module.Module`.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ import tarfile
 from collections.abc import Mapping
 from typing import Any
 
-from tunecli.engine.codegen import ArgSpec, CompiledKernel
+from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.target import Target, as_target
 from tunecli.errors import ArgumentError
 
-from .graph_library import CompiledGraph, library_target, pack_blob, unpack_blob
+from .graph_library import CompiledGraph, library_target, pack_blob, specs_from_json, specs_json, unpack_blob
+from .module import Module
 
 #: Version of ``kernels.json``'s layout.
 ARCHIVE_FORMAT = 1
@@ -32,20 +35,23 @@ MAX_MEMBER = 4 << 30
 
 
 def write_graph_archive(path: str | os.PathLike, graph_json: str, kernels: Mapping[str, CompiledKernel],
-                        params: Mapping[str, Any], target: Target) -> None:
-    """Write the archive of a network (see the module docstring) to ``path``."""
+                        params: Mapping[str, Any], target: Target,
+                        module: CompiledKernel | None = None) -> None:
+    """Write the archive of a network (see the module docstring) to ``path``; ``module``: the kernel
+    of a kernel module's archive (``graph_json`` empty, ``kernels`` holding only it)."""
     entries, files = [], []
     for k, (name, kernel) in enumerate(kernels.items()):
         suffix = "ptx" if kernel.object_format == "ptx" else "o"
         entry: dict[str, Any] = {
             "name": name, "file": f"k{k}.{suffix}", "entry_name": kernel.entry_name,
-            "arg_specs": [[a.name, list(a.shape), a.dtype, a.is_output] for a in kernel.arg_specs],
+            "arg_specs": specs_json(kernel.arg_specs),
             "object_format": kernel.object_format, "target": str(kernel.target)}
         if kernel.launch is not None:
             entry["launch"] = [list(kernel.launch.grid), list(kernel.launch.block)]
         entries.append(entry)
         files.append((entry["file"], kernel.obj))
-    blob = pack_blob(graph_json, {n: len(k.arg_specs) for n, k in kernels.items()}, params, str(target))
+    kernel_args = {n: len(k.arg_specs) for n, k in kernels.items()}
+    blob = pack_blob(graph_json, kernel_args, params, str(target), module)
     manifest = json.dumps({"format": ARCHIVE_FORMAT, "target": str(target), "kernels": entries}).encode()
     with tarfile.open(os.fspath(path), "w") as tar:
         for name, data in [("kernels.json", manifest), ("graph.bin", blob), *files]:
@@ -55,8 +61,8 @@ def write_graph_archive(path: str | os.PathLike, graph_json: str, kernels: Mappi
             tar.addfile(info, io.BytesIO(data))
 
 
-def load_graph_archive(path: str | os.PathLike) -> CompiledGraph:
-    """Open an archive written by :func:`write_graph_archive`.
+def load_graph_archive(path: str | os.PathLike) -> CompiledGraph | Module:
+    """Open an archive written by :func:`write_graph_archive` (a kernel module's: its :class:`Module`).
 
     Raises
     ------
@@ -90,6 +96,11 @@ def load_graph_archive(path: str | os.PathLike) -> CompiledGraph:
     except (tarfile.TarError, OSError, ValueError, KeyError, TypeError) as err:
         raise ArgumentError(f"load_module: {where!r} is not a graph archive written by export_library "
                             f"({type(err).__name__}: {err})") from None
+    if header.get("module"):
+        entry = header["module"]["entry_name"]
+        if entry not in kernels:
+            raise ArgumentError(f"load_module: {where!r}: its module's kernel {entry!r} is not in it")
+        return Module(kernels[entry])
     return CompiledGraph(header["graph_json"], kernels, params, target)
 
 
@@ -97,7 +108,6 @@ def _kernel(entry: dict, obj: bytes) -> CompiledKernel:
     launch = entry.get("launch")
     return CompiledKernel(
         obj, str(entry["entry_name"]),
-        tuple(ArgSpec(str(n), tuple(int(d) for d in shape), str(dtype), bool(out))
-              for n, shape, dtype, out in entry["arg_specs"]),
+        specs_from_json(entry["arg_specs"]),
         as_target(entry["target"]), object_format=str(entry["object_format"]),
         launch=None if launch is None else LaunchShape(tuple(launch[0]), tuple(launch[1])))

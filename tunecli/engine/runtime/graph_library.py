@@ -10,7 +10,9 @@ argument counts, parameter names, dtypes, shapes and offsets, the target), then 
 bytes, each 64-byte aligned from the blob's start.  :func:`load_module` opens such a file with the
 dynamic loader: nothing is compiled, the parameters are read in place; a library for another
 processor is refused before it is opened.  ``.tar`` archives (objects, graph and parameters, for
-a device to load itself) are :mod:`.graph_archive`'s.
+a device to load itself) are :mod:`.graph_archive`'s.  A kernel module's library or archive
+(``Module.export_library``) has the same layout with no graph: its header's ``module`` names the
+entry and its arguments, and loading it gives a :class:`~.module.Module`.
 
 :class:`CompiledGraph` is a library whose kernels are compiled-kernel records (a build, or an
 archive opened): it runs them on the CPU, or on a GPU for a ``cuda`` build, and refuses, with
@@ -31,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.codegen import ArgSpec, CompiledKernel
+from tunecli.engine.codegen.parallel import num_threads_symbol, parallel_for_symbol
 from tunecli.engine.target import Target, as_target, host_triple
 from tunecli.errors import ArgumentError, TargetError
 
@@ -40,14 +43,15 @@ from .cuda_graph_executor import CUDAGraphExecutor
 from .devices import as_device, device_for_target
 from .graph_executor import Executor, GraphExecutor, GraphModule
 from .heap import keep_scratch_memory
+from .linker import BLOB_SIZE_SYMBOL, BLOB_SYMBOL
 from .module import Module
 from .module import load_module as load_object
 from .openmp import bind_thread_pool
 
 MAGIC = b"TUNECLI-GRAPH\x00\x01\x00"
-BLOB_SYMBOL = "tunecli_graph_blob"
-BLOB_SIZE_SYMBOL = "tunecli_graph_blob_size"
 _ALIGN = 64
+__all__ = ["BLOB_SIZE_SYMBOL", "BLOB_SYMBOL", "MAGIC", "CompiledGraph", "GraphLibrary", "executor_for",
+           "load_graph_library", "load_module", "pack_blob", "unpack_blob"]
 
 
 class GraphLibrary:
@@ -190,17 +194,21 @@ def executor_for(graph_json: str, libmod: Any, device: Any = None) -> Executor:
 
 
 def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[str, Any],
-              target: str | None = None) -> bytes:
+              target: str | None = None, module: CompiledKernel | None = None) -> bytes:
     """The data blob of an exported library (see the module docstring); ``kernel_args``: kernel
-    name -> number of pointer arguments; ``target``: what the kernels were compiled for."""
+    name -> number of pointer arguments; ``target``: what the kernels were compiled for;
+    ``module``: the kernel of a kernel module's library (its entry and arguments are recorded)."""
     entries, chunks, offset = [], [], 0
     arrays = {name: np.ascontiguousarray(np.asarray(v)) for name, v in params.items()}
     for name, arr in arrays.items():
         entries.append({"name": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "offset": offset})
         chunks.append(arr.tobytes())
         offset += -(-arr.nbytes // _ALIGN) * _ALIGN
-    header = json.dumps({"graph_json": graph_json, "kernels": dict(kernel_args), "params": entries,
-                         "target": target}).encode()
+    fields: dict[str, Any] = {"graph_json": graph_json, "kernels": dict(kernel_args), "params": entries,
+                              "target": target}
+    if module is not None:
+        fields["module"] = {"entry_name": module.entry_name, "arg_specs": specs_json(module.arg_specs)}
+    header = json.dumps(fields).encode()
     start = _params_start(len(header))
     out = bytearray(MAGIC + struct.pack("<Q", len(header)) + header)
     out += bytes(start - len(out))
@@ -208,6 +216,17 @@ def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[s
         out += bytes(start + entry["offset"] - len(out))
         out += chunk
     return bytes(out)
+
+
+def specs_json(specs: Sequence[ArgSpec]) -> list[list]:
+    """Argument specs as JSON rows ``[name, shape, dtype, is_output]``."""
+    return [[a.name, list(a.shape), a.dtype, a.is_output] for a in specs]
+
+
+def specs_from_json(rows: Sequence[Sequence[Any]]) -> tuple[ArgSpec, ...]:
+    """The argument specs :func:`specs_json` wrote."""
+    return tuple(ArgSpec(str(n), tuple(int(d) for d in shape), str(dtype), bool(out))
+                 for n, shape, dtype, out in rows)
 
 
 def _params_start(header_len: int) -> int:
@@ -257,9 +276,10 @@ def library_target(header: dict, where: str) -> Target | None:
     return target
 
 
-def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
+def load_graph_library(path: str | os.PathLike) -> GraphLibrary | Module:
     """Open a library written by ``export_library`` (ArgumentError naming the file when it is not one,
-    TargetError when it is for another processor); a ``.tar`` archive is opened by
+    TargetError when it is for another processor): a network's gives a :class:`GraphLibrary`, a
+    kernel module's a :class:`Module`; a ``.tar`` archive is opened by
     :func:`.graph_archive.load_graph_archive`."""
     where = os.fspath(path)
     if not os.path.isfile(where):
@@ -281,26 +301,32 @@ def load_graph_library(path: str | os.PathLike) -> GraphLibrary:
         ) from None
     blob = (ctypes.c_char * size).from_address(base)
     header, params = unpack_blob(blob, where)
-    library_target(header, where)
+    target = library_target(header, where)
+    if header.get("module"):
+        entry, specs = header["module"]["entry_name"], specs_from_json(header["module"]["arg_specs"])
+        record = CompiledKernel(b"", entry, specs, target or as_target("llvm"))
+        return Module(record, loaded=_library_kernel(lib, entry, len(specs), specs))
 
     def load_kernels() -> dict[str, CPUKernel]:
-        kernels = {}
-        for name, num_args in header["kernels"].items():
-            func = getattr(lib, name)
-            func.restype = None
-            func.argtypes = [ctypes.c_void_p] * num_args
-            try:
-                threads = ctypes.c_int32.in_dll(lib, f"{name}__num_threads")
-            except ValueError:
-                threads = None
-            with contextlib.suppress(ValueError):  # parallel loops run on the thread pool
-                bind_thread_pool(ctypes.addressof(ctypes.c_void_p.in_dll(lib, f"{name}__parallel_for")))
-            kernels[name] = CPUKernel(name, (), func, threads, lib)
-        return kernels
+        return {name: _library_kernel(lib, name, num_args) for name, num_args in header["kernels"].items()}
 
     library = GraphLibrary(header["graph_json"], load_kernels, params)
     library._handle = lib  # type: ignore[attr-defined]  # the code and the parameters live while it does
     return library
+
+
+def _library_kernel(lib: ctypes.CDLL, name: str, num_args: int, specs: tuple[ArgSpec, ...] = ()) -> CPUKernel:
+    """Kernel ``name`` of a loaded library, its parallel loops bound to this process's thread pool."""
+    func = getattr(lib, name)
+    func.restype = None
+    func.argtypes = [ctypes.c_void_p] * num_args
+    try:
+        threads = ctypes.c_int32.in_dll(lib, num_threads_symbol(name))
+    except ValueError:
+        threads = None
+    with contextlib.suppress(ValueError):  # parallel loops run on the thread pool
+        bind_thread_pool(ctypes.addressof(ctypes.c_void_p.in_dll(lib, parallel_for_symbol(name))))
+    return CPUKernel(name, specs, func, threads, lib)
 
 
 def load_module(

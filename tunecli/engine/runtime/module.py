@@ -3,7 +3,9 @@
 A module wraps the :class:`~tunecli.engine.codegen.CompiledKernel` record codegen produced and
 runs it on the device of its target (:func:`~tunecli.engine.runtime.devices.device_for_target`),
 loading it there the first time it is called; the same path loads an object produced by another
-process.  Sources (``get_source``, ``save``) come from the record.
+process.  Sources (``get_source``, ``save``) come from the record.  ``export_library`` writes it
+for a device to load (:mod:`.kernel_export`; ``runtime.load_module(path)`` or, on a device server,
+``remote.load_module(name)`` loads it back).
 """
 
 from __future__ import annotations
@@ -32,12 +34,15 @@ class Module:
     ----------
     kernel : CompiledKernel
         What codegen produced (or an object built elsewhere, see :func:`load_module`).
+    loaded : optional
+        The kernel already loaded on its device (a module opened from an exported shared library:
+        ``kernel`` then has no object bytes).
     """
 
-    def __init__(self, kernel: CompiledKernel):
+    def __init__(self, kernel: CompiledKernel, loaded: Any = None):
         self.kernel = kernel
         self._device: Device | None = None
-        self._loaded: Any = None
+        self._loaded: Any = loaded
 
     @property
     def entry_name(self) -> str:
@@ -69,6 +74,9 @@ class Module:
     # the object and its sources --------------------------------------------------------------
     def object_bytes(self) -> bytes:
         """The relocatable object file (ELF for Linux targets)."""
+        if not self.kernel.obj:
+            raise CodegenError(f"module {self.entry_name!r} was loaded from a shared library and has no "
+                               "object file")
         return self.kernel.obj
 
     def get_source(self, fmt: str = "ll") -> str:
@@ -90,7 +98,7 @@ class Module:
         (``.s``) to ``path``."""
         suffix = os.path.splitext(os.fspath(path))[1]
         if suffix == ".o" or (suffix == ".ptx" and self.kernel.object_format == "ptx"):
-            data: bytes = self.kernel.obj
+            data: bytes = self.object_bytes()
         elif suffix in (".ll", ".s"):
             data = self.get_source("ll" if suffix == ".ll" else "asm").encode()
         else:
@@ -98,6 +106,35 @@ class Module:
                                "use a .o, .ll or .s file name (.ptx for a CUDA kernel)")
         with open(path, "wb") as f:
             f.write(data)
+
+    def export_library(self, file_name: str | os.PathLike, fcompile: Any = None, addons: Any = None,
+                       workspace_dir: str | None = None, *, cc: Any = None, options: list[str] | None = None,
+                       **kwargs: Any) -> None:
+        """Write the kernel for a device to load (TVM's ``export_library``).
+
+        Parameters
+        ----------
+        file_name : str or PathLike
+            ``lib.so``: a shared library (host code only); ``lib.tar``: its object (PTX for a CUDA
+            kernel) and its arguments, which a device server loads itself.  Either loads back with
+            ``runtime.load_module(file_name)``, or ``remote.upload(file_name)`` then
+            ``remote.load_module(name)`` on a device server.
+        fcompile, cc : str or callable, optional
+            The C compiler driver (``"aarch64-linux-gnu-gcc"``) or a compile function
+            (``contrib.cc.cross_compiler(...)``); default: a driver for the target on the PATH.
+        options : list of str, optional
+            Extra link options.
+
+        Raises
+        ------
+        GraphError
+            When no driver links for the target, a ``.so`` is asked of a CUDA kernel, or linking fails.
+        """
+        from .kernel_export import export_module  # the export formats build on this module
+
+        if addons:
+            raise ArgumentError("export_library: addons (extra modules to link) are not supported")
+        export_module(self, file_name, fcompile if fcompile is not None else cc, options)
 
     # running -----------------------------------------------------------------------------------
     def loaded(self) -> Any:

@@ -1,5 +1,6 @@
-"""C compiler drivers that link a network's objects into a shared library (TVM's ``contrib.cc`` and
-``contrib.ndk``).
+"""C compiler drivers that link compiled kernels into a shared library (TVM's ``contrib.cc`` and
+``contrib.ndk``), and :func:`link_library`, which links kernels' objects and one data blob (what
+``export_library`` of a network or of a kernel module writes).
 
 A *compile function* is TVM's: ``fcompile(output, objects, options=None)`` links ``objects``
 (object files, assembly) into the shared library ``output``, passing ``options`` (libraries) after
@@ -8,7 +9,8 @@ them; its optional ``output_format`` attribute says the file suffix it writes.
 makes a compile function of a cross driver (``"aarch64-linux-gnu-gcc"``); :func:`ndk_create_shared`
 uses the driver named by ``TVM_NDK_CC`` (Android's NDK clang, or any cross driver);
 :func:`compiler_for` finds a driver for a target: the host's for this machine, else
-``<triple>-gcc`` on the PATH.
+``<triple>-gcc`` on the PATH.  The blob lies at the symbols ``tunecli_graph_blob`` /
+``tunecli_graph_blob_size``; the loader finds it there (:mod:`.graph_library`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunecli.engine.target import Target
 from tunecli.errors import GraphError
+
+#: Symbols of the data blob of an exported library and of its size (a u64).
+BLOB_SYMBOL = "tunecli_graph_blob"
+BLOB_SIZE_SYMBOL = "tunecli_graph_blob_size"
 
 #: The environment variable naming the NDK's compiler driver (TVM's).
 NDK_CC_ENV = "TVM_NDK_CC"
@@ -111,3 +118,58 @@ def compiler_for(target: Target) -> str | None:
         if found:
             return found
     return None
+
+
+def link_library(output: str | os.PathLike, objects: Sequence[bytes], blob: bytes, target: Target,
+                 fcompile: str | CompileFunc | None = None, options: Sequence[str] | None = None) -> None:
+    """Link ``objects`` (relocatable objects for ``target``) and ``blob`` into the shared library
+    ``output`` with ``fcompile`` (a driver name or a compile function; default: :func:`compiler_for`
+    the target).
+
+    Raises
+    ------
+    GraphError
+        When no driver links for the target, ``fcompile`` is neither, or linking fails.
+    """
+    link = _compile_function(fcompile, target)
+    with tempfile.TemporaryDirectory(prefix="tunecli_export_") as tmp:
+        files = []
+        for k, obj in enumerate(objects):
+            files.append(os.path.join(tmp, f"k{k}.o"))
+            with open(files[-1], "wb") as f:
+                f.write(obj)
+        data = os.path.join(tmp, "blob.bin")
+        with open(data, "wb") as f:
+            f.write(blob)
+        asm = os.path.join(tmp, "blob.S")
+        with open(asm, "w") as f:
+            f.write(_blob_assembly(data, len(blob)))
+        link(os.fspath(output), [*files, asm], ["-lm", *(options or [])])  # parallel loops: the loader's pool
+
+
+def _compile_function(fcompile: str | CompileFunc | None, target: Target) -> CompileFunc:
+    if callable(fcompile):
+        return fcompile
+    if isinstance(fcompile, str):
+        return cross_compiler(fcompile)
+    if fcompile is not None:
+        raise GraphError(f"export_library: fcompile/cc must be a compiler driver name or a compile function, "
+                         f"got {type(fcompile).__name__}")
+    driver = compiler_for(target)
+    if driver is None:
+        triple = target.llvm_triple
+        raise GraphError(
+            f"export_library: the kernels are for {str(target)!r} ({triple}) and no C compiler on the "
+            f"PATH links for it: give one (export_library(path, cc.cross_compiler('{triple}-gcc')); Debian: "
+            "apt-get install gcc-aarch64-linux-gnu), or export a '.tar' archive that the device loads itself"
+        )
+    return lambda output, objects, options: create_shared(output, objects, options, cc=driver)
+
+
+def _blob_assembly(data_path: str, size: int) -> str:
+    return (
+        f".section .rodata\n.balign 64\n.globl {BLOB_SYMBOL}\n.type {BLOB_SYMBOL}, %object\n"
+        f'{BLOB_SYMBOL}:\n.incbin "{data_path}"\n.balign 8\n.globl {BLOB_SIZE_SYMBOL}\n'
+        f".type {BLOB_SIZE_SYMBOL}, %object\n{BLOB_SIZE_SYMBOL}:\n.quad {size}\n"
+        '.section .note.GNU-stack,"",%progbits\n'
+    )
