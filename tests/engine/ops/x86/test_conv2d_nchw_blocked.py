@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import reference as ref
@@ -180,5 +182,29 @@ def test_either_vector_widths_kernels_equal_numpy_where_they_run(target: str, na
     weight = rng.standard_normal((args[4], args[3], 3, 3)).astype("float32")
     out = np.zeros([int(d) for d in tensors[2].shape], dtype="float32")
     mod(data, weight_for_kernel(name, weight, [int(d) for d in tensors[1].shape]), out)
+    want = ref.conv2d_nchw_python(data, weight, args[7], args[8])
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+
+
+@st.composite
+def blocked_case(draw: st.DrawFn) -> tuple[tuple, int | None]:
+    """A small direct convolution and a legal config index of its space (None: the fallback)."""
+    k = draw(st.sampled_from([1, 3]))
+    stride = draw(st.integers(1, 2))
+    size = draw(st.integers(5, 9))
+    ci, co = draw(st.sampled_from([3, 8, 16])), draw(st.sampled_from([16, 32, 64]))
+    args = (1, size, size, ci, co, k, k, stride, k // 2, 1, "float32")
+    space = create(BLOCKED, args, "llvm").config_space
+    valid = [i for i in range(space.range_length) if space.is_index_valid(i)]
+    return args, draw(st.one_of(st.none(), st.sampled_from(valid)))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blocked_case())
+def test_legal_configs_and_fallbacks_equal_numpy(case: tuple[tuple, int | None]) -> None:
+    args, index = case
+    task = create(BLOCKED, args, "llvm")
+    config = FallbackConfigEntity() if index is None else task.config_space.get(index)
+    data, weight, _, out = _run(BLOCKED, args, config)
     want = ref.conv2d_nchw_python(data, weight, args[7], args[8])
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
