@@ -229,3 +229,33 @@ def test_the_config_source_of_a_long_workload_fits_80_columns(invoke: Invoke, tm
     assert configs[first:first + 3] == [
         "  batch_matmul.x86(float32[4,16,16], float32[4,16,16], (4,16,16), float32,", "    False, True):",
         "    default"]
+
+
+def test_each_sequence_length_s_network_is_described(invoke: Invoke, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text model of two sequence lengths: the header names both, and each length's network has
+    its inputs, kernels, memory and configs, in lines of at most 80 columns."""
+    monkeypatch.setenv("TUNECLI_TOPHUB", "NONE")
+    monkeypatch.setenv("TUNECLI_NO_NEAREST", "1")
+    job = tmp_path / "bert.yaml"
+    job.write_text("name: bert\nmodel: {name: bert-base, seq_len: [16, 32], layers: 1, hidden: 64, "
+                   "heads: 4}\nops: [dense, batch_matmul]\n")
+    result = invoke("inspect", str(job))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    assert lines[0].startswith("bert: bert-base (1, 16 | 32) float32")
+    headings = [line for line in lines if line.startswith("network ")]
+    assert [h.split(" float32")[0] for h in headings] == ["network bert-base (1, 16)",
+                                                          "network bert-base (1, 32)"]
+    inputs = [line for line in lines if line.startswith("inputs: ")]
+    assert inputs == ["inputs: data [1, 16] int64", "inputs: data [1, 32] int64"]
+    assert sum(line.startswith("configs (") for line in lines) == 2
+    listed = [line for line in lines if line.startswith("kernels: ")]
+    assert len(listed) == 2 and listed[1] == "kernels: those of the network above"  # the same fused kernels
+    assert any("(4,32,32)" in line for line in lines) and any("(4,16,16)" in line for line in lines)
+    view = json.loads(invoke("inspect", str(job), "--json").stdout)
+    assert [n["inputs"]["data"][0] for n in view["networks"]] == [[1, 16], [1, 32]]
+    first, second = view["networks"]
+    assert second["intermediate_bytes"] > first["intermediate_bytes"] and first["kernel_calls"] > 0
+    assert view["inputs"] == first["inputs"] and view["model"].startswith("bert-base (1, 16 | 32)")

@@ -16,7 +16,7 @@ from tunecli.commands.log_args import readable_logs
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
 from tunecli.commands.steps import StepView
 from tunecli.commands.tables import label_lines, print_fitted, table, wrap_items
-from tunecli.engine.actions.inspect import NetworkView, TaskView
+from tunecli.engine.actions.inspect import NetworkBuildView, NetworkView, TaskView
 from tunecli.engine.actions.job_file import inspect_job_file
 from tunecli.engine.log.log_summary import LogView, inspect_log
 
@@ -58,15 +58,27 @@ def _render_network(app: App, view: NetworkView) -> None:
     footer = [f"{len(view.operators)} tunable operators, {len(view.tasks)} tasks"
               + ("; alt: another task of the operator above (a build runs one of them per call)"
                  if alternatives else "")]
-    footer += [f"inputs: {', '.join(f'{n} {shape} {dtype}' for n, (shape, dtype) in view.inputs.items())}",
+    print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer)
+    for k, network in enumerate(view.networks):
+        _render_build(app, network, len(view.networks) > 1,
+                      k > 0 and network.kernels == view.networks[k - 1].kernels)
+
+
+def _render_build(app: App, view: NetworkBuildView, heading: bool, same_kernels: bool = False) -> None:
+    """One network's inputs, fused kernels, memory and configs (``heading``: its label first;
+    ``same_kernels``: its kernels are the network's above, not listed again)."""
+    width = app.console.width
+    lines = [f"network {view.model}:"] if heading else []
+    lines += [f"inputs: {', '.join(f'{n} {shape} {dtype}' for n, (shape, dtype) in view.inputs.items())}",
               f"{len(view.kernels)} fused kernels, {view.kernel_calls} calls per run",
               f"intermediate memory (executor plan): {_mib(view.intermediate_bytes)} (one buffer per value: "
               f"{_mib(view.unplanned_bytes)}; largest activation {_mib(view.largest_activation_bytes)}); "
               f"weights {_mib(view.weight_bytes)}"]
-    print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer)
-    width = app.console.width
+    for line in lines:
+        app.console.print(line, markup=False, highlight=False)
     kernels = [f"{name} x{n}" if n > 1 else name for name, n in view.kernels.items()]
-    for line in wrap_items("kernels: ", kernels, width):
+    listed = wrap_items("kernels: ", kernels, width)
+    for line in ["kernels: those of the network above"] if same_kernels else listed:
         app.echo(line)
     if view.summary:
         app.echo(textwrap.fill(f"configs ({view.summary}):", width, subsequent_indent="  ",

@@ -14,7 +14,9 @@ value would take and the largest activation) and the size of the built graph's p
 (weights, transformed at build time).  The network is built as ``apply`` builds it without the
 graph tuner: with the job's log when it exists (else untuned); each task the build ran says where
 its config came from (``task.config_source``: log, package, nearest record, default), and the
-build's summary line is kept.  What a log holds is ``log.log_summary.inspect_log``.
+build's summary line is kept.  A text model of several sequence lengths has one network per
+length: each is built and described (``NetworkView.networks``), its tasks those of all of them.
+What a log holds is ``log.log_summary.inspect_log``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from tunecli.engine.build import lower
-from tunecli.engine.job.network import Network, build_network, extract_network_tasks, job_tasks
+from tunecli.engine.job.network import Network, build_network, extract_network_tasks, job_tasks, load_network
 from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import check_task_index, create_tasks
 from tunecli.engine.log.history_best import ApplyHistoryBest
@@ -144,15 +146,12 @@ class NetworkOperatorView:
 
 
 @dataclass
-class NetworkView:
-    """What ``inspect_network`` found; ``as_dict()`` is the JSON form (sizes in bytes)."""
+class NetworkBuildView:
+    """One network of a model job (a text model's: one per sequence length) as its build is: inputs,
+    fused kernels, memory plan, weights, where each task's config came from."""
 
-    job: str
     model: str
-    target: str
     inputs: dict[str, list]
-    tasks: list[NetworkTaskView] = field(default_factory=list)
-    operators: list[NetworkOperatorView] = field(default_factory=list)
     kernels: dict[str, int] = field(default_factory=dict)  #: kernel name -> calls
     intermediate_bytes: int = 0
     unplanned_bytes: int = 0
@@ -167,9 +166,26 @@ class NetworkView:
         """Kernel calls in one run of the network."""
         return sum(self.kernels.values())
 
+
+@dataclass
+class NetworkView(NetworkBuildView):
+    """What ``inspect_network`` found; ``as_dict()`` is the JSON form (sizes in bytes).
+
+    ``model`` is the job's model (every sequence length), ``tasks`` and ``operators`` those of all its
+    networks; ``networks`` describes each network, and the fields of :class:`NetworkBuildView` are
+    the first's (a job of one network: its own).
+    """
+
+    job: str = ""
+    target: str = ""
+    tasks: list[NetworkTaskView] = field(default_factory=list)
+    operators: list[NetworkOperatorView] = field(default_factory=list)
+    networks: list[NetworkBuildView] = field(default_factory=list)
+
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
-        return dict(asdict(self), kernel_calls=self.kernel_calls)
+        networks = [dict(asdict(n), kernel_calls=n.kernel_calls) for n in self.networks]
+        return dict(asdict(self), kernel_calls=self.kernel_calls, networks=networks)
 
 
 def inspect_network(job: Job, network: Network, on_step: Callable[[str], None] | None = None) -> NetworkView:
@@ -197,27 +213,45 @@ def inspect_network(job: Job, network: Network, on_step: Callable[[str], None] |
     step("extracting the tunable tasks")
     found = extract_network_tasks(job, network)
     total = sum(op.flop for op in found.operators) or 1.0
-    view = NetworkView(job.name, network.label, str(job.target),
-                       {name: [list(shape), dtype] for name, (shape, dtype) in network.inputs.items()})
+    shapes = job.model.sample_shapes if job.model is not None else ()
     log = Path(job.log)
-    history = [ApplyHistoryBest(list(plausible(read_log(str(log)))))] if log.is_file() else []
-    step("building the network")
-    lib = build_network(network, job.target, *history)
-    summary = lib.summary
-    anchors = summary.tuned + summary.nearest + summary.fallback
-    sources = {a.workload: a.source.text() for a in anchors}
-    view.summary = summary.line()
-    view.configs = {workload_text(a.task_name, a.workload[1:]): a.source.text() for a in anchors}
+    history = ApplyHistoryBest(list(plausible(read_log(str(log))))) if log.is_file() else None
+    networks: list[NetworkBuildView] = []
+    sources: dict[tuple, str] = {}  # workload -> where its config came from (the first build running it)
+    for k, shape in enumerate(shapes if len(shapes) > 1 else [None]):
+        one = network if k == 0 else load_network(job, shape)
+        step("building the network" + (f" {one.label}" if len(shapes) > 1 else ""))
+        built, built_sources = _build_view(one, job, history)
+        networks.append(built)
+        for workload, source in built_sources.items():
+            sources.setdefault(workload, source)
+    model = job.model.label if job.model is not None and len(shapes) > 1 else network.label
+    view = NetworkView(**{**vars(networks[0]), "model": model}, job=job.name, target=str(job.target),
+                       networks=networks)
     view.tasks = [NetworkTaskView(i, task_label(t.task), t.occurrences, t.flop, sources.get(t.task.workload))
                   for i, t in enumerate(found.tasks)]
     view.operators = [NetworkOperatorView(i, op.tasks, op.occurrences, op.flop, op.flop / total)
                       for i, op in enumerate(found.operators)]
+    return view
+
+
+def _build_view(network: Network, job: Job, history: ApplyHistoryBest | None
+                ) -> tuple[NetworkBuildView, dict[tuple, str]]:
+    """One network built as ``apply`` builds it (with the job's log when it exists), and where each
+    workload's config came from."""
+    lib = build_network(network, job.target, *([history] if history is not None else []))
+    summary = lib.summary
+    anchors = summary.tuned + summary.nearest + summary.fallback
+    view = NetworkBuildView(network.label, {name: [list(shape), dtype] for name, (shape, dtype)
+                                            in network.inputs.items()})
+    view.summary = summary.line()
+    view.configs = {workload_text(a.task_name, a.workload[1:]): a.source.text() for a in anchors}
     plan = lib.plan
     view.kernels = dict(Counter(name for name, _ in plan.ops))
     view.intermediate_bytes, view.unplanned_bytes = plan.intermediate_bytes()
     view.largest_activation_bytes = plan.largest_output_bytes()
     view.weight_bytes = int(sum(np.asarray(_array(v)).nbytes for v in lib.get_params().values()))
-    return view
+    return view, {a.workload: a.source.text() for a in anchors}
 
 
 def _array(value: Any) -> Any:
