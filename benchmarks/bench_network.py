@@ -3,12 +3,23 @@
 configs (or a tuning log, and the graph tuner's records) vs onnxruntime's CPU provider, at 1 and 2
 threads.
 
+Issue 30's untuned sets: ``--unseen`` runs ResNet-50, SqueezeNet 1.1 and EfficientNet-B0 (our own
+definitions, ``engine/graph/models``) with the pre-tuned packages turned off (``tophub``'s
+``NONE``), so every config is a fallback one: the package holds records of some of their workloads
+(11 of EfficientNet-B0's 47 tasks, MobileNet v2's; 6 of ResNet-50's 21, ResNet-18's stem and 3x3
+layers, and one more from a nearest record), which a network never seen by tunecli would not get.
+``--with-package`` runs ResNet-18, MobileNet v1 and v2 with the shipped package.  ``--no-package``
+turns the package off for the networks named with ``--network``.  Each build prints where its
+configs came from (tuned: a log or the package; nearest records; fallback), and a table of
+ours/onnxruntime per network ends the run.
+
 The relay.testing model is exported to ONNX from the same parameters
 (``engine.graph.frontend.onnx_export.to_onnx``), so both runtimes compute the same network; the
 outputs are compared first.  Latencies are timed
 round by round, ours then onnxruntime's with a pause before each (``--settle``), each side
 ``--number`` runs per round after 50 ms of untimed runs; medians of ``--rounds`` rounds.  Also
-printed: the build time, the kernel count, the executor's planned intermediate memory beside the
+printed: the CPU time at 1 thread (ours and onnxruntime's; steadier than wall time when the machine
+is shared), the build time, the kernel count, the executor's planned intermediate memory beside the
 weights and the largest activation, and the process's peak RSS.
 
 With ``--profile``, after the timed comparison at each thread count, each kernel of our build is
@@ -24,6 +35,7 @@ Usage::
     .venv/bin/python benchmarks/bench_network.py --network resnet-18 --log logs/resnet18.log \
         --graph-log logs/resnet18.graph.log                         # graph-tuned
     .venv/bin/python benchmarks/bench_network.py --quick --profile  # where our time goes, per kernel
+    .venv/bin/python benchmarks/bench_network.py --unseen --with-package  # issue 30's untuned sets
 """
 
 from __future__ import annotations
@@ -41,17 +53,22 @@ from tunecli.engine.graph.frontend.onnx_export import to_onnx
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
 from tunecli.engine.job.network_models import MODELS
+from tunecli.engine.log import tophub
 from tunecli.engine.log.history_best import apply_history_best
 from tunecli.engine.runtime import GraphModule, set_num_threads, time_kernels
 
 #: Networks run when none is named.
 DEFAULT_NETWORKS = ("resnet-18", "mobilenet", "mobilenet_v2")
+#: Networks tunecli has no records of, built with the packages off (``--unseen``).
+UNSEEN_NETWORKS = ("resnet-50", "squeezenet1.1", "efficientnet-b0")
 #: Kernels listed by ``--profile``, and the shortest batch of one kernel's timing.
 PROFILE_TOP = 15
 PROFILE_MIN_REPEAT_MS = 5.0
 
 
-def bench(name: str, args: argparse.Namespace) -> None:
+def bench(name: str, package: bool, args: argparse.Namespace) -> dict[int, float]:
+    """Build ``name`` (with the pre-tuned packages or without) and time it against onnxruntime:
+    ours/onnxruntime by thread count (0: CPU time at 1 thread)."""
     import onnxruntime as ort
 
     model = MODELS[name]
@@ -59,8 +76,12 @@ def bench(name: str, args: argparse.Namespace) -> None:
     kernels_best = apply_history_best(args.log) if args.log else contextlib.nullcontext()
     graph_best = ApplyGraphBest(args.graph_log) if args.graph_log else contextlib.nullcontext()
     start = time.perf_counter()
-    with kernels_best, graph_best, PassContext(opt_level=3):
-        lib = build(mod, "llvm", params=params)
+    tophub.set_locations(None if package else tophub.DISABLED)
+    try:
+        with kernels_best, graph_best, PassContext(opt_level=3):
+            lib = build(mod, "llvm", params=params)
+    finally:
+        tophub.set_locations(None)
     build_s = time.perf_counter() - start
     m = lib["default"](None)
     data = np.random.default_rng(0).uniform(-1, 1, (1, *model.image_shape)).astype("float32")
@@ -69,7 +90,9 @@ def bench(name: str, args: argparse.Namespace) -> None:
     planned, unplanned = lib.plan.intermediate_bytes()
     weights = sum(np.asarray(v).nbytes for v in lib.get_params().values())
     largest = lib.plan.largest_output_bytes()
-    print(f"{name}: built in {build_s:.1f} s, {len(lib.kernels)} kernels ({lib.summary.line()})")
+    ratios = {}
+    source = "with the package" if package else "no package"
+    print(f"{name} ({source}): built in {build_s:.1f} s, {len(lib.kernels)} kernels ({lib.summary.line()})")
     print(f"  memory: weights {weights / 2**20:.1f} MiB, planned intermediates {planned / 2**20:.2f} MiB "
           f"(without reuse {unplanned / 2**20:.2f} MiB), largest activation {largest / 2**20:.2f} MiB")
     for threads in (1, 2):
@@ -86,19 +109,26 @@ def bench(name: str, args: argparse.Namespace) -> None:
         m.run()
         expected = sess.run(None, feed)[0]
         np.testing.assert_allclose(m.get_output(0).numpy(), expected, rtol=1e-3, atol=1e-5)
-        ours, theirs = [], []
+        ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
         for _ in range(args.rounds):
-            time.sleep(args.settle)
-            _common.warm_up(m.run)
-            ours.append(_common.batch_seconds(m.run, args.number)[0])
-            time.sleep(args.settle)
-            _common.warm_up(theirs_run)
-            theirs.append(_common.batch_seconds(theirs_run, args.number)[0])
+            for run, wall_list, cpu_list in ((m.run, ours, ours_cpu), (theirs_run, theirs, theirs_cpu)):
+                time.sleep(args.settle)
+                _common.warm_up(run)
+                wall, cpu_per_wall = _common.batch_seconds(run, args.number)
+                wall_list.append(wall)
+                cpu_list.append(wall * cpu_per_wall)
         mo, mt = _common.median(ours), _common.median(theirs)
         print(f"  threads={threads}: ours {mo * 1e3:8.2f} ms   onnxruntime {mt * 1e3:8.2f} ms   "
               f"ours/onnxruntime {mo / mt:5.2f}x  (medians of {args.rounds} rounds x {args.number} runs)")
+        ratios[threads] = mo / mt
+        if threads == 1:
+            co, ct = _common.median(ours_cpu), _common.median(theirs_cpu)
+            print(f"  threads=1, CPU time: ours {co * 1e3:8.2f} ms   onnxruntime {ct * 1e3:8.2f} ms   "
+                  f"ours/onnxruntime {co / ct:5.2f}x  (steadier than wall time on a busy machine)")
+            ratios[0] = co / ct
         if args.profile:
             print_profile(m, lib.get_graph_json(), mo, args)
+    return ratios
 
 
 def print_profile(m: GraphModule, graph_json: str, run_seconds: float, args: argparse.Namespace) -> None:
@@ -114,9 +144,16 @@ def print_profile(m: GraphModule, graph_json: str, run_seconds: float, args: arg
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="ResNet-18 only, 3 rounds of 2 runs")
+    parser.add_argument("--quick", action="store_true",
+                        help="3 rounds of 2 runs (ResNet-18 only when no network is named)")
     parser.add_argument("--network", choices=sorted(MODELS), action="append",
                         help=f"a built-in model (repeatable; default: {', '.join(DEFAULT_NETWORKS)})")
+    parser.add_argument("--unseen", action="store_true",
+                        help=f"{', '.join(UNSEEN_NETWORKS)} without the pre-tuned package")
+    parser.add_argument("--with-package", action="store_true",
+                        help=f"{', '.join(DEFAULT_NETWORKS)} with the pre-tuned package")
+    parser.add_argument("--no-package", action="store_true",
+                        help="build the --network networks without the pre-tuned package")
     parser.add_argument("--log", help="tuning log applied with apply_history_best")
     parser.add_argument("--graph-log",
                         help="graph tuner records applied with apply_graph_best (inside --log)")
@@ -128,9 +165,18 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.number, args.settle = 3, 2, 0.2
+    runs = [(name, not args.no_package) for name in args.network or ()]
+    runs += [(name, False) for name in UNSEEN_NETWORKS if args.unseen]
+    runs += [(name, True) for name in DEFAULT_NETWORKS if args.with_package]
+    if not runs:
+        runs = [(name, True) for name in (["resnet-18"] if args.quick else DEFAULT_NETWORKS)]
     print(_common.load_line())
-    for name in args.network or (["resnet-18"] if args.quick else list(DEFAULT_NETWORKS)):
-        bench(name, args)
+    table = [(name, package, bench(name, package, args)) for name, package in runs]
+    print(f"{'network':<18} {'package':<8} {'1 thread':>9} {'2 threads':>10} {'1 thread CPU':>13}  "
+          "(ours/onnxruntime, medians)")
+    for name, package, ratios in table:
+        print(f"{name:<18} {'yes' if package else 'no':<8} {ratios[1]:8.2f}x {ratios[2]:9.2f}x "
+              f"{ratios[0]:12.2f}x")
     print(_common.peak_memory_line())
 
 
