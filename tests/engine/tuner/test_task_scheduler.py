@@ -72,6 +72,13 @@ def rounds_of(scheduler: TaskScheduler, measure: CurveMeasure, **kwargs: Any) ->
     return chosen
 
 
+def trials_after_each_round(scheduler: TaskScheduler, measure: CurveMeasure) -> list[list[int]]:
+    """Run ``scheduler`` on ``measure``; return every task's trials after each round."""
+    after: list[list[int]] = []
+    scheduler.tune(measure, round_callbacks=[lambda s, *_: after.append([u.trials for u in s.tasks])])
+    return after
+
+
 # ------------------------------------------------------------------ the gradient, by hand
 def test_gradient_combines_backward_and_forward_estimates_by_weight() -> None:
     a, m = task(DENSE_A), task(MATMUL)
@@ -109,18 +116,33 @@ def test_a_task_much_slower_than_its_group_after_many_more_rounds_leaves_the_gro
     assert s.similar(1) == [1] and s.similar(0) == [0]
 
 
-def test_ties_are_broken_at_random_with_the_seed() -> None:
+def test_ties_go_to_the_task_with_the_fewest_trials() -> None:
     tasks = [task(DENSE_A), task(DENSE_B), task(MATMUL)]
+    s = TaskScheduler(tasks, random_tuner, budget=100)
+    # flat, and each as fast per flop as the others (no similarity estimate): nothing tells them apart
+    for t, trials in zip(s.tasks, (8, 5, 6), strict=True):
+        cost = t.task.flop / 1024
+        t.best_cost, t.rounds, t.history, t.trials, t.curve = cost, 1, [cost], trials, [cost] * trials
+    assert len({gradient(s, i) for i in range(3)}) == 1
+    assert s.next_task() == 1
+    s.tasks[1].trials = 9
+    assert s.next_task() == 2
 
-    def picks(seed: int) -> list[int | None]:
-        s = TaskScheduler(tasks, random_tuner, budget=100, seed=seed)
-        for t in s.tasks:
-            t.best_cost, t.rounds, t.history = 1.0, 1, [1.0]
-        assert len({gradient(s, i) for i in range(3)}) == 1
-        return [s.next_task() for _ in range(12)]
 
-    assert picks(3) == picks(3)
-    assert set(picks(3)) == {0, 1, 2}
+def test_the_forward_estimate_is_the_improvement_per_trial_over_the_later_half_of_its_trials() -> None:
+    a, m = task(DENSE_A), task(MATMUL)  # different templates: no similarity estimate
+    s = TaskScheduler([a, m], random_tuner, budget=100, round_trials=4, weights=[5, 1])
+    ta, tm = s.tasks
+    # a: heavy and slow, but flat over its later half (trials 5-8); m: 1 us better per trial there
+    ta.best_cost, ta.rounds, ta.history, ta.trials = 1e-3, 2, [2e-3, 1e-3], 8
+    ta.curve = [4e-3, 3e-3, 2e-3, 1e-3] + [1e-3] * 4
+    tm.best_cost, tm.rounds, tm.history, tm.trials = 1e-4, 2, [1.04e-4, 1e-4], 8
+    tm.curve = [2e-4, 1.5e-4, 1.2e-4, 1.04e-4, 1.03e-4, 1.02e-4, 1.01e-4, 1e-4]
+    assert gradient(s, 0) == pytest.approx(5 * (0.8 * 0.0))
+    assert gradient(s, 1) == pytest.approx(0.8 * -(1.04e-4 - 1e-4) / 4 * 4)
+    assert s.next_task() == 1  # Ansor's g / t would give a: 5 * 1e-3 / 2 > 1e-4 / 2
+    tm.curve = [1e-4] * 8  # m flat too: a tie, the fewest trials (a, index first)
+    assert s.next_task() == 0
 
 
 # ------------------------------------------------------------------ alternatives of one operator
@@ -164,29 +186,42 @@ def test_an_alternative_without_a_valid_config_is_tuned_as_a_task_alone() -> Non
 
 def test_a_flat_slower_alternative_gets_no_round_after_the_warm_up() -> None:
     a, b, m = task(DENSE_A), task(DENSE_B), task(MATMUL)
-    curves = {(a.name, a.args): lambda k: 1e-3, (b.name, b.args): lambda k: 5e-3,
-              (m.name, m.args): lambda k: 2e-3}
-    independent = rounds_of(TaskScheduler([a, b, m], random_tuner, budget=36, round_trials=4),
-                            CurveMeasure(curves))
-    s = TaskScheduler([a, b, m], random_tuner, budget=36, round_trials=4, alternatives=[(0, 1)])
+    curves = {(a.name, a.args): lambda k: 1e-3 * (1 + 1 / (k + 1)), (b.name, b.args): lambda k: 5e-3,
+              (m.name, m.args): lambda k: 2e-3 * (1 + 1 / (k + 1))}
+    s = TaskScheduler([a, b, m], random_tuner, budget=36, round_trials=4, alternatives=[(0, 1)],
+                      min_share=0)
     chosen = rounds_of(s, CurveMeasure(curves))
-    assert independent[:3] == chosen[:3] == [0, 1, 2] and independent[3] == 1  # b: 5 ms alone
-    assert 1 not in chosen[3:] and len(chosen) == 9  # 5 - 0.8 * 5 ms would not beat a's 1 ms
-    assert s.objective == pytest.approx(1e-3 + 2e-3)
+    assert chosen[:3] == [0, 1, 2]
+    assert 1 not in chosen[3:] and len(chosen) == 9  # 5 ms, flat: it would not beat a's 1 ms
+    assert s.tasks[0].best_cost < 1.2e-3 and s.tasks[2].best_cost < 2.4e-3
 
 
 # ------------------------------------------------------------------ rounds and budget
 def test_warm_up_gives_every_task_a_round_then_the_gradient_chooses() -> None:
     a, m = task(DENSE_A), task(MATMUL)
-    # both flat (no backward gain): the forward estimate -g/t gives m, 2.5 times slower, the
-    # rounds while 2.5e-3 / t_m > 1e-3 / t_a
-    measure = CurveMeasure({(a.name, a.args): lambda k: 1e-3, (m.name, m.args): lambda k: 2.5e-3})
-    s = TaskScheduler([a, m], random_tuner, budget=28, round_trials=4)
+    # a flat (no gain expected), m still improving: after the warm-up m gets the rounds, except the
+    # one that keeps a at its minimum share (half the mean trials)
+    measure = CurveMeasure({(a.name, a.args): lambda k: 1e-3, (m.name, m.args): lambda k: 2.5e-3 / (k + 1)})
+    s = TaskScheduler([a, m], random_tuner, budget=28, round_trials=4, min_share=0.5)
     chosen = rounds_of(s, measure)
-    assert chosen == [0, 1] + [1, 1, 0, 1, 1]
+    assert chosen == [0, 1] + [1, 1, 1, 0, 1]
     assert s.spent == 28 and sum(measure.counts.values()) == 28
     assert (s.tasks[0].trials, s.tasks[1].trials) == (8, 20)
-    assert s.objective == pytest.approx(1e-3 + 2.5e-3)
+    assert s.objective == pytest.approx(1e-3 + 2.5e-3 / 20)
+
+
+def test_no_task_falls_below_its_minimum_share_of_the_trials() -> None:
+    a, m = task(DENSE_A), task(MATMUL)
+    # a keeps improving, m is flat: the gradient alone gives a every round after the warm-up
+    curves = {(a.name, a.args): lambda k: 1e-3 / (k + 1), (m.name, m.args): lambda k: 1e-3}
+    for share in (0.0, 0.5, 0.75):
+        s = TaskScheduler([a, m], random_tuner, budget=64, round_trials=4, min_share=share)
+        after = trials_after_each_round(s, CurveMeasure(curves))
+        if share == 0:
+            assert s.tasks[1].trials == 4  # its warm-up round only
+        for trials in after[2:]:  # after the warm-up, never a round short of the share
+            assert trials[1] >= share * sum(trials) / 2 - 4
+        assert s.tasks[1].trials >= share * 32 - 4
 
 
 def test_round_robin_takes_turns_and_round_trials_is_bounded_by_the_budget_share() -> None:
@@ -200,13 +235,13 @@ def test_round_robin_takes_turns_and_round_trials_is_bounded_by_the_budget_share
 
 
 def test_weights_shift_trials_toward_heavy_tasks() -> None:
-    a, b = task(DENSE_A), task(DENSE_B)
-    curve = lambda k: 1e-3 * (1 + 4 / (k + 1))  # noqa: E731  (the same curve for both)
+    a, b = task(DENSE_A), task(DENSE_B)  # b 4 times a's flop: the same speed, no similarity estimate
+    curve = lambda k: 1e-3 * (1 + 4 / (k + 1))  # noqa: E731
     trials = {}
     for policy in SCHEDULER_POLICIES:
-        measure = CurveMeasure({(a.name, a.args): curve, (b.name, b.args): curve})
+        measure = CurveMeasure({(a.name, a.args): lambda k: curve(k) / 4, (b.name, b.args): curve})
         s = TaskScheduler([a, b], random_tuner, budget=64, weights=[1, 8], policy=policy,
-                          round_trials=4)
+                          round_trials=4, min_share=0)
         rounds_of(s, measure)
         trials[policy] = [t.trials for t in s.tasks]
     assert trials["round-robin"] == [32, 32]
@@ -309,6 +344,7 @@ def test_a_tuner_starts_from_every_record_known_at_its_first_round() -> None:
     ({"weights": [1, 0]}, "expected one positive weight per task"),
     ({"weights": [1]}, "expected one positive weight per task"),
     ({"round_trials": 0}, "round_trials must be >= 1"),
+    ({"min_share": 1.5}, "min_share must be between 0 and 1, got 1.5"),
     ({"alternatives": [(0, 1), (1,)]}, "alternatives: a task of [1] is in more than one group"),
 ])
 def test_bad_arguments_are_refused(kwargs: dict, message: str) -> None:

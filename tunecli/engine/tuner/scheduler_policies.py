@@ -1,15 +1,22 @@
 """The task scheduler's policies: which task the next round goes to (``tuner.task_scheduler``).
 
 * ``round-robin``: the tasks in turn (passing over a task whose round is in flight);
-* ``gradient``: the Ansor paper's task scheduler (Zheng et al., OSDI 2020, section 6): the task
-  with the largest estimated gradient ``-df/dt_i``, ``t_i`` being the rounds given to task ``i``.
-  The estimate combines, with ``alpha`` (0.2), the improvement of ``g_i`` over the last
-  ``backward_window`` rounds and an optimistic forward guess: either ``g_i`` keeps improving at
-  its average rate so far (``g_i - g_i / t_i``) or the task reaches the speed (FLOPS) of the
-  fastest similar task (same template) divided by ``beta`` (2).  Ties are broken at random.
+* ``gradient``: after the Ansor paper's task scheduler (Zheng et al., OSDI 2020, section 6): the
+  task with the largest estimated gradient ``-df/dt_i``, ``t_i`` being the rounds given to task
+  ``i``.  The estimate combines, with ``alpha`` (0.2), the improvement of ``g_i`` over the last
+  ``backward_window`` rounds and a forward guess: the task's own improvement per trial over the
+  later half of its trials in this run (:func:`own_gain`), or, if that is better, reaching the
+  speed (FLOPS) of the fastest similar task (same template) divided by ``beta`` (2).  Ansor's
+  forward guess ``g_i / t_i`` (every task improving in proportion to its latency) is kept only
+  for a task without two valid trials in this run: with it a heavy task whose search has
+  plateaued kept the rounds its lighter, still improving neighbours needed.
   The estimated change of ``g_i`` goes through the minimum of its operator
   (``alternatives.latency_change``): a slower alternative gains only by the part of its
   estimate that would beat the faster one (one without a valid config is tuned as a task alone).
+  Two rules come before the estimate: a task without a valid config is tuned until it has one,
+  and a task with fewer trials than ``min_share`` (0.75) of the mean of the tasks still in the
+  schedule gets the round (the furthest behind first), so that no task starves; ties go to the
+  task with the fewest trials (round-robin while nothing tells the tasks apart).
 
 A policy chooses among the scheduler's ``available()`` tasks: those still in the schedule and
 without a round in flight (several tasks' rounds are measured at once on a cluster).
@@ -22,12 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from tunecli.engine.tuner.alternatives import latency_change
 
 if TYPE_CHECKING:
     from tunecli.engine.tuner.task_scheduler import TaskScheduler
+
+#: The latency of a task without a valid config (``task_scheduler.NO_LATENCY``).
+NO_LATENCY = 1e10
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ def gradient(scheduler: TaskScheduler, index: int) -> float:
     g = t.latency
     window = scheduler.backward_window
     backward = (t.history[-1] - t.history[-1 - window]) / window if len(t.history) > window else 0.0
-    g_next = g - g / max(t.rounds, 1)
+    g_next = g - own_gain(scheduler, index)
     similar = scheduler.similar(index)
     flop = float(getattr(t.task, "flop", 0) or 0)
     if len(similar) > 1 and flop > 0:
@@ -83,12 +91,37 @@ def gradient(scheduler: TaskScheduler, index: int) -> float:
                           scheduler.operators, index, delta)
 
 
+def own_gain(scheduler: TaskScheduler, index: int) -> float:
+    """The latency the next round of task ``index`` is estimated to take off (>= 0): its trials'
+    improvement per trial over the later half of its trials in this run, times the round's trials;
+    Ansor's ``g / t`` while it has fewer than two valid trials in this run (a task resumed from a
+    log, or one without a valid config yet)."""
+    t = scheduler.tasks[index]
+    n = len(t.curve)
+    half = t.curve[n // 2 - 1] if n >= 2 else NO_LATENCY
+    if half >= NO_LATENCY:
+        return t.latency / max(t.rounds, 1)
+    return (half - t.curve[-1]) / (n - n // 2) * scheduler.round_size(index)
+
+
+def _behind(scheduler: TaskScheduler, alive: list[int]) -> list[int]:
+    """The available tasks below the minimum share: fewer trials than ``min_share`` times the mean of
+    the tasks still in the schedule."""
+    active = [t.trials for t in scheduler.tasks if t.done is None]
+    floor = scheduler.min_share * sum(active) / len(active)
+    return [i for i in alive if scheduler.tasks[i].trials < floor]
+
+
 def _gradient(scheduler: TaskScheduler) -> int:
     alive = scheduler.available()
+    behind = _behind(scheduler, alive)
+    if behind and all(math.isfinite(scheduler.tasks[i].best_cost) for i in alive):
+        return min(behind, key=lambda i: scheduler.tasks[i].trials)
     grads = [gradient(scheduler, i) for i in alive]
-    if max(grads) == min(grads):
-        return int(alive[scheduler.rng.integers(len(alive))])
-    return alive[int(np.argmin(grads))]
+    best = min(grads)
+    tied = [i for i, grad in zip(alive, grads, strict=True) if grad == best]
+    fewest = min(scheduler.tasks[i].trials for i in tied)
+    return next(i for i in tied if scheduler.tasks[i].trials == fewest)
 
 
 _POLICIES = (

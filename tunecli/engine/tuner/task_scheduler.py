@@ -35,21 +35,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from tunecli.engine.log.task_history import TaskHistory, task_history
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.task import Task
 from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 from tunecli.engine.tuner.concurrent_rounds import concurrent_lanes, tune_concurrently
-from tunecli.engine.tuner.scheduler_policies import SCHEDULER_POLICIES, SchedulerPolicy, gradient
+from tunecli.engine.tuner.scheduler_policies import NO_LATENCY, SCHEDULER_POLICIES, SchedulerPolicy, gradient
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
 
 #: Trials per round when the tuner has no ``plan_size`` (TVM's ``num_measures_per_round``).
 DEFAULT_ROUND_TRIALS = 64
-#: The latency of a task without a valid config (TVM's sentinel): such a task is tuned first.
-NO_LATENCY = 1e10
 
 __all__ = ["DEFAULT_ROUND_TRIALS", "NO_LATENCY", "SCHEDULER_POLICIES", "RoundCallback", "ScheduledTask",
            "SchedulerPolicy", "TaskScheduler", "budget_problem", "gradient"]
@@ -88,6 +84,8 @@ class ScheduledTask:
         the fastest task of the group.  None once it left the group.
     running : int
         Trials of its round in flight (0 when none is).
+    curve : list of float
+        ``latency`` after each trial measured in this run (the gradient's forward estimate).
     """
 
     task: Task
@@ -102,6 +100,7 @@ class ScheduledTask:
     done: str | None = None
     group: str | None = None
     running: int = 0
+    curve: list[float] = field(default_factory=list)
 
     @property
     def latency(self) -> float:
@@ -122,6 +121,7 @@ class ScheduledTask:
             self.since_best = 0
         else:
             self.since_best += 1
+        self.curve.append(self.latency)
 
 
 def budget_problem(budget: int | None, n_tasks: int) -> str | None:
@@ -169,7 +169,8 @@ class TaskScheduler:
         Each task's history in ``history`` (``log.task_history.task_histories``, which leaves
         records faster than any machine out of the bests); default: built from ``history``.
     seed : int, optional
-        Seed of the random tie-break.
+        Accepted for the callers' sake: the policies are deterministic (ties go to the task with the
+        fewest trials).
     alternatives : sequence of sequence of int
         Disjoint groups of indices of tasks that implement one operator (only the fastest runs);
         see ``tuner.alternatives``.
@@ -178,6 +179,9 @@ class TaskScheduler:
         reachable (Ansor's 0.2 and 2).
     backward_window : int
         Rounds over which the backward improvement rate is measured.
+    min_share : float
+        The gradient policy gives the round to a task with fewer trials than this fraction of the
+        mean of the tasks still in the schedule (0: no minimum share).
     """
 
     def __init__(self, tasks: Sequence[Task], make_tuner: Callable[[Task], Tuner], budget: int,
@@ -185,7 +189,8 @@ class TaskScheduler:
                  round_trials: int | None = None, early_stopping: int | None = None,
                  history: Sequence[tuple] = (), task_histories: Sequence[TaskHistory] | None = None,
                  seed: int | None = None, alpha: float = 0.2,
-                 beta: float = 2.0, backward_window: int = 3, alternatives: Sequence[Sequence[int]] = ()):
+                 beta: float = 2.0, backward_window: int = 3, alternatives: Sequence[Sequence[int]] = (),
+                 min_share: float = 0.75):
         if not tasks:
             raise TuneError("task scheduler: no tasks")
         if policy not in SCHEDULER_POLICIES:
@@ -199,6 +204,8 @@ class TaskScheduler:
             raise TuneError(f"task scheduler: {problem}")
         if round_trials is not None and round_trials < 1:
             raise TuneError(f"task scheduler: round_trials must be >= 1, got {round_trials}")
+        if not 0 <= min_share <= 1:
+            raise TuneError(f"task scheduler: min_share must be between 0 and 1, got {min_share}")
         self.policy = SCHEDULER_POLICIES[policy]
         #: Every operator as the indices of its tasks: a group of alternatives, or one task alone.
         self.operators = operator_groups(len(tasks), alternatives)
@@ -208,7 +215,7 @@ class TaskScheduler:
         self.max_round = max(1, self.budget // len(tasks))
         self.early_stopping = early_stopping
         self.alpha, self.beta, self.backward_window = alpha, beta, backward_window
-        self.rng = np.random.default_rng(seed)
+        self.min_share = float(min_share)
         self.history: list[tuple] = list(history)
         if task_histories is None:
             task_histories = [task_history(task, self.history) for task in tasks]
@@ -233,6 +240,10 @@ class TaskScheduler:
             t.done = "space exhausted"
         elif self.early_stopping and t.previous and t.since_best >= self.early_stopping:
             t.done = "early stopped"
+
+    def round_size(self, index: int) -> int:
+        """Trials of the next round of task ``index``."""
+        return self._round_size(self.tasks[index])
 
     def _round_size(self, t: ScheduledTask) -> int:
         size = self.round_trials or getattr(t.tuner, "plan_size", None) or DEFAULT_ROUND_TRIALS
