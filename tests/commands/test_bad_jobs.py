@@ -95,7 +95,7 @@ CASES = [
     ('unknown_tuner_key', GOOD + "tuner: {n_trials: 5}\n",
      [':5: tuner.n_trials: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, '
       'task_scheduler, remeasure, plan_size, feature_type, loss_type, num_threads, diversity_filter_ratio, '
-      "log_interval, rerank_factor, first_fit); did you mean 'n_trial'?"]),
+      "log_interval, rerank_factor, first_fit, min_seed_records); did you mean 'n_trial'?"]),
     ('unknown_measure_key', GOOD + "measure: {builer: {}}\n",
      [":5: measure.builer: unknown field (expected one of: builder, runner); did you mean 'builder'?"]),
     ('unknown_builder_key', GOOD + "measure: {builder: {n_paralel: 2}}\n",

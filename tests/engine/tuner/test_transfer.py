@@ -16,7 +16,9 @@ from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.tuner import RandomTuner, XGBTuner
 from tunecli.engine.tuner.callback import log_to_file
 from tunecli.engine.tuner.features import transfer_features
+from tunecli.engine.tuner.model_based_tuner import MIN_SEED_RECORDS
 from tunecli.engine.tuner.xgb_cost_model import scale_per_group
+from tunecli.errors import TuneError
 
 
 def every_config_records(task: Any) -> list[tuple]:
@@ -74,6 +76,25 @@ def test_base_model_from_another_shape_plans_the_optimum_first() -> None:
     tuner.tune(n_trial=8, measure_option=measure)
     assert task.flop / tuner.best_flops == pytest.approx(optimum)
     assert len(task.config_space) > 8 * 4  # not found by exhausting the space
+
+
+def test_transfer_starts_at_the_tuners_min_seed_records() -> None:
+    records = every_config_records(make_task(n=32, parts=3))  # 882 records of another shape
+    task = make_task(n=64, parts=2)
+
+    def transferred(n_records: int, **options: Any) -> bool:
+        tuner = XGBTuner(task, plan_size=8, num_threads=1, seed=0, **options)
+        tuner.load_history(records[:n_records])
+        return tuner.cost_model.base_model is not None
+
+    assert MIN_SEED_RECORDS == XGBTuner(task).min_seed_records == 100  # TVM's 500: ~3 tasks' logs
+    assert transferred(100) and not transferred(99)
+    assert transferred(50, min_seed_records=50) and not transferred(49, min_seed_records=50)
+    tuner = XGBTuner(task, plan_size=8, num_threads=1, seed=0)
+    tuner.load_history(records[:300], min_seed_records=500)  # a caller's own minimum wins
+    assert tuner.cost_model.base_model is None
+    with pytest.raises(TuneError, match="min_seed_records must be >= 1, got 0"):
+        XGBTuner(task, min_seed_records=0)
 
 
 @pytest.mark.parametrize("n_trial", [5, 8, 20])

@@ -49,6 +49,7 @@ def test_readme_lists_the_choices_of_choice_options() -> None:
 def test_make_checks_options_by_their_declaration() -> None:
     task = make_task(n=8, parts=2)
     assert type(tuner_kind("ga").make(task, seed=1, pop_size=4, elite_num=2)).__name__ == "GATuner"
+    assert tuner_kind("xgb").make(task, seed=1, min_seed_records=64).min_seed_records == 64
     bad: list[tuple[str, dict[str, Any], str]] = [
         ("ga", {"pop_size": 0}, "tuner ga: pop_size: expected an integer >= 1, got 0"),
         ("ga", {"mutation_prob": 1.5}, "tuner ga: mutation_prob: expected a number between 0 and 1, got 1.5"),
@@ -56,6 +57,7 @@ def test_make_checks_options_by_their_declaration() -> None:
         ("xgb", {"loss_type": "hinge"}, "tuner xgb: loss_type: expected one of reg, rank, rank-binary, "
                                         "got 'hinge'"),
         ("xgb", {"plan_size": 8, "first_fit": 9}, "tuner xgb: first_fit: must not exceed plan_size (9 > 8)"),
+        ("xgb", {"min_seed_records": 0}, "tuner xgb: min_seed_records: expected an integer >= 1, got 0"),
         ("random", {"plan_size": 8}, "tuner random: plan_size: unknown option of tuner random "
                                      "(expected one of: none)"),
     ]

@@ -25,6 +25,11 @@ from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
 
+#: Records of a template before a tuner starts from a transfer-learned model (TVM's default is
+#: 500: about three other tasks tuned 200 trials each; 100-150 records of a network's other
+#: layers already cut the trials to the goal 2-6x in ``benchmarks/bench_transfer.py``).
+MIN_SEED_RECORDS = 100
+
 
 class CostModel:
     """Predicts a score (higher is better) for config indices of one task."""
@@ -160,12 +165,19 @@ class ModelBasedTuner(Tuner):
         With a search model: candidates per planned trial that ``cost_model`` re-ranks.
     first_fit : int, optional
         Measurements before the first fit (default ``plan_size``; see the module doc).
+    min_seed_records : int
+        Records of the task's template (other shapes' included) that :meth:`resume` needs to train
+        a transfer-learning base model (:data:`MIN_SEED_RECORDS`; TVM's is 500).
     """
 
     def __init__(self, task: Any, cost_model: CostModel, model_optimizer: ModelOptimizer, plan_size: int,
                  diversity_filter_ratio: float | None = None, seed: int | None = None,
-                 search_model: CostModel | None = None, rerank_factor: int = 4, first_fit: int | None = None):
+                 search_model: CostModel | None = None, rerank_factor: int = 4, first_fit: int | None = None,
+                 min_seed_records: int = MIN_SEED_RECORDS):
         super().__init__(task, seed=seed)
+        if int(min_seed_records) < 1:
+            raise TuneError(f"{type(self).__name__}: min_seed_records must be >= 1, got {min_seed_records}")
+        self.min_seed_records = int(min_seed_records)
         if diversity_filter_ratio is not None and diversity_filter_ratio < 1:
             raise TuneError(f"{type(self).__name__}: diversity_filter_ratio must be >= 1, "
                             f"got {diversity_filter_ratio}")
@@ -253,7 +265,7 @@ class ModelBasedTuner(Tuner):
         return [int(candidate[i]) for i in pick]
 
     def resume(self, history: TaskHistory, data_set: Sequence[tuple] = (),
-               min_seed_records: int = 500) -> None:
+               min_seed_records: int | None = None) -> None:
         """Replay this task's records (marked visited, used as training data) and, with at least
         ``min_seed_records`` records of the same template in ``data_set``, train a transfer-learning
         base model.
@@ -262,8 +274,11 @@ class ModelBasedTuner(Tuner):
         ----------
         history : TaskHistory
         data_set : sequence of (MeasureInput, MeasureResult)
-        min_seed_records : int
+        min_seed_records : int, optional
+            Default: the tuner's ``min_seed_records``.
         """
+        if min_seed_records is None:
+            min_seed_records = self.min_seed_records
         records = list(data_set)
         same = list(history.records)
         if same:

@@ -135,20 +135,21 @@ class Tuner:
             if 0 <= index < self.space.range_length and self.space.is_index_valid(index):
                 self.visited.add(index)
 
-    def load_history(self, data_set: Iterable[tuple], min_seed_records: int = 500) -> None:
+    def load_history(self, data_set: Iterable[tuple], min_seed_records: int | None = None) -> None:
         """Load earlier records: configs of this task (same workload and target) are marked visited.
 
         Parameters
         ----------
         data_set : iterable of (MeasureInput, MeasureResult)
-        min_seed_records : int
-            Minimum number of records to train a transfer-learning model (model-based tuners).
+        min_seed_records : int, optional
+            Minimum number of records to train a transfer-learning model (model-based tuners;
+            default their ``min_seed_records`` option, 100, where TVM's is 500).
         """
         records = list(data_set)
         self.resume(task_history(self.task, records), records, min_seed_records)
 
     def resume(self, history: TaskHistory, data_set: Sequence[tuple] = (),
-               min_seed_records: int = 500) -> None:
+               min_seed_records: int | None = None) -> None:
         """Start from this task's history (``log.task_history``): its configs are never proposed.
 
         Parameters
@@ -157,8 +158,9 @@ class Tuner:
             This task's records, built once by whoever read the log.
         data_set : sequence of (MeasureInput, MeasureResult)
             Every record known (model-based tuners transfer-learn from those of other tasks).
-        min_seed_records : int
-            Minimum number of records to train a transfer-learning model (model-based tuners).
+        min_seed_records : int, optional
+            Minimum number of records to train a transfer-learning model (model-based tuners;
+            default their ``min_seed_records`` option).
         """
         self.mark_visited(inp.config.index for inp, _ in history.records)
 

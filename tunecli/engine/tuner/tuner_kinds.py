@@ -113,6 +113,9 @@ _KINDS = (
                help="candidates per plan slot re-ranked by the loop-nest model"),
         Option("first_fit", int, minimum=1,
                help="measurements before the model's first fit (default 8; plan_size: TVM's schedule)"),
+        Option("min_seed_records", int, minimum=1,
+               help="records of the template (other tasks', the log's) before transfer learning "
+                    "(default 100; TVM 500)"),
     ), _xgb_check),
 )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunecli.engine.tuner.model_based_tuner import ModelBasedTuner, ModelOptimizer
+from tunecli.engine.tuner.model_based_tuner import MIN_SEED_RECORDS, ModelBasedTuner, ModelOptimizer
 from tunecli.engine.tuner.sa_optimizer import SimulatedAnnealingOptimizer
 from tunecli.engine.tuner.xgb_cost_model import XGBoostCostModel
 from tunecli.errors import TuneError
@@ -51,15 +51,21 @@ class XGBTuner(ModelBasedTuner):
         after ``plan_size``: a model of 8 measurements already beats random picks, and its plans
         reach a given speed in a fraction of the trials (``benchmarks/bench_transfer.py``).
         ``first_fit=plan_size`` is TVM's schedule.
+    min_seed_records : int
+        Records of the task's template (a network's other layers, an earlier log) before the tuner
+        starts from a transfer-learned model (``resume``/``load_history``): default 100, where
+        TVM's 500 meant about three other tasks tuned 200 trials each before any transfer.
     """
 
     def __init__(self, task: Any, plan_size: int = 64, feature_type: str = "knob", loss_type: str = "reg",
                  num_threads: int | None = 1, optimizer: str | ModelOptimizer = "sa",
                  diversity_filter_ratio: float | None = None, log_interval: int = 50,
-                 seed: int | None = None, rerank_factor: int | None = 4, first_fit: int | None = None):
+                 seed: int | None = None, rerank_factor: int | None = 4, first_fit: int | None = None,
+                 min_seed_records: int = MIN_SEED_RECORDS):
         super().__init__(task, None, None, plan_size, diversity_filter_ratio, seed=seed,
                          rerank_factor=rerank_factor or 1,
-                         first_fit=first_fit if first_fit is not None else min(8, plan_size))
+                         first_fit=first_fit if first_fit is not None else min(8, plan_size),
+                         min_seed_records=min_seed_records)
         self.cost_model = XGBoostCostModel(task, feature_type=feature_type, loss_type=loss_type,
                                            num_threads=num_threads, log_interval=log_interval // 2,
                                            rng=self.rng)
