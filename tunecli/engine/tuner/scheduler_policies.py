@@ -57,7 +57,7 @@ def _round_robin(scheduler: TaskScheduler) -> int:
 def gradient(scheduler: TaskScheduler, index: int) -> float:
     """The estimated ``df/dt`` of task ``index`` (<= 0; the most negative gains most).
 
-    Ansor's estimate of how much one more round changes the task's latency, turned into the
+    The estimate (module doc) of how much one more round changes the task's latency, turned into the
     change of ``f`` by ``alternatives.latency_change`` (its weight times that estimate, for a task
     without alternatives).  A task without a valid config gets its weight times the estimate
     whether it has alternatives or not: its latency is unknown, not known to be slower, and it
@@ -94,8 +94,8 @@ def gradient(scheduler: TaskScheduler, index: int) -> float:
 def own_gain(scheduler: TaskScheduler, index: int) -> float:
     """The latency the next round of task ``index`` is estimated to take off (>= 0): its trials'
     improvement per trial over the later half of its trials in this run, times the round's trials;
-    Ansor's ``g / t`` while it has fewer than two valid trials in this run (a task resumed from a
-    log, or one without a valid config yet)."""
+    Ansor's ``g / t`` while that half has no valid start (fewer than two trials in this run, as for
+    a task resumed from a log, or no valid config by the half)."""
     t = scheduler.tasks[index]
     n = len(t.curve)
     half = t.curve[n // 2 - 1] if n >= 2 else NO_LATENCY
