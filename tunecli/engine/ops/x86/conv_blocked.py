@@ -21,6 +21,7 @@ from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops.epilogue import create_group_schedule, output_through_epilogue
+from tunecli.engine.ops.x86.conv2d_nchwc import largest_divisor
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
 from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
@@ -42,17 +43,14 @@ def define_blocked_space(cfg: Any, ic: int, oc: int, ow: int, max_reg_n: int, fa
     cfg.define_knob("unroll_kw", [True, False])
     if cfg.is_fallback:
         target = Target.current() or Target("llvm")
-        oc_bn = _largest_divisor(oc, max(target.vector_bits // 32, 1))
-        ic_bn = _largest_divisor(ic, oc_bn)
-        reg_n = _largest_divisor(ow, fallback_reg_n)
+        oc_bn = largest_divisor(oc, max(target.vector_bits // 32, 1))
+        ic_bn = largest_divisor(ic, oc_bn)
+        reg_n = largest_divisor(ow, fallback_reg_n)
         cfg["tile_ic"] = SplitEntity([ic // ic_bn, ic_bn])
         cfg["tile_oc"] = SplitEntity([oc // oc_bn, oc_bn])
         cfg["tile_ow"] = SplitEntity([ow // reg_n, reg_n])
         cfg["unroll_kw"] = OtherOptionEntity(False)
 
-
-def _largest_divisor(n: int, limit: int) -> int:
-    return next(b for b in range(min(limit, n), 0, -1) if n % b == 0)
 
 
 def blocked_conv(
