@@ -11,8 +11,8 @@ import pytest
 
 from tests.arm_board import ARM_BOARD, tiny_network
 from tunecli.engine.graph.build_module import build
-from tunecli.engine.runtime.linker import NDK_CC_ENV, cross_compiler, ndk_create_shared
 from tunecli.engine.runtime import load_module
+from tunecli.engine.runtime.linker import NDK_CC_ENV, cross_compiler, ndk_create_shared
 from tunecli.engine.target import host_features
 from tunecli.errors import GraphError, TargetError
 
