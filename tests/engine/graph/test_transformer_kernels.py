@@ -199,7 +199,8 @@ def test_every_transposed_batch_matmul_builds_through_its_template_with_an_epilo
               "bias": rng.standard_normal(n).astype("float32")}
     with PassContext(opt_level=3):
         lib = build(mod, "llvm", params=params)
-    assert [a.task_name for a in lib.summary.fallback] == ["batch_matmul.x86"]
+    untuned = (*lib.summary.fallback, *lib.summary.nearest)  # the package may hold a nearest record
+    assert [a.task_name for a in untuned] == ["batch_matmul.x86"]
     assert len(_kernels(lib)) == 1
     data = rng.standard_normal(tuple(a.type_annotation.shape)).astype("float32")
     want = g.evaluate(mod, (), {"a": data, **params})
