@@ -155,6 +155,16 @@ def test_workloads_compare_by_shape_and_not_across_dtype_or_template():
     assert workload_distance(conv(64, 56), ("dense.x86",) + conv(64, 56)[1:]) is None
 
 
+def test_an_extent_of_one_is_never_compared_with_a_larger_one():
+    def dense(rows: int) -> tuple:
+        return ("dense.x86", ("TENSOR", (rows, 768), "float32"), ("TENSOR", (1000, 768), "float32"),
+                None, "float32")
+
+    assert workload_distance(dense(1), dense(128)) is None  # a matrix-vector product is no GEMM
+    assert workload_distance(dense(64), dense(128)) is not None
+    assert workload_distance(conv(64, 56, k=1), conv(64, 56)) is None  # nor a 1x1 kernel a 3x3 one
+
+
 def test_a_config_source_has_a_known_kind():
     assert ConfigSource("model").text() == "model"
     assert ConfigSource("nearest", "x").text() == "nearest: x"

@@ -4,7 +4,9 @@ A generalisation of TVM's ``fallback_with_reference_log``.  Among the records of
 template measured on the same machine (target kind, device, model and GPU architecture, and for
 ``llvm`` the CPU the target compiles for: a record of another CPU is never used), the nearest workload is the
 one whose arguments differ least: tensor shapes by the distance of their logarithms (a channel
-count twice as large is 1 away), every other number (strides, padding, dilation) by
+count twice as large is 1 away; an extent of 1 against a larger one makes no candidate: a one-row
+product or a 1x1 kernel is scheduled unlike a many-row product or a 3x3 kernel), every other
+number (strides, padding, dilation) by
 ``ATTRIBUTE_MISMATCH`` when it differs, and text (layouts, dtypes) not at all (else the record
 is no candidate).  Ties go to a record of the user's logs before a package's, then to the
 faster record, then to the smaller workload text, so the choice depends on the records only.
@@ -132,6 +134,8 @@ def _distance(a: object, b: object, in_shape: bool) -> float | None:
         return total
     if _is_number(a) and _is_number(b):
         if in_shape:
+            if (a == 1) != (b == 1):
+                return None  # a single row, channel or tap is another kind of loop nest
             return abs(math.log2(1 + abs(a)) - math.log2(1 + abs(b)))
         return 0.0 if a == b else ATTRIBUTE_MISMATCH
     return 0.0 if a == b else None
