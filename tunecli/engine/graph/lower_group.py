@@ -27,6 +27,7 @@ from tunecli.engine.schedule import create_schedule
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import DEFAULT, ConfigSource, config_source
 from tunecli.engine.task.dispatcher import DispatchContext
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import GraphError
 
 from .constant_stages import (
@@ -180,7 +181,7 @@ def _compute_group(
     fn: Function,
     placeholders: dict[Var, te.Tensor],
     anchor_impl: tuple[Call, Implementation] | None,
-    anchor_cfg: Any,
+    anchor_cfg: ConfigSpace,
     target: Target,
     func_name: str,
 ) -> tuple[te.Tensor, tuple[te.Tensor, ...] | None]:

@@ -50,6 +50,7 @@ from typing import Any
 from tunecli.engine import te
 from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.target import Target
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.task import deserialize_args
 from tunecli.engine.task.workload_flop import WorkloadFlop
 from tunecli.errors import InstantiationError
@@ -175,7 +176,7 @@ class Strategy:
             raise InstantiationError(f"{self.name}: missing arguments {missing}; expected {names}")
         return tuple(_tuples(v) for v in values)
 
-    def outputs_of(self, cfg: Any, call: OpCall) -> tuple[te.Tensor, ...]:
+    def outputs_of(self, cfg: ConfigSpace, call: OpCall) -> tuple[te.Tensor, ...]:
         """Run ``compute`` on ``call`` and check it returns the declared outputs."""
         outs = self.compute(cfg, *call.inputs, **call.attrs)
         outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
@@ -184,13 +185,13 @@ class Strategy:
                                      f"declares the outputs {self.outputs}")
         return outs
 
-    def instantiate(self, cfg: Any, *args: Any) -> tuple[Any, list[te.Tensor]]:
+    def instantiate(self, cfg: ConfigSpace, *args: Any) -> tuple[Any, list[te.Tensor]]:
         """The template body: ``(schedule, inputs + outputs)`` for the template arguments ``args``."""
         call = self.kernel_call(cfg, *args)
         outs = self.outputs_of(cfg, call)
         return self.schedule(cfg, outs), [*call.inputs, *outs]
 
-    def kernel_call(self, cfg: Any, *args: Any) -> OpCall:
+    def kernel_call(self, cfg: ConfigSpace, *args: Any) -> OpCall:
         """The operator call whose inputs are the kernel's: ``declare``, then ``pack`` under ``cfg``."""
         call = self.declare(*args)
         return call if self.pack is None else self.pack(cfg, call)

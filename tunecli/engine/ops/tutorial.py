@@ -39,6 +39,7 @@ from tunecli.engine.ops.nn.conv2d import conv2d_nchw
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import InstantiationError
 
 
@@ -48,13 +49,14 @@ def declare_matmul(N: int, L: int, M: int, dtype: str = "float32") -> OpCall:
                    te.placeholder((L, M), name="B", dtype=dtype)))
 
 
-def matmul_compute(cfg: Any, A: te.Tensor, B: te.Tensor) -> te.Tensor:
+def matmul_compute(cfg: ConfigSpace, A: te.Tensor, B: te.Tensor) -> te.Tensor:
     """``C = A @ B`` (the tutorial's knobs are defined by its schedule)."""
     k = te.reduce_axis((0, A.shape[1]), name="k")
     return te.compute((A.shape[0], B.shape[1]), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
 
 
-def schedule_matmul(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+def schedule_matmul(cfg: ConfigSpace, outs: Sequence[te.Tensor],
+                    epilogue: te.Tensor | None = None) -> Schedule:
     """Split the output axes by ``tile_y`` / ``tile_x``; loops ``yo, xo, k, yi, xi``."""
     (C,) = outs
     s = create_group_schedule(outs, epilogue)
@@ -98,7 +100,7 @@ def declare_conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int
     return OpCall((data, kernel), {"stride": stride, "padding": padding})
 
 
-def conv2d_no_batching_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any,
+def conv2d_no_batching_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
                                padding: Any) -> te.Tensor:
     """``nn.conv2d_nchw`` in float32 (the knobs are defined by the schedule)."""
     conv = conv2d_nchw(data, kernel, stride, padding, dilation=1, out_dtype="float32")
@@ -107,7 +109,7 @@ def conv2d_no_batching_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, str
     return conv
 
 
-def schedule_conv2d_no_batching(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_conv2d_no_batching(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                 epilogue: te.Tensor | None = None) -> Schedule:
     """The conv2d tutorial's schedule (see the module docstring)."""
     (conv,) = outs

@@ -35,6 +35,7 @@ from tunecli.engine.ops.epilogue import create_group_schedule, inline_between
 from tunecli.engine.ops.nn.pad import pad
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.te.window import conv2d_output_shape, pair
 
 
@@ -52,7 +53,8 @@ def declare_conv2d_spatial_pack(data: Any, kernel: Any, strides: Any, padding: A
                   {"stride": strides, "padding": padding, "dilation": dilation, "out_dtype": out_dtype})
 
 
-def conv2d_spatial_pack_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+def conv2d_spatial_pack_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
+                                padding: Any,
                                 dilation: Any, out_dtype: str) -> te.Tensor:
     """TVM's knobs (module docstring), then the packed convolution; returns the unpacked output."""
     N, CI, IH, IW = (int(d) for d in data.shape)
@@ -105,7 +107,7 @@ def conv2d_spatial_pack_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, st
         tag="spatial_conv2d_output")
 
 
-def schedule_conv2d_spatial_pack(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_conv2d_spatial_pack(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                  epilogue: te.Tensor | None = None) -> Schedule:
     """TVM's ``schedule_conv2d_spatial_pack_nchw``; an epilogue takes the unpacked output's place."""
     (output,) = outs
@@ -121,7 +123,7 @@ def schedule_conv2d_spatial_pack(cfg: Any, outs: Sequence[te.Tensor],
     return s
 
 
-def _schedule(cfg: Any, s: Schedule, data_vec: te.Tensor, kernel_vec: te.Tensor, conv: te.Tensor,
+def _schedule(cfg: ConfigSpace, s: Schedule, data_vec: te.Tensor, kernel_vec: te.Tensor, conv: te.Tensor,
               output: te.Tensor, last: te.Tensor) -> None:
     n, co, oh, ow, vh, vw, vc = s[conv].op.axis
     ci, kh, kw = s[conv].op.reduce_axis

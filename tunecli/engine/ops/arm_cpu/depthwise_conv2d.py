@@ -27,6 +27,7 @@ from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumu
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.te.window import conv2d_output_shape
 
 
@@ -37,7 +38,8 @@ def declare_depthwise_conv2d(data: Any, kernel: Any, strides: Any, padding: Any,
                   {"stride": strides, "padding": padding, "dilation": dilation, "out_dtype": out_dtype})
 
 
-def depthwise_conv2d_arm_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+def depthwise_conv2d_arm_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
+                                 padding: Any,
                                  dilation: Any, out_dtype: str) -> te.Tensor:
     """TVM's knobs (module docstring) on the output's axes, then ``nn.depthwise_conv2d_nchw``."""
     n, c, h, w = (int(d) for d in data.shape)
@@ -51,7 +53,7 @@ def depthwise_conv2d_arm_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, s
     return depthwise_conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype)
 
 
-def schedule_depthwise_conv2d_arm(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_depthwise_conv2d_arm(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                   epilogue: te.Tensor | None = None) -> Schedule:
     """Tile the output into ``tile_c x tile_h x tile_w`` blocks, annotated by ``ann``."""
     (conv,) = outs

@@ -35,12 +35,12 @@ from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumu
 from tunecli.engine.ops.nn.conv2d import conv2d_nchw
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.schedule import Schedule
-from tunecli.engine.task.space import OtherOptionEntity
+from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity
 
 declare_conv2d_cuda = declare_conv2d_spatial_pack
 
 
-def define_conv2d_cuda_space(cfg: Any, f: int, y: int, x: int, rc: int, ry: int, rx: int) -> None:
+def define_conv2d_cuda_space(cfg: ConfigSpace, f: int, y: int, x: int, rc: int, ry: int, rx: int) -> None:
     """TVM's knobs of ``conv2d_nchw.cuda``; a fallback config gets a small legal tiling."""
     cfg.define_split("tile_f", cfg.axis(f), num_outputs=4)
     cfg.define_split("tile_y", cfg.axis(y), num_outputs=4)
@@ -61,7 +61,7 @@ def define_conv2d_cuda_space(cfg: Any, f: int, y: int, x: int, rc: int, ry: int,
         cfg["unroll_explicit"] = OtherOptionEntity(1)
 
 
-def conv2d_cuda_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+def conv2d_cuda_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
                         dilation: Any, out_dtype: str) -> te.Tensor:
     """``nn.conv2d_nchw``, with TVM's knobs defined on its axes and its FLOPs counted."""
     conv = conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype)
@@ -72,7 +72,8 @@ def conv2d_cuda_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: An
     return conv
 
 
-def schedule_conv2d_cuda(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+def schedule_conv2d_cuda(cfg: ConfigSpace, outs: Sequence[te.Tensor],
+                         epilogue: te.Tensor | None = None) -> Schedule:
     """TVM's ``schedule_direct_cuda`` (module docstring); an epilogue writes the output tile."""
     (conv,) = outs
     s = create_group_schedule(outs, epilogue)

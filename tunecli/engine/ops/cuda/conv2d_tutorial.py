@@ -13,7 +13,6 @@ tutorial's layers have square kernels).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops.cuda.gpu_schedule import (
@@ -24,9 +23,10 @@ from tunecli.engine.ops.cuda.gpu_schedule import (
 )
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import ConfigSpace
 
 
-def schedule_conv2d_no_batching_cuda(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_conv2d_no_batching_cuda(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                      epilogue: te.Tensor | None = None) -> Schedule:
     """The tutorial's GPU schedule (module docstring); the knobs must be defined on ``cfg``."""
     (conv,) = outs

@@ -26,7 +26,7 @@ from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumu
 from tunecli.engine.ops.nn.dense import dense
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
-from tunecli.engine.task.space import SplitEntity
+from tunecli.engine.task.space import ConfigSpace, SplitEntity
 from tunecli.errors import InstantiationError
 
 
@@ -42,7 +42,8 @@ def declare_dense_gpu(data: Any, weight: Any, bias: Any = None, out_dtype: str =
     return OpCall((data, weight), {"out_dtype": out_dtype or data.dtype})
 
 
-def dense_small_batch_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str) -> te.Tensor:
+def dense_small_batch_compute(cfg: ConfigSpace, data: te.Tensor, weight: te.Tensor,
+                              out_dtype: str) -> te.Tensor:
     """``nn.dense`` with TVM's ``tile_k`` knob."""
     (m, k), n = (int(d) for d in data.shape), int(weight.shape[0])
     cfg.define_split("tile_k", cfg.axis(k), num_outputs=2)
@@ -52,7 +53,7 @@ def dense_small_batch_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_
     return dense(data, weight, out_dtype=out_dtype)
 
 
-def schedule_dense_small_batch(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_dense_small_batch(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                epilogue: te.Tensor | None = None) -> Schedule:
     """The module docstring's schedule."""
     (C,) = outs

@@ -27,6 +27,7 @@ from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumu
 from tunecli.engine.ops.nn.dense import dense
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import InstantiationError
 
 NAME = "dense_int8.cuda"
@@ -54,7 +55,8 @@ def declare_dense_int8(data: Any, weight: Any, bias: Any = None, out_dtype: str 
     return OpCall((data, weight), {"out_dtype": "int32"})
 
 
-def dense_int8_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str = "int32") -> te.Tensor:
+def dense_int8_compute(cfg: ConfigSpace, data: te.Tensor, weight: te.Tensor,
+                       out_dtype: str = "int32") -> te.Tensor:
     """``nn.dense`` accumulating in int32, with TVM's knobs."""
     (m, k), n = (int(d) for d in data.shape), int(weight.shape[0])
     cfg.define_split("tile_y", cfg.axis(m), num_outputs=4)
@@ -65,7 +67,8 @@ def dense_int8_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: 
     return dense(data, weight, out_dtype=out_dtype)
 
 
-def schedule_dense_int8(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+def schedule_dense_int8(cfg: ConfigSpace, outs: Sequence[te.Tensor],
+                        epilogue: te.Tensor | None = None) -> Schedule:
     """The module docstring's schedule."""
     (product,) = outs
     s = create_group_schedule(outs, epilogue)

@@ -28,10 +28,11 @@ from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumu
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.schedule import Schedule
-from tunecli.engine.task.space import OtherOptionEntity
+from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity
 
 
-def depthwise_conv2d_cuda_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+def depthwise_conv2d_cuda_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
+                                  padding: Any,
                                   dilation: Any, out_dtype: str) -> te.Tensor:
     """``nn.depthwise_conv2d_nchw``, with TVM's knobs defined on its output axes."""
     conv = depthwise_conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype)
@@ -52,7 +53,7 @@ def depthwise_conv2d_cuda_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, 
     return conv
 
 
-def schedule_depthwise_conv2d_cuda(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_depthwise_conv2d_cuda(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                    epilogue: te.Tensor | None = None) -> Schedule:
     """TVM's ``schedule_depthwise_conv2d_nchw`` for cuda (module docstring)."""
     (conv,) = outs

@@ -6,6 +6,7 @@ from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import ConfigSpace
 
 
 def divisor_at_most(n: int, limit: int) -> int:
@@ -19,7 +20,7 @@ def inline_padding(s: Schedule, padded: te.Tensor) -> None:
         s[padded].compute_inline()
 
 
-def bind_output_tiles(cfg: Any, s: Schedule, output: te.Tensor) -> tuple[Any, Any, Any]:
+def bind_output_tiles(cfg: ConfigSpace, s: Schedule, output: te.Tensor) -> tuple[Any, Any, Any]:
     """TVM's NCHW output tiling: ``tile_f/y/x`` split each axis into (block, vthread, thread, inner).
 
     Binds them to ``blockIdx.z/y/x``, ``vthread`` and ``threadIdx.z/y/x``, orders the loops
@@ -40,13 +41,13 @@ def bind_output_tiles(cfg: Any, s: Schedule, output: te.Tensor) -> tuple[Any, An
     return kernel_scope, bx, tx
 
 
-def unroll_pragmas(cfg: Any, s: Schedule, output: te.Tensor, kernel_scope: Any) -> None:
+def unroll_pragmas(cfg: ConfigSpace, s: Schedule, output: te.Tensor, kernel_scope: Any) -> None:
     """The ``auto_unroll_max_step`` and ``unroll_explicit`` knobs as pragmas on ``kernel_scope``."""
     s[output].pragma(kernel_scope, "auto_unroll_max_step", cfg["auto_unroll_max_step"].val)
     s[output].pragma(kernel_scope, "unroll_explicit", cfg["unroll_explicit"].val)
 
 
-def cooperative_fetch(cfg: Any, s: Schedule, load: te.Tensor) -> None:
+def cooperative_fetch(cfg: ConfigSpace, s: Schedule, load: te.Tensor) -> None:
     """Spread a shared-memory fetch stage over the block's threads (TVM's conv2d fetch): its
     axes fused, then split into ``tile_f/y/x``'s thread counts bound to ``threadIdx.z/y/x``."""
     fused = s[load].fuse(*s[load].op.axis)

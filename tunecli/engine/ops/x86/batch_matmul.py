@@ -49,7 +49,7 @@ from tunecli.engine.ops.x86.gemm import (
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.factors import get_factors
-from tunecli.engine.task.space import SplitEntity
+from tunecli.engine.task.space import ConfigSpace, SplitEntity
 from tunecli.engine.task.workload_flop import batch_matmul_flop
 from tunecli.errors import InstantiationError
 
@@ -95,7 +95,7 @@ def declare_batch_matmul(tensor_a: Any, tensor_b: Any, out_shape: Any = None, ou
     return OpCall((a, b), attrs)
 
 
-def define_batch_matmul_space(cfg: Any, m: int, n: int, k: int) -> None:
+def define_batch_matmul_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
     """TVM's knobs ``tile_y``, ``tile_x``, ``tile_k``; a fallback config gets one register tile
     per block (see the module docstring)."""
     cfg.define_split("tile_y", m, num_outputs=2)
@@ -111,7 +111,8 @@ def define_batch_matmul_space(cfg: Any, m: int, n: int, k: int) -> None:
         cfg["tile_k"] = SplitEntity([k // kk, kk])
 
 
-def batch_matmul_x86_compute(cfg: Any, x: te.Tensor, y: te.Tensor, out_dtype: str, trans_x: bool = False,
+def batch_matmul_x86_compute(cfg: ConfigSpace, x: te.Tensor, y: te.Tensor, out_dtype: str,
+                             trans_x: bool = False,
                              trans_y: bool = True) -> te.Tensor:
     """Define the knobs, then the product (``y`` packed in ``tile_x``-wide panels when transposed)."""
     b, m, n, k = batch_matmul_dims(x.shape, y.shape, trans_x, trans_y)
@@ -121,7 +122,7 @@ def batch_matmul_x86_compute(cfg: Any, x: te.Tensor, y: te.Tensor, out_dtype: st
     return batch_matmul_pack(x, y, width, out_dtype, trans_x, trans_y, rows=rows)
 
 
-def padded_blocks(cfg: Any, m: int, n: int) -> tuple[int, int]:
+def padded_blocks(cfg: ConfigSpace, m: int, n: int) -> tuple[int, int]:
     """The rows and the panel width the product is computed over: whole ``tile_y`` blocks, and
     ``tile_x``'s panels; a block that is all of a ragged M or N (TVM's divisors of 197 give
     blocks of 1 or 197) is padded to whole register tiles (``register_tile``)."""
@@ -131,7 +132,7 @@ def padded_blocks(cfg: Any, m: int, n: int) -> tuple[int, int]:
     return height, (-(-n // cols) * cols if bx == n else bx)
 
 
-def block_register_tile(cfg: Any, m: int, n: int) -> tuple[int, int]:
+def block_register_tile(cfg: ConfigSpace, m: int, n: int) -> tuple[int, int]:
     """``register_tile`` of the config's blocks on the current target (a block that is all of a
     ragged N may take whole vectors past it)."""
     return register_tile(cfg["tile_y"].size[-1], cfg["tile_x"].size[-1], fp32_lanes(),
@@ -156,7 +157,7 @@ def register_tile(block_y: int, block_x: int, lanes: int, registers: int,
     return rows, cols
 
 
-def schedule_batch_matmul_x86(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_batch_matmul_x86(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                               epilogue: te.Tensor | None = None) -> Schedule:
     """Parallel over (batch, block); each block in register tiles; the packing parallel over panels."""
     s = create_group_schedule(outs, epilogue)

@@ -32,6 +32,7 @@ from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.dense import out_dtype_for
 from tunecli.engine.ops.x86.gemm import panel_filter
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.te.window import conv2d_output_shape, pair
 
 MAX_RW = 16
@@ -95,7 +96,7 @@ def declare_window_op(data_shape: tuple[int, ...], kernel_shape: tuple[int, ...]
                                    "out_dtype": out_dtype_for(dtype)})
 
 
-def conv2d_nchwc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+def conv2d_nchwc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
                              dilation: Any, out_dtype: str) -> te.Tensor:
     """The knobs of the module docstring, then ``conv2d_nchwc_compute`` with ``VC`` from ``tile_oc``."""
     n, ci, h, w = data.shape
@@ -112,7 +113,8 @@ def conv2d_nchwc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, strid
     return conv2d_nchwc_compute(data, kernel, cfg["tile_oc"].size[-1], stride, padding, dilation, out_dtype)
 
 
-def schedule_conv2d_nchwc(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+def schedule_conv2d_nchwc(cfg: ConfigSpace, outs: Sequence[te.Tensor],
+                          epilogue: te.Tensor | None = None) -> Schedule:
     """Schedule the stages of ``conv2d_nchwc_compute``; an epilogue absorbs the NCHW unpack stage."""
     (out,) = outs
     s = create_group_schedule(outs, epilogue)
@@ -126,7 +128,7 @@ CONV2D_NCHW = Strategy(
     outputs=("out",), baseline=baseline.CONV2D_NCHW)
 
 
-def _schedule_conv2d_nchwc(cfg: Any, s: Any, out: te.Tensor, final: te.Tensor) -> None:
+def _schedule_conv2d_nchwc(cfg: ConfigSpace, s: Any, out: te.Tensor, final: te.Tensor) -> None:
     """Schedule the stages built by ``conv2d_nchwc_compute``; ``final`` writes the result."""
     parallel = bool(cfg["parallel"].val)
     (conv,) = out.op.input_tensors

@@ -56,7 +56,7 @@ from tunecli.engine.ops.x86.conv2d_winograd import (
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target, triple_arch
-from tunecli.engine.task.space import SplitEntity
+from tunecli.engine.task.space import ConfigSpace, SplitEntity
 from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
 from tunecli.errors import InstantiationError, TuneError
 
@@ -146,7 +146,8 @@ def unpack_stage(conv: te.Tensor) -> te.Tensor:
 # -- conv2d_nchw_blocked.x86 ------------------------------------------------------------------------
 
 
-def define_blocked_space(cfg: Any, data_shape: Sequence[int], kernel_shape: Sequence[int], stride: Any,
+def define_blocked_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_shape: Sequence[int],
+                         stride: Any,
                          padding: Any) -> None:
     """``conv2d_NCHWc.x86``'s knobs and fallback config, with the fallback's output block two vectors
     wide where a register block holds as many accumulators (:func:`fallback_output_block`): the
@@ -191,7 +192,7 @@ def fallback_output_block(oc: int, oc_bn: int, positions: int, lanes: int) -> in
     return wide if held(wide) >= held(oc_bn) else oc_bn
 
 
-def pack_conv2d_nchw_blocked(cfg: Any, call: OpCall) -> OpCall:
+def pack_conv2d_nchw_blocked(cfg: ConfigSpace, call: OpCall) -> OpCall:
     """The kernel's inputs: NCHW ``data`` and the ``[CO/oc_bn, CI/ic_bn, KH, KW, ic_bn, oc_bn]`` weight."""
     data, kernel = call.inputs
     define_blocked_space(cfg, data.shape, kernel.shape, call.attrs["stride"], call.attrs["padding"])
@@ -202,8 +203,8 @@ def pack_conv2d_nchw_blocked(cfg: Any, call: OpCall) -> OpCall:
     return OpCall((data, packed), call.attrs)
 
 
-def conv2d_nchw_blocked_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
-                                dilation: Any, out_dtype: str) -> te.Tensor:
+def conv2d_nchw_blocked_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
+                                padding: Any, dilation: Any, out_dtype: str) -> te.Tensor:
     """``conv2d_NCHWc.x86``'s knobs and convolution between a data-packing and an unpacking stage;
     an OIHW kernel is packed by a stage, a 6-D one taken as packed."""
     kernel_shape = _logical_kernel_shape(kernel)
@@ -227,7 +228,7 @@ def conv2d_nchw_blocked_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, st
     return unpack_stage(conv)
 
 
-def schedule_conv2d_nchw_blocked(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_conv2d_nchw_blocked(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                  epilogue: te.Tensor | None = None) -> Schedule:
     """``conv2d_NCHWc.x86``'s schedule with the unpacking stage as its NCHW epilogue (the register
     blocks are written to NCHW); the data's packing is inlined into its reader (the padding
@@ -263,14 +264,14 @@ def declare_conv2d_nchw_winograd(N: int, H: int, W: int, CI: int, CO: int, KH: i
     return declare_conv2d_nchw(N, H, W, CI, CO, KH, KW, stride, padding, dilation, dtype)
 
 
-def pack_conv2d_nchw_winograd(cfg: Any, call: OpCall) -> OpCall:
+def pack_conv2d_nchw_winograd(cfg: ConfigSpace, call: OpCall) -> OpCall:
     """The kernel's inputs: NCHW ``data`` and the transformed ``[alpha, alpha, CO/oc_bn, CI/ic_bn,
     ic_bn, oc_bn]`` weight."""
     return pack_conv2d_winograd(cfg, call, block_data=False)
 
 
-def conv2d_nchw_winograd_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
-                                 dilation: Any, out_dtype: str) -> te.Tensor:
+def conv2d_nchw_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
+                                 padding: Any, dilation: Any, out_dtype: str) -> te.Tensor:
     """``conv2d_NCHWc_winograd.x86``'s stages on NCHW data (packed by a stage), then unpacked to
     NCHW; an OIHW kernel is transformed by stages, a 6-D one taken as transformed."""
     conv = conv2d_winograd_compute(cfg, data, kernel, stride, padding, dilation, "NCHW", "NCHW", out_dtype)
@@ -282,7 +283,7 @@ def conv2d_nchw_winograd_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, s
     return unpack_stage(conv)
 
 
-def schedule_conv2d_nchw_winograd(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_conv2d_nchw_winograd(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                   epilogue: te.Tensor | None = None) -> Schedule:
     """``conv2d_NCHWc_winograd.x86``'s schedule, the output tiles written to NCHW by the unpacking
     stage."""

@@ -36,7 +36,7 @@ from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
-from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
+from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
 from tunecli.engine.task.task import deserialize_args
 from tunecli.engine.task.workload_flop import conv2d_nchwc_flop
 from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
@@ -89,7 +89,8 @@ def logical_shapes(data: te.Tensor, kernel: te.Tensor) -> tuple[tuple[int, ...],
     return tuple(data.shape), tuple(kernel.shape)
 
 
-def define_conv2d_nchwc_space(cfg: Any, data_shape: Sequence[int], kernel_shape: Sequence[int], strides: Any,
+def define_conv2d_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_shape: Sequence[int],
+                              strides: Any,
                               padding: Any) -> None:
     """Define TVM's knobs of ``conv2d_NCHWc.x86`` (see the module docstring); a fallback config gets
     TVM's default entities."""
@@ -110,7 +111,7 @@ def define_conv2d_nchwc_space(cfg: Any, data_shape: Sequence[int], kernel_shape:
         _fallback_config(cfg, ic, oc, oh, ow, kh == 1 and kw == 1)
 
 
-def infer_layout(workload: Sequence[Any], cfg: Any) -> tuple[tuple, tuple]:
+def infer_layout(workload: Sequence[Any], cfg: ConfigSpace) -> tuple[tuple, tuple]:
     """The data and output layouts a config of a ``conv2d_NCHWc.x86`` (or depthwise) workload gives
     (TVM's ``conv2d_infer_layout``, which the graph tuner reads).
 
@@ -154,7 +155,7 @@ def output_channel_block(oc: int, lanes: int) -> int:
     return largest_divisor(oc, lanes)
 
 
-def _fallback_config(cfg: Any, ic: int, oc: int, oh: int, ow: int, is_1x1: bool) -> None:
+def _fallback_config(cfg: ConfigSpace, ic: int, oc: int, oh: int, ow: int, is_1x1: bool) -> None:
     """TVM's ``_fallback_schedule`` of ``conv2d_avx_common`` / ``conv2d_avx_1x1`` (its register tile
     sized for the target's vector registers), with output channel blocks that fill vectors evenly."""
     oc_bn = output_channel_block(oc, fp32_lanes())
@@ -176,7 +177,7 @@ def _fallback_config(cfg: Any, ic: int, oc: int, oh: int, ow: int, is_1x1: bool)
                 return
 
 
-def pack_conv2d_NCHWc(cfg: Any, call: OpCall) -> OpCall:
+def pack_conv2d_NCHWc(cfg: ConfigSpace, call: OpCall) -> OpCall:
     """The kernel's inputs: blocked ``data`` and packed ``kernel`` placeholders for ``cfg``'s blocks."""
     data, kernel = call.inputs
     define_conv2d_nchwc_space(cfg, data.shape, kernel.shape, call.attrs["stride"], call.attrs["padding"])
@@ -202,7 +203,7 @@ def pack_nchwc_stages(data: te.Tensor, kernel: te.Tensor, ic_bn: int,
     return data_vec, kernel_vec
 
 
-def conv2d_NCHWc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+def conv2d_NCHWc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
                              dilation: Any, layout: str, out_layout: str, out_dtype: str) -> te.Tensor:
     """Define the knobs, then ``nn.conv2d_NCHWc``; 4-D data and kernel are packed by stages first."""
     data_shape, kernel_shape = logical_shapes(data, kernel)
@@ -216,7 +217,8 @@ def conv2d_NCHWc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, strid
     return conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype)
 
 
-def schedule_conv2d_NCHWc(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+def schedule_conv2d_NCHWc(cfg: ConfigSpace, outs: Sequence[te.Tensor],
+                          epilogue: te.Tensor | None = None) -> Schedule:
     """Schedule ``conv2d_NCHWc_x86_compute``'s stages.
 
     An epilogue writes the result: blocked (5-D, e.g. bias + relu) or NCHW (4-D: it unpacks the
@@ -302,7 +304,7 @@ def split_register_blocks(s: Schedule, acc: te.Tensor, x: Any, reg_n: int,
     return [xb], x, block
 
 
-def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: int) -> None:
+def _schedule_common(cfg: ConfigSpace, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: int) -> None:
     """``reg_n x oc_bn`` register blocks; the kernel window and input channels reduce outside them.
 
     A tile of more accumulators than the registers hold is reduced in blocks of
@@ -321,7 +323,7 @@ def _schedule_common(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_b
     s[acc].vectorize(ob)
 
 
-def _schedule_1x1(cfg: Any, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: int) -> None:
+def _schedule_1x1(cfg: ConfigSpace, s: Schedule, out: te.Tensor, acc: te.Tensor, oc_bn: int) -> None:
     """A packed GEMM: ``tile_oh x reg_n x oc_bn`` register blocks, the input channels reduce outside.
 
     A tile of more accumulators than the registers hold is reduced a row at a time, and each

@@ -28,6 +28,7 @@ from tunecli.engine.ops.nn.conv2d_transpose import (
 )
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv_blocked import blocked_conv, define_blocked_space, schedule_blocked
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.task import deserialize_args
 from tunecli.errors import InstantiationError
 
@@ -57,7 +58,7 @@ def declare_conv2d_transpose_nchw(
 
 
 def conv2d_transpose_x86_compute(
-    cfg: Any,
+    cfg: ConfigSpace,
     data: te.Tensor,
     kernel: te.Tensor,
     strides: Any,

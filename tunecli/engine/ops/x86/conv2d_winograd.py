@@ -37,7 +37,7 @@ from tunecli.engine.ops.nn.pad import pad
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d_nchwc import declare_conv2d_NCHWc, fp32_lanes, largest_divisor
 from tunecli.engine.schedule import Schedule
-from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
+from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
 from tunecli.engine.te.window import conv2d_output_shape, pair
 from tunecli.errors import InstantiationError
 
@@ -64,7 +64,7 @@ def check_winograd_workload(kernel_shape: Sequence[int], strides: Any, dilation:
                                  f"got kernel {tuple(kernel_shape)}, strides {strides}, dilation {dilation}")
 
 
-def define_winograd_space(cfg: Any, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
+def define_winograd_space(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
     """Define the knobs (see the module docstring); a fallback config gets :func:`fallback_config`'s.
 
     ``ic_bn`` and ``oc_bn`` are whole vectors (multiples of the target's float32 lanes) where the
@@ -87,7 +87,7 @@ def _whole_vectors(extent: int, lanes: int) -> Callable[[Any], bool]:
     return lambda split: split.size[-1] % lanes == 0
 
 
-def fallback_config(cfg: Any, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
+def fallback_config(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
     """``oc_bn`` two vectors wide, ``ic_bn`` one; F(4x4, 3x3) when it gives at least
     :data:`MIN_TILES_M4` tiles (each transformed kernel element is used once per tile: with
     fewer, streaming the 4x larger kernel costs more than the multiplications F(4x4) saves),
@@ -117,7 +117,7 @@ def padded_work(tiles: int, tile_p: int) -> float:
     return -(-tiles // tile_p) * tile_p * (1 + 1 / tile_p)
 
 
-def pack_conv2d_winograd(cfg: Any, call: OpCall, block_data: bool = True) -> OpCall:
+def pack_conv2d_winograd(cfg: ConfigSpace, call: OpCall, block_data: bool = True) -> OpCall:
     """The kernel's inputs: blocked ``data`` (or, without ``block_data``, the NCHW data) and the
     transformed, blocked ``kernel`` for ``cfg``."""
     data, kernel = call.inputs
@@ -172,7 +172,7 @@ def kernel_transform_stage(kernel: te.Tensor, m: int, ic_bn: int, oc_bn: int) ->
                       name="winograd_kernel", tag="injective,winograd_kernel_transform")
 
 
-def conv2d_winograd_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+def conv2d_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
                             dilation: Any, layout: str, out_layout: str, out_dtype: str) -> te.Tensor:
     """The stages of the module docstring; 4-D data and an OIHW kernel are blocked and transformed
     by stages first."""
@@ -239,7 +239,7 @@ def conv2d_winograd_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride
                       tag="conv2d_winograd_NCHWc")
 
 
-def schedule_conv2d_winograd(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_conv2d_winograd(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                              epilogue: te.Tensor | None = None) -> Schedule:
     """Schedule ``conv2d_winograd_compute``'s stages; an epilogue (blocked, e.g. bias + relu) reads the
     output tiles in place of the gather stage."""

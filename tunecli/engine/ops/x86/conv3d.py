@@ -19,6 +19,7 @@ from tunecli.engine import te
 from tunecli.engine.ops.nn.conv3d import conv3d_ncdhw_python, conv3d_output_shape, pad_ncdhw, triple
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv_blocked import blocked_conv, define_blocked_space, schedule_blocked
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.task import deserialize_args
 from tunecli.errors import InstantiationError
 
@@ -42,7 +43,8 @@ def declare_conv3d_ncdhw(
 
 
 def conv3d_ncdhw_x86_compute(
-    cfg: Any, data: te.Tensor, kernel: te.Tensor, strides: Any, padding: Any, dilation: Any, out_dtype: str
+    cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, strides: Any, padding: Any, dilation: Any,
+    out_dtype: str,
 ) -> te.Tensor:
     """Define the knobs, then the blocked convolution of the padded input."""
     n, ic = data.shape[:2]

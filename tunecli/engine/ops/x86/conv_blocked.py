@@ -24,7 +24,7 @@ from tunecli.engine.ops.epilogue import create_group_schedule, output_through_ep
 from tunecli.engine.ops.x86.conv2d_nchwc import largest_divisor
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
-from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
+from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
 
 #: Tags of the stages this module creates (the schedule finds them by tag).
 CONV_TAG = "conv_blocked"
@@ -32,7 +32,8 @@ UNPACK_TAG = "injective,unpack_blocked"
 KERNEL_TAG = "injective,layout_transform"
 
 
-def define_blocked_space(cfg: Any, ic: int, oc: int, ow: int, max_reg_n: int, fallback_reg_n: int) -> None:
+def define_blocked_space(cfg: ConfigSpace, ic: int, oc: int, ow: int, max_reg_n: int,
+                         fallback_reg_n: int) -> None:
     """Define the knobs of the module docstring; a fallback config gets TVM's defaults: ``oc_bn``
     the largest divisor of O up to the float32 lanes, ``ic_bn`` the largest divisor of C up to
     ``oc_bn``, ``reg_n`` the largest divisor of the output width up to ``fallback_reg_n``, no
@@ -109,7 +110,8 @@ def blocked_conv(
     )
 
 
-def schedule_blocked(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+def schedule_blocked(cfg: ConfigSpace, outs: Sequence[te.Tensor],
+                     epilogue: te.Tensor | None = None) -> Schedule:
     """Schedule the stages of :func:`blocked_conv` (the module docstring) and the stages before it:
     the kernel's re-layouts computed at the root in parallel, the data's (padding, dilation) too."""
     (out,) = outs

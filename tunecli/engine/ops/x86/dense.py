@@ -16,7 +16,6 @@ record's cost is the time of the kernel the network runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -25,6 +24,7 @@ from tunecli.engine.ops.nn.dense import dense_pack, dense_packed
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.gemm import define_gemm_space, padded, schedule_gemm
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import InstantiationError
 
 
@@ -40,7 +40,7 @@ def declare_dense(M: int, N: int, K: int, dtype: str = "float32") -> OpCall:
     return OpCall((data, weight), {"out_dtype": out_dtype_for(dtype), "units": N})
 
 
-def pack_dense_weight(cfg: Any, call: OpCall) -> OpCall:
+def pack_dense_weight(cfg: ConfigSpace, call: OpCall) -> OpCall:
     """The kernel's inputs: ``data`` and the ``packed_weight [N / NR, K, NR]`` placeholder."""
     data, weight = call.inputs
     (m, k), n = data.shape, weight.shape[0]
@@ -50,7 +50,7 @@ def pack_dense_weight(cfg: Any, call: OpCall) -> OpCall:
     return OpCall((data, packed), call.attrs)
 
 
-def dense_pack_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str,
+def dense_pack_compute(cfg: ConfigSpace, data: te.Tensor, weight: te.Tensor, out_dtype: str,
                        units: int | None = None) -> te.Tensor:
     """``data @ weight.T`` through weight panels as wide as ``cfg["tile_x"]``'s inner factor; a
     ``[N, K]`` weight is packed by a stage, a 3-D one is taken as those panels (``units``: N,
@@ -70,7 +70,8 @@ def dense_pack_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: 
     return dense_packed(data, weight, out_dtype, units=n, rows=rows)
 
 
-def schedule_dense_pack(cfg: Any, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
+def schedule_dense_pack(cfg: ConfigSpace, outs: Sequence[te.Tensor],
+                        epilogue: te.Tensor | None = None) -> Schedule:
     """The register-tiled GEMM schedule of ``x86.gemm``."""
     return schedule_gemm(cfg, outs, epilogue)
 

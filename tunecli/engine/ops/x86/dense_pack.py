@@ -28,7 +28,7 @@ from tunecli.engine.ops.nn.dense import dense_packed, pack_weight
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d_nchwc import fp32_lanes, logical_tensors
 from tunecli.engine.schedule import Schedule
-from tunecli.engine.task.space import SplitEntity
+from tunecli.engine.task.space import ConfigSpace, SplitEntity
 from tunecli.engine.task.workload_flop import dense_flop
 from tunecli.errors import InstantiationError
 
@@ -59,7 +59,7 @@ def _halve_outer(outer: int) -> int:
     return tile
 
 
-def define_dense_pack_space(cfg: Any, m: int, n: int, k: int) -> None:
+def define_dense_pack_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
     """TVM's knobs of ``dense_pack.x86``; a fallback config gets TVM's ``_default_dense_pack_config``."""
     cfg.define_split("tile_y", m, num_outputs=3)
     cfg.define_split("tile_x", n, num_outputs=3)
@@ -76,7 +76,7 @@ def define_dense_pack_space(cfg: Any, m: int, n: int, k: int) -> None:
         cfg["tile_inner"] = SplitEntity([m // y_ii, y_ii])
 
 
-def pack_dense(cfg: Any, call: OpCall) -> OpCall:
+def pack_dense(cfg: ConfigSpace, call: OpCall) -> OpCall:
     """The kernel's inputs: ``data`` and the ``packed_weight [N / bn, K, bn]`` placeholder."""
     data, weight = call.inputs
     (m, k), n = data.shape, weight.shape[0]
@@ -86,7 +86,7 @@ def pack_dense(cfg: Any, call: OpCall) -> OpCall:
     return OpCall((data, packed), call.attrs)
 
 
-def dense_pack_x86_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str) -> te.Tensor:
+def dense_pack_x86_compute(cfg: ConfigSpace, data: te.Tensor, weight: te.Tensor, out_dtype: str) -> te.Tensor:
     """Define the knobs, then ``nn.dense_packed``; a 2-D weight is packed by a stage first."""
     m, k = data.shape
     n = weight.shape[0] * weight.shape[2] if len(weight.shape) == 3 else weight.shape[0]
@@ -97,7 +97,7 @@ def dense_pack_x86_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dty
     return dense_packed(data, weight, out_dtype)
 
 
-def schedule_dense_pack_x86(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_dense_pack_x86(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                             epilogue: te.Tensor | None = None) -> Schedule:
     """TVM's ``_schedule_dense_pack_template`` with the accumulator tile in a local stage."""
     (C,) = outs
@@ -136,7 +136,7 @@ def schedule_dense_pack_x86(cfg: Any, outs: Sequence[te.Tensor],
     return s
 
 
-def define_dense_nopack_space(cfg: Any, m: int, n: int, k: int) -> None:
+def define_dense_nopack_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
     """TVM's knobs of ``dense_nopack.x86``; a fallback config gets TVM's ``_default_dense_nopack_config``."""
     cfg.define_split("tile_y", m, num_outputs=2)
     cfg.define_split("tile_x", n, num_outputs=2)
@@ -148,7 +148,8 @@ def define_dense_nopack_space(cfg: Any, m: int, n: int, k: int) -> None:
         cfg["tile_y"] = SplitEntity([1, m])
 
 
-def dense_nopack_x86_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_dtype: str) -> te.Tensor:
+def dense_nopack_x86_compute(cfg: ConfigSpace, data: te.Tensor, weight: te.Tensor,
+                             out_dtype: str) -> te.Tensor:
     """``tile_k``-wide vector partial sums ``[M, N, vec]``, then their sum (TVM's ``dense_nopack``)."""
     (m, k), n = data.shape, weight.shape[0]
     define_dense_nopack_space(cfg, m, n, k)
@@ -165,7 +166,7 @@ def dense_nopack_x86_compute(cfg: Any, data: te.Tensor, weight: te.Tensor, out_d
                       tag="dense_nopack")
 
 
-def schedule_dense_nopack_x86(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_dense_nopack_x86(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                               epilogue: te.Tensor | None = None) -> Schedule:
     """TVM's ``_schedule_dense_nopack_template``; an epilogue reads the finished output tile."""
     (C,) = outs

@@ -27,6 +27,7 @@ from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_window_op
 from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.te.window import conv2d_output_shape
 
 MAX_CB = 8
@@ -41,7 +42,8 @@ def declare_depthwise_conv2d_nchw(N: int, H: int, W: int, C: int, multiplier: in
     return declare_window_op((N, C, H, W), (C, multiplier, KH, KW), stride, padding, dilation, dtype)
 
 
-def depthwise_conv2d_nchw_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+def depthwise_conv2d_nchw_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
+                                      padding: Any,
                                       dilation: Any, out_dtype: str) -> te.Tensor:
     """The knobs of the module docstring, then ``nn.depthwise_conv2d_nchw``."""
     n, c, h, w = data.shape
@@ -58,7 +60,7 @@ def depthwise_conv2d_nchw_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tens
     return depthwise_conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype)
 
 
-def schedule_depthwise_conv2d_nchw(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_depthwise_conv2d_nchw(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                    epilogue: te.Tensor | None = None) -> Schedule:
     """Schedule the padding, accumulator and output stages of a depthwise convolution."""
     (out,) = outs
@@ -74,7 +76,7 @@ DEPTHWISE_CONV2D_NCHW = Strategy(
     baseline=baseline.DEPTHWISE_CONV2D_NCHW)
 
 
-def _schedule_depthwise(cfg: Any, s: Any, conv: te.Tensor, epilogue: te.Tensor | None) -> None:
+def _schedule_depthwise(cfg: ConfigSpace, s: Any, conv: te.Tensor, epilogue: te.Tensor | None) -> None:
     """Schedule the padding, accumulator and output stages of a depthwise convolution."""
     parallel = bool(cfg["parallel"].val)
     padded = conv.op.input_tensors[0]

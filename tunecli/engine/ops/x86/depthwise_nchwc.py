@@ -32,7 +32,7 @@ from tunecli.engine.ops.x86.conv2d_nchwc import (
     tile_output,
 )
 from tunecli.engine.schedule import Schedule
-from tunecli.engine.task.space import OtherOptionEntity, SplitEntity
+from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
 from tunecli.engine.task.workload_flop import depthwise_conv2d_nchwc_flop
 from tunecli.engine.te.window import conv2d_output_shape
 from tunecli.errors import InstantiationError
@@ -59,7 +59,8 @@ def _logical(data: te.Tensor, kernel: te.Tensor) -> tuple[tuple[int, ...], tuple
     return tuple(data.shape), tuple(kernel.shape[2:4])
 
 
-def define_depthwise_nchwc_space(cfg: Any, data_shape: Sequence[int], kernel_hw: Sequence[int], strides: Any,
+def define_depthwise_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_hw: Sequence[int],
+                                 strides: Any,
                                  padding: Any, dilation: Any) -> None:
     """Define TVM's knobs; a fallback config gets TVM's default entities."""
     _, c, h, w = data_shape
@@ -77,7 +78,7 @@ def define_depthwise_nchwc_space(cfg: Any, data_shape: Sequence[int], kernel_hw:
         cfg["unroll_kw"] = OtherOptionEntity(False)
 
 
-def pack_depthwise_conv2d_NCHWc(cfg: Any, call: OpCall) -> OpCall:
+def pack_depthwise_conv2d_NCHWc(cfg: ConfigSpace, call: OpCall) -> OpCall:
     """The kernel's inputs: blocked ``data`` and ``kernel`` placeholders for ``cfg``'s blocks."""
     data, kernel = call.inputs
     a = call.attrs
@@ -90,7 +91,7 @@ def pack_depthwise_conv2d_NCHWc(cfg: Any, call: OpCall) -> OpCall:
     return OpCall((data5, kernel6), call.attrs)
 
 
-def depthwise_conv2d_NCHWc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Tensor, stride: Any,
+def depthwise_conv2d_NCHWc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
                                        padding: Any, dilation: Any, layout: str, out_layout: str,
                                        out_dtype: str) -> te.Tensor:
     """Define the knobs, then ``nn.depthwise_conv2d_NCHWc``; 4-D tensors are packed by stages first."""
@@ -112,7 +113,7 @@ def depthwise_conv2d_NCHWc_x86_compute(cfg: Any, data: te.Tensor, kernel: te.Ten
     return depthwise_conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype)
 
 
-def schedule_depthwise_conv2d_NCHWc(cfg: Any, outs: Sequence[te.Tensor],
+def schedule_depthwise_conv2d_NCHWc(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                     epilogue: te.Tensor | None = None) -> Schedule:
     """TVM's schedule of the blocked depthwise convolution; an epilogue (blocked 5-D, or 4-D NCHW
     unpacking the blocks) writes the result."""
