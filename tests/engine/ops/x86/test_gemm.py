@@ -25,6 +25,7 @@ from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
 from tunecli.engine.task.factors import get_factors
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
+from tunecli.engine.task.space import ConfigEntity
 
 ZEN3 = "llvm -mcpu=znver3"
 
@@ -84,6 +85,37 @@ def test_fallback_tile_fits_the_registers_and_prefers_whole_vectors(m: int, n: i
 def test_small_work_stays_serial() -> None:
     cfg, _, _ = fused_dense(1, 16, 8)
     assert cfg["parallel"].val == 0
+
+
+@pytest.mark.parametrize("m, n, k, tile_y, tile_x, tile_k", [
+    (197, 768, 768, [-1, 1, 14], [-1, 2, 32], [-1, 12]),
+    (197, 3072, 768, [-1, 1, 8], [-1, 48, 32], [-1, 1]),
+    (197, 768, 3072, [-1, 1, 11], [-1, 24, 32], [-1, 3]),
+])
+def test_a_large_product_runs_its_tiles_in_parallel_whatever_the_knob(
+        m: int, n: int, k: int, tile_y: list[int], tile_x: list[int], tile_k: list[int]) -> None:
+    # ViT-B/16's dense layers (197 tokens) with configs tuned at one thread, where ``parallel`` 0 and
+    # 1 measure alike: the outer tile loop is parallel anyway, with at least 2 x 2 threads' tasks
+    task = autotvm_task.create("dense.x86", (m, n, k, "float32"), ZEN3)
+    cfg = ConfigEntity.from_json_dict({"index": 0, "code_hash": None, "entity": [
+        ["tile_y", "sp", tile_y], ["tile_x", "sp", tile_x], ["tile_k", "sp", tile_k],
+        ["parallel", "ot", 0], ["unroll_k", "ot", 0]]})
+    with Target(ZEN3):
+        sch, tensors = task.instantiate(cfg)
+    loops = re.findall(r"parallel for \((\S+), 0, (\d+)\)", str(lower(sch, tensors)))
+    tiles = -(-m // tile_y[-1]) * -(-n // (tile_x[1] * tile_x[2]))
+    assert ("i1.outer.i0.outer.fused", str(tiles)) in loops and tiles >= 2 * 2
+
+
+def test_a_small_product_follows_the_parallel_knob() -> None:
+    task = autotvm_task.create("dense.x86", (16, 64, 16, "float32"), ZEN3)
+    for knob in (0, 1):
+        cfg = ConfigEntity.from_json_dict({"index": 0, "code_hash": None, "entity": [
+            ["tile_y", "sp", [-1, 1, 4]], ["tile_x", "sp", [-1, 1, 16]], ["tile_k", "sp", [-1, 16]],
+            ["parallel", "ot", knob], ["unroll_k", "ot", 0]]})
+        with Target(ZEN3):
+            sch, tensors = task.instantiate(cfg)
+        assert ("parallel for" in str(lower(sch, tensors))) == bool(knob)
 
 
 @pytest.mark.parametrize("m, n, k", [(1, 1000, 512), (16, 1024, 1024), (3, 1001, 27)])

@@ -9,7 +9,9 @@ vector registers).  Knobs (first defined varies fastest in the flat index):
 ``tile_y``  split of M into ``[-1, tiles per task, MR]`` (MR <= 16)
 ``tile_x``  split of N into ``[-1, tiles per task, NR]`` (NR a multiple of 16 up to 64 when N allows)
 ``tile_k``  split of K into ``[-1, kk]`` (kk <= 16, the unroll factor of the reduction)
-``parallel``  0/1: run the fused outer tile loop (and the packing) on all cores
+``parallel``  0/1: run the fused outer tile loop (and the packing) on all cores; a product of at
+            least ``PARALLEL_MIN_MACS`` multiply-adds with more than one outer tile runs it in
+            parallel either way (``runs_parallel``)
 ``unroll_k``  0/1: unroll the inner ``kk`` reduction loop
 
 A ragged M (``ragged_rows``: a prime sequence length such as 197, whose divisors give one-row
@@ -207,6 +209,19 @@ def panel_output_and_accumulator(s: Schedule, outs: Sequence[te.Tensor],
     return (out if epilogue is None else epilogue), product, product
 
 
+def runs_parallel(cfg: ConfigSpace, m: int, n: int, k: int) -> bool:
+    """Whether the fused outer tile loop of an ``m x n x k`` product runs on all cores: when the
+    ``parallel`` knob says so, and for any product of at least ``PARALLEL_MIN_MACS`` multiply-adds
+    with more than one outer tile.
+
+    At one thread a parallel loop runs whole on its caller, so a config tuned there measures the
+    same kernel for both values of the knob and its choice says nothing about more threads; a
+    large product left serial would run on one core at any thread count.
+    """
+    tiles = -(-m // math.prod(cfg["tile_y"].size[1:])) * -(-n // math.prod(cfg["tile_x"].size[1:]))
+    return bool(cfg["parallel"].val) or (tiles > 1 and m * n * k >= PARALLEL_MIN_MACS)
+
+
 def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
     """Schedule ``C[y, x] = sum_k A[y, k] * packed[x // NR, k, x % NR]``.
 
@@ -229,11 +244,13 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     O, CC, C = panel_output_and_accumulator(s, outs, epilogue)
     packing = [t for t in C.op.input_tensors if "layout_transform" in getattr(t.op, "tag", "")]
     y, x = s[O].op.axis
+    (kaxis,) = s[CC].op.reduce_axis
+    parallel = runs_parallel(cfg, int(y.dom.extent), int(x.dom.extent), int(kaxis.dom.extent))
     yt, yo, yi = cfg["tile_y"].apply(s, O, y)
     xt, xo, xi = cfg["tile_x"].apply(s, O, x)
     s[O].reorder(xt, yt, yo, xo, yi, xi)
     outer = s[O].fuse(xt, yt)
-    if cfg["parallel"].val:
+    if parallel:
         s[O].parallel(outer)
     tile = s[O].fuse(yo, xo)
     s[O].unroll(yi)
@@ -241,7 +258,6 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
 
     s[CC].compute_at(s[O], tile)
     cy, cx = s[CC].op.axis
-    (kaxis,) = s[CC].op.reduce_axis
     ko, ki = cfg["tile_k"].apply(s, CC, kaxis)
     s[CC].reorder(ko, ki, cy, cx)
     if cfg["unroll_k"].val:
@@ -251,7 +267,7 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
 
     for packed in packing:  # none when the kernel takes the weight packed
         pouter, _, pinner = s[packed].op.axis
-        if cfg["parallel"].val:
+        if parallel:
             s[packed].parallel(pouter)
         s[packed].vectorize(pinner)  # contiguous panel stores, strided (gathered) weight loads
     return s
