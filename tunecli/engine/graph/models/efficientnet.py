@@ -21,7 +21,7 @@ from ..ops.pool import global_avg_pool2d
 from ..ops.unary import sigmoid
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import conv2d, conv2d_bn, dense_add_bias
+from .layers import conv2d, dense_add_bias, same_conv_bn
 
 #: (expansion t, kernel k, first stride s, output channels c, repeats n) per stage, as in the paper.
 STAGES = (
@@ -45,17 +45,7 @@ def swish(x: Expr) -> Expr:
 def _conv_bn(
     data: Expr, name: str, channels: int, kernel: int, stride: int, groups: int = 1, act: bool = True
 ) -> Expr:
-    out = conv2d_bn(
-        data,
-        f"{name}_conv",
-        f"{name}_bn",
-        channels=channels,
-        kernel_size=(kernel, kernel),
-        strides=(stride, stride),
-        padding=(kernel // 2, kernel // 2),
-        groups=groups,
-        epsilon=1e-3,
-    )
+    out = same_conv_bn(data, name, channels, kernel, stride, groups, epsilon=1e-3)
     return swish(out) if act else out
 
 

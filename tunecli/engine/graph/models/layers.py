@@ -58,6 +58,15 @@ def conv2d_bn(data: Expr, conv_name: str, bn_name: str, epsilon: float = 1e-5, *
     return batch_norm_infer(out, bn_name, epsilon=epsilon, axis=axis)
 
 
+def same_conv_bn(data: Expr, name: str, channels: int, kernel: int, stride: int, groups: int = 1,
+                 epsilon: float = 1e-5) -> Expr:
+    """A square ``kernel`` convolution ``<name>_conv`` padded by ``kernel // 2`` (the input's size
+    at stride 1), then batch norm ``<name>_bn``."""
+    return conv2d_bn(data, f"{name}_conv", f"{name}_bn", epsilon=epsilon, channels=channels,
+                     kernel_size=(kernel, kernel), strides=(stride, stride),
+                     padding=(kernel // 2, kernel // 2), groups=groups)
+
+
 def dense_add_bias(
     data: Expr, name: str, units: int, weight: Expr | None = None, bias: Expr | None = None
 ) -> Call:

@@ -17,7 +17,7 @@ from ..ops.pool import global_avg_pool2d
 from ..ops.unary import clip
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import conv2d_bn, dense_add_bias
+from .layers import dense_add_bias, same_conv_bn
 
 #: (expansion t, output channels c, repeats n, first stride s) per stage, as in the paper.
 STAGES = (
@@ -34,16 +34,7 @@ STAGES = (
 def _conv_bn(
     data: Expr, name: str, channels: int, kernel: int, stride: int, groups: int = 1, act: bool = True
 ) -> Expr:
-    out = conv2d_bn(
-        data,
-        f"{name}_conv",
-        f"{name}_bn",
-        channels=channels,
-        kernel_size=(kernel, kernel),
-        strides=(stride, stride),
-        padding=(kernel // 2, kernel // 2),
-        groups=groups,
-    )
+    out = same_conv_bn(data, name, channels, kernel, stride, groups)
     return clip(out, 0.0, 6.0) if act else out
 
 

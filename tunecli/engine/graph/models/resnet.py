@@ -48,13 +48,8 @@ def residual_unit(
     axis = data_layout.index("C")
     lay = {"data_layout": data_layout, "kernel_layout": kernel_layout}
     act1 = relu(batch_norm_infer(data, f"{name}_bn1", epsilon=2e-5, axis=axis))
-    # (channels, kernel, strides, padding) of the unit's convs <name>_conv1, _conv2, ...
-    if bottle_neck:
-        quarter = int(num_filter * 0.25)
-        convs = [(quarter, 1, stride, 0), (quarter, 3, (1, 1), 1), (num_filter, 1, (1, 1), 0)]
-    else:
-        convs = [(num_filter, 3, stride, 1), (num_filter, 3, (1, 1), 1)]
     body = act1
+    convs = unit_convs(num_filter, stride, bottle_neck)
     for i, (channels, kernel, strides, pad) in enumerate(convs, start=1):
         if i > 1:
             body = relu(batch_norm_infer(body, f"{name}_bn{i}", epsilon=2e-5, axis=axis))
@@ -72,6 +67,18 @@ def residual_unit(
     else:
         shortcut = conv2d(act1, f"{name}_sc", channels=num_filter, kernel_size=(1, 1), strides=stride, **lay)
     return add(body, shortcut)
+
+
+def unit_convs(num_filter: int, stride: tuple[int, ...],
+               bottle_neck: bool) -> list[tuple[int, int, tuple[int, ...], int]]:
+    """``(channels, kernel, strides, padding)`` of a residual unit's convs ``<name>_conv1``, ``_conv2``,
+    ...: basic, two 3-wide; bottleneck, 1, 3, 1 wide with a quarter of the filters in the first two.
+    Only the first conv takes ``stride``; the others step by 1 in each of its dimensions."""
+    ones = (1,) * len(stride)
+    if bottle_neck:
+        quarter = int(num_filter * 0.25)
+        return [(quarter, 1, stride, 0), (quarter, 3, ones, 1), (num_filter, 1, ones, 0)]
+    return [(num_filter, 3, stride, 1), (num_filter, 3, ones, 1)]
 
 
 def resnet(

@@ -23,7 +23,7 @@ from ..ops.unary import relu
 from ..traversal import free_vars
 from .init import create_workload
 from .layers import batch_norm_infer, conv3d, dense_add_bias
-from .resnet import stage_plan
+from .resnet import stage_plan, unit_convs
 
 
 def residual_unit(
@@ -37,12 +37,8 @@ def residual_unit(
     """One pre-activation 3-D residual unit (basic: two 3x3x3 convs; bottleneck: 1x1x1, 3x3x3,
     1x1x1 with a quarter of the filters); ``dim_match=False`` adds the 1x1x1 shortcut ``<name>_sc``."""
     act1 = relu(batch_norm_infer(data, f"{name}_bn1", epsilon=2e-5))
-    if bottle_neck:
-        quarter = int(num_filter * 0.25)
-        convs = [(quarter, 1, stride, 0), (quarter, 3, (1, 1, 1), 1), (num_filter, 1, (1, 1, 1), 0)]
-    else:
-        convs = [(num_filter, 3, stride, 1), (num_filter, 3, (1, 1, 1), 1)]
     body = act1
+    convs = unit_convs(num_filter, stride, bottle_neck)
     for i, (channels, kernel, strides, pad) in enumerate(convs, start=1):
         if i > 1:
             body = relu(batch_norm_infer(body, f"{name}_bn{i}", epsilon=2e-5))
