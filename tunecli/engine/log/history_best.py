@@ -101,7 +101,7 @@ class ApplyHistoryBest(DispatchContext):
         """
         self._references = None
         self._nearest_memo.clear()
-        unsettled: set[tuple[str, tuple]] = set()
+        unsettled: dict[tuple[str, tuple], None] = {}  # ordered: the order of deferral is the order seen
         for inp, res, path in _iter_sourced(records):
             if not res.ok:
                 continue
@@ -126,16 +126,16 @@ class ApplyHistoryBest(DispatchContext):
                      len(self.best_by_targetkey), len(self.best_by_model))
 
     def _keep(self, name: str, key: tuple, group: tuple, inp: MeasureInput, res: MeasureResult, cost: float,
-              unsettled: set[tuple[str, tuple]]) -> None:
-        """Keep (inp, res) as the best of its layout group under ``key`` of table ``name``; a key
-        with records in several groups is chosen among them when first read (``unsettled``, deferred at the
-        end of ``load``)."""
+              unsettled: dict[tuple[str, tuple], None]) -> None:
+        """Keep (inp, res) as the best of its (target, layout) group under ``key`` of table ``name``; a
+        key with records in several layouts is chosen among them when first read (``unsettled``, deferred
+        at the end of ``load``)."""
         groups = self._layout_groups.setdefault((name, key), {})
         _keep_best(groups, group, inp, res, cost)
-        if len(groups) == 1:
+        if len({layout for _, layout in groups}) == 1:
             _keep_best(getattr(self, name), key, inp, res, cost)
         else:
-            unsettled.add((name, key))
+            unsettled[name, key] = None
 
     def _query_inside(self, target: Target | None, workload: tuple | None) -> ConfigSpace | None:
         if target is None:
