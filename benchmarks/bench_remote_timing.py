@@ -35,7 +35,7 @@ from tunecli.engine.graph.build_module import build
 from tunecli.engine.job.network_models import MODELS
 from tunecli.engine.rpc.device_session import request_remote
 from tunecli.engine.rpc.tracker import Tracker
-from tunecli.engine.runtime.openmp import get_num_threads
+from tunecli.engine.runtime.threads import get_num_threads
 
 SERVER = """
 import sys

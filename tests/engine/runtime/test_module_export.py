@@ -13,7 +13,7 @@ from tunecli.engine import te
 from tunecli.engine.build import build
 from tunecli.engine.runtime import Module, cpu, load_module
 from tunecli.engine.runtime.linker import cross_compiler
-from tunecli.engine.runtime.openmp import get_num_threads, set_num_threads
+from tunecli.engine.runtime.threads import get_num_threads, set_num_threads
 from tunecli.engine.schedule import create_schedule
 from tunecli.errors import ArgumentError, CodegenError, GraphError, TargetError
 

@@ -69,7 +69,7 @@ from tunecli.engine.ops.registry import baseline_of
 from tunecli.engine.ops.tolerance import matches_reference
 from tunecli.engine.runtime import Module
 from tunecli.engine.runtime.blas import single_blas_thread
-from tunecli.engine.runtime.openmp import get_num_threads
+from tunecli.engine.runtime.threads import get_num_threads
 from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.space import ConfigEntity

@@ -11,7 +11,7 @@ For the outermost parallel loop of a kernel, codegen emits
   called through the pointer in the global ``<entry>__parallel_for`` with ``n`` read from the
   global ``<entry>__num_threads``.  The loader writes
   :func:`tunecli.engine.runtime.thread_pool.parallel_for_address` and
-  :func:`tunecli.engine.runtime.openmp.get_num_threads` there; while the pointer is null or
+  :func:`tunecli.engine.runtime.threads.get_num_threads` there; while the pointer is null or
   ``n`` ≤ 1 the kernel calls the chunk function once on the whole range itself.
 
 The object references no threading library: how chunks are shared among threads is the pool's

@@ -2,7 +2,7 @@
 
 A baseline is timed like a kernel (in a measurement worker, with the same warm-up and
 ``number``/``repeat``/``min_repeat_ms``), on the kernel's seeded inputs, with numpy's BLAS
-limited to the threads the kernels use (``runtime.openmp.get_num_threads``).
+limited to the threads the kernels use (``runtime.threads.get_num_threads``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.runtime import time_calls
 from tunecli.engine.runtime.blas import set_blas_threads
-from tunecli.engine.runtime.openmp import get_num_threads
+from tunecli.engine.runtime.threads import get_num_threads
 
 #: ``"module:function"`` of :func:`time_baseline`, for :class:`Worker` calls.
 BASELINE_FUNC = "tunecli.engine.measure.baseline_timing:time_baseline"

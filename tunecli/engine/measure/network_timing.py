@@ -20,7 +20,7 @@ from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.runtime import cpu, time_calls
 from tunecli.engine.runtime.blas import set_blas_threads
 from tunecli.engine.runtime.graph_library import load_module
-from tunecli.engine.runtime.openmp import set_num_threads
+from tunecli.engine.runtime.threads import set_num_threads
 
 #: ``"module:function"`` of :func:`run_network`, for :class:`Worker` calls.
 RUN_NETWORK_FUNC = "tunecli.engine.measure.network_timing:run_network"

@@ -5,7 +5,7 @@ Modules::
     device.py   Device: the interface of a backend (memory, load/launch/sync, timing on its clock)
     cpu.py      CPUDevice: the host (LLJIT linking, ctypes launches, guard-page arrays)
     cuda.py     CUDADevice: NVIDIA GPUs through the driver API of cuda-bindings (PTX, CUDA events)
-    openmp.py   the thread count of parallel loops (set_num_threads, TUNECLI_NUM_THREADS)
+    threads.py  the thread count of parallel loops (set_num_threads, TUNECLI_NUM_THREADS)
     thread_pool.py  the pool of threads that runs parallel loops in chunks (its IR: thread_pool_ir.py)
     timer.py    time_calls: TVM's time_evaluator loop on the host clock
     devices.py  the table of device kinds: device(name | type | target), cpu(), device_for_target()
@@ -29,7 +29,7 @@ from .graph_executor import GraphExecutor, GraphModule
 from .graph_library import GraphLibrary, executor_for, load_module
 from .module import BenchmarkResult, Module
 from .ndarray import NDArray, array, empty
-from .openmp import get_num_threads, set_num_threads
+from .threads import get_num_threads, set_num_threads
 from .timer import time_calls
 
 __all__ = ["BenchmarkResult", "CPUDevice", "CUDADevice", "Device", "GraphExecutor", "GraphLibrary",

@@ -3,7 +3,7 @@
 Arrays are numpy arrays in this process's memory.  A kernel's object is linked into a
 process-wide LLJIT (with libm and libc resolved from the process) and called through
 ctypes with one data pointer per argument; before each launch the thread count of its
-``parallel`` loops (:mod:`tunecli.engine.runtime.openmp`) is written into the kernel's
+``parallel`` loops (:mod:`tunecli.engine.runtime.threads`) is written into the kernel's
 ``<entry>__num_threads`` global (its ``<entry>__parallel_for`` points at the thread pool,
 :mod:`tunecli.engine.runtime.thread_pool`).  A *guarded* array ends just before a ``PROT_NONE`` page, so a
 kernel that writes past its end faults at once (a measurement worker reports that as a runtime
@@ -31,7 +31,7 @@ from tunecli.errors import ArgumentError, CodegenError, TargetError
 
 from .device import Device
 from .heap import keep_scratch_memory
-from .openmp import bind_thread_pool, get_num_threads
+from .threads import bind_thread_pool, get_num_threads
 from .timer import time_calls
 
 #: Alignment of every guarded array's start, in bytes (TVM's ``kAllocAlignment``).

@@ -46,7 +46,7 @@ from .heap import keep_scratch_memory
 from .linker import BLOB_SIZE_SYMBOL, BLOB_SYMBOL
 from .module import Module
 from .module import load_module as load_object
-from .openmp import bind_thread_pool
+from .threads import bind_thread_pool
 
 MAGIC = b"TUNECLI-GRAPH\x00\x01\x00"
 _ALIGN = 64
