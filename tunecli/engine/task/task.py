@@ -18,8 +18,8 @@ import importlib
 import inspect
 import logging
 import pickle
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import cloudpickle
 
@@ -29,11 +29,28 @@ from tunecli.engine.task.dispatcher import ApplyConfig, DispatchContext
 from tunecli.engine.task.flop import compute_flop
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.template_file import is_template_file_module, load_template_file
-from tunecli.engine.task.workload_args import args_to_workload, deserialize_args, serialize_args
+from tunecli.engine.task.workload_args import (
+    Workload,
+    WorkloadArg,
+    args_to_workload,
+    deserialize_args,
+    serialize_args,
+)
 from tunecli.errors import InstantiationError, TuneError
 
 if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
+
+    import numpy as np
+
     from tunecli.engine.schedule import Schedule
+
+#: What a template returns: its schedule and the tensors of the kernel's arguments.
+TemplateResult: TypeAlias = "tuple[Schedule, list[te.Tensor]]"
+#: A template: ``func(*args) -> (schedule, tensors)``; its arguments are any values a workload holds.
+TemplateFunc: TypeAlias = "Callable[..., TemplateResult]"
+#: ``reference(*input_arrays)``: a kernel's expected output array (or a tuple of them) in numpy.
+ReferenceFunc: TypeAlias = "Callable[..., np.ndarray | tuple[np.ndarray, ...]]"
 
 logger = logging.getLogger("autotvm")
 
@@ -54,8 +71,8 @@ class TaskTemplate:
         (numpy); a picklable function (built-in templates: their strategy's reference).
     """
 
-    def __init__(self, name: str, func: Callable[..., Any],
-                 reference: Callable[..., Callable[..., Any]] | None = None):
+    def __init__(self, name: str, func: TemplateFunc,
+                 reference: Callable[..., ReferenceFunc] | None = None):
         self.name = name
         self.func = func
         self.reference = reference
@@ -70,7 +87,7 @@ class TaskTemplate:
         """True for tunecli's own templates (a user template of the same name replaces them)."""
         return (self.module or "").startswith(BUILTIN_PACKAGE)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: WorkloadArg, **kwargs: object) -> TemplateResult:
         return self.func(*deserialize_args(args), **kwargs)
 
 
@@ -89,7 +106,7 @@ class MissingTask:
     def __init__(self, name: str):
         self.name = name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> TemplateResult:
         raise InstantiationError(
             f"Attempting to invoke a missing task {self.name}. It is possible that the function is "
             "registered in a Python module that is not imported in this run, or the log is out-of-date.")
@@ -106,7 +123,7 @@ def load_builtin_templates() -> None:
         importlib.import_module(module)
 
 
-class TemplateTable(dict):
+class TemplateTable(dict[str, TaskTemplate]):
     """``name -> TaskTemplate``, TVM's ``TASK_TABLE``: every lookup (``get``, ``in``, ``[]``) of a
     name not registered yet, and every listing, first loads the built-in templates (once per
     process, :func:`load_builtin_templates`)."""
@@ -124,7 +141,7 @@ class TemplateTable(dict):
                 self._builtins_loaded = False
                 raise
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: TaskTemplate | None = None) -> TaskTemplate | None:  # type: ignore[override]
         if not super().__contains__(name):
             self._load_builtins()
         return super().get(name, default)
@@ -139,7 +156,7 @@ class TemplateTable(dict):
             self._load_builtins()
         return super().__contains__(name)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[str]:
         self._load_builtins()
         return super().__iter__()
 
@@ -147,15 +164,15 @@ class TemplateTable(dict):
         self._load_builtins()
         return super().__len__()
 
-    def keys(self) -> Any:
+    def keys(self) -> dict_keys[str, TaskTemplate]:
         self._load_builtins()
         return super().keys()
 
-    def values(self) -> Any:
+    def values(self) -> dict_values[str, TaskTemplate]:
         self._load_builtins()
         return super().values()
 
-    def items(self) -> Any:
+    def items(self) -> dict_items[str, TaskTemplate]:
         self._load_builtins()
         return super().items()
 
@@ -163,7 +180,7 @@ class TemplateTable(dict):
 TASK_TABLE = TemplateTable()
 
 
-def _same_function(old: TaskTemplate, f: Callable[..., Any]) -> bool:
+def _same_function(old: TaskTemplate, f: TemplateFunc) -> bool:
     """True when ``f`` is the registered template again (a module re-imported, maybe by path)."""
     if old.func.__qualname__ != f.__qualname__:
         return False
@@ -174,8 +191,9 @@ def _same_function(old: TaskTemplate, f: Callable[..., Any]) -> bool:
     return old.module == f.__module__ or (source is not None and source == old.source_file)
 
 
-def template(task_name: str, func: Callable[..., Any] | None = None, *,
-             reference: Callable[..., Callable[..., Any]] | None = None) -> Any:
+def template(task_name: str, func: TemplateFunc | None = None, *,
+             reference: Callable[..., ReferenceFunc] | None = None
+             ) -> TemplateFunc | Callable[[TemplateFunc], TemplateFunc]:
     """Register a tunable template under ``task_name`` (usable as ``@template(name)``).
 
     Parameters
@@ -193,11 +211,11 @@ def template(task_name: str, func: Callable[..., Any] | None = None, *,
         A wrapper that runs the template with the config of the current dispatch context.
     """
 
-    def _decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+    def _decorate(f: TemplateFunc) -> TemplateFunc:
         _register(TaskTemplate(task_name, f, reference))
 
         @functools.wraps(f)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: object, **kwargs: object) -> TemplateResult:
             if kwargs:
                 raise TuneError(f"template {task_name!r}: keyword arguments are not supported")
             workload = args_to_workload(args, task_name)
@@ -284,10 +302,10 @@ class Task:
         of the space.  Picklable (a ``functools.partial``).
     """
 
-    def __init__(self, name: str, args: Any):
+    def __init__(self, name: str, args: Iterable[WorkloadArg]):
         self.name = name
         self.args = tuple(args)
-        self.kwargs: dict = {}
+        self.kwargs: dict[str, object] = {}
         self.func: TaskTemplate | MissingTask = TASK_TABLE.get(name) or MissingTask(name)
         self.config_space: ConfigSpace | None = None
         self.flop: float | None = None
@@ -295,14 +313,14 @@ class Task:
         self.target_host: Target | None = None
         self.template_module: str | None = self.func.module
         self.template_file: str | None = self.func.source_file
-        self.reference: Callable[..., Any] | None = None
+        self.reference: ReferenceFunc | None = None
 
     @property
-    def workload(self) -> tuple:
+    def workload(self) -> Workload:
         """The key of this task in dispatch contexts: ``(name,) + args``."""
         return args_to_workload(self.args, self.name)
 
-    def instantiate(self, config: ConfigSpace) -> tuple[Schedule, list[te.Tensor]]:
+    def instantiate(self, config: ConfigSpace) -> TemplateResult:
         """Run the template with ``config`` and return ``(schedule, tensors)``.
 
         Parameters
@@ -325,7 +343,7 @@ class Task:
             self.flop = config.flop
         return sch, arg_bufs
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = {k: v for k, v in self.__dict__.items() if k != "func"}
         if self.template_module == "__main__" and isinstance(self.func, TaskTemplate):
             # A template of the user's script (or notebook, or stdin) cannot be imported by a
@@ -347,7 +365,7 @@ class Task:
                 f"workload={self.workload})")
 
 
-def create(task_name: str, args: Sequence[Any], target: Target | str,
+def create(task_name: str, args: Sequence[object], target: Target | str,
            target_host: Target | str | None = None) -> Task:
     """Create a tuning task: trace template ``task_name`` with ``args`` to collect its space.
 

@@ -5,13 +5,21 @@ log as it is; and back, placeholders for the tensors, when a template is traced 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeAlias
 
 from tunecli.engine import te
+from tunecli.engine.ir.expr import Var
 from tunecli.errors import TuneError
 
+#: One workload argument in log form: a scalar, ``None``, a loop variable, or a tuple of those
+#: (a tensor is the tuple ``("TENSOR", shape, dtype)``).
+WorkloadArg: TypeAlias = "None | str | int | float | Var | tuple[WorkloadArg, ...]"
 
-def serialize_args(args: Sequence[Any]) -> tuple:
+#: A task's key in logs and dispatch contexts: ``(template name, *arguments in log form)``.
+Workload: TypeAlias = "tuple[WorkloadArg, ...]"
+
+
+def serialize_args(args: Sequence[object]) -> tuple[WorkloadArg, ...]:
     """Return ``args`` in hashable log form: tensors as ``("TENSOR", shape, dtype)``, lists as tuples.
 
     Parameters
@@ -25,7 +33,7 @@ def serialize_args(args: Sequence[Any]) -> tuple:
     return tuple(_serialize(x) for x in args)
 
 
-def _serialize(x: object) -> Any:
+def _serialize(x: object) -> WorkloadArg:
     if x is None or isinstance(x, (str, int, float)):
         return x
     if isinstance(x, (list, tuple)):
@@ -36,11 +44,11 @@ def _serialize(x: object) -> Any:
     if hasattr(x, "value") and isinstance(x.value, (int, float, str)):
         return x.value
     if type(x).__name__ == "Var":
-        return x
+        return x  # type: ignore[return-value]
     raise TuneError(f"serialize_args: cannot store an argument of type {type(x).__name__} in a workload")
 
 
-def deserialize_args(args: Sequence[Any]) -> list:
+def deserialize_args(args: Sequence[WorkloadArg]) -> list[te.Tensor | WorkloadArg]:
     """Turn ``("TENSOR", shape, dtype)`` arguments back into placeholders.
 
     Parameters
@@ -51,7 +59,7 @@ def deserialize_args(args: Sequence[Any]) -> list:
     -------
     list
     """
-    out = []
+    out: list[te.Tensor | WorkloadArg] = []
     for x in args:
         if isinstance(x, (tuple, list)) and len(x) == 3 and x[0] == "TENSOR":
             out.append(te.placeholder(tuple(x[1]), dtype=x[2]))
@@ -60,7 +68,7 @@ def deserialize_args(args: Sequence[Any]) -> list:
     return out
 
 
-def args_to_workload(args: Sequence[Any], task_name: str | None = None) -> tuple:
+def args_to_workload(args: Sequence[object], task_name: str | None = None) -> Workload:
     """Return the workload key ``(task_name,) + serialize_args(args)``.
 
     Parameters
