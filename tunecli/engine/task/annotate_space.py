@@ -9,20 +9,33 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
-from tunecli.engine.task.space_entities import TransformSpace, check_count
+from tunecli.engine.task.space_entities import Axis, StageKey, TransformSpace, VirtualAxis, check_count
 from tunecli.errors import SpaceError
+
+if TYPE_CHECKING:
+    from tunecli.engine.schedule import Schedule
+    from tunecli.engine.task.space import ConfigSpace
+    from tunecli.engine.te import IterVar, Tensor
+
+
+class AnnotateOptions(TypedDict, total=False):
+    """The keyword options of ``define_annotate``."""
+
+    num_anchor: int
 
 
 class AnnotateEntity:
     """One annotation per axis (``none``/``unroll``/``vec``/...), or anchor positions (locate_cache)."""
 
-    def __init__(self, anns: Sequence[Any]):
+    def __init__(self, anns: Sequence[str] | Sequence[int]):
         self.anns = list(anns) if not isinstance(anns, tuple) else anns
 
-    def apply(self, sch, op, axes, axis_lens=None, max_unroll=None, vec_size=None, cfg=None,
-              source=None):
+    def apply(self, sch: Schedule, op: StageKey, axes: list[IterVar], axis_lens: Sequence[int] | None = None,
+              max_unroll: int | None = None, vec_size: Sequence[int] | None = None,
+              cfg: ConfigSpace | None = None, source: Sequence[Sequence[Tensor]] | None = None
+              ) -> list[IterVar]:
         """Apply the annotations to ``axes`` of stage ``sch[op]``.
 
         Parameters
@@ -83,10 +96,10 @@ _GPU_BIND = {
 }
 
 
-class AnnotateSpace(TransformSpace):
+class AnnotateSpace(TransformSpace[AnnotateEntity]):
     """Annotations of axes: generic ``try_*`` policies, ``locate_cache``, ``bind_gpu*``."""
 
-    def __init__(self, axes: Sequence[Any], policy: str, **kwargs: Any):
+    def __init__(self, axes: Sequence[VirtualAxis | Axis], policy: str, **kwargs: Unpack[AnnotateOptions]):
         super().__init__()
         self.ins = list(axes)
         self.policy = policy

@@ -10,12 +10,16 @@ recursively (a tensor read by two ops is counted twice, as TVM does); placeholde
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from tunecli.engine.ir import expr as ir
 from tunecli.engine.task.space_entities import const_int
 from tunecli.errors import InstantiationError
+
+if TYPE_CHECKING:
+    from tunecli.engine.schedule import Schedule
+    from tunecli.engine.te import CommReducer, IterVar, Operation, Tensor
 
 _ONE_FLOP_BINARY = (ir.Add, ir.Sub, ir.Mul, ir.Div, ir.FloorDiv, ir.FloorMod, ir.Min, ir.Max,
                     ir.CmpOp)
@@ -26,22 +30,22 @@ class FlopCalculationError(InstantiationError, RuntimeError):
     """The FLOP count of an operator cannot be derived automatically (a ``RuntimeError``, as TVM's)."""
 
 
-def _prod_length(axes: Iterable[Any]) -> int:
+def _prod_length(axes: Iterable[IterVar]) -> int:
     try:
         return math.prod(const_int(ax.dom.extent, "flop counting") for ax in axes)
     except Exception as err:  # a symbolic extent
         raise FlopCalculationError(f"The length of axis is not constant: {err}") from None
 
 
-def _is_reduce(node: Any) -> bool:
+def _is_reduce(node: object) -> bool:
     return hasattr(node, "combiner") and hasattr(node, "source") and hasattr(node, "axis")
 
 
-def _is_tensor_read(node: Any) -> bool:
+def _is_tensor_read(node: object) -> bool:
     return hasattr(node, "indices") and (hasattr(node, "producer") or hasattr(node, "tensor"))
 
 
-def _combiner_flop(combiner: Any) -> int:
+def _combiner_flop(combiner: CommReducer) -> int:
     result = getattr(combiner, "result", None)
     if result is None:
         return 1  # one combine per reduction step (an add for sum, a max for max, ...)
@@ -51,7 +55,7 @@ def _combiner_flop(combiner: Any) -> int:
     return count_expr_flop(results[0])
 
 
-def count_expr_flop(node: Any) -> int:
+def count_expr_flop(node: ir.Expr) -> int:
     """Return the floating point operations of evaluating expression ``node`` once.
 
     Parameters
@@ -86,11 +90,11 @@ def count_expr_flop(node: Any) -> int:
     raise FlopCalculationError(f"Found unsupported operator in the compute expr: {type(node).__name__}")
 
 
-def _as_op(item: Any) -> Any:
+def _as_op(item: Tensor | Operation) -> Operation:
     return item.op if hasattr(item, "op") and not hasattr(item, "body") else item
 
 
-def _traverse(ops: Iterable[Any]) -> int:
+def _traverse(ops: Iterable[Operation]) -> int:
     total = 0
     for op in ops:
         if hasattr(op, "body"):
@@ -107,7 +111,7 @@ def _traverse(ops: Iterable[Any]) -> int:
     return total
 
 
-def compute_flop(outputs: Any) -> int:
+def compute_flop(outputs: Schedule | Tensor | Operation | Sequence[Tensor | Operation]) -> int:
     """Return the FLOPs of computing ``outputs`` once.
 
     Parameters

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,17 +17,17 @@ from tunecli.engine.task.annotate_space import AnnotateEntity
 from tunecli.engine.task.space_entities import ANN_TO_NUMBER, OtherOptionEntity, ReorderEntity, SplitEntity
 
 if TYPE_CHECKING:
-    from tunecli.engine.task.space import ConfigSpace
+    from tunecli.engine.task.space import ConfigSpace, Entity
 
 
-def _feature_value(val: Any) -> float:
+def _feature_value(val: object) -> float:
     """A knob value as a number: numbers and bools as themselves, anything else by a stable hash."""
     if isinstance(val, (bool, int, float, np.integer, np.floating)):
         return float(val)
     return float(zlib.crc32(repr(val).encode()) % 1000)
 
 
-def entity_features(v: Any) -> list[float]:
+def entity_features(v: Entity) -> list[float]:
     """Return the knob features of one entity (the pieces of ``get_flatten_feature``).
 
     Parameters

@@ -12,20 +12,24 @@ feature vectors from ``knob_features``.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, Unpack
 
 import numpy as np
 
-from tunecli.engine.task.annotate_space import AnnotateEntity, AnnotateSpace
+from tunecli.engine.task.annotate_space import AnnotateEntity, AnnotateOptions, AnnotateSpace
 from tunecli.engine.task.knob_features import entity_features
 from tunecli.engine.task.space_entities import (
     Axis,
+    KnobAxis,
     OtherOptionEntity,
     OtherOptionSpace,
     ReorderEntity,
+    ReorderOptions,
     ReorderSpace,
     SplitEntity,
+    SplitOptions,
     SplitSpace,
     TransformSpace,
     VirtualAxis,
@@ -33,13 +37,36 @@ from tunecli.engine.task.space_entities import (
 from tunecli.engine.task.space_index import SpaceIndex, SpaceIndexError
 from tunecli.errors import SpaceError
 
+if TYPE_CHECKING:
+    from tunecli.engine.ir.expr import Expr
+    from tunecli.engine.te import IterVar
+
+#: The value of one knob in a config.
+Entity: TypeAlias = "SplitEntity | ReorderEntity | AnnotateEntity | OtherOptionEntity"
+#: A config's knobs by name, in definition order.
+EntityMap: TypeAlias = "OrderedDict[str, Entity]"
+
 #: The tag of each knob kind in a config's JSON form (``[name, tag, value]``): entity class and value.
-SPACE_TAGS: dict[str, tuple[type, Callable[[Any], Any]]] = {
-    "sp": (SplitEntity, lambda e: e.size),
-    "re": (ReorderEntity, lambda e: e.perm),
-    "an": (AnnotateEntity, lambda e: e.anns),
-    "ot": (OtherOptionEntity, lambda e: e.val),
+SPACE_TAGS: dict[str, tuple[type[Entity], Callable[[Entity], object]]] = {
+    "sp": (SplitEntity, attrgetter("size")),
+    "re": (ReorderEntity, attrgetter("perm")),
+    "an": (AnnotateEntity, attrgetter("anns")),
+    "ot": (OtherOptionEntity, attrgetter("val")),
 }
+
+
+class ConfigJson(TypedDict):
+    """A config in log form (``ConfigEntity.to_json_dict``)."""
+
+    index: int
+    code_hash: str | None
+    entity: list[tuple[str, str, object]]
+
+
+class MultiFilterOptions(TypedDict):
+    """The keyword options of ``multi_filter``."""
+
+    filter: Callable[[EntityMap], bool]
 
 
 class ConfigSpace(SpaceIndex):
@@ -62,19 +89,19 @@ class ConfigSpace(SpaceIndex):
     def __init__(self) -> None:
         self.space_map: OrderedDict[str, TransformSpace] = OrderedDict()
         self._collect = True
-        self._entity_map: OrderedDict[str, Any] = OrderedDict()
+        self._entity_map: EntityMap = OrderedDict()
         self._constraints: list = []
         self.errors: list[str] = []
         self.code_hash: str | None = None
         self.flop: float = 0
         self.cost: float | None = None
         self.is_fallback = False
-        self._shared_filter: Callable[[OrderedDict], bool] | None = None
+        self._shared_filter: Callable[[EntityMap], bool] | None = None
         self.clear_cache()
 
     # ----------------------------------------------------------------- definition
     @staticmethod
-    def axis(var: Any) -> VirtualAxis:
+    def axis(var: int | VirtualAxis | IterVar) -> VirtualAxis:
         """Return a virtual axis for an int length, an IterVar or another virtual axis.
 
         Parameters
@@ -89,7 +116,8 @@ class ConfigSpace(SpaceIndex):
 
     reduce_axis = axis
 
-    def define_split(self, name: str, axis: Any, policy: str = "factors", **kwargs: Any) -> list[Axis]:
+    def define_split(self, name: str, axis: KnobAxis, policy: str = "factors",
+                     **kwargs: Unpack[SplitOptions]) -> list[Axis]:
         """Define a knob that splits ``axis`` into ``num_outputs`` axes.
 
         Parameters
@@ -107,7 +135,8 @@ class ConfigSpace(SpaceIndex):
         return self._add_new_transform(SplitSpace, name, [axis], policy, kwargs.get("num_outputs", 0),
                                        **kwargs)
 
-    def define_reorder(self, name: str, axes: list, policy: str, **kwargs: Any) -> list[Axis]:
+    def define_reorder(self, name: str, axes: Sequence[KnobAxis], policy: str,
+                       **kwargs: Unpack[ReorderOptions]) -> list[Axis]:
         """Define a knob that permutes ``axes`` (``identity``, ``all``, ``interval_all``, ``candidate``).
 
         Parameters
@@ -124,7 +153,8 @@ class ConfigSpace(SpaceIndex):
         """
         return self._add_new_transform(ReorderSpace, name, axes, policy, len(axes), **kwargs)
 
-    def define_annotate(self, name: str, axes: list, policy: str, **kwargs: Any) -> list[Axis]:
+    def define_annotate(self, name: str, axes: Sequence[KnobAxis], policy: str,
+                        **kwargs: Unpack[AnnotateOptions]) -> list[Axis]:
         """Define a knob that annotates ``axes`` (``try_unroll``, ``try_vec``, ``locate_cache``, ...).
 
         Parameters
@@ -156,7 +186,7 @@ class ConfigSpace(SpaceIndex):
         """
         return self._add_new_transform(OtherOptionSpace, name, [], None, 0, candidate=candidate)
 
-    def multi_filter(self, **kwargs: Any) -> None:
+    def multi_filter(self, **kwargs: Unpack[MultiFilterOptions]) -> None:
         """Mark indices invalid unless ``filter(entities)`` is true (entities: name -> entity).
 
         Parameters
@@ -168,7 +198,7 @@ class ConfigSpace(SpaceIndex):
             self.clear_cache()
             self._shared_filter = kwargs["filter"]
 
-    def add_flop(self, flop: Any) -> None:
+    def add_flop(self, flop: float | Expr) -> None:
         """Add ``flop`` floating point operations to this template's count.
 
         Parameters
@@ -195,8 +225,8 @@ class ConfigSpace(SpaceIndex):
         """
         return not self.errors
 
-    def _add_new_transform(self, space_class: type, name: str, axes: list, policy: str | None,
-                           num_output: int, **kwargs: Any) -> list[Axis]:
+    def _add_new_transform(self, space_class: type[TransformSpace], name: str, axes: Sequence[KnobAxis],
+                           policy: str | None, num_output: int, **kwargs: Any) -> list[Axis]:
         if self._collect:
             axes = [x if isinstance(x, (VirtualAxis, Axis)) else self.axis(x) for x in axes]
             space = space_class(axes, policy, **kwargs)
@@ -229,7 +259,7 @@ class ConfigSpace(SpaceIndex):
                                   f"{index}. Use is_index_valid to pre-check")
         return ConfigEntity(index, self.code_hash, self._entities_of(index), self._constraints)
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         # A multi-filter is usually a lambda: ship its result (one bool per index) instead.
         state = dict(self.__dict__)
         if self._shared_filter is not None:
@@ -242,6 +272,8 @@ class ConfigSpace(SpaceIndex):
         return iter(self._entity_map)
 
     def __getitem__(self, name: str) -> Any:
+        """The entity of knob ``name``: its kind (an ``Entity``) follows from the name, which the
+        template knows, so it is left to the caller."""
         return self._entity_map[name]
 
     def __repr__(self) -> str:
@@ -255,7 +287,7 @@ class ConfigSpace(SpaceIndex):
 class _PrecomputedFilter:
     """Stands for a multi-filter whose results travelled with a pickled space."""
 
-    def __call__(self, entities: Any) -> bool:
+    def __call__(self, entities: EntityMap) -> bool:
         raise SpaceError("the multi-filter of an unpickled ConfigSpace cannot be re-evaluated")
 
 
@@ -271,7 +303,7 @@ class ConfigEntity(ConfigSpace):
     constraints : list
     """
 
-    def __init__(self, index: int, code_hash: str | None, entity_map: OrderedDict, constraints: list):
+    def __init__(self, index: int, code_hash: str | None, entity_map: EntityMap, constraints: list):
         super().__init__()
         self.index = index
         self._collect = False
@@ -300,7 +332,7 @@ class ConfigEntity(ConfigSpace):
         """
         return {k: v.val for k, v in self._entity_map.items() if isinstance(v, OtherOptionEntity)}
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> ConfigJson:
         """Return the log form ``{"index", "code_hash", "entity": [[name, tag, value], ...]}``.
 
         Returns
@@ -329,7 +361,7 @@ class ConfigEntity(ConfigSpace):
         -------
         ConfigEntity
         """
-        entity_map: OrderedDict[str, Any] = OrderedDict()
+        entity_map: EntityMap = OrderedDict()
         for key, tag, value in json_dict["entity"]:
             if tag not in SPACE_TAGS:
                 raise SpaceError(f"Invalid config knob type: {tag}")

@@ -18,13 +18,41 @@ from __future__ import annotations
 import itertools
 import math
 from collections import namedtuple
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypedDict, TypeVar, Unpack
 
 from tunecli.engine.task.factors import get_factors, get_pow2s, prime_factors
 from tunecli.errors import SpaceError
 
+if TYPE_CHECKING:
+    from tunecli.engine.schedule import Schedule
+    from tunecli.engine.te import IterVar, Operation, Tensor
+
 Axis = namedtuple("Axis", ["space", "index"])
+
+#: An axis a knob is defined over: a length, an IterVar, a virtual axis or an axis a knob returned.
+KnobAxis: TypeAlias = "int | IterVar | VirtualAxis | Axis"
+#: What ``sch[...]`` takes to name a stage.
+StageKey: TypeAlias = "Operation | Tensor"
+#: The entity kind of a knob (``SplitEntity`` for a ``SplitSpace``, ...).
+EntityT = TypeVar("EntityT")
+
+
+class SplitOptions(TypedDict, total=False):
+    """The keyword options of ``define_split``."""
+
+    num_outputs: int
+    max_factor: int
+    filter: Callable[[SplitEntity], bool]
+    no_tail: bool
+    candidate: Sequence[Sequence[int]]
+
+
+class ReorderOptions(TypedDict, total=False):
+    """The keyword options of ``define_reorder``."""
+
+    interval: tuple[int, int]
+    candidate: Sequence[Sequence[Axis | VirtualAxis]]
 
 #: Longest axis a split knob takes: kernels index buffers with 32-bit integers.
 MAX_SPLIT_EXTENT = 2**31 - 1
@@ -37,7 +65,7 @@ ANN_TO_NUMBER = {
 }
 
 
-def const_int(value: Any, where: str) -> int:
+def const_int(value: object, where: str) -> int:
     """Return ``value`` (an int, or an int-valued expression with ``.value``) as a Python int."""
     if isinstance(value, bool):
         raise SpaceError(f"{where}: expected an integer, got {value!r}")
@@ -52,22 +80,22 @@ def const_int(value: Any, where: str) -> int:
         raise SpaceError(f"{where}: expected a constant integer, got {value!r}") from None
 
 
-class TransformSpace:
+class TransformSpace(Generic[EntityT]):
     """Base class of a knob: an ordered list of entities."""
 
     def __init__(self) -> None:
-        self.ins: list = []
+        self.ins: list[VirtualAxis | Axis] = []
         self.num_output = 0
-        self.entities: list = []
+        self.entities: list[EntityT] = []
 
     def __len__(self) -> int:
         return len(self.entities)
 
-    def __getitem__(self, index: int):
+    def __getitem__(self, index: int) -> EntityT:
         return self.entities[index]
 
 
-class VirtualAxis(TransformSpace):
+class VirtualAxis(TransformSpace[None]):
     """An axis placeholder of known length used while defining a space.
 
     Parameters
@@ -81,7 +109,7 @@ class VirtualAxis(TransformSpace):
 
     name_ct = 0
 
-    def __init__(self, var: Any, name: str | None = None):
+    def __init__(self, var: int | VirtualAxis | IterVar, name: str | None = None):
         super().__init__()
         self.num_output = 1
         if name is None:
@@ -109,7 +137,7 @@ class SplitEntity:
     def __init__(self, size: Sequence[int]):
         self.size = list(size)
 
-    def apply(self, sch, op, axis):
+    def apply(self, sch: Schedule, op: StageKey, axis: IterVar) -> list[IterVar]:
         """Split ``axis`` of stage ``sch[op]`` into ``len(size)`` axes, outermost first.
 
         Parameters
@@ -133,10 +161,10 @@ class SplitEntity:
         return str(self.size)
 
 
-class SplitSpace(TransformSpace):
+class SplitSpace(TransformSpace[SplitEntity]):
     """All splits of one axis under a policy (``factors``, ``power2``, ``verbose``, ``candidate``)."""
 
-    def __init__(self, axes: Sequence[VirtualAxis], policy: str, **kwargs: Any):
+    def __init__(self, axes: Sequence[VirtualAxis], policy: str, **kwargs: Unpack[SplitOptions]):
         super().__init__()
         self.policy = policy
         self.product = axes[0].length
@@ -221,7 +249,7 @@ class ReorderEntity:
     def __init__(self, perm: Sequence[int]):
         self.perm = list(perm)
 
-    def apply(self, sch, op, axes):
+    def apply(self, sch: Schedule, op: StageKey, axes: Sequence[IterVar]) -> list[IterVar]:
         """Reorder ``axes`` of stage ``sch[op]`` by this permutation and return the new order.
 
         Parameters
@@ -242,10 +270,10 @@ class ReorderEntity:
         return str(self.perm)
 
 
-class ReorderSpace(TransformSpace):
+class ReorderSpace(TransformSpace[ReorderEntity]):
     """Permutations of axes under a policy (``identity``, ``all``, ``interval_all``, ``candidate``)."""
 
-    def __init__(self, axes: Sequence[Any], policy: str, **kwargs: Any):
+    def __init__(self, axes: Sequence[VirtualAxis | Axis], policy: str, **kwargs: Unpack[ReorderOptions]):
         super().__init__()
         self.ins = list(axes)
         self.policy = policy
@@ -282,7 +310,7 @@ def check_count(primitive: str, what: str, count: int) -> None:
                          f"({MAX_KNOB_ENTITIES})")
 
 
-def _index_of(axes: Sequence[Any], axis: Any) -> int:
+def _index_of(axes: Sequence[object], axis: object) -> int:
     """Position of ``axis`` in ``axes`` by identity (IterVars may overload ``==``)."""
     for i, candidate in enumerate(axes):
         if candidate is axis:
@@ -293,19 +321,20 @@ def _index_of(axes: Sequence[Any], axis: Any) -> int:
 class OtherOptionEntity:
     """One value of a ``define_knob`` knob (``.val``)."""
 
-    def __init__(self, val: Any):
+    def __init__(self, val: Any):  # any value the template offered (define_knob's candidate)
         self.val = val
 
     def __repr__(self) -> str:
         return str(self.val)
 
 
-class OtherOptionSpace(TransformSpace):
+class OtherOptionSpace(TransformSpace[OtherOptionEntity]):
     """The candidate values of a ``define_knob`` knob, in list order."""
 
-    def __init__(self, axes: Sequence[Any], policy: str | None, **kwargs: Any):
+    def __init__(self, axes: Sequence[VirtualAxis | Axis], policy: str | None, *,
+                 candidate: Sequence[Any]):
         super().__init__()
-        self.entities = [OtherOptionEntity(x) for x in kwargs["candidate"]]
+        self.entities = [OtherOptionEntity(x) for x in candidate]
 
     def __repr__(self) -> str:
         return f"OtherOption({self.entities}) len={len(self)}"

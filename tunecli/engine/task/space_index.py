@@ -10,11 +10,15 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tunecli.errors import SpaceError
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.space import EntityMap
+    from tunecli.engine.task.space_entities import TransformSpace
 
 _DEFAULT_RNG = np.random.default_rng()
 _REJECTIONS_BEFORE_ENUMERATION = 64
@@ -28,8 +32,8 @@ class SpaceIndexError(SpaceError, IndexError):
 class SpaceIndex:
     """Mixin over ``space_map`` (name -> knob) giving the index API tuners use."""
 
-    space_map: OrderedDict
-    _shared_filter: Callable[[OrderedDict], bool] | None
+    space_map: OrderedDict[str, TransformSpace]
+    _shared_filter: Callable[[EntityMap], bool] | None
 
     def clear_cache(self) -> None:
         """Forget cached dims, lengths and multi-filter results."""
@@ -277,8 +281,8 @@ class SpaceIndex:
             stride *= dim
         return point
 
-    def _entities_of(self, index: int) -> OrderedDict:
-        entities: OrderedDict[str, Any] = OrderedDict()
+    def _entities_of(self, index: int) -> EntityMap:
+        entities: EntityMap = OrderedDict()
         t = index
         for name, space in self.space_map.items():
             entities[name] = space[t % len(space)]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from tunecli.engine.task.space import ConfigEntity
 from tunecli.engine.task.task import Task
+from tunecli.engine.task.workload_args import WorkloadArg
 
 
-def _arg(value: Any) -> str:
+def _arg(value: WorkloadArg) -> str:
     if isinstance(value, (tuple, list)):
         if len(value) == 3 and value[0] == "TENSOR":
             return f"{value[2]}[{','.join(str(d) for d in value[1])}]"
@@ -16,7 +17,7 @@ def _arg(value: Any) -> str:
     return str(value)
 
 
-def workload_text(name: str, args: Any) -> str:
+def workload_text(name: str, args: Sequence[WorkloadArg]) -> str:
     """Return ``name(arg, ...)`` with tensors as ``float32[1,3,224,224]`` and tuples as ``(2,2)``.
 
     Parameters
@@ -62,7 +63,7 @@ def config_text(config: ConfigEntity) -> str:
     return f"#{config.index} " + " ".join(f"{name}={_knob(value)}" for name, _, value in entities)
 
 
-def _knob(value: Any) -> str:
+def _knob(value: object) -> str:
     if isinstance(value, (tuple, list)):
         return "[" + ",".join(_knob(v) for v in value) + "]"
     return str(value)

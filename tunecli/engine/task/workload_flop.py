@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
+from tunecli.engine.task.workload_args import WorkloadArg
 from tunecli.engine.te.window import conv2d_output_shape
 from tunecli.errors import ExprError
 
 
-def _shape(arg: Any) -> list[int]:
+def _shape(arg: WorkloadArg) -> list[int]:
     """The shape of a serialized tensor argument ``["TENSOR", shape, dtype]``."""
     if not (isinstance(arg, (list, tuple)) and len(arg) == 3 and arg[0] == "TENSOR"):
         raise ValueError(f"not a tensor argument: {arg!r}")
@@ -51,7 +51,7 @@ def _kernel_oihw(shape: Sequence[int]) -> tuple[int, int, int, int]:
     raise ValueError(f"kernel of rank {len(shape)}")
 
 
-def _conv_window(args: Sequence[Any]) -> tuple[int, int, int, int, int, int]:
+def _conv_window(args: Sequence[WorkloadArg]) -> tuple[int, int, int, int, int, int]:
     """(N, OH, OW, KH, KW, C) of a conv workload ``(data, kernel, strides, padding, dilation, ...)``."""
     n, c, h, w = _data_nchw(_shape(args[0]))
     _, _, kh, kw = _kernel_oihw(_shape(args[1]))
@@ -59,7 +59,7 @@ def _conv_window(args: Sequence[Any]) -> tuple[int, int, int, int, int, int]:
     return n, oh, ow, kh, kw, c
 
 
-def conv2d_nchwc_flop(args: Sequence[Any]) -> int:
+def conv2d_nchwc_flop(args: Sequence[WorkloadArg]) -> int:
     """FLOPs of ``conv2d_NCHWc.x86(data, kernel, strides, padding, dilation, layout, out_layout, dtype)``.
 
     Parameters
@@ -76,7 +76,7 @@ def conv2d_nchwc_flop(args: Sequence[Any]) -> int:
     return 2 * n * oc * oh * ow * ic * kh * kw
 
 
-def old_conv2d_nchwc_flop(args: Sequence[Any]) -> int:
+def old_conv2d_nchwc_flop(args: Sequence[WorkloadArg]) -> int:
     """FLOPs of TVM's v0.1 ``topi_x86_conv2d_NCHWc(data, kernel, num_filter, kernel_size, strides,
     padding, layout, out_layout, dtype)`` (old tophub logs).
 
@@ -91,7 +91,7 @@ def old_conv2d_nchwc_flop(args: Sequence[Any]) -> int:
     return conv2d_nchwc_flop([args[0], args[1], args[4], args[5], 1])
 
 
-def depthwise_conv2d_nchwc_flop(args: Sequence[Any]) -> int:
+def depthwise_conv2d_nchwc_flop(args: Sequence[WorkloadArg]) -> int:
     """FLOPs of ``depthwise_conv2d_NCHWc.x86(data, kernel, strides, padding, dilation, ...)``.
 
     The kernel is ``[C, multiplier, KH, KW]`` (or blocked ``[OC/oc, 1, KH, KW, 1, oc]``).
@@ -110,7 +110,7 @@ def depthwise_conv2d_nchwc_flop(args: Sequence[Any]) -> int:
     return 2 * n * oc * oh * ow * kh * kw
 
 
-def dense_flop(args: Sequence[Any]) -> int:
+def dense_flop(args: Sequence[WorkloadArg]) -> int:
     """FLOPs of ``dense_pack.x86`` / ``dense_nopack.x86(data [M, K], weight [N, K], bias, out_dtype)``.
 
     Parameters
@@ -128,7 +128,7 @@ def dense_flop(args: Sequence[Any]) -> int:
     return 2 * m * n * k + bias
 
 
-def batch_matmul_flop(args: Sequence[Any]) -> int:
+def batch_matmul_flop(args: Sequence[WorkloadArg]) -> int:
     """FLOPs of ``batch_matmul.x86(tensor_a, tensor_b, out_shape, out_dtype, transpose_a, transpose_b)``
     (a batch of 1 broadcasts).
 
@@ -151,7 +151,7 @@ def batch_matmul_flop(args: Sequence[Any]) -> int:
 
 
 #: ``count(serialized args) -> FLOPs``: a strategy row's ``workload_flop``.
-WorkloadFlop = Callable[[Sequence[Any]], int]
+WorkloadFlop = Callable[[Sequence[WorkloadArg]], int]
 
 #: TVM's template names of old logs that no strategy row has -> FLOP count of their arguments.
 RETIRED_WORKLOAD_FLOP: dict[str, WorkloadFlop] = {
@@ -159,7 +159,7 @@ RETIRED_WORKLOAD_FLOP: dict[str, WorkloadFlop] = {
 }
 
 
-def count_workload_flop(count: WorkloadFlop | None, args: Sequence[Any]) -> int | None:
+def count_workload_flop(count: WorkloadFlop | None, args: Sequence[WorkloadArg]) -> int | None:
     """Apply a FLOP rule to a workload's arguments; None without a rule or for bad arguments.
 
     Parameters
