@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
 
 _BLAS_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
                  "scipy_openblas_set_num_threads", "openblas_set_num_threads64_", "MKL_Set_Num_Threads")
@@ -20,7 +19,7 @@ _BLAS_GETTERS = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_"
                  "scipy_openblas_get_num_threads", "openblas_get_num_threads64_", "MKL_Get_Max_Threads")
 
 
-def _blas_function(names: tuple[str, ...]) -> Any:
+def _blas_function(names: tuple[str, ...]) -> Callable[..., int] | None:
     """The first of ``names`` exported by a BLAS library loaded in this process, or None."""
     with open("/proc/self/maps", encoding="utf-8") as maps:
         libs = {line.split()[-1] for line in maps if "blas" in line.lower() or "mkl" in line.lower()}

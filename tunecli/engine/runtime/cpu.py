@@ -18,7 +18,6 @@ import math
 import mmap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -40,7 +39,7 @@ ALIGNMENT = 64
 _PROT_NONE = 0
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-_jit_state: dict[str, Any] = {}
+_jit_state: dict[str, llvm.LLJIT] = {}
 _library_ids = itertools.count()
 _ELF_MACHINES = {3: "x86", 40: "ARM", 62: "x86_64", 183: "AArch64", 243: "RISC-V"}
 _HOST_ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "arm": 40, "armv7l": 40, "riscv64": 243}
@@ -58,7 +57,9 @@ class CPUKernel:
     arg_specs: tuple[ArgSpec, ...]
     func: Callable[..., None]
     threads: ctypes.c_int32 | None
-    library: Any  #: the JIT's resource tracker; the code stays loaded while it lives
+    #: the JIT's resource tracker, or the shared library the kernel came from: the code stays loaded
+    #: while it lives
+    library: llvm.ResourceTracker | ctypes.CDLL
 
     def prepare(self) -> Callable[..., None]:
         """The function, with the thread count of its parallel loops set to the current one."""
@@ -87,7 +88,7 @@ class CPUDevice(Device):
         out[...] = host
         return out
 
-    def copy_out(self, array: Any) -> np.ndarray:
+    def copy_out(self, array: np.ndarray) -> np.ndarray:
         """A plain numpy copy of ``array``."""
         return np.array(array, copy=True, subok=False)
 
@@ -104,7 +105,7 @@ class CPUDevice(Device):
         with LOCK:
             return _link(kernel)
 
-    def launch(self, loaded: CPUKernel, arrays: Sequence[Any]) -> None:
+    def launch(self, loaded: CPUKernel, arrays: Sequence[np.ndarray]) -> None:
         """Call the kernel on numpy arrays (outputs are written in place)."""
         pointers = data_pointers(loaded, arrays)
         loaded.prepare()(*pointers)
@@ -112,7 +113,7 @@ class CPUDevice(Device):
     def sync(self) -> None:
         """Nothing to wait for: kernels run synchronously on the calling thread."""
 
-    def time(self, loaded: CPUKernel, arrays: Sequence[Any], number: int = 10, repeat: int = 1,
+    def time(self, loaded: CPUKernel, arrays: Sequence[np.ndarray], number: int = 10, repeat: int = 1,
              min_repeat_ms: float = 0.0, warmup_ms: float = 0.0,
              before_repeat: Callable[[], None] | None = None, warmup: int = 1) -> list[float]:
         """Seconds per call, one per repeat (see :meth:`Device.time`); ``warmup`` untimed calls first."""
@@ -121,7 +122,7 @@ class CPUDevice(Device):
                           before_repeat=before_repeat, warmup_ms=warmup_ms)
 
 
-def _jit() -> Any:
+def _jit() -> llvm.LLJIT:
     """This process's LLJIT (created on first use)."""
     if "jit" not in _jit_state:
         llvm.initialize_native_target()
@@ -162,7 +163,7 @@ def _link(kernel: CompiledKernel) -> CPUKernel:
     return CPUKernel(entry, tuple(kernel.arg_specs), func, threads, library)
 
 
-def data_pointers(loaded: CPUKernel, arrays: Sequence[Any]) -> list[int]:
+def data_pointers(loaded: CPUKernel, arrays: Sequence[np.ndarray]) -> list[int]:
     """Check ``arrays`` against the kernel's argument specs and return their data addresses.
 
     Raises

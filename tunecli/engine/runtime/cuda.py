@@ -19,21 +19,30 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.errors import ArgumentError, DeviceError
 
-from .device import Device
+from .device import Device, DeviceArray
 from .timer import GOLDEN_RATIO
 
+if TYPE_CHECKING:
+    from cuda.bindings import driver as cu_types
+
+    from .ndarray import NDArray
+
 _LOCK = threading.Lock()
-_state: dict[str, Any] = {}
+_state: dict[str, ModuleType] = {}
+#: A launch's kernel parameters: the arrays' device addresses and their ctypes.
+LaunchParams: TypeAlias = tuple[tuple[int, ...], tuple[type[ctypes.c_void_p], ...]]
 
 
-def driver() -> Any:
+def driver() -> ModuleType:
     """The CUDA driver API module of ``cuda-bindings``, initialised once (DeviceError if unusable)."""
     if "driver" in _state:
         return _state["driver"]
@@ -56,14 +65,14 @@ def driver() -> Any:
     return _state["driver"]
 
 
-def _check(cu: Any, err: Any, what: str) -> None:
+def _check(cu: ModuleType, err: cu_types.CUresult, what: str) -> None:
     if err != cu.CUresult.CUDA_SUCCESS:
         _, name = cu.cuGetErrorName(err)
         _, text = cu.cuGetErrorString(err)
         raise DeviceError(f"CUDA {what}: {name.decode() if name else err} ({text.decode() if text else ''})")
 
 
-def call(what: str, result: Any) -> Any:
+def call(what: str, result: object) -> Any:
     """The value(s) of a driver call's ``(error, values...)`` result; DeviceError naming ``what``."""
     cu = driver()
     err, *values = result if isinstance(result, tuple) else (result,)
@@ -91,7 +100,7 @@ class CUDAArray:
 
     asnumpy = numpy
 
-    def copyfrom(self, source: Any) -> CUDAArray:
+    def copyfrom(self, source: ArrayLike) -> CUDAArray:
         """Overwrite the array with ``source`` (same shape, converted to this dtype); returns self."""
         src = np.ascontiguousarray(np.asarray(source).astype(self.dtype, copy=False))
         if src.shape != self.shape:
@@ -100,7 +109,7 @@ class CUDAArray:
         call("cuMemcpyHtoD", driver().cuMemcpyHtoD(self.handle, src.ctypes.data, self.nbytes))
         return self
 
-    def copyto(self, target: Any) -> Any:
+    def copyto(self, target: Device | CUDAArray | NDArray) -> DeviceArray:
         """Copy into ``target`` (an array of the same shape) or into a new array on a device."""
         if isinstance(target, Device):
             return target.copy_in(self.numpy())
@@ -118,7 +127,7 @@ class CUDAArray:
 class CUDAKernel:
     """A kernel loaded on a GPU: its module and function handles, arguments and launch shape."""
 
-    def __init__(self, kernel: CompiledKernel, module: Any, function: Any):
+    def __init__(self, kernel: CompiledKernel, module: cu_types.CUmodule, function: cu_types.CUfunction):
         if kernel.launch is None:
             raise ArgumentError(f"cuda: kernel {kernel.entry_name} has no launch shape")
         self.entry_name, self.arg_specs, self.launch = kernel.entry_name, kernel.arg_specs, kernel.launch
@@ -135,7 +144,7 @@ class CUDADevice(Device):
 
     def __init__(self, device_id: int = 0) -> None:
         super().__init__(device_id)
-        self._context: Any = None
+        self._context: cu_types.CUcontext | None = None
 
     def activate(self) -> None:
         """Make this GPU's primary context current in the calling thread (DeviceError if none)."""
@@ -182,7 +191,7 @@ class CUDADevice(Device):
         host = np.asarray(host)
         return CUDAArray(self, tuple(host.shape), str(host.dtype)).copyfrom(host)
 
-    def copy_out(self, array: Any) -> np.ndarray:
+    def copy_out(self, array: CUDAArray) -> np.ndarray:
         """A host copy of the device array ``array``."""
         out = np.empty(array.shape, dtype=array.dtype)
         self.activate()
@@ -203,7 +212,7 @@ class CUDADevice(Device):
                         cu.cuModuleGetFunction(module, kernel.entry_name.encode()))
         return CUDAKernel(kernel, module, function)
 
-    def _params(self, loaded: CUDAKernel, arrays: Sequence[Any]) -> tuple[Any, Any]:
+    def _params(self, loaded: CUDAKernel, arrays: Sequence[DeviceArray]) -> LaunchParams:
         specs = loaded.arg_specs
         if len(arrays) != len(specs):
             raise ArgumentError(f"{loaded.entry_name} takes {len(specs)} arrays, got {len(arrays)}")
@@ -217,7 +226,7 @@ class CUDADevice(Device):
                                     f"{arr.dtype}{list(arr.shape)}")
         return tuple(a.pointer for a in arrays), tuple(ctypes.c_void_p for _ in arrays)
 
-    def launch(self, loaded: CUDAKernel, arrays: Sequence[Any]) -> None:
+    def launch(self, loaded: CUDAKernel, arrays: Sequence[DeviceArray]) -> None:
         """Queue one launch of ``loaded`` with its grid and block on ``arrays``."""
         params = self._params(loaded, arrays)
         self.activate()
@@ -241,7 +250,7 @@ class CUDADevice(Device):
         call("cuMemcpyDtoH", driver().cuMemcpyDtoH(out.ctypes.data, address, out.nbytes))
         return out
 
-    def _launch(self, loaded: CUDAKernel, params: tuple[Any, Any]) -> None:
+    def _launch(self, loaded: CUDAKernel, params: LaunchParams) -> None:
         (gx, gy, gz), (bx, by, bz) = loaded.launch.grid, loaded.launch.block
         call(f"cuLaunchKernel of {loaded.entry_name}",
              driver().cuLaunchKernel(loaded.function, gx, gy, gz, bx, by, bz, 0, 0, params, 0))
@@ -251,7 +260,7 @@ class CUDADevice(Device):
         self.activate()
         call("cuCtxSynchronize", driver().cuCtxSynchronize())
 
-    def time(self, loaded: CUDAKernel, arrays: Sequence[Any], number: int = 10, repeat: int = 1,
+    def time(self, loaded: CUDAKernel, arrays: Sequence[DeviceArray], number: int = 10, repeat: int = 1,
              min_repeat_ms: float = 0.0, warmup_ms: float = 0.0,
              before_repeat: Callable[[], None] | None = None, warmup: int = 1) -> list[float]:
         """Seconds per launch, one per repeat, between CUDA events (see :meth:`Device.time`)."""

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.errors import ArgumentError, DeviceError
 
-from .cuda import CUDAArray, CUDADevice
+from .cuda import CUDAArray, CUDADevice, CUDAKernel
 from .graph_executor import Executor, GraphPlan
 
 
@@ -41,8 +41,8 @@ class CUDAGraphExecutor(Executor):
         When the GPU cannot be used (no bindings, driver or GPU), naming what is missing.
     """
 
-    def __init__(self, graph_json: str, kernels: Mapping[str, CompiledKernel], params: Mapping[str, Any],
-                 device: CUDADevice):
+    def __init__(self, graph_json: str, kernels: Mapping[str, CompiledKernel],
+                 params: Mapping[str, ArrayLike], device: CUDADevice):
         self.plan = plan = GraphPlan.parse(graph_json)
         self.device = device
         missing = sorted({name for name, _ in plan.ops} - set(kernels))
@@ -61,7 +61,7 @@ class CUDAGraphExecutor(Executor):
                 self._write(plan.inputs[name], value, f"parameter {name!r}")
         self._calls = [(loaded[name], tuple(self._address[e] for e in args)) for name, args in plan.ops]
 
-    def _write(self, entry: int, value: Any, what: str) -> None:
+    def _write(self, entry: int, value: ArrayLike | CUDAArray, what: str) -> None:
         arr = value.numpy() if isinstance(value, CUDAArray) else np.asarray(value)
         shape, dtype = self.plan.shapes[entry], np.dtype(self.plan.dtypes[entry])
         if arr.size != math.prod(shape):
@@ -74,15 +74,15 @@ class CUDAGraphExecutor(Executor):
             self.device.launch_pointers(kernel, pointers)
         self.device.sync()
 
-    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[Any]]]:
+    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[object]]]:
         """Each kernel launch, in order, as a call that launches it and waits for the GPU."""
         return [(self._launch_and_wait, (kernel, pointers)) for kernel, pointers in self._calls]
 
-    def _launch_and_wait(self, kernel: Any, pointers: Sequence[int]) -> None:
+    def _launch_and_wait(self, kernel: CUDAKernel, pointers: Sequence[int]) -> None:
         self.device.launch_pointers(kernel, pointers)
         self.device.sync()
 
-    def set_input(self, key: str | int, value: Any) -> None:
+    def set_input(self, key: str | int, value: ArrayLike | CUDAArray) -> None:
         """Copy ``value`` (a host array) into input ``key`` on the device."""
         self._write(self.entry(key), value, f"input {key!r}")
 

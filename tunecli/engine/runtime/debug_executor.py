@@ -18,12 +18,13 @@ import os
 import shutil
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tunecli.errors import ArgumentError
 
+from .device import Device, DeviceArray
 from .devices import as_device
 from .graph_executor import Executor, GraphModule, GraphPlan
 from .ndarray import NDArray
@@ -186,7 +187,7 @@ class GraphModuleDebug(GraphModule):
         (``chrome://tracing``) there; :meth:`exit` removes it.
     """
 
-    def __init__(self, module: Executor | GraphModule, graph_json: str, device: Any = None,
+    def __init__(self, module: Executor | GraphModule, graph_json: str, device: Device | str | None = None,
                  dump_root: str | os.PathLike | None = None):
         super().__init__(module)
         self.graph_json = graph_json
@@ -197,7 +198,8 @@ class GraphModuleDebug(GraphModule):
 
     def run(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 1.0,
             limit_zero_time_iterations: int = 100, cooldown_interval_ms: float = 0.0,
-            repeats_to_cooldown: int = 1, sort_by_time: bool = True, **inputs: Any) -> GraphProfile:
+            repeats_to_cooldown: int = 1, sort_by_time: bool = True,
+            **inputs: ArrayLike | DeviceArray) -> GraphProfile:
         """Set the keyword inputs, run the graph timing each kernel, print the table (slowest first
         with ``sort_by_time``) and return the times.  The outputs are those of a plain run."""
         del limit_zero_time_iterations  # the timer never measures zero time: nothing to limit
@@ -217,7 +219,7 @@ class GraphModuleDebug(GraphModule):
         return [float(np.mean(op.results)) for op in profile.ops]
 
     def profile(self, number: int = 10, repeat: int = 3, min_repeat_ms: float = 1.0,
-                **inputs: Any) -> GraphProfile:
+                **inputs: ArrayLike | DeviceArray) -> GraphProfile:
         """Set the keyword inputs; time each kernel and whole runs (``run_seconds``)."""
         if inputs:
             self.set_input(**inputs)
@@ -225,7 +227,7 @@ class GraphModuleDebug(GraphModule):
         whole = time_calls(self.executor.run, (), number, repeat, min_repeat_ms)
         return GraphProfile(ops, statistics.median(whole))
 
-    def debug_get_output(self, node: int | str, out: Any = None) -> NDArray:
+    def debug_get_output(self, node: int | str, out: NDArray | None = None) -> NDArray:
         """Run the graph up to ``node`` (its index in the graph JSON, or its name) and return a copy of
         its output (written into ``out`` when given)."""
         if isinstance(node, str):
@@ -261,7 +263,7 @@ class GraphModuleDebug(GraphModule):
             json.dump(chrome_trace(profile), f)
 
 
-def chrome_trace(profile: GraphProfile) -> dict[str, Any]:
+def chrome_trace(profile: GraphProfile) -> dict[str, list[dict[str, float | int | str]]]:
     """The kernel calls laid end to end as Chrome trace events (begin/end, microseconds)."""
     events, start = [], 0.0
     for op in profile.ops:

@@ -12,12 +12,27 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar, Protocol
 
 import numpy as np
 
-from tunecli.engine.codegen import CompiledKernel
+from tunecli.engine.codegen import ArgSpec, CompiledKernel
 from tunecli.errors import ArgumentError
+
+
+class DeviceArray(Protocol):
+    """An array in a device's memory: a numpy array on the host, a ``CUDAArray`` on a GPU."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    nbytes: int
+
+
+class LoadedKernel(Protocol):
+    """A kernel loaded on a device: what :meth:`Device.load` returns and :meth:`Device.launch` runs."""
+
+    entry_name: str
+    arg_specs: tuple[ArgSpec, ...]
 
 
 class Device(ABC):
@@ -53,27 +68,27 @@ class Device(ABC):
 
     # memory ------------------------------------------------------------------------------------
     @abstractmethod
-    def empty(self, shape: Sequence[int], dtype: str, guarded: bool = False) -> Any:
+    def empty(self, shape: Sequence[int], dtype: str, guarded: bool = False) -> DeviceArray:
         """A new zero-filled array of ``shape`` and ``dtype`` in the device's memory.
 
         ``guarded`` asks for an array whose overrun faults at once (where the device can).
         """
 
     @abstractmethod
-    def copy_in(self, host: np.ndarray, guarded: bool = False) -> Any:
+    def copy_in(self, host: np.ndarray, guarded: bool = False) -> DeviceArray:
         """A new device array holding a copy of ``host`` (see :meth:`empty` for ``guarded``)."""
 
     @abstractmethod
-    def copy_out(self, array: Any) -> np.ndarray:
+    def copy_out(self, array: DeviceArray) -> np.ndarray:
         """A new host (numpy) array holding a copy of the device array ``array``."""
 
     # kernels -----------------------------------------------------------------------------------
     @abstractmethod
-    def load(self, kernel: CompiledKernel) -> Any:
+    def load(self, kernel: CompiledKernel) -> LoadedKernel:
         """Load ``kernel`` so it can be launched here; the result is passed to :meth:`launch`."""
 
     @abstractmethod
-    def launch(self, loaded: Any, arrays: Sequence[Any]) -> None:
+    def launch(self, loaded: LoadedKernel, arrays: Sequence[DeviceArray]) -> None:
         """Run a loaded kernel once on ``arrays`` (checked against its argument specs)."""
 
     @abstractmethod
@@ -81,7 +96,7 @@ class Device(ABC):
         """Wait until all work queued on the device has finished."""
 
     @abstractmethod
-    def time(self, loaded: Any, arrays: Sequence[Any], number: int = 10, repeat: int = 1,
+    def time(self, loaded: LoadedKernel, arrays: Sequence[DeviceArray], number: int = 10, repeat: int = 1,
              min_repeat_ms: float = 0.0, warmup_ms: float = 0.0,
              before_repeat: Callable[[], None] | None = None, warmup: int = 1) -> list[float]:
         """Seconds per launch of ``loaded`` on ``arrays``, one per repeat, on the device's clock.

@@ -18,7 +18,8 @@ import json
 import os
 import tarfile
 from collections.abc import Mapping
-from typing import Any
+
+from numpy.typing import ArrayLike
 
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.codegen.compiled_kernel import LaunchShape
@@ -35,14 +36,14 @@ MAX_MEMBER = 4 << 30
 
 
 def write_graph_archive(path: str | os.PathLike, graph_json: str, kernels: Mapping[str, CompiledKernel],
-                        params: Mapping[str, Any], target: Target,
+                        params: Mapping[str, ArrayLike], target: Target,
                         module: CompiledKernel | None = None) -> None:
     """Write the archive of a network (see the module docstring) to ``path``; ``module``: the kernel
     of a kernel module's archive (``graph_json`` empty, ``kernels`` holding only it)."""
     entries, files = [], []
     for k, (name, kernel) in enumerate(kernels.items()):
         suffix = "ptx" if kernel.object_format == "ptx" else "o"
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "name": name, "file": f"k{k}.{suffix}", "entry_name": kernel.entry_name,
             "arg_specs": specs_json(kernel.arg_specs),
             "object_format": kernel.object_format, "target": str(kernel.target)}

@@ -17,12 +17,14 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tunecli.errors import ArgumentError
 
+from .cpu import CPUKernel
+from .device import Device, DeviceArray
 from .module import BenchmarkResult
 from .ndarray import NDArray
 from .timer import time_calls
@@ -112,7 +114,7 @@ class Executor(ABC):
         """Run every kernel once, in order."""
 
     @abstractmethod
-    def set_input(self, key: str | int, value: Any) -> None:
+    def set_input(self, key: str | int, value: ArrayLike | DeviceArray) -> None:
         """Copy ``value`` into input ``key``."""
 
     @abstractmethod
@@ -120,7 +122,7 @@ class Executor(ABC):
         """The value of ``entry`` as a host array."""
 
     @abstractmethod
-    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[Any]]]:
+    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[object]]]:
         """Each kernel call of :meth:`run`, in order, as ``(function, arguments)``: ``function(*arguments)``
         runs that one kernel to completion on the current buffers."""
 
@@ -150,14 +152,14 @@ class GraphExecutor(Executor):
     Parameters
     ----------
     graph_json : str
-    kernels : mapping of str to object with ``prepare() -> callable``
+    kernels : mapping of str to CPUKernel
         Loaded kernels by function name (``prepare`` sets the thread count and returns the
         function taking one data pointer per argument).
     params : mapping of str to array
         Constant inputs (shared, read-only: kernels never write their inputs).
     """
 
-    def __init__(self, graph_json: str, kernels: Mapping[str, Any], params: Mapping[str, Any]):
+    def __init__(self, graph_json: str, kernels: Mapping[str, CPUKernel], params: Mapping[str, ArrayLike]):
         self.plan = GraphPlan.parse(graph_json)
         plan = self.plan
         missing = sorted({name for name, _ in plan.ops} - set(kernels))
@@ -177,7 +179,7 @@ class GraphExecutor(Executor):
         self._kernels = [kernels[name] for name, _ in plan.ops]
         self._bind()
 
-    def _bind_param(self, entry: int, value: Any) -> None:
+    def _bind_param(self, entry: int, value: ArrayLike) -> None:
         arr = np.asarray(value)
         shape, dtype = self.plan.shapes[entry], self.plan.dtypes[entry]
         if arr.dtype != np.dtype(dtype) or arr.size != math.prod(shape):
@@ -199,11 +201,11 @@ class GraphExecutor(Executor):
         for kernel, pointers in self._calls:
             kernel.prepare()(*pointers)
 
-    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[Any]]]:
+    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[object]]]:
         """Each kernel's function (its thread count set to the current one) and data pointers, in order."""
         return [(kernel.prepare(), pointers) for kernel, pointers in self._calls]
 
-    def set_input(self, key: str | int, value: Any) -> None:
+    def set_input(self, key: str | int, value: ArrayLike) -> None:
         """Copy ``value`` into input ``key``; a parameter gets a private copy."""
         e = self.entry(key)
         arr = np.asarray(value)
@@ -263,14 +265,15 @@ class GraphModule:
         """TVM's ``GraphModule.module``: its functions, timed with ``module.time_evaluator("run", dev)``."""
         return GraphFunctions(self._exec)
 
-    def set_input(self, key: str | int | None = None, value: Any = None, **params: Any) -> None:
+    def set_input(self, key: str | int | None = None, value: ArrayLike | DeviceArray | None = None,
+                  **params: ArrayLike | DeviceArray) -> None:
         """Set input ``key`` (name or index) to ``value``, and any inputs given by keyword."""
         if key is not None:
             self._exec.set_input(key, value)
         for name, v in params.items():
             self._exec.set_input(name, v)
 
-    def run(self, **inputs: Any) -> None:
+    def run(self, **inputs: ArrayLike | DeviceArray) -> None:
         """Set the keyword inputs, then run the graph."""
         if inputs:
             self.set_input(**inputs)
@@ -284,7 +287,7 @@ class GraphModule:
         """Number of inputs (parameters included)."""
         return len(self._exec.plan.inputs)
 
-    def get_output(self, index: int, out: Any = None) -> NDArray:
+    def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
         """A copy of output ``index`` (written into ``out`` when given)."""
         outputs = self._exec.plan.outputs
         if not 0 <= index < len(outputs):
@@ -297,7 +300,7 @@ class GraphModule:
             return out
         return np.array(value).view(NDArray)
 
-    def get_input(self, key: str | int, out: Any = None) -> NDArray:
+    def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
         """A copy of input ``key`` (name or index)."""
         value = self._exec.array(self._exec.entry(key))
         if out is not None:
@@ -312,13 +315,13 @@ class GraphModule:
 
     def benchmark(
         self,
-        device: Any = None,
+        device: Device | None = None,
         func_name: str = "run",
         repeat: int = 5,
         number: int = 5,
         min_repeat_ms: float | None = None,
         end_to_end: bool = False,
-        **kwargs: Any,
+        **kwargs: ArrayLike | DeviceArray,
     ) -> BenchmarkResult:
         """Seconds per ``run``, one result per repeat (TVM's ``GraphModule.benchmark``)."""
         if func_name != "run":
@@ -336,14 +339,14 @@ class GraphFunctions:
     def __init__(self, executor: Executor):
         self._exec = executor
 
-    def time_evaluator(self, func_name: str, dev: Any = None, number: int = 10, repeat: int = 1,
-                       min_repeat_ms: float = 0.0, **kwargs: Any) -> Callable[..., BenchmarkResult]:
+    def time_evaluator(self, func_name: str, dev: Device | None = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0.0, **kwargs: object) -> Callable[..., BenchmarkResult]:
         """A function timing ``func_name`` (only ``"run"``) where the executor runs (a remote module:
         on its device); it returns a :class:`BenchmarkResult` (``.mean``, ``.results``, seconds)."""
         if func_name != "run":
             raise ArgumentError(f"GraphModule.module.time_evaluator: only 'run' is timed, got {func_name!r}")
 
-        def evaluate(*args: Any) -> BenchmarkResult:
+        def evaluate(*args: object) -> BenchmarkResult:
             return BenchmarkResult(self._exec.time_run(number, repeat, min_repeat_ms))
 
         return evaluate

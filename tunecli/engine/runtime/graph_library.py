@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tunecli.engine.codegen import ArgSpec, CompiledKernel
 from tunecli.engine.codegen.parallel import num_threads_symbol, parallel_for_symbol
@@ -40,6 +41,7 @@ from tunecli.errors import ArgumentError, TargetError
 from .cpu import CPUKernel, _check_object_machine
 from .cuda import CUDADevice
 from .cuda_graph_executor import CUDAGraphExecutor
+from .device import Device
 from .devices import as_device, device_for_target
 from .graph_executor import Executor, GraphExecutor, GraphModule
 from .heap import keep_scratch_memory
@@ -71,26 +73,26 @@ class GraphLibrary:
     def __init__(
         self,
         graph_json: str,
-        load_kernels: Callable[[], Mapping[str, Any]],
-        params: Mapping[str, Any],
+        load_kernels: Callable[[], Mapping[str, CPUKernel]],
+        params: Mapping[str, np.ndarray],
         libmod_name: str = "default",
     ):
         self.graph_json = graph_json
         self.params = dict(params)
         self.libmod_name = libmod_name
         self._load_kernels = load_kernels
-        self._kernels: Mapping[str, Any] | None = None
+        self._kernels: Mapping[str, CPUKernel] | None = None
 
     def __getitem__(self, key: str) -> Callable[..., GraphModule]:
         if key != self.libmod_name:
             raise ArgumentError(f"graph library: no function {key!r}; use lib[{self.libmod_name!r}](dev)")
         return self.create
 
-    def create(self, device: Any = None) -> GraphModule:
+    def create(self, device: Device | str | None = None) -> GraphModule:
         """A new executor of the graph (own buffers; shared read-only parameters)."""
         return GraphModule(GraphExecutor(self.graph_json, self.loaded_kernels(), self.params))
 
-    def loaded_kernels(self) -> Mapping[str, Any]:
+    def loaded_kernels(self) -> Mapping[str, CPUKernel]:
         """The kernels loaded on their device, by function name (loaded on first use)."""
         if self._kernels is None:
             self._kernels = self._load_kernels()
@@ -100,7 +102,7 @@ class GraphLibrary:
         """The graph JSON (TVM's format)."""
         return self.graph_json
 
-    def get_params(self) -> dict[str, Any]:
+    def get_params(self) -> dict[str, np.ndarray]:
         """The parameters the graph reads, by name."""
         return dict(self.params)
 
@@ -118,13 +120,13 @@ class CompiledGraph(GraphLibrary):
     libmod_name : str
     """
 
-    def __init__(self, graph_json: str, kernels: dict[str, CompiledKernel], params: Mapping[str, Any],
+    def __init__(self, graph_json: str, kernels: dict[str, CompiledKernel], params: Mapping[str, np.ndarray],
                  target: Target, libmod_name: str = "default"):
         self.kernels = kernels
         self.target = target
         super().__init__(graph_json, self._load_here, params, libmod_name)
 
-    def _load_here(self) -> dict[str, Any]:
+    def _load_here(self) -> dict[str, CPUKernel]:
         device = device_for_target(self.target)
         return {n: device.load(k) for n, k in self.kernels.items()}
 
@@ -137,7 +139,7 @@ class CompiledGraph(GraphLibrary):
                 "(lib.export_library(path, ...)) and run it on a device of that kind (rpc: remote.upload, "
                 "remote.load_module)")
 
-    def create(self, device: Any = None) -> GraphModule:
+    def create(self, device: Device | str | None = None) -> GraphModule:
         """A new executor of the graph on ``device`` (a CUDA build: ``tunecli.cuda(n)``, the default
         ``cuda(0)``; its parameters are copied to the GPU).
 
@@ -160,7 +162,8 @@ class CompiledGraph(GraphLibrary):
         return GraphModule(CUDAGraphExecutor(self.graph_json, self.kernels, self.params, dev))
 
 
-def executor_for(graph_json: str, libmod: Any, device: Any = None) -> Executor:
+def executor_for(graph_json: str, libmod: GraphLibrary | Mapping[str, Module],
+                 device: Device | str | None = None) -> Executor:
     """An executor of ``graph_json`` running the kernels of ``libmod`` (the arguments of TVM's
     ``graph_executor.create``).
 
@@ -193,7 +196,7 @@ def executor_for(graph_json: str, libmod: Any, device: Any = None) -> Executor:
     )
 
 
-def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[str, Any],
+def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[str, ArrayLike],
               target: str | None = None, module: CompiledKernel | None = None) -> bytes:
     """The data blob of an exported library (see the module docstring); ``kernel_args``: kernel
     name -> number of pointer arguments; ``target``: what the kernels were compiled for;
@@ -204,7 +207,7 @@ def pack_blob(graph_json: str, kernel_args: Mapping[str, int], params: Mapping[s
         entries.append({"name": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "offset": offset})
         chunks.append(arr.tobytes())
         offset += -(-arr.nbytes // _ALIGN) * _ALIGN
-    fields: dict[str, Any] = {"graph_json": graph_json, "kernels": dict(kernel_args), "params": entries,
+    fields: dict[str, object] = {"graph_json": graph_json, "kernels": dict(kernel_args), "params": entries,
                               "target": target}
     if module is not None:
         fields["module"] = {"entry_name": module.entry_name, "arg_specs": specs_json(module.arg_specs)}
@@ -233,7 +236,7 @@ def _params_start(header_len: int) -> int:
     return -(-(len(MAGIC) + 8 + header_len) // _ALIGN) * _ALIGN
 
 
-def unpack_blob(blob: Any, where: str) -> tuple[dict, dict[str, np.ndarray]]:
+def unpack_blob(blob: bytes | ctypes.Array[ctypes.c_char], where: str) -> tuple[dict, dict[str, np.ndarray]]:
     """The header and the parameters (read-only views of ``blob``) of a blob :func:`pack_blob` wrote.
 
     Raises
@@ -330,10 +333,10 @@ def _library_kernel(lib: ctypes.CDLL, name: str, num_args: int, specs: tuple[Arg
 
 
 def load_module(
-    path_or_obj: Any,
+    path_or_obj: str | os.PathLike | bytes,
     entry_name: str | None = None,
     arg_specs: Sequence[ArgSpec | tuple] | None = None,
-    target: Any = None,
+    target: Target | str | None = None,
 ) -> Module | GraphLibrary:
     """TVM's ``runtime.load_module``: a library exported by ``export_library`` (one path argument),
     or a kernel object (``obj, entry_name, arg_specs[, target]``, see ``module.load_module``)."""

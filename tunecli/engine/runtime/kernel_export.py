@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from numpy.typing import ArrayLike
 
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.target import Target
@@ -26,7 +27,7 @@ from .module import Module
 
 
 def export_kernels(path: str | os.PathLike, graph_json: str, kernels: Mapping[str, CompiledKernel],
-                   params: Mapping[str, Any], target: Target, fcompile: str | CompileFunc | None = None,
+                   params: Mapping[str, ArrayLike], target: Target, fcompile: str | CompileFunc | None = None,
                    options: Sequence[str] | None = None, module: CompiledKernel | None = None) -> None:
     """Write kernels, graph and parameters to ``path`` (see the module docstring); ``module``: the
     one kernel of a kernel module's library (then ``graph_json`` is empty and ``params`` too).

@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from tunecli.engine.target import Target
 from tunecli.errors import GraphError
@@ -32,12 +31,13 @@ BLOB_SIZE_SYMBOL = "tunecli_graph_blob_size"
 #: The environment variable naming the NDK's compiler driver (TVM's).
 NDK_CC_ENV = "TVM_NDK_CC"
 
-CompileFunc = Callable[..., Any]
+#: A compile function: ``f(output, objects, options)`` links ``objects`` into ``output``.
+CompileFunc = Callable[..., None]
 
 
 def create_shared(output: str | os.PathLike, objects: Sequence[str] | str,
                   options: Sequence[str] | None = None, cc: str | None = None, cwd: str | None = None,
-                  **kwargs: Any) -> None:
+                  **kwargs: object) -> None:
     """Link ``objects`` into the shared library ``output`` with the driver ``cc`` (TVM's
     ``contrib.cc.create_shared``).
 
@@ -73,7 +73,7 @@ def cross_compiler(compile_func: str | CompileFunc, options: Sequence[str] | Non
     extra_files = list(add_files or [])
 
     def _fcompile(outputs: str | os.PathLike, objects: Sequence[str], options: Sequence[str] | None = None,
-                  **kwargs: Any) -> None:
+                  **kwargs: object) -> None:
         all_options = [*base_options, *(options or [])]
         all_objects = [*([objects] if isinstance(objects, str) else objects), *extra_files]
         if isinstance(compile_func, str):
@@ -89,7 +89,7 @@ def cross_compiler(compile_func: str | CompileFunc, options: Sequence[str] | Non
 
 
 def ndk_create_shared(output: str | os.PathLike, objects: Sequence[str], options: Sequence[str] | None = None,
-                      **kwargs: Any) -> None:
+                      **kwargs: object) -> None:
     """Link with the driver ``$TVM_NDK_CC`` names (TVM's ``contrib.ndk.create_shared``).
 
     Raises

@@ -22,8 +22,9 @@ from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.target import Target, as_target
 from tunecli.errors import ArgumentError, CodegenError
 
-from .device import Device
+from .device import Device, DeviceArray, LoadedKernel
 from .devices import device_for_target
+from .linker import CompileFunc
 from .timer import cooldown_pause
 
 
@@ -39,10 +40,10 @@ class Module:
         ``kernel`` then has no object bytes).
     """
 
-    def __init__(self, kernel: CompiledKernel, loaded: Any = None):
+    def __init__(self, kernel: CompiledKernel, loaded: LoadedKernel | None = None):
         self.kernel = kernel
         self._device: Device | None = None
-        self._loaded: Any = loaded
+        self._loaded = loaded
 
     @property
     def entry_name(self) -> str:
@@ -107,9 +108,10 @@ class Module:
         with open(path, "wb") as f:
             f.write(data)
 
-    def export_library(self, file_name: str | os.PathLike, fcompile: Any = None, addons: Any = None,
-                       workspace_dir: str | None = None, *, cc: Any = None, options: list[str] | None = None,
-                       **kwargs: Any) -> None:
+    def export_library(self, file_name: str | os.PathLike, fcompile: str | CompileFunc | None = None,
+                       addons: Sequence[Module] | None = None, workspace_dir: str | None = None, *,
+                       cc: str | CompileFunc | None = None, options: list[str] | None = None,
+                       **kwargs: object) -> None:
         """Write the kernel for a device to load (TVM's ``export_library``).
 
         Parameters
@@ -137,17 +139,17 @@ class Module:
         export_module(self, file_name, fcompile if fcompile is not None else cc, options)
 
     # running -----------------------------------------------------------------------------------
-    def loaded(self) -> Any:
+    def loaded(self) -> LoadedKernel:
         """The kernel loaded on its device (loaded on first use)."""
         if self._loaded is None:
             self._loaded = self.device.load(self.kernel)
         return self._loaded
 
-    def __call__(self, *arrays: Any) -> None:
+    def __call__(self, *arrays: DeviceArray) -> None:
         """Run the kernel on arrays of its device (outputs are written in place)."""
         self.device.launch(self.loaded(), arrays)
 
-    def time_evaluator(self, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+    def time_evaluator(self, *args: Any, **kwargs: Any) -> Callable[..., list[float] | BenchmarkResult]:
         """A timing function, in either of two forms (TVM's semantics for both).
 
         ``time_evaluator(number=10, repeat=1, min_repeat_ms=0, warmup_ms=0)`` (also positional)
@@ -166,12 +168,12 @@ class Module:
 
     def _list_time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0.0,
                              warmup_ms: float = 0.0) -> Callable[..., list[float]]:
-        def evaluate(*arrays: Any) -> list[float]:
+        def evaluate(*arrays: DeviceArray) -> list[float]:
             return self.device.time(self.loaded(), arrays, number, repeat, min_repeat_ms, warmup_ms=warmup_ms)
 
         return evaluate
 
-    def _tvm_time_evaluator(self, func_name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+    def _tvm_time_evaluator(self, func_name: str, dev: object = None, number: int = 10, repeat: int = 1,
                             min_repeat_ms: float = 0.0, limit_zero_time_iterations: int = 100,
                             cooldown_interval_ms: float = 0.0, repeats_to_cooldown: int = 1,
                             cache_flush_bytes: int = 0, f_preproc: str = ""
@@ -190,14 +192,14 @@ class Module:
                                 f"{cooldown_interval_ms} and {repeats_to_cooldown}")
         del limit_zero_time_iterations  # the timer never measures zero time: nothing to limit
 
-        def evaluate(*arrays: Any) -> BenchmarkResult:
+        def evaluate(*arrays: DeviceArray) -> BenchmarkResult:
             pause = cooldown_pause(cooldown_interval_ms, repeats_to_cooldown)
             return BenchmarkResult(self.device.time(self.loaded(), arrays, number, repeat, min_repeat_ms,
                                                     before_repeat=pause))
 
         return evaluate
 
-    def _runs_on(self, dev: Any) -> bool:
+    def _runs_on(self, dev: object) -> bool:
         """Whether ``dev`` (a device, a device or target name, or a DLPack-style handle) is ours."""
         mine = self.device
         if isinstance(dev, Device):

@@ -9,13 +9,14 @@ from ``copy_in``/``empty`` with the same methods.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tunecli.errors import ArgumentError
 
-from .device import Device
+from .device import Device, DeviceArray
 from .devices import as_device, cpu
 
 
@@ -26,7 +27,7 @@ class NDArray(np.ndarray):
     array.  ``numpy()`` returns a plain numpy copy, as TVM's does.
     """
 
-    def __array_finalize__(self, obj: Any) -> None:
+    def __array_finalize__(self, obj: object) -> None:
         self._device: Device | None = getattr(obj, "_device", None)
 
     @property
@@ -42,7 +43,7 @@ class NDArray(np.ndarray):
         """Old name of :meth:`numpy`."""
         return self.numpy()
 
-    def copyfrom(self, source: Any) -> NDArray:
+    def copyfrom(self, source: ArrayLike) -> NDArray:
         """Overwrite this array with ``source`` (same shape; converted to this dtype); returns self."""
         src = np.asarray(source)
         if src.shape != self.shape:
@@ -50,7 +51,7 @@ class NDArray(np.ndarray):
         np.copyto(self, src.astype(self.dtype, copy=False), casting="unsafe")
         return self
 
-    def copyto(self, target: NDArray | Device) -> NDArray:
+    def copyto(self, target: NDArray | Device) -> DeviceArray:
         """Copy into ``target`` (an NDArray of the same shape) or into a new array on a device."""
         if isinstance(target, NDArray):
             return target.copyfrom(self)
@@ -60,7 +61,7 @@ class NDArray(np.ndarray):
         return f"<tunecli.NDArray shape={self.shape}, {self.device!r}>\n{self.numpy()!r}"
 
 
-def array(arr: Any, device: Device | str | None = None, mem_scope: str | None = None) -> Any:
+def array(arr: ArrayLike, device: Device | str | None = None, mem_scope: str | None = None) -> DeviceArray:
     """Copy ``arr`` (a numpy array or anything ``numpy.asarray`` takes) into a new array on ``device``.
 
     Parameters
@@ -82,8 +83,8 @@ def array(arr: Any, device: Device | str | None = None, mem_scope: str | None = 
     return _on_device(dev.copy_in(np.asarray(arr)), dev)
 
 
-def empty(shape: Any, dtype: str = "float32", device: Device | str | None = None,
-          mem_scope: str | None = None) -> Any:
+def empty(shape: int | Sequence[int], dtype: str = "float32", device: Device | str | None = None,
+          mem_scope: str | None = None) -> DeviceArray:
     """A new array of ``shape`` and ``dtype`` on ``device`` (zero-filled, unlike TVM's uninitialised one)."""
     dev = as_device(device, "nd.empty")
     _check_scope(mem_scope, "nd.empty")
@@ -91,7 +92,7 @@ def empty(shape: Any, dtype: str = "float32", device: Device | str | None = None
     return _on_device(dev.empty(shape, str(np.dtype(dtype))), dev)
 
 
-def _on_device(data: Any, dev: Device) -> Any:
+def _on_device(data: DeviceArray, dev: Device) -> DeviceArray:
     """Give a host-memory array its NDArray face; other devices' arrays are already theirs."""
     if not isinstance(data, np.ndarray):
         return data

@@ -31,7 +31,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import time
-from typing import Any
 
 import llvmlite.binding as llvm
 
@@ -44,7 +43,7 @@ __all__ = ["CHUNKS_PER_THREAD", "MAX_WORKERS", "SPIN_MICROSECONDS", "parallel_fo
 
 
 @functools.cache
-def _engine() -> Any:
+def _engine() -> llvm.ExecutionEngine:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     llvm.initialize_native_asmparser()  # the pause instruction is inline assembly

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import platform
-from typing import Any
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -65,7 +64,8 @@ class _PoolIR:
         self.worker = self._worker_main()
         self._parallel_for()
 
-    def _global(self, name: str, ty: ir.Type, init: int | None = None, internal: bool = True) -> Any:
+    def _global(self, name: str, ty: ir.Type, init: int | None = None,
+                internal: bool = True) -> ir.GlobalVariable:
         v = ir.GlobalVariable(self.module, ty, f"tunecli_pool_{name}")
         v.initializer = ir.Constant(ty, init or 0) if isinstance(ty, ir.IntType) else ir.Constant(ty, None)
         v.align = 64
@@ -85,15 +85,15 @@ class _PoolIR:
         b.store(c, count)
         b.cbranch(b.icmp_unsigned("<", c, b.load(self.spin, typ=I32)), again, give_up)
 
-    def _futex(self, b: ir.IRBuilder, word: Any, op: int, value: ir.Value) -> None:
+    def _futex(self, b: ir.IRBuilder, word: ir.Value, op: int, value: ir.Value) -> None:
         b.call(self.syscall, [_c(self.sys_futex, I64), word, _c(op), value, ir.Constant(PTR, None),
                               ir.Constant(PTR, None), _c(0)])
 
     @staticmethod
-    def _load(b: ir.IRBuilder, ptr: Any, ty: ir.Type, order: str = "seq_cst") -> ir.Value:
+    def _load(b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, order: str = "seq_cst") -> ir.Value:
         return b.load_atomic(ptr, order, ty.width // 8 if isinstance(ty, ir.IntType) else 8, typ=ty)
 
-    def _store(self, b: ir.IRBuilder, value: ir.Value, ptr: Any, order: str = "seq_cst") -> None:
+    def _store(self, b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, order: str = "seq_cst") -> None:
         b.store_atomic(value, ptr, order, value.type.width // 8)
 
     # functions ---------------------------------------------------------------------------------

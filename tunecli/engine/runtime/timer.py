@@ -5,14 +5,13 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from tunecli.errors import ArgumentError
 
 GOLDEN_RATIO = 1.618
 
 
-def time_calls(func: Callable[..., Any], args: Sequence[Any], number: int = 10, repeat: int = 1,
+def time_calls(func: Callable[..., object], args: Sequence[object], number: int = 10, repeat: int = 1,
                min_repeat_ms: float = 0.0, warmup: int = 1,
                before_repeat: Callable[[], None] | None = None, warmup_ms: float = 0.0) -> list[float]:
     """Time ``func(*args)`` like TVM: ``warmup`` untimed calls, then ``repeat`` batches.
