@@ -13,22 +13,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
+from numpy.typing import DTypeLike
 
 from tunecli.engine.ops import reference as ref
-from tunecli.engine.te.window import conv2d_output_shape, pair
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, pair
 
 
-def _in(dtype: Any, *arrays: np.ndarray) -> list[np.ndarray]:
+def _in(dtype: DTypeLike | None, *arrays: np.ndarray) -> list[np.ndarray]:
     """The arrays in ``dtype`` (integer kernels accumulate in their output type)."""
     return [a if dtype is None or a.dtype == np.dtype(dtype) else a.astype(dtype) for a in arrays]
 
 
-def dense(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, out_dtype: Any = None,
-          units: int | None = None) -> Any:
+def dense(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None,
+          out_dtype: DTypeLike | None = None, units: int | None = None) -> np.ndarray:
     """``data @ weight.T (+ bias)`` in the kernel's dtype (the first ``units`` rows of a padded
     weight)."""
     data, weight = _in(out_dtype, data, weight[:units])
@@ -36,20 +36,20 @@ def dense(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, 
     return out if bias is None else out + bias
 
 
-def batch_matmul(x: np.ndarray, y: np.ndarray, out_dtype: Any = None, trans_x: bool = False,
-                 trans_y: bool = True) -> Any:
+def batch_matmul(x: np.ndarray, y: np.ndarray, out_dtype: DTypeLike | None = None, trans_x: bool = False,
+                 trans_y: bool = True) -> np.ndarray:
     """Batched ``x @ y^T`` in the kernel's dtype."""
     x, y = _in(out_dtype, x, y)
     return np.matmul(np.swapaxes(x, 1, 2) if trans_x else x, np.swapaxes(y, 1, 2) if trans_y else y)
 
 
-def matmul(a: np.ndarray, b: np.ndarray) -> Any:
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` in the kernel's dtype."""
     return a @ b
 
 
-def _windows(data: np.ndarray, kernel_hw: tuple[int, int], stride: Any, padding: Any,
-             dilation: Any) -> np.ndarray:
+def _windows(data: np.ndarray, kernel_hw: tuple[int, int], stride: IntPair, padding: Padding,
+             dilation: IntPair) -> np.ndarray:
     """``[n, c, oh, ow, kh, kw]`` view of the padded NCHW ``data`` under each output's window."""
     oh, ow, (pt, pl, pb, pr) = conv2d_output_shape(data.shape[2:], kernel_hw, stride, padding, dilation)
     (sh, sw), (dh, dw) = pair(stride, "stride"), pair(dilation, "dilation")
@@ -59,16 +59,16 @@ def _windows(data: np.ndarray, kernel_hw: tuple[int, int], stride: Any, padding:
     return view[:, :, :oh, :ow]
 
 
-def conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride: Any, padding: Any, dilation: Any = 1,
-                out_dtype: Any = None) -> Any:
+def conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride: IntPair, padding: Padding,
+                dilation: IntPair = 1, out_dtype: DTypeLike | None = None) -> np.ndarray:
     """NCHW convolution as im2col + one matrix product (BLAS), in the kernel's dtype."""
     data, weight = _in(out_dtype, data, weight)
     cols = _windows(data, weight.shape[2:], stride, padding, dilation)
     return np.tensordot(weight, cols, axes=([1, 2, 3], [1, 4, 5])).transpose(1, 0, 2, 3)
 
 
-def depthwise_conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride: Any, padding: Any, dilation: Any = 1,
-                          out_dtype: Any = None) -> Any:
+def depthwise_conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride: IntPair, padding: Padding,
+                          dilation: IntPair = 1, out_dtype: DTypeLike | None = None) -> np.ndarray:
     """Depthwise NCHW convolution (``[C, multiplier, KH, KW]`` filter) as one einsum over the windows."""
     data, weight = _in(out_dtype, data, weight)
     cols = _windows(data, weight.shape[2:], stride, padding, dilation)
@@ -92,14 +92,14 @@ class Baseline:
     """
 
     text: str
-    func: Callable[..., Any]
+    func: Callable[..., np.ndarray]
     prepare: Callable[..., tuple[np.ndarray, ...]] | None = None
 
     def inputs(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         """The arrays ``func`` takes for the kernel's input arrays."""
         return tuple(arrays) if self.prepare is None else self.prepare(*arrays)
 
-    def bound(self, **attrs: Any) -> Baseline:
+    def bound(self, **attrs: object) -> Baseline:
         """This baseline with the operator's attributes (strides, ``out_dtype``...) bound."""
         return Baseline(self.text, partial(self.func, **attrs), self.prepare)
 

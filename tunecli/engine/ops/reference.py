@@ -6,14 +6,15 @@ int32 results); float inputs in float64 and then rounded to ``out_dtype``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 
-from tunecli.engine.te.window import conv2d_output_shape, pair, pool2d_output_shape
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, pair, pool2d_output_shape
 
 
-def _acc_dtype(dtype: Any, out_dtype: Any) -> np.dtype:
+def _acc_dtype(dtype: DTypeLike, out_dtype: DTypeLike | None) -> np.dtype:
     out = np.dtype(out_dtype if out_dtype is not None else dtype)
     return np.dtype(np.float64) if out.kind == "f" else out
 
@@ -23,21 +24,22 @@ def _window(padded: np.ndarray, y0: int, x0: int, oh: int, ow: int, sh: int, sw:
     return padded[..., y0: y0 + (oh - 1) * sh + 1: sh, x0: x0 + (ow - 1) * sw + 1: sw]
 
 
-def _pad_nchw_window(data: np.ndarray, kernel_hw: tuple[int, int], stride: Any, padding: Any, dilation: Any,
-                     acc: np.dtype) -> tuple[np.ndarray, int, int]:
+def _pad_nchw_window(data: np.ndarray, kernel_hw: tuple[int, int], stride: IntPair, padding: Padding,
+                     dilation: IntPair, acc: np.dtype) -> tuple[np.ndarray, int, int]:
     """``data`` (NCHW) in ``acc``, H and W padded for a 2-D window op; ``(padded, oh, ow)``."""
     oh, ow, (pt, pl, pb, pr) = conv2d_output_shape(data.shape[2:], kernel_hw, stride, padding, dilation)
     return np.pad(data.astype(acc), [(0, 0), (0, 0), (pt, pb), (pl, pr)]), oh, ow
 
 
-def pad_python(data: np.ndarray, pad_before: Any, pad_after: Any = None, pad_value: Any = 0) -> np.ndarray:
+def pad_python(data: np.ndarray, pad_before: Sequence[int], pad_after: Sequence[int] | None = None,
+               pad_value: float = 0) -> np.ndarray:
     """``np.pad`` with a constant, in ``topi.nn.pad``'s argument form."""
     pad_after = pad_after if pad_after else pad_before
     return np.pad(data, list(zip(pad_before, pad_after, strict=True)), constant_values=pad_value)
 
 
-def conv2d_nchw_python(a_np: np.ndarray, w_np: np.ndarray, stride: Any, padding: Any, dilation: Any = 1,
-                       out_dtype: Any = None) -> np.ndarray:
+def conv2d_nchw_python(a_np: np.ndarray, w_np: np.ndarray, stride: IntPair, padding: Padding,
+                       dilation: IntPair = 1, out_dtype: DTypeLike | None = None) -> np.ndarray:
     """NCHW x OIHW convolution (TVM's ``topi.testing.conv2d_nchw_python``, groups=1).
 
     Parameters
@@ -97,8 +99,9 @@ def kernel_nchwc_to_oihw(kernel: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(kernel.transpose(0, 5, 1, 4, 2, 3).reshape(oc * ob, ic * ib, kh, kw))
 
 
-def conv2d_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any, dilation: Any = 1,
-                        layout: str = "NCHW", out_layout: str = "NCHW", out_dtype: Any = None) -> np.ndarray:
+def conv2d_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: IntPair, padding: Padding,
+                        dilation: IntPair = 1, layout: str = "NCHW", out_layout: str = "NCHW",
+                        out_dtype: DTypeLike | None = None) -> np.ndarray:
     """Convolution of blocked data ``[N, C/ic_bn, H, W, ic_bn]`` with a packed kernel
     ``[O/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn]`` (``nn.conv2d_NCHWc``); ``layout`` and
     ``out_layout`` are ignored.
@@ -113,9 +116,9 @@ def conv2d_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: Any, paddi
     return nchw_to_nchwc(out, kernel.shape[-1])
 
 
-def depthwise_conv2d_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,
-                                  dilation: Any = 1, layout: str = "NCHW", out_layout: str = "NCHW",
-                                  out_dtype: Any = None) -> np.ndarray:
+def depthwise_conv2d_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: IntPair, padding: Padding,
+                                  dilation: IntPair = 1, layout: str = "NCHW", out_layout: str = "NCHW",
+                                  out_dtype: DTypeLike | None = None) -> np.ndarray:
     """Depthwise convolution of blocked data ``[N, C/ic_bn, H, W, ic_bn]`` with a kernel
     ``[C/oc_bn, 1, KH, KW, 1, oc_bn]`` (``nn.depthwise_conv2d_NCHWc``, multiplier 1).
 
@@ -130,8 +133,9 @@ def depthwise_conv2d_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: 
     return nchw_to_nchwc(out, ob)
 
 
-def depthwise_conv2d_python_nchw(input_np: np.ndarray, filter_np: np.ndarray, stride: Any, padding: Any,
-                                 dilation: Any = 1, out_dtype: Any = None) -> np.ndarray:
+def depthwise_conv2d_python_nchw(input_np: np.ndarray, filter_np: np.ndarray, stride: IntPair,
+                                 padding: Padding, dilation: IntPair = 1,
+                                 out_dtype: DTypeLike | None = None) -> np.ndarray:
     """Depthwise NCHW convolution with a ``[in_channel, multiplier, kh, kw]`` filter.
 
     Output channel ``c`` uses input channel ``c // multiplier`` and filter ``[c // m, c % m]``.
@@ -154,7 +158,7 @@ def depthwise_conv2d_python_nchw(input_np: np.ndarray, filter_np: np.ndarray, st
 
 
 def dense_python(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None,
-                 out_dtype: Any = None) -> np.ndarray:
+                 out_dtype: DTypeLike | None = None) -> np.ndarray:
     """``data @ weight.T (+ bias)`` with weight ``[out_dim, in_dim]``."""
     out_dtype = data.dtype if out_dtype is None else np.dtype(out_dtype)
     acc = _acc_dtype(data.dtype, out_dtype)
@@ -181,14 +185,14 @@ def unpack_dense_weight(weight: np.ndarray) -> np.ndarray:
 
 
 def dense_packed_python(data: np.ndarray, packed_weight: np.ndarray, bias: np.ndarray | None = None,
-                        out_dtype: Any = None, units: int | None = None) -> np.ndarray:
+                        out_dtype: DTypeLike | None = None, units: int | None = None) -> np.ndarray:
     """``dense_python`` with the weight in ``[N // bn, K, bn]`` panels (the kernel input of
     ``dense_pack.x86`` and ``dense.x86``); a ``[N, K]`` weight is taken as it is; ``units``: N,
     when the last panel is padded past it."""
     return dense_python(data, unpack_dense_weight(packed_weight)[:units], bias, out_dtype)
 
 
-def batch_matmul(x: np.ndarray, y: np.ndarray, out_dtype: Any = None, trans_x: bool = False,
+def batch_matmul(x: np.ndarray, y: np.ndarray, out_dtype: DTypeLike | None = None, trans_x: bool = False,
                  trans_y: bool = True) -> np.ndarray:
     """Batched ``x @ y^T`` (TVM's ``topi.testing.batch_matmul``); a batch of 1 broadcasts."""
     out_dtype = x.dtype if out_dtype is None else np.dtype(out_dtype)
@@ -198,8 +202,8 @@ def batch_matmul(x: np.ndarray, y: np.ndarray, out_dtype: Any = None, trans_x: b
     return np.matmul(xx.astype(acc), yy.astype(acc)).astype(out_dtype)
 
 
-def pool2d_nchw_python(data: np.ndarray, kernel: Any, stride: Any, dilation: Any, padding: Any,
-                       pool_type: str = "max", ceil_mode: bool = False,
+def pool2d_nchw_python(data: np.ndarray, kernel: IntPair, stride: IntPair, dilation: IntPair,
+                       padding: Padding, pool_type: str = "max", ceil_mode: bool = False,
                        count_include_pad: bool = True) -> np.ndarray:
     """Max / average pooling over H and W of an NCHW array (semantics of ``topi.nn.pool2d``)."""
     n, c, h, w = data.shape
@@ -297,9 +301,9 @@ def winograd_kernel_transform(kernel: np.ndarray, m: int, ic_bn: int, oc_bn: int
     return u.reshape(alpha, alpha, o // oc_bn, i // ic_bn, ic_bn, oc_bn).astype(kernel.dtype, copy=False)
 
 
-def conv2d_winograd_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,
-                                 dilation: Any = 1, layout: str = "NCHW", out_layout: str = "NCHW",
-                                 out_dtype: Any = None) -> np.ndarray:
+def conv2d_winograd_NCHWc_python(data: np.ndarray, kernel: np.ndarray, stride: IntPair, padding: Padding,
+                                 dilation: IntPair = 1, layout: str = "NCHW", out_layout: str = "NCHW",
+                                 out_dtype: DTypeLike | None = None) -> np.ndarray:
     """Winograd F(m x m, 3 x 3) convolution of blocked data ``[N, C/ic_bn, H, W, ic_bn]`` with a
     transformed kernel ``[alpha, alpha, O/oc_bn, C/ic_bn, ic_bn, oc_bn]`` (``m = alpha - 2``), in
     float64: ``A^T [U * (B^T d B)] A`` per tile, for any ``U`` (not only a transformed one).

@@ -17,8 +17,7 @@ is still tunecli's.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from tunecli.engine.ops import tutorial
 from tunecli.engine.ops.arm_cpu import conv2d_spatial_pack
@@ -42,7 +41,8 @@ from tunecli.engine.ops.x86 import (
     depthwise_conv2d,
     depthwise_nchwc,
 )
-from tunecli.engine.task.task import TASK_TABLE, get_config, template
+from tunecli.engine.task.task import TASK_TABLE, Task, TemplateFunc, TemplateResult, get_config, template
+from tunecli.engine.task.workload_args import TaskArg
 from tunecli.engine.task.workload_flop import RETIRED_WORKLOAD_FLOP, WorkloadFlop
 
 _ROWS = (
@@ -72,10 +72,10 @@ _ROWS = (
 STRATEGIES = StrategyTable(_ROWS)
 
 
-def _template_function(strategy: Strategy) -> Callable[..., Any]:
+def _template_function(strategy: Strategy) -> TemplateFunc:
     """The autotvm template of ``strategy``: its compute and schedule under the current config."""
 
-    def run(*args: Any) -> tuple[Any, list]:
+    def run(*args: TaskArg) -> TemplateResult:
         return strategy.instantiate(get_config(), *args)
 
     run.__name__ = run.__qualname__ = strategy.name
@@ -86,7 +86,7 @@ def _template_function(strategy: Strategy) -> Callable[..., Any]:
 
 
 #: name -> registered template function (what ``autotvm.task.create`` traces).
-TEMPLATES: dict[str, Callable[..., Any]] = {
+TEMPLATES: dict[str, TemplateFunc] = {
     s.name: template(s.name, _template_function(s), reference=s.reference_for) for s in STRATEGIES
 }
 
@@ -101,7 +101,7 @@ def get_strategy(name: str) -> Strategy:
     return STRATEGIES.get(name)
 
 
-def baseline_of(task: Any) -> Baseline | None:
+def baseline_of(task: Task) -> Baseline | None:
     """The numpy timing baseline of a task of a built-in template (``Strategy.baseline`` bound to
     the task's attributes); None for other tasks and rows without one.
 
@@ -154,7 +154,7 @@ def is_builtin(name: str) -> bool:
     return registered.func is builtin.__wrapped__  # type: ignore[attr-defined]
 
 
-def make_args(name: str, args: Sequence[Any] | Mapping[str, Any]) -> tuple:
+def make_args(name: str, args: Sequence[TaskArg] | Mapping[str, TaskArg]) -> tuple[TaskArg, ...]:
     """Complete the arguments of built-in template ``name`` given by position or by name.
 
     Parameters

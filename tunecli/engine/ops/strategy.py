@@ -45,17 +45,26 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from tunecli.engine import te
 from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.target import Target
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.task.task import deserialize_args
+from tunecli.engine.task.task import ReferenceFunc, TemplateResult, deserialize_args
+from tunecli.engine.task.workload_args import TaskArg, WorkloadArg
 from tunecli.engine.task.workload_flop import WorkloadFlop
 from tunecli.errors import InstantiationError
 
+if TYPE_CHECKING:
+    from tunecli.engine.schedule import Schedule
+
 _NO_DEFAULT = inspect.Parameter.empty
+
+#: An operator's keyword attributes (stride, padding, out_dtype...): values of its workload.
+OpAttrs: TypeAlias = "Mapping[str, WorkloadArg]"
+#: What an operator's ``compute`` returns: its output tensor, or a tuple of them.
+ComputeResult: TypeAlias = "te.Tensor | tuple[te.Tensor, ...]"
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,7 @@ class OpCall:
     """
 
     inputs: tuple[te.Tensor, ...]
-    attrs: Mapping[str, Any] = field(default_factory=dict)
+    attrs: OpAttrs = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -116,9 +125,9 @@ class Strategy:
     target_key: str
     name: str
     declare: Callable[..., OpCall]
-    compute: Callable[..., Any]
-    schedule: Callable[..., Any]
-    reference: Callable[..., Any]
+    compute: Callable[..., ComputeResult]
+    schedule: Callable[..., Schedule]
+    reference: ReferenceFunc
     outputs: tuple[str, ...]
     summary: str = ""
     plevel: int = 10
@@ -137,11 +146,11 @@ class Strategy:
         return tuple(p.name for p in self.parameters)
 
     @property
-    def defaults(self) -> dict[str, Any]:
+    def defaults(self) -> dict[str, TaskArg]:
         """Default values of the trailing template arguments."""
         return {p.name: p.default for p in self.parameters if p.default is not _NO_DEFAULT}
 
-    def bind(self, args: Sequence[Any] | Mapping[str, Any]) -> tuple:
+    def bind(self, args: Sequence[TaskArg] | Mapping[str, TaskArg]) -> tuple[TaskArg, ...]:
         """Complete template arguments given by position or by name, filling defaults.
 
         Parameters
@@ -185,35 +194,35 @@ class Strategy:
                                      f"declares the outputs {self.outputs}")
         return outs
 
-    def instantiate(self, cfg: ConfigSpace, *args: Any) -> tuple[Any, list[te.Tensor]]:
+    def instantiate(self, cfg: ConfigSpace, *args: TaskArg) -> TemplateResult:
         """The template body: ``(schedule, inputs + outputs)`` for the template arguments ``args``."""
         call = self.kernel_call(cfg, *args)
         outs = self.outputs_of(cfg, call)
         return self.schedule(cfg, outs), [*call.inputs, *outs]
 
-    def kernel_call(self, cfg: ConfigSpace, *args: Any) -> OpCall:
+    def kernel_call(self, cfg: ConfigSpace, *args: TaskArg) -> OpCall:
         """The operator call whose inputs are the kernel's: ``declare``, then ``pack`` under ``cfg``."""
         call = self.declare(*args)
         return call if self.pack is None else self.pack(cfg, call)
 
-    def reference_for(self, *args: Any) -> Callable[..., Any]:
+    def reference_for(self, *args: TaskArg) -> ReferenceFunc:
         """The numpy reference of one task: ``f(*input_arrays) -> expected outputs``.
 
         A ``functools.partial`` of module-level functions, so it pickles with the task.
         """
         return partial(self.reference, **self._attrs(args))
 
-    def baseline_for(self, *args: Any) -> Baseline | None:
+    def baseline_for(self, *args: TaskArg) -> Baseline | None:
         """The numpy timing baseline of one task, bound to its attributes as ``reference_for`` is
         (None when the row has none)."""
         return None if self.baseline is None else self.baseline.bound(**self._attrs(args))
 
-    def _attrs(self, args: Sequence[Any]) -> Mapping[str, Any]:
+    def _attrs(self, args: Sequence[TaskArg]) -> OpAttrs:
         """The operator attributes of the template arguments ``args``."""
         return self.declare(*deserialize_args(self.bind(list(args)))).attrs
 
 
-def _tuples(value: Any) -> Any:
+def _tuples(value: TaskArg | list) -> TaskArg:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 

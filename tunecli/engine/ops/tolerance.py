@@ -10,12 +10,12 @@ templates.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 
-def tolerance(dtype: Any) -> tuple[float, float]:
+def tolerance(dtype: DTypeLike) -> tuple[float, float]:
     """``(rtol, atol)`` for comparing a kernel output of ``dtype`` with its reference: exact for
     integers and booleans, 1e-3 for floats of 16 bits (eleven bits of mantissa), 1e-4 above."""
     kind = np.dtype(dtype).kind
@@ -24,7 +24,7 @@ def tolerance(dtype: Any) -> tuple[float, float]:
     return (1e-3, 1e-3) if np.dtype(dtype).itemsize <= 2 else (1e-4, 1e-4)
 
 
-def scaled_tolerance(expected: np.ndarray, dtype: Any) -> tuple[float, float]:
+def scaled_tolerance(expected: np.ndarray, dtype: DTypeLike) -> tuple[float, float]:
     """``(rtol, atol)`` for comparing an output of ``dtype`` with its reference ``expected``:
     :func:`tolerance`, the absolute part scaled by the reference's largest magnitude, so that
     outputs far below 1 (a softmax over many classes) are compared as closely as outputs near 1,
@@ -34,7 +34,7 @@ def scaled_tolerance(expected: np.ndarray, dtype: Any) -> tuple[float, float]:
     return rtol, atol * (scale if np.isfinite(scale) and scale > 0 else 1.0)
 
 
-def matches_reference(got: Sequence[np.ndarray], expected: Sequence[Any]) -> tuple[bool, float]:
+def matches_reference(got: Sequence[np.ndarray], expected: Sequence[ArrayLike]) -> tuple[bool, float]:
     """Whether outputs equal their reference within :func:`scaled_tolerance`.
 
     Parameters

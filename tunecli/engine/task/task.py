@@ -19,7 +19,7 @@ import inspect
 import logging
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import cloudpickle
 
@@ -189,6 +189,17 @@ def _same_function(old: TaskTemplate, f: TemplateFunc) -> bool:
     except TypeError:
         source = None
     return old.module == f.__module__ or (source is not None and source == old.source_file)
+
+
+@overload
+def template(task_name: str, func: TemplateFunc, *,
+             reference: Callable[..., ReferenceFunc] | None = None) -> TemplateFunc: ...
+
+
+@overload
+def template(task_name: str, func: None = None, *,
+             reference: Callable[..., ReferenceFunc] | None = None
+             ) -> Callable[[TemplateFunc], TemplateFunc]: ...
 
 
 def template(task_name: str, func: TemplateFunc | None = None, *,

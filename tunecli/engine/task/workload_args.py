@@ -18,6 +18,9 @@ WorkloadArg: TypeAlias = "None | str | int | float | Var | tuple[WorkloadArg, ..
 #: A task's key in logs and dispatch contexts: ``(template name, *arguments in log form)``.
 Workload: TypeAlias = "tuple[WorkloadArg, ...]"
 
+#: A template argument as a template takes it: a tensor, or a value of a workload.
+TaskArg: TypeAlias = "te.Tensor | WorkloadArg"
+
 
 def serialize_args(args: Sequence[object]) -> tuple[WorkloadArg, ...]:
     """Return ``args`` in hashable log form: tensors as ``("TENSOR", shape, dtype)``, lists as tuples.
@@ -48,7 +51,7 @@ def _serialize(x: object) -> WorkloadArg:
     raise TuneError(f"serialize_args: cannot store an argument of type {type(x).__name__} in a workload")
 
 
-def deserialize_args(args: Sequence[WorkloadArg]) -> list[te.Tensor | WorkloadArg]:
+def deserialize_args(args: Sequence[TaskArg]) -> list[TaskArg]:
     """Turn ``("TENSOR", shape, dtype)`` arguments back into placeholders.
 
     Parameters
@@ -59,7 +62,7 @@ def deserialize_args(args: Sequence[WorkloadArg]) -> list[te.Tensor | WorkloadAr
     -------
     list
     """
-    out: list[te.Tensor | WorkloadArg] = []
+    out: list[TaskArg] = []
     for x in args:
         if isinstance(x, (tuple, list)) and len(x) == 3 and x[0] == "TENSOR":
             out.append(te.placeholder(tuple(x[1]), dtype=x[2]))
