@@ -29,10 +29,14 @@ def _print_report(app: App, report: BestReport) -> None:
         for e in w.best:
             numbers = (str(e.rank), f"{e.gflops:.2f}" if e.gflops is not None else "-", f"{e.cost * 1e3:.4f}")
             first = e.rank == 1
-            wide.add_row(w.workload if first else "", w.target if first else "", *numbers, e.config)
+            config = e.config + (" (untuned)" if e.untuned else "")
+            wide.add_row(w.workload if first else "", w.target if first else "", *numbers, config)
             narrow.add_row(str(i) if first else "", *numbers)
-            notes.append(f"[{i}] #{e.rank}: {e.config}")
+            notes.append(f"[{i}] #{e.rank}: {config}")
     print_fitted(app.console, wide, lambda: narrow, lambda: notes)
+    for i, w in enumerate(report.workloads):  # where apply does not take the fastest, or keeps the untuned
+        if w.why is not None and w.why != "the fastest record":
+            app.echo(f"[{i}] apply builds config {w.chosen}: {w.why}")
 
 
 @click.command()

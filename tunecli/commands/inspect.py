@@ -31,6 +31,8 @@ def _render_tasks(app: App, views: list[TaskView]) -> None:
         if view.chosen is not None and (view.named is not None or view.config_source != "default"):
             app.echo(f"# apply builds config {view.chosen}")
             app.echo(f"#   from {view.config_source}")
+            if view.why is not None:
+                app.echo(f"#   {view.why}")
         app.echo(view.space)
         if view.lowered is not None:
             app.echo(f"# config {view.config}")

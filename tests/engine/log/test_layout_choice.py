@@ -1,6 +1,6 @@
 """Among a workload's records, one in other channel blocks than the template's default layouts
 answers only when it is faster than the fastest default-layout record by more than
-``LAYOUT_MARGIN``; a near-tie keeps the default layouts (no layout transforms around the kernel).
+``MARGIN``; a near-tie keeps the default layouts (no layout transforms around the kernel).
 Records of a workload without a default-layout record are ranked by cost alone, and ``pick_best``
 keeps what the context answers."""
 
@@ -14,7 +14,7 @@ from tunecli.engine.graph_tuner import default_layouts
 from tunecli.engine.log import nearest_record
 from tunecli.engine.log.best_of_logs import best_of_logs
 from tunecli.engine.log.history_best import ApplyHistoryBest, pick_best
-from tunecli.engine.log.layout_choice import LAYOUT_KNOBS, LAYOUT_MARGIN, default_layout, layout_key
+from tunecli.engine.log.layout_choice import LAYOUT_KNOBS, MARGIN, default_layout, layout_key
 from tunecli.engine.log.record import encode
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.target import Target
@@ -74,7 +74,7 @@ def test_other_layouts_answer_when_faster_by_more_than_the_margin(task):
     default, other = config_in(task, True), config_in(task, False)
     chosen = answer([record(task, default, 1.00), record(task, other, 0.90)])
     assert chosen.index == other.index
-    assert 0.90 < 1.00 * (1 - LAYOUT_MARGIN) < 0.98
+    assert 0.90 < 1.00 * (1 - MARGIN) < 0.98
 
 
 def test_the_fastest_default_layout_record_answers_the_near_tie(task):

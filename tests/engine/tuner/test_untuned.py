@@ -73,3 +73,25 @@ def test_records_measured_after_a_history_extend_it() -> None:
     assert (history.trials, history.best, history.since_best) == (2, fast, 0)
     assert history.configs == {found.config.index, 0} and len(history.records) == 3
     assert history.best_cost == pytest.approx(1e-3)
+
+
+def test_the_untuned_measurement_is_marked_in_the_log(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The line ``tune`` writes first says it is the untuned build's config (and where the untuned
+    build takes it from), so apply_history_best can prefer it within the margin."""
+    monkeypatch.setenv(tophub.ENV_VAR, tophub.DISABLED)
+    from tunecli.engine.log.history_best import ApplyHistoryBest
+    from tunecli.engine.measure import LocalBuilder, LocalRunner, measure_option
+    from tunecli.engine.tuner.callback import log_to_file
+    from tunecli.engine.tuner.untuned import measure_untuned
+
+    task = create("dense.x86", (8, 16, 4), "llvm")
+    log = tmp_path / "dense.log"
+    option = measure_option(LocalBuilder(n_parallel=1), LocalRunner(number=1, repeat=1, cooldown_interval=0))
+    [(inp, res)] = measure_untuned(task, TaskHistory(), option, [log_to_file(str(log))])
+    assert res.ok and inp.config.untuned == "default"
+    [(logged, _)] = list(load_from_file(log))
+    assert logged.config.untuned == "default" and logged.config.index == untuned_config(task).config.index
+    assert '"untuned": "default"' in log.read_text()
+    with task.target:
+        why = ApplyHistoryBest(str(log), pretuned=False).why(task.target, task.workload)
+    assert why == "the untuned config (default), the fastest record"

@@ -59,6 +59,9 @@ class TaskView:
     chosen: str | None = None
     #: where that config came from (``ConfigSource.text()``)
     config_source: str | None = None
+    #: why the log's record answers (``ApplyHistoryBest.why``: the fastest, or the untuned config
+    #: within the margin); None when the config is not the log's
+    why: str | None = None
 
 
 def inspect_kernels(job: Job, task: int | None = None, config: int | None = None) -> list[TaskView]:
@@ -94,8 +97,10 @@ def inspect_kernels(job: Job, task: int | None = None, config: int | None = None
         finally:
             GLOBAL_SCOPE.silent = silent
         named = job.tasks[i].template
+        source = config_source(chosen)
         views.append(replace(task_view(job.path, i, t, config), chosen=config_text(chosen),
-                             config_source=config_source(chosen).text(),
+                             config_source=source.text(),
+                             why=history.why(t.target, t.workload) if source.kind == "log" else None,
                              named=named if named != t.name else None))
     return views
 

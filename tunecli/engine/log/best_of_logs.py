@@ -7,9 +7,10 @@ skipped with a warning naming the line), and records faster than any machine are
 lowest-cost record: a config measured again, ``tuner.remeasure``, has several); GFLOPS are
 shown where the FLOP count of the workload is known (``log.plausibility.workload_flop``).  The
 output log holds the kept records and, when it is not among them, the record ``apply_history_best``
-answers the workload with (``log.layout_choice``: a near-tie keeps the default layouts), so it
-answers as the logs read do.  It is written whole through a temporary file, never over one of
-the logs read or a log a tune is writing.
+answers the workload with (``log.layout_choice``: a near-tie keeps the untuned config, then the
+default layouts), so it answers as the logs read do; each workload says which config that is and
+why (``WorkloadBest.chosen``, ``why``), and the untuned config's entry is marked.  It is written
+whole through a temporary file, never over one of the logs read or a log a tune is writing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from tunecli.engine.log.layout_choice import choose
+from tunecli.engine.log.layout_choice import explain, mark_untuned
 from tunecli.engine.log.log_files import check_log_file, check_output_log, write_log
 from tunecli.engine.log.plausibility import plausible, workload_flop
 from tunecli.engine.log.record import JsonValue, encode, read_log
@@ -35,6 +36,8 @@ class BestEntry:
     index: int
     config: str
     timestamp: float
+    #: the untuned build's config (the line ``tune`` measured first): where it takes it from
+    untuned: str | None = None
 
 
 @dataclass
@@ -48,6 +51,9 @@ class WorkloadBest:
     records: int
     errors: int
     best: list[BestEntry] = field(default_factory=list)
+    #: the config index ``apply_history_best`` answers with, and why (``layout_choice.Choice.why``)
+    chosen: int | None = None
+    why: str | None = None
 
     @property
     def workload(self) -> str:
@@ -72,7 +78,7 @@ class BestReport:
             "workloads": [
                 {"target": w.target, "workload": [w.name, *_plain(w.args)], "flop": w.flop,
                  "records": w.records, "errors": w.errors,
-                 "best": [vars(e) for e in w.best]}
+                 "best": [vars(e) for e in w.best], "chosen": w.chosen, "why": w.why}
                 for w in self.workloads
             ],
         }
@@ -123,16 +129,20 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
         valid = [(inp, res) for inp, res in pairs if res.ok]
         n_errors = len(pairs) - len(valid)
         report.errors += n_errors
+        mark_untuned(valid)
         valid = sorted(lowest_per_config(valid), key=lambda pair: pair[1].mean_cost)
         flop = workload_flop(name, args, first.target)
         entry = WorkloadBest(target, name, args, flop, len(pairs), n_errors)
         for rank, (inp, res) in enumerate(valid[:top], start=1):
             entry.best.append(BestEntry(rank, res.mean_cost, res.gflops(flop) or None, int(inp.config.index),
-                                        config_text(inp.config), float(res.timestamp)))
+                                        config_text(inp.config), float(res.timestamp),
+                                        getattr(inp.config, "untuned", None)))
             kept.append((inp, res))
-        chosen = choose(valid)
-        if chosen is not None and all(chosen[0] is not inp for inp, _ in valid[:top]):
-            kept.append(chosen)
+        choice = explain(valid)
+        if choice is not None:
+            entry.chosen, entry.why = int(choice.record[0].config.index), choice.why
+            if all(choice.record[0] is not inp for inp, _ in valid[:top]):
+                kept.append(choice.record)
         report.workloads.append(entry)
     if out is not None:
         write_log(out, (encode(inp, res) + "\n" for inp, res in kept))

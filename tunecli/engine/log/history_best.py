@@ -1,22 +1,22 @@
 """ApplyHistoryBest: a dispatch context answering with the best records of tuning logs.
 
-Records with an error are ignored.  The best record (smallest mean cost; ties keep the first
-seen; among records in different layouts, one in the template's default layouts unless another
-is faster by more than ``layout_choice.LAYOUT_MARGIN``) is kept per task (target and workload,
-``task_records.record_key``), per (target key, workload) for every key of the record's target,
-per (model, workload) when the target names a model, and per (CPU, workload) when an ``llvm``
-target names its CPU (``-mcpu``).  A query looks up records of exactly the queried target first
-(the rule of ``task_records``: a config measured on this target), then, as TVM does, the
-target's model, then records of the CPU the query compiles for (its ``-mcpu``, or this
-machine's CPU for a host target: a log or package holding several machines' records answers
-with this machine's), then each of the target's keys in order (a config measured on a similar
-target); configs set with ``update`` win over records.  A query that no record of the workload
-answers, here, in the target's packages or in an enclosing ``ApplyHistoryBest``, gets the
-config of the nearest record of its template and CPU among all of theirs (``nearest_record``)
-before the root context's fallback config.  Every answer carries its ``ConfigSource``
-(``config.source``: log, package, nearest; a fallback config is the default).  A workload of a
-template sharing another's knobs is answered by a logged record of that twin workload after
-its own records (``nearest_record.served_by_twin``).
+Records with an error are ignored.  The best record (smallest mean cost; ties keep the first seen;
+the record of the untuned config, which ``tune`` measures first, unless another is faster by more
+than ``layout_choice.MARGIN``; among records in different layouts, one in the template's default
+layouts unless another is faster by that margin: ``layout_choice``) is kept per task (target and
+workload, ``task_records.record_key``), per (target key, workload) for every key of the record's
+target, per (model, workload) when the target names a model, and per (CPU, workload) when an
+``llvm`` target names its CPU (``-mcpu``).  A query looks up records of exactly the queried target
+first (the rule of ``task_records``: a config measured on this target), then, as TVM does, the
+target's model, then records of the CPU the query compiles for (its ``-mcpu``, or this machine's CPU
+for a host target: a log or package holding several machines' records answers with this machine's),
+then each of the target's keys in order (a config measured on a similar target); configs set with
+``update`` win over records.  A query that no record of the workload answers, here, in the target's
+packages or in an enclosing ``ApplyHistoryBest``, gets the config of the nearest record of its
+template and CPU among all of theirs (``nearest_record``) before the root context's fallback config.
+Every answer carries its ``ConfigSource`` (``config.source``: log, package, nearest; a fallback
+config is the default).  A workload of a template sharing another's knobs is answered by a logged
+record of that twin workload after its own records (``nearest_record.served_by_twin``).
 ``pick_best`` writes those best records of a log to another log, so the picked log answers
 every query as the whole log does.
 """
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, TypeAlias
 
 from tunecli.engine.log import tophub
-from tunecli.engine.log.layout_choice import ChosenTable, layout_key
+from tunecli.engine.log.layout_choice import ChosenTable, explain, layout_key
 from tunecli.engine.log.log_files import write_log
 from tunecli.engine.log.nearest_record import Reference, nearest_config, served_by_twin, twin_workload
 from tunecli.engine.log.record import (
@@ -87,8 +87,10 @@ class ApplyHistoryBest(DispatchContext):
         self.best_by_model: dict[tuple, Record] = ChosenTable()
         self.best_by_cpu: dict[tuple, Record] = ChosenTable()
         self._best_user_defined: dict[tuple, ConfigSpace] = {}
-        # per (table name, key): the best record of each (target, layout) seen, for ``layout_choice``
+        # per (table name, key): the best record of each (target, layout, untuned) seen, for ``layout_choice``
         self._layout_groups: dict[tuple[str, tuple], dict[tuple, Record]] = {}
+        # per task (``record_key``): the untuned config's index and source (``layout_choice.is_untuned``)
+        self._untuned: dict[tuple, tuple[int, str]] = {}
         if records:
             self.load(records)
 
@@ -112,7 +114,7 @@ class ApplyHistoryBest(DispatchContext):
             if getattr(inp.config, "source", None) is None:
                 detail = os.path.basename(path) if path and self._origin_kind == "package" else path or ""
                 inp.config.source = ConfigSource(self._origin_kind, detail)
-            group = (str(inp.target), layout_key(inp.config))
+            group = (str(inp.target), layout_key(inp.config), self._mark_untuned(inp))
             self._keep("best_by_target", record_key(inp), group, inp, res, cost, unsettled)
             for key in inp.target.keys:
                 self._keep("best_by_targetkey", (key, workload), group, inp, res, cost, unsettled)
@@ -125,17 +127,51 @@ class ApplyHistoryBest(DispatchContext):
         logger.debug("Finished loading history best: %d target keys, %d models",
                      len(self.best_by_targetkey), len(self.best_by_model))
 
+    def _mark_untuned(self, inp: MeasureInput) -> bool:
+        """Whether ``inp``'s config is its task's untuned config: a record marked so, or another record
+        of a config seen marked before (a re-measurement), which is marked too."""
+        task = record_key(inp)
+        untuned = getattr(inp.config, "untuned", None)
+        if untuned is not None:
+            self._untuned.setdefault(task, (int(inp.config.index), untuned))
+            return True
+        seen = self._untuned.get(task)
+        if seen is not None and seen[0] == int(inp.config.index):
+            inp.config.untuned = seen[1]
+            return True
+        return False
+
     def _keep(self, name: str, key: tuple, group: tuple, inp: MeasureInput, res: MeasureResult, cost: float,
               unsettled: dict[tuple[str, tuple], None]) -> None:
-        """Keep (inp, res) as the best of its (target, layout) group under ``key`` of table ``name``; a
-        key with records in several layouts is chosen among them when first read (``unsettled``, deferred
-        at the end of ``load``)."""
+        """Keep (inp, res) as the best of its (target, layout, untuned) group under ``key`` of table
+        ``name``; a key with records in several layouts, or of the untuned config and others, is chosen
+        among them when first read (``unsettled``, deferred at the end of ``load``)."""
         groups = self._layout_groups.setdefault((name, key), {})
         _keep_best(groups, group, inp, res, cost)
-        if len({layout for _, layout in groups}) == 1:
+        if len({(layout, untuned) for _, layout, untuned in groups}) == 1:
             _keep_best(getattr(self, name), key, inp, res, cost)
         else:
             unsettled[name, key] = None
+
+    def why(self, target: Target | str, workload: tuple) -> str | None:
+        """Why this context's record of ``workload`` measured on ``target`` answers it
+        (``layout_choice.Choice.why``: the fastest record, or the untuned config or a default-layout
+        record within the margin); None when it holds none.
+
+        Parameters
+        ----------
+        target : Target or str
+        workload : tuple
+
+        Returns
+        -------
+        str or None
+        """
+        key = (as_target(target), workload)
+        held = self.best_by_target.get(key)
+        if held is None:
+            return None
+        return self.best_by_target.why.get(key) or explain([held]).why  # type: ignore[union-attr]
 
     def _query_inside(self, target: Target | None, workload: tuple | None) -> ConfigSpace | None:
         if target is None:

@@ -1,13 +1,27 @@
-"""Which of a workload's records answers when their layouts differ: the default layout wins a near-tie.
+"""Which of a workload's records answers: the untuned config and the default layout win near-ties.
+
+A record's measured time is not its kernel's time in a network: timings of one config differ from
+run to run by a few percent (``MARGIN``), and a kernel in a network also pays what its own
+measurement does not see (layout transforms around it, the cache state its neighbours leave). So
+among a workload's records the fastest does not simply answer; each record has a *standing*:
+
+1. the record of the **untuned config**, the one the untuned build runs (the line ``tune`` measures
+   first, marked ``"untuned"``: ``record.UNTUNED_SOURCES``; every record of that config counts);
+2. a record in the template's **default layouts** (when the records are in several layouts);
+3. any other record.
+
+A record answers over the best record of a higher standing only when it is faster than it by more
+than ``MARGIN``: the fastest record that beats every higher standing by the margin answers (ties
+keep the first seen).  So a short tune whose records are a few percent faster than the untuned
+config keeps the untuned build's config, and a record in other layouts must be clearly faster than
+the default-layout ones.  ``explain`` says which record answers and why.
 
 A template's layout knobs (``LAYOUT_KNOBS``: a convolution's input and output channel blocks) choose
 the layouts of its data and output.  The template's fallback config (TVM's ``_fallback_schedule``)
 picks the *default* blocks, those an untuned build runs with, which agree from one convolution to
-the next.  A record in other blocks makes the network build insert layout transforms around its
-kernel, a cost its own measured time does not count.  So among a workload's records, one in other
-layouts answers only when it is faster than the fastest record in the default layouts by more than
-``LAYOUT_MARGIN``; otherwise that default-layout record does.  Records of a workload without any
-default-layout record, or without layout knobs, are ranked by cost alone.
+the next; a record in other blocks makes the network build insert layout transforms around its
+kernel.  Records of a workload without a default-layout record, or without layout knobs, share
+one standing below the untuned config's.
 
 ``ChosenTable`` makes that choice when a key is first read: finding a default layout traces the
 template, so a table loaded from a whole package traces only the workloads asked for.  A traced
@@ -20,6 +34,7 @@ from __future__ import annotations
 import ast
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from tunecli.engine.codegen.kernel_cache import cache_key, default_cache
@@ -37,11 +52,12 @@ logger = logging.getLogger("autotvm")
 #: Knobs that choose a template's data and output layouts (a convolution's channel blocks).
 LAYOUT_KNOBS = ("tile_ic", "tile_oc")
 
-#: How much faster (a fraction of its cost) a record in other layouts must be than the fastest record
-#: in the template's default layouts to answer instead of it: below that the difference is within
-#: measurement noise, and the other layouts add layout transforms between neighbouring kernels that
-#: the record's own time does not count.
-LAYOUT_MARGIN = 0.05
+#: How much faster (a fraction of its cost) a record must be than the best record of a higher standing
+#: (the untuned config's, the default layouts') to answer instead of it.  Two timings of one config
+#: differ by up to about 5% (``benchmarks/bench_measure_stability.py``: the 95th percentile of
+#: their difference on a quiet machine), and a kernel in a network pays costs its own timing does
+#: not count (layout transforms, its neighbours' cache state).
+MARGIN = 0.05
 
 #: The default layout (``layout_key`` of the fallback config) per (target text, workload); None when
 #: the template cannot be traced for it.
@@ -102,6 +118,36 @@ def has_default_layout(inp: MeasureInput) -> bool:
     return mine is not None and mine == default_layout(inp.target, inp.task.workload)
 
 
+@dataclass(frozen=True)
+class Choice:
+    """The record of a workload that answers, and why (``explain``)."""
+
+    record: Record
+    #: one line: ``"the fastest record"``, ``"the untuned config: ... within the 5% margin"``, ...
+    why: str
+
+
+def is_untuned(config: ConfigSpace) -> bool:
+    """True when ``config`` is the untuned build's config of its task (a line marked ``"untuned"``)."""
+    return getattr(config, "untuned", None) is not None
+
+
+def mark_untuned(records: Iterable[Record]) -> None:
+    """Mark every record of a config that one record marks untuned (a re-measurement of the untuned
+    config counts as it does).
+
+    Parameters
+    ----------
+    records : iterable of (MeasureInput, MeasureResult)
+        Records of one task (configs are told apart by index).
+    """
+    records = list(records)
+    marked = {int(inp.config.index): inp.config.untuned for inp, _ in records if is_untuned(inp.config)}
+    for inp, _ in records:
+        if int(inp.config.index) in marked and not is_untuned(inp.config):
+            inp.config.untuned = marked[int(inp.config.index)]
+
+
 def choose(candidates: Iterable[Record]) -> Record | None:
     """The record of one workload that answers (see the module docstring).
 
@@ -115,19 +161,68 @@ def choose(candidates: Iterable[Record]) -> Record | None:
     (MeasureInput, MeasureResult) or None
         None when there is no candidate.
     """
-    candidates = list(candidates)
-    if not candidates:
+    choice = explain(candidates)
+    return None if choice is None else choice.record
+
+
+def explain(candidates: Iterable[Record]) -> Choice | None:
+    """``choose``'s record with the reason it answers.
+
+    Parameters
+    ----------
+    candidates : iterable of (MeasureInput, MeasureResult)
+
+    Returns
+    -------
+    Choice or None
+        None when there is no candidate.
+    """
+    ranked = sorted(candidates, key=lambda pair: pair[1].mean_cost)  # stable: ties keep the first seen
+    if not ranked:
         return None
-    fastest = min(candidates, key=lambda pair: pair[1].mean_cost)
-    if len({layout_key(inp.config) for inp, _ in candidates}) < 2 or has_default_layout(fastest[0]):
-        return fastest
-    default = [pair for pair in candidates if has_default_layout(pair[0])]
-    if not default:
-        return fastest
-    best_default = min(default, key=lambda pair: pair[1].mean_cost)
-    if fastest[1].mean_cost < best_default[1].mean_cost * (1 - LAYOUT_MARGIN):
-        return fastest
-    return best_default
+    fastest = ranked[0]
+    several_layouts = len({layout_key(inp.config) for inp, _ in ranked}) > 1
+    if is_untuned(fastest[0].config):
+        return Choice(fastest, f"the untuned config ({fastest[0].config.untuned}), the fastest record")
+    if not any(is_untuned(inp.config) for inp, _ in ranked) and (
+            not several_layouts or has_default_layout(fastest[0])):
+        return Choice(fastest, "the fastest record")
+    standing = {id(pair): _standing(pair[0], several_layouts) for pair in ranked}
+    best: dict[int, Record] = {}
+    for pair in ranked:
+        best.setdefault(standing[id(pair)], pair)
+    for pair in ranked:
+        above = [best[s] for s in sorted(best) if s < standing[id(pair)]]
+        if all(pair[1].mean_cost < held[1].mean_cost * (1 - MARGIN) for held in above):
+            return Choice(pair, _why(pair, above, fastest))
+    raise AssertionError("the best record of the highest standing always answers")
+
+
+def _standing(inp: MeasureInput, several_layouts: bool) -> int:
+    """0: the untuned config; 1: the default layouts (of records in several layouts); 2: other."""
+    if is_untuned(inp.config):
+        return 0
+    return 1 if not several_layouts or has_default_layout(inp) else 2
+
+
+def _why(chosen: Record, above: list[Record], fastest: Record) -> str:
+    if chosen is fastest and not above:
+        return "the fastest record"
+    if chosen is fastest:
+        faster = min(1 - chosen[1].mean_cost / held[1].mean_cost for held in above)
+        return f"the fastest record, {faster:.1%} faster than the {_what(above[-1])}: more than the " \
+               f"{MARGIN:.0%} margin"
+    behind = 1 - fastest[1].mean_cost / chosen[1].mean_cost
+    what = _what(chosen)
+    return (f"the {what}: the fastest record (config {fastest[0].config.index}) is {behind:.1%} faster, "
+            f"within the {MARGIN:.0%} margin")
+
+
+def _what(pair: Record) -> str:
+    config = pair[0].config
+    if is_untuned(config):
+        return f"untuned config ({config.untuned})"
+    return "fastest record in the default layouts"
 
 
 class ChosenTable(dict):
@@ -141,6 +236,8 @@ class ChosenTable(dict):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._pending: dict[tuple, Callable[[], Iterable[Record]]] = {}
+        #: per key chosen among several standings: why its record answers (``Choice.why``)
+        self.why: dict[tuple, str | None] = {}
 
     def defer(self, key: tuple, candidates: Callable[[], Iterable[Record]]) -> None:
         """Choose the record of ``key`` among ``candidates()`` when it is first read."""
@@ -151,7 +248,9 @@ class ChosenTable(dict):
     def _settle(self, key: object) -> None:
         candidates = self._pending.pop(key, None)  # type: ignore[call-overload]
         if candidates is not None:
-            super().__setitem__(key, choose(candidates()))
+            choice = explain(candidates())
+            super().__setitem__(key, None if choice is None else choice.record)
+            self.why[key] = None if choice is None else choice.why
 
     def _settle_all(self) -> None:
         for key in list(self._pending):

@@ -5,9 +5,11 @@ build) gives each workload what ``ApplyHistoryBest()`` answers without records o
 record of the target's pre-tuned package (``log.tophub``), else the nearest package record's
 config (``log.nearest_record``), else the template's fallback config (``FallbackConfigEntity``:
 first entities, refined by the template's own fallback rules).  ``tune`` measures that config
-as a task's first trial, so the log always holds it: the best of the log (what
-``apply_history_best`` takes) is then never slower than the untuned build's config as measured
-by the same tuning run, and a short tune cannot make a network slower than not tuning at all.
+as a task's first trial, marked ``"untuned"`` in the log when its knobs are the untuned build's
+(``record.UNTUNED_SOURCES``), so the log always holds it: ``apply_history_best`` answers with it
+unless another record of the task is faster by more than ``layout_choice.MARGIN`` (timing noise
+and costs a kernel's own timing does not see), and a short tune does not make a network slower
+than not tuning at all.
 
 A fallback config is no index of the space (its index is -1, and a fallback split may give
 factors the space's filter leaves out); a package record's index was taken in the space of
@@ -131,6 +133,8 @@ def measure_untuned(task: Task, known: TaskHistory, measure_option: Any,
     found = untuned_config(task)
     if found is None or int(found.config.index) in known.configs:
         return []
+    if found.exact:  # the log line says so (``record.UNTUNED_SOURCES``): near-ties keep it
+        found.config.untuned = found.source
     inp = MeasureInput(task.target, task, found.config)
     old, GLOBAL_SCOPE.in_tuning = GLOBAL_SCOPE.in_tuning, True
     try:
