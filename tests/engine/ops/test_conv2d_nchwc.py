@@ -15,7 +15,13 @@ from tunecli.engine.log.task_records import denotes
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.nn import relu
-from tunecli.engine.ops.x86.conv2d_nchwc import CONV2D_NCHWC, infer_layout, register_block
+from tunecli.engine.ops.x86.conv2d_nchwc import (
+    CONV2D_NCHWC,
+    infer_layout,
+    output_channel_block,
+    register_block,
+    vector_ops,
+)
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -119,6 +125,26 @@ def test_fallback_config_is_tvms_on_avx512():
         CONV2D_NCHWC.kernel_call(one, *workload((1, 64, 56, 56), (256, 64, 1, 1), (1, 1), (0, 0, 0, 0)))
         assert one["tile_ow"].size == [2, 28] and one["tile_oh"].val == 1
         assert one["tile_oc"].size == [16, 16]
+
+
+@pytest.mark.parametrize(("channels", "lanes", "block"), [
+    (1000, 16, 40), (1000, 8, 8), (24, 16, 24), (40, 16, 40), (24, 8, 8), (96, 16, 16), (48, 16, 16),
+    (3, 16, 3), (10, 16, 10)])
+def test_fallback_channel_block_does_the_most_channels_per_vector_instruction(channels, lanes, block):
+    """A whole vector where it divides; otherwise the divisor of at most four vectors with the fewest
+    instructions per channel (24 on 16 lanes: 16 + 8 lanes for 24 channels, where blocks of 8 take
+    one half-empty vector per 8), the narrower on a tie."""
+    assert output_channel_block(channels, lanes) == block
+    assert vector_ops(40, 16) == 3 and vector_ops(16, 16) == 1 and vector_ops(12, 16) == 2
+
+
+def test_fallback_input_block_is_the_block_a_fallback_producer_writes():
+    with Target("llvm -mcpu=skylake-avx512"):
+        cfg = FallbackConfigEntity()
+        CONV2D_NCHWC.kernel_call(cfg, *workload((1, 24, 56, 56), (144, 24, 1, 1), (1, 1), (0, 0, 0, 0)))
+        producer = FallbackConfigEntity()
+        CONV2D_NCHWC.kernel_call(producer, *workload((1, 144, 56, 56), (24, 144, 1, 1), (1, 1), (0, 0, 0, 0)))
+    assert cfg["tile_ic"].size == [1, 24] and producer["tile_oc"].size == [1, 24]
 
 
 def test_fallback_register_tile_fits_sixteen_avx2_registers():

@@ -142,24 +142,35 @@ def largest_divisor(n: int, limit: int) -> int:
     return next(b for b in range(min(limit, n), 0, -1) if n % b == 0)
 
 
-def output_channel_block(oc: int, lanes: int) -> int:
-    """The output channels of a fallback block: a whole vector or half of one when it divides ``oc``,
-    else the largest divisor of ``oc`` within a vector.
+#: Widest fallback channel block, in vectors: wider blocks leave a register tile few columns.
+MAX_BLOCK_VECTORS = 4
 
-    A block that fills no vector evenly (10 of 1000 channels on 16 lanes) leaves lanes idle in
-    every multiply-add and store, where 8 fills half vectors exactly.
+
+def vector_ops(block: int, lanes: int) -> int:
+    """Vector instructions one ``block``-wide row of float32 takes: whole vectors, then a power-of-two
+    piece for each set bit of the remainder (how the compiler legalizes an odd-width vector)."""
+    return block // lanes + bin(block % lanes).count("1")
+
+
+def output_channel_block(oc: int, lanes: int) -> int:
+    """The channels of a fallback block: the divisor of ``oc`` (up to :data:`MAX_BLOCK_VECTORS`
+    vectors) that does the most channels per vector instruction, the narrower one on a tie.
+
+    A whole vector when it divides ``oc``; otherwise e.g. 24 channels on 16 lanes (a vector and a
+    half, 12 channels per instruction, where blocks of 8 do 8) and 40 of 1000 (13.3, where 8 does 8
+    and TVM's largest divisor within a vector, 10, does 5).
     """
-    for bn in (lanes, lanes // 2):
-        if bn > 1 and oc % bn == 0:
-            return bn
-    return largest_divisor(oc, lanes)
+    blocks = [b for b in range(1, min(oc, MAX_BLOCK_VECTORS * lanes) + 1) if oc % b == 0]
+    return max(blocks, key=lambda b: (b / vector_ops(b, lanes), -b))
 
 
 def _fallback_config(cfg: ConfigSpace, ic: int, oc: int, oh: int, ow: int, is_1x1: bool) -> None:
     """TVM's ``_fallback_schedule`` of ``conv2d_avx_common`` / ``conv2d_avx_1x1`` (its register tile
-    sized for the target's vector registers), with output channel blocks that fill vectors evenly."""
+    sized for the target's vector registers), with channel blocks of :func:`output_channel_block`
+    for the input too: the block a fallback producer of the data writes, so no layout transform
+    lies between two fallback convolutions."""
     oc_bn = output_channel_block(oc, fp32_lanes())
-    ic_bn = largest_divisor(ic, oc_bn)
+    ic_bn = output_channel_block(ic, fp32_lanes())
     cfg["tile_ic"] = SplitEntity([ic // ic_bn, ic_bn])
     cfg["tile_oc"] = SplitEntity([oc // oc_bn, oc_bn])
     if not is_1x1:

@@ -28,6 +28,7 @@ from tunecli.engine.ops.x86.conv2d_nchwc import (
     fallback_register_tile,
     fp32_lanes,
     logical_tensors,
+    output_channel_block,
     schedule_input_stages,
     tile_output,
 )
@@ -62,7 +63,8 @@ def _logical(data: te.Tensor, kernel: te.Tensor) -> tuple[tuple[int, ...], tuple
 def define_depthwise_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_hw: Sequence[int],
                                  strides: Any,
                                  padding: Any, dilation: Any) -> None:
-    """Define TVM's knobs; a fallback config gets TVM's default entities."""
+    """Define TVM's knobs; a fallback config gets TVM's default entities, except that its channel
+    block is ``conv2d_NCHWc.x86``'s (``output_channel_block``), the block its producer writes."""
     _, c, h, w = data_shape
     _, ow, _ = conv2d_output_shape((h, w), tuple(kernel_hw), strides, padding, dilation)
     cfg.define_split("tile_ic", c, num_outputs=2)
@@ -70,7 +72,7 @@ def define_depthwise_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], ke
     cfg.define_split("tile_ow", ow, num_outputs=2, filter=lambda y: y.size[-1] <= MAX_REG_N)
     cfg.define_knob("unroll_kw", [True, False])
     if cfg.is_fallback:
-        oc_bn = next(b for b in range(min(fp32_lanes(), c), 0, -1) if c % b == 0)
+        oc_bn = output_channel_block(c, fp32_lanes())
         reg_n = next(n for n in range(min(fallback_register_tile(), ow), 0, -1) if ow % n == 0)
         cfg["tile_ic"] = SplitEntity([c // oc_bn, oc_bn])
         cfg["tile_oc"] = SplitEntity([c // oc_bn, oc_bn])
