@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ir import expr as E
 from tunecli.errors import ExprError
 
 from .dense import clamped, unpad
@@ -48,11 +48,11 @@ def batch_matmul(tensor_a: te.Tensor, tensor_b: te.Tensor, oshape: Sequence[int]
     out_dtype = tensor_a.dtype if out_dtype is None else out_dtype
     k = te.reduce_axis((0, ka), name="k")
 
-    def _a(b: Any, i: Any) -> Any:
+    def _a(b: E.Expr, i: E.Expr) -> E.Expr:
         b = b if ab != 1 else 0
         return tensor_a[b, k, i] if transpose_a else tensor_a[b, i, k]
 
-    def _b(b: Any, j: Any) -> Any:
+    def _b(b: E.Expr, j: E.Expr) -> E.Expr:
         b = b if bb != 1 else 0
         return tensor_b[b, j, k] if transpose_b else tensor_b[b, k, j]
 
@@ -105,23 +105,23 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
     out_dtype = x.dtype if out_dtype is None else out_dtype
     k = te.reduce_axis((0, kdim), name="k")
 
-    def _x(b: Any, i: Any) -> Any:
+    def _x(b: E.Expr, i: E.Expr) -> E.Expr:
         b = b if xb != 1 else 0
         return x[b, k, i] if transpose_a else x[b, i, k]
 
     padded = -(-n // bn) * bn
     if transpose_b or padded != n:
-        def _panel(b: Any, z: Any, kk: Any, v: Any) -> Any:
+        def _panel(b: E.Expr, z: E.Expr, kk: E.Expr, v: E.Expr) -> E.Expr:
             j = z * bn + v if padded == n else clamped(z * bn + v, n)
             return y[b, j, kk] if transpose_b else y[b, kk, j]
 
         packed = te.compute((yb, padded // bn, kdim, bn), _panel, name="packed_y",
                             tag="injective,layout_transform")
 
-        def _y(b: Any, j: Any) -> Any:
+        def _y(b: E.Expr, j: E.Expr) -> E.Expr:
             return packed[b if yb != 1 else 0, j // bn, k, j % bn]
     else:
-        def _y(b: Any, j: Any) -> Any:
+        def _y(b: E.Expr, j: E.Expr) -> E.Expr:
             return y[b if yb != 1 else 0, k, j]
 
     product = te.compute(

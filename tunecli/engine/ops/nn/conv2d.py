@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine import te
-from tunecli.engine.te.window import conv2d_output_shape, pair
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, pair
 from tunecli.errors import ExprError
 
 from .pad import pad
 
 
-def pad_nchw_window(data: te.Tensor, kernel_hw: tuple[int, int], stride: Any, padding: Any, dilation: Any,
-                    name: str, skip_zero: bool = False) -> tuple[te.Tensor, int, int]:
+def pad_nchw_window(data: te.Tensor, kernel_hw: tuple[int, int], stride: IntPair, padding: Padding,
+                    dilation: IntPair, name: str, skip_zero: bool = False) -> tuple[te.Tensor, int, int]:
     """Pad H and W (axes 2 and 3) of an NCHW or channel-blocked ``NCHW{c}c`` tensor for a 2-D window
     op; return ``(padded, out_height, out_width)``.  With ``skip_zero``, zero padding returns
     ``data`` itself (no padding stage)."""
@@ -24,7 +22,7 @@ def pad_nchw_window(data: te.Tensor, kernel_hw: tuple[int, int], stride: Any, pa
     return pad(data, [0, 0, top, left, *block], [0, 0, bottom, right, *block], name=name), out_h, out_w
 
 
-def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, dilation: Any,
+def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: IntPair, padding: Padding, dilation: IntPair,
                 out_dtype: str | None = None) -> te.Tensor:
     """Convolution of an NCHW input with an OIHW filter.
 
@@ -69,7 +67,7 @@ def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, 
     )
 
 
-def conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any, dilation: Any,
+def conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: IntPair, padding: Padding, dilation: IntPair,
                  layout: str = "NCHW", out_layout: str = "NCHW", out_dtype: str | None = None) -> te.Tensor:
     """Convolution of channel-blocked data with a packed kernel (TVM's ``topi.nn.conv2d_NCHWc``).
 

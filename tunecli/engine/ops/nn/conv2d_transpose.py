@@ -9,18 +9,16 @@ and ``output_padding`` (rows and columns added at the bottom and right, each bel
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
-from tunecli.engine.te.window import get_pad_tuple, pair
+from tunecli.engine.te.window import IntPair, Padding, get_pad_tuple, pair
 from tunecli.errors import ExprError
 
 
 def spread_padding(
-    kernel_hw: tuple[int, int], padding: Any, output_padding: Any
+    kernel_hw: tuple[int, int], padding: Padding, output_padding: IntPair
 ) -> tuple[int, int, int, int]:
     """``(top, left, bottom, right)`` zeros around the spread data of a transposed convolution."""
     kh, kw = kernel_hw
@@ -32,9 +30,8 @@ def spread_padding(
     return pads
 
 
-def transpose_output_shape(
-    data_hw: tuple[int, int], kernel_hw: tuple[int, int], strides: Any, padding: Any, output_padding: Any
-) -> tuple[int, int]:
+def transpose_output_shape(data_hw: tuple[int, int], kernel_hw: tuple[int, int], strides: IntPair,
+                           padding: Padding, output_padding: IntPair) -> tuple[int, int]:
     """``(OH, OW)`` of a transposed convolution (ExprError for an output padding not below its stride)."""
     (sh, sw), (oph, opw) = pair(strides, "strides"), pair(output_padding, "output_padding")
     if not (0 <= oph < sh and 0 <= opw < sw):
@@ -49,7 +46,7 @@ def transpose_output_shape(
 
 
 def spread_data(
-    data: te.Tensor, kernel_hw: tuple[int, int], strides: Any, padding: Any, output_padding: Any
+    data: te.Tensor, kernel_hw: tuple[int, int], strides: IntPair, padding: Padding, output_padding: IntPair
 ) -> te.Tensor:
     """``data [N, C, H, W]`` spread ``strides`` apart and padded: the input of the direct convolution."""
     n, c, h, w = data.shape
@@ -57,7 +54,7 @@ def spread_data(
     top, left, bottom, right = spread_padding(kernel_hw, padding, output_padding)
     shape = (n, c, (h - 1) * sh + 1 + top + bottom, (w - 1) * sw + 1 + left + right)
 
-    def body(b: Any, i: Any, y: Any, x: Any) -> Any:
+    def body(b: E.Expr, i: E.Expr, y: E.Expr, x: E.Expr) -> E.Expr:
         py, px = y - top, x - left
         iy, ix = te.floordiv(py, sh), te.floordiv(px, sw)
         inside = te.all(py >= 0, px >= 0, te.floormod(py, sh) == 0, te.floormod(px, sw) == 0, iy < h, ix < w)
@@ -80,10 +77,10 @@ def turned_kernel(kernel: te.Tensor) -> te.Tensor:
 def conv2d_transpose_nchw_python(
     data: np.ndarray,
     kernel: np.ndarray,
-    strides: Any,
-    padding: Any,
+    strides: IntPair,
+    padding: Padding,
     out_dtype: str | None = None,
-    output_padding: Any = (0, 0),
+    output_padding: IntPair = (0, 0),
 ) -> np.ndarray:
     """numpy reference: every input pixel scatters ``kernel`` into the output, then the padding is cut."""
     out_dtype = out_dtype or str(data.dtype)

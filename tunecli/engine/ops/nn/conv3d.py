@@ -8,7 +8,7 @@ both sides each) or six (front, top, left, back, bottom, right).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
@@ -16,8 +16,13 @@ from tunecli.engine import te
 from tunecli.engine.ops.nn.pad import pad
 from tunecli.errors import ExprError
 
+#: An int for all three axes, or a (depth, height, width) triple.
+IntTriple: TypeAlias = "int | Sequence[int]"
+#: A 3-D padding: an int, (depth, height, width), or (front, top, left, back, bottom, right).
+Padding3d: TypeAlias = "int | Sequence[int]"
 
-def triple(value: Any, what: str) -> tuple[int, int, int]:
+
+def triple(value: IntTriple, what: str) -> tuple[int, int, int]:
     """An int or three ints as ``(depth, height, width)`` (ExprError naming ``what`` otherwise)."""
     values = (value,) * 3 if isinstance(value, (int, np.integer)) else tuple(value)
     if len(values) != 3 or not all(isinstance(v, (int, np.integer)) for v in values):
@@ -25,7 +30,7 @@ def triple(value: Any, what: str) -> tuple[int, int, int]:
     return int(values[0]), int(values[1]), int(values[2])
 
 
-def pad_tuple3d(padding: Any) -> tuple[int, int, int, int, int, int]:
+def pad_tuple3d(padding: Padding3d) -> tuple[int, int, int, int, int, int]:
     """``(front, top, left, back, bottom, right)`` of a 3-D window's ``padding`` (1, 3 or 6 numbers)."""
     values = (padding,) if isinstance(padding, (int, np.integer)) else tuple(padding)
     if len(values) == 1:
@@ -37,9 +42,8 @@ def pad_tuple3d(padding: Any) -> tuple[int, int, int, int, int, int]:
     return tuple(int(v) for v in values)  # type: ignore[return-value]
 
 
-def conv3d_output_shape(
-    in_dhw: Sequence[int], kernel_dhw: Sequence[int], strides: Any, padding: Any, dilation: Any
-) -> tuple[int, int, int]:
+def conv3d_output_shape(in_dhw: Sequence[int], kernel_dhw: Sequence[int], strides: IntTriple,
+                        padding: Padding3d, dilation: IntTriple) -> tuple[int, int, int]:
     """``(OD, OH, OW)`` of a 3-D convolution (ExprError when the window does not fit)."""
     pads = pad_tuple3d(padding)
     s, d = triple(strides, "strides"), triple(dilation, "dilation")
@@ -55,7 +59,7 @@ def conv3d_output_shape(
     return out  # type: ignore[return-value]
 
 
-def pad_ncdhw(data: te.Tensor, padding: Any, name: str = "data_pad") -> te.Tensor:
+def pad_ncdhw(data: te.Tensor, padding: Padding3d, name: str = "data_pad") -> te.Tensor:
     """``data [N, C, D, H, W]`` padded with zeros (itself when there is no padding)."""
     pads = pad_tuple3d(padding)
     if not any(pads):
@@ -66,9 +70,9 @@ def pad_ncdhw(data: te.Tensor, padding: Any, name: str = "data_pad") -> te.Tenso
 def conv3d_ncdhw(
     data: te.Tensor,
     kernel: te.Tensor,
-    strides: Any,
-    padding: Any,
-    dilation: Any,
+    strides: IntTriple,
+    padding: Padding3d,
+    dilation: IntTriple,
     out_dtype: str | None = None,
 ) -> te.Tensor:
     """``data [N, C, D, H, W]`` convolved with ``kernel [O, C, KD, KH, KW]``: ``[N, O, OD, OH, OW]``."""
@@ -95,9 +99,9 @@ def conv3d_ncdhw(
 def conv3d_ncdhw_python(
     data: np.ndarray,
     kernel: np.ndarray,
-    strides: Any,
-    padding: Any,
-    dilation: Any = 1,
+    strides: IntTriple,
+    padding: Padding3d,
+    dilation: IntTriple = 1,
     out_dtype: str | None = None,
 ) -> np.ndarray:
     """numpy reference of :func:`conv3d_ncdhw` (accumulating in float64, or int64 for ints)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
@@ -60,7 +59,7 @@ def pack_weight(weight: te.Tensor, bn: int, name: str = "packed_weight",
     if bn < 1 or panels * bn < n:
         raise ExprError(f"pack_weight: {panels} panels of {bn} do not hold {n} rows")
 
-    def panel(z: Any, y: Any, x: Any) -> Any:
+    def panel(z: E.Expr, y: E.Expr, x: E.Expr) -> E.Expr:
         row = z * bn + x
         return weight[row if panels * bn == n else clamped(row, n), y]
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine import te
-from tunecli.engine.te.window import pair
+from tunecli.engine.ir import expr as E
+from tunecli.engine.te.window import IntPair, Padding, pair
 from tunecli.errors import ExprError
 
 from .conv2d import pad_nchw_window
 
 
-def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padding: Any, dilation: Any,
-                          out_dtype: str | None = None) -> te.Tensor:
+def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: IntPair, padding: Padding,
+                          dilation: IntPair, out_dtype: str | None = None) -> te.Tensor:
     """Depthwise convolution: every input channel has ``channel_multiplier`` filters of its own.
 
     Parameters
@@ -57,8 +56,8 @@ def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: Any, padd
     )
 
 
-def depthwise_conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any, dilation: Any,
-                           layout: str = "NCHW", out_layout: str = "NCHW",
+def depthwise_conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: IntPair, padding: Padding,
+                           dilation: IntPair, layout: str = "NCHW", out_layout: str = "NCHW",
                            out_dtype: str | None = None) -> te.Tensor:
     """Depthwise convolution of channel-blocked data (TVM's ``depthwise_conv2d_NCHWc``, multiplier 1).
 
@@ -96,13 +95,13 @@ def depthwise_conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: Any, padd
     rkh = te.reduce_axis((0, kh), name="kh")
     rkw = te.reduce_axis((0, kw), name="kw")
 
-    def channel(oc: Any, ob: Any) -> tuple[Any, Any]:
+    def channel(oc: E.Expr, ob: E.Expr) -> tuple[E.Expr, E.Expr]:
         if ic_bn == oc_bn:  # the same blocks: no index arithmetic
             return oc, ob
         c = oc * oc_bn + ob
         return c // ic_bn, c % ic_bn
 
-    def body(b: Any, oc: Any, y: Any, x: Any, ob: Any) -> Any:
+    def body(b: E.Expr, oc: E.Expr, y: E.Expr, x: E.Expr, ob: E.Expr) -> E.Expr:
         cc, cb = channel(oc, ob)
         return te.sum(data_pad[b, cc, y * sh + rkh * dh, x * sw + rkw * dw, cb].astype(out_dtype)
                       * kernel[oc, 0, rkh, rkw, 0, ob].astype(out_dtype), axis=[rkh, rkw])

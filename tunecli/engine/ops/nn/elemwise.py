@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
 from tunecli.errors import ExprError
@@ -28,14 +26,14 @@ def broadcast_shape(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, ..
     return tuple(out)
 
 
-def _read(t: Any, out_shape: tuple[int, ...], idx: tuple[E.Expr, ...]) -> E.Expr:
+def _read(t: te.Tensor | E.ExprLike, out_shape: tuple[int, ...], idx: tuple[E.Expr, ...]) -> E.Expr:
     if not isinstance(t, te.Tensor):
         return E.convert(t)
     skip = len(out_shape) - len(t.shape)
     return t(*[idx[skip + d] if t.shape[d] != 1 else 0 for d in range(len(t.shape))])
 
 
-def add(lhs: Any, rhs: Any) -> te.Tensor | E.Expr:
+def add(lhs: te.Tensor | E.ExprLike, rhs: te.Tensor | E.ExprLike) -> te.Tensor | E.Expr:
     """``lhs + rhs`` with numpy broadcasting; either side may be a scalar.
 
     Parameters

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
@@ -12,7 +11,7 @@ from tunecli.errors import ExprError
 
 
 def pad(data: te.Tensor, pad_before: Sequence[int], pad_after: Sequence[int] | None = None,
-        pad_value: Any = 0, name: str = "PadInput") -> te.Tensor:
+        pad_value: E.ExprLike = 0, name: str = "PadInput") -> te.Tensor:
     """Pad ``data`` with ``pad_value`` on both sides of every dimension.
 
     Parameters
@@ -43,7 +42,7 @@ def pad(data: te.Tensor, pad_before: Sequence[int], pad_after: Sequence[int] | N
     value = pad_value if isinstance(pad_value, E.Expr) else E.const(pad_value, data.dtype)
     value = E.cast(data.dtype, value)
 
-    def _pad(*indices: Any) -> E.Expr:
+    def _pad(*indices: E.Expr) -> E.Expr:
         not_zero = []
         index_tuple = []
         for i in range(n):

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
-from tunecli.engine.te.window import pair, pool2d_output_shape
+from tunecli.engine.te.window import IntPair, Padding, pair, pool2d_output_shape
 from tunecli.errors import ExprError
 
 from .pad import pad
 
 
-def pool2d(data: te.Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str = "max",
-           ceil_mode: bool = False, layout: str = "NCHW", out_layout: str = "",
+def pool2d(data: te.Tensor, kernel: IntPair, stride: IntPair, dilation: IntPair, padding: Padding,
+           pool_type: str = "max", ceil_mode: bool = False, layout: str = "NCHW", out_layout: str = "",
            count_include_pad: bool = True) -> te.Tensor:
     """Max or average pooling over the H and W axes of an NCHW (or NCHW{b}c) tensor.
 
