@@ -10,7 +10,6 @@ stage (as TVM's ``schedule_conv2d_nchw`` does with ``s.outputs[0]``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.schedule import Schedule, create_schedule
@@ -106,7 +105,8 @@ def output_through_epilogue(s: Schedule, outs: Sequence[te.Tensor], epilogue: te
     return epilogue
 
 
-def output_and_accumulator(s: Schedule, out: te.Tensor, epilogue: te.Tensor | None) -> tuple[Any, Any]:
+def output_and_accumulator(s: Schedule, out: te.Tensor,
+                           epilogue: te.Tensor | None) -> tuple[te.Tensor, te.Tensor]:
     """The stage that writes the result and the stage that accumulates the anchor's reduction.
 
     Without an epilogue the anchor's output ``out`` writes the result and accumulates in a

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -37,9 +36,10 @@ from tunecli.engine.ops.cuda.conv2d_tutorial import schedule_conv2d_no_batching_
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, output_and_accumulator
 from tunecli.engine.ops.nn.conv2d import conv2d_nchw
 from tunecli.engine.ops.strategy import OpCall, Strategy
-from tunecli.engine.schedule import Schedule
+from tunecli.engine.schedule import Schedule, Stage
 from tunecli.engine.target import Target
 from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.te.window import IntPair, Padding
 from tunecli.errors import InstantiationError
 
 
@@ -90,8 +90,8 @@ MATMUL = Strategy(
     summary="TVM's `tune_simple_template` tutorial", plevel=0, baseline=baseline.MATMUL)
 
 
-def declare_conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: int, stride: Any,
-                               padding: Any) -> OpCall:
+def declare_conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int, KW: int, stride: IntPair,
+                               padding: Padding) -> OpCall:
     """``data [N, CI, H, W]`` and ``kernel [CO, CI, KH, KW]`` float32 placeholders (N must be 1)."""
     if N != 1:
         raise InstantiationError(f"tutorial/conv2d_no_batching: only batch size 1 is supported, got {N}")
@@ -100,8 +100,8 @@ def declare_conv2d_no_batching(N: int, H: int, W: int, CO: int, CI: int, KH: int
     return OpCall((data, kernel), {"stride": stride, "padding": padding})
 
 
-def conv2d_no_batching_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
-                               padding: Any) -> te.Tensor:
+def conv2d_no_batching_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                               padding: Padding) -> te.Tensor:
     """``nn.conv2d_nchw`` in float32 (the knobs are defined by the schedule)."""
     conv = conv2d_nchw(data, kernel, stride, padding, dilation=1, out_dtype="float32")
     n, ci, co, (kh, kw) = data.shape[0], data.shape[1], kernel.shape[0], kernel.shape[2:]
@@ -167,7 +167,7 @@ CONV2D_NO_BATCHING = Strategy(
     summary="TVM's conv2d tutorial", plevel=0, baseline=baseline.CONV2D_NCHW)
 
 
-def _unroll_innermost(stage: Any, loops: list[tuple[Any, int]], max_step: int) -> None:
+def _unroll_innermost(stage: Stage, loops: list[tuple[te.IterVar, int]], max_step: int) -> None:
     """Unroll ``loops`` (innermost first) while the product of their extents is <= ``max_step``."""
     total = 1
     for axis, extent in loops:

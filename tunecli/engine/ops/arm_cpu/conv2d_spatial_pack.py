@@ -26,7 +26,6 @@ as ``["TENSOR", shape, dtype]`` in a job or a log, padding as TVM writes it, e.g
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -36,26 +35,27 @@ from tunecli.engine.ops.nn.pad import pad
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.te.window import conv2d_output_shape, pair
+from tunecli.engine.task.workload_args import TaskArg
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, pair
 
 
-def as_placeholder(value: Any, name: str) -> te.Tensor:
+def as_placeholder(value: TaskArg, name: str) -> te.Tensor:
     """A tensor argument of a TVM-style template: a tensor, or ``("TENSOR", shape, dtype)``."""
     if isinstance(value, (tuple, list)) and len(value) == 3 and value[0] == "TENSOR":
         return te.placeholder(tuple(int(d) for d in value[1]), dtype=str(value[2]), name=name)
     return value
 
 
-def declare_conv2d_spatial_pack(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = 1,
-                                out_dtype: str = "float32") -> OpCall:
+def declare_conv2d_spatial_pack(data: TaskArg, kernel: TaskArg, strides: IntPair, padding: Padding,
+                                dilation: IntPair = 1, out_dtype: str = "float32") -> OpCall:
     """``data [N, CI, H, W]`` and ``kernel [CO, CI, KH, KW]`` and the window attributes (TVM's order)."""
     return OpCall((as_placeholder(data, "data"), as_placeholder(kernel, "kernel")),
                   {"stride": strides, "padding": padding, "dilation": dilation, "out_dtype": out_dtype})
 
 
-def conv2d_spatial_pack_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
-                                padding: Any,
-                                dilation: Any, out_dtype: str) -> te.Tensor:
+def conv2d_spatial_pack_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                                padding: Padding,
+                                dilation: IntPair, out_dtype: str) -> te.Tensor:
     """TVM's knobs (module docstring), then the packed convolution; returns the unpacked output."""
     N, CI, IH, IW = (int(d) for d in data.shape)
     CO, _, KH, KW = (int(d) for d in kernel.shape)

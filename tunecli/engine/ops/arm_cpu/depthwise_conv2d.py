@@ -17,7 +17,6 @@ dilation, out_dtype`` (``data [N, C, H, W]``, ``kernel [C, multiplier, KH, KW]``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -28,19 +27,20 @@ from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.te.window import conv2d_output_shape
+from tunecli.engine.task.workload_args import TaskArg
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape
 
 
-def declare_depthwise_conv2d(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = 1,
-                             out_dtype: str = "float32") -> OpCall:
+def declare_depthwise_conv2d(data: TaskArg, kernel: TaskArg, strides: IntPair, padding: Padding,
+                             dilation: IntPair = 1, out_dtype: str = "float32") -> OpCall:
     """``data [N, C, H, W]``, ``kernel [C, multiplier, KH, KW]`` and the window attributes (TVM's order)."""
     return OpCall((as_placeholder(data, "data"), as_placeholder(kernel, "kernel")),
                   {"stride": strides, "padding": padding, "dilation": dilation, "out_dtype": out_dtype})
 
 
-def depthwise_conv2d_arm_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
-                                 padding: Any,
-                                 dilation: Any, out_dtype: str) -> te.Tensor:
+def depthwise_conv2d_arm_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                                 padding: Padding,
+                                 dilation: IntPair, out_dtype: str) -> te.Tensor:
     """TVM's knobs (module docstring) on the output's axes, then ``nn.depthwise_conv2d_nchw``."""
     n, c, h, w = (int(d) for d in data.shape)
     _, multiplier, kh, kw = (int(d) for d in kernel.shape)

@@ -19,7 +19,6 @@ Template arguments are TVM's workload: ``data, kernel, strides, padding, dilatio
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -36,6 +35,7 @@ from tunecli.engine.ops.nn.conv2d import conv2d_nchw
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity
+from tunecli.engine.te.window import IntPair, Padding
 
 declare_conv2d_cuda = declare_conv2d_spatial_pack
 
@@ -61,8 +61,8 @@ def define_conv2d_cuda_space(cfg: ConfigSpace, f: int, y: int, x: int, rc: int, 
         cfg["unroll_explicit"] = OtherOptionEntity(1)
 
 
-def conv2d_cuda_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
-                        dilation: Any, out_dtype: str) -> te.Tensor:
+def conv2d_cuda_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                        padding: Padding, dilation: IntPair, out_dtype: str) -> te.Tensor:
     """``nn.conv2d_nchw``, with TVM's knobs defined on its axes and its FLOPs counted."""
     conv = conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype)
     n, co, oh, ow = (int(d) for d in conv.shape)

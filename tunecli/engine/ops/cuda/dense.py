@@ -16,7 +16,6 @@ Template arguments are TVM's workload: ``data, weight, bias, out_dtype`` with ``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -27,10 +26,12 @@ from tunecli.engine.ops.nn.dense import dense
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace, SplitEntity
+from tunecli.engine.task.workload_args import TaskArg
 from tunecli.errors import InstantiationError
 
 
-def declare_dense_gpu(data: Any, weight: Any, bias: Any = None, out_dtype: str = "float32") -> OpCall:
+def declare_dense_gpu(data: TaskArg, weight: TaskArg, bias: TaskArg = None,
+                      out_dtype: str = "float32") -> OpCall:
     """TVM's dense workload: ``data [M, K]``, ``weight [N, K]``, no bias."""
     if bias is not None:
         raise InstantiationError("dense_small_batch.gpu: give the bias as an epilogue, not in the workload "

@@ -18,7 +18,6 @@ int32.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
@@ -28,6 +27,7 @@ from tunecli.engine.ops.nn.dense import dense
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.workload_args import TaskArg
 from tunecli.errors import InstantiationError
 
 NAME = "dense_int8.cuda"
@@ -38,7 +38,8 @@ def reduction_unit(k: int) -> int:
     return 16 if k % 16 == 0 else 4
 
 
-def declare_dense_int8(data: Any, weight: Any, bias: Any = None, out_dtype: str = "int32") -> OpCall:
+def declare_dense_int8(data: TaskArg, weight: TaskArg, bias: TaskArg = None,
+                       out_dtype: str = "int32") -> OpCall:
     """TVM's dense workload of int8 operands: ``data [M, K]``, ``weight [N, K]``, K a multiple of 4."""
     if bias is not None:
         raise InstantiationError(f"{NAME}: give the bias as an epilogue, not in the workload (TVM's "

@@ -17,7 +17,6 @@ Template arguments are TVM's workload: ``data, kernel, strides, padding, dilatio
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -29,11 +28,12 @@ from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity
+from tunecli.engine.te.window import IntPair, Padding
 
 
-def depthwise_conv2d_cuda_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
-                                  padding: Any,
-                                  dilation: Any, out_dtype: str) -> te.Tensor:
+def depthwise_conv2d_cuda_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                                  padding: Padding,
+                                  dilation: IntPair, out_dtype: str) -> te.Tensor:
     """``nn.depthwise_conv2d_nchw``, with TVM's knobs defined on its output axes."""
     conv = depthwise_conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype)
     n, c, oh, ow = (int(d) for d in conv.shape)

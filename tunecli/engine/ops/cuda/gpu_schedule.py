@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine import te
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
@@ -20,7 +18,8 @@ def inline_padding(s: Schedule, padded: te.Tensor) -> None:
         s[padded].compute_inline()
 
 
-def bind_output_tiles(cfg: ConfigSpace, s: Schedule, output: te.Tensor) -> tuple[Any, Any, Any]:
+def bind_output_tiles(cfg: ConfigSpace, s: Schedule,
+                      output: te.Tensor) -> tuple[te.IterVar, te.IterVar, te.IterVar]:
     """TVM's NCHW output tiling: ``tile_f/y/x`` split each axis into (block, vthread, thread, inner).
 
     Binds them to ``blockIdx.z/y/x``, ``vthread`` and ``threadIdx.z/y/x``, orders the loops
@@ -41,7 +40,7 @@ def bind_output_tiles(cfg: ConfigSpace, s: Schedule, output: te.Tensor) -> tuple
     return kernel_scope, bx, tx
 
 
-def unroll_pragmas(cfg: ConfigSpace, s: Schedule, output: te.Tensor, kernel_scope: Any) -> None:
+def unroll_pragmas(cfg: ConfigSpace, s: Schedule, output: te.Tensor, kernel_scope: te.IterVar) -> None:
     """The ``auto_unroll_max_step`` and ``unroll_explicit`` knobs as pragmas on ``kernel_scope``."""
     s[output].pragma(kernel_scope, "auto_unroll_max_step", cfg["auto_unroll_max_step"].val)
     s[output].pragma(kernel_scope, "unroll_explicit", cfg["unroll_explicit"].val)

@@ -17,8 +17,6 @@ convolution is a task of its own, one per distinct layer as in TVM.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine import te
 from tunecli.engine.ops.nn.conv2d_transpose import (
     conv2d_transpose_nchw_python,
@@ -30,6 +28,8 @@ from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv_blocked import blocked_conv, define_blocked_space, schedule_blocked
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.task import deserialize_args
+from tunecli.engine.task.workload_args import TaskArg
+from tunecli.engine.te.window import IntPair, Padding
 from tunecli.errors import InstantiationError
 
 MAX_REG_N = 64  # conv2d_NCHWc.x86's filter on the inner tile_ow factor
@@ -37,12 +37,12 @@ FALLBACK_REG_N = 8
 
 
 def declare_conv2d_transpose_nchw(
-    data: Any,
-    kernel: Any,
-    strides: Any,
-    padding: Any,
+    data: TaskArg,
+    kernel: TaskArg,
+    strides: IntPair,
+    padding: Padding,
     out_dtype: str = "float32",
-    output_padding: Any = (0, 0),
+    output_padding: IntPair = (0, 0),
 ) -> OpCall:
     """TVM's workload of ``conv2d_transpose_nchw.x86``: ``data [N, C, H, W]``, ``kernel [C, O, KH, KW]``."""
     data, kernel = deserialize_args((data, kernel))
@@ -61,10 +61,10 @@ def conv2d_transpose_x86_compute(
     cfg: ConfigSpace,
     data: te.Tensor,
     kernel: te.Tensor,
-    strides: Any,
-    padding: Any,
+    strides: IntPair,
+    padding: Padding,
     out_dtype: str,
-    output_padding: Any,
+    output_padding: IntPair,
 ) -> te.Tensor:
     """Define the knobs, then the blocked direct convolution of the spread data."""
     n, ic, h, w = data.shape

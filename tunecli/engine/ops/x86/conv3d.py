@@ -13,23 +13,28 @@ root).  int8 data and kernel with ``out_dtype="int32"`` accumulate in int32.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine import te
-from tunecli.engine.ops.nn.conv3d import conv3d_ncdhw_python, conv3d_output_shape, pad_ncdhw, triple
+from tunecli.engine.ops.nn.conv3d import (
+    IntTriple,
+    Padding3d,
+    conv3d_ncdhw_python,
+    conv3d_output_shape,
+    pad_ncdhw,
+    triple,
+)
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv_blocked import blocked_conv, define_blocked_space, schedule_blocked
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.task import deserialize_args
+from tunecli.engine.task.workload_args import TaskArg
 from tunecli.errors import InstantiationError
 
 MAX_REG_N = 8  # TVM's filter on the inner tile_ow factor
 FALLBACK_REG_N = 7  # TVM's largest fallback register tile
 
 
-def declare_conv3d_ncdhw(
-    data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1, 1), out_dtype: str = "float32"
-) -> OpCall:
+def declare_conv3d_ncdhw(data: TaskArg, kernel: TaskArg, strides: IntTriple, padding: Padding3d,
+                         dilation: IntTriple = (1, 1, 1), out_dtype: str = "float32") -> OpCall:
     """TVM's workload of ``conv3d_ncdhw.x86``: ``data [N, C, D, H, W]``, ``kernel [O, C, KD, KH, KW]``."""
     data, kernel = deserialize_args((data, kernel))
     if len(data.shape) != 5 or len(kernel.shape) != 5 or data.shape[1] != kernel.shape[1]:
@@ -42,10 +47,8 @@ def declare_conv3d_ncdhw(
     )
 
 
-def conv3d_ncdhw_x86_compute(
-    cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, strides: Any, padding: Any, dilation: Any,
-    out_dtype: str,
-) -> te.Tensor:
+def conv3d_ncdhw_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, strides: IntTriple,
+                             padding: Padding3d, dilation: IntTriple, out_dtype: str) -> te.Tensor:
     """Define the knobs, then the blocked convolution of the padded input."""
     n, ic = data.shape[:2]
     oc, _, *window = kernel.shape

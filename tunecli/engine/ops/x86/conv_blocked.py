@@ -17,9 +17,9 @@ axis unrolled inside the channel chunk).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
+from tunecli.engine.ir import expr as E
 from tunecli.engine.ops.epilogue import create_group_schedule, output_through_epilogue
 from tunecli.engine.ops.x86.conv2d_nchwc import largest_divisor
 from tunecli.engine.schedule import Schedule
@@ -94,7 +94,7 @@ def blocked_conv(
     rc = te.reduce_axis((0, c), name="ic")
     rk = [te.reduce_axis((0, k), name=f"k{axis}") for axis, k in enumerate(window)]
 
-    def conv_body(b: Any, f: Any, *rest: Any) -> Any:
+    def conv_body(b: E.Expr, f: E.Expr, *rest: E.Expr) -> E.Expr:
         pos = [rest[a] * strides[a] + rk[a] * dilation[a] for a in range(rank)]
         return te.sum(
             data[(b, rc, *pos)].astype(out_dtype) * kernel_vec[(f, rc, *rk, rest[-1])].astype(out_dtype),

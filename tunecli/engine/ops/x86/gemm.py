@@ -9,9 +9,10 @@ vector registers).  Knobs (first defined varies fastest in the flat index):
 ``tile_y``  split of M into ``[-1, tiles per task, MR]`` (MR <= 16)
 ``tile_x``  split of N into ``[-1, tiles per task, NR]`` (NR a multiple of 16 up to 64 when N allows)
 ``tile_k``  split of K into ``[-1, kk]`` (kk <= 16, the unroll factor of the reduction)
-``parallel``  0/1: run the fused outer tile loop (and the packing) on all cores; a product of at
-            least ``PARALLEL_MIN_MACS`` multiply-adds with more than one outer tile runs it in
-            parallel either way (``runs_parallel``)
+``parallel``  0/1: run the fused outer tile loop (and the packing) on all cores; a choice only
+            for a product of fewer than ``PARALLEL_MIN_MACS`` multiply-adds, where waking the
+            threads may cost more than they save; a larger one has the single value 1 and runs
+            its tiles in parallel whenever there are several (``parallel_choices``, ``runs_parallel``)
 ``unroll_k``  0/1: unroll the inner ``kk`` reduction loop
 
 A ragged M (``ragged_rows``: a prime sequence length such as 197, whose divisors give one-row
@@ -31,8 +32,7 @@ panel once with several accumulators per ``k``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from tunecli.engine import te
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, output_and_accumulator
@@ -58,11 +58,12 @@ RAGGED_LANES = 8
 RAGGED_PANELS = (8, 16, 32, 48, 64)
 #: Tiles per task of a ragged split's candidates.
 RAGGED_TASK_TILES = (1, 2, 4, 8)
-#: Fewest multiply-adds (``M * N * K``) for which a fallback config runs in parallel.
+#: Fewest multiply-adds (``M * N * K``) for which a product always runs its tiles in parallel
+#: (below, a fallback config runs serial and a tuned one as its ``parallel`` knob says).
 PARALLEL_MIN_MACS = 1 << 18
 
 
-def panel_filter(n: int) -> Any:
+def panel_filter(n: int) -> Callable[[SplitEntity], bool]:
     """Filter for the innermost ``tile_x`` factor: vector-friendly panel widths for ``n``."""
     aligned = any(n % w == 0 for w in range(PANEL_LANES, MAX_PANEL + 1, PANEL_LANES))
     if aligned:
@@ -86,7 +87,7 @@ def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
     else:
         cfg.define_split("tile_x", n, num_outputs=3, filter=panel_ok)
     cfg.define_split("tile_k", k, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_KK)
-    cfg.define_knob("parallel", [0, 1])
+    cfg.define_knob("parallel", parallel_choices(m, n, k))
     cfg.define_knob("unroll_k", [0, 1])
     if cfg.is_fallback:
         panels = [w for w in panel_widths(n, MAX_PANEL) if panel_ok(SplitEntity([-1, 1, w]))]
@@ -97,8 +98,7 @@ def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
         cfg["tile_y"] = SplitEntity([-(-m // mr), 1, mr])
         cfg["tile_x"] = SplitEntity([-(-n // nr), 1, nr])
         cfg["tile_k"] = SplitEntity([k // kk, kk])
-        tiles = -(-m // mr) * -(-n // nr)
-        cfg["parallel"] = OtherOptionEntity(int(tiles > 1 and m * n * k >= PARALLEL_MIN_MACS))
+        cfg["parallel"] = OtherOptionEntity(parallel_choices(m, n, k)[0])  # serial when small
         cfg["unroll_k"] = OtherOptionEntity(1)
 
 
@@ -209,17 +209,25 @@ def panel_output_and_accumulator(s: Schedule, outs: Sequence[te.Tensor],
     return (out if epilogue is None else epilogue), product, product
 
 
-def runs_parallel(cfg: ConfigSpace, m: int, n: int, k: int) -> bool:
-    """Whether the fused outer tile loop of an ``m x n x k`` product runs on all cores: when the
-    ``parallel`` knob says so, and for any product of at least ``PARALLEL_MIN_MACS`` multiply-adds
-    with more than one outer tile.
+def parallel_choices(m: int, n: int, k: int) -> list[int]:
+    """The values of the ``parallel`` knob of an ``m x n x k`` product: ``[0, 1]`` below
+    ``PARALLEL_MIN_MACS`` multiply-adds, else ``[1]``.
 
-    At one thread a parallel loop runs whole on its caller, so a config tuned there measures the
-    same kernel for both values of the knob and its choice says nothing about more threads; a
-    large product left serial would run on one core at any thread count.
+    A large product's tiles always gain from more cores, so serial is no choice there; and at one
+    thread a parallel loop runs whole on its caller, so a tune at one thread would measure both
+    values alike and pick either at random for a deployment on more.
     """
+    return [0, 1] if m * n * k < PARALLEL_MIN_MACS else [1]
+
+
+def runs_parallel(cfg: ConfigSpace, m: int, n: int, k: int) -> bool:
+    """Whether the fused outer tile loop of an ``m x n x k`` product runs on all cores: when it has
+    more than one tile and the ``parallel`` knob says so (read only where ``parallel_choices``
+    offers a choice: a record of a large product with 0, from a space that offered it, runs in
+    parallel too)."""
     tiles = -(-m // math.prod(cfg["tile_y"].size[1:])) * -(-n // math.prod(cfg["tile_x"].size[1:]))
-    return bool(cfg["parallel"].val) or (tiles > 1 and m * n * k >= PARALLEL_MIN_MACS)
+    choices = parallel_choices(m, n, k)
+    return tiles > 1 and bool(cfg["parallel"].val if len(choices) > 1 else choices[0])
 
 
 def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
