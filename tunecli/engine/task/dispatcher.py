@@ -14,6 +14,7 @@ from tunecli.engine.target import Target
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.workload_args import Workload
 
 logger = logging.getLogger("autotvm")
 
@@ -28,7 +29,7 @@ class DispatchContext:
     def __init__(self) -> None:
         self._old_ctx = DispatchContext.current
 
-    def query(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace:
+    def query(self, target: Target | str | None, workload: Workload | None) -> ConfigSpace:
         """Return the config for ``workload`` on ``target``, asking the enclosing context if needed.
 
         Parameters
@@ -61,7 +62,7 @@ class DispatchContext:
         """
         return self._old_ctx.choose(target, workloads) if self._old_ctx is not None else None
 
-    def update(self, target: Target | str | None, workload: tuple, cfg: ConfigSpace) -> None:
+    def update(self, target: Target | str | None, workload: Workload, cfg: ConfigSpace) -> None:
         """Make ``cfg`` the answer for (target, workload) in this context.
 
         Parameters
@@ -72,7 +73,7 @@ class DispatchContext:
         """
         raise NotImplementedError
 
-    def _query_inside(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace | None:
+    def _query_inside(self, target: Target | str | None, workload: Workload | None) -> ConfigSpace | None:
         raise NotImplementedError
 
     def __enter__(self) -> DispatchContext:
@@ -95,13 +96,13 @@ class ApplyConfig(DispatchContext):
     def __init__(self, config: ConfigSpace):
         super().__init__()
         self._config = config
-        self.workload: tuple | None = None
+        self.workload: Workload | None = None
 
-    def _query_inside(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace:
+    def _query_inside(self, target: Target | str | None, workload: Workload | None) -> ConfigSpace:
         self.workload = workload
         return self._config
 
-    def update(self, target: Target | str | None, workload: tuple, cfg: ConfigSpace) -> None:
+    def update(self, target: Target | str | None, workload: Workload, cfg: ConfigSpace) -> None:
         """Replace the config (see ``DispatchContext.update``)."""
         self._config = cfg
 
@@ -113,7 +114,7 @@ class FallbackContext(DispatchContext):
         super().__init__()
         self.memory: dict[tuple, ConfigSpace] = {}
 
-    def _query_inside(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace:
+    def _query_inside(self, target: Target | str | None, workload: Workload | None) -> ConfigSpace:
         key = (str(target), workload)
         if key in self.memory:
             return self.memory[key]
@@ -127,7 +128,7 @@ class FallbackContext(DispatchContext):
         self.memory[key] = cfg
         return cfg
 
-    def clear_cache(self, target: Target | str | None, workload: tuple) -> None:
+    def clear_cache(self, target: Target | str | None, workload: Workload) -> None:
         """Forget the fallback config of (target, workload).
 
         Parameters
@@ -137,7 +138,7 @@ class FallbackContext(DispatchContext):
         """
         self.memory.pop((str(target), workload), None)
 
-    def update(self, target: Target | str | None, workload: tuple, cfg: ConfigSpace) -> None:
+    def update(self, target: Target | str | None, workload: Workload, cfg: ConfigSpace) -> None:
         """Use ``cfg`` for (target, workload) from now on."""
         self.memory[(str(target), workload)] = cfg
 
@@ -145,7 +146,7 @@ class FallbackContext(DispatchContext):
 DispatchContext.current = FallbackContext()
 
 
-def clear_fallback_cache(target: Target | str | None, workload: tuple) -> None:
+def clear_fallback_cache(target: Target | str | None, workload: Workload) -> None:
     """Forget the root context's fallback config of (target, workload).
 
     Parameters

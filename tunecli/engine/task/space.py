@@ -226,7 +226,7 @@ class ConfigSpace(SpaceIndex):
         return not self.errors
 
     def _add_new_transform(self, space_class: type[TransformSpace], name: str, axes: Sequence[KnobAxis],
-                           policy: str | None, num_output: int, **kwargs: Any) -> list[Axis]:
+                           policy: str | None, num_output: int, **kwargs: object) -> list[Axis]:
         if self._collect:
             axes = [x if isinstance(x, (VirtualAxis, Axis)) else self.axis(x) for x in axes]
             space = space_class(axes, policy, **kwargs)

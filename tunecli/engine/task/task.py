@@ -19,7 +19,7 @@ import inspect
 import logging
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, overload
+from typing import TYPE_CHECKING, TypeAlias, overload
 
 import cloudpickle
 
@@ -362,11 +362,11 @@ class Task:
             state["template_by_value"] = cloudpickle.dumps(self.func.func)
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         by_value = state.pop("template_by_value", None)
         self.reference = None
         self.__dict__.update(state)
-        if by_value is not None:
+        if isinstance(by_value, bytes):
             self.func = TaskTemplate(self.name, pickle.loads(by_value))
         else:
             self.func = _find_template(self.name, self.template_module, self.template_file)
