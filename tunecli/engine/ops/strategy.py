@@ -52,7 +52,7 @@ from tunecli.engine.ops.baseline import Baseline
 from tunecli.engine.target import Target
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.task import ReferenceFunc, TemplateResult, deserialize_args
-from tunecli.engine.task.workload_args import TaskArg, WorkloadArg
+from tunecli.engine.task.workload_args import TaskArg
 from tunecli.engine.task.workload_flop import WorkloadFlop
 from tunecli.errors import InstantiationError
 
@@ -61,8 +61,8 @@ if TYPE_CHECKING:
 
 _NO_DEFAULT = inspect.Parameter.empty
 
-#: An operator's keyword attributes (stride, padding, out_dtype...): values of its workload.
-OpAttrs: TypeAlias = "Mapping[str, WorkloadArg]"
+#: An operator's keyword attributes (stride, padding, out_dtype...), each of the operator's own type.
+OpAttrs: TypeAlias = "Mapping[str, object]"
 #: What an operator's ``compute`` returns: its output tensor, or a tuple of them.
 ComputeResult: TypeAlias = "te.Tensor | tuple[te.Tensor, ...]"
 
