@@ -120,7 +120,8 @@ def test_dense_space_contains_the_register_tiled_kernel():
     knobs = [space.space_map["tile_y"].entities.index(next(e for e in space.space_map["tile_y"].entities
                                                           if e.size == [-1, 2, 4])),
              [e.size for e in space.space_map["tile_x"].entities].index([-1, 1, 32]),
-             [e.size for e in space.space_map["tile_k"].entities].index([-1, 4]), 1, 1]
+             [e.size for e in space.space_map["tile_k"].entities].index([-1, 4]),
+             [e.val for e in space.space_map["parallel"].entities].index(1), 1]
     cfg = space.get(space.knob2point(knobs))
     sch, bufs = task.instantiate(cfg)
     text = str(lower(sch, bufs))

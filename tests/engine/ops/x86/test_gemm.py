@@ -87,15 +87,23 @@ def test_small_work_stays_serial() -> None:
     assert cfg["parallel"].val == 0
 
 
+def test_the_parallel_knob_is_a_choice_only_for_a_small_product() -> None:
+    # at one thread both values measure alike: a large product's tune must not choose serial
+    small = autotvm_task.create("dense.x86", (16, 64, 16, "float32"), ZEN3).config_space
+    large = autotvm_task.create("dense.x86", (128, 768, 768, "float32"), ZEN3).config_space
+    assert [e.val for e in small.space_map["parallel"].entities] == [0, 1]
+    assert [e.val for e in large.space_map["parallel"].entities] == [1]
+
+
 @pytest.mark.parametrize("m, n, k, tile_y, tile_x, tile_k", [
     (197, 768, 768, [-1, 1, 14], [-1, 2, 32], [-1, 12]),
     (197, 3072, 768, [-1, 1, 8], [-1, 48, 32], [-1, 1]),
     (197, 768, 3072, [-1, 1, 11], [-1, 24, 32], [-1, 3]),
 ])
-def test_a_large_product_runs_its_tiles_in_parallel_whatever_the_knob(
+def test_a_large_products_record_with_parallel_0_runs_its_tiles_in_parallel(
         m: int, n: int, k: int, tile_y: list[int], tile_x: list[int], tile_k: list[int]) -> None:
-    # ViT-B/16's dense layers (197 tokens) with configs tuned at one thread, where ``parallel`` 0 and
-    # 1 measure alike: the outer tile loop is parallel anyway, with at least 2 x 2 threads' tasks
+    # ViT-B/16's dense layers (197 tokens) in records of a space that offered serial, tuned at one
+    # thread: the outer tile loop is parallel anyway, with at least 2 x 2 threads' tasks
     task = autotvm_task.create("dense.x86", (m, n, k, "float32"), ZEN3)
     cfg = ConfigEntity.from_json_dict({"index": 0, "code_hash": None, "entity": [
         ["tile_y", "sp", tile_y], ["tile_x", "sp", tile_x], ["tile_k", "sp", tile_k],
