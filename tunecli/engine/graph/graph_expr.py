@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import NoReturn, Protocol, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from tunecli.errors import GraphError
 
@@ -20,15 +21,30 @@ from .op_registry import OPS, Attrs, NoAttrs, Op
 from .types import TensorType, Type, tensor_type
 
 
+class HasNumpy(Protocol):
+    """An array object of another library that gives its values as numpy (a runtime NDArray, a torch
+    tensor)."""
+
+    def numpy(self) -> np.ndarray: ...
+
+
+#: What a constant (or a bound parameter, an input value) is made from: anything numpy makes an
+#: array of, or an array object with ``numpy()``.
+ArrayData: TypeAlias = "npt.ArrayLike | HasNumpy"
+#: An argument of an operator builder: a graph expression, or data that becomes a constant.
+Operand: TypeAlias = "Expr | ArrayData"
+
+
 class Expr:
     """Base of every graph node."""
 
     __slots__ = ("_checked_type",)
+    _checked_type: Type | None
 
     def __init__(self) -> None:
         object.__setattr__(self, "_checked_type", None)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise GraphError(f"{type(self).__name__} nodes are immutable (tried to set {name!r})")
 
     @property
@@ -50,39 +66,39 @@ class Expr:
             raise GraphError(f"a graph expression is indexed by an int field number, got {index!r}")
         return TupleGetItem(self, index)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> NoReturn:
         raise GraphError(
             f"{self!r} cannot be unpacked: index its fields (expr[0]) or use the TupleWrapper "
             f"an operator with several outputs returns"
         )
 
-    def _binary(self, op_name: str, other: Any, swap: bool = False) -> Call:
+    def _binary(self, op_name: str, other: Operand, swap: bool = False) -> Call:
         rhs = other if isinstance(other, Expr) else const(other, _dtype_hint(self))
         args = (rhs, self) if swap else (self, rhs)
         return Call(OPS.get(op_name), args)
 
-    def __add__(self, other: Any) -> Call:
+    def __add__(self, other: Operand) -> Call:
         return self._binary("add", other)
 
-    def __radd__(self, other: Any) -> Call:
+    def __radd__(self, other: Operand) -> Call:
         return self._binary("add", other, swap=True)
 
-    def __sub__(self, other: Any) -> Call:
+    def __sub__(self, other: Operand) -> Call:
         return self._binary("subtract", other)
 
-    def __rsub__(self, other: Any) -> Call:
+    def __rsub__(self, other: Operand) -> Call:
         return self._binary("subtract", other, swap=True)
 
-    def __mul__(self, other: Any) -> Call:
+    def __mul__(self, other: Operand) -> Call:
         return self._binary("multiply", other)
 
-    def __rmul__(self, other: Any) -> Call:
+    def __rmul__(self, other: Operand) -> Call:
         return self._binary("multiply", other, swap=True)
 
-    def __truediv__(self, other: Any) -> Call:
+    def __truediv__(self, other: Operand) -> Call:
         return self._binary("divide", other)
 
-    def __rtruediv__(self, other: Any) -> Call:
+    def __rtruediv__(self, other: Operand) -> Call:
         return self._binary("divide", other, swap=True)
 
     __hash__ = object.__hash__
@@ -110,6 +126,8 @@ class Var(Expr):
     """
 
     __slots__ = ("name_hint", "type_annotation")
+    name_hint: str
+    type_annotation: Type | None
 
     def __init__(self, name_hint: str, type_annotation: Type | None = None):
         super().__init__()
@@ -126,8 +144,9 @@ class Constant(Expr):
     """A constant tensor (TVM's ``relay.Constant``); ``data`` is a read-only numpy array."""
 
     __slots__ = ("data",)
+    data: np.ndarray
 
-    def __init__(self, data: Any):
+    def __init__(self, data: ArrayData):
         super().__init__()
         array = np.asarray(_numpy_of(data))
         view = array.view()
@@ -138,7 +157,7 @@ class Constant(Expr):
         return f"Constant({self.data.shape}, {self.data.dtype})"
 
 
-def _numpy_of(data: Any) -> Any:
+def _numpy_of(data: ArrayData) -> npt.ArrayLike:
     return data.numpy() if hasattr(data, "numpy") and not isinstance(data, np.ndarray) else data
 
 
@@ -146,6 +165,9 @@ class Call(Expr):
     """An operator (or a function) applied to arguments, with the operator's attribute record."""
 
     __slots__ = ("op", "args", "attrs")
+    op: Op | Function
+    args: tuple[Expr, ...]
+    attrs: Attrs
 
     def __init__(self, op: Op | Function, args: Sequence[Expr], attrs: Attrs | None = None):
         super().__init__()
@@ -178,6 +200,7 @@ class Tuple(Expr):
     """A tuple of values (TVM's ``relay.Tuple``)."""
 
     __slots__ = ("fields",)
+    fields: tuple[Expr, ...]
 
     def __init__(self, fields: Sequence[Expr]):
         super().__init__()
@@ -198,6 +221,8 @@ class TupleGetItem(Expr):
     """Field ``index`` of a tuple-valued expression (TVM's ``relay.TupleGetItem``)."""
 
     __slots__ = ("tuple_value", "index")
+    tuple_value: Expr
+    index: int
 
     def __init__(self, tuple_value: Expr, index: int):
         super().__init__()
@@ -218,14 +243,18 @@ class Function(Expr):
     """
 
     __slots__ = ("params", "body", "ret_type", "attrs")
+    params: tuple[Var, ...]
+    body: Expr
+    ret_type: Type | None
+    attrs: Mapping[str, object]
 
     def __init__(
         self,
         params: Sequence[Var],
         body: Expr,
         ret_type: Type | None = None,
-        type_params: Sequence[Any] | None = None,
-        attrs: Mapping[str, Any] | None = None,
+        type_params: Sequence[object] | None = None,  # TVM's generic type parameters: none accepted
+        attrs: Mapping[str, object] | None = None,
     ):
         super().__init__()
         if type_params:
@@ -244,7 +273,7 @@ class Function(Expr):
         object.__setattr__(self, "ret_type", ret_type)
         object.__setattr__(self, "attrs", MappingProxyType(dict(attrs or {})))
 
-    def with_attr(self, key: str, value: Any) -> Function:
+    def with_attr(self, key: str, value: object) -> Function:
         """A copy of this function with attribute ``key`` set."""
         return Function(self.params, self.body, self.ret_type, attrs={**self.attrs, key: value})
 
@@ -308,7 +337,7 @@ def var(
     return Var(name_hint, type_annotation)
 
 
-def const(value: Any, dtype: str | None = None) -> Constant:
+def const(value: ArrayData, dtype: str | None = None) -> Constant:
     """A constant (TVM's ``relay.const``): without ``dtype``, 64-bit floats and ints (Python numbers
     and numpy arrays alike) become float32 and int32, as in TVM."""
     array = np.asarray(_numpy_of(value), dtype=dtype)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
@@ -27,7 +27,10 @@ from tunecli.engine.ops.nn import bias_add, dense, pad
 from tunecli.errors import GraphError
 
 from .layout import parse_layout
-from .op_registry import COMPUTE_ATTR, OPS, Compute
+from .op_registry import COMPUTE_ATTR, OPS, Attrs, Compute
+from .ops.conv import Conv2DAttrs
+from .ops.nn import BatchMatmulAttrs, BiasAddAttrs, DenseAttrs, PadAttrs
+from .ops.transform import ConcatenateAttrs, LayoutTransformAttrs, TransposeAttrs
 from .tensor_compute import broadcast_read as _read
 from .types import TensorType
 
@@ -55,11 +58,11 @@ def compute_of(op_name: str) -> Compute:
     if not OPS.has_attr(op_name, COMPUTE_ATTR):
         have = ", ".join(n for n in OPS.names() if OPS.has_attr(n, COMPUTE_ATTR))
         raise GraphError(f"{op_name}: no compiled implementation; the compiler supports {have}")
-    return OPS.get_attr(op_name, COMPUTE_ATTR)
+    return cast(Compute, OPS.get_attr(op_name, COMPUTE_ATTR))
 
 
 def _binary(name: str, fn: Callable[[E.Expr, E.Expr], E.Expr]) -> Compute:
-    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    def compute(attrs: Attrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
         a, b = inputs
         return te.compute(
             out.shape,
@@ -82,15 +85,20 @@ for _name, _fn in {
     _set(_name, _binary(_name, _fn))
 
 
-def _unary(name: str, fn: Callable[[E.Expr, Any, str], E.Expr]) -> Compute:
-    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+#: ``fn(x, attrs, dtype)`` of an elementwise operator; ``attrs`` is its operator's own Attrs subclass
+#: (typed Any as at ``op_registry.TypeRelation``).
+UnaryBody = Callable[[E.Expr, Any, str], E.Expr]
+
+
+def _unary(name: str, fn: UnaryBody) -> Compute:
+    def compute(attrs: Attrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
         (x,) = inputs
         return te.compute(out.shape, lambda *i: fn(x(*i), attrs, out.dtype), name=f"T_{name}", tag="elemwise")
 
     return compute
 
 
-_UNARY: dict[str, Callable[[E.Expr, Any, str], E.Expr]] = {
+_UNARY: dict[str, UnaryBody] = {
     "nn.relu": lambda x, a, dt: te.max(x, E.const(0, dt)),
     "nn.leaky_relu": lambda x, a, dt: E.Select(x > E.const(0, dt), x, x * E.const(a.alpha, dt)),
     "clip": lambda x, a, dt: te.max(te.min(x, E.const(a.a_max, dt)), E.const(a.a_min, dt)),
@@ -106,7 +114,7 @@ for _name, _ufn in _UNARY.items():
 
 
 @_register("nn.bias_add")
-def _bias_add(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _bias_add(attrs: BiasAddAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     data, bias = inputs
     return bias_add(data, bias, attrs.axis)
 
@@ -128,7 +136,7 @@ def _ravel(idx: Sequence[E.Expr], shape: Sequence[int]) -> E.Expr:
 
 
 @_register("reshape", "nn.batch_flatten", "squeeze", "expand_dims")
-def _reshape(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _reshape(attrs: Attrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
     return te.compute(
         out.shape,
@@ -139,7 +147,7 @@ def _reshape(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Ten
 
 
 @_register("transpose")
-def _transpose(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _transpose(attrs: TransposeAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
     ndim = len(x.shape)
     axes = [a % ndim for a in attrs.axes] if attrs.axes else list(reversed(range(ndim)))
@@ -154,7 +162,7 @@ def _transpose(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.T
 
 
 @_register("concatenate")
-def _concatenate(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _concatenate(attrs: ConcatenateAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     axis = attrs.axis % len(out.shape)
     starts = [0]
     for t in inputs:
@@ -173,7 +181,7 @@ def _concatenate(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te
 
 
 @_register("nn.pad")
-def _pad(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _pad(attrs: PadAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
     before = [int(p[0]) for p in attrs.pad_width]
     after = [int(p[1]) for p in attrs.pad_width]
@@ -202,7 +210,7 @@ def _block(layout: Sequence[tuple[str, int | None]], axis: str) -> int:
 
 
 @_register("layout_transform")
-def _layout_transform(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _layout_transform(attrs: LayoutTransformAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
     src, dst = parse_layout(attrs.src_layout), parse_layout(attrs.dst_layout)
 
@@ -226,13 +234,13 @@ def _layout_transform(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) 
 
 
 @_register("nn.dense")
-def _dense(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _dense(attrs: DenseAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     data, weight = inputs
     return dense(data, weight, out_dtype=out.dtype)
 
 
 @_register("nn.batch_matmul")
-def _batch_matmul(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _batch_matmul(attrs: BatchMatmulAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     """``a @ b`` per batch with TVM's ``transpose_a`` / ``transpose_b`` (batch 1 broadcasts)."""
     a, b = inputs
     k_len = a.shape[1] if attrs.transpose_a else a.shape[2]
@@ -248,7 +256,7 @@ def _batch_matmul(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> t
 
 
 @_register("nn.conv2d")
-def _grouped_conv2d(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _grouped_conv2d(attrs: Conv2DAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     """Grouped NCHW convolution (any number of groups), the plain definition."""
     data, weight = inputs
     if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":

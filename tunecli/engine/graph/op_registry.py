@@ -14,12 +14,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from tunecli.engine import te
 from tunecli.errors import GraphError
 
-from .types import TensorType, TupleType, Type
+from .types import TensorType, TupleType, Type, Value
+
+_T = TypeVar("_T")
 
 
 class OpPattern(enum.IntEnum):
@@ -41,7 +43,7 @@ class Attrs:
         """Attribute names, in declaration order."""
         return [f.name for f in fields(self)]  # type: ignore[arg-type]
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> Any:  # a field of any record, as getattr: its type depends on key
         if key not in self.keys():
             raise KeyError(f"{type(self).__name__} has no attribute {key!r}; it has {self.keys()}")
         return getattr(self, key)
@@ -58,7 +60,7 @@ class Attrs:
         """Attribute ``key`` as a str."""
         return str(self[key])
 
-    def non_default(self) -> dict[str, Any]:
+    def non_default(self) -> dict[str, object]:
         """The attributes whose value differs from the record's default (what the printer shows)."""
         out = {}
         for f in fields(self):  # type: ignore[arg-type]
@@ -91,7 +93,8 @@ class Solved:
 
 
 #: ``relation(op_name, arg_types, attrs) -> Type | Solved``; ``arg_types`` entries are None where an
-#: argument's type is not yet known (a Var without annotation).
+#: argument's type is not yet known (a Var without annotation).  ``attrs`` is typed Any: each operator's
+#: relation takes its own :class:`Attrs` subclass, which a parameter typed ``Attrs`` would not admit.
 TypeRelation = Callable[[str, Sequence["Type | None"], Any], "Type | Solved"]
 
 
@@ -120,9 +123,9 @@ class Op:
 
     name: str
     arg_names: tuple[str, ...]
-    attrs_type: type
+    attrs_type: type[Attrs]
     relation: TypeRelation
-    reference: Callable[..., Any]
+    reference: Callable[..., Value]
     pattern: OpPattern
     strategy_op: str | None = None
     description: str = ""
@@ -132,7 +135,7 @@ class Op:
         """Number of inputs."""
         return len(self.arg_names)
 
-    def get_attr(self, key: str) -> Any:
+    def get_attr(self, key: str) -> object:
         """TVM's op attribute lookup: ``"TOpPattern"`` gives the pattern kind as an int; other keys
         are those attached with ``OPS.set_attr`` (GraphError when there is none)."""
         if key == "TOpPattern":
@@ -148,7 +151,7 @@ class OpRegistry:
 
     def __init__(self) -> None:
         self._ops: dict[str, Op] = {}
-        self._attrs: dict[str, dict[str, Any]] = {}  # key -> {op name -> value}
+        self._attrs: dict[str, dict[str, object]] = {}  # key -> {op name -> value}
 
     def register(self, op: Op) -> Op:
         """Add ``op``; returns it."""
@@ -174,7 +177,7 @@ class OpRegistry:
         """Registered operator names."""
         return sorted(self._ops)
 
-    def set_attr(self, op_name: str, key: str, value: Any) -> None:
+    def set_attr(self, op_name: str, key: str, value: object) -> None:
         """Attach attribute ``key`` (e.g. a layer's compute or strategy hook) to operator ``op_name``,
         as TVM's ``register_op_attr``; an operator takes each key once."""
         self.get(op_name)
@@ -183,18 +186,18 @@ class OpRegistry:
             raise GraphError(f"operator {op_name}: attribute {key!r} is set twice")
         table[op_name] = value
 
-    def register_attr(self, key: str, *op_names: str) -> Callable[[Any], Any]:
+    def register_attr(self, key: str, *op_names: str) -> Callable[[_T], _T]:
         """Decorator form of :meth:`set_attr`: the decorated function becomes attribute ``key`` of
         each operator of ``op_names``."""
 
-        def wrap(value: Any) -> Any:
+        def wrap(value: _T) -> _T:
             for name in op_names:
                 self.set_attr(name, key, value)
             return value
 
         return wrap
 
-    def get_attr(self, op_name: str, key: str) -> Any:
+    def get_attr(self, op_name: str, key: str) -> object:
         """Attribute ``key`` of operator ``op_name`` (GraphError naming the operators that have it)."""
         table = self._attrs.get(key, {})
         if op_name not in table:
@@ -212,7 +215,8 @@ OPS = OpRegistry()
 
 #: The operator attribute holding an operator's te definition (TVM's name): a :data:`Compute`.
 COMPUTE_ATTR = "FTVMCompute"
-#: ``compute(attrs, inputs, out_type) -> te.Tensor``: the te stages of one call of an operator.
+#: ``compute(attrs, inputs, out_type) -> te.Tensor``: the te stages of one call of an operator
+#: (``attrs`` typed Any for the reason given at :data:`TypeRelation`).
 Compute = Callable[[Any, Sequence[te.Tensor], TensorType], te.Tensor]
 
 

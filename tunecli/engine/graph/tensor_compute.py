@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
 
-from .op_registry import COMPUTE_ATTR, OPS, Compute
-from .ops.conv_transpose import transpose_geometry
-from .ops.replicate import arange_length
-from .ops.resize import source_coordinate
-from .ops.slicing import slice_ranges
+from .op_registry import COMPUTE_ATTR, OPS, Attrs, Compute
+from .ops.conv_transpose import Conv2DTransposeAttrs, transpose_geometry
+from .ops.replicate import ArangeAttrs, TileAttrs, arange_length
+from .ops.resize import Resize2DAttrs, source_coordinate
+from .ops.selection import TriluAttrs
+from .ops.slicing import StridedSliceAttrs, TakeAttrs, slice_ranges
 from .types import TensorType
 
 
@@ -33,7 +33,7 @@ def broadcast_read(t: te.Tensor, shape: Sequence[int], idx: Sequence[E.Expr]) ->
 def _elementwise(name: str, fn: Callable[..., E.Expr], tag: str) -> Compute:
     """A compute applying ``fn(*reads, out_dtype)`` to every input read at the output's index."""
 
-    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    def compute(attrs: Attrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
         return te.compute(
             out.shape,
             lambda *i: fn(*[broadcast_read(t, out.shape, i) for t in inputs], out.dtype),
@@ -75,7 +75,7 @@ _set("broadcast_to", _elementwise("broadcast_to", lambda x, dt: x, "broadcast"))
 
 
 @OPS.register_attr(COMPUTE_ATTR, "trilu")
-def _trilu(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _trilu(attrs: TriluAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
 
     def body(*i: E.Expr) -> E.Expr:
@@ -87,7 +87,7 @@ def _trilu(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tenso
 
 
 @OPS.register_attr(COMPUTE_ATTR, "take")
-def _take(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _take(attrs: TakeAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     data, indices = inputs
     flat = attrs.axis is None
     axis = 0 if flat else attrs.axis % len(data.shape)
@@ -117,7 +117,7 @@ def _unravel(flat: E.Expr, shape: Sequence[int]) -> list[E.Expr]:
 
 
 @OPS.register_attr(COMPUTE_ATTR, "strided_slice")
-def _strided_slice(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _strided_slice(attrs: StridedSliceAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
     ranges = slice_ranges("strided_slice", tuple(int(s) for s in x.shape), attrs)
     return te.compute(
@@ -129,7 +129,7 @@ def _strided_slice(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> 
 
 
 @OPS.register_attr(COMPUTE_ATTR, "tile")
-def _tile(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _tile(attrs: TileAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
     skip = len(out.shape) - len(x.shape)
     return te.compute(
@@ -141,7 +141,7 @@ def _tile(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor
 
 
 @OPS.register_attr(COMPUTE_ATTR, "arange")
-def _arange(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _arange(attrs: ArangeAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     arange_length("arange", attrs)
     start, step = E.const(attrs.start, "float64"), E.const(attrs.step, "float64")
     return te.compute(
@@ -151,7 +151,7 @@ def _arange(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tens
 
 
 @OPS.register_attr(COMPUTE_ATTR, "nn.conv2d_transpose")
-def _conv2d_transpose(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _conv2d_transpose(attrs: Conv2DTransposeAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     """Each output pixel gathers the input pixels whose scattered window covers it."""
     data, weight = inputs
     n_, c, h, w = (int(v) for v in data.shape)
@@ -173,7 +173,8 @@ def _conv2d_transpose(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) 
     return te.compute(out.shape, body, name="T_conv2d_transpose", tag="conv2d_transpose_nchw")
 
 
-def _resize_reads(attrs: Any, axis: int, in_len: int, i: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr | None]:
+def _resize_reads(attrs: Resize2DAttrs, axis: int, in_len: int,
+                  i: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr | None]:
     """The two input indices output index ``i`` reads along ``axis`` and the second's weight
     (None for nearest-neighbour)."""
     x = source_coordinate(E.cast("float32", i), in_len, attrs.size[axis], attrs.scale[axis],
@@ -193,7 +194,7 @@ def _resize_reads(attrs: Any, axis: int, in_len: int, i: E.Expr) -> tuple[E.Expr
 
 
 @OPS.register_attr(COMPUTE_ATTR, "image.resize2d")
-def _resize2d(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _resize2d(attrs: Resize2DAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (data,) = inputs
     h, w = int(data.shape[2]), int(data.shape[3])
 

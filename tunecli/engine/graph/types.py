@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 
@@ -88,6 +89,9 @@ class FuncType:
 
 
 Type = TensorType | TupleType | FuncType
+
+#: A graph value at run time (what the numpy references take and give): an array, or a tuple of values.
+Value: TypeAlias = "np.ndarray | tuple[Value, ...]"
 
 
 def tensor_type(shape: Sequence[int] | int, dtype: str = "float32") -> TensorType:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from tunecli.errors import ExprError, GraphError
 from ..graph_expr import Call, Expr
 from ..op_registry import COMPUTE_ATTR, OPS, Attrs, OpPattern, Solved, expect, tensor_arg
 from ..types import TensorType, Type
-from .define import int_tuple, make_call, out_dtype_of, register_op
+from .define import IntOrInts, int_tuple, make_call, out_dtype_of, register_op
 
 
 @dataclass(frozen=True)
@@ -155,12 +154,12 @@ OPS.set_attr("nn.global_avg_pool3d", COMPUTE_ATTR, _global_compute)
 def conv3d(
     data: Expr,
     weight: Expr,
-    strides: Any = (1, 1, 1),
-    padding: Any = (0, 0, 0),
-    dilation: Any = (1, 1, 1),
+    strides: IntOrInts = (1, 1, 1),
+    padding: IntOrInts = (0, 0, 0),
+    dilation: IntOrInts = (1, 1, 1),
     groups: int = 1,
     channels: int | None = None,
-    kernel_size: Any = None,
+    kernel_size: IntOrInts | None = None,
     data_layout: str = "NCDHW",
     kernel_layout: str = "OIDHW",
     out_layout: str = "",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -16,7 +15,7 @@ from tunecli.errors import GraphError
 from ..graph_expr import Call, Expr
 from ..op_registry import Attrs, OpPattern, Solved, expect, tensor_arg
 from ..types import TensorType, Type
-from .define import int_tuple, make_call, register_op, window_pads
+from .define import IntOrInts, int_tuple, make_call, register_op, window_pads
 
 
 @dataclass(frozen=True)
@@ -95,13 +94,13 @@ register_op(
 def conv2d_transpose(
     data: Expr,
     weight: Expr,
-    strides: Any = (1, 1),
-    padding: Any = (0, 0),
-    dilation: Any = (1, 1),
-    output_padding: Any = (0, 0),
+    strides: IntOrInts = (1, 1),
+    padding: IntOrInts = (0, 0),
+    dilation: IntOrInts = (1, 1),
+    output_padding: IntOrInts = (0, 0),
     groups: int = 1,
     channels: int | None = None,
-    kernel_size: Any = None,
+    kernel_size: IntOrInts | None = None,
     data_layout: str = "NCHW",
     kernel_layout: str = "IOHW",
     out_layout: str = "",

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from tunecli.engine import te
 from tunecli.engine.ops.reference import conv2d_winograd_NCHWc_python, winograd_kernel_transform
 from tunecli.engine.ops.x86.conv2d_winograd import kernel_transform_stage
 
@@ -93,7 +93,8 @@ register_op(CONV_OP, ("data", "weight"), _conv_relation, _conv_reference, OpPatt
             Conv2DNCHWcAttrs, strategy_op="conv2d_NCHWc_winograd")
 
 
-def _transform_compute(attrs: WinogradWeightTransformAttrs, inputs: Sequence[Any], out: TensorType) -> Any:
+def _transform_compute(attrs: WinogradWeightTransformAttrs, inputs: Sequence[te.Tensor],
+                       out: TensorType) -> te.Tensor:
     return kernel_transform_stage(inputs[0], attrs.tile_size, attrs.ic_bn, attrs.oc_bn)
 
 

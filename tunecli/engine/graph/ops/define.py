@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
@@ -11,18 +11,21 @@ from tunecli.engine.ops.nn.elemwise import broadcast_shape as kernel_broadcast_s
 from tunecli.engine.te.window import get_pad_tuple
 from tunecli.errors import ExprError, GraphError
 
-from ..graph_expr import Call, Expr, const
+from ..graph_expr import Call, Expr, Operand, const
 from ..op_registry import OPS, Attrs, NoAttrs, Op, OpPattern, TypeRelation, expect, tensor_arg
-from ..types import TensorType, Type
+from ..types import TensorType, Type, Value
+
+#: An int or a sequence of ints: how TVM's operator builders take strides, padding, axes, shapes.
+IntOrInts: TypeAlias = "int | np.integer | Sequence[int | np.integer]"
 
 
 def register_op(
     name: str,
     arg_names: Sequence[str],
     relation: TypeRelation,
-    reference: Callable[..., Any],
+    reference: Callable[..., Value],
     pattern: OpPattern,
-    attrs_type: type = NoAttrs,
+    attrs_type: type[Attrs] = NoAttrs,
     strategy_op: str | None = None,
     description: str = "",
 ) -> Op:
@@ -32,13 +35,13 @@ def register_op(
     )
 
 
-def make_call(op_name: str, args: Sequence[Any], attrs: Attrs | None = None) -> Call:
+def make_call(op_name: str, args: Sequence[Operand], attrs: Attrs | None = None) -> Call:
     """A call of operator ``op_name``; Python numbers among ``args`` become constants."""
     exprs = [a if isinstance(a, Expr) else const(a) for a in args]
     return Call(OPS.get(op_name), exprs, attrs)
 
 
-def same_type_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
+def same_type_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Attrs) -> Type:
     """An elementwise unary operator: the output has its input's type."""
     return tensor_arg(op_name, arg_types, 0, "data")
 
@@ -52,7 +55,7 @@ def broadcast_shape(op_name: str, lhs: tuple[int, ...], rhs: tuple[int, ...]) ->
         raise GraphError(f"{op_name}: {err}") from None
 
 
-def broadcast_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
+def broadcast_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Attrs) -> Type:
     """A broadcasting binary operator: both dtypes equal, numpy's shape broadcast."""
     lhs = tensor_arg(op_name, arg_types, 0, "lhs")
     rhs = tensor_arg(op_name, arg_types, 1, "rhs")
@@ -68,7 +71,7 @@ def normalize_axis(op_name: str, axis: int, ndim: int) -> int:
     return axis % ndim
 
 
-def int_tuple(value: Any, length: int | None = None, what: str = "value") -> tuple[int, ...]:
+def int_tuple(value: IntOrInts, length: int | None = None, what: str = "value") -> tuple[int, ...]:
     """An int or a sequence of ints as a tuple of ints (an int repeated ``length`` times)."""
     if isinstance(value, (int, np.integer)):
         return (int(value),) * (length or 1)

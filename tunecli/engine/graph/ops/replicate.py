@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -103,7 +102,7 @@ def tile(data: Expr, reps: Sequence[int]) -> Call:
     return make_call("tile", [data], TileAttrs(int_tuple(reps, None, "reps")))
 
 
-def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> Call:
+def arange(start: float, stop: float | None = None, step: float = 1, dtype: str = "float32") -> Call:
     """``start, start + step, ...`` below ``stop`` (``relay.arange``; one argument: ``0 .. start``)."""
     if stop is None:
         start, stop = 0, start

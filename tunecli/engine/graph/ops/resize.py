@@ -6,16 +6,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
+from tunecli.engine.ir import expr as E
 from tunecli.errors import GraphError
 
 from ..graph_expr import Call, Expr
 from ..op_registry import Attrs, OpPattern, expect, tensor_arg
 from ..types import TensorType, Type
 from .define import int_tuple, make_call, register_op
+
+_Coordinate = TypeVar("_Coordinate", np.ndarray, E.Expr)
 
 #: The interpolation methods.
 METHODS = ("nearest_neighbor", "linear")
@@ -38,7 +41,8 @@ class Resize2DAttrs(Attrs):
     rounding_method: str = "round_prefer_floor"
 
 
-def source_coordinate(x: Any, in_len: int, out_len: int, scale: Any, mode: str) -> Any:
+def source_coordinate(x: _Coordinate, in_len: int, out_len: int, scale: float | np.floating,
+                      mode: str) -> _Coordinate:
     """The input coordinate output coordinate ``x`` reads (the formulas of ONNX's Resize); works on
     float32 arrays and on tensor-expression values alike."""
     s = scale or np.float32(out_len / in_len)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from ..graph_expr import Call, Expr
+from ..graph_expr import Call, Expr, Operand
 from ..op_registry import Attrs, OpPattern, expect, tensor_arg
 from ..types import TensorType, Type
 from .define import broadcast_shape, make_call, register_op
@@ -43,7 +42,7 @@ class TriluAttrs(Attrs):
     k: int = 0
 
 
-def _comparison_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
+def _comparison_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Attrs) -> Type:
     lhs = tensor_arg(op_name, arg_types, 0, "lhs")
     rhs = tensor_arg(op_name, arg_types, 1, "rhs")
     same = lhs.dtype == rhs.dtype
@@ -51,7 +50,7 @@ def _comparison_relation(op_name: str, arg_types: Sequence[Type | None], attrs: 
     return TensorType(broadcast_shape(op_name, lhs.shape, rhs.shape), "bool")
 
 
-def _logical_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
+def _logical_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Attrs) -> Type:
     lhs = tensor_arg(op_name, arg_types, 0, "lhs")
     rhs = tensor_arg(op_name, arg_types, 1, "rhs")
     both = lhs.dtype == rhs.dtype == "bool"
@@ -59,19 +58,19 @@ def _logical_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any
     return TensorType(broadcast_shape(op_name, lhs.shape, rhs.shape), "bool")
 
 
-def _logical_not_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
+def _logical_not_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Attrs) -> Type:
     data = tensor_arg(op_name, arg_types, 0, "data")
     expect(data.dtype == "bool", op_name, f"the operand must be bool, got {data.dtype}")
     return data
 
 
-def _float_test_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
+def _float_test_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Attrs) -> Type:
     data = tensor_arg(op_name, arg_types, 0, "data")
     expect(data.dtype.startswith("float"), op_name, f"the operand must be floating point, got {data.dtype}")
     return TensorType(data.shape, "bool")
 
 
-def _where_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
+def _where_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Attrs) -> Type:
     cond = tensor_arg(op_name, arg_types, 0, "condition")
     x = tensor_arg(op_name, arg_types, 1, "x")
     y = tensor_arg(op_name, arg_types, 2, "y")
@@ -88,18 +87,18 @@ def _trilu_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Trilu
 
 
 def _binary_bool(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
-    def reference(attrs: Any, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    def reference(attrs: Attrs, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         return np.asarray(fn(lhs, rhs), dtype=bool)
 
     reference.__name__ = fn.__name__
     return reference
 
 
-def _logical_not(attrs: Any, x: np.ndarray) -> np.ndarray:
+def _logical_not(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return np.logical_not(x)
 
 
-def _where(attrs: Any, cond: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _where(attrs: Attrs, cond: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(cond, x, y).astype(x.dtype, copy=False)
 
 
@@ -118,32 +117,32 @@ register_op("where", ("condition", "x", "y"), _where_relation, _where, OpPattern
 register_op("trilu", ("data",), _trilu_relation, _trilu, OpPattern.INJECTIVE, TriluAttrs)
 
 
-def equal(lhs: Any, rhs: Any) -> Call:
+def equal(lhs: Operand, rhs: Operand) -> Call:
     """``lhs == rhs`` elementwise with broadcasting, a bool tensor (``relay.equal``)."""
     return make_call("equal", [lhs, rhs])
 
 
-def not_equal(lhs: Any, rhs: Any) -> Call:
+def not_equal(lhs: Operand, rhs: Operand) -> Call:
     """``lhs != rhs`` (``relay.not_equal``)."""
     return make_call("not_equal", [lhs, rhs])
 
 
-def less(lhs: Any, rhs: Any) -> Call:
+def less(lhs: Operand, rhs: Operand) -> Call:
     """``lhs < rhs`` (``relay.less``)."""
     return make_call("less", [lhs, rhs])
 
 
-def less_equal(lhs: Any, rhs: Any) -> Call:
+def less_equal(lhs: Operand, rhs: Operand) -> Call:
     """``lhs <= rhs`` (``relay.less_equal``)."""
     return make_call("less_equal", [lhs, rhs])
 
 
-def greater(lhs: Any, rhs: Any) -> Call:
+def greater(lhs: Operand, rhs: Operand) -> Call:
     """``lhs > rhs`` (``relay.greater``)."""
     return make_call("greater", [lhs, rhs])
 
 
-def greater_equal(lhs: Any, rhs: Any) -> Call:
+def greater_equal(lhs: Operand, rhs: Operand) -> Call:
     """``lhs >= rhs`` (``relay.greater_equal``)."""
     return make_call("greater_equal", [lhs, rhs])
 
@@ -178,7 +177,7 @@ def isinf(data: Expr) -> Call:
     return make_call("isinf", [data])
 
 
-def where(condition: Expr, x: Any, y: Any) -> Call:
+def where(condition: Expr, x: Operand, y: Operand) -> Call:
     """``x`` where ``condition`` holds, else ``y``, the three broadcast together (``relay.where``)."""
     return make_call("where", [condition, x, y])
 

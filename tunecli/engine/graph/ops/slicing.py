@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -13,7 +12,7 @@ from ..graph_expr import Call, Expr, Tuple
 from ..op_registry import Attrs, OpPattern, expect, tensor_arg
 from ..type_infer import infer_types
 from ..types import TensorType, Type
-from .define import int_tuple, make_call, normalize_axis, register_op
+from .define import IntOrInts, int_tuple, make_call, normalize_axis, register_op
 
 #: How ``take`` treats an index outside ``[0, size)``: clamp it, or wrap it around (so ``-1`` is the
 #: last element, as ONNX's Gather reads negative indices).
@@ -121,7 +120,7 @@ def strided_slice(
     return make_call("strided_slice", [data], attrs)
 
 
-def split(data: Expr, indices_or_sections: Any, axis: int = 0) -> Tuple:
+def split(data: Expr, indices_or_sections: IntOrInts, axis: int = 0) -> Tuple:
     """``data`` cut along ``axis`` (``relay.split``): into that many equal parts for an int, else at
     the given indices; a Tuple of strided slices, one per part."""
     ndim = len(_shape_of(data))

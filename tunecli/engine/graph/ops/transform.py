@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -15,7 +14,7 @@ from ..graph_expr import Call, Expr, Tuple
 from ..layout import convert_array, convert_shape
 from ..op_registry import Attrs, OpPattern, expect, tensor_arg, tuple_arg
 from ..types import TensorType, Type
-from .define import int_tuple, make_call, normalize_axis, register_op
+from .define import IntOrInts, int_tuple, make_call, normalize_axis, register_op
 
 
 @dataclass(frozen=True)
@@ -239,7 +238,7 @@ register_op(
 )
 
 
-def reshape(data: Expr, newshape: Any, allowzero: bool = False) -> Call:
+def reshape(data: Expr, newshape: IntOrInts, allowzero: bool = False) -> Call:
     """``data`` with a new shape (``relay.reshape``; 0 copies a dimension, -1 infers one)."""
     return make_call("reshape", [data], ReshapeAttrs(int_tuple(newshape, 1, "newshape"), bool(allowzero)))
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -41,7 +40,7 @@ class CastAttrs(Attrs):
 
 
 def _float_op(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
-    def reference(attrs: Any, x: np.ndarray) -> np.ndarray:
+    def reference(attrs: Attrs, x: np.ndarray) -> np.ndarray:
         return fn(x).astype(x.dtype, copy=False)
 
     reference.__name__ = fn.__name__
@@ -60,7 +59,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
 
 
-def _relu(attrs: Any, x: np.ndarray) -> np.ndarray:
+def _relu(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return relu_python(x)
 
 
