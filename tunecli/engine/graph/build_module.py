@@ -17,23 +17,26 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
+
+import numpy as np
 
 from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.runtime import Module
 from tunecli.engine.runtime.graph_executor import GraphPlan
 from tunecli.engine.runtime.graph_library import CompiledGraph
+from tunecli.engine.runtime.linker import CompileFunc
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.errors import GraphError
 
 from .graph_codegen import graph_program
-from .graph_expr import Function
+from .graph_expr import ArrayData, Function
 from .group_compiler import GroupCompiler
 from .ir_module import IRModule
 from .library_export import export_graph
@@ -52,8 +55,12 @@ from .passes import (
 
 logger = logging.getLogger("autotvm")
 
+#: The target a network is built for: a Target or its string, TVM's ``{"llvm": target}`` (the first
+#: value is taken), or None for the current target.
+TargetLike: TypeAlias = "str | Target | Mapping[str, str | Target] | None"
 
-def optimize(mod: IRModule | Function, params: Mapping[str, Any] | None = None,
+
+def optimize(mod: IRModule | Function, params: Mapping[str, ArrayData] | None = None,
              target: Target | None = None) -> IRModule:
     """The build's graph passes on ``mod`` with ``params`` bound (under the current PassContext).
 
@@ -122,7 +129,7 @@ class BuiltGraph(CompiledGraph):
         self,
         graph_json: str,
         kernels: dict[str, CompiledKernel],
-        params: Mapping[str, Any],
+        params: Mapping[str, np.ndarray],
         target: Target,
         summary: TuningSummary,
         libmod_name: str = "default",
@@ -140,9 +147,10 @@ class BuiltGraph(CompiledGraph):
         """The kernels as runtime modules, by function name."""
         return {name: Module(k) for name, k in self.kernels.items()}
 
-    def export_library(self, file_name: str | os.PathLike, fcompile: Any = None, addons: Any = None,
-                       workspace_dir: str | None = None, *, cc: Any = None, options: list[str] | None = None,
-                       **kwargs: Any) -> None:
+    def export_library(self, file_name: str | os.PathLike, fcompile: str | CompileFunc | None = None,
+                       addons: Sequence[object] | None = None, workspace_dir: str | None = None, *,
+                       cc: str | CompileFunc | None = None, options: list[str] | None = None,
+                       **kwargs: object) -> None:
         """Write the network for a device (TVM's ``export_library``, see ``graph.library_export``).
 
         Parameters
@@ -165,11 +173,11 @@ class BuiltGraph(CompiledGraph):
 
 def build(
     mod: IRModule | Function,
-    target: Any = None,
-    target_host: Any = None,
-    params: Mapping[str, Any] | None = None,
+    target: TargetLike = None,
+    target_host: str | Target | None = None,
+    params: Mapping[str, ArrayData] | None = None,
     mod_name: str = "default",
-    **kwargs: Any,
+    **kwargs: object,
 ) -> BuiltGraph:
     """Compile a network for ``target`` (TVM's ``relay.build``).
 

@@ -17,7 +17,6 @@ an x86 processor with features this one lacks never runs the target's own code h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ir.visitor import Mutator
@@ -78,7 +77,7 @@ class _Reads(Mutator):
     def __init__(self, mapping: Mapping[int, Operation]):
         self.mapping = mapping
 
-    def visit_TensorRead(self, node: TensorRead) -> Any:
+    def visit_TensorRead(self, node: TensorRead) -> TensorRead:
         indices = self.visit(node.indices)
         op = self.mapping.get(id(node.tensor.op))
         if op is None:

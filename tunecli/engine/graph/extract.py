@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import Task, create
 from tunecli.errors import GraphError, TuneError
 
 from .build_module import optimize
-from .graph_expr import Call, Function
+from .graph_expr import ArrayData, Call, Function
 from .ir_module import IRModule
 from .op_registry import OPS, Op
 from .op_strategy import Implementation, dense_pack_implementation, implementation, winograd_implementation
@@ -36,7 +35,7 @@ from .ops.conv_winograd import CONV_OP as WINOGRAD_OP
 from .traversal import post_order
 
 
-def _op_names(ops: Iterable[Any] | None) -> set[str] | None:
+def _op_names(ops: Iterable[Op | str] | None) -> set[str] | None:
     if ops is None:
         return None
     names = set()
@@ -70,8 +69,8 @@ class TunableOperator:
         return tuple(impl.workload for impl in self.implementations)
 
 
-def _call_implementations(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Target,
-                          ops: Iterable[Any] | None) -> Iterator[tuple[Implementation, ...]]:
+def _call_implementations(mod: IRModule | Function, params: Mapping[str, ArrayData] | None, target: Target,
+                          ops: Iterable[Op | str] | None) -> Iterator[tuple[Implementation, ...]]:
     """The requested implementations of each tunable call of the optimized network, in execution
     order (calls with none left out)."""
     wanted = _op_names(ops)
@@ -91,15 +90,15 @@ def _call_implementations(mod: IRModule | Function, params: Mapping[str, Any] | 
             yield found
 
 
-def tunable_calls(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Target,
-                  ops: Iterable[Any] | None = None) -> list[Implementation]:
+def tunable_calls(mod: IRModule | Function, params: Mapping[str, ArrayData] | None, target: Target,
+                  ops: Iterable[Op | str] | None = None) -> list[Implementation]:
     """The implementation of every tunable call of the optimized network, in execution order
     (a call with alternatives gives each of them, in :class:`TunableOperator` order)."""
     return [impl for impls in _call_implementations(mod, params, target, ops) for impl in impls]
 
 
-def tunable_operators(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Target,
-                      ops: Iterable[Any] | None = None) -> list[TunableOperator]:
+def tunable_operators(mod: IRModule | Function, params: Mapping[str, ArrayData] | None, target: Target,
+                      ops: Iterable[Op | str] | None = None) -> list[TunableOperator]:
     """The distinct tunable operators of a network, in the order it first calls them.
 
     Calls are the same operator when their implementations have the same workloads.
@@ -122,9 +121,10 @@ def tunable_operators(mod: IRModule | Function, params: Mapping[str, Any] | None
     return [TunableOperator(impls, counts[key]) for key, impls in found.items()]
 
 
-def extract_from_program(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Any,
-                         target_host: Any = None, ops: Iterable[Any] | None = None,
-                         mod_name: str = "default", include_simple_tasks: bool = False) -> list[Task]:
+def extract_from_program(mod: IRModule | Function, params: Mapping[str, ArrayData] | None,
+                         target: str | Target | None, target_host: str | Target | None = None,
+                         ops: Iterable[Op | str] | None = None, mod_name: str = "default",
+                         include_simple_tasks: bool = False) -> list[Task]:
     """The distinct tunable tasks of a network.
 
     Parameters
@@ -151,8 +151,9 @@ def extract_from_program(mod: IRModule | Function, params: Mapping[str, Any] | N
 
 
 def extract_from_multiple_program(mods: Sequence[IRModule | Function],
-                                  params: Sequence[Mapping[str, Any] | None], target: Any,
-                                  target_host: Any = None, ops: Iterable[Any] | None = None) -> list[Task]:
+                                  params: Sequence[Mapping[str, ArrayData] | None],
+                                  target: str | Target | None, target_host: str | Target | None = None,
+                                  ops: Iterable[Op | str] | None = None) -> list[Task]:
     """The distinct tunable tasks of several networks (``mods[i]`` with weights ``params[i]``):
     each workload once, in the order the networks first call it."""
     if len(mods) != len(params):
@@ -167,7 +168,7 @@ def extract_from_multiple_program(mods: Sequence[IRModule | Function],
 
 
 def operator_tasks(operators: Iterable[TunableOperator], target: Target,
-                   target_host: Any = None) -> dict[tuple, Task]:
+                   target_host: str | Target | None = None) -> dict[tuple, Task]:
     """One task per distinct workload of the operators' implementations, by workload, in order
     (the tasks :func:`extract_from_program` returns).
 
@@ -187,8 +188,8 @@ def operator_tasks(operators: Iterable[TunableOperator], target: Target,
     return tasks
 
 
-def task_occurrences(mod: IRModule | Function, params: Mapping[str, Any] | None, target: Any,
-                     ops: Iterable[Any] | None = None) -> dict[tuple, int]:
+def task_occurrences(mod: IRModule | Function, params: Mapping[str, ArrayData] | None,
+                     target: str | Target | None, ops: Iterable[Op | str] | None = None) -> dict[tuple, int]:
     """How many calls of the network use each task workload."""
     counts: dict[tuple, int] = {}
     for impl in tunable_calls(mod, params, as_target(target), ops):

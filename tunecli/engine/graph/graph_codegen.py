@@ -17,11 +17,11 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from tunecli.engine.codegen import CompiledKernel
+from tunecli.engine.log.record import JsonValue
 from tunecli.engine.runtime import Module
 from tunecli.errors import GraphError
 
@@ -73,13 +73,13 @@ class _Builder:
     """The graph JSON under construction: nodes, their types, the parameters."""
 
     def __init__(self) -> None:
-        self.nodes: list[dict[str, Any]] = []
+        self.nodes: list[dict[str, JsonValue]] = []
         self.shapes: list[tuple[int, ...]] = []
         self.dtypes: list[str] = []
         self.params: dict[str, np.ndarray] = {}
         self.const_node: dict[int, int] = {}
 
-    def add(self, node: dict[str, Any], shape: Sequence[int], dtype: str) -> int:
+    def add(self, node: dict[str, JsonValue], shape: Sequence[int], dtype: str) -> int:
         self.nodes.append(node)
         self.shapes.append(tuple(int(s) for s in shape))
         self.dtypes.append(str(dtype))
@@ -185,7 +185,7 @@ def distinct_groups(fn: Function) -> tuple[list[tuple[Call, int]], list[GroupJob
     return calls, jobs
 
 
-def _unique(base: str, taken: Mapping[str, Any]) -> str:
+def _unique(base: str, taken: Mapping[str, object]) -> str:
     name, k = base, 0
     while name in taken:
         k += 1

@@ -15,7 +15,8 @@ where type inference has run.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+import numpy as np
 
 from .graph_expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from .op_registry import Op
@@ -37,7 +38,7 @@ def astext(node: Expr | Mapping[str, Function]) -> str:
     return "\n".join([*lines, result]) if lines else result
 
 
-def format_attr(value: Any) -> str:
+def format_attr(value: object) -> str:
     """One attribute value as TVM prints it (``[1, 1]``, ``2e-05f``, ``"NCHW"``)."""
     if isinstance(value, bool):
         return str(value)
@@ -50,7 +51,7 @@ def format_attr(value: Any) -> str:
     return str(value)
 
 
-def _scalar(data: Any) -> str:
+def _scalar(data: np.ndarray) -> str:
     value = data.item()
     kind = data.dtype.kind
     if kind == "f":

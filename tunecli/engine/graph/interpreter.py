@@ -9,24 +9,28 @@ that disagree fail loudly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeAlias
 
 import numpy as np
 
+from tunecli.engine.target import Target
 from tunecli.errors import GraphError
 
-from .graph_expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .graph_expr import ArrayData, Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from .ir_module import IRModule
 from .traversal import children, post_order
 from .type_infer import infer_types
-from .types import TensorType, TupleType, Type
+from .types import TensorType, TupleType, Type, Value
 
-Value = Any  # a numpy array, or a tuple of values
+#: A value given for a parameter: array data, or a sequence of them for a tuple-typed parameter.
+InputValue: TypeAlias = "ArrayData | Sequence[InputValue]"
+#: What the interpreter holds per node: a value, or a function (evaluated where it is called).
+NodeValue: TypeAlias = "Value | Function"
 
 
 def bind_inputs(
-    fn: Function, args: Sequence[Any] = (), inputs: Mapping[str, Any] | None = None
+    fn: Function, args: Sequence[InputValue] = (), inputs: Mapping[str, InputValue] | None = None
 ) -> dict[Var, Value]:
     """Values of ``fn``'s parameters from positional ``args`` then ``inputs`` by name, checked
     against the parameter types (GraphError naming the parameter)."""
@@ -53,7 +57,7 @@ def bind_inputs(
     return bound
 
 
-def _checked_value(value: Any, t: Type, where: str) -> Value:
+def _checked_value(value: InputValue, t: Type, where: str) -> Value:
     if isinstance(t, TupleType):
         if not isinstance(value, (tuple, list)) or len(value) != len(t.fields):
             raise GraphError(f"{where}: expected a {len(t.fields)}-tuple for {t}")
@@ -74,8 +78,9 @@ def _checked_value(value: Any, t: Type, where: str) -> Value:
 
 
 def evaluate_nodes(
-    fn: Function, args: Sequence[Any] = (), inputs: Mapping[str, Any] | None = None, keep: bool = True
-) -> tuple[Value, dict[Expr, Value]]:
+    fn: Function, args: Sequence[InputValue] = (), inputs: Mapping[str, InputValue] | None = None,
+    keep: bool = True,
+) -> tuple[Value, dict[Expr, NodeValue]]:
     """Evaluate ``fn`` on its inputs.
 
     Parameters
@@ -93,7 +98,7 @@ def evaluate_nodes(
     (output, values)
         The function's result and ``{node: value}`` (only the output when ``keep`` is False).
     """
-    values: dict[Expr, Value] = dict(bind_inputs(fn, args, inputs))
+    values: dict[Expr, NodeValue] = dict(bind_inputs(fn, args, inputs))
     order = post_order(fn.body, into_functions=False)
     uses: dict[Expr, int] = {}
     if not keep:
@@ -116,7 +121,7 @@ def _operands(node: Expr) -> tuple[Expr, ...]:
     return () if isinstance(node, Function) else children(node)
 
 
-def _evaluate_node(node: Expr, values: dict[Expr, Value]) -> Value:
+def _evaluate_node(node: Expr, values: dict[Expr, NodeValue]) -> NodeValue:
     if isinstance(node, Constant):
         return node.data
     if isinstance(node, Tuple):
@@ -153,7 +158,7 @@ def _checked_output(node: Call, out: Value) -> Value:
 
 
 def evaluate(
-    func: Function | IRModule, args: Sequence[Any] = (), inputs: Mapping[str, Any] | None = None
+    func: Function | IRModule, args: Sequence[InputValue] = (), inputs: Mapping[str, InputValue] | None = None
 ) -> Value:
     """The output of ``func`` (or of ``mod["main"]``) on the given inputs, computed by the numpy
     references.  Intermediate values are released as soon as they are no longer needed."""
@@ -164,15 +169,15 @@ def evaluate(
 class Interpreter:
     """TVM's ``relay.create_executor("debug", mod=mod)``: ``Interpreter(mod).evaluate()(x, **params)``."""
 
-    def __init__(self, mod: IRModule | Function, params: Mapping[str, Any] | None = None):
+    def __init__(self, mod: IRModule | Function, params: Mapping[str, InputValue] | None = None):
         self.mod = mod if isinstance(mod, IRModule) else IRModule.from_expr(mod)
         self.params = dict(params or {})
 
-    def evaluate(self, expr: Function | None = None) -> Any:
+    def evaluate(self, expr: Function | None = None) -> Callable[..., Value]:
         """A callable ``f(*args, **inputs)`` evaluating ``expr`` (default ``mod["main"]``)."""
         fn = self.mod["main"] if expr is None else expr
 
-        def run(*args: Any, **inputs: Any) -> Value:
+        def run(*args: InputValue, **inputs: InputValue) -> Value:
             return evaluate_nodes(fn, args, {**self.params, **inputs}, keep=False)[0]
 
         return run
@@ -181,9 +186,9 @@ class Interpreter:
 def create_executor(
     kind: str = "debug",
     mod: IRModule | None = None,
-    device: Any = None,
-    target: Any = "llvm",
-    params: Mapping[str, Any] | None = None,
+    device: object = None,  # accepted for TVM's signature, unused
+    target: str | Target | None = "llvm",  # accepted for TVM's signature, unused
+    params: Mapping[str, InputValue] | None = None,
 ) -> Interpreter:
     """TVM's ``relay.create_executor``; the ``"debug"`` kind evaluates with the numpy references.
 

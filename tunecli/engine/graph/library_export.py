@@ -13,13 +13,13 @@ target (the host's, or ``<triple>-gcc``), embedding graph and parameters as one 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from tunecli.engine.runtime.graph_library import CompiledGraph
 from tunecli.engine.runtime.kernel_export import export_kernels
+from tunecli.engine.runtime.linker import CompileFunc
 
 
-def export_graph(lib: CompiledGraph, path: str | os.PathLike, fcompile: Any = None,
+def export_graph(lib: CompiledGraph, path: str | os.PathLike, fcompile: str | CompileFunc | None = None,
                  options: list[str] | None = None) -> None:
     """Write ``lib`` to ``path`` (see the module docstring).
 

@@ -8,7 +8,6 @@ repeated incremental passes over a growing graph cost time in the new nodes only
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from tunecli.errors import GraphError
 
@@ -66,7 +65,7 @@ def post_order(
     return order
 
 
-def post_order_visit(root: Expr, visit: Callable[[Expr], Any]) -> None:
+def post_order_visit(root: Expr, visit: Callable[[Expr], object]) -> None:
     """Call ``visit(node)`` on every node, inputs first (TVM's ``relay.analysis.post_order_visit``)."""
     for node in post_order(root):
         visit(node)
