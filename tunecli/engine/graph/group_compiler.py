@@ -37,19 +37,28 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Final
 
 import numpy as np
 
+from tunecli.engine.codegen import CompiledKernel
 from tunecli.engine.codegen.compile import LOCK
 from tunecli.engine.codegen.kernel_cache import KernelCache, cache_key, default_cache, target_text
 from tunecli.engine.codegen.nvptx_backend import libdevice_path
 from tunecli.engine.target import Target, as_target
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import ArgumentError
 
 from .graph_expr import Call, Constant, Function
 from .graph_printer import astext
-from .lower_group import AnchorConfig, LoweredKernel, anchor_config, group_anchor, lower_group
+from .lower_group import (
+    AnchorConfig,
+    LoweredKernel,
+    PrecomputedInput,
+    anchor_config,
+    group_anchor,
+    lower_group,
+)
 from .op_compute import compute_of
 from .op_registry import Op
 from .op_strategy import Implementation
@@ -60,7 +69,7 @@ logger = logging.getLogger("tunecli.kernel_cache")
 JOBS_ENV = "TUNECLI_BUILD_JOBS"
 
 #: Groups waiting for forked children, by build (a child reads its build's entry, inherited).
-_PENDING: dict[int, tuple[Target, list[tuple[GroupJob, Any]]]] = {}
+_PENDING: dict[int, tuple[Target, list[GroupItem]]] = {}
 _TOKENS = itertools.count()
 
 
@@ -83,10 +92,14 @@ class GroupJob:
     constant: frozenset[int]
 
 
+#: A group to lower and its anchor's config (None for a group without a tunable call).
+GroupItem = tuple[GroupJob, ConfigSpace | None]
+
+
 @dataclass(frozen=True)
 class _Plan:
     anchor: tuple[Call, Implementation] | None
-    config: Any
+    config: ConfigSpace | None
     key: str  #: "" when no cache is read
 
 
@@ -94,7 +107,7 @@ class _Default:
     pass
 
 
-DEFAULT: Any = _Default()
+DEFAULT: Final = _Default()
 
 
 class GroupCompiler:
@@ -109,9 +122,10 @@ class GroupCompiler:
         Processes lowering the misses (default: ``TUNECLI_BUILD_JOBS``, else the usable cores).
     """
 
-    def __init__(self, target: Target, cache: KernelCache | None = DEFAULT, jobs: int | None = None) -> None:
+    def __init__(self, target: Target, cache: KernelCache | _Default | None = DEFAULT,
+                 jobs: int | None = None) -> None:
         self.target = target
-        self.cache = default_cache() if cache is DEFAULT else cache
+        self.cache = default_cache() if isinstance(cache, _Default) else cache
         self.jobs = build_jobs() if jobs is None else max(1, int(jobs))
         self.hits = 0  #: groups found in the cache so far
         self.misses = 0  #: groups compiled so far
@@ -153,7 +167,7 @@ class GroupCompiler:
         return _Plan(anchor, config, key)
 
     # ------------------------------------------------------------------ lowering
-    def _lower(self, items: list[tuple[GroupJob, Any]]) -> list[LoweredKernel]:
+    def _lower(self, items: list[GroupItem]) -> list[LoweredKernel]:
         workers = min(self.jobs, len(items))
         done: dict[int, LoweredKernel] = {}
         if workers > 1 and not multiprocessing.current_process().daemon:
@@ -161,7 +175,7 @@ class GroupCompiler:
         return [done[i] if i in done else self._lower_here(job, config)
                 for i, (job, config) in enumerate(items)]
 
-    def _lower_here(self, job: GroupJob, config: Any) -> LoweredKernel:
+    def _lower_here(self, job: GroupJob, config: ConfigSpace | None) -> LoweredKernel:
         lowered = lower_group(job.fn, self.target, job.name, job.constant, _private(config))
         return replace(lowered, func=None)
 
@@ -179,7 +193,8 @@ def build_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def group_key(job: GroupJob, target: Target, anchor: tuple[Call, Implementation] | None, config: Any) -> str:
+def group_key(job: GroupJob, target: Target, anchor: tuple[Call, Implementation] | None,
+              config: ConfigSpace | None) -> str:
     """The cache key of ``job`` compiled for ``target`` with ``config`` for its ``anchor``."""
     parts = {
         "group": astext(job.fn),
@@ -236,7 +251,7 @@ def _outside_code(fn: Function) -> str:
     return " ".join(sorted(set(found)))
 
 
-def _code_identity(func: Callable[..., Any] | None) -> str:
+def _code_identity(func: Callable[..., object] | None) -> str:
     """``module.qualname``, with a digest of the code for a function defined outside tunecli."""
     if func is None:
         return "-"
@@ -258,7 +273,7 @@ def _anchor_record(plan: _Plan) -> AnchorConfig | None:
     return AnchorConfig.of(impl.task_name, impl.workload, plan.config)
 
 
-def _private(config: Any) -> Any:
+def _private(config: ConfigSpace | None) -> ConfigSpace | None:
     """A fallback config is filled in by the template that lowers it; lowering gets a copy, so the
     context's entity (and the next build's key) stays as asked."""
     return copy.deepcopy(config) if getattr(config, "is_fallback", False) else config
@@ -269,7 +284,7 @@ def _encode(lowered: LoweredKernel) -> bytes:
     return zlib.compress(pickle.dumps((lowered.kernel, lowered.inputs), protocol=pickle.HIGHEST_PROTOCOL), 1)
 
 
-def _decode(payload: bytes, name: str) -> tuple[Any, tuple] | None:
+def _decode(payload: bytes, name: str) -> tuple[CompiledKernel, tuple[int | PrecomputedInput, ...]] | None:
     """``(kernel, inputs)`` of an entry, or None when it cannot be read back (logged)."""
     try:
         kernel, inputs = pickle.loads(zlib.decompress(payload))
@@ -284,7 +299,7 @@ def _decode(payload: bytes, name: str) -> tuple[Any, tuple] | None:
 
 
 # ---------------------------------------------------------------------- children
-def _lower_forked(token: int, index: int) -> tuple[bool, Any]:
+def _lower_forked(token: int, index: int) -> tuple[bool, LoweredKernel | str]:
     """In a forked child: lower group ``index`` of build ``token``; ``(True, LoweredKernel)`` or
     ``(False, traceback text)``."""
     target, items = _PENDING[token]
@@ -296,7 +311,7 @@ def _lower_forked(token: int, index: int) -> tuple[bool, Any]:
         return False, traceback.format_exc()
 
 
-def _lower_in_children(target: Target, items: list[tuple[GroupJob, Any]],
+def _lower_in_children(target: Target, items: list[GroupItem],
                        workers: int) -> dict[int, LoweredKernel]:
     """Lower ``items`` in ``workers`` forked children; the kernels of those that succeeded, by index."""
     token = next(_TOKENS)

@@ -14,8 +14,8 @@ still reads, in order, then the precomputed inputs, then its output (``LoweredKe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.build import build
@@ -38,13 +38,14 @@ from .constant_stages import (
     replace_stages,
 )
 from .gpu_group_schedule import schedule_group_gpu
-from .graph_expr import Call, Function, Tuple, Var
+from .graph_expr import Call, Expr, Function, Tuple, Var
 from .group_schedule import schedule_group
 from .op_compute import compute_of
 from .op_registry import Op
 from .op_strategy import Implementation, chosen_implementation
 from .traversal import post_order
 from .type_infer import tensor_type_of
+from .types import TensorType
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class AnchorConfig:
     source: ConfigSource = DEFAULT
 
     @classmethod
-    def of(cls, task_name: str, workload: tuple, config: Any) -> AnchorConfig:
+    def of(cls, task_name: str, workload: tuple, config: ConfigSpace) -> AnchorConfig:
         """The record of a kernel whose anchor ``config`` (a dispatch answer) configured."""
         source = config_source(config)
         return cls(task_name, workload, source.measured, source)
@@ -111,13 +112,17 @@ class LoweredKernel:
     func: PrimFunc | None = None
 
 
+class _Query:
+    """The type of :data:`QUERY`."""
+
+
 #: ``lower_group``'s ``config`` when the anchor's config is to be asked for (see :func:`anchor_config`).
-QUERY = object()
+QUERY = _Query()
 
 
 def lower_group(
     fn: Function, target: Target, func_name: str, constant_params: frozenset[int] = frozenset(),
-    config: Any = QUERY,
+    config: ConfigSpace | _Query | None = QUERY,
 ) -> LoweredKernel:
     """Compile the primitive function ``fn`` into the kernel ``func_name`` for ``target``.
 
@@ -131,8 +136,9 @@ def lower_group(
     constant_params : frozenset of int
         Indices of the parameters that are constants at every call (weights): stages computed
         from them alone are evaluated at build time (``constant_stages``).
-    config : ConfigEntity, optional
-        The anchor's config, when the caller has already asked for it (:func:`anchor_config`).
+    config : ConfigSpace or None, optional
+        The anchor's config, when the caller has already asked for it (:func:`anchor_config`; None
+        for a group without a tunable call).
 
     Returns
     -------
@@ -187,7 +193,7 @@ def _compute_group(
 ) -> tuple[te.Tensor, tuple[te.Tensor, ...] | None]:
     """The group's stages: ``(output, the anchor's outputs)``."""
     anchor_call = anchor_impl[0] if anchor_impl else None
-    values: dict[Any, Any] = dict(placeholders)
+    values: dict[Expr, te.Tensor | list[te.Tensor]] = dict(placeholders)
     anchor_outs: tuple[te.Tensor, ...] | None = None
     for node in post_order(fn.body, into_functions=False):
         if node in values:
@@ -233,7 +239,7 @@ def _hoist_constant_stages(
     return identities, precomputed
 
 
-def _in_call_layout(out: te.Tensor, call_type: Any, task_name: str) -> te.Tensor:
+def _in_call_layout(out: te.Tensor, call_type: TensorType, task_name: str) -> te.Tensor:
     """The anchor's output as the graph call's type: a channel-blocked ``[N, C/b, H, W, b]``
     output (an NCHWc row) is unpacked to ``[N, C, H, W]`` by an injective stage the epilogue
     starts with."""
@@ -247,7 +253,7 @@ def _in_call_layout(out: te.Tensor, call_type: Any, task_name: str) -> te.Tensor
     raise GraphError(f"{task_name}: its output {tuple(out.shape)} is not the graph's {want}")
 
 
-def anchor_config(call: Call, impl: Implementation, target: Target) -> Any:
+def anchor_config(call: Call, impl: Implementation, target: Target) -> ConfigSpace:
     """The config the anchor ``call`` is compiled with: the one it carries (a blocked convolution:
     the one ``AlterOpLayout`` chose its layouts by), else ``DispatchContext.current``'s answer for
     the row's workload (a tuned record, else the fallback config)."""
@@ -277,7 +283,7 @@ def _param_shape(p: Var, fn: Function, anchor: tuple[Call, Implementation] | Non
     return shape
 
 
-def _size(shape: Any) -> int:
+def _size(shape: Sequence[int]) -> int:
     n = 1
     for s in shape:
         n *= int(s)

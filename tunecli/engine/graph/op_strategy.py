@@ -18,14 +18,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
+from tunecli.engine.log.history_best import package_config
+from tunecli.engine.log.layout_choice import MARGIN
 from tunecli.engine.ops.registry import STRATEGIES
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.dispatcher import DispatchContext
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.task import args_to_workload
+from tunecli.engine.task.workload_args import Workload, WorkloadArg
 from tunecli.errors import GraphError
 
 from .graph_expr import Call
@@ -47,7 +51,7 @@ class Implementation:
     """
 
     strategy: Strategy
-    args: tuple
+    args: tuple[WorkloadArg, ...]
 
     @property
     def task_name(self) -> str:
@@ -55,16 +59,21 @@ class Implementation:
         return self.strategy.name
 
     @property
-    def workload(self) -> tuple:
+    def workload(self) -> Workload:
         """The task's workload key: ``(name, *args)`` in log form."""
         return args_to_workload(self.args, self.strategy.name)
 
 
-def _tensor(shape: tuple[int, ...], dtype: str) -> tuple:
+#: What a graph call determines of its template's arguments, by parameter name (``"N"``, ``"strides"``,
+#: ``"data"``: a tensor as ``("TENSOR", shape, dtype)``).
+Facts: TypeAlias = dict[str, WorkloadArg]
+
+
+def _tensor(shape: tuple[int, ...], dtype: str) -> WorkloadArg:
     return ("TENSOR", tuple(int(s) for s in shape), dtype)
 
 
-def _conv2d_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+def _conv2d_keys(call: Call) -> tuple[list[str], Facts]:
     attrs = call.attrs
     data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
     if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW":
@@ -85,7 +94,7 @@ def _conv2d_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return [], facts
 
 
-def _conv2d_nchwc_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+def _conv2d_nchwc_keys(call: Call) -> tuple[list[str], Facts]:
     """A blocked convolution (after ``AlterOpLayout``) keeps the NCHW convolution's workload: the
     logical ``data [N, C, H, W]`` and ``kernel [O, I, KH, KW]``, layouts ``NCHW``, so tuned logs apply."""
     attrs = call.attrs
@@ -106,7 +115,7 @@ def _conv2d_nchwc_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return ["conv2d_NCHWc"], facts
 
 
-def _conv2d_winograd_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+def _conv2d_winograd_keys(call: Call) -> tuple[list[str], Facts]:
     """A Winograd convolution keeps the NCHW convolution's workload too; its weight is the transformed
     kernel ``[alpha, alpha, O/oc_bn, I/ic_bn, ic_bn, oc_bn]`` of an ``[O, I, 3, 3]`` kernel."""
     attrs = call.attrs
@@ -121,7 +130,7 @@ def _conv2d_winograd_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return ["conv2d_NCHWc_winograd"], facts
 
 
-def _dense_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+def _dense_keys(call: Call) -> tuple[list[str], Facts]:
     data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
     (m, k), n = data.shape, weight.shape[0]
     facts = {"M": m, "N": n, "K": k, "dtype": data.dtype, "data": _tensor(data.shape, data.dtype),
@@ -130,7 +139,7 @@ def _dense_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return (["dense_int8", "dense"] if int8 else ["dense"]), facts
 
 
-def _batch_matmul_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+def _batch_matmul_keys(call: Call) -> tuple[list[str], Facts]:
     """TVM's workload of ``batch_matmul.x86``: both operands, the output shape and dtype, and
     which operands are transposed (every form is served)."""
     x, y, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
@@ -140,7 +149,7 @@ def _batch_matmul_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return ["batch_matmul"], facts
 
 
-def _conv3d_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+def _conv3d_keys(call: Call) -> tuple[list[str], Facts]:
     """TVM's workload of ``conv3d_ncdhw.x86``: both tensors, the window attributes (padding in six
     numbers) and the output dtype."""
     data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
@@ -150,7 +159,7 @@ def _conv3d_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
     return ["conv3d_ncdhw"], facts
 
 
-def _conv2d_transpose_keys(call: Call) -> tuple[list[str], dict[str, Any]]:
+def _conv2d_transpose_keys(call: Call) -> tuple[list[str], Facts]:
     """TVM's workload of ``conv2d_transpose_nchw.x86`` (one group, no dilation, as TVM's x86
     strategy): both tensors, strides, padding in four numbers, output dtype, output padding."""
     attrs = call.attrs
@@ -254,13 +263,16 @@ def conv2d_candidates(call: Call, target: Target) -> list[Implementation]:
             if impl is not None]
 
 
-def select_implementation(candidates: Sequence[Implementation], target: Target) -> tuple[Implementation, Any]:
+def select_implementation(candidates: Sequence[Implementation],
+                          target: Target) -> tuple[Implementation, ConfigSpace]:
     """The implementation of a call and its config (TVM's ``select_implementation`` with autotvm).
 
     A dispatch context that decides per call (``apply_graph_best``: the graph tuner's record of
     the call names its template) decides.  Otherwise each candidate's workload is queried; among
     those answered by a record of the workload (not a fallback config nor the nearest record's)
-    the lowest cost wins, ties keeping the earlier candidate; when none has one, the highest ``plevel``.
+    the lowest cost wins, ties keeping the earlier candidate, except that the candidate an untuned
+    build runs (``untuned_choice``) keeps the call unless the fastest is faster than it by more
+    than ``layout_choice.MARGIN``; when none has one, the highest ``plevel``.
 
     Parameters
     ----------
@@ -280,13 +292,32 @@ def select_implementation(candidates: Sequence[Implementation], target: Target) 
     configs = [context.query(target, impl.workload) for impl in candidates]
     tuned = [i for i, cfg in enumerate(configs) if config_source(cfg).measured]
     if tuned:
-        best = min(tuned, key=lambda i: math.inf if configs[i].cost is None else configs[i].cost)
+        best = min(tuned, key=lambda i: _cost(configs[i]))
+        usual = untuned_choice(candidates, target)  # an untuned build's: kept unless clearly slower
+        if usual in tuned and not _cost(configs[best]) < _cost(configs[usual]) * (1 - MARGIN):
+            best = usual
     else:
         best = max(range(len(candidates)), key=lambda i: candidates[i].strategy.plevel)
     return candidates[best], configs[best]
 
 
-def _template_args(strategy: Strategy, facts: dict[str, Any], call: Call) -> tuple:
+def untuned_choice(candidates: Sequence[Implementation], target: Target) -> int:
+    """The index of the candidate an untuned build runs: the fastest by the pre-tuned packages'
+    records, else the highest ``plevel``.  With records, ``select_implementation`` keeps it unless
+    another candidate's answer is faster than its answer by more than ``layout_choice.MARGIN``
+    (timing noise, and the costs a kernel's own timing does not see)."""
+    packaged = {i: package_config(target, impl.workload) for i, impl in enumerate(candidates)}
+    measured = {i: cfg for i, cfg in packaged.items() if cfg is not None}
+    if measured:
+        return min(measured, key=lambda i: _cost(measured[i]))
+    return max(range(len(candidates)), key=lambda i: candidates[i].strategy.plevel)
+
+
+def _cost(config: ConfigSpace) -> float:
+    return math.inf if config.cost is None else float(config.cost)
+
+
+def _template_args(strategy: Strategy, facts: Facts, call: Call) -> tuple[WorkloadArg, ...]:
     args = []
     for p in strategy.parameters:
         if p.name in facts:
