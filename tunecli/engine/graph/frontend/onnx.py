@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,14 +27,17 @@ from ..graph_expr import Expr, Function, Tuple, Var
 from ..ir_module import IRModule
 from ..type_infer import infer_types
 from ..types import TensorType
-from .onnx_node import NodeContext, ValueStore, onnx_dtype
+from .onnx_node import AttrValue, NodeContext, ValueStore, onnx_dtype
 from .onnx_table import MAX_OPSET, MIN_OPSET, converters, supported_operators
+
+if TYPE_CHECKING:
+    from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TensorShapeProto, ValueInfoProto
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 def from_onnx(
-    model: Any,
+    model: ModelProto | str | os.PathLike,
     shape: Mapping[str, Sequence[int]] | None = None,
     dtype: str | Mapping[str, str] = "float32",
     opset: int | None = None,
@@ -94,7 +98,7 @@ def from_onnx(
     return IRModule.from_expr(fn), {p.name_hint: nd_array(store.params[p.name_hint]) for p in params}
 
 
-def _onnx_package() -> Any:
+def _onnx_package() -> ModuleType:
     try:
         import onnx
     except ImportError:
@@ -104,7 +108,7 @@ def _onnx_package() -> Any:
     return onnx
 
 
-def _load(onnx: Any, model: Any) -> Any:
+def _load(onnx: ModuleType, model: ModelProto | str | os.PathLike) -> ModelProto:
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not os.path.isfile(path):
@@ -127,18 +131,18 @@ def _load(onnx: Any, model: Any) -> Any:
     return model
 
 
-def _model_opset(proto: Any) -> int:
+def _model_opset(proto: ModelProto) -> int:
     versions = [o.version for o in proto.opset_import if o.domain in _DEFAULT_DOMAINS]
     if not versions:
         raise ModelImportError("the ONNX model declares no opset of the default domain (ai.onnx)")
     return int(versions[0])
 
 
-def _node_name(node: Any, index: int) -> str:
+def _node_name(node: NodeProto, index: int) -> str:
     return node.name or f"#{index}"
 
 
-def _check_operators(nodes: Sequence[Any], opset: int) -> None:
+def _check_operators(nodes: Sequence[NodeProto], opset: int) -> None:
     """One ModelImportError for an unsupported opset or every unsupported operator."""
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ModelImportError(
@@ -160,7 +164,7 @@ def _check_operators(nodes: Sequence[Any], opset: int) -> None:
         )
 
 
-def _tensor_array(onnx: Any, tensor: Any, where: str) -> np.ndarray:
+def _tensor_array(onnx: ModuleType, tensor: TensorProto, where: str) -> np.ndarray:
     onnx_dtype(tensor.data_type, where)
     try:
         return np.asarray(onnx.numpy_helper.to_array(tensor))
@@ -169,7 +173,7 @@ def _tensor_array(onnx: Any, tensor: Any, where: str) -> np.ndarray:
 
 
 def _input_vars(
-    graph: Any,
+    graph: GraphProto,
     initializers: Mapping[str, np.ndarray],
     shape: Mapping[str, Sequence[int]] | None,
     dtype: str | Mapping[str, str],
@@ -197,7 +201,8 @@ def _input_vars(
     return found
 
 
-def _input_var(value_info: Any, given: Sequence[int] | None, dtype: str | Mapping[str, str]) -> Var:
+def _input_var(value_info: ValueInfoProto, given: Sequence[int] | None,
+               dtype: str | Mapping[str, str]) -> Var:
     name = value_info.name
     tensor = value_info.type.tensor_type
     if not value_info.type.HasField("tensor_type"):
@@ -225,7 +230,8 @@ def _input_var(value_info: Any, given: Sequence[int] | None, dtype: str | Mappin
     return Var(name, TensorType(tuple(d.dim_value for d in dims), elem))
 
 
-def _given_shape(name: str, given: Sequence[int], dims: Sequence[Any] | None) -> tuple[int, ...]:
+def _given_shape(name: str, given: Sequence[int],
+                 dims: Sequence[TensorShapeProto.Dimension] | None) -> tuple[int, ...]:
     try:
         shape = tuple(int(s) for s in given)
     except (TypeError, ValueError):
@@ -248,8 +254,8 @@ def _given_shape(name: str, given: Sequence[int], dims: Sequence[Any] | None) ->
     return shape
 
 
-def _attributes(onnx: Any, node: Any, where: str) -> dict[str, Any]:
-    attrs = {}
+def _attributes(onnx: ModuleType, node: NodeProto, where: str) -> dict[str, AttrValue]:
+    attrs: dict[str, AttrValue] = {}
     for a in node.attribute:
         value = onnx.helper.get_attribute_value(a)
         if isinstance(value, bytes):
@@ -263,7 +269,7 @@ def _attributes(onnx: Any, node: Any, where: str) -> dict[str, Any]:
 
 
 def _convert_node(
-    onnx: Any, node: Any, index: int, opset: int, store: ValueStore, consumed: set[str]
+    onnx: ModuleType, node: NodeProto, index: int, opset: int, store: ValueStore, consumed: set[str]
 ) -> None:
     name = _node_name(node, index)
     where = f"{node.op_type} node {name!r}"

@@ -10,18 +10,36 @@ comparison operators).  Any other operator is a ``GraphError`` naming it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 import numpy as np
 
 from tunecli.errors import GraphError
 
-from ..graph_expr import Call, Constant, Expr, Tuple, TupleGetItem
+from ..graph_expr import ArrayData, Call, Constant, Expr, Tuple, TupleGetItem
 from ..ir_module import IRModule
 from ..ops.conv import conv2d_padding
 from ..traversal import post_order
 from ..type_infer import infer_types
+
+if TYPE_CHECKING:
+    from onnx import NodeProto, TensorProto
+
+#: What an ONNX node is written for: a graph expression, or ``(expression, helper name)`` for a
+#: helper node of its call (a transposed weight).
+NodeKey: TypeAlias = "Expr | tuple[Expr, str]"
+#: The ONNX name of a written value; a list of names for a tuple's fields.
+ValueName: TypeAlias = "str | list[str]"
+#: ``constant(array) -> name``: writes an initializer.
+AddConstant = Callable[[np.ndarray], str]
+
+
+class AddNode(Protocol):
+    """``add(op_type, input names, key, **attributes) -> output name``: writes one ONNX node."""
+
+    def __call__(self, op: str, args: list[str], node: NodeKey, **attrs: int | float | list[int]) -> str: ...
+
 
 #: Graph operators written as one ONNX node of the same inputs (attributes aside).
 _SAME_INPUTS = {
@@ -43,7 +61,7 @@ _OPSET = 17
 _ELEMENT_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9, "float64": 11}
 
 
-def to_onnx(mod: IRModule, params: Mapping[str, Any]) -> bytes:
+def to_onnx(mod: IRModule, params: Mapping[str, ArrayData]) -> bytes:
     """The network ``mod["main"]`` as a serialized ONNX model with ``params`` as initializers.
 
     Parameters
@@ -66,9 +84,9 @@ def to_onnx(mod: IRModule, params: Mapping[str, Any]) -> bytes:
 
     fn = mod["main"]
     infer_types(fn)
-    names: dict[Expr, Any] = {}
-    nodes: list[Any] = []
-    inits: list[Any] = []
+    names: dict[NodeKey, ValueName] = {}
+    nodes: list[NodeProto] = []
+    inits: list[TensorProto] = []
     inputs = []
     for p in fn.params:
         names[p] = p.name_hint
@@ -83,7 +101,7 @@ def to_onnx(mod: IRModule, params: Mapping[str, Any]) -> bytes:
         inits.append(numpy_helper.from_array(value, name))
         return name
 
-    def add(op: str, args: list[str], node: Any, **attrs: Any) -> str:
+    def add(op: str, args: list[str], node: NodeKey, **attrs: int | float | list[int]) -> str:
         """Write one ONNX node computing ``node`` (an expression, or a key of a helper value)."""
         names[node] = f"n{len(nodes)}"
         nodes.append(helper.make_node(op, args, [names[node]], **attrs))
@@ -115,11 +133,11 @@ def _element_type(expr: Expr) -> int:
     return _ELEMENT_TYPES[dtype]
 
 
-def _array(value: Any) -> np.ndarray:
+def _array(value: ArrayData) -> np.ndarray:
     return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
 
 
-def _call(node: Call, args: list[Any], add: Any, constant: Any) -> None:
+def _call(node: Call, args: list[ValueName], add: AddNode, constant: AddConstant) -> None:
     """Write one call as ONNX nodes (``args``: the names of its arguments)."""
     name, a = node.op.name, node.attrs
     if name == "nn.conv2d":
@@ -159,11 +177,11 @@ def _call(node: Call, args: list[Any], add: Any, constant: Any) -> None:
         _transformer_call(node, args, add, constant)
 
 
-def _ints(values: Any) -> np.ndarray:
+def _ints(values: Iterable[int]) -> np.ndarray:
     return np.asarray([int(v) for v in values], dtype="int64")
 
 
-def _transformer_call(node: Call, args: list[Any], add: Any, constant: Any) -> None:
+def _transformer_call(node: Call, args: list[ValueName], add: AddNode, constant: AddConstant) -> None:
     """Write one call of the transformer operators as ONNX nodes."""
     name, a = node.op.name, node.attrs
     out_shape = [int(d) for d in node.checked_type.shape]

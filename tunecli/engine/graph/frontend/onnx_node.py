@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypeVar, overload
 
 import numpy as np
 
@@ -19,6 +19,16 @@ from tunecli.errors import ModelImportError
 from ..graph_expr import Constant, Expr, Var, const
 from ..type_infer import infer_types
 from ..types import TensorType
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
+#: A decoded ONNX attribute: an int, float or str, an array (a tensor attribute), a list of them, or
+#: onnx's own message for the kinds no supported operator reads (a graph, a type).
+AttrValue: TypeAlias = ("int | float | str | np.ndarray | Message | list[int] | list[float] | list[str] "
+                        "| list[np.ndarray]")
+
+_T = TypeVar("_T")
 
 #: ONNX ``TensorProto.DataType`` codes of the element types the importer handles.
 ONNX_DTYPES = {
@@ -122,7 +132,7 @@ class NodeContext:
     op_type: str
     name: str
     opset: int
-    attrs: Mapping[str, Any]
+    attrs: Mapping[str, AttrValue]
     inputs: tuple[str, ...]
     num_outputs: int
     store: ValueStore
@@ -131,8 +141,15 @@ class NodeContext:
         """An error naming this node: ``"<op_type> node '<name>': <message>"``."""
         return ModelImportError(f"{self.op_type} node {self.name!r}: {message}")
 
-    def attr(self, key: str, default: Any = None) -> Any:
-        """Attribute ``key``, or ``default`` when the node does not set it."""
+    @overload
+    def attr(self, key: str, default: None = None) -> AttrValue | None: ...
+
+    @overload
+    def attr(self, key: str, default: _T) -> _T: ...
+
+    def attr(self, key: str, default: object = None) -> object:
+        """Attribute ``key``, or ``default`` when the node does not set it (typed as ``default``: the
+        ONNX operator's definition fixes each attribute's kind)."""
         return self.attrs.get(key, default)
 
     def has_input(self, i: int) -> bool:

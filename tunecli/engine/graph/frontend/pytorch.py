@@ -12,7 +12,8 @@ from __future__ import annotations
 import io
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -22,13 +23,19 @@ from tunecli.errors import ModelImportError
 from ..ir_module import IRModule
 from .onnx import from_onnx
 
+if TYPE_CHECKING:
+    import torch
+
+#: One input of ``from_pytorch``: ``(name, shape)`` or ``(name, (shape, dtype))``.
+InputInfo: TypeAlias = "tuple[str, Sequence[int] | tuple[Sequence[int], str]]"
+
 #: The ONNX opset the module is exported as.
 EXPORT_OPSET = 17
 
 
 def from_pytorch(
-    script_module: Any,
-    input_infos: Sequence[tuple[str, Any]],
+    script_module: torch.nn.Module,
+    input_infos: Sequence[InputInfo],
     default_dtype: str = "float32",
     freeze_params: bool = False,
 ) -> tuple[IRModule, dict[str, NDArray]]:
@@ -85,7 +92,7 @@ def from_pytorch(
     return from_onnx(model, shape=used, dtype=types, freeze_params=freeze_params)
 
 
-def _torch_package() -> Any:
+def _torch_package() -> ModuleType:
     try:
         import torch
     except ImportError:
@@ -94,7 +101,7 @@ def _torch_package() -> Any:
 
 
 def _input_infos(
-    input_infos: Sequence[tuple[str, Any]], default_dtype: str
+    input_infos: Sequence[InputInfo], default_dtype: str
 ) -> tuple[list[str], list[tuple[int, ...]], list[str]]:
     """Names, shapes and dtypes of ``input_infos`` (ModelImportError naming a malformed entry)."""
     names, shapes, dtypes = [], [], []
