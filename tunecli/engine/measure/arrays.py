@@ -9,11 +9,11 @@ once and a worker process reports that as a runtime error.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
 from tunecli.engine.runtime import Device
+from tunecli.engine.runtime.device import DeviceArray
 
 ArgSpecT = tuple[tuple[int, ...], str]
 
@@ -111,7 +111,7 @@ def given_arguments(arg_specs: Sequence[ArgSpecT], inputs: Sequence[np.ndarray])
 
 def kernel_arguments(device: Device, arg_specs: Sequence[ArgSpecT], seed: int,
                      output_indices: Iterable[int], poisoned: bool = False,
-                     inputs: Sequence[np.ndarray] | None = None) -> list[Any]:
+                     inputs: Sequence[np.ndarray] | None = None) -> list[DeviceArray]:
     """The seeded random arguments (or copies of ``inputs`` when given), copied to ``device``;
     outputs guarded (and poisoned if asked).
 

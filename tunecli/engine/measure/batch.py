@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
-from tunecli.engine.measure.builder import Builder, LocalBuilder
+from tunecli.engine.measure.builder import Builder, BuildResult, LocalBuilder
 from tunecli.engine.measure.local_runner import LocalRunner
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import OnResult, Runner
@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from tunecli.engine.task.task import Task
 
 
-def measure_option(builder: Builder | str, runner: Runner | str) -> dict:
+class MeasureOption(TypedDict):
+    """What :func:`measure_option` returns (a plain dict, as TVM's)."""
+
+    builder: Builder
+    runner: Runner
+
+
+def measure_option(builder: Builder | str, runner: Runner | str) -> MeasureOption:
     """Bundle a builder and a runner for ``Tuner.tune``.
 
     Parameters
@@ -50,7 +57,7 @@ def measure_option(builder: Builder | str, runner: Runner | str) -> dict:
 
     Returns
     -------
-    dict
+    MeasureOption
         ``{"builder": builder, "runner": runner}``.
 
     Raises
@@ -99,7 +106,7 @@ class MeasureBatch:
 
     reports_each_result = True
 
-    def __init__(self, builder: Builder, runner: Runner, attach_objects: Any, overlap: bool) -> None:
+    def __init__(self, builder: Builder, runner: Runner, attach_objects: object, overlap: bool) -> None:
         self.builder, self.runner = builder, runner
         self.n_parallel = builder.n_parallel
         self.attach_objects = attach_objects
@@ -110,14 +117,14 @@ class MeasureBatch:
         """Build and measure ``measure_inputs``; results in input order."""
         if not self.overlap:
             return self._run(measure_inputs, self.builder.build(measure_inputs), on_result)
-        results: list[Any] = [None] * len(measure_inputs)
+        results: dict[int, MeasureResult] = {}
         for index, built in self.builder.iter_build(measure_inputs):
-            results[index] = self.runner.run_one(measure_inputs[index], built)
+            result = results[index] = self.runner.run_one(measure_inputs[index], built)
             if on_result is not None:
-                on_result(index, results[index])
-        return results
+                on_result(index, result)
+        return [results[index] for index in range(len(measure_inputs))]
 
-    def _run(self, inputs: Sequence[MeasureInput], built: list,
+    def _run(self, inputs: Sequence[MeasureInput], built: list[BuildResult | MeasureResult],
              on_result: OnResult | None) -> list[MeasureResult]:
         """``runner.run`` with the per-result hook (called after the batch for runners that do not
         report each result)."""
@@ -130,13 +137,13 @@ class MeasureBatch:
         return results
 
 
-def create_measure_batch(task: Task, option: dict, overlap: bool | str = "auto") -> MeasureBatch:
+def create_measure_batch(task: Task, option: MeasureOption, overlap: bool | str = "auto") -> MeasureBatch:
     """Return ``measure_batch(inputs) -> [MeasureResult]`` for ``task``.
 
     Parameters
     ----------
     task : Task
-    option : dict
+    option : MeasureOption
         From :func:`measure_option`.
     overlap : bool or "auto"
         Measure each kernel as soon as it is built (see the module doc).

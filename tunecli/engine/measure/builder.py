@@ -30,15 +30,19 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tunecli.engine.build import build as default_build
+from tunecli.engine.codegen import ArgSpec
 from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.measure.arrays import output_indices_of
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.worker import CallOutcome, CallStatus, WorkerPool
+from tunecli.engine.runtime import Module
+from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.space import ConfigEntity
+from tunecli.engine.te import Tensor
 from tunecli.errors import InstantiationError, TuneError
 
 if TYPE_CHECKING:
@@ -47,6 +51,8 @@ if TYPE_CHECKING:
 #: Builds a builder child runs before it is replaced (LLVM leaks memory with every compile).
 WORKER_MAX_JOBS = 200
 BUILD_JOB_FUNC = "tunecli.engine.measure.builder:build_job"
+#: ``build_func(sch, tensors, target, **build_kwargs)``: compiles a schedule into a module.
+BuildFunc = Callable[..., Module]
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,8 @@ class BuildJob:
     task_blob: bytes
     config: dict
     target: Target
-    build_func: Callable[..., Any] | None = None
-    build_kwargs: tuple[tuple[str, Any], ...] = ()
+    build_func: BuildFunc | None = None
+    build_kwargs: tuple[tuple[str, object], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,10 +114,10 @@ def _portable(err: BaseException) -> BaseException:
         return TuneError(f"{type(err).__name__}: {err}")
 
 
-_TASKS: dict[tuple, Any] = {}
+_TASKS: dict[tuple, Task] = {}
 
 
-def _task_of(job: BuildJob) -> Any:
+def _task_of(job: BuildJob) -> Task:
     """The job's Task, unpickled (and its template module imported) once per child."""
     task = _TASKS.get(job.task_key)
     if task is None:
@@ -119,7 +125,8 @@ def _task_of(job: BuildJob) -> Any:
     return task
 
 
-def output_arguments(sch: Any, tensors: Sequence[Any], arg_specs: Sequence[Any]) -> tuple[int, ...]:
+def output_arguments(sch: Schedule, tensors: Sequence[Tensor],
+                     arg_specs: Sequence[ArgSpec]) -> tuple[int, ...]:
     """Which arguments of a built kernel are its outputs: the one rule of the builder and ``apply``.
 
     Those the codegen flags (``is_output``), else the results of the schedule's output ops, else
@@ -181,7 +188,7 @@ def build_job(job: BuildJob) -> BuildResult | BuildFailure:
 
 
 def make_build_job(task: Task, config: ConfigEntity, target: Target | str | None = None,
-                   build_func: Callable[..., Any] | None = None,
+                   build_func: BuildFunc | None = None,
                    build_kwargs: dict | None = None) -> BuildJob:
     """Describe building ``config`` of ``task`` for a child process.
 
@@ -293,7 +300,7 @@ class LocalBuilder(Builder):
     """
 
     def __init__(self, timeout: float = 10, n_parallel: int | None = None, build_kwargs: dict | None = None,
-                 build_func: str | Callable[..., Any] = "default",
+                 build_func: str | BuildFunc = "default",
                  worker_max_jobs: int = WORKER_MAX_JOBS) -> None:
         super().__init__(timeout, n_parallel, build_kwargs)
         if isinstance(build_func, str):
@@ -326,10 +333,10 @@ class LocalBuilder(Builder):
 
     def build(self, measure_inputs: Sequence[MeasureInput]) -> list[BuildResult | MeasureResult]:
         """Build every input in parallel; results in input order."""
-        results: list[Any] = [None] * len(measure_inputs)
+        results: dict[int, BuildResult | MeasureResult] = {}
         for index, result in self.iter_build(measure_inputs):
             results[index] = result
-        return results
+        return [results[index] for index in range(len(measure_inputs))]
 
     def close(self) -> None:
         """Stop the builder children (they are started again on the next build)."""

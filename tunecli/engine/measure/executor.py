@@ -11,15 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from typing import Any
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class InlineExecutor(Executor):
     """Run each submitted call at once in the caller's thread; its future is done on return."""
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         """Call ``fn(*args, **kwargs)`` now; its result (or the exception it raised) is in the future."""
-        future: Future = Future()
+        future: Future[T] = Future()
         future.set_running_or_notify_cancel()
         try:
             future.set_result(fn(*args, **kwargs))

@@ -15,7 +15,7 @@ made once per task (and argument layout):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 RefOutputs = tuple[tuple[int, bytes], ...]
 
 
-def numpy_reference(func: Callable[..., Any], specs: Sequence[ArgSpecT], outputs: Sequence[int],
-                    seed: int) -> RefOutputs:
+def numpy_reference(func: Callable[..., np.ndarray | tuple[np.ndarray, ...]], specs: Sequence[ArgSpecT],
+                    outputs: Sequence[int], seed: int) -> RefOutputs:
     """Expected outputs from a numpy reference function.
 
     Parameters

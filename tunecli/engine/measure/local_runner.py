@@ -21,7 +21,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -113,7 +113,7 @@ class LocalRunner(Runner):
                           "transforms)", RuntimeWarning, stacklevel=2)
         self._ref_input = value
 
-    def set_task(self, task: Task) -> Any:
+    def set_task(self, task: Task) -> object:
         """Prepare to measure ``task`` and start the worker warming up."""
         super().set_task(task)
         self._refs.clear()

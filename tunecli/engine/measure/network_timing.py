@@ -11,13 +11,14 @@ to the next contender; numpy's BLAS is held to one thread (it only prepares inpu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from tunecli.engine.measure.timing_options import TimingOptions
-from tunecli.engine.runtime import cpu, time_calls
+from tunecli.engine.runtime import GraphModule, cpu, time_calls
 from tunecli.engine.runtime.blas import set_blas_threads
 from tunecli.engine.runtime.graph_library import load_module
 from tunecli.engine.runtime.threads import set_num_threads
@@ -25,7 +26,13 @@ from tunecli.engine.runtime.threads import set_num_threads
 #: ``"module:function"`` of :func:`run_network`, for :class:`Worker` calls.
 RUN_NETWORK_FUNC = "tunecli.engine.measure.network_timing:run_network"
 
-_loaded: dict[tuple, Any] = {}
+if TYPE_CHECKING:
+    import onnxruntime
+
+#: A loaded network's ``run()`` and ``outputs()`` (the outputs of the last run).
+RunAndOutputs: TypeAlias = tuple[Callable[[], None], Callable[[], list[np.ndarray]]]
+
+_loaded: dict[tuple, GraphModule | onnxruntime.InferenceSession] = {}
 
 
 @dataclass(frozen=True)
@@ -81,7 +88,7 @@ def run_network(request: NetworkRun) -> NetworkReply:
     return NetworkReply(tuple(costs), ())
 
 
-def _library(request: NetworkRun) -> tuple[Any, Any]:
+def _library(request: NetworkRun) -> RunAndOutputs:
     key = ("library", request.library)
     if key not in _loaded:
         _loaded[key] = load_module(str(request.library))["default"](cpu())
@@ -92,7 +99,7 @@ def _library(request: NetworkRun) -> tuple[Any, Any]:
     return module.run, lambda: [module.get_output(i).numpy() for i in range(module.get_num_outputs())]
 
 
-def _session(request: NetworkRun) -> tuple[Any, Any]:
+def _session(request: NetworkRun) -> RunAndOutputs:
     import onnxruntime
 
     key = ("onnx", request.onnx, request.threads)
@@ -105,7 +112,7 @@ def _session(request: NetworkRun) -> tuple[Any, Any]:
         _loaded[key] = onnxruntime.InferenceSession(str(request.onnx), options,
                                                     providers=["CPUExecutionProvider"])
     session = _loaded[key]
-    result: list[Any] = []
+    result: list[np.ndarray] = []
 
     def run() -> None:
         result[:] = session.run(None, request.inputs)

@@ -17,7 +17,9 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
 
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, output_indices_of
 from tunecli.engine.measure.builder import BuildResult
@@ -109,7 +111,7 @@ class Runner(ABC):
         """Seconds one measurement may take (``timing.timeout``)."""
         return self.timing.timeout
 
-    def set_task(self, task: Task) -> Any:
+    def set_task(self, task: Task) -> object:
         """Prepare to measure configs of ``task``; the return value is kept alive by the caller."""
         self.task = task
         return None
@@ -151,7 +153,7 @@ class Runner(ABC):
         return ()
 
     def request(self, measure_input: MeasureInput, build: BuildResult,
-                inputs: Sequence[Any] | None = None) -> MeasureRequest:
+                inputs: Sequence[np.ndarray] | None = None) -> MeasureRequest:
         """The request that measures ``build`` with this runner's timing (and its reference
         outputs when ``timing.check_correctness``); ``inputs`` (TVM's ``ref_input``, one array
         per argument) replace the seeded random arguments, and then outputs are not checked (the

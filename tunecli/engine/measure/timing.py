@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import numpy as np
 
@@ -50,7 +50,8 @@ from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.ops.tolerance import scaled_tolerance
-from tunecli.engine.runtime import device_for_target
+from tunecli.engine.runtime import Device, device_for_target
+from tunecli.engine.runtime.device import DeviceArray, LoadedKernel
 from tunecli.engine.target import Target
 from tunecli.errors import DeviceError
 
@@ -62,7 +63,7 @@ HOST_TARGET = "llvm"
 MEASURE_FUNC = "tunecli.engine.measure.timing:measure_object"
 #: Exit status of a measurement worker ended by a device fault (see :func:`_end_worker`).
 DEVICE_FAULT_EXIT = 70
-_state: dict[str, Any] = {}
+_state: dict[str, np.ndarray] = {}
 #: What a measurement that produced no reply means (the child died: a crashing kernel).
 _WORKER_FAILURES = {CallStatus.DIED: MeasureErrorNo.RUNTIME_DEVICE,
                     CallStatus.TIMEOUT: MeasureErrorNo.RUN_TIMEOUT}
@@ -219,8 +220,8 @@ def measure_object(request: MeasureRequest) -> MeasureReply:
         _end_worker(err)
 
 
-def _run(request: MeasureRequest, device: Any, loaded: Any, arrays: list[Any], outputs: tuple[int, ...],
-         checked: bool, start: float) -> MeasureReply:
+def _run(request: MeasureRequest, device: Device, loaded: LoadedKernel, arrays: list[DeviceArray],
+         outputs: tuple[int, ...], checked: bool, start: float) -> MeasureReply:
     """The checked warm-up launch and the timed rounds of :func:`measure_object`."""
     warm_start = time.perf_counter()
     device.launch(loaded, arrays)  # the warm-up launch, whose outputs are checked

@@ -28,9 +28,9 @@ WARMUP_MS = 50.0
 MAX_SECONDS = 86400.0
 
 
-def _setting(default: Any, help: str, **rule: Any) -> Any:
+def _setting(default: float | bool, help: str, **rule: float | bool) -> Any:
     """A dataclass field whose :class:`Option` (type from the default, bounds from ``rule``) is in
-    its metadata."""
+    its metadata (untyped, as ``dataclasses.field`` is, so it stands for any field's value)."""
     return field(default=default, metadata={"rule": rule, "help": help})
 
 
@@ -82,7 +82,7 @@ class TimingOptions:
             except ValueError as err:
                 raise TuneError(f"timing option {opt.name}: {err}") from None
 
-    def with_values(self, **values: Any) -> TimingOptions:
+    def with_values(self, **values: float | bool | None) -> TimingOptions:
         """Return a copy with the settings of ``values`` that are not None."""
         given = {name: value for name, value in values.items() if value is not None}
         return dataclasses.replace(self, **given) if given else self

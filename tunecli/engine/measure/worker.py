@@ -84,7 +84,7 @@ def _child_main(conn: Connection, parent_pid: int, preload: Sequence[str]) -> No
         return
     for name in preload:
         importlib.import_module(name)
-    funcs: dict[str, Callable[[Any], Any]] = {}
+    funcs: dict[str, Callable[[object], object]] = {}
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -168,7 +168,7 @@ class Worker:
         self._finalizer: weakref.finalize | None = None
         self._ready = False
         self._started_at = 0.0
-        self._job: tuple[str, Any] | None = None
+        self._job: tuple[str, object] | None = None
         self._timeout = 0.0
         self._sent_at: float | None = None
 
@@ -228,7 +228,7 @@ class Worker:
         return self._started_at + self.startup_timeout - time.perf_counter()
 
     # ------------------------------------------------------------------ calls
-    def submit(self, func_ref: str, payload: Any, timeout: float) -> None:
+    def submit(self, func_ref: str, payload: object, timeout: float) -> None:
         """Hand ``func_ref(payload)`` to the child; collect the outcome with :meth:`poll`.
 
         Parameters
@@ -286,7 +286,7 @@ class Worker:
             if time.perf_counter() >= end:
                 return None
 
-    def call(self, func_ref: str, payload: Any, timeout: float) -> CallOutcome:
+    def call(self, func_ref: str, payload: object, timeout: float) -> CallOutcome:
         """Run ``func_ref(payload)`` in the child and wait for its outcome (see :meth:`submit`).
 
         If the wait is interrupted (KeyboardInterrupt), the child is stopped before re-raising,
@@ -310,7 +310,7 @@ class Worker:
             return f"worker process {self._proc.pid} was killed by {signal.Signals(-code).name}"
         return f"worker process {self._proc.pid} exited with code {code}"
 
-    def _finish(self, status: CallStatus, value: Any) -> CallOutcome:
+    def _finish(self, status: CallStatus, value: object) -> CallOutcome:
         elapsed = time.perf_counter() - self._sent_at if self._sent_at is not None else 0.0
         self._job, self._sent_at = None, None
         if status in (CallStatus.DIED, CallStatus.TIMEOUT):
@@ -351,7 +351,7 @@ class WorkerPool:
         for w in self.workers:
             w.close()
 
-    def map_unordered(self, func_ref: str, payloads: Sequence[Any],
+    def map_unordered(self, func_ref: str, payloads: Sequence[object],
                       timeout: float) -> Iterator[tuple[int, CallOutcome]]:
         """Run ``func_ref`` on each payload across the children; yield ``(index, outcome)`` as done.
 
