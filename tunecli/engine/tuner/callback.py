@@ -14,13 +14,17 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable
-from typing import IO, Any
+from collections.abc import Callable, Iterable
+from typing import IO, TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from tunecli.engine.log.record import encode
+from tunecli.engine.log.record import Record, encode
+from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.errors import LogPathError, TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.tuner.tuner import Tuner
 
 logger = logging.getLogger("autotvm")
 
@@ -53,7 +57,7 @@ class LogToFile:
         self.file_out = file_out
         self.protocol = protocol
 
-    def _write(self, pairs: Any) -> None:
+    def _write(self, pairs: Iterable[Record]) -> None:
         if isinstance(self.file_out, (str, os.PathLike)):
             lines = "".join(encode(inp, res, self.protocol) + "\n" for inp, res in pairs)
             if _ends_inside_a_line(self.file_out):  # a crash mid-write left half a line
@@ -62,15 +66,15 @@ class LogToFile:
         else:
             self._write_to(self.file_out, pairs)
 
-    def _write_to(self, file: IO[str], pairs: Any) -> None:
+    def _write_to(self, file: IO[str], pairs: Iterable[Record]) -> None:
         for inp, res in pairs:
             file.write(encode(inp, res, self.protocol) + "\n")
             file.flush()
 
-    def __call__(self, _tuner: Any, inputs: list, results: list) -> None:
+    def __call__(self, _tuner: Tuner, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         self._write(zip(inputs, results, strict=True))
 
-    def on_result(self, _tuner: Any, inp: Any, res: Any) -> None:
+    def on_result(self, _tuner: Tuner, inp: MeasureInput, res: MeasureResult) -> None:
         """Append one record and flush it."""
         self._write([(inp, res)])
 
@@ -136,7 +140,14 @@ def log_to_file(file_out: str | os.PathLike | IO[str], protocol: str = "json") -
     return LogToFile(file_out, protocol)
 
 
-def log_to_database(db: Any) -> Callable[..., None]:
+class RecordDatabase(Protocol):
+    """Where :func:`log_to_database` saves records."""
+
+    def save(self, inp: MeasureInput, res: MeasureResult) -> None:
+        """Store one measurement."""
+
+
+def log_to_database(db: RecordDatabase) -> Callable[..., None]:
     """Return a callback saving every record with ``db.save(inp, res)``.
 
     Parameters
@@ -148,7 +159,7 @@ def log_to_database(db: Any) -> Callable[..., None]:
     callable
     """
 
-    def _callback(_tuner: Any, inputs: list, results: list) -> None:
+    def _callback(_tuner: Tuner, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         for inp, res in zip(inputs, results, strict=True):
             db.save(inp, res)
 
@@ -162,7 +173,7 @@ class Monitor:
         self.scores: list[float] = []
         self.timestamps: list[float] = []
 
-    def __call__(self, tuner: Any, inputs: list, results: list) -> None:
+    def __call__(self, tuner: Tuner, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         for inp, res in zip(inputs, results, strict=True):
             self.scores.append(res.flops(inp.task.flop))
             self.timestamps.append(res.timestamp)
@@ -221,7 +232,7 @@ class _ProgressBar:
             time.time() - self.tic))
         stream.flush()
 
-    def __call__(self, tuner: Any, inputs: list, results: list) -> None:
+    def __call__(self, tuner: Tuner, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         self.ct += len(inputs)
         flops = 0.0
         for inp, res in zip(inputs, results, strict=True):

@@ -25,11 +25,14 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from tunecli.engine.measure.batch import MeasureOption
+    from tunecli.engine.measure.result import MeasureInput, MeasureResult
     from tunecli.engine.task.task import Task
     from tunecli.engine.tuner.task_scheduler import RoundCallback, TaskScheduler
+    from tunecli.engine.tuner.tuner import MeasureSetting, Tuner
 
 
 class Lanes(Protocol):
@@ -38,11 +41,11 @@ class Lanes(Protocol):
     def concurrent_lanes(self, task: Task) -> list[Hashable]:
         """The lanes that can take a batch of ``task``'s target now."""
 
-    def lane_option(self, lanes: tuple[Hashable, ...]) -> dict:
+    def lane_option(self, lanes: tuple[Hashable, ...]) -> MeasureOption:
         """A ``measure_option`` that measures on ``lanes`` only."""
 
 
-def concurrent_lanes(measure_option: Any) -> Lanes | None:
+def concurrent_lanes(measure_option: MeasureSetting) -> Lanes | None:
     """The runner of ``measure_option`` when it offers lanes, else None (rounds run one by one)."""
     runner = measure_option.get("runner") if isinstance(measure_option, dict) else None
     if runner is not None and callable(getattr(runner, "concurrent_lanes", None)):
@@ -71,19 +74,19 @@ class _OneAtATime:
         if callable(getattr(callback, "on_result", None)):
             self.on_result = self._on_result
 
-    def _on_result(self, *args: Any) -> None:
+    def _on_result(self, tuner: Tuner, inp: MeasureInput, res: MeasureResult) -> None:
         with self.gate.lock:
             if self.gate.open:
-                self.callback.on_result(*args)  # type: ignore[attr-defined]
+                self.callback.on_result(tuner, inp, res)  # type: ignore[attr-defined]
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, tuner: Tuner, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         with self.gate.lock:
             if self.gate.open:
-                self.callback(*args)
+                self.callback(tuner, inputs, results)
 
 
-def _measure(scheduler: TaskScheduler, index: int, option: Any, callbacks: Sequence[Callable[..., None]],
-             finished: queue.Queue) -> None:
+def _measure(scheduler: TaskScheduler, index: int, option: MeasureSetting,
+             callbacks: Sequence[Callable[..., None]], finished: queue.Queue) -> None:
     """The body of a round's thread: measure it, hand the outcome (or the error) back."""
     try:
         inputs, results = scheduler.measure_round(index, option, callbacks)
@@ -93,7 +96,7 @@ def _measure(scheduler: TaskScheduler, index: int, option: Any, callbacks: Seque
     finished.put((index, inputs, results, None))
 
 
-def tune_concurrently(scheduler: TaskScheduler, lanes: Lanes, measure_option: Any,
+def tune_concurrently(scheduler: TaskScheduler, lanes: Lanes, measure_option: MeasureSetting,
                       callbacks: Sequence[Callable[..., None]] = (),
                       round_callbacks: Sequence[RoundCallback] = ()) -> None:
     """Run ``scheduler``'s rounds on the lanes, several at once, until its budget is spent or every
@@ -120,8 +123,8 @@ def tune_concurrently(scheduler: TaskScheduler, lanes: Lanes, measure_option: An
         raise
 
 
-def _run(scheduler: TaskScheduler, lanes: Lanes, measure_option: Any, serialized: list[_OneAtATime],
-         round_callbacks: Sequence[RoundCallback], gate: _Gate) -> None:
+def _run(scheduler: TaskScheduler, lanes: Lanes, measure_option: MeasureSetting,
+         serialized: list[_OneAtATime], round_callbacks: Sequence[RoundCallback], gate: _Gate) -> None:
     finished: queue.Queue = queue.Queue()
     running: dict[int, tuple[Hashable, ...]] = {}  # task index -> the lanes of its round
     failure: BaseException | None = None

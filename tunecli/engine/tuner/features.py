@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +31,10 @@ from tunecli.engine.ir import expr as ir
 from tunecli.engine.ir import stmt as st
 from tunecli.engine.task.knob_features import entity_features, knob_features
 from tunecli.errors import SpaceError
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.space import ConfigEntity, ConfigSpace
+    from tunecli.engine.task.task import Task
 
 FEATURE_TYPES = ("knob", "itervar", "curve")
 _KINDS = (st.SERIAL, st.PARALLEL, st.VECTORIZED, st.UNROLLED)
@@ -42,11 +46,11 @@ def _log(x: float) -> float:
     return math.copysign(math.log2(1.0 + abs(x)), x)
 
 
-def _const(e: Any, default: int = 1) -> int:
+def _const(e: ir.Expr, default: int = 1) -> int:
     return int(e.value) if isinstance(e, ir.ConstExpr) else default
 
 
-def _children(node: Any) -> list[Any]:
+def _children(node: ir.Node) -> list[ir.Node]:
     out = []
     for name in node._fields:
         child = getattr(node, name)
@@ -57,13 +61,13 @@ def _children(node: Any) -> list[Any]:
     return out
 
 
-def _uses(node: Any, var: ir.Var) -> bool:
+def _uses(node: ir.Node, var: ir.Var) -> bool:
     if node is var:
         return True
     return any(_uses(c, var) for c in _children(node)) if isinstance(node, ir.Node) else False
 
 
-def _coef(e: Any, var: ir.Var) -> float:
+def _coef(e: ir.Node, var: ir.Var) -> float:
     """Linear coefficient of ``var`` in index expression ``e`` (1 for non-linear uses)."""
     if e is var:
         return 1.0
@@ -90,11 +94,11 @@ class _Leaf:
 
     def __init__(self, loops: list[st.For], store: st.BufferStore):
         self.loops = loops
-        self.accesses: list[tuple[Any, Any]] = [(store.buffer, store.indices)]
+        self.accesses: list[tuple[st.Buffer, Sequence[ir.Expr]]] = [(store.buffer, store.indices)]
         self.arith = [0, 0, 0]  # add/sub, mul, div/mod
         self._scan(store.value)
 
-    def _scan(self, e: Any) -> None:
+    def _scan(self, e: ir.Node) -> None:
         if isinstance(e, ir.BufferLoad):
             self.accesses.append((e.buffer, e.indices))
         elif isinstance(e, (ir.Add, ir.Sub)):
@@ -107,7 +111,7 @@ class _Leaf:
             self._scan(c)
 
 
-def _collect_leaves(s: Any, loops: list[st.For], out: list[_Leaf], order: list[st.For]) -> None:
+def _collect_leaves(s: ir.Node, loops: list[st.For], out: list[_Leaf], order: list[st.For]) -> None:
     if isinstance(s, st.For):
         order.append(s)
         _collect_leaves(s.body, loops + [s], out, order)
@@ -118,7 +122,7 @@ def _collect_leaves(s: Any, loops: list[st.For], out: list[_Leaf], order: list[s
             _collect_leaves(c, loops, out, order)
 
 
-def _buffer_names(func: Any) -> list[str]:
+def _buffer_names(func: st.PrimFunc) -> list[str]:
     return sorted(b.name for b in func.params)
 
 
@@ -128,7 +132,7 @@ def _check_feature_type(feature_type: str) -> None:
         raise SpaceError(f"Invalid feature type: {feature_type} (use one of {FEATURE_TYPES})")
 
 
-def _lowered(task: Any, config: Any) -> Any:
+def _lowered(task: Task, config: ConfigEntity) -> st.PrimFunc:
     if task.target is not None:
         with task.target:
             sch, args = task.instantiate(config)
@@ -137,7 +141,7 @@ def _lowered(task: Any, config: Any) -> Any:
     return lower(sch, args)
 
 
-def itervar_features(func: Any) -> np.ndarray:
+def itervar_features(func: st.PrimFunc) -> np.ndarray:
     """Return the loop-nest features of a lowered PrimFunc (see the module docstring).
 
     Parameters
@@ -178,7 +182,7 @@ def itervar_features(func: Any) -> np.ndarray:
     return np.array(fea, dtype=np.float32)
 
 
-def curve_features(func: Any) -> np.ndarray:
+def curve_features(func: st.PrimFunc) -> np.ndarray:
     """Return the sampled touch/reuse curves of a lowered PrimFunc (see the module docstring).
 
     Parameters
@@ -211,7 +215,7 @@ def curve_features(func: Any) -> np.ndarray:
     return np.array(fea, dtype=np.float32)
 
 
-def config_features(task: Any, config: Any, feature_type: str) -> np.ndarray:
+def config_features(task: Task, config: ConfigEntity, feature_type: str) -> np.ndarray:
     """Return the features of one config of ``task``.
 
     Parameters
@@ -233,7 +237,7 @@ def config_features(task: Any, config: Any, feature_type: str) -> np.ndarray:
     return np.concatenate([loop_fea, np.array(others, dtype=np.float32)])
 
 
-def transfer_features(space: Any, config: Any) -> np.ndarray:
+def transfer_features(space: ConfigSpace, config: ConfigEntity) -> np.ndarray:
     """Return the knob features of ``config`` (of any task of ``space``'s template) in the column
     layout of ``space``'s knob features.
 
@@ -279,7 +283,7 @@ def stack_features(rows: Sequence[np.ndarray | None]) -> np.ndarray:
     return out
 
 
-def get_features(task: Any, config_indices: Sequence[int], feature_type: str) -> np.ndarray:
+def get_features(task: Task, config_indices: Sequence[int], feature_type: str) -> np.ndarray:
     """Return the features of config indices of ``task``, one row each.
 
     A config whose template fails to instantiate or lower gets a row of zeros.

@@ -12,12 +12,18 @@ replaced by an unvisited one.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.measure.result import MeasureInput, MeasureResult
+    from tunecli.engine.task.space import ConfigEntity
+    from tunecli.engine.task.task import Task
 
 _ATTEMPTS_PER_CHILD = 20
 #: TVM's defaults of ``pop_size`` and ``elite_num``.
@@ -46,7 +52,7 @@ class GATuner(Tuner):
     seed : int, optional
     """
 
-    def __init__(self, task: Any, pop_size: int = POP_SIZE, elite_num: int = ELITE_NUM,
+    def __init__(self, task: Task, pop_size: int = POP_SIZE, elite_num: int = ELITE_NUM,
                  mutation_prob: float = 0.1, seed: int | None = None):
         super().__init__(task, seed=seed)
         problem = elite_num_problem(pop_size, elite_num)
@@ -83,7 +89,7 @@ class GATuner(Tuner):
             picked.append(index)
         return [self.space.point2knob(i) for i in picked]
 
-    def mark_visited(self, indices: Any) -> None:
+    def mark_visited(self, indices: Iterable[int]) -> None:
         """Never propose these indices; unmeasured genes among them are replaced by unvisited ones."""
         measured = {int(i) for i in indices}
         super().mark_visited(measured)
@@ -97,7 +103,7 @@ class GATuner(Tuner):
         """Return True while a gene of this generation is unmeasured or the space is not exhausted."""
         return self.trial_pt < len(self.genes) or self._unvisited_count() > 0
 
-    def next_batch(self, batch_size: int) -> list:
+    def next_batch(self, batch_size: int) -> list[ConfigEntity]:
         """Return the next unmeasured genes of the current generation."""
         ret = []
         while len(ret) < batch_size and self.trial_pt < len(self.genes):
@@ -105,7 +111,7 @@ class GATuner(Tuner):
             self.trial_pt += 1
         return ret
 
-    def update(self, inputs: list, results: list) -> None:
+    def update(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         """Score the measured genes; breed the next generation once all are measured."""
         for _inp, res in zip(inputs, results, strict=True):
             self.scores.append(res.flops(self.task.flop))

@@ -6,10 +6,15 @@ so several tuners can split one space between them.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.space import ConfigEntity
+    from tunecli.engine.task.task import Task
 
 
 class IndexBaseTuner(Tuner):
@@ -23,7 +28,7 @@ class IndexBaseTuner(Tuner):
     seed : int, optional
     """
 
-    def __init__(self, task: Any, range_idx: tuple[int, int] | None = None, seed: int | None = None):
+    def __init__(self, task: Task, range_idx: tuple[int, int] | None = None, seed: int | None = None):
         super().__init__(task, seed=seed)
         space = self.space
         if range_idx is None:
@@ -39,7 +44,7 @@ class IndexBaseTuner(Tuner):
         self.visited_max = space.subrange_length(self.begin_idx, self.end_idx)
         self._n_visited_in_range = 0
 
-    def mark_visited(self, indices: Any) -> None:
+    def mark_visited(self, indices: Iterable[int]) -> None:
         """Never propose these indices (see ``Tuner.mark_visited``)."""
         for index in indices:
             index = int(index)
@@ -66,13 +71,13 @@ class GridSearchTuner(IndexBaseTuner):
         Unused (grid order is deterministic); accepted like every tuner.
     """
 
-    def __init__(self, task: Any, range_idx: tuple[int, int] | None = None, seed: int | None = None):
+    def __init__(self, task: Task, range_idx: tuple[int, int] | None = None, seed: int | None = None):
         super().__init__(task, range_idx, seed)
         self.index: int | None = self.begin_idx
         if not self.space.is_index_valid(self.index):
             self.index = self.space.get_next_index(self.index, start=self.begin_idx, end=self.end_idx)
 
-    def next_batch(self, batch_size: int) -> list:
+    def next_batch(self, batch_size: int) -> list[ConfigEntity]:
         """Return the next ``batch_size`` unvisited indices in grid order."""
         ret = []
         while len(ret) < batch_size and self.has_next() and self.index is not None:
@@ -93,7 +98,7 @@ class RandomTuner(IndexBaseTuner):
     seed : int, optional
     """
 
-    def next_batch(self, batch_size: int) -> list:
+    def next_batch(self, batch_size: int) -> list[ConfigEntity]:
         """Return ``batch_size`` random unvisited indices."""
         ret = []
         while len(ret) < batch_size and self.has_next():

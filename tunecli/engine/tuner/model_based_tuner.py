@@ -16,7 +16,7 @@ thousands of predictions stay cheap.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +24,12 @@ from tunecli.engine.log.task_history import TaskHistory
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.log.record import Record
+    from tunecli.engine.measure.result import MeasureInput, MeasureResult
+    from tunecli.engine.task.space import ConfigEntity
+    from tunecli.engine.task.task import Task
 
 #: Records of a template before a tuner starts from a transfer-learned model (TVM's default is
 #: 500: about three other tasks tuned 200 trials each; 100-150 records of a network's other
@@ -170,7 +176,7 @@ class ModelBasedTuner(Tuner):
         a transfer-learning base model (:data:`MIN_SEED_RECORDS`; TVM's is 500).
     """
 
-    def __init__(self, task: Any, cost_model: CostModel, model_optimizer: ModelOptimizer, plan_size: int,
+    def __init__(self, task: Task, cost_model: CostModel, model_optimizer: ModelOptimizer, plan_size: int,
                  diversity_filter_ratio: float | None = None, seed: int | None = None,
                  search_model: CostModel | None = None, rerank_factor: int = 4, first_fit: int | None = None,
                  min_seed_records: int = MIN_SEED_RECORDS):
@@ -206,7 +212,7 @@ class ModelBasedTuner(Tuner):
         """Return True while an unvisited valid config is left."""
         return len(self.visited) < len(self.space)
 
-    def next_batch(self, batch_size: int) -> list:
+    def next_batch(self, batch_size: int) -> list[ConfigEntity]:
         """Return the next planned configs (random ones outside a plan or in its last 5 %)."""
         ret = []
         while len(ret) < batch_size and self.has_next():
@@ -221,7 +227,7 @@ class ModelBasedTuner(Tuner):
             self.visited.add(int(index))
         return ret
 
-    def update(self, inputs: list, results: list) -> None:
+    def update(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         """Record (index, flops) pairs; refit and replan once a plan's worth of new data is in."""
         for inp, res in zip(inputs, results, strict=True):
             index = int(inp.config.index)
@@ -264,7 +270,7 @@ class ModelBasedTuner(Tuner):
         pick = submodular_pick(np.zeros(len(candidate)), knobs, self.plan_size, knob_weight=1)
         return [int(candidate[i]) for i in pick]
 
-    def resume(self, history: TaskHistory, data_set: Sequence[tuple] = (),
+    def resume(self, history: TaskHistory, data_set: Sequence[Record] = (),
                min_seed_records: int | None = None) -> None:
         """Replay this task's records (marked visited, used as training data) and, with at least
         ``min_seed_records`` records of the same template in ``data_set``, train a transfer-learning

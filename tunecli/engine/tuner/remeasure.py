@@ -27,18 +27,22 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
+from tunecli.engine.log.record import Record
 from tunecli.engine.log.task_records import lowest_per_config, records_of
 from tunecli.engine.measure.batch import MeasureBatch
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
-from tunecli.engine.tuner.tuner import make_measure_batch
+from tunecli.engine.tuner.tuner import MeasureSetting, make_measure_batch
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.task import Task
 
 #: Seconds to wait before each re-measurement (lets the builder and earlier runs quiet down).
 SETTLE_SECONDS = 0.5
 
 
-def remeasure_candidates(task: Any, records: Iterable[tuple], k: int) -> list[MeasureInput]:
+def remeasure_candidates(task: Task, records: Iterable[Record], k: int) -> list[MeasureInput]:
     """The configs of ``task`` that ``remeasure_top`` measures again (see the module docstring).
 
     Parameters
@@ -62,7 +66,7 @@ def remeasure_candidates(task: Any, records: Iterable[tuple], k: int) -> list[Me
     return [MeasureInput(task.target, task, space.get(index)) for index in top if counts[index] < 2]
 
 
-def remeasure_top(task: Any, records: Iterable[tuple], k: int, measure_option: Any,
+def remeasure_top(task: Task, records: Iterable[Record], k: int, measure_option: MeasureSetting,
                   callbacks: Sequence[Callable[..., None]] = (),
                   settle: float = SETTLE_SECONDS) -> list[tuple[MeasureInput, MeasureResult]]:
     """Measure the ``k`` best configs of ``task`` again; return the new records.

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import heapq
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tunecli.engine.tuner.model_based_tuner import CostModel, ModelOptimizer
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.task import Task
 
 logger = logging.getLogger("autotvm")
 
@@ -42,9 +45,10 @@ class SimulatedAnnealingOptimizer(ModelOptimizer):
         Spaces of at most this many indices are scored whole instead of annealed (0: always anneal).
     """
 
-    def __init__(self, task: Any, n_iter: int = 500, temp: Any = (1, 0), persistent: bool = True,
-                 parallel_size: int = 128, early_stop: int | None = 50, log_interval: int = 50,
-                 rng: np.random.Generator | None = None, exhaustive_below: int = 4096):
+    def __init__(self, task: Task, n_iter: int = 500, temp: float | tuple[float, float] = (1, 0),
+                 persistent: bool = True, parallel_size: int = 128, early_stop: int | None = 50,
+                 log_interval: int = 50, rng: np.random.Generator | None = None,
+                 exhaustive_below: int = 4096):
         self.task = task
         self.n_iter = n_iter
         self.temp = temp

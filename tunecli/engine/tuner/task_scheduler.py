@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tunecli.engine.log.task_history import TaskHistory, task_history
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
@@ -41,7 +40,7 @@ from tunecli.engine.task.task import Task
 from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 from tunecli.engine.tuner.concurrent_rounds import concurrent_lanes, tune_concurrently
 from tunecli.engine.tuner.scheduler_policies import NO_LATENCY, SCHEDULER_POLICIES, SchedulerPolicy, gradient
-from tunecli.engine.tuner.tuner import Tuner
+from tunecli.engine.tuner.tuner import MeasureSetting, Tuner
 from tunecli.errors import TuneError
 
 #: Trials per round when the tuner has no ``plan_size`` (TVM's ``num_measures_per_round``).
@@ -295,7 +294,7 @@ class TaskScheduler:
         cold = [i for i in alive if self.tasks[i].rounds == 0]
         return cold[0] if cold else self.policy.choose(self)
 
-    def tune(self, measure_option: Any, callbacks: Sequence[Callable[..., None]] = (),
+    def tune(self, measure_option: MeasureSetting, callbacks: Sequence[Callable[..., None]] = (),
              round_callbacks: Sequence[RoundCallback] = ()) -> None:
         """Run rounds until the budget is spent or every task is done.
 
@@ -319,8 +318,9 @@ class TaskScheduler:
             for callback in round_callbacks:
                 callback(self, index, inputs, results)
 
-    def tune_round(self, index: int, measure_option: Any,
-                   callbacks: Sequence[Callable[..., None]] = ()) -> tuple[list, list]:
+    def tune_round(self, index: int, measure_option: MeasureSetting,
+                   callbacks: Sequence[Callable[..., None]] = ()
+                   ) -> tuple[list[MeasureInput], list[MeasureResult]]:
         """Measure one round of task ``index``; return its inputs and results.
 
         Parameters
@@ -351,15 +351,16 @@ class TaskScheduler:
         self.last = index
         return t.running
 
-    def measure_round(self, index: int, measure_option: Any,
-                      callbacks: Sequence[Callable[..., None]] = ()) -> tuple[list, list]:
+    def measure_round(self, index: int, measure_option: MeasureSetting,
+                      callbacks: Sequence[Callable[..., None]] = ()
+                      ) -> tuple[list[MeasureInput], list[MeasureResult]]:
         """Measure the round :meth:`begin_round` started (only the task's own tuner is touched, so
         rounds of different tasks may run in different threads)."""
         t = self.tasks[index]
         inputs: list[MeasureInput] = []
         results: list[MeasureResult] = []
 
-        def collect(_tuner: Any, ins: list, res: list) -> None:
+        def collect(_tuner: Tuner, ins: list[MeasureInput], res: list[MeasureResult]) -> None:
             inputs.extend(ins)
             results.extend(res)
 
@@ -367,7 +368,7 @@ class TaskScheduler:
             t.tuner.tune(n_trial=t.running, measure_option=measure_option, callbacks=[*callbacks, collect])
         return inputs, results
 
-    def end_round(self, index: int, inputs: list, results: list) -> None:
+    def end_round(self, index: int, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         """Count the measured round of task ``index``: its trials, best, history; whether it is done."""
         t = self.tasks[index]
         t.running = 0

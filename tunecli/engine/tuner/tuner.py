@@ -17,27 +17,42 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 import numpy as np
 
 from tunecli.engine.log.task_history import TaskHistory, task_history
 from tunecli.engine.measure import create_measure_batch
+from tunecli.engine.measure.batch import MeasureOption
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.space import ConfigEntity
 from tunecli.engine.tuner.callback import format_si_prefix
+
+if TYPE_CHECKING:
+    from tunecli.engine.log.record import Record
+    from tunecli.engine.task.task import Task
 
 logger = logging.getLogger("autotvm")
 
 MeasureBatch = Callable[..., list[MeasureResult]]
+#: What ``Tuner.tune`` measures with: ``measure_option(builder, runner)`` or a ``measure_batch`` callable.
+MeasureSetting: TypeAlias = "MeasureOption | MeasureBatch"
 
 
-def _streams(callback: Any) -> bool:
+class StreamingCallback(Protocol):
+    """A callback that takes each measurement as soon as it finishes (``log_to_file``'s)."""
+
+    def on_result(self, tuner: Tuner, inp: MeasureInput, res: MeasureResult) -> None:
+        """Handle one measurement of ``tuner``'s task."""
+
+
+def _streams(callback: object) -> bool:
     """True when ``callback`` takes results one by one (has an ``on_result`` method)."""
     return callable(getattr(callback, "on_result", None))
 
 
-def make_measure_batch(task: Any, measure_option: Any) -> MeasureBatch:
+def make_measure_batch(task: Task, measure_option: MeasureSetting) -> MeasureBatch:
     """Return ``measure_batch(inputs) -> results`` (with ``.n_parallel``) for ``measure_option``.
 
     Parameters
@@ -73,7 +88,7 @@ class Tuner:
         Seed of the tuner's random generator: the same seed gives the same sequence.
     """
 
-    def __init__(self, task: Any, seed: int | None = None, **kwargs: Any):
+    def __init__(self, task: Task, seed: int | None = None, **kwargs: object):
         self.param = kwargs
         self.task = task
         self.space = task.config_space
@@ -81,9 +96,9 @@ class Tuner:
         self.rng = np.random.default_rng(seed)
         self.visited: set[int] = set()
         self.recorder = None
-        self.best_config: Any = None
+        self.best_config: ConfigEntity | None = None
         self.best_flops = 0.0
-        self.best_measure_pair: tuple | None = None
+        self.best_measure_pair: Record | None = None
         self.best_iter = 0
         self.error_ct_threshold = 150
         self.ttl: int | None = None
@@ -100,7 +115,7 @@ class Tuner:
         """
         raise NotImplementedError
 
-    def next_batch(self, batch_size: int) -> list:
+    def next_batch(self, batch_size: int) -> list[ConfigEntity]:
         """Return up to ``batch_size`` new configs to measure (never a visited one).
 
         Parameters
@@ -135,7 +150,7 @@ class Tuner:
             if 0 <= index < self.space.range_length and self.space.is_index_valid(index):
                 self.visited.add(index)
 
-    def load_history(self, data_set: Iterable[tuple], min_seed_records: int | None = None) -> None:
+    def load_history(self, data_set: Iterable[Record], min_seed_records: int | None = None) -> None:
         """Load earlier records: configs of this task (same workload and target) are marked visited.
 
         Parameters
@@ -148,7 +163,7 @@ class Tuner:
         records = list(data_set)
         self.resume(task_history(self.task, records), records, min_seed_records)
 
-    def resume(self, history: TaskHistory, data_set: Sequence[tuple] = (),
+    def resume(self, history: TaskHistory, data_set: Sequence[Record] = (),
                min_seed_records: int | None = None) -> None:
         """Start from this task's history (``log.task_history``): its configs are never proposed.
 
@@ -180,7 +195,7 @@ class Tuner:
         self.best_measure_pair = None
 
     # --------------------------------------------------------------- the loop
-    def tune(self, n_trial: int, measure_option: Any, early_stopping: int | None = None,
+    def tune(self, n_trial: int, measure_option: MeasureSetting, early_stopping: int | None = None,
              callbacks: Sequence[Callable[..., None]] = (), si_prefix: str = "G") -> None:
         """Measure up to ``n_trial`` configs proposed by this tuner.
 
@@ -235,7 +250,7 @@ class Tuner:
                 flops = res.flops(inp.task.flop)
                 if res.ok:
                     error_ct = 0
-                    result_msg: Any = res
+                    result_msg: MeasureResult | str = res
                 else:
                     error_ct += 1
                     errors.append(_error_text(res))
@@ -264,7 +279,7 @@ class Tuner:
         return i, error_ct, errors
 
     def _measure(self, measure_batch: MeasureBatch, inputs: list[MeasureInput],
-                 streaming: Sequence[Any]) -> list[MeasureResult]:
+                 streaming: Sequence[StreamingCallback]) -> list[MeasureResult]:
         """Measure a batch, handing each result to the streaming callbacks once, when it is ready."""
         if not streaming:
             return measure_batch(inputs)

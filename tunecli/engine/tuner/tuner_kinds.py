@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from tunecli.engine.option import Option
 from tunecli.engine.tuner.features import FEATURE_TYPES
@@ -21,8 +21,14 @@ from tunecli.engine.tuner.xgb_cost_model import LOSS_TYPES
 from tunecli.engine.tuner.xgb_tuner import XGBTuner
 from tunecli.errors import TuneError
 
+if TYPE_CHECKING:
+    from tunecli.engine.task.task import Task
+
 #: ``check(options) -> (option to blame, problem)`` or None: a rule across options.
-OptionsCheck = Callable[[dict[str, Any]], tuple[str, str] | None]
+#: A tuner's options by name, as a job or ``--tuner`` gives them (parsed by their :class:`Option`).
+TunerOptions: TypeAlias = dict[str, int | float | str | bool | None]
+#: ``check(options) -> (option to blame, problem)`` or None: a rule across options.
+OptionsCheck = Callable[[TunerOptions], tuple[str, str] | None]
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ class TunerKind:
         """The option called ``name`` (None if this tuner has none)."""
         return next((opt for opt in self.options if opt.name == name), None)
 
-    def problem(self, options: dict[str, Any]) -> tuple[str, str] | None:
+    def problem(self, options: TunerOptions) -> tuple[str, str] | None:
         """``(option, problem)`` for the first bad option in ``options``, or None."""
         for name, value in options.items():
             opt = self.option(name)
@@ -65,7 +71,7 @@ class TunerKind:
                 return name, problem
         return self.check(options) if self.check is not None else None
 
-    def make(self, task: Any, seed: int | None = None, **options: Any) -> Tuner:
+    def make(self, task: Task, seed: int | None = None, **options: int | float | str | bool | None) -> Tuner:
         """A tuner of this kind for ``task``.
 
         Raises
@@ -79,14 +85,14 @@ class TunerKind:
         return self.cls(task, seed=seed, **options)
 
 
-def _ga_check(options: dict[str, Any]) -> tuple[str, str] | None:
+def _ga_check(options: TunerOptions) -> tuple[str, str] | None:
     problem = elite_num_problem(options.get("pop_size", POP_SIZE), options.get("elite_num", ELITE_NUM))
     if problem is None:
         return None
     return ("elite_num" if "elite_num" in options else "pop_size"), problem
 
 
-def _xgb_check(options: dict[str, Any]) -> tuple[str, str] | None:
+def _xgb_check(options: TunerOptions) -> tuple[str, str] | None:
     plan_size, first_fit = options.get("plan_size", 64), options.get("first_fit")
     if first_fit is not None and first_fit > plan_size:
         return "first_fit", f"must not exceed plan_size ({first_fit} > {plan_size})"

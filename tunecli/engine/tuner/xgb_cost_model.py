@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Hashable, Iterable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,13 +27,20 @@ from tunecli.engine.tuner.features import FEATURE_TYPES, config_features, get_fe
 from tunecli.engine.tuner.model_based_tuner import CostModel
 from tunecli.errors import TuneError
 
+if TYPE_CHECKING:
+    import xgboost
+
+    from tunecli.engine.log.record import Record
+    from tunecli.engine.measure.result import MeasureInput
+    from tunecli.engine.task.task import Task
+
 logger = logging.getLogger("autotvm")
 
 LOSS_TYPES = ("reg", "rank", "rank-binary")
 _CACHE_LIMIT = 100_000
 
 
-def _import_xgboost() -> Any:
+def _import_xgboost() -> ModuleType:
     try:
         import xgboost
     except ImportError as err:
@@ -87,7 +95,7 @@ def _fit_width(rows: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def scale_per_group(values: Sequence[float], groups: Sequence[Any]) -> np.ndarray:
+def scale_per_group(values: Sequence[float], groups: Sequence[Hashable]) -> np.ndarray:
     """Return ``values`` divided by the largest value of their group (groups without a positive
     value stay 0).
 
@@ -102,7 +110,7 @@ def scale_per_group(values: Sequence[float], groups: Sequence[Any]) -> np.ndarra
     numpy.ndarray of float64
     """
     y = np.asarray(values, dtype=np.float64)
-    best: dict[Any, float] = {}
+    best: dict[Hashable, float] = {}
     for group, value in zip(groups, y, strict=True):
         best[group] = max(best.get(group, 0.0), float(value))
     scale = np.array([best[g] if best[g] > 1e-8 else 1.0 for g in groups], dtype=np.float64)
@@ -124,7 +132,7 @@ class XGBoostCostModel(CostModel):
     rng : numpy.random.Generator, optional
     """
 
-    def __init__(self, task: Any, feature_type: str, loss_type: str = "reg", num_threads: int | None = None,
+    def __init__(self, task: Task, feature_type: str, loss_type: str = "reg", num_threads: int | None = None,
                  log_interval: int = 25, upper_model: XGBoostCostModel | None = None,
                  rng: np.random.Generator | None = None):
         self.xgb = _import_xgboost()
@@ -140,7 +148,7 @@ class XGBoostCostModel(CostModel):
         self.num_threads = num_threads
         self.log_interval = log_interval
         self.rng = rng if rng is not None else np.random.default_rng()
-        self.xgb_params: dict[str, Any] = {
+        self.xgb_params: dict[str, float | int | str] = {
             "max_depth": 3, "gamma": 0.0001, "min_child_weight": 1, "subsample": 1.0, "eta": 0.3,
             "lambda": 1.00, "alpha": 0,
             "objective": "reg:squarederror" if loss_type == "reg" else "rank:pairwise",
@@ -149,7 +157,7 @@ class XGBoostCostModel(CostModel):
         if num_threads:
             self.xgb_params["nthread"] = num_threads
         self._dmatrix_threads = num_threads or -1
-        self.bst: Any = None
+        self.bst: xgboost.Booster | None = None
         self.upper_model = upper_model
         self.feature_cache: dict[int, np.ndarray] = upper_model.feature_cache if upper_model else {}
         self.base_model: XGBoostCostModel | None = None
@@ -182,7 +190,7 @@ class XGBoostCostModel(CostModel):
 
     # ----------------------------------------------------------------- training
     def _train(self, x: np.ndarray, y: np.ndarray, plan_size: int, rounds: int, stopping_rounds: int,
-               weight: np.ndarray | None = None) -> Any:
+               weight: np.ndarray | None = None) -> xgboost.Booster:
         order = self.rng.permutation(len(x))
         dtrain = self.xgb.DMatrix(x[order], y[order], nthread=self._dmatrix_threads)
         if weight is not None:
@@ -216,7 +224,7 @@ class XGBoostCostModel(CostModel):
         logger.debug("XGB train: %.2f\tobs: %d\terror: %d", time.time() - tic, len(xs),
                      int(np.sum(y_train <= 1e-6)))
 
-    def fit_log(self, records: Iterable[tuple], plan_size: int, min_seed_records: int = 500) -> bool:
+    def fit_log(self, records: Iterable[Record], plan_size: int, min_seed_records: int = 500) -> bool:
         """Train on records of the same template (this task's and other shapes'); False (no model)
         with fewer than ``min_seed_records`` usable records.
 
@@ -257,7 +265,7 @@ class XGBoostCostModel(CostModel):
         self.bst = self._train(*self.history, plan_size * 2, 400, 100)
         return True
 
-    def _history_feature(self, inp: Any) -> np.ndarray:
+    def _history_feature(self, inp: MeasureInput) -> np.ndarray:
         """Features of a history record's config in this model's columns."""
         if self.fea_type == "knob":
             return transfer_features(self.space, inp.config)
@@ -279,8 +287,8 @@ class XGBoostCostModel(CostModel):
                                 self.log_interval, self, self.rng)
 
 
-def _recall_early_stop(xgb: Any, dmat: Any, labels: np.ndarray, n: int, stopping_rounds: int,
-                       log_interval: int) -> Any:
+def _recall_early_stop(xgb: ModuleType, dmat: xgboost.DMatrix, labels: np.ndarray, n: int,
+                       stopping_rounds: int, log_interval: int) -> xgboost.callback.TrainingCallback:
     """Return an xgboost callback that stops when ``a-recall@n`` has not improved for
     ``stopping_rounds`` rounds (evaluated every 2nd round, as TVM does)."""
 
@@ -288,7 +296,7 @@ def _recall_early_stop(xgb: Any, dmat: Any, labels: np.ndarray, n: int, stopping
         best_score = -1.0
         best_iteration = 0
 
-        def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+        def after_iteration(self, model: xgboost.Booster, epoch: int, evals_log: dict) -> bool:
             if epoch % 2 == 1:
                 return False
             score = average_recall(model.predict(dmat, iteration_range=(0, epoch + 1)), labels, n)

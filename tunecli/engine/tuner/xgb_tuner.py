@@ -12,12 +12,15 @@ TVM does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tunecli.engine.tuner.model_based_tuner import MIN_SEED_RECORDS, ModelBasedTuner, ModelOptimizer
 from tunecli.engine.tuner.sa_optimizer import SimulatedAnnealingOptimizer
 from tunecli.engine.tuner.xgb_cost_model import XGBoostCostModel
 from tunecli.errors import TuneError
+
+if TYPE_CHECKING:
+    from tunecli.engine.task.task import Task
 
 
 class XGBTuner(ModelBasedTuner):
@@ -57,7 +60,7 @@ class XGBTuner(ModelBasedTuner):
         TVM's 500 meant about three other tasks tuned 200 trials each before any transfer.
     """
 
-    def __init__(self, task: Any, plan_size: int = 64, feature_type: str = "knob", loss_type: str = "reg",
+    def __init__(self, task: Task, plan_size: int = 64, feature_type: str = "knob", loss_type: str = "reg",
                  num_threads: int | None = 1, optimizer: str | ModelOptimizer = "sa",
                  diversity_filter_ratio: float | None = None, log_interval: int = 50,
                  seed: int | None = None, rerank_factor: int | None = 4, first_fit: int | None = None,
