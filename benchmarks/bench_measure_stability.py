@@ -13,7 +13,11 @@ round by round so that both see the same machine:
 
 Printed per setting: median GFLOPS, the share of measurements below 60 % of the fastest
 measurement of the same config (the "slow start" outliers), the same share for the first and
-the second kernel of a batch, and wall seconds per measured trial. Then peak memory.
+the second kernel of a batch, and wall seconds per measured trial; then how much two timings of
+one config differ (every pair of a config's measurements under a setting: the median, 90th and
+95th percentiles and the largest of ``|t1 / t2 - 1|``, the faster as ``t2``), the noise that
+``log.layout_choice.MARGIN`` must exceed for a record to win over the untuned config. Then peak
+memory.
 
 Usage: ``.venv/bin/python benchmarks/bench_measure_stability.py [--rounds 6]``
 """
@@ -107,7 +111,22 @@ def main() -> None:
             return f"{sum(picked)}/{len(picked)}"
         print(f"  {name:<8}{_common.median([v for _, _, v in rows]):15.1f}{share(None):>22}{share(0):>9}"
               f"{share(1):>9}{wall[name] / len(rows):9.3f}   {kwargs}")
+    print("\n  two timings of one config differ by (|t1/t2 - 1|, every pair of a config's measurements):")
+    for name in SETTINGS:
+        gaps = sorted(_pair_gaps([[v for _, v in seen] for seen in gflops[name].values()]))
+        print(f"  {name:<8} median {_quantile(gaps, 0.5):.1%}, 90% {_quantile(gaps, 0.9):.1%}, "
+              f"95% {_quantile(gaps, 0.95):.1%}, max {gaps[-1]:.1%} ({len(gaps)} pairs)")
     print(f"\n{_common.peak_memory_line()}; {_common.load_line()}")
+
+
+def _pair_gaps(per_config: list[list[float]]) -> list[float]:
+    """``|t1 / t2 - 1|`` of every pair of measurements of one config (GFLOPS: t1 / t2 = g2 / g1)."""
+    return [max(a, b) / min(a, b) - 1 for values in per_config
+            for i, a in enumerate(values) for b in values[i + 1:] if min(a, b) > 0]
+
+
+def _quantile(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))]
 
 
 if __name__ == "__main__":

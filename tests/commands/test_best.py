@@ -164,3 +164,38 @@ def test_hostile_records_are_skipped_and_the_best_is_real(invoke: Invoke, matmul
         f"warning: {hostile}: skipped 1 more line of the same kind (bad error number): line 7",
     ]
     assert "RuntimeWarning" not in result.stderr
+
+
+def _untuned_log(tmp_path: Path, tuned_ms: float) -> Path:
+    """A log of tutorial/matmul(16, 16, 16): config 3 the untuned one (1 ms), config 7 ``tuned_ms``."""
+    from tunecli.engine.log.record import encode
+    from tunecli.engine.measure.result import MeasureInput, MeasureResult
+    from tunecli.engine.task.task import create
+
+    task = create("tutorial/matmul", (16, 16, 16, "float32"), "llvm")
+    untuned = task.config_space.get(3)
+    untuned.untuned = "default"
+    path = tmp_path / "untuned.log"
+    path.write_text(
+        encode(MeasureInput(task.target, task, untuned), MeasureResult((1e-3,), 0, 0.1, 0.0)) + "\n"
+        + encode(MeasureInput(task.target, task, task.config_space.get(7)),
+                 MeasureResult((tuned_ms * 1e-3,), 0, 0.1, 0.0)) + "\n")
+    return path
+
+
+def test_best_says_when_apply_keeps_the_untuned_config(invoke: Invoke, tmp_path: Path, monkeypatch) -> None:
+    log = _untuned_log(tmp_path, 0.98)
+    monkeypatch.setenv("COLUMNS", "200")
+    result = invoke("best", str(log), "--top", "2")
+    assert result.exit_code == 0, result.output
+    assert "#3 tile_y=[-1,8] tile_x=[-1,1] (untuned)" in result.stdout
+    assert ("[0] apply builds config 3:\n"
+            "  the untuned config (default): config 7 is only 2.0% faster (margin 5%)\n") in result.stdout
+    report = json.loads(invoke("best", str(log), "--json").stdout)
+    [workload] = report["workloads"]
+    assert (workload["best"][0]["index"], workload["chosen"]) == (7, 3)
+
+    clear = invoke("best", str(_untuned_log(tmp_path, 0.5)))
+    assert ("[0] apply builds config 7:\n"
+            "  the fastest record, 50.0% faster than the untuned config (default); margin 5%\n"
+            ) in clear.stdout

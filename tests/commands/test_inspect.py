@@ -259,3 +259,18 @@ def test_each_sequence_length_s_network_is_described(invoke: Invoke, tmp_path: P
     first, second = view["networks"]
     assert second["intermediate_bytes"] > first["intermediate_bytes"] and first["kernel_calls"] > 0
     assert view["inputs"] == first["inputs"] and view["model"].startswith("bert-base (1, 16 | 32)")
+
+
+def test_inspect_says_why_apply_builds_the_untuned_config(invoke: Invoke, tmp_path: Path) -> None:
+    from tests.commands.test_best import _untuned_log
+
+    log = _untuned_log(tmp_path, 0.98)
+    job = tmp_path / "matmul.yaml"
+    job.write_text(f"name: matmul\nlog: {log}\ntasks:\n"
+                   "  - template: tutorial/matmul\n    args: [16, 16, 16]\n")
+    result = invoke("inspect", str(job))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = lines.index("# apply builds config #3 tile_y=[-1,8] tile_x=[-1,1]")
+    assert lines[at + 1] == f"#   from log: {log}"
+    assert lines[at + 2] == "#   the untuned config (default): config 7 is only 2.0% faster (margin 5%)"

@@ -34,9 +34,13 @@ def _print_report(app: App, report: BestReport) -> None:
             narrow.add_row(str(i) if first else "", *numbers)
             notes.append(f"[{i}] #{e.rank}: {config}")
     print_fitted(app.console, wide, lambda: narrow, lambda: notes)
-    for i, w in enumerate(report.workloads):  # where apply does not take the fastest, or keeps the untuned
-        if w.why is not None and w.why != "the fastest record":
-            app.echo(f"[{i}] apply builds config {w.chosen}: {w.why}")
+    for i, w in enumerate(report.workloads):  # said unless apply builds the first row, as plain as it reads
+        first = w.best[0] if w.best else None
+        plain = first is not None and w.chosen == first.index and (
+            first.untuned is not None or w.why == "the fastest record")
+        if w.why is not None and not plain:
+            app.echo(f"[{i}] apply builds config {w.chosen}:")
+            app.echo(f"  {w.why}")
 
 
 @click.command()

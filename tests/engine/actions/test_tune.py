@@ -13,6 +13,7 @@ from tunecli.engine.actions.job_file import tune_job
 from tunecli.engine.actions.tune import TaskOutcome, TuneEvent, TuneSummary
 from tunecli.engine.log.best_of_logs import best_of_logs
 from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.layout_choice import MARGIN
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import encode, load_from_file, read_log
 from tunecli.engine.measure import LocalBuilder, LocalRunner, measure_option
@@ -256,10 +257,14 @@ def test_a_short_tune_of_a_network_measures_each_untuned_config_first(tmp_path: 
         assert untuned is not None and untuned.exact
         mine = [(inp, res) for inp, res in records if inp.task.workload == task.workload]
         assert int(mine[0][0].config.index) == untuned.config.index  # measured first
+        assert mine[0][0].config.untuned == untuned.source  # and marked so in the log
         with task.target:
             applied = ApplyHistoryBest([(r.inp, r.result) for r in plausible(read_log(log))],
                                        pretuned=False).query(task.target, task.workload)
         assert applied.cost is not None and applied.cost <= mine[0][1].mean_cost  # apply's pick: no slower
+        fastest = min(res.mean_cost for _, res in mine if res.ok)
+        if fastest >= mine[0][1].mean_cost * (1 - MARGIN):  # no record clearly faster: the untuned config
+            assert int(applied.index) == untuned.config.index
 
     # what the untuned build runs in operators the job does not tune (the Winograd kernels of the
     # 3x3 convolutions) is measured too: the tuned build compares its tuned kernel with it

@@ -17,6 +17,7 @@ from tunecli.engine.graph.op_strategy import (
     conv2d_candidates,
     implementation,
     select_implementation,
+    untuned_choice,
     winograd_implementation,
 )
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
@@ -139,6 +140,18 @@ def test_among_tuned_candidates_the_lower_cost_wins(costs: tuple, chosen: int) -
         impl, cfg = select_implementation(candidates, LLVM)
     assert impl is candidates[chosen]
     assert not cfg.is_fallback and cfg.cost == min(c for c in costs if c is not None)
+
+
+@pytest.mark.parametrize("direct_ms, chosen", [(0.98, 1), (0.80, 0)])
+def test_the_implementation_an_untuned_build_runs_keeps_a_near_tie(direct_ms: float, chosen: int) -> None:
+    """Untuned, Winograd runs (higher plevel): a direct record 2% faster keeps Winograd (timing
+    noise), one 20% faster takes the call (``layout_choice.MARGIN``)."""
+    candidates = conv2d_candidates(_conv3x3(), LLVM)
+    assert untuned_choice(candidates, LLVM) == 1
+    records = [_record(candidates[0], direct_ms * 1e-3), _record(candidates[1], 1e-3)]
+    with ApplyHistoryBest(records, pretuned=False):
+        impl, _ = select_implementation(candidates, LLVM)
+    assert impl is candidates[chosen]
 
 
 def test_apply_graph_best_answers_with_the_graph_tuners_record_of_the_call(tmp_path: Path) -> None:

@@ -116,11 +116,9 @@ def test_a_record_in_other_layouts_must_beat_the_untuned_config_by_the_margin():
 def test_explain_says_why_the_untuned_config_answers(task):
     choice = explain([record(task, 5, 1.00, "package"), record(task, 9, 0.98)])
     assert choice is not None and int(choice.record[0].config.index) == 5
-    assert choice.why == ("the untuned config (package): the fastest record (config 9) is 2.0% faster, "
-                          "within the 5% margin")
+    assert choice.why == "the untuned config (package): config 9 is only 2.0% faster (margin 5%)"
     choice = explain([record(task, 5, 1.00, "package"), record(task, 9, 0.80)])
-    assert choice.why == ("the fastest record, 20.0% faster than the untuned config (package): "
-                          "more than the 5% margin")
+    assert choice.why == "the fastest record, 20.0% faster than the untuned config (package); margin 5%"
     assert explain([record(task, 9, 0.98)]).why == "the fastest record"
     assert choose([]) is None
 
@@ -159,7 +157,7 @@ def test_pick_best_and_best_keep_the_untuned_record_with_its_mark(task, tmp_path
     report = best_of_logs([str(log)], top=1, out=out)
     [workload] = report.workloads
     assert [e.index for e in workload.best] == [9]  # ranked by cost
-    assert workload.chosen == 5 and "within the 5% margin" in workload.why
+    assert workload.chosen == 5 and "only 2.0% faster (margin 5%)" in workload.why
     assert answer(str(out)) == 5 == answer(str(log))
     listed = best_of_logs([str(log)], top=2).workloads[0]
     assert [(e.index, e.untuned) for e in listed.best] == [(9, None), (5, "package")]

@@ -81,7 +81,7 @@ def _conv2d_keys(call: Call) -> tuple[list[str], Facts]:
     n, ci, h, w = data.shape
     co, _, kh, kw = weight.shape
     pads = tuple(int(p) for p in conv2d_padding(attrs, (kh, kw)))
-    facts = {"N": n, "H": h, "W": w, "CI": ci, "CO": co, "KH": kh, "KW": kw, "C": ci,
+    facts: Facts = {"N": n, "H": h, "W": w, "CI": ci, "CO": co, "KH": kh, "KW": kw, "C": ci,
              "multiplier": co // ci, "stride": tuple(attrs.strides), "strides": tuple(attrs.strides),
              "padding": pads, "dilation": tuple(attrs.dilation), "dtype": data.dtype,
              "data": _tensor(data.shape, data.dtype), "kernel": _tensor(weight.shape, weight.dtype),
@@ -104,7 +104,7 @@ def _conv2d_nchwc_keys(call: Call) -> tuple[list[str], Facts]:
     n, ci, h, w = d["N"], d["C"], d["H"], d["W"]
     co, kh, kw = k["O"], k["H"], k["W"]
     pads = tuple(int(p) for p in conv2d_padding(attrs, (kh, kw)))
-    facts = {"N": n, "H": h, "W": w, "CI": ci, "CO": co, "KH": kh, "KW": kw, "C": ci,
+    facts: Facts = {"N": n, "H": h, "W": w, "CI": ci, "CO": co, "KH": kh, "KW": kw, "C": ci,
              "multiplier": co // ci, "stride": tuple(attrs.strides), "strides": tuple(attrs.strides),
              "padding": pads, "dilation": tuple(attrs.dilation), "dtype": data.dtype,
              "data": _tensor((n, ci, h, w), data.dtype),
@@ -122,7 +122,7 @@ def _conv2d_winograd_keys(call: Call) -> tuple[list[str], Facts]:
     data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
     d = primal_sizes(data.shape, attrs.data_layout)
     _, _, kb, cb, ic_bn, oc_bn = weight.shape
-    facts = {"data": _tensor((d["N"], d["C"], d["H"], d["W"]), data.dtype),
+    facts: Facts = {"data": _tensor((d["N"], d["C"], d["H"], d["W"]), data.dtype),
              "kernel": _tensor((kb * oc_bn, cb * ic_bn, 3, 3), weight.dtype),
              "strides": tuple(attrs.strides), "padding": tuple(int(p) for p in conv2d_padding(attrs, (3, 3))),
              "dilation": tuple(attrs.dilation), "layout": "NCHW", "out_layout": "NCHW",
@@ -133,7 +133,7 @@ def _conv2d_winograd_keys(call: Call) -> tuple[list[str], Facts]:
 def _dense_keys(call: Call) -> tuple[list[str], Facts]:
     data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
     (m, k), n = data.shape, weight.shape[0]
-    facts = {"M": m, "N": n, "K": k, "dtype": data.dtype, "data": _tensor(data.shape, data.dtype),
+    facts: Facts = {"M": m, "N": n, "K": k, "dtype": data.dtype, "data": _tensor(data.shape, data.dtype),
              "weight": _tensor(weight.shape, weight.dtype), "bias": None, "out_dtype": out.dtype}
     int8 = (data.dtype, weight.dtype, out.dtype) == ("int8", "int8", "int32") and int(k) % 4 == 0
     return (["dense_int8", "dense"] if int8 else ["dense"]), facts
@@ -143,7 +143,7 @@ def _batch_matmul_keys(call: Call) -> tuple[list[str], Facts]:
     """TVM's workload of ``batch_matmul.x86``: both operands, the output shape and dtype, and
     which operands are transposed (every form is served)."""
     x, y, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
-    facts = {"tensor_a": _tensor(x.shape, x.dtype), "tensor_b": _tensor(y.shape, y.dtype),
+    facts: Facts = {"tensor_a": _tensor(x.shape, x.dtype), "tensor_b": _tensor(y.shape, y.dtype),
              "out_shape": tuple(int(d) for d in out.shape), "out_dtype": out.dtype,
              "transpose_a": bool(call.attrs.transpose_a), "transpose_b": bool(call.attrs.transpose_b)}
     return ["batch_matmul"], facts
@@ -153,7 +153,7 @@ def _conv3d_keys(call: Call) -> tuple[list[str], Facts]:
     """TVM's workload of ``conv3d_ncdhw.x86``: both tensors, the window attributes (padding in six
     numbers) and the output dtype."""
     data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
-    facts = {"data": _tensor(data.shape, data.dtype), "kernel": _tensor(weight.shape, weight.dtype),
+    facts: Facts = {"data": _tensor(data.shape, data.dtype), "kernel": _tensor(weight.shape, weight.dtype),
              "strides": tuple(call.attrs.strides), "padding": tuple(call.attrs.padding),
              "dilation": tuple(call.attrs.dilation), "out_dtype": out.dtype}
     return ["conv3d_ncdhw"], facts
@@ -166,7 +166,7 @@ def _conv2d_transpose_keys(call: Call) -> tuple[list[str], Facts]:
     data, weight, out = tensor_type_of(call.args[0]), tensor_type_of(call.args[1]), tensor_type_of(call)
     if attrs.groups != 1 or tuple(attrs.dilation) != (1, 1):
         return [], {}
-    facts = {"data": _tensor(data.shape, data.dtype), "kernel": _tensor(weight.shape, weight.dtype),
+    facts: Facts = {"data": _tensor(data.shape, data.dtype), "kernel": _tensor(weight.shape, weight.dtype),
              "strides": tuple(attrs.strides),
              "padding": tuple(int(p) for p in window_pads(call.op.name, attrs.padding, weight.shape[2:])),
              "out_dtype": out.dtype, "output_padding": tuple(attrs.output_padding)}

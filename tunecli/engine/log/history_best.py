@@ -301,6 +301,27 @@ def pretuned_packages(target: Target | str) -> list[ApplyHistoryBest]:
     return packages
 
 
+def package_config(target: Target | str, workload: tuple) -> ConfigSpace | None:
+    """The config the target's pre-tuned packages answer ``workload`` with (a measured one, as an
+    untuned build takes it), else None.
+
+    Parameters
+    ----------
+    target : Target or str
+    workload : tuple
+
+    Returns
+    -------
+    ConfigSpace or None
+    """
+    target = as_target(target)
+    for package in pretuned_packages(target):
+        config = package._query_inside(target, workload)
+        if config is not None:
+            return config
+    return None
+
+
 def tophub_context(target: Target | str | Sequence[Target | str],
                    extra_files: Iterable[str | os.PathLike[str]] | None = None) -> ApplyHistoryBest:
     """TVM's ``autotvm.tophub.context``: a dispatch context of the pre-tuned packages of the target(s).

@@ -123,7 +123,8 @@ class Choice:
     """The record of a workload that answers, and why (``explain``)."""
 
     record: Record
-    #: one line: ``"the fastest record"``, ``"the untuned config: ... within the 5% margin"``, ...
+    #: one line: ``"the fastest record"``, ``"the untuned config (package): config 9 is only 2.0% faster
+    #: (margin 5%)"``, ...
     why: str
 
 
@@ -210,19 +211,17 @@ def _why(chosen: Record, above: list[Record], fastest: Record) -> str:
         return "the fastest record"
     if chosen is fastest:
         faster = min(1 - chosen[1].mean_cost / held[1].mean_cost for held in above)
-        return f"the fastest record, {faster:.1%} faster than the {_what(above[-1])}: more than the " \
-               f"{MARGIN:.0%} margin"
+        return f"the fastest record, {faster:.1%} faster than the {_what(above[-1])}; margin {MARGIN:.0%}"
     behind = 1 - fastest[1].mean_cost / chosen[1].mean_cost
-    what = _what(chosen)
-    return (f"the {what}: the fastest record (config {fastest[0].config.index}) is {behind:.1%} faster, "
-            f"within the {MARGIN:.0%} margin")
+    return f"the {_what(chosen)}: config {fastest[0].config.index} is only {behind:.1%} faster " \
+           f"(margin {MARGIN:.0%})"
 
 
 def _what(pair: Record) -> str:
     config = pair[0].config
     if is_untuned(config):
         return f"untuned config ({config.untuned})"
-    return "fastest record in the default layouts"
+    return "best default-layout record"
 
 
 class ChosenTable(dict):
