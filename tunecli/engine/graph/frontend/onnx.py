@@ -114,21 +114,21 @@ def _load(onnx: ModuleType, model: ModelProto | str | os.PathLike) -> ModelProto
         if not os.path.isfile(path):
             raise ModelImportError(f"ONNX file {path!r} does not exist")
         try:
-            model = onnx.load(path)
+            proto = onnx.load(path)
         except Exception as err:  # protobuf raises DecodeError, RuntimeWarning subclasses, ...
             raise ModelImportError(
                 f"ONNX file {path!r} is not a valid ONNX model ({type(err).__name__}: {err})"
             ) from None
         where = f"ONNX file {path!r}"
     elif isinstance(model, onnx.ModelProto):
-        where = "the ONNX model"
+        proto, where = model, "the ONNX model"
     else:
         raise ModelImportError(
             f"from_onnx: expected an onnx.ModelProto or a file path, got {type(model).__name__}"
         )
-    if not model.HasField("graph") or not model.graph.output:
+    if not proto.HasField("graph") or not proto.graph.output:
         raise ModelImportError(f"{where} has no graph with outputs (is it an ONNX model?)")
-    return model
+    return proto
 
 
 def _model_opset(proto: ModelProto) -> int:

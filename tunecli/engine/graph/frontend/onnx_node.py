@@ -213,4 +213,4 @@ class NodeContext:
 
     def int_list(self, key: str, default: Sequence[int]) -> tuple[int, ...]:
         """Attribute ``key`` as a tuple of ints."""
-        return tuple(int(v) for v in self.attrs.get(key, default))
+        return tuple(int(v) for v in self.attr(key, default))
