@@ -57,8 +57,8 @@ def tune(job: Path, log: Path) -> float:
     """``tunecli tune job --log log`` with the packages off; seconds it took."""
     env = dict(os.environ, **{tophub.ENV_VAR: tophub.DISABLED})
     start = time.perf_counter()
-    subprocess.run([str(Path(sys.executable).with_name("tunecli")), "tune", str(job), "--log", str(log), "--quiet"],
-                   check=True, env=env, cwd=ROOT)
+    command = [str(Path(sys.executable).with_name("tunecli")), "tune", str(job), "--log", str(log), "--quiet"]
+    subprocess.run(command, check=True, env=env, cwd=ROOT)
     return time.perf_counter() - start
 
 
