@@ -33,6 +33,7 @@ from tunecli.engine.runtime.linker import CompileFunc
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
 from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.workload_args import Workload
 from tunecli.errors import GraphError
 
 from .graph_codegen import graph_program
@@ -208,7 +209,7 @@ def build(
             program = graph_program(fused["main"], GroupCompiler(t))
     finally:
         GLOBAL_SCOPE.silent = silent
-    anchors: dict[tuple, AnchorConfig] = {}
+    anchors: dict[Workload, AnchorConfig] = {}
     for lowered in program.lowered:
         if lowered.anchor is not None:
             anchors.setdefault(lowered.anchor.workload, lowered.anchor)

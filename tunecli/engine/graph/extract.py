@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import Task, create
+from tunecli.engine.task.workload_args import Workload
 from tunecli.errors import GraphError, TuneError
 
 from .build_module import optimize
@@ -64,7 +65,7 @@ class TunableOperator:
     occurrences: int
 
     @property
-    def workloads(self) -> tuple[tuple, ...]:
+    def workloads(self) -> tuple[Workload, ...]:
         """The workload keys of its implementations' tasks, in order."""
         return tuple(impl.workload for impl in self.implementations)
 
@@ -112,8 +113,8 @@ def tunable_operators(mod: IRModule | Function, params: Mapping[str, ArrayData] 
     -------
     list of TunableOperator
     """
-    found: dict[tuple, tuple[Implementation, ...]] = {}
-    counts: dict[tuple, int] = {}
+    found: dict[Workload, tuple[Implementation, ...]] = {}
+    counts: dict[Workload, int] = {}
     for impls in _call_implementations(mod, params, target, ops):
         key = tuple(impl.workload for impl in impls)
         found.setdefault(key, impls)
@@ -160,7 +161,7 @@ def extract_from_multiple_program(mods: Sequence[IRModule | Function],
         raise GraphError(f"extract_from_multiple_program: {len(mods)} networks and {len(params)} sets of "
                          "parameters")
     t, wanted = as_target(target), list(ops) if ops is not None else None
-    tasks: dict[tuple, Task] = {}
+    tasks: dict[Workload, Task] = {}
     for mod, weights in zip(mods, params, strict=True):
         for key, task in operator_tasks(tunable_operators(mod, weights, t, wanted), t, target_host).items():
             tasks.setdefault(key, task)
@@ -168,7 +169,7 @@ def extract_from_multiple_program(mods: Sequence[IRModule | Function],
 
 
 def operator_tasks(operators: Iterable[TunableOperator], target: Target,
-                   target_host: str | Target | None = None) -> dict[tuple, Task]:
+                   target_host: str | Target | None = None) -> dict[Workload, Task]:
     """One task per distinct workload of the operators' implementations, by workload, in order
     (the tasks :func:`extract_from_program` returns).
 
@@ -177,7 +178,7 @@ def operator_tasks(operators: Iterable[TunableOperator], target: Target,
     TuneError
         Naming the template and the workload, when a template rejects a call of the network.
     """
-    tasks: dict[tuple, Task] = {}
+    tasks: dict[Workload, Task] = {}
     for op in operators:
         for impl in op.implementations:
             if impl.workload not in tasks:
@@ -189,9 +190,10 @@ def operator_tasks(operators: Iterable[TunableOperator], target: Target,
 
 
 def task_occurrences(mod: IRModule | Function, params: Mapping[str, ArrayData] | None,
-                     target: str | Target | None, ops: Iterable[Op | str] | None = None) -> dict[tuple, int]:
+                     target: str | Target | None,
+                     ops: Iterable[Op | str] | None = None) -> dict[Workload, int]:
     """How many calls of the network use each task workload."""
-    counts: dict[tuple, int] = {}
+    counts: dict[Workload, int] = {}
     for impl in tunable_calls(mod, params, as_target(target), ops):
         counts[impl.workload] = counts.get(impl.workload, 0) + 1
     return counts

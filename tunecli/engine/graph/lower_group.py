@@ -28,6 +28,7 @@ from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import DEFAULT, ConfigSource, config_source
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.workload_args import Workload
 from tunecli.errors import GraphError
 
 from .constant_stages import (
@@ -63,12 +64,12 @@ class AnchorConfig:
     """
 
     task_name: str
-    workload: tuple
+    workload: Workload
     tuned: bool
     source: ConfigSource = DEFAULT
 
     @classmethod
-    def of(cls, task_name: str, workload: tuple, config: ConfigSpace) -> AnchorConfig:
+    def of(cls, task_name: str, workload: Workload, config: ConfigSpace) -> AnchorConfig:
         """The record of a kernel whose anchor ``config`` (a dispatch answer) configured."""
         source = config_source(config)
         return cls(task_name, workload, source.measured, source)
