@@ -37,7 +37,7 @@ logger = logging.getLogger("autotvm")
 
 MeasureBatch = Callable[..., list[MeasureResult]]
 #: What ``Tuner.tune`` measures with: ``measure_option(builder, runner)`` or a ``measure_batch`` callable.
-MeasureSetting: TypeAlias = "MeasureOption | MeasureBatch"
+MeasureSetting: TypeAlias = MeasureOption | MeasureBatch
 
 
 class StreamingCallback(Protocol):
