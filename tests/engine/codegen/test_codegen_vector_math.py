@@ -49,7 +49,7 @@ def test_vector_math_matches_numpy(name: str, lanes: int) -> None:
     assert np.array_equal(np.signbit(y[x == 0]), np.signbit(expected[x == 0]))  # -0.0 stays -0.0
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh"])
+@pytest.mark.parametrize("name", ["exp", "tanh", "sigmoid"])
 def test_vector_math_is_simd_not_libm_per_lane(name: str, tmp_path) -> None:
     asm = tmp_path / "k.s"
     vector_kernel(name).save(str(asm))

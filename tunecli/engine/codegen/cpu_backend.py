@@ -5,7 +5,7 @@
   (``blockIdx.x`` ...) run as loops of their kind;
 * allocations: on the stack up to :data:`STACK_LIMIT` bytes per scope, else
   ``aligned_alloc``/``free``;
-* math: LLVM intrinsics, straight-line SIMD code for ``exp``/``tanh`` of float32 vectors
+* math: LLVM intrinsics, straight-line SIMD code for ``exp``/``tanh``/``erf``/``sigmoid`` of float32 vectors
   (``vector_math.py``), libm for functions LLVM has no intrinsic for;
 * compilation: O3 for the target's triple, CPU and features, a relocatable object (``compile.py``).
 """
@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from llvmlite import ir
 
+from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.target import Target
 
@@ -26,7 +27,7 @@ from .emit_expr import ExprEmitter
 from .emit_intrinsic import LLVM_INTRINSICS, call_library, call_llvm_intrinsic
 from .emit_stmt import ALIGN, FunctionContext, StmtEmitter
 from .llvm_types import I64, PTR, VOID, element_bytes, value_type
-from .vector_math import emit_erf, emit_exp, emit_tanh, is_vector_f32
+from .vector_math import emit_erf, emit_exp, emit_sigmoid, emit_tanh, is_vector_f32
 
 STACK_LIMIT = {"local": 512 * 1024, "global": 32 * 1024}  # bytes kept on the stack per scope
 _LIBM = {"erf": {32: "erff", 64: "erf"}}
@@ -63,6 +64,11 @@ class CPUBackend(Backend):
         free = em.declare("free", VOID, [PTR])
         ptr = em.builder.call(alloc, [ir.Constant(I64, ALIGN), ir.Constant(I64, rounded)])
         return ptr, lambda: em.builder.call(free, [ptr])
+
+    def target_call(self, em: ExprEmitter, e: E.Call) -> ir.Value | None:
+        if e.name == "sigmoid" and len(e.args) == 1 and is_vector_f32(value_type(e.dtype)):
+            return emit_sigmoid(em, em.expr(e.args[0]))
+        return None
 
     def math_call(self, em: ExprEmitter, name: str, dtype: str, args: list[ir.Value]) -> ir.Value:
         if name in _VECTOR_MATH and is_vector_f32(value_type(dtype)):

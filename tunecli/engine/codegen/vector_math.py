@@ -1,4 +1,4 @@
-"""``exp``, ``tanh`` and ``erf`` of float32 vectors in straight-line SIMD code.
+"""``exp``, ``tanh``, ``erf`` and ``sigmoid`` of float32 vectors in straight-line SIMD code.
 
 LLVM has no vector math library here: ``llvm.exp.v16f32`` becomes sixteen calls of libm's
 ``expf``, one lane at a time. These emitters compute every lane at once instead, with the
@@ -8,6 +8,8 @@ Cephes single-precision algorithms (a few ulp from libm, tested against numpy):
   parts so ``r`` is exact) and a degree-7 polynomial for ``e**r``; ``2**n`` is built from the
   exponent bits in two halves so results down to the denormals are right. Above 88.72…
   gives ``inf``, below -103.97… gives 0, NaN stays NaN.
+* ``sigmoid(x) = 1 / (1 + exp(-x))`` with the same ``exp`` on a clamped ``-x``, whose clamps stand
+  for the special lanes' selects (an activation read by every element of a convolution's output).
 * ``tanh(x)``: an odd polynomial for ``|x| < 0.625`` (where ``1 - 2/(e**2x + 1)`` would lose
   digits to cancellation), ``sign(x) * (1 - 2 / (exp(2|x|) + 1))`` elsewhere.
 * ``erf(x)`` (libm's ``erff`` is scalar; GELU reads it per element): ``x * P(x**2) / Q(x**2)``
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 
 _EXP_HI = 88.72283905206835  # above: overflow to inf
 _EXP_LO = -103.97208  # below: underflow to 0
+_SIGMOID_LO = -30.0  # exp below it vanishes beside 1 in float32: sigmoid rounds to 1
 #: Fast-math flag letting the compiler fuse a multiply and an add (one rounding instead of two).
 CONTRACT = ("contract",)
 _LOG2E = 1.44269504088896341
@@ -73,25 +76,63 @@ def _pow2(em: ExprEmitter, n: ir.Value, fty: ir.VectorType) -> ir.Value:
     return b.bitcast(bits, fty)
 
 
+def _exp_reduced(em: ExprEmitter, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """``(n, e**r)`` with ``exp(x) = 2**n * e**r``: ``n`` the float lanes of ``round(x / ln 2)``."""
+    b = em.builder
+    fty = x.type
+    f32 = f"float32x{fty.count}"
+    nearest = em.declare(f"llvm.roundeven.v{fty.count}f32", fty, [fty])
+    nf = b.call(nearest, [b.fmul(x, constant(f32, _LOG2E))])
+    r = b.fsub(x, b.fmul(nf, constant(f32, _LN2_HI), flags=CONTRACT), flags=CONTRACT)
+    r = b.fsub(r, b.fmul(nf, constant(f32, _LN2_LO), flags=CONTRACT), flags=CONTRACT)
+    r2 = b.fmul(r, r)
+    er = b.fadd(b.fadd(b.fmul(_poly(em, r, _EXP_POLY), r2, flags=CONTRACT), r, flags=CONTRACT),
+                constant(f32, 1.0))
+    return nf, er
+
+
+def _exp_core(em: ExprEmitter, x: ir.Value) -> ir.Value:
+    """``exp`` of the lanes of ``x``, each within ``[_EXP_LO, _EXP_HI]``."""
+    b = em.builder
+    fty = x.type
+    i32 = f"int32x{fty.count}"
+    nf, er = _exp_reduced(em, x)
+    n = b.fptosi(nf, ir.VectorType(ir.IntType(32), fty.count))
+    half = b.ashr(n, constant(i32, 1))  # 2**n = 2**half * 2**(n - half), each factor a normal float
+    return b.fmul(b.fmul(er, _pow2(em, half, fty)), _pow2(em, b.sub(n, half), fty))
+
+
 def emit_exp(em: ExprEmitter, x: ir.Value) -> ir.Value:
     """``exp`` of every lane of the float32 vector ``x``."""
     b = em.builder
-    fty = x.type
-    f32, i32 = f"float32x{fty.count}", f"int32x{fty.count}"
+    f32 = f"float32x{x.type.count}"
     over = b.fcmp_ordered(">", x, constant(f32, _EXP_HI))
     under = b.fcmp_ordered("<", x, constant(f32, _EXP_LO))
     clamped = b.select(over, constant(f32, _EXP_HI), b.select(under, constant(f32, _EXP_LO), x))
-    nearest = em.declare(f"llvm.roundeven.v{fty.count}f32", fty, [fty])
-    nf = b.call(nearest, [b.fmul(clamped, constant(f32, _LOG2E))])
-    r = b.fsub(clamped, b.fmul(nf, constant(f32, _LN2_HI)))
-    r = b.fsub(r, b.fmul(nf, constant(f32, _LN2_LO)))
-    r2 = b.fmul(r, r)
-    er = b.fadd(b.fadd(b.fmul(_poly(em, r, _EXP_POLY), r2), r), constant(f32, 1.0))
-    n = b.fptosi(nf, ir.VectorType(ir.IntType(32), fty.count))
-    half = b.ashr(n, constant(i32, 1))  # 2**n = 2**half * 2**(n - half), each factor a normal float
-    y = b.fmul(b.fmul(er, _pow2(em, half, fty)), _pow2(em, b.sub(n, half), fty))
+    y = _exp_core(em, clamped)
     y = b.select(over, constant(f32, float("inf")), b.select(under, constant(f32, 0.0), y))
     return b.select(b.fcmp_unordered("uno", x, x), x, y)
+
+
+def emit_sigmoid(em: ExprEmitter, x: ir.Value) -> ir.Value:
+    """``1 / (1 + exp(-x))`` of every lane of the float32 vector ``x``.
+
+    ``exp(-x)`` needs no special lanes here: ``-x`` clamped to ``[_SIGMOID_LO, _EXP_HI + 1]``
+    keeps ``2 ** (n - 1)`` a normal float, ``(e**r + e**r) * 2 ** (n - 1)`` overflows to inf
+    exactly where ``exp`` does (sigmoid 0, as the formula gives in float32), and at the low end
+    ``exp`` is below float32's rounding of ``1 +`` (sigmoid 1); a NaN passes both clamps.
+    """
+    b = em.builder
+    fty = x.type
+    f32, i32 = f"float32x{fty.count}", f"int32x{fty.count}"
+    t = b.fneg(x)
+    t = b.select(b.fcmp_ordered(">", t, constant(f32, _EXP_HI + 1)), constant(f32, _EXP_HI + 1), t)
+    t = b.select(b.fcmp_ordered("<", t, constant(f32, _SIGMOID_LO)), constant(f32, _SIGMOID_LO), t)
+    nf, er = _exp_reduced(em, t)
+    n = b.fptosi(nf, ir.VectorType(ir.IntType(32), fty.count))
+    e = b.fmul(b.fadd(er, er), _pow2(em, b.sub(n, constant(i32, 1)), fty))
+    one = constant(f32, 1.0)
+    return b.fdiv(one, b.fadd(one, e))
 
 
 def emit_tanh(em: ExprEmitter, x: ir.Value) -> ir.Value:
