@@ -3,6 +3,8 @@ prepared once in the config's layout."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -101,7 +103,8 @@ def test_the_fallback_blocks_follow_the_targets_vector_width(target: str, lanes:
     task = create(BLOCKED, args, target)
     with Target(target):
         _, tensors = task.instantiate(FallbackConfigEntity())
-    assert tensors[1].shape[-1] == lanes
+    assert tensors[1].shape[-1] == 16  # two AVX2 vectors, one AVX-512 vector
+    assert tensors[1].shape[-2] == lanes  # input channels: one vector
     wino = create(WINOGRAD, (1, 14, 14, 256, 256, 3, 3, 1, 1, 1, "float32"), target)
     with Target(target):
         _, tensors = wino.instantiate(FallbackConfigEntity())
@@ -114,9 +117,11 @@ def test_a_narrow_fallback_tile_takes_two_vectors_of_output_channels() -> None:
         assert fallback_output_block(512, 16, 28, 16) == 32  # as many accumulators, half the broadcasts
         assert fallback_output_block(48, 16, 7, 16) == 16  # 32 does not divide 48
         assert fallback_output_block(512, 8, 7, 16) == 8  # a block narrower than a vector stays
-    with Target(AVX2):
-        assert fallback_output_block(512, 8, 14, 8) == 8  # 16 registers: blocks of 5 columns hold fewer
+    with Target(AVX2):  # 16 registers: two vectors by blocks of 5 columns, 10 accumulators (>= 8)
+        assert fallback_output_block(512, 8, 14, 8) == 16
+        assert fallback_output_block(512, 8, 28, 8) == 16
         assert fallback_output_block(512, 8, 7, 8) == 16
+        assert fallback_output_block(24, 8, 14, 8) == 8  # 16 does not divide 24
     args = (1, 14, 14, 256, 512, 3, 3, 2, 1, 1, "float32")
     with Target(AVX512):
         _, tensors = create(BLOCKED, args, AVX512).instantiate(FallbackConfigEntity())
@@ -125,6 +130,52 @@ def test_a_narrow_fallback_tile_takes_two_vectors_of_output_channels() -> None:
     with Target(AVX512):
         _, tensors = nchwc.instantiate(FallbackConfigEntity())
     assert tensors[1].shape[-1] == 16  # a network's layer keeps the default layouts' blocks
+
+
+@pytest.mark.parametrize(("target", "tiles"), [
+    # (N, H, W, CI, CO, KH, KW, stride, padding) -> (tile_oc, tile_ow[, tile_oh]) of the fallback
+    (AVX2, {(1, 224, 224, 3, 64, 7, 7, 2, 3): (16, 28), (1, 28, 28, 128, 256, 3, 3, 2, 1): (16, 14),
+            (1, 56, 56, 64, 64, 1, 1, 1, 0): (16, 28, 1), (1, 28, 28, 128, 256, 1, 1, 2, 0): (16, 14, 2),
+            (1, 14, 14, 256, 512, 1, 1, 2, 0): (16, 7, 1)}),  # 7 rows: one at a time
+    (AVX512, {(1, 224, 224, 3, 64, 7, 7, 2, 3): (32, 28), (1, 28, 28, 128, 256, 3, 3, 2, 1): (32, 14),
+              (1, 56, 56, 64, 64, 1, 1, 1, 0): (32, 28, 1)}),
+])
+def test_the_direct_fallback_tile_is_as_wide_on_16_registers_as_on_32(target: str, tiles: dict) -> None:
+    """AVX2's fallback writes NCHW rows of as many columns as AVX-512's (the register blocks within
+    the tile hold what 16 registers can), two vectors of channels wide."""
+    for args, want in tiles.items():
+        task = create(BLOCKED, (*args, 1, "float32"), target)
+        config = FallbackConfigEntity()
+        with Target(target):
+            task.instantiate(config)
+        got = (config["tile_oc"].size[-1], config["tile_ow"].size[-1])
+        assert got + ((config["tile_oh"].val,) if args[5] == 1 else ()) == want, args
+
+
+@pytest.mark.parametrize(("target", "m"), [(AVX2, 4), (AVX512, 2)])
+def test_winograd_fallback_of_a_7x7_layer_takes_f4x4_on_avx2_only(target: str, m: int) -> None:
+    """Four F(4x4) tiles: with half the multiply-add rate the multiplications F(4x4) saves outweigh
+    its larger transformed kernel."""
+    task = create(WINOGRAD, (1, 7, 7, 512, 512, 3, 3, 1, 1, 1, "float32"), target)
+    config = FallbackConfigEntity()
+    with Target(target):
+        task.instantiate(config)
+    assert config["tile_m"].val == m
+
+
+@pytest.mark.parametrize(("name", "args"), CASES[:4])
+def test_avx2_code_has_no_avx512_instruction(name: str, args: tuple) -> None:
+    """A haswell target's kernels use 256-bit ymm registers only, whatever machine compiles them; the
+    same kernel for skylake-avx512 uses zmm (so the check can see them)."""
+    sources = {}
+    for target in (AVX2, AVX512):
+        task = create(name, args, target)
+        with Target(target):
+            sch, tensors = task.instantiate(FallbackConfigEntity())
+        sources[target] = build(sch, tensors, target=target).get_source("asm")
+    assert "%ymm" in sources[AVX2] and "vfmadd" in sources[AVX2]
+    assert "%zmm" not in sources[AVX2] and not re.search(r"%k[0-7]\b", sources[AVX2])  # no zmm, no masks
+    assert "%zmm" in sources[AVX512]
 
 
 def test_a_widened_fallback_equals_numpy() -> None:

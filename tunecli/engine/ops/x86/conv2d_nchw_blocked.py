@@ -7,7 +7,7 @@ and its data and result layouts: the kernel reads ``data [N, CI, H, W]`` and wri
 ``out [N, CO, OH, OW]``.  Inside, the data is blocked ``NCHW[ic_bn]c`` and the result computed
 blocked ``NCHW[oc_bn]c``, as the graph's NCHWc and Winograd kernels do; the knobs, their
 fallback configs and the schedules are ``conv2d_NCHWc.x86``'s and
-``conv2d_NCHWc_winograd.x86``'s (the direct fallback's output block may be wider:
+``conv2d_NCHWc_winograd.x86``'s (the direct fallback's tile and output block may be wider:
 :func:`define_blocked_space`).  :func:`kernel_job_template` says which one a job's
 ``conv2d_nchw.x86`` task runs as (``job.tasks``).
 
@@ -44,7 +44,9 @@ from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
 from tunecli.engine.ops.x86.conv2d_nchwc import (
     define_conv2d_nchwc_space,
+    fallback_register_tile,
     fp32_lanes,
+    largest_divisor,
     register_block,
     schedule_conv2d_NCHWc,
 )
@@ -56,7 +58,7 @@ from tunecli.engine.ops.x86.conv2d_winograd import (
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target, triple_arch
-from tunecli.engine.task.space import ConfigSpace, SplitEntity
+from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
 from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
 from tunecli.errors import InstantiationError, TuneError
 
@@ -64,6 +66,8 @@ BLOCKED = "conv2d_nchw_blocked.x86"
 WINOGRAD = "conv2d_nchw_winograd.x86"
 #: The blocked-layout template whose knobs, space and records each of these templates shares.
 KNOB_TWINS = {BLOCKED: "conv2d_NCHWc.x86", WINOGRAD: "conv2d_NCHWc_winograd.x86"}
+#: Most output positions of the direct fallback's tile (a 31-accumulator register tile's).
+FALLBACK_COLUMNS = 31
 
 
 def kernel_job_template(args: Sequence[Any], target: Target) -> str | None:
@@ -149,23 +153,50 @@ def unpack_stage(conv: te.Tensor) -> te.Tensor:
 def define_blocked_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_shape: Sequence[int],
                          stride: Any,
                          padding: Any) -> None:
-    """``conv2d_NCHWc.x86``'s knobs and fallback config, with the fallback's output block two vectors
-    wide where a register block holds as many accumulators (:func:`fallback_output_block`): the
-    blocks are the kernel's own, no neighbouring layer reads them."""
+    """``conv2d_NCHWc.x86``'s knobs and fallback config, with the fallback's tile as wide as
+    :func:`fallback_tile` allows whatever the target's registers and its output block two vectors
+    wide where that suits the tile (:func:`fallback_output_block`): the blocks are the kernel's
+    own, no neighbouring layer reads them."""
     define_conv2d_nchwc_space(cfg, data_shape, kernel_shape, stride, padding)
     if not cfg.is_fallback:
         return
     oc, _, kh, kw = kernel_shape
-    positions = cfg["tile_ow"].size[-1] * (cfg["tile_oh"].val if (kh, kw) == (1, 1) else 1)
-    oc_bn = fallback_output_block(oc, cfg["tile_oc"].size[-1], positions, fp32_lanes())
+    is_1x1 = (kh, kw) == (1, 1)
+    oh = conv2d_output_shape(data_shape[2:], (kh, kw), stride, padding, 1)[0]
+    rows, reg_n = fallback_tile(cfg["tile_oh"].val if is_1x1 else 1, cfg["tile_ow"].size,
+                                oh if is_1x1 else None)
+    ow = cfg["tile_ow"].size[0] * cfg["tile_ow"].size[-1]
+    cfg["tile_ow"] = SplitEntity([ow // reg_n, reg_n])
+    if is_1x1:
+        cfg["tile_oh"] = OtherOptionEntity(rows)
+    oc_bn = fallback_output_block(oc, cfg["tile_oc"].size[-1], rows * reg_n, fp32_lanes())
     cfg["tile_oc"] = SplitEntity([oc // oc_bn, oc_bn])
+
+
+def fallback_tile(rows: int, ow_split: Sequence[int], oh: int | None) -> tuple[int, int]:
+    """``(rows, columns)`` of the fallback's tile: ``conv2d_NCHWc.x86``'s (``tile_oh``, or 1, and
+    ``tile_ow``'s inner factor) where the target's register tile reaches :data:`FALLBACK_COLUMNS`
+    positions, else the largest divisor of the row within that many positions (and, for a 1x1
+    kernel of ``oh`` output rows, two rows when a row takes at most half of them and 2 divides
+    ``oh``).
+
+    The NCHW result is written a channel's run of a tile's columns at a time, so a wide tile writes
+    fewer, longer runs; a tile wider than the registers hold is reduced in register blocks
+    (``conv2d_nchwc.register_block``) all the same."""
+    if fallback_register_tile() >= FALLBACK_COLUMNS:
+        return rows, ow_split[-1]
+    ow = ow_split[0] * ow_split[-1]
+    reg_n = largest_divisor(ow, FALLBACK_COLUMNS)
+    two_rows = oh is not None and oh % 2 == 0 and reg_n == ow and 2 * ow <= FALLBACK_COLUMNS
+    return (2 if two_rows else 1), reg_n
 
 
 def fallback_output_block(oc: int, oc_bn: int, positions: int, lanes: int) -> int:
     """``oc_bn``, or two vectors of channels when ``oc_bn`` is one vector, they divide ``oc`` and a
-    register block of ``positions`` output positions then holds at least as many accumulator
-    vectors: each input value broadcast then feeds two multiply-adds (with the same accumulators,
-    fewer loads and broadcasts per multiply-add; with a narrow tile, more accumulators).
+    register block of ``positions`` output positions then holds as many accumulator vectors or at
+    least half the target's vector registers: each input value broadcast then feeds two
+    multiply-adds (fewer loads and broadcasts per multiply-add), and half the registers of
+    independent accumulators keep the multiply-add units busy.
 
     Parameters
     ----------
@@ -189,7 +220,8 @@ def fallback_output_block(oc: int, oc_bn: int, positions: int, lanes: int) -> in
     def held(block: int) -> int:
         return min(positions, register_block(positions, block)) * -(-block // lanes)
 
-    return wide if held(wide) >= held(oc_bn) else oc_bn
+    enough = (fallback_register_tile() + 2) // 2
+    return wide if held(wide) >= min(held(oc_bn), enough) else oc_bn
 
 
 def pack_conv2d_nchw_blocked(cfg: ConfigSpace, call: OpCall) -> OpCall:

@@ -44,7 +44,10 @@ from tunecli.errors import InstantiationError
 TILE_SIZES = (2, 4)
 REGISTER_TILES = (1, 2, 3, 4, 6, 7, 8, 12, 14)  # tiles per GEMM register tile
 FALLBACK_ACCUMULATORS = 12  # accumulator vectors of the fallback register tile (16 ymm registers)
-MIN_TILES_M4 = 16  # fewest F(4x4) tiles per image for which the fallback config takes m = 4
+#: Fewest F(4x4) tiles per image for which the fallback config takes m = 4, with 512-bit vectors
+#: and with narrower ones (half the multiply-add rate: the multiplications F(4x4) saves outweigh
+#: streaming its larger kernel sooner).
+MIN_TILES_M4 = {512: 16, 256: 4}
 
 
 def declare_conv2d_winograd(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1),
@@ -89,21 +92,26 @@ def _whole_vectors(extent: int, lanes: int) -> Callable[[Any], bool]:
 
 def fallback_config(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
     """``oc_bn`` two vectors wide, ``ic_bn`` one; F(4x4, 3x3) when it gives at least
-    :data:`MIN_TILES_M4` tiles (each transformed kernel element is used once per tile: with
-    fewer, streaming the 4x larger kernel costs more than the multiplications F(4x4) saves),
+    :func:`min_tiles_m4` tiles (each transformed kernel element is used once per tile: with
+    fewer, streaming the 2.25x larger kernel costs more than the multiplications F(4x4) saves),
     else F(2x2); the register tile of at most :data:`FALLBACK_ACCUMULATORS` vectors with the
     least padded work (:func:`padded_work`)."""
     lanes = fp32_lanes()
     oc_bn = largest_divisor(filters, 2 * lanes)
     ic_bn = largest_divisor(channels, lanes)
     vectors = -(-oc_bn // lanes)
-    m = 4 if tile_count(out_hw, 4) >= MIN_TILES_M4 else 2
+    m = 4 if tile_count(out_hw, 4) >= min_tiles_m4(lanes) else 2
     tiles = tile_count(out_hw, m)
     fitting = [p for p in REGISTER_TILES if p * vectors <= FALLBACK_ACCUMULATORS] or [1]
     cfg["tile_ic"] = SplitEntity([channels // ic_bn, ic_bn])
     cfg["tile_oc"] = SplitEntity([filters // oc_bn, oc_bn])
     cfg["tile_p"] = OtherOptionEntity(min(fitting, key=lambda p: (padded_work(tiles, p), -p)))
     cfg["tile_m"] = OtherOptionEntity(m)
+
+
+def min_tiles_m4(lanes: int) -> int:
+    """:data:`MIN_TILES_M4` for vectors of ``lanes`` float32 (the 512-bit value from 16 lanes up)."""
+    return MIN_TILES_M4[512] if lanes >= 16 else MIN_TILES_M4[256]
 
 
 def tile_count(out_hw: tuple[int, int], m: int) -> int:
