@@ -25,11 +25,19 @@ Usage::
     .venv/bin/python benchmarks/bench_kernel_jobs.py --log logs/resnet18_conv2d.log   # tuned
     .venv/bin/python benchmarks/bench_kernel_jobs.py --as-named --layers 8 11         # the old template
     .venv/bin/python benchmarks/bench_kernel_jobs.py --cpu-time        # a loaded machine: CPU seconds
+    .venv/bin/python benchmarks/bench_kernel_jobs.py --job avx2.yaml --onednn-isa AVX2
+
+``--onednn-isa ISA`` times PyTorch's oneDNN convolution (its weight prepacked once,
+``torch.utils.mkldnn.to_mkldnn``; the input's blocking and the result's unblocking timed) with
+oneDNN's instruction set capped at ``ISA`` (``ONEDNN_MAX_CPU_ISA``) in place of onnxruntime, whose
+kernels take the machine's widest vectors: with a job of ``target: llvm -mcpu=haswell
+-mattr=+avx2,+fma`` on an AVX-512 machine, an AVX2 library against our AVX2 code on the same core.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -75,6 +83,9 @@ def main() -> None:
     parser.add_argument("--cpu-time", action="store_true",
                         help="1 thread, each side timed by this process's CPU seconds per call instead of "
                              "wall time: on a loaded machine a descheduled kernel then costs nothing extra")
+    parser.add_argument("--onednn-isa", metavar="ISA",
+                        help="compare with PyTorch's oneDNN convolution capped at ISA (e.g. AVX2) instead of "
+                             "onnxruntime")
     parser.add_argument("--quick", action="store_true",
                         help="layers 2, 8 and 10; 3 rounds of 5 calls (with --tune: at most 8 trials)")
     opts = parser.parse_args()
@@ -83,6 +94,9 @@ def main() -> None:
         opts.tune = min(opts.tune, 8) if opts.tune else opts.tune
     if opts.cpu_time:
         opts.threads = [1]
+    if opts.onednn_isa:
+        os.environ["ONEDNN_MAX_CPU_ISA"] = opts.onednn_isa  # read once, at oneDNN's first use
+    reference = f"oneDNN {opts.onednn_isa}" if opts.onednn_isa else "onnxruntime"
     print(_common.load_line())
     print(_common.sgemm_peak_line(opts.threads))
     job = load_job(opts.job)
@@ -113,27 +127,60 @@ def main() -> None:
         print(f"{label}: {task.name}, config {config} from {source}")
         pads = list(get_pad_tuple(padding, (kh, kw)))
         for n in opts.threads:
-            sess = conv_session(data, weight, pair(stride, "stride"), pads, 1, n)
-            feed = {"x": data}
-            np.testing.assert_allclose(out, sess.run(None, feed)[0], rtol=1e-3, atol=1e-2)
-            calls = partial(mod, data, packed, out), partial(sess.run, None, feed)
+            if opts.onednn_isa:
+                theirs_call, set_threads = _onednn_conv(data, weight, pair(stride, "stride"), pads)
+            else:
+                sess = conv_session(data, weight, pair(stride, "stride"), pads, 1, n)
+                theirs_call, set_threads = partial(sess.run, None, {"x": data}), set_num_threads
+            set_threads(n)
+            result = theirs_call()
+            np.testing.assert_allclose(out, result[0] if isinstance(result, list) else result, rtol=1e-3,
+                                       atol=1e-2)
+            calls = partial(mod, data, packed, out), theirs_call
             if opts.cpu_time:
                 ours, theirs = _cpu_medians(*calls, opts.rounds, opts.number, opts.settle)
-                print(f"{label:<28} threads=1  ours {ours * 1e3:7.3f} ms CPU, onnxruntime "
-                      f"{theirs * 1e3:7.3f} ms CPU, ours/onnxruntime {ours / theirs:5.2f}x  (medians of "
+                print(f"{label:<28} threads=1  ours {ours * 1e3:7.3f} ms CPU, {reference} "
+                      f"{theirs * 1e3:7.3f} ms CPU, ours/{reference} {ours / theirs:5.2f}x  (medians of "
                       f"{opts.rounds} rounds x {opts.number} calls)")
             else:
                 ((ours, theirs),) = _common.interleaved_medians(
-                    label, task.flop, *calls, set_num_threads, opts.rounds, opts.number, settle=opts.settle,
-                    threads=[n], theirs_name="onnxruntime").values()
+                    label, task.flop, *calls, set_threads, opts.rounds, opts.number, settle=opts.settle,
+                    threads=[n], theirs_name=reference).values()
             totals[n][0] += ours
             totals[n][1] += theirs
             worst[n] = max(worst[n], (ours / theirs, label))
     for n, (ours, theirs) in totals.items():
-        print(f"summed: threads={n} ours {ours * 1e3:.2f} ms, onnxruntime {theirs * 1e3:.2f} ms, "
-              f"ours/onnxruntime time {ours / theirs if theirs else float('nan'):.2f}x; slowest layer "
-              f"against onnxruntime: {worst[n][1]} at {worst[n][0]:.2f}x its time")
+        print(f"summed: threads={n} ours {ours * 1e3:.2f} ms, {reference} {theirs * 1e3:.2f} ms, "
+              f"ours/{reference} time {ours / theirs if theirs else float('nan'):.2f}x; slowest layer "
+              f"against {reference}: {worst[n][1]} at {worst[n][0]:.2f}x its time")
     print(_common.peak_memory_line())
+
+
+def _onednn_conv(data: np.ndarray, weight: np.ndarray, strides: tuple[int, int],
+                 pads: list[int]) -> tuple[Callable[[], np.ndarray], Callable[[int], None]]:
+    """PyTorch's oneDNN convolution of NCHW ``data`` (the weight prepacked once) returning NCHW, and a
+    thread setter for it and our runtime."""
+    import torch
+    from torch.utils import mkldnn
+
+    if pads[0] != pads[2] or pads[1] != pads[3]:
+        raise SystemExit("--onednn-isa: asymmetric padding is not supported")
+    conv = torch.nn.Conv2d(weight.shape[1], weight.shape[0], weight.shape[2:], strides, tuple(pads[:2]),
+                           bias=False).eval()
+    with torch.no_grad():
+        conv.weight.copy_(torch.from_numpy(weight))
+    packed = mkldnn.to_mkldnn(conv)
+    x = torch.from_numpy(data)
+
+    def run() -> np.ndarray:
+        with torch.no_grad():
+            return packed(x.to_mkldnn()).to_dense().numpy()
+
+    def set_threads(n: int) -> None:
+        set_num_threads(n)
+        torch.set_num_threads(n)
+
+    return run, set_threads
 
 
 def _cpu_medians(ours: Callable[[], object], theirs: Callable[[], object], rounds: int, number: int,
