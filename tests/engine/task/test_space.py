@@ -110,6 +110,9 @@ def test_factor_helpers() -> None:
     assert get_pow2s(6) == [1, 2, 4]
     assert get_pow2s(10) == [1, 2, 4, 8]
     assert get_pow2s(1) == [1]
+    for helper in (get_factors, prime_factors, get_pow2s):
+        with pytest.raises(SpaceError, match=f"{helper.__name__}: 0 is not a positive integer"):
+            helper(0)
 
 
 @pytest.mark.parametrize(("length", "n", "policy"), [

@@ -5,6 +5,12 @@ from __future__ import annotations
 from tunecli.errors import SpaceError
 
 
+def _require_positive(caller: str, n: int) -> None:
+    """Raise SpaceError naming ``caller`` unless ``n`` is a positive integer."""
+    if n < 1:
+        raise SpaceError(f"{caller}: {n} is not a positive integer")
+
+
 def get_factors(n: int) -> list[int]:
     """Return all divisors of ``n`` in ascending order (``12 -> [1, 2, 3, 4, 6, 12]``).
 
@@ -17,8 +23,7 @@ def get_factors(n: int) -> list[int]:
     -------
     list of int
     """
-    if n < 1:
-        raise SpaceError(f"get_factors: {n} is not a positive integer")
+    _require_positive("get_factors", n)
     divisors = [1]
     for prime, exponent in prime_factors(n):
         divisors = [d * prime**e for d in divisors for e in range(exponent + 1)]
@@ -40,6 +45,7 @@ def prime_factors(n: int) -> list[tuple[int, int]]:
     -------
     list of tuple
     """
+    _require_positive("prime_factors", n)
     out: list[tuple[int, int]] = []
     rest = n
 
@@ -76,6 +82,5 @@ def get_pow2s(n: int) -> list[int]:
     -------
     list of int
     """
-    if n < 1:
-        raise SpaceError(f"get_pow2s: {n} is not a positive integer")
+    _require_positive("get_pow2s", n)
     return [2**x for x in range(n.bit_length())]

@@ -9,7 +9,7 @@ from typing import TypeAlias
 
 from tunecli.engine import te
 from tunecli.engine.ir.expr import Var
-from tunecli.errors import TuneError
+from tunecli.errors import InstantiationError, TuneError
 
 #: One workload argument in log form: a scalar, ``None``, a loop variable, or a tuple of those
 #: (a tensor is the tuple ``("TENSOR", shape, dtype)``).
@@ -62,13 +62,35 @@ def deserialize_args(args: Sequence[TaskArg]) -> list[TaskArg]:
     -------
     list
     """
-    out: list[TaskArg] = []
-    for x in args:
-        if isinstance(x, (tuple, list)) and len(x) == 3 and x[0] == "TENSOR":
-            out.append(te.placeholder(tuple(x[1]), dtype=x[2]))
-        else:
-            out.append(x)
-    return out
+    return [as_placeholder(x) if is_tensor_arg(x) else x for x in args]
+
+
+def is_tensor_arg(x: object) -> bool:
+    """Whether ``x`` is a tensor in log form, ``("TENSOR", shape, dtype)`` (a list when read from JSON)."""
+    return isinstance(x, (tuple, list)) and len(x) == 3 and x[0] == "TENSOR"
+
+
+def as_placeholder(x: TaskArg, name: str = "placeholder") -> te.Tensor:
+    """A template's tensor argument as a tensor: a placeholder named ``name`` for a tensor in log form,
+    a tensor as it is.
+
+    Parameters
+    ----------
+    x : te.Tensor or tuple
+        A tensor, or ``("TENSOR", shape, dtype)``.
+    name : str
+        The placeholder's name.
+
+    Returns
+    -------
+    te.Tensor
+    """
+    if is_tensor_arg(x):
+        shape, dtype = x[1], x[2]  # type: ignore[index]
+        return te.placeholder(tuple(int(d) for d in shape), dtype=str(dtype), name=name)
+    if isinstance(x, te.Tensor):
+        return x
+    raise InstantiationError(f"{name}: a tensor or (\"TENSOR\", shape, dtype) expected, got {x!r}")
 
 
 def args_to_workload(args: Sequence[object], task_name: str | None = None) -> Workload:

@@ -14,16 +14,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from tunecli.engine.task.workload_args import WorkloadArg
+from tunecli.engine.task.workload_args import WorkloadArg, is_tensor_arg
 from tunecli.engine.te.window import conv2d_output_shape
 from tunecli.errors import ExprError
 
 
 def _shape(arg: WorkloadArg) -> list[int]:
     """The shape of a serialized tensor argument ``["TENSOR", shape, dtype]``."""
-    if not (isinstance(arg, (list, tuple)) and len(arg) == 3 and arg[0] == "TENSOR"):
+    if not is_tensor_arg(arg):
         raise ValueError(f"not a tensor argument: {arg!r}")
-    shape = [int(d) for d in arg[1]]
+    shape = [int(d) for d in arg[1]]  # type: ignore[index]
     if any(d <= 0 for d in shape):
         raise ValueError(f"a tensor shape with a non-positive extent: {shape}")
     return shape
@@ -51,76 +51,39 @@ def _kernel_oihw(shape: Sequence[int]) -> tuple[int, int, int, int]:
     raise ValueError(f"kernel of rank {len(shape)}")
 
 
-def _conv_window(args: Sequence[WorkloadArg]) -> tuple[int, int, int, int, int, int]:
-    """(N, OH, OW, KH, KW, C) of a conv workload ``(data, kernel, strides, padding, dilation, ...)``."""
-    n, c, h, w = _data_nchw(_shape(args[0]))
+def _conv_flop(args: Sequence[WorkloadArg], out_channels: int, in_channels_per_output: int) -> int:
+    """FLOPs of a 2-D convolution workload ``(data, kernel, strides, padding, dilation, ...)`` whose
+    every output reads ``in_channels_per_output`` channels through a KH x KW window."""
+    n, _, h, w = _data_nchw(_shape(args[0]))
     _, _, kh, kw = _kernel_oihw(_shape(args[1]))
     oh, ow, _ = conv2d_output_shape((h, w), (kh, kw), args[2], args[3], args[4])
-    return n, oh, ow, kh, kw, c
+    return 2 * n * out_channels * oh * ow * in_channels_per_output * kh * kw
 
+
+# Each rule below is a ``WorkloadFlop``: the serialized workload arguments -> FLOPs.
 
 def conv2d_nchwc_flop(args: Sequence[WorkloadArg]) -> int:
-    """FLOPs of ``conv2d_NCHWc.x86(data, kernel, strides, padding, dilation, layout, out_layout, dtype)``.
-
-    Parameters
-    ----------
-    args : sequence
-        The serialized workload arguments.
-
-    Returns
-    -------
-    int
-    """
-    n, oh, ow, kh, kw, _ = _conv_window(args)
+    """``conv2d_NCHWc.x86(data, kernel, strides, padding, dilation, layout, out_layout, dtype)``."""
     oc, ic, _, _ = _kernel_oihw(_shape(args[1]))
-    return 2 * n * oc * oh * ow * ic * kh * kw
+    return _conv_flop(args, oc, ic)
 
 
 def old_conv2d_nchwc_flop(args: Sequence[WorkloadArg]) -> int:
-    """FLOPs of TVM's v0.1 ``topi_x86_conv2d_NCHWc(data, kernel, num_filter, kernel_size, strides,
-    padding, layout, out_layout, dtype)`` (old tophub logs).
-
-    Parameters
-    ----------
-    args : sequence
-
-    Returns
-    -------
-    int
-    """
+    """TVM's v0.1 ``topi_x86_conv2d_NCHWc(data, kernel, num_filter, kernel_size, strides, padding,
+    layout, out_layout, dtype)`` (old tophub logs)."""
     return conv2d_nchwc_flop([args[0], args[1], args[4], args[5], 1])
 
 
 def depthwise_conv2d_nchwc_flop(args: Sequence[WorkloadArg]) -> int:
-    """FLOPs of ``depthwise_conv2d_NCHWc.x86(data, kernel, strides, padding, dilation, ...)``.
-
-    The kernel is ``[C, multiplier, KH, KW]`` (or blocked ``[OC/oc, 1, KH, KW, 1, oc]``).
-
-    Parameters
-    ----------
-    args : sequence
-
-    Returns
-    -------
-    int
-    """
-    n, oh, ow, kh, kw, _ = _conv_window(args)
+    """``depthwise_conv2d_NCHWc.x86(data, kernel, strides, padding, dilation, ...)``, the kernel
+    ``[C, multiplier, KH, KW]`` (or blocked ``[OC/oc, 1, KH, KW, 1, oc]``)."""
     kernel = _shape(args[1])
     oc = kernel[0] * kernel[1] if len(kernel) == 4 else kernel[0] * kernel[5]
-    return 2 * n * oc * oh * ow * kh * kw
+    return _conv_flop(args, oc, 1)
 
 
 def dense_flop(args: Sequence[WorkloadArg]) -> int:
-    """FLOPs of ``dense_pack.x86`` / ``dense_nopack.x86(data [M, K], weight [N, K], bias, out_dtype)``.
-
-    Parameters
-    ----------
-    args : sequence
-
-    Returns
-    -------
-    int
-    """
+    """``dense_pack.x86`` / ``dense_nopack.x86(data [M, K], weight [N, K], bias, out_dtype)``."""
     m, k = _shape(args[0])
     weight = _shape(args[1])
     n = weight[0] if len(weight) == 2 else weight[0] * weight[2]  # [N, K] or packed [N/n, K, n]
@@ -129,17 +92,8 @@ def dense_flop(args: Sequence[WorkloadArg]) -> int:
 
 
 def batch_matmul_flop(args: Sequence[WorkloadArg]) -> int:
-    """FLOPs of ``batch_matmul.x86(tensor_a, tensor_b, out_shape, out_dtype, transpose_a, transpose_b)``
-    (a batch of 1 broadcasts).
-
-    Parameters
-    ----------
-    args : sequence
-
-    Returns
-    -------
-    int
-    """
+    """``batch_matmul.x86(tensor_a, tensor_b, out_shape, out_dtype, transpose_a, transpose_b)`` (a
+    batch of 1 broadcasts)."""
     a, b = _shape(args[0]), _shape(args[1])
     if len(a) != 3 or len(b) != 3:
         raise ValueError(f"batch_matmul operands must be 3-D: {a}, {b}")
@@ -150,7 +104,8 @@ def batch_matmul_flop(args: Sequence[WorkloadArg]) -> int:
     return 2 * max(a[0], b[0]) * m * n * k
 
 
-#: ``count(serialized args) -> FLOPs``: a strategy row's ``workload_flop``.
+#: ``count(serialized args) -> FLOPs``: a strategy row's ``workload_flop`` (raises ValueError,
+#: TypeError or IndexError for arguments it cannot read).
 WorkloadFlop = Callable[[Sequence[WorkloadArg]], int]
 
 #: TVM's template names of old logs that no strategy row has -> FLOP count of their arguments.

@@ -35,20 +35,14 @@ from tunecli.engine.ops.nn.pad import pad
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.task.workload_args import TaskArg
+from tunecli.engine.task.workload_args import TaskArg, as_placeholder
 from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, pair
-
-
-def as_placeholder(value: TaskArg, name: str) -> te.Tensor:
-    """A tensor argument of a TVM-style template: a tensor, or ``("TENSOR", shape, dtype)``."""
-    if isinstance(value, (tuple, list)) and len(value) == 3 and value[0] == "TENSOR":
-        return te.placeholder(tuple(int(d) for d in value[1]), dtype=str(value[2]), name=name)
-    return value
 
 
 def declare_conv2d_spatial_pack(data: TaskArg, kernel: TaskArg, strides: IntPair, padding: Padding,
                                 dilation: IntPair = 1, out_dtype: str = "float32") -> OpCall:
-    """``data [N, CI, H, W]`` and ``kernel [CO, CI, KH, KW]`` and the window attributes (TVM's order)."""
+    """``data [N, CI, H, W]`` and ``kernel [CO, CI, KH, KW]`` (``[C, multiplier, KH, KW]`` for a
+    depthwise one) and the window attributes, in the order of TVM's conv2d templates."""
     return OpCall((as_placeholder(data, "data"), as_placeholder(kernel, "kernel")),
                   {"stride": strides, "padding": padding, "dilation": dilation, "out_dtype": out_dtype})
 

@@ -21,21 +21,16 @@ from collections.abc import Sequence
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
-from tunecli.engine.ops.arm_cpu.conv2d_spatial_pack import as_placeholder
+from tunecli.engine.ops.arm_cpu.conv2d_spatial_pack import declare_conv2d_spatial_pack
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
-from tunecli.engine.ops.strategy import OpCall, Strategy
+from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.task.workload_args import TaskArg
 from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape
 
-
-def declare_depthwise_conv2d(data: TaskArg, kernel: TaskArg, strides: IntPair, padding: Padding,
-                             dilation: IntPair = 1, out_dtype: str = "float32") -> OpCall:
-    """``data [N, C, H, W]``, ``kernel [C, multiplier, KH, KW]`` and the window attributes (TVM's order)."""
-    return OpCall((as_placeholder(data, "data"), as_placeholder(kernel, "kernel")),
-                  {"stride": strides, "padding": padding, "dilation": dilation, "out_dtype": out_dtype})
+#: ``data [N, C, H, W]``, ``kernel [C, multiplier, KH, KW]`` and the window attributes (TVM's order).
+declare_depthwise_conv2d = declare_conv2d_spatial_pack
 
 
 def depthwise_conv2d_arm_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,

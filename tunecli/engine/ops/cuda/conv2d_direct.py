@@ -27,10 +27,11 @@ from tunecli.engine.ops.arm_cpu.conv2d_spatial_pack import declare_conv2d_spatia
 from tunecli.engine.ops.cuda.gpu_schedule import (
     bind_output_tiles,
     cooperative_fetch,
-    inline_padding,
+    define_output_tiles,
+    define_unroll_knobs,
+    start_conv_schedule,
     unroll_pragmas,
 )
-from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.ops.nn.conv2d import conv2d_nchw
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.schedule import Schedule
@@ -42,14 +43,11 @@ declare_conv2d_cuda = declare_conv2d_spatial_pack
 
 def define_conv2d_cuda_space(cfg: ConfigSpace, f: int, y: int, x: int, rc: int, ry: int, rx: int) -> None:
     """TVM's knobs of ``conv2d_nchw.cuda``; a fallback config gets a small legal tiling."""
-    cfg.define_split("tile_f", cfg.axis(f), num_outputs=4)
-    cfg.define_split("tile_y", cfg.axis(y), num_outputs=4)
-    cfg.define_split("tile_x", cfg.axis(x), num_outputs=4)
+    define_output_tiles(cfg, f, y, x)
     cfg.define_split("tile_rc", cfg.axis(rc), num_outputs=2)
     cfg.define_split("tile_ry", cfg.axis(ry), num_outputs=2)
     cfg.define_split("tile_rx", cfg.axis(rx), num_outputs=2)
-    cfg.define_knob("auto_unroll_max_step", [0, 512, 1500])
-    cfg.define_knob("unroll_explicit", [0, 1])
+    define_unroll_knobs(cfg, [0, 512, 1500])
     if cfg.is_fallback:
         cfg.fallback_split("tile_f", [-1, 1, 8, 2])
         cfg.fallback_split("tile_y", [-1, 1, 8, 1])
@@ -75,14 +73,8 @@ def conv2d_cuda_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, st
 def schedule_conv2d_cuda(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                          epilogue: te.Tensor | None = None) -> Schedule:
     """TVM's ``schedule_direct_cuda`` (module docstring); an epilogue writes the output tile."""
-    (conv,) = outs
-    s = create_group_schedule(outs, epilogue)
-    pad_data, kernel = conv.op.input_tensors
-    inline_padding(s, pad_data)
-    output, OL = output_and_accumulator(s, conv, epilogue)
-    AA = s.cache_read(pad_data, "shared", [OL])
-    WW = s.cache_read(kernel, "shared", [OL])
-
+    stages = start_conv_schedule(outs, epilogue)
+    s, output, OL, AA, WW = stages.s, stages.output, stages.OL, stages.AA, stages.WW
     kernel_scope, _, tx = bind_output_tiles(cfg, s, output)
     s[OL].compute_at(s[output], tx)
 

@@ -18,10 +18,9 @@ from tunecli.engine import te
 from tunecli.engine.ops.cuda.gpu_schedule import (
     bind_output_tiles,
     cooperative_fetch,
-    inline_padding,
+    start_conv_schedule,
     unroll_pragmas,
 )
-from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
 
@@ -29,13 +28,8 @@ from tunecli.engine.task.space import ConfigSpace
 def schedule_conv2d_no_batching_cuda(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                      epilogue: te.Tensor | None = None) -> Schedule:
     """The tutorial's GPU schedule (module docstring); the knobs must be defined on ``cfg``."""
-    (conv,) = outs
-    s = create_group_schedule(outs, epilogue)
-    pad_data, kernel = conv.op.input_tensors
-    inline_padding(s, pad_data)
-    output, OL = output_and_accumulator(s, conv, epilogue)
-    AA = s.cache_read(pad_data, "shared", [OL])
-    WW = s.cache_read(kernel, "shared", [OL])
+    stages = start_conv_schedule(outs, epilogue)
+    s, output, OL, AA, WW = stages.s, stages.output, stages.OL, stages.AA, stages.WW
     AL = s.cache_read(AA, "local", [OL])
     WL = s.cache_read(WW, "local", [OL])
 

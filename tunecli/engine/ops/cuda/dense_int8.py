@@ -21,13 +21,12 @@ from collections.abc import Sequence
 
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
-from tunecli.engine.ops.arm_cpu.conv2d_spatial_pack import as_placeholder
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.ops.nn.dense import dense
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.task.workload_args import TaskArg
+from tunecli.engine.task.workload_args import TaskArg, as_placeholder
 from tunecli.errors import InstantiationError
 
 NAME = "dense_int8.cuda"

@@ -22,8 +22,13 @@ from tunecli.engine import te
 from tunecli.engine.ops import baseline
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.arm_cpu.depthwise_conv2d import declare_depthwise_conv2d
-from tunecli.engine.ops.cuda.gpu_schedule import bind_output_tiles, inline_padding, unroll_pragmas
-from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
+from tunecli.engine.ops.cuda.gpu_schedule import (
+    bind_output_tiles,
+    define_output_tiles,
+    define_unroll_knobs,
+    start_conv_schedule,
+    unroll_pragmas,
+)
 from tunecli.engine.ops.nn.depthwise_conv2d import depthwise_conv2d_nchw
 from tunecli.engine.ops.strategy import Strategy
 from tunecli.engine.schedule import Schedule
@@ -38,11 +43,8 @@ def depthwise_conv2d_cuda_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.
     conv = depthwise_conv2d_nchw(data, kernel, stride, padding, dilation, out_dtype)
     n, c, oh, ow = (int(d) for d in conv.shape)
     kh, kw = (int(d) for d in kernel.shape[2:])
-    cfg.define_split("tile_f", cfg.axis(c), num_outputs=4)
-    cfg.define_split("tile_y", cfg.axis(oh), num_outputs=4)
-    cfg.define_split("tile_x", cfg.axis(ow), num_outputs=4)
-    cfg.define_knob("auto_unroll_max_step", [0, 256, 1500])
-    cfg.define_knob("unroll_explicit", [0, 1])
+    define_output_tiles(cfg, c, oh, ow)
+    define_unroll_knobs(cfg, [0, 256, 1500])
     if cfg.is_fallback:
         cfg.fallback_split("tile_f", [-1, 1, 4, 1])
         cfg.fallback_split("tile_y", [-1, 1, 8, 1])
@@ -56,13 +58,8 @@ def depthwise_conv2d_cuda_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.
 def schedule_depthwise_conv2d_cuda(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                    epilogue: te.Tensor | None = None) -> Schedule:
     """TVM's ``schedule_depthwise_conv2d_nchw`` for cuda (module docstring)."""
-    (conv,) = outs
-    s = create_group_schedule(outs, epilogue)
-    pad_data, kernel = conv.op.input_tensors
-    inline_padding(s, pad_data)
-    output, OL = output_and_accumulator(s, conv, epilogue)
-    AA = s.cache_read(pad_data, "shared", [OL])
-    WW = s.cache_read(kernel, "shared", [OL])
+    stages = start_conv_schedule(outs, epilogue)
+    s, output, OL, AA, WW = stages.s, stages.output, stages.OL, stages.AA, stages.WW
     AL = s.cache_read(AA, "local", [OL])
     WL = s.cache_read(WW, "local", [OL])
 

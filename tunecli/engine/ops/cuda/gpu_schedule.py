@@ -1,8 +1,13 @@
-"""Pieces shared by the GPU templates: thread binding of a tiled output and cooperative fetches."""
+"""Pieces shared by the GPU templates: their knobs, the start of a convolution's schedule, thread
+binding of a tiled output and cooperative fetches."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from tunecli.engine import te
+from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
 
@@ -10,6 +15,56 @@ from tunecli.engine.task.space import ConfigSpace
 def divisor_at_most(n: int, limit: int) -> int:
     """The largest divisor of ``n`` that is ``<= limit``."""
     return next(d for d in range(min(limit, n), 0, -1) if n % d == 0)
+
+
+def define_output_tiles(cfg: ConfigSpace, f: int, y: int, x: int) -> None:
+    """The knobs ``bind_output_tiles`` reads: ``tile_f/y/x`` split the output's channels, rows and
+    columns 4 ways."""
+    cfg.define_split("tile_f", cfg.axis(f), num_outputs=4)
+    cfg.define_split("tile_y", cfg.axis(y), num_outputs=4)
+    cfg.define_split("tile_x", cfg.axis(x), num_outputs=4)
+
+
+def define_unroll_knobs(cfg: ConfigSpace, max_steps: list[int]) -> None:
+    """The knobs ``unroll_pragmas`` reads: ``auto_unroll_max_step`` (one of ``max_steps``) and
+    ``unroll_explicit``."""
+    cfg.define_knob("auto_unroll_max_step", max_steps)
+    cfg.define_knob("unroll_explicit", [0, 1])
+
+
+@dataclass(frozen=True)
+class ConvStages:
+    """The stages TVM's GPU convolution schedules start from (``start_conv_schedule``).
+
+    Attributes
+    ----------
+    s : Schedule
+    output : te.Tensor
+        The group's output (the epilogue when there is one).
+    OL : te.Tensor
+        The convolution's ``local`` accumulator.
+    AA, WW : te.Tensor
+        ``shared`` copies of the padded data and of the kernel, read by ``OL``.
+    """
+
+    s: Schedule
+    output: te.Tensor
+    OL: te.Tensor
+    AA: te.Tensor
+    WW: te.Tensor
+
+
+def start_conv_schedule(outs: Sequence[te.Tensor], epilogue: te.Tensor | None) -> ConvStages:
+    """The group's schedule with the padding inlined, the output accumulated in ``local`` memory
+    and the accumulator reading the data and the kernel from ``shared`` copies."""
+    (conv,) = outs
+    s = create_group_schedule(outs, epilogue)
+    pad_data, kernel = conv.op.input_tensors
+    inline_padding(s, pad_data)
+    output, OL = output_and_accumulator(s, conv, epilogue)
+    AA = s.cache_read(pad_data, "shared", [OL])
+    WW = s.cache_read(kernel, "shared", [OL])
+    return ConvStages(s, output, OL, AA, WW)
 
 
 def inline_padding(s: Schedule, padded: te.Tensor) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tunecli.engine import te
+from tunecli.engine.ir import expr as E
 from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, pair
 from tunecli.errors import ExprError
 
@@ -20,6 +23,40 @@ def pad_nchw_window(data: te.Tensor, kernel_hw: tuple[int, int], stride: IntPair
         return data, out_h, out_w
     block = [0] * (len(data.shape) - 4)
     return pad(data, [0, 0, top, left, *block], [0, 0, bottom, right, *block], name=name), out_h, out_w
+
+
+@dataclass(frozen=True)
+class Window2d:
+    """A 2-D window over the padded H and W of NCHW (or ``NCHW{c}c``) data: the output's height and
+    width, the kernel's taps as reduce axes, and the input row and column an output reads at a tap."""
+
+    padded: te.Tensor
+    out_height: int
+    out_width: int
+    ry: te.IterVar
+    rx: te.IterVar
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+
+    def row(self, y: E.Expr) -> E.Expr:
+        """The input row output row ``y`` reads at tap ``ry``."""
+        return y * self.stride[0] + self.ry * self.dilation[0]
+
+    def col(self, x: E.Expr) -> E.Expr:
+        """The input column output column ``x`` reads at tap ``rx``."""
+        return x * self.stride[1] + self.rx * self.dilation[1]
+
+
+def window_nchw(data: te.Tensor, kernel_hw: tuple[int, int], stride: IntPair, padding: Padding,
+                dilation: IntPair, pad_name: str, tap_names: tuple[str, str],
+                skip_zero: bool = False) -> Window2d:
+    """The window of a 2-D convolution over ``data`` (padded as ``pad_nchw_window`` pads it), its
+    taps reduce axes named ``tap_names``."""
+    padded, out_height, out_width = pad_nchw_window(data, kernel_hw, stride, padding, dilation, pad_name,
+                                                    skip_zero)
+    ry = te.reduce_axis((0, kernel_hw[0]), name=tap_names[0])
+    rx = te.reduce_axis((0, kernel_hw[1]), name=tap_names[1])
+    return Window2d(padded, out_height, out_width, ry, rx, pair(stride, "stride"), pair(dilation, "dilation"))
 
 
 def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: IntPair, padding: Padding, dilation: IntPair,
@@ -44,23 +81,18 @@ def conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: IntPair, padding: P
         ``pad_temp``.
     """
     out_dtype = Input.dtype if out_dtype is None else out_dtype
-    stride_h, stride_w = pair(stride, "stride")
-    dilation_h, dilation_w = pair(dilation, "dilation")
     batch, in_channel, _, _ = Input.shape
     num_filter, channel, kernel_h, kernel_w = Filter.shape
     if channel != in_channel:
         raise ExprError(f"conv2d_nchw: filter has {channel} input channels, input has {in_channel}")
-    temp, out_height, out_width = pad_nchw_window(Input, (kernel_h, kernel_w), stride, padding, dilation,
-                                                  "pad_temp")
+    win = window_nchw(Input, (kernel_h, kernel_w), stride, padding, dilation, "pad_temp", ("ry", "rx"))
     rc = te.reduce_axis((0, in_channel), name="rc")
-    ry = te.reduce_axis((0, kernel_h), name="ry")
-    rx = te.reduce_axis((0, kernel_w), name="rx")
     return te.compute(
-        (batch, num_filter, out_height, out_width),
+        (batch, num_filter, win.out_height, win.out_width),
         lambda nn, ff, yy, xx: te.sum(
-            temp[nn, rc, yy * stride_h + ry * dilation_h, xx * stride_w + rx * dilation_w].astype(out_dtype)
-            * Filter[ff, rc, ry, rx].astype(out_dtype),
-            axis=[rc, ry, rx],
+            win.padded[nn, rc, win.row(yy), win.col(xx)].astype(out_dtype)
+            * Filter[ff, rc, win.ry, win.rx].astype(out_dtype),
+            axis=[rc, win.ry, win.rx],
         ),
         name="conv2d_nchw",
         tag="conv2d_nchw",
@@ -98,18 +130,14 @@ def conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: IntPair, padding: P
     if (k_ic_chunk, k_ic_bn) != (ic_chunk, ic_bn):
         raise ExprError(f"conv2d_NCHWc: kernel {kernel.shape} does not match the channel blocks of data "
                         f"{data.shape} (grouped convolution is not supported)")
-    sh, sw = pair(stride, "stride")
-    dh, dw = pair(dilation, "dilation")
-    data_pad, oh, ow = pad_nchw_window(data, (kh, kw), stride, padding, dilation, "data_pad", skip_zero=True)
+    win = window_nchw(data, (kh, kw), stride, padding, dilation, "data_pad", ("kh", "kw"), skip_zero=True)
     icc = te.reduce_axis((0, ic_chunk), name="ic_chunk")
     icb = te.reduce_axis((0, ic_bn), name="ic_block")
-    rkh = te.reduce_axis((0, kh), name="kh")
-    rkw = te.reduce_axis((0, kw), name="kw")
     return te.compute(
-        (n, oc_chunk, oh, ow, oc_bn),
+        (n, oc_chunk, win.out_height, win.out_width, oc_bn),
         lambda b, oc, y, x, ob: te.sum(
-            data_pad[b, icc, y * sh + rkh * dh, x * sw + rkw * dw, icb].astype(out_dtype)
-            * kernel[oc, icc, rkh, rkw, icb, ob].astype(out_dtype),
-            axis=[icc, icb, rkh, rkw],
+            win.padded[b, icc, win.row(y), win.col(x), icb].astype(out_dtype)
+            * kernel[oc, icc, win.ry, win.rx, icb, ob].astype(out_dtype),
+            axis=[icc, icb, win.ry, win.rx],
         ),
         name="conv2d_NCHWc", tag="conv2d_NCHWc")

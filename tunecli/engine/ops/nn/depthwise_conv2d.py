@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
-from tunecli.engine.te.window import IntPair, Padding, pair
+from tunecli.engine.te.window import IntPair, Padding
 from tunecli.errors import ExprError
 
-from .conv2d import pad_nchw_window
+from .conv2d import window_nchw
 
 
 def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: IntPair, padding: Padding,
@@ -32,24 +32,19 @@ def depthwise_conv2d_nchw(Input: te.Tensor, Filter: te.Tensor, stride: IntPair, 
         reads input channel ``c // channel_multiplier``.
     """
     out_dtype = Input.dtype if out_dtype is None else out_dtype
-    stride_h, stride_w = pair(stride, "stride")
-    dilation_h, dilation_w = pair(dilation, "dilation")
     batch, in_channel, _, _ = Input.shape
     filter_channel, multiplier, filter_height, filter_width = Filter.shape
     if filter_channel != in_channel:
         raise ExprError(f"depthwise_conv2d_nchw: filter has {filter_channel} channels, input has "
                         f"{in_channel}")
-    padded, out_height, out_width = pad_nchw_window(Input, (filter_height, filter_width), stride, padding,
-                                                    dilation, "PaddedInput")
-    di = te.reduce_axis((0, filter_height), name="di")
-    dj = te.reduce_axis((0, filter_width), name="dj")
+    win = window_nchw(Input, (filter_height, filter_width), stride, padding, dilation, "PaddedInput",
+                      ("di", "dj"))
     return te.compute(
-        (batch, in_channel * multiplier, out_height, out_width),
+        (batch, in_channel * multiplier, win.out_height, win.out_width),
         lambda b, c, i, j: te.sum(
-            padded[b, c // multiplier, i * stride_h + di * dilation_h, j * stride_w + dj * dilation_w].astype(
-                out_dtype)
-            * Filter[c // multiplier, c % multiplier, di, dj].astype(out_dtype),
-            axis=[di, dj],
+            win.padded[b, c // multiplier, win.row(i), win.col(j)].astype(out_dtype)
+            * Filter[c // multiplier, c % multiplier, win.ry, win.rx].astype(out_dtype),
+            axis=[win.ry, win.rx],
         ),
         name="DepthwiseConv2d",
         tag="depthwise_conv2d_nchw",
@@ -89,11 +84,7 @@ def depthwise_conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: IntPair, 
     if m_chunk * m_bn != 1 or oc_chunk * oc_bn != ic_chunk * ic_bn:
         raise ExprError(f"depthwise_conv2d_NCHWc: kernel {kernel.shape} must have multiplier 1 and as many "
                         f"channels as data {data.shape}")
-    sh, sw = pair(stride, "stride")
-    dh, dw = pair(dilation, "dilation")
-    data_pad, oh, ow = pad_nchw_window(data, (kh, kw), stride, padding, dilation, "data_pad", skip_zero=True)
-    rkh = te.reduce_axis((0, kh), name="kh")
-    rkw = te.reduce_axis((0, kw), name="kw")
+    win = window_nchw(data, (kh, kw), stride, padding, dilation, "data_pad", ("kh", "kw"), skip_zero=True)
 
     def channel(oc: E.Expr, ob: E.Expr) -> tuple[E.Expr, E.Expr]:
         if ic_bn == oc_bn:  # the same blocks: no index arithmetic
@@ -103,8 +94,8 @@ def depthwise_conv2d_NCHWc(data: te.Tensor, kernel: te.Tensor, stride: IntPair, 
 
     def body(b: E.Expr, oc: E.Expr, y: E.Expr, x: E.Expr, ob: E.Expr) -> E.Expr:
         cc, cb = channel(oc, ob)
-        return te.sum(data_pad[b, cc, y * sh + rkh * dh, x * sw + rkw * dw, cb].astype(out_dtype)
-                      * kernel[oc, 0, rkh, rkw, 0, ob].astype(out_dtype), axis=[rkh, rkw])
+        return te.sum(win.padded[b, cc, win.row(y), win.col(x), cb].astype(out_dtype)
+                      * kernel[oc, 0, win.ry, win.rx, 0, ob].astype(out_dtype), axis=[win.ry, win.rx])
 
-    return te.compute((n, oc_chunk, oh, ow, oc_bn), body, name="depthwise_conv2d_NCHWc",
-                      tag="depthwise_conv2d_NCHWc")
+    return te.compute((n, oc_chunk, win.out_height, win.out_width, oc_bn), body,
+                      name="depthwise_conv2d_NCHWc", tag="depthwise_conv2d_NCHWc")
