@@ -49,6 +49,20 @@ def test_an_injective_chain_is_one_kernel_and_a_pool_takes_it_as_prologue() -> N
     ]
 
 
+def test_a_concatenate_takes_an_injective_input_of_its_tuple_not_an_anchor() -> None:
+    """The layout transform of one input joins the concatenate (one kernel, no copy in between);
+    the convolution writing the other input stays its own kernel, and so does a field read twice."""
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    conv = relay.nn.relu(relay.nn.conv2d(x, _w(4, 4, 1, 1)))
+    moved = relay.transpose(relay.exp(x), (0, 1, 3, 2))
+    assert _groups(relay.concatenate([conv, moved], axis=1)) == [
+        ["nn.conv2d", "nn.relu"],
+        ["exp", "transpose", "concatenate"],
+    ]
+    twice = relay.exp(x)
+    assert _groups(relay.concatenate([twice, twice], axis=1)) == [["exp"], ["concatenate"]]
+
+
 def test_an_anchor_never_takes_a_prologue_and_opaque_ops_stay_alone() -> None:
     x = relay.var("x", shape=(2, 8))
     dense = relay.nn.dense(relay.exp(x), _w(3, 8))

@@ -5,7 +5,8 @@ groups a dataflow walk finds (a node whose value has several consumers ends its 
 
 * an *anchor* (``OUT_ELEMWISE_FUSABLE``: conv2d, dense, batch_matmul, the pools) takes its
   elementwise and broadcast consumers (bias, batch-norm shift, residual add, relu, clip);
-* an injective group (elementwise, broadcast, injective ops) takes injective consumers, and is
+* an injective group (elementwise, broadcast, injective ops) takes injective consumers (a
+  concatenate reading it as a field of its tuple: the layout transform of one of its inputs), and is
   taken by a pool or reduction that consumes it (``pad`` then ``max_pool2d``), but never by a
   tunable anchor (whose schedule has no prologue);
 * a reduction (``COMM_REDUCE``) takes elementwise and broadcast consumers;
@@ -137,7 +138,7 @@ def find_groups(fn: Function, fuse_level: int = 1) -> list[_Group]:
             _raise_nested()
         joined = taken.get(node)
         if joined is None and fuse_level > 0:
-            for arg in _producers(node):
+            for arg in _producers(node, uses):
                 g = group_of.get(arg)
                 if g is None or g.output is not arg or uses.get(arg, 0) != 1:
                     continue
@@ -162,9 +163,15 @@ def find_groups(fn: Function, fuse_level: int = 1) -> list[_Group]:
     return sorted(groups, key=lambda g: position[id(g.output)])
 
 
-def _producers(call: Call) -> list[Expr]:
-    """The call's argument nodes, anchors' outputs first (a residual add joins its convolution)."""
-    args = [a for a in call.args if isinstance(a, Call)]
+def _producers(call: Call, uses: dict[Expr, int]) -> list[Call]:
+    """The call's argument nodes, and the fields of a tuple argument read by this call alone (the
+    inputs of a concatenate), anchors' outputs first (a residual add joins its convolution)."""
+    args: list[Call] = []
+    for a in call.args:
+        if isinstance(a, Call):
+            args.append(a)
+        elif isinstance(a, Tuple) and uses.get(a, 0) == 1:
+            args.extend(f for f in a.fields if isinstance(f, Call))
     return sorted(args, key=lambda a: 0 if isinstance(a.op, Op) and _kind(a.op) == _ANCHOR else 1)
 
 
