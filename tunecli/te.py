@@ -11,37 +11,18 @@ from tunecli.engine.te import (
     PlaceholderOp,
     Reduce,
     Tensor,
-    abs,
-    all,
-    any,
-    ceil,
     comm_reducer,
     compute,
-    cos,
-    erf,
-    exp,
-    exp2,
-    floor,
-    if_then_else,
-    log,
-    log2,
-    log10,
     max,
     min,
     placeholder,
-    power,
     reduce_axis,
-    round,
-    rsqrt,
-    sigmoid,
-    sin,
-    sqrt,
     sum,
-    tanh,
     thread_axis,
-    trunc,
     var,
 )
+from tunecli.engine.te import intrinsics as _intrinsics
+from tunecli.engine.te.intrinsics import *  # noqa: F403 - the math intrinsics, listed once there
 
 
 def cast(value, dtype: str):
@@ -57,8 +38,6 @@ def div(a, b):
 
 __all__ = [
     "Var", "const", "max_value", "min_value", "cast", "div", "Schedule", "Stage", "create_schedule",
-    "ComputeOp", "IterVar", "Operation", "PlaceholderOp", "Reduce", "Tensor", "abs", "all", "any",
-    "ceil", "comm_reducer", "compute", "cos", "erf", "exp", "exp2", "floor", "if_then_else", "log",
-    "log2", "log10", "max", "min", "placeholder", "power", "reduce_axis", "round", "rsqrt", "sigmoid",
-    "sin", "sqrt", "sum", "tanh", "thread_axis", "trunc", "var",
+    "ComputeOp", "IterVar", "Operation", "PlaceholderOp", "Reduce", "Tensor", "comm_reducer", "compute",
+    "max", "min", "placeholder", "reduce_axis", "sum", "thread_axis", "var", *_intrinsics.__all__,
 ]

@@ -18,42 +18,15 @@ from tunecli.engine.ir.expr import (
     max_value,
     min_value,
 )
-from tunecli.engine.te import (
-    IterVar,
-    abs,
-    all,
-    any,
-    ceil,
-    cos,
-    erf,
-    exp,
-    exp2,
-    floor,
-    floordiv,
-    floormod,
-    if_then_else,
-    indexdiv,
-    indexmod,
-    log,
-    log2,
-    log10,
-    power,
-    round,
-    rsqrt,
-    sigmoid,
-    sin,
-    sqrt,
-    tanh,
-    trunc,
-    truncdiv,
-    truncmod,
-)
+from tunecli.engine.te import IterVar
+from tunecli.engine.te import indexing as _indexing
+from tunecli.engine.te import intrinsics as _intrinsics
+from tunecli.engine.te.indexing import *  # noqa: F403 - listed once, in the engine's modules
+from tunecli.engine.te.intrinsics import *  # noqa: F403
 
 PrimExpr = Expr
 
 __all__ = [
     "Cast", "Expr", "PrimExpr", "FloatImm", "IntImm", "Select", "StringImm", "Var", "const", "max_value",
-    "min_value", "IterVar", "abs", "all", "any", "ceil", "cos", "erf", "exp", "exp2", "floor", "floordiv",
-    "floormod", "if_then_else", "indexdiv", "indexmod", "log", "log2", "log10", "power", "round", "rsqrt",
-    "sigmoid", "sin", "sqrt", "tanh", "trunc", "truncdiv", "truncmod",
+    "min_value", "IterVar", *_indexing.__all__, *_intrinsics.__all__,
 ]

@@ -7,18 +7,6 @@
 ``relay.build`` re-export ``tunecli.engine.graph``.
 """
 
-from tunecli.engine.graph.graph_expr import (
-    Call,
-    Constant,
-    Expr,
-    Function,
-    Tuple,
-    TupleGetItem,
-    TupleWrapper,
-    Var,
-    const,
-    var,
-)
 from tunecli.engine.graph.graph_printer import astext
 from tunecli.engine.graph.interpreter import create_executor
 from tunecli.engine.graph.ir_module import IRModule
@@ -26,84 +14,35 @@ from tunecli.engine.graph.traversal import ExprMutator
 from tunecli.engine.graph.types import FuncType, TensorType, TupleType
 from tunecli.relay import analysis, build_module, expr, frontend, op, testing, transform
 from tunecli.relay.build_module import build, optimize
-from tunecli.relay.op import (
-    add,
-    cast,
-    clip,
-    concatenate,
-    divide,
-    exp,
-    expand_dims,
-    layout_transform,
-    log,
-    max,
-    maximum,
-    mean,
-    min,
-    minimum,
-    multiply,
-    negative,
-    nn,
-    reshape,
-    sigmoid,
-    sqrt,
-    squeeze,
-    subtract,
-    sum,
-    tanh,
-    transpose,
-)
+from tunecli.relay.expr import *  # noqa: F403 - the expression nodes, listed once in relay.expr
+from tunecli.relay.op import nn
+from tunecli.relay.op import reduce as _reduce
+from tunecli.relay.op import tensor as _tensor
+from tunecli.relay.op import transform as _transform
+from tunecli.relay.op.reduce import *  # noqa: F403 - the operators, listed once in relay.op's modules
+from tunecli.relay.op.tensor import *  # noqa: F403
+from tunecli.relay.op.transform import *  # noqa: F403
 
 __all__ = [
-    "Call",
-    "Constant",
-    "Expr",
     "ExprMutator",
     "FuncType",
-    "Function",
     "IRModule",
     "TensorType",
-    "Tuple",
-    "TupleGetItem",
     "TupleType",
-    "TupleWrapper",
-    "Var",
-    "add",
     "analysis",
     "build",
     "build_module",
     "astext",
-    "cast",
-    "clip",
-    "concatenate",
-    "const",
     "create_executor",
-    "divide",
-    "exp",
-    "expand_dims",
     "expr",
     "frontend",
-    "layout_transform",
-    "log",
-    "max",
-    "maximum",
-    "mean",
-    "min",
-    "minimum",
-    "multiply",
-    "negative",
     "nn",
     "op",
     "optimize",
-    "reshape",
-    "sigmoid",
-    "sqrt",
-    "squeeze",
-    "subtract",
-    "sum",
-    "tanh",
     "testing",
     "transform",
-    "transpose",
-    "var",
+    *expr.__all__,
+    *_tensor.__all__,
+    *_reduce.__all__,
+    *_transform.__all__,
 ]

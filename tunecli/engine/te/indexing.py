@@ -13,6 +13,8 @@ from tunecli.engine.ir.dtype import parse_dtype
 
 from .intrinsics import trunc
 
+__all__ = ["floordiv", "floormod", "indexdiv", "indexmod", "truncdiv", "truncmod"]
+
 
 def floordiv(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
     """``a // b`` rounded towards minus infinity."""

@@ -14,6 +14,12 @@ from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.dtype import parse_dtype, promote
 from tunecli.errors import ExprError
 
+#: The math and logic intrinsics, re-exported as they are by ``te``, ``tunecli.te`` and ``tunecli.tir``.
+__all__ = [
+    "abs", "all", "any", "ceil", "cos", "erf", "exp", "exp2", "floor", "if_then_else", "log", "log2", "log10",
+    "power", "round", "rsqrt", "sigmoid", "sin", "sqrt", "tanh", "trunc",
+]
+
 
 def _unary(fname: str):
     def fn(x: E.ExprLike) -> E.Expr:

@@ -1,48 +1,12 @@
-"""TVM's ``tvm.relay.op`` face: ``get(name)``, ``OpPattern`` and the operator constructors."""
+"""TVM's ``tvm.relay.op`` face: ``get(name)``, ``OpPattern`` and the operator constructors (listed
+once, in ``tensor``, ``reduce``, ``transform`` and ``nn``)."""
 
 from tunecli.engine.graph.op_registry import OPS, Op, OpPattern
-from tunecli.engine.graph.ops.broadcast import add, divide, maximum, minimum, multiply, subtract
-from tunecli.engine.graph.ops.reduce import max, mean, min, sum  # noqa: A004 - TVM's names
-from tunecli.engine.graph.ops.transform import (
-    concatenate,
-    expand_dims,
-    layout_transform,
-    reshape,
-    squeeze,
-    transpose,
-)
-from tunecli.engine.graph.ops.unary import cast, clip, exp, log, negative, sigmoid, sqrt, tanh
-from tunecli.relay.op import nn
+from tunecli.relay.op import nn, reduce, tensor, transform
+from tunecli.relay.op.reduce import *  # noqa: F403
+from tunecli.relay.op.tensor import *  # noqa: F403
+from tunecli.relay.op.transform import *  # noqa: F403
 
 get = OPS.get
 
-__all__ = [
-    "Op",
-    "OpPattern",
-    "add",
-    "cast",
-    "clip",
-    "concatenate",
-    "divide",
-    "exp",
-    "expand_dims",
-    "get",
-    "layout_transform",
-    "log",
-    "max",
-    "maximum",
-    "mean",
-    "min",
-    "minimum",
-    "multiply",
-    "negative",
-    "nn",
-    "reshape",
-    "sigmoid",
-    "sqrt",
-    "squeeze",
-    "subtract",
-    "sum",
-    "tanh",
-    "transpose",
-]
+__all__ = ["Op", "OpPattern", "get", "nn", *tensor.__all__, *reduce.__all__, *transform.__all__]
