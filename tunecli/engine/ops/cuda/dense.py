@@ -29,16 +29,24 @@ from tunecli.engine.task.workload_args import TaskArg, as_placeholder
 from tunecli.errors import InstantiationError
 
 
+def dense_operands(template: str, data: TaskArg, weight: TaskArg,
+                   bias: TaskArg) -> tuple[te.Tensor, te.Tensor]:
+    """The operands of TVM's GPU dense workloads, checked: ``data [M, K]``, ``weight [N, K]`` and
+    no bias (a bias is an epilogue)."""
+    if bias is not None:
+        raise InstantiationError(f"{template}: give the bias as an epilogue, not in the workload (TVM's "
+                                 "workloads have bias None)")
+    data, weight = as_placeholder(data, "data"), as_placeholder(weight, "weight")
+    if len(data.shape) != 2 or len(weight.shape) != 2 or data.shape[1] != weight.shape[1]:
+        raise InstantiationError(f"{template}: data [M, K] and weight [N, K] expected, got "
+                                 f"{tuple(data.shape)} and {tuple(weight.shape)}")
+    return data, weight
+
+
 def declare_dense_gpu(data: TaskArg, weight: TaskArg, bias: TaskArg = None,
                       out_dtype: str = "float32") -> OpCall:
     """TVM's dense workload: ``data [M, K]``, ``weight [N, K]``, no bias."""
-    if bias is not None:
-        raise InstantiationError("dense_small_batch.gpu: give the bias as an epilogue, not in the workload "
-                                 "(TVM's workloads have bias None)")
-    data, weight = as_placeholder(data, "data"), as_placeholder(weight, "weight")
-    if len(data.shape) != 2 or len(weight.shape) != 2 or data.shape[1] != weight.shape[1]:
-        raise InstantiationError(f"dense_small_batch.gpu: data [M, K] and weight [N, K] expected, got "
-                                 f"{tuple(data.shape)} and {tuple(weight.shape)}")
+    data, weight = dense_operands("dense_small_batch.gpu", data, weight, bias)
     return OpCall((data, weight), {"out_dtype": out_dtype or data.dtype})
 
 

@@ -21,12 +21,13 @@ from collections.abc import Sequence
 
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.cuda.dense import dense_operands
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.ops.nn.dense import dense
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.task.workload_args import TaskArg, as_placeholder
+from tunecli.engine.task.workload_args import TaskArg
 from tunecli.errors import InstantiationError
 
 NAME = "dense_int8.cuda"
@@ -40,13 +41,7 @@ def reduction_unit(k: int) -> int:
 def declare_dense_int8(data: TaskArg, weight: TaskArg, bias: TaskArg = None,
                        out_dtype: str = "int32") -> OpCall:
     """TVM's dense workload of int8 operands: ``data [M, K]``, ``weight [N, K]``, K a multiple of 4."""
-    if bias is not None:
-        raise InstantiationError(f"{NAME}: give the bias as an epilogue, not in the workload (TVM's "
-                                 "workloads have bias None)")
-    data, weight = as_placeholder(data, "data"), as_placeholder(weight, "weight")
-    if len(data.shape) != 2 or len(weight.shape) != 2 or data.shape[1] != weight.shape[1]:
-        raise InstantiationError(f"{NAME}: data [M, K] and weight [N, K] expected, got {tuple(data.shape)} "
-                                 f"and {tuple(weight.shape)}")
+    data, weight = dense_operands(NAME, data, weight, bias)
     if (data.dtype, weight.dtype) != ("int8", "int8") or (out_dtype or "int32") != "int32":
         raise InstantiationError(f"{NAME}: int8 data and weight with an int32 output expected, got "
                                  f"{data.dtype}, {weight.dtype} -> {out_dtype}")

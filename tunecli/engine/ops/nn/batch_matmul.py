@@ -34,14 +34,7 @@ def batch_matmul(tensor_a: te.Tensor, tensor_b: te.Tensor, oshape: Sequence[int]
     te.Tensor
         ``[max(batch_a, batch_b), M, N]``.
     """
-    ab, a1, a2 = _shape3(tensor_a, "tensor_a")
-    bb, b1, b2 = _shape3(tensor_b, "tensor_b")
-    (m, ka) = (a2, a1) if transpose_a else (a1, a2)
-    (n, kb) = (b1, b2) if transpose_b else (b2, b1)
-    if ka != kb:
-        raise ExprError(f"batch_matmul: reduction sizes differ: {tensor_a.shape} and {tensor_b.shape}")
-    if ab != bb and 1 not in (ab, bb):
-        raise ExprError(f"batch_matmul: batch sizes {ab} and {bb} do not broadcast")
+    ab, bb, m, n, ka = _matmul_dims("batch_matmul", tensor_a, tensor_b, transpose_a, transpose_b)
     shape = (max(ab, bb), m, n)
     if oshape is not None and tuple(int(d) for d in oshape) != shape:
         raise ExprError(f"batch_matmul: oshape {tuple(oshape)} differs from the output shape {shape}")
@@ -93,12 +86,7 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
     te.Tensor
         ``[max(B_x, B_y), M, N]``.
     """
-    xb, x1, x2 = _shape3(x, "x")
-    yb, y1, y2 = _shape3(y, "y")
-    m, kdim = (x2, x1) if transpose_a else (x1, x2)
-    n, ky = (y1, y2) if transpose_b else (y2, y1)
-    if kdim != ky or (xb != yb and 1 not in (xb, yb)):
-        raise ExprError(f"batch_matmul_pack: shapes {x.shape} and {y.shape} do not match")
+    xb, yb, m, n, kdim = _matmul_dims("batch_matmul_pack", x, y, transpose_a, transpose_b)
     rows = m if rows is None else rows
     if bn < 1 or rows < m:
         raise ExprError(f"batch_matmul_pack: panel width {bn} or {rows} rows for {m}")
@@ -134,7 +122,19 @@ def batch_matmul_pack(x: te.Tensor, y: te.Tensor, bn: int, out_dtype: str | None
     return unpad(product, (m, n))
 
 
-def _shape3(t: te.Tensor, what: str) -> tuple[int, int, int]:
-    if len(t.shape) != 3:
-        raise ExprError(f"batch_matmul: {what} must be 3-D, got {t.shape}")
-    return t.shape[0], t.shape[1], t.shape[2]
+def _matmul_dims(op: str, a: te.Tensor, b: te.Tensor, transpose_a: bool,
+                 transpose_b: bool) -> tuple[int, int, int, int, int]:
+    """``(batch of a, batch of b, M, N, K)`` of a batch matmul, checked: 3-D operands, one
+    reduction size, batches equal or one of them 1."""
+    for t, what in ((a, "the first operand"), (b, "the second operand")):
+        if len(t.shape) != 3:
+            raise ExprError(f"{op}: {what} must be 3-D, got {t.shape}")
+    ab, a1, a2 = a.shape
+    bb, b1, b2 = b.shape
+    m, ka = (a2, a1) if transpose_a else (a1, a2)
+    n, kb = (b1, b2) if transpose_b else (b2, b1)
+    if ka != kb:
+        raise ExprError(f"{op}: reduction sizes differ: {a.shape} and {b.shape}")
+    if ab != bb and 1 not in (ab, bb):
+        raise ExprError(f"{op}: batch sizes {ab} and {bb} do not broadcast")
+    return ab, bb, m, n, ka
