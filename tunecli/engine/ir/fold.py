@@ -51,23 +51,18 @@ def fold_logic(cls: type, a: E.Expr, b: E.Expr) -> E.Expr:
     return cls(a, b)
 
 
+#: The constant that leaves an operation's other operand unchanged, on the right and on the left.
+_RIGHT_IDENTITY: dict[type[E.BinaryOp], int] = {E.Add: 0, E.Sub: 0, E.Mul: 1, E.Div: 1}
+_LEFT_IDENTITY: dict[type[E.BinaryOp], int] = {E.Add: 0, E.Mul: 1}
+
+
 def float_identities(e: E.BinaryOp) -> E.Expr:
-    """``x + 0``, ``x - 0``, ``x * 1``, ``x / 1`` reduced to ``x``."""
-    a, b = e.a, e.b
-    if isinstance(e, E.Add):
-        if _is_const(b, 0):
-            return a
-        if _is_const(a, 0):
-            return b
-    elif isinstance(e, E.Sub) and _is_const(b, 0):
-        return a
-    elif isinstance(e, E.Mul):
-        if _is_const(b, 1):
-            return a
-        if _is_const(a, 1):
-            return b
-    elif isinstance(e, E.Div) and _is_const(b, 1):
-        return a
+    """``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1`` reduced to ``x``."""
+    right, left = _RIGHT_IDENTITY.get(type(e)), _LEFT_IDENTITY.get(type(e))
+    if right is not None and _is_const(e.b, right):
+        return e.a
+    if left is not None and _is_const(e.a, left):
+        return e.b
     return e
 
 
