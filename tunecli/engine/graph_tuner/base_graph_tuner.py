@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypedDict, Unpack
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from tunecli.engine.graph_tuner.layout_transform_task import TASK_NAME
 from tunecli.engine.log.record import encode
 from tunecli.engine.measure.batch import MeasureBatch, create_measure_batch
 from tunecli.engine.measure.batch import measure_option as _measure_option
-from tunecli.engine.measure.builder import Builder, LocalBuilder
+from tunecli.engine.measure.builder import Builder, BuildFunc, LocalBuilder
 from tunecli.engine.measure.local_runner import LocalRunner
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import Runner
@@ -48,7 +48,15 @@ from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import Task
 from tunecli.engine.task.task import create as create_task
+from tunecli.engine.task.workload_args import Workload
 from tunecli.errors import GraphError, TuneError
+
+
+class SolveOptions(TypedDict, total=False):
+    """Keywords of ``run`` (TVM's), passed on to the subclass's ``solve``."""
+
+    #: ``DPTuner``: the most states its tables may hold (None: no bound).
+    max_num_states: int | None
 
 
 class BaseGraphTuner:
@@ -95,11 +103,11 @@ class BaseGraphTuner:
         self._candidates = fetch_candidates(self._graph, read_records(records), self._target, max_sch_num)
         self._layouts = [[record_layouts(record, self._target) for record in cands]
                          for cands in self._candidates]
-        self._layout_transform_perf_records: dict[tuple, Record | tuple[None, MeasureResult]] = {}
+        self._layout_transform_perf_records: dict[Workload, Record | tuple[None, MeasureResult]] = {}
         self._problem: LayoutCostProblem | None = None
         self._optimal_choice: tuple[int, ...] | None = None
 
-    def _transform_workload(self, edge_index: int, src_cand: int, dst_cand: int) -> tuple | None:
+    def _transform_workload(self, edge_index: int, src_cand: int, dst_cand: int) -> Workload | None:
         """The layout_transform workload of an edge for two candidates; None when no transform is
         needed; ``()`` when it is impossible (a block that does not divide the channels)."""
         edge = self._graph.edges[edge_index]
@@ -114,8 +122,8 @@ class BaseGraphTuner:
             return ()
         return (TASK_NAME, ("TENSOR", shape, self._dtype), src_layout, dst_layout)
 
-    def _transform_workloads(self) -> list[tuple]:
-        found: dict[tuple, None] = {}
+    def _transform_workloads(self) -> list[Workload]:
+        found: dict[Workload, None] = {}
         for e, edge in enumerate(self._graph.edges):
             for a in range(len(self._candidates[edge.src])):
                 for b in range(len(self._candidates[edge.dst])):
@@ -206,7 +214,7 @@ class BaseGraphTuner:
 
     def benchmark_layout_transform(self, min_exec_num: int = 100, timeout: float = 10, use_rpc: bool = False,
                                    device_key: str | None = None, host: str = "127.0.0.1", port: int = 9190,
-                                   n_parallel: int = 1, build_func: str | Callable[..., Any] = "default",
+                                   n_parallel: int = 1, build_func: str | BuildFunc = "default",
                                    layout_records: RecordSource = None,
                                    target_host: Target | str | None = None, infer_layout: bool = False,
                                    runner: Runner | None = None) -> None:
@@ -277,7 +285,7 @@ class BaseGraphTuner:
             self._layout_transform_perf_records[wkl] = (inp, res)
             self._logger.debug("%s: %s", wkl, res)
 
-    def _transform_cost(self, wkl: tuple | None) -> float:
+    def _transform_cost(self, wkl: Workload | None) -> float:
         if wkl is None:
             return 0.0
         if wkl == ():
@@ -321,11 +329,11 @@ class BaseGraphTuner:
         """Candidate records of each convolution (``conv_graph.nodes`` order)."""
         return self._candidates
 
-    def solve(self, problem: LayoutCostProblem, **kwargs: Any) -> tuple[int, ...]:
+    def solve(self, problem: LayoutCostProblem, **kwargs: Unpack[SolveOptions]) -> tuple[int, ...]:
         """The subclass's solver: a candidate index per convolution."""
         raise NotImplementedError
 
-    def run(self, **kwargs: Any) -> None:
+    def run(self, **kwargs: Unpack[SolveOptions]) -> None:
         """Choose one candidate per convolution (TVM's ``run``)."""
         self._logger.info("Start to run %s...", type(self).__name__)
         self._optimal_choice = self.solve(self.problem, **kwargs)

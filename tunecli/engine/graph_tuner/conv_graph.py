@@ -32,6 +32,7 @@ from tunecli.engine.graph.op_strategy import implementation
 from tunecli.engine.graph.traversal import post_order
 from tunecli.engine.graph.type_infer import infer_types, tensor_type_of
 from tunecli.engine.target import Target, as_target
+from tunecli.engine.task.workload_args import Workload
 from tunecli.errors import GraphError
 
 #: Operators whose output layout is fixed: the graph tuner's boundaries (TVM's LAYOUT_FIXED_OP).
@@ -62,7 +63,7 @@ class ConvNode:
     index: int
     call: Call
     task_name: str
-    workload: tuple
+    workload: Workload
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def op_names(target_ops: Sequence[Op | str]) -> frozenset[str]:
 NCHWC_TASKS = frozenset({"conv2d_NCHWc.x86", "depthwise_conv2d_NCHWc.x86"})
 
 
-def conv_workload(call: Call, target: Target) -> tuple[str, tuple] | None:
+def conv_workload(call: Call, target: Target) -> tuple[str, Workload] | None:
     """``(task name, workload)`` of a ``nn.conv2d`` call: that of the strategy row ``target``
     selects (:func:`tunecli.engine.graph.op_strategy.implementation`) when it is one of
     :data:`NCHWC_TASKS` (a depthwise one with a channel multiplier of 1); None otherwise."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Unpack
 
-from tunecli.engine.graph_tuner.base_graph_tuner import BaseGraphTuner
+from tunecli.engine.graph_tuner.base_graph_tuner import BaseGraphTuner, SolveOptions
 from tunecli.engine.graph_tuner.dp_solver import solve_dp
 from tunecli.engine.graph_tuner.layout_cost import LayoutCostProblem
 
@@ -16,6 +16,6 @@ class DPTuner(BaseGraphTuner):
     (a graph with many long-lived branches), where ``PBQPTuner`` is the alternative.
     """
 
-    def solve(self, problem: LayoutCostProblem, **kwargs: Any) -> tuple[int, ...]:
+    def solve(self, problem: LayoutCostProblem, **kwargs: Unpack[SolveOptions]) -> tuple[int, ...]:
         """Exact DP; ``max_num_states`` bounds the tables (TVM's keyword of ``run``)."""
         return solve_dp(problem, kwargs.get("max_num_states"))

@@ -24,6 +24,7 @@ from tunecli.engine.log.record import Record, load_from_file
 from tunecli.engine.target import Target
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.workload_args import Workload, WorkloadArg
 
 
 class ApplyGraphBest(DispatchContext):
@@ -41,14 +42,14 @@ class ApplyGraphBest(DispatchContext):
             records = load_from_file(records)
         self.records = list(records)
         # by the workload's arguments (template names differ between implementations of a node)
-        self._queue: dict[tuple, list[tuple[tuple, ConfigSpace]]] = {}
+        self._queue: dict[tuple[WorkloadArg, ...], list[tuple[Workload, ConfigSpace]]] = {}
         for inp, _ in self.records:
             workload = inp.task.workload
             self._queue.setdefault(tuple(workload[1:]), []).append((workload, inp.config))
-        self._answered: dict[tuple, int] = {}
-        self._updated: dict[tuple, ConfigSpace] = {}
+        self._answered: dict[tuple[WorkloadArg, ...], int] = {}
+        self._updated: dict[tuple[str, Workload], ConfigSpace] = {}
 
-    def _next(self, workload: tuple) -> tuple[tuple, ConfigSpace] | None:
+    def _next(self, workload: Workload) -> tuple[Workload, ConfigSpace] | None:
         entries = self._queue.get(tuple(workload[1:]))
         if not entries:
             return None
@@ -56,13 +57,14 @@ class ApplyGraphBest(DispatchContext):
         self._answered[tuple(workload[1:])] = k + 1
         return entries[min(k, len(entries) - 1)]
 
-    def _query_inside(self, target: Target | str | None, workload: tuple | None) -> ConfigSpace | None:
+    def _query_inside(self, target: Target | str | None, workload: Workload | None) -> ConfigSpace | None:
         if (str(target), workload) in self._updated:
             return self._updated[str(target), workload]
         entry = self._next(workload) if workload is not None else None
         return entry[1] if entry is not None and entry[0] == workload else None
 
-    def choose(self, target: Target | str | None, workloads: list[tuple]) -> tuple[tuple, ConfigSpace] | None:
+    def choose(self, target: Target | str | None,
+               workloads: list[Workload]) -> tuple[Workload, ConfigSpace] | None:
         """The call's record, when its template is one of ``workloads`` (see the module docstring)."""
         for workload in workloads:
             if (str(target), workload) in self._updated:
@@ -73,7 +75,7 @@ class ApplyGraphBest(DispatchContext):
         entry = self._next(workloads[0])
         return entry if entry is not None and entry[0] in workloads else super().choose(target, workloads)
 
-    def update(self, target: Target | str | None, workload: tuple, cfg: ConfigSpace) -> None:
+    def update(self, target: Target | str | None, workload: Workload, cfg: ConfigSpace) -> None:
         """Answer every later query of (target, workload) with ``cfg``."""
         self._updated[str(target), workload] = cfg
 

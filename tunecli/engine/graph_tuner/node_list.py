@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from tunecli.engine.graph.graph_expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, var
 from tunecli.engine.graph.op_registry import Op
@@ -26,6 +26,7 @@ from tunecli.engine.graph.type_infer import infer_types
 from tunecli.engine.graph.types import Type
 from tunecli.engine.graph_tuner.conv_graph import conv_workload
 from tunecli.engine.target import Target, as_target
+from tunecli.engine.task.workload_args import Workload
 from tunecli.errors import GraphError
 
 #: Operators the graph tuner looks through when counting a node's data inputs (TVM's OPT_OUT_OP).
@@ -34,9 +35,18 @@ OPT_OUT_OP = ["layout_transform"]
 #: Operators whose output layout is fixed: a walk for tuned ancestors stops there.
 _LAYOUT_FIXED = ("nn.batch_flatten", "transpose", "reshape", "squeeze", "expand_dims")
 
-#: A node as TVM's graph tuner utilities give it: a dict of heterogeneous fields ("op", "inputs",
-#: "types", "name", ...), the face's format.
-Node = dict[str, Any]
+class Node(TypedDict):
+    """A node as TVM's graph tuner utilities give it (the face's format): the expression, its
+    operator (calls) or name (variables, constants), its data inputs as ``[node index, output
+    index, 0]``, its output types, and for a tuned operator its template names and workloads."""
+
+    node: Expr
+    op: Op | None
+    name: str | None
+    inputs: list[list[int]]
+    types: list[Type]
+    topi_op: NotRequired[list[str | None]]
+    workloads: NotRequired[list[Workload | None]]
 
 
 def bind_inputs(expr: Function, input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -63,8 +73,8 @@ def _types_of(node: Expr) -> list[Type]:
     return list(t.fields) if hasattr(t, "fields") else [t]
 
 
-def expr2graph(expr: Function, target_ops: Sequence[Op | str], node_dict: dict, node_list: list[Node],
-               tvm_target: Target | str = "llvm") -> None:
+def expr2graph(expr: Function, target_ops: Sequence[Op | str], node_dict: dict[Expr, int],
+               node_list: list[Node], tvm_target: Target | str = "llvm") -> None:
     """Append the nodes of ``expr`` to ``node_list`` (and their positions to ``node_dict``)."""
     infer_types(expr)
     target = as_target(tvm_target)
@@ -94,7 +104,7 @@ def expr2graph(expr: Function, target_ops: Sequence[Op | str], node_dict: dict, 
         node_list.append(entry)
 
 
-def _data_inputs(args: Sequence[Expr], node_dict: dict, node_list: list[Node]) -> list[list[int]]:
+def _data_inputs(args: Sequence[Expr], node_dict: dict[Expr, int], node_list: list[Node]) -> list[list[int]]:
     out: list[list[int]] = []
     for arg in args:
         i = node_dict[arg]
@@ -134,8 +144,9 @@ def _is_tuned(node: Node, target_ops: Sequence[Op | str]) -> bool:
     return _op_name(node) in names
 
 
-def get_direct_ancestor(node_list: list[Node], visited_dict: dict, target_ops: Sequence[Op | str],
-                        node_idx: int, input_names: Sequence[str]) -> list[int]:
+def get_direct_ancestor(node_list: list[Node], visited_dict: dict[int, list[int]],
+                        target_ops: Sequence[Op | str], node_idx: int,
+                        input_names: Sequence[str]) -> list[int]:
     """The nearest ancestors of a node that are tuned, merging or boundary nodes (memoised in
     ``visited_dict``); a boundary node is its own answer."""
     if node_idx in visited_dict:
@@ -153,7 +164,8 @@ def get_direct_ancestor(node_list: list[Node], visited_dict: dict, target_ops: S
     return found
 
 
-def get_in_nodes(node_list: list[Node], target_ops: Sequence[Op | str], input_names: Sequence[str]) -> dict:
+def get_in_nodes(node_list: list[Node], target_ops: Sequence[Op | str],
+                 input_names: Sequence[str]) -> dict[int, list[int]]:
     """``{node: its nearest ancestors}`` for each tuned or merging node that depends on a tuned one.
 
     A merge whose inputs all come from boundaries (graph inputs, layout-fixed calls) is left out,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Unpack
 
-from tunecli.engine.graph_tuner.base_graph_tuner import BaseGraphTuner
+from tunecli.engine.graph_tuner.base_graph_tuner import BaseGraphTuner, SolveOptions
 from tunecli.engine.graph_tuner.layout_cost import LayoutCostProblem
 from tunecli.engine.graph_tuner.pbqp_solver import solve_pbqp
 
@@ -13,6 +13,6 @@ class PBQPTuner(BaseGraphTuner):
     """PBQP reductions R0/R1/R2 (exact) and the RN heuristic (see ``pbqp_solver``): the choice for
     graphs too branchy for ``DPTuner``."""
 
-    def solve(self, problem: LayoutCostProblem, **kwargs: Any) -> tuple[int, ...]:
+    def solve(self, problem: LayoutCostProblem, **kwargs: Unpack[SolveOptions]) -> tuple[int, ...]:
         """PBQP reduction and back-propagation."""
         return solve_pbqp(problem)

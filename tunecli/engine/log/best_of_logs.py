@@ -24,6 +24,7 @@ from tunecli.engine.log.plausibility import plausible, workload_flop
 from tunecli.engine.log.record import JsonValue, encode, read_log
 from tunecli.engine.log.task_records import lowest_per_config, record_key
 from tunecli.engine.task.text import config_text, workload_text
+from tunecli.engine.task.workload_args import WorkloadArg
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class WorkloadBest:
 
     target: str
     name: str
-    args: tuple
+    args: tuple[WorkloadArg, ...]
     flop: float | None
     records: int
     errors: int

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from tunecli.engine.ir.dtype import parse_dtype
 from tunecli.engine.log.record import LogRecord, SkipWarnings
 from tunecli.engine.ops.registry import workload_flop_rule
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import TASK_TABLE, create
+from tunecli.engine.task.workload_args import WorkloadArg
 from tunecli.engine.task.workload_flop import count_workload_flop
 from tunecli.errors import TuneError
 
@@ -36,7 +37,7 @@ ACCELERATOR_PEAK = 1.0e17
 _FLOP_CACHE: dict[tuple[str, str, str], float | None] = {}
 
 
-def workload_flop(name: str, args: tuple, target: str | Target) -> float | None:
+def workload_flop(name: str, args: Sequence[WorkloadArg], target: str | Target) -> float | None:
     """Return the FLOP count of a workload, or None when it cannot be known here.
 
     The template's own count when it is registered here (the built-ins, or one already
@@ -67,7 +68,7 @@ def _float(value: int | None) -> float | None:
     return float(value) if value else None
 
 
-def _template_flop(name: str, args: tuple, target: str | Target) -> float | None:
+def _template_flop(name: str, args: Sequence[WorkloadArg], target: str | Target) -> float | None:
     if name not in TASK_TABLE:
         return None
     try:
@@ -95,7 +96,7 @@ def _narrowest_bits(args: object) -> int:
     return min(found, default=32)
 
 
-def peak_flops(target: str | Target, args: tuple = ()) -> float:
+def peak_flops(target: str | Target, args: Sequence[WorkloadArg] = ()) -> float:
     """Return FLOPS no machine of ``target`` exceeds on a workload with arguments ``args``.
 
     Parameters

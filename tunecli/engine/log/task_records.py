@@ -33,11 +33,12 @@ from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.task import Task
+from tunecli.engine.task.workload_args import Workload
 
 logger = logging.getLogger("autotvm")
 
 
-def record_key(inp: MeasureInput) -> tuple[Target | None, tuple]:
+def record_key(inp: MeasureInput) -> tuple[Target | None, Workload]:
     """Return ``(target, workload)``: records with equal keys are records of one task.
 
     Parameters

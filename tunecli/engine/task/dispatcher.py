@@ -46,7 +46,8 @@ class DispatchContext:
             ret = self._old_ctx.query(target, workload)
         return ret
 
-    def choose(self, target: Target | str | None, workloads: list[tuple]) -> tuple[tuple, ConfigSpace] | None:
+    def choose(self, target: Target | str | None,
+               workloads: list[Workload]) -> tuple[Workload, ConfigSpace] | None:
         """For a call with several implementations (``workloads``: one per implementation), the
         workload and config a context that decides per call gives it (``apply_graph_best``); None
         when no context on the stack does: the caller compares the queried configs' costs.
