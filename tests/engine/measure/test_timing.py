@@ -45,8 +45,8 @@ def test_min_repeat_ms_grows_the_rounds():
 
 def test_timing_starts_after_warmup_ms_of_untimed_calls():
     quick = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=1, warmup_ms=0)))
-    warmed = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=1, warmup_ms=40)))
-    assert quick.run_time < 0.04 <= warmed.run_time
+    warmed = measure_object(request(VADD, "vadd", timing=TimingOptions(number=1, repeat=1, warmup_ms=200)))
+    assert quick.run_time < 0.2 <= warmed.run_time  # loading and one call take ~1 ms, 20 ms on a busy machine
     assert len(warmed.costs) == 1 and warmed.costs[0] < 1e-3  # the warm-up is not in the cost
 
 
