@@ -22,7 +22,8 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tunecli.engine.cluster.cluster_errors import ClusterError, ClusterUnreachableError, ClusterVersionError
 from tunecli.engine.cluster.node_info import (
@@ -38,6 +39,10 @@ from tunecli.engine.cluster.ray_import import import_ray
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.rpc.sockets import parse_host_port
 from tunecli.engine.target import Target
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 logger = logging.getLogger("autotvm")
 
@@ -89,7 +94,7 @@ def head_reachable(head: tuple[str, int], timeout: float = CONNECT_TIMEOUT) -> s
 class Slot:
     """One measuring worker: its actor, its node, how many configs it builds at once."""
 
-    actor: Any
+    actor: ActorHandle
     node: NodeInfo
     builders: int
     alive: bool = True
@@ -125,7 +130,7 @@ class RayCluster:
         self.versions = versions or software_versions()
         self.slots: list[Slot] = []
         self.target: Target | None = None
-        self._ray: Any = None
+        self._ray: ModuleType | None = None
         self._owns_ray = False
         self.lost = False  #: the head was found unreachable: nothing more is asked of the cluster
         self.head_checked = time.monotonic()  #: when :meth:`lost_head` last asked
@@ -162,7 +167,7 @@ class RayCluster:
             raise
         self.target = target
 
-    def _join(self, ray: Any) -> None:
+    def _join(self, ray: ModuleType) -> None:
         if self._head is not None:
             why = head_reachable(self._head)
             if why:
@@ -183,7 +188,7 @@ class RayCluster:
             except (AttributeError, ValueError):
                 self._head = None
 
-    def _candidates(self, ray: Any) -> list[tuple[str, int]]:
+    def _candidates(self, ray: ModuleType) -> list[tuple[str, int]]:
         """``(node id, workers it can hold)`` of every alive node offering the resources."""
         found = []
         for node in ray.nodes():
@@ -197,7 +202,7 @@ class RayCluster:
                                f"its nodes with `ray start ... --resources '{_json(self.resources)}'`")
         return found
 
-    def _check_nodes(self, ray: Any, target: Target, candidates: list[tuple[str, int]]
+    def _check_nodes(self, ray: ModuleType, target: Target, candidates: list[tuple[str, int]]
                      ) -> list[tuple[NodeInfo, int]]:
         """The candidates that answer, after refusing other software and skipping other CPUs."""
         describe = ray.remote(describe_node)
@@ -229,7 +234,7 @@ class RayCluster:
                                f"target's CPU {cpu}")
         return matching
 
-    def _start_workers(self, ray: Any, nodes: list[tuple[NodeInfo, int]]) -> None:
+    def _start_workers(self, ray: ModuleType, nodes: list[tuple[NodeInfo, int]]) -> None:
         for info, count in nodes:
             for _ in range(count):
                 self._start_worker(ray, info)
@@ -237,7 +242,7 @@ class RayCluster:
             raise ClusterError(f"Ray cluster at {self.address}: no measuring worker started within "
                                f"{START_TIMEOUT:g} s (is another tune holding {self.resources}?)")
 
-    def _start_worker(self, ray: Any, info: NodeInfo, timeout: float = START_TIMEOUT) -> Slot | None:
+    def _start_worker(self, ray: ModuleType, info: NodeInfo, timeout: float = START_TIMEOUT) -> Slot | None:
         """Start one measuring worker on ``info``'s node; None when it does not start in time."""
         actor_class = ray.remote(NodeMeasurer)
         actor = actor_class.options(num_cpus=0, resources=self.resources, max_restarts=0,
@@ -328,7 +333,7 @@ class RayCluster:
             self._owns_ray = False
 
 
-def _on_node(ray: Any, node_id: str) -> Any:
+def _on_node(ray: ModuleType, node_id: str) -> NodeAffinitySchedulingStrategy:
     """A scheduling strategy that runs only on ``node_id``."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

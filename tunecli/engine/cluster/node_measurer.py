@@ -10,12 +10,12 @@ only costs a replaced process and comes back as an error record, never as a dead
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.measure.batch import MeasureBatch
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.measure.timing_options import TimingOptions
+from tunecli.engine.task.workload_args import WorkloadArg
 
 
 class NodeMeasurer:
@@ -34,7 +34,7 @@ class NodeMeasurer:
     def __init__(self, builders: int | None, build_timeout: float, timing: TimingOptions) -> None:
         self.option = measure_option(LocalBuilder(timeout=build_timeout, n_parallel=builders),
                                      LocalRunner(timing=timing))
-        self._task_key: tuple | None = None
+        self._task_key: tuple[str, tuple[WorkloadArg, ...], str] | None = None
         self._batch: MeasureBatch | None = None
 
     def ready(self) -> int:
@@ -50,7 +50,7 @@ class NodeMeasurer:
             self._task_key = key
         return self._batch(list(inputs))
 
-    def close(self) -> Any:
+    def close(self) -> None:
         """Stop this worker's processes."""
         self.option["builder"].close()
         self.option["runner"].close()

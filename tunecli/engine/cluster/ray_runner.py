@@ -32,15 +32,21 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tunecli.engine.cluster.cluster_errors import ClusterError, ClusterUnreachableError
 from tunecli.engine.cluster.connection import RayCluster, Slot
+from tunecli.engine.measure.batch import MeasureOption
 from tunecli.engine.measure.builder import Builder, BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import OnResult, Runner
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.target import as_target
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
+
+    from tunecli.engine.task.task import Task
 
 logger = logging.getLogger("autotvm")
 
@@ -143,7 +149,7 @@ class RayRunner(Runner):
         self.lanes: tuple[str, ...] = ()
         #: Every chunk sent so far, by this runner and its lanes, once back.
         self.chunks: list[ChunkRecord] = []
-        self._lanes: dict[tuple[str, ...], dict] = {}
+        self._lanes: dict[tuple[str, ...], MeasureOption] = {}
         self._chunks_lock = threading.Lock()
 
     @property
@@ -151,19 +157,19 @@ class RayRunner(Runner):
         """Configs the workers of this runner's lanes (all, without lanes) build at once."""
         return self.cluster.lane_parallelism(self.lanes)
 
-    def set_task(self, task: Any) -> Any:
+    def set_task(self, task: Task) -> None:
         """Join the cluster (once) and start its measuring workers for ``task``'s target."""
         super().set_task(task)
         self.cluster.connect(as_target(task.target))
         self.n_parallel = self.parallelism
         return None
 
-    def concurrent_lanes(self, task: Any) -> list[str]:
+    def concurrent_lanes(self, task: Task) -> list[str]:
         """The nodes that measure ``task``'s target now, one lane each (joins the cluster once)."""
         self.cluster.connect(as_target(task.target))
         return self.cluster.lanes()
 
-    def lane_option(self, lanes: tuple[str, ...]) -> dict:
+    def lane_option(self, lanes: tuple[str, ...]) -> MeasureOption:
         """A ``measure_option`` whose batches are built and timed on the nodes ``lanes`` (on any free
         worker once those are lost); it shares this runner's cluster and :attr:`chunks`."""
         lanes = tuple(lanes)
@@ -189,7 +195,7 @@ class RayRunner(Runner):
             on_result: OnResult | None = None) -> list[MeasureResult]:
         """Build and time each pending input on the cluster (see the module doc); failed builds and
         results already known pass through."""
-        results: list[Any] = [None] * len(measure_inputs)
+        results: list[MeasureResult | None] = [None] * len(measure_inputs)
         report = on_result or (lambda index, result: None)
         todo = []
         for index, built in enumerate(build_results):
@@ -211,7 +217,7 @@ class RayRunner(Runner):
 class _Dispatch:
     """One ``run``: chunks out to the workers, results back, lost configs sent again."""
 
-    def __init__(self, runner: RayRunner, inputs: Sequence[MeasureInput], results: list[Any],
+    def __init__(self, runner: RayRunner, inputs: Sequence[MeasureInput], results: list[MeasureResult | None],
                  report: OnResult) -> None:
         self.runner, self.cluster = runner, runner.cluster
         self.ray = runner.cluster._ray
@@ -219,7 +225,7 @@ class _Dispatch:
         self.sends: collections.Counter[int] = collections.Counter()
         self.pending: collections.deque[int] = collections.deque()
         # ref -> (slot, indices, deadline, time sent)
-        self.flying: dict[Any, tuple[Slot, list[int], float, float]] = {}
+        self.flying: dict[ObjectRef, tuple[Slot, list[int], float, float]] = {}
 
     def run(self, todo: list[int]) -> None:
         try:
@@ -266,7 +272,7 @@ class _Dispatch:
             deadline = time.monotonic() + self.runner.chunk_deadline(len(chunk), slot.builders)
             self.flying[ref] = (slot, chunk, deadline, time.time())
 
-    def _collect(self, ref: Any) -> None:
+    def _collect(self, ref: ObjectRef) -> None:
         slot, chunk, _, sent = self.flying.pop(ref)
         self.cluster.release(slot)
         exceptions = self.ray.exceptions
@@ -329,19 +335,19 @@ class _Dispatch:
         self.results[index] = result
         self.report(index, result)
 
-    def _lost(self, why: Any) -> ClusterUnreachableError:
+    def _lost(self, why: BaseException | str) -> ClusterUnreachableError:
         return ClusterUnreachableError(f"lost the Ray cluster at {self.cluster.address}: {_line(why)}; the "
                                        "log holds every finished measurement: run again to resume")
 
 
-def _line(err: Any) -> str:
+def _line(err: BaseException | str) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
 
 
 def cluster_measure_option(address: str, resources: dict[str, float] | None = None,
                            builders: int | None = None, build_timeout: float = 10.0,
-                           timing: TimingOptions | None = None) -> dict:
+                           timing: TimingOptions | None = None) -> MeasureOption:
     """``measure_option`` whose configs are built and timed on a Ray cluster (see the module doc)."""
     runner = RayRunner(address, resources, builders, build_timeout, timing=timing)
     return {"builder": RayBuilder(runner), "runner": runner}

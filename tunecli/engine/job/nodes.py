@@ -13,11 +13,12 @@ in the one format every job error uses::
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import math
 import re
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TypeAlias, TypeVar
 
 import yaml
 
@@ -31,6 +32,11 @@ _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 
 T = TypeVar("T")
+
+#: A value as YAML's safe schema gives it: a scalar (timestamps and binary data among them), a
+#: list, a set or a mapping of those.
+YamlScalar: TypeAlias = "None | bool | int | float | str | bytes | datetime.date"
+YamlValue: TypeAlias = "YamlScalar | list[YamlValue] | set[YamlScalar] | dict[YamlScalar, YamlValue]"
 
 
 class JobLoader(yaml.SafeLoader):
@@ -128,7 +134,7 @@ class Node:
         return Node(node, self.path, field, self._loader, self.problems, key)
 
     # -- scalars -------------------------------------------------------------------------
-    def value(self) -> Any:
+    def value(self) -> YamlValue:
         """Return the plain Python value of this node (any type YAML's safe schema gives)."""
         try:
             return self._loader.construct_object(self.node, deep=True)

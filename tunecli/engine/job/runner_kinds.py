@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from tunecli.engine.cluster.connection import check_address
 from tunecli.engine.cluster.ray_runner import cluster_measure_option
@@ -24,8 +24,12 @@ from tunecli.engine.option import Option
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.rpc.sockets import parse_host_port
 
-#: A plugin's option values by name, each of the type its ``Option`` declares (``Option.parse``).
-OptionValues: TypeAlias = dict[str, Any]
+#: One option's value, of the type its ``Option`` declares (``Option.parse``), or what its ``convert``
+#: makes of a string (the tracker's ``(host, port)``).
+OptionValue: TypeAlias = "int | float | bool | str | tuple[str, int]"
+
+#: A plugin's option values by name.
+OptionValues: TypeAlias = dict[str, OptionValue]
 
 
 @dataclass(frozen=True)

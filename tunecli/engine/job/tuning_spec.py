@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from tunecli.engine.job.nodes import Node
-from tunecli.engine.job.runner_kinds import RUNNERS, OptionValues
+from tunecli.engine.job.runner_kinds import RUNNERS, OptionValue, OptionValues
 from tunecli.engine.measure.timing_options import MAX_SECONDS, TIMING_OPTIONS, TimingOptions
 from tunecli.engine.option import Option
 from tunecli.engine.tuner.task_scheduler import SCHEDULER_POLICIES
@@ -154,7 +153,7 @@ def max_builders() -> int:
     return 4 * len(os.sched_getaffinity(0))
 
 
-def _option(opt: Option, n: Node) -> Any:
+def _option(opt: Option, n: Node) -> OptionValue:
     """The value of ``n`` as the setting ``opt`` (its type from YAML, its range from ``opt``)."""
     readers = {int: Node.as_int, float: Node.as_float, bool: Node.as_bool, str: Node.as_str}
     value = readers[opt.type](n)
