@@ -52,7 +52,7 @@ class CUDAGraphExecutor(Executor):
             device.activate()
         except DeviceError as err:
             raise DeviceError(f"graph executor on {device!r}: cannot run the network: {err}") from None
-        loaded = {name: device.load(kernels[name]) for name in {name for name, _ in plan.ops}}
+        loaded = {name: device.load(kernels[name]) for name in dict.fromkeys(name for name, _ in plan.ops)}
         self._storage = {sid: CUDAArray(device, (max(n, 1),), "uint8")
                          for sid, n in plan.storage_bytes().items()}
         self._address = [self._storage[sid].pointer for sid in plan.storage]
