@@ -7,15 +7,19 @@ changed, so unchanged subtrees are shared.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, overload
 
 from . import expr as E
 from .expr import Node
 
+if TYPE_CHECKING:
+    from .stmt import Stmt
+
 _UNKNOWN = object()
 
 
-def _method(walker: type, node_type: type) -> Any:
+def _method(walker: type, node_type: type) -> Callable[..., Any] | None:
     """The ``visit_<node class>`` function of the class ``walker``, or None (looked up once per
     pair and kept on the walker class)."""
     table = walker.__dict__.get("_visit_methods")
@@ -30,7 +34,10 @@ def _method(walker: type, node_type: type) -> Any:
 
 
 class Visitor:
-    """Walk a tree of nodes (expressions and statements) without changing it."""
+    """Walk a tree of nodes (expressions and statements) without changing it.
+
+    ``visit`` takes a node, a tuple of nodes, None or a leaf value of a node's field, and answers
+    what the subclass's ``visit_<ClassName>`` answers (each walker its own kind: ``Any``)."""
 
     def visit(self, node: Any) -> Any:
         if node is None:
@@ -80,7 +87,7 @@ class Mutator:
         return _rebuild(node, changes)
 
 
-def _rebuild(node: Node, changes: dict[str, Any]) -> Node:
+def _rebuild(node: Node, changes: dict[str, object]) -> Node:
     """Copy ``node`` with ``changes``, recomputing dtypes that depend on children."""
     if isinstance(node, E.BinaryOp):
         a, b = changes.get("a", node.a), changes.get("b", node.b)
@@ -101,7 +108,7 @@ def _rebuild(node: Node, changes: dict[str, Any]) -> Node:
     return node.replace(**changes)
 
 
-def post_order(node: Any, fn) -> None:
+def post_order(node: object, fn: Callable[[object], object]) -> None:
     """Call ``fn`` on every node of the tree, children first."""
     if node is None:
         return
@@ -115,13 +122,21 @@ def post_order(node: Any, fn) -> None:
 
 
 class _Subst(Mutator):
-    def __init__(self, mapping: dict) -> None:
+    def __init__(self, mapping: Mapping[E.Var, E.Expr]) -> None:
         self.mapping = mapping
 
-    def visit_Var(self, v):
+    def visit_Var(self, v: E.Var) -> E.Expr:
         return self.mapping.get(v, v)
 
 
-def substitute(node: Any, mapping: dict) -> Any:
+@overload
+def substitute(node: E.Expr, mapping: Mapping[E.Var, E.Expr]) -> E.Expr: ...
+
+
+@overload
+def substitute(node: Stmt, mapping: Mapping[E.Var, E.Expr]) -> Stmt: ...
+
+
+def substitute(node: E.Expr | Stmt, mapping: Mapping[E.Var, E.Expr]) -> E.Expr | Stmt:
     """Replace variables (by identity) according to ``mapping`` {Var: Expr}."""
     return _Subst(mapping).visit(node) if mapping else node

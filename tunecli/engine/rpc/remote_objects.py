@@ -15,7 +15,7 @@ device.  A kernel module's library (``build(...).export_library``) loads as a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, Protocol
+from typing import NoReturn, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -157,7 +157,7 @@ class RemoteExecutor(Executor):
         fields, data = self.session.object_call("entry", {"executor": self.handle, "entry": int(entry)})
         return host_array(fields, data)
 
-    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[Any]]]:
+    def kernel_calls(self) -> list[tuple[Callable[..., None], Sequence[object]]]:
         raise ArgumentError("remote graph module: its kernels run on the device; time the whole run with "
                             "module.module.time_evaluator('run', dev)")
 

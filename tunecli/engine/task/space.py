@@ -23,6 +23,7 @@ from tunecli.engine.task.knob_features import entity_features
 from tunecli.engine.task.space_entities import (
     Axis,
     KnobAxis,
+    KnobValue,
     OtherOptionEntity,
     OtherOptionSpace,
     ReorderEntity,
@@ -171,7 +172,7 @@ class ConfigSpace(SpaceIndex):
         """
         return self._add_new_transform(AnnotateSpace, name, axes, policy, len(axes), **kwargs)
 
-    def define_knob(self, name: str, candidate: list) -> list[Axis]:
+    def define_knob(self, name: str, candidate: list[KnobValue]) -> list[Axis]:
         """Define a knob taking one of ``candidate`` (any JSON values), in list order.
 
         Parameters
@@ -323,7 +324,7 @@ class ConfigEntity(ConfigSpace):
             fea.extend(entity_features(v))
         return np.array(fea, dtype=np.float32)
 
-    def get_other_option(self) -> dict[str, Any]:
+    def get_other_option(self) -> dict[str, KnobValue]:
         """Return the ``define_knob`` values as a dict name -> value.
 
         Returns
@@ -350,7 +351,7 @@ class ConfigEntity(ConfigSpace):
         return {"index": int(self.index), "code_hash": self.code_hash, "entity": entity}
 
     @staticmethod
-    def from_json_dict(json_dict: dict[str, Any]) -> ConfigEntity:
+    def from_json_dict(json_dict: ConfigJson) -> ConfigEntity:
         """Build a config from the log form written by ``to_json_dict``.
 
         Parameters

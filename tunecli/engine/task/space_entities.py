@@ -19,7 +19,7 @@ import itertools
 import math
 from collections import namedtuple
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Generic, TypeAlias, TypedDict, TypeVar, Unpack
 
 from tunecli.engine.task.factors import get_factors, get_pow2s, prime_factors
 from tunecli.errors import SpaceError
@@ -34,6 +34,8 @@ Axis = namedtuple("Axis", ["space", "index"])
 KnobAxis: TypeAlias = "int | IterVar | VirtualAxis | Axis"
 #: What ``sch[...]`` takes to name a stage.
 StageKey: TypeAlias = "Operation | Tensor"
+#: A value a ``define_knob`` knob may take: any JSON value (tuples read back from a log as lists).
+KnobValue: TypeAlias = "None | bool | int | float | str | list[KnobValue] | tuple[KnobValue, ...]"
 #: The entity kind of a knob (``SplitEntity`` for a ``SplitSpace``, ...).
 EntityT = TypeVar("EntityT")
 
@@ -321,7 +323,7 @@ def _index_of(axes: Sequence[object], axis: object) -> int:
 class OtherOptionEntity:
     """One value of a ``define_knob`` knob (``.val``)."""
 
-    def __init__(self, val: Any):  # any value the template offered (define_knob's candidate)
+    def __init__(self, val: KnobValue):  # the value the template offered (define_knob's candidate)
         self.val = val
 
     def __repr__(self) -> str:
@@ -332,7 +334,7 @@ class OtherOptionSpace(TransformSpace[OtherOptionEntity]):
     """The candidate values of a ``define_knob`` knob, in list order."""
 
     def __init__(self, axes: Sequence[VirtualAxis | Axis], policy: str | None, *,
-                 candidate: Sequence[Any]):
+                 candidate: Sequence[KnobValue]):
         super().__init__()
         self.entities = [OtherOptionEntity(x) for x in candidate]
 
