@@ -165,8 +165,8 @@ class BaseGraphTuner:
         if own:
             measure_option = _measure_option(LocalBuilder(n_parallel=1),
                                              LocalRunner(number=10, repeat=3, min_repeat_ms=50))
-        fastest: dict[tuple, Record] = {}
-        again: dict[tuple, list[Record]] = {}
+        fastest: dict[Workload, Record] = {}
+        again: dict[Workload, list[Record]] = {}
         try:
             for node, cands in zip(self._graph.nodes, self._candidates, strict=True):
                 if node.workload in fastest:
@@ -275,7 +275,7 @@ class BaseGraphTuner:
         self._problem = self._cost_problem()
         self._logger.info("Benchmarking layout transformation successful.")
 
-    def _measure_transforms(self, workloads: list[tuple], option: dict[str, Builder | Runner],
+    def _measure_transforms(self, workloads: list[Workload], option: dict[str, Builder | Runner],
                             target_host: Target | str | None) -> None:
         """Build and time one layout_transform kernel per workload (a failure is an error record)."""
         for wkl in workloads:
@@ -315,7 +315,7 @@ class BaseGraphTuner:
         return self._problem
 
     @property
-    def layout_transform_perf_records(self) -> dict[tuple, Record | tuple[None, MeasureResult]]:
+    def layout_transform_perf_records(self) -> dict[Workload, Record | tuple[None, MeasureResult]]:
         """Layout transform workload -> (MeasureInput, MeasureResult) of its timing."""
         return self._layout_transform_perf_records
 

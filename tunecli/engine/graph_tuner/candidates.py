@@ -16,18 +16,21 @@ from typing import TypeAlias
 
 from tunecli.engine.graph.op_strategy import winograd_implementation
 from tunecli.engine.graph_tuner.conv_graph import ConvGraph
-from tunecli.engine.log.record import load_from_file
-from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.log.record import Record, load_from_file
+from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.ops.x86.conv2d_nchwc import infer_layout as conv2d_infer_layout
 from tunecli.engine.target import Target
 from tunecli.engine.task.space import ConfigEntity
+from tunecli.engine.task.workload_args import Workload
 from tunecli.errors import TuneError
 
-Record: TypeAlias = tuple[MeasureInput, MeasureResult]
 #: Records as TVM's graph tuner takes them: a log's path, or the records themselves.
 RecordSource: TypeAlias = "str | os.PathLike[str] | Iterable[Record] | None"
+#: A tensor's ``(shape, layout)``.
+ShapeLayout: TypeAlias = tuple[tuple[int, ...], str]
 #: ``infer_layout(workload, config)``: ``((input shape, layout),), ((output shape, layout),)``.
-InferLayout: TypeAlias = Callable[[tuple, ConfigEntity], tuple]
+InferLayout: TypeAlias = Callable[[Workload, ConfigEntity],
+                                  tuple[tuple[ShapeLayout, ...], tuple[ShapeLayout, ...]]]
 
 
 def get_infer_layout(task_name: str) -> InferLayout:
@@ -64,11 +67,11 @@ def fetch_candidates(graph: ConvGraph, records: Iterable[Record], target: Target
     TuneError
         When a convolution has no record without error.
     """
-    by_workload: dict[tuple, list[Record]] = {}
+    by_workload: dict[Workload, list[Record]] = {}
     for inp, res in records:
         if res.error_no == MeasureErrorNo.NO_ERROR and inp.task is not None:
             by_workload.setdefault(inp.task.workload, []).append((inp, res))
-    cache: dict[tuple, list[Record]] = {}
+    cache: dict[Workload, list[Record]] = {}
     out = []
     for node in graph.nodes:
         if node.workload not in cache:

@@ -22,7 +22,7 @@ from tunecli.engine.ir import expr as E
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import get_config, template
-from tunecli.engine.task.workload_args import deserialize_args
+from tunecli.engine.task.workload_args import TaskArg, as_placeholder
 
 TASK_NAME = "layout_transform"
 
@@ -73,7 +73,7 @@ def schedule_layout_transform(out: te.Tensor, src_layout: str = "", dst_layout: 
     return schedule_group([out], Target.current())
 
 
-def _reference(data: tuple, src_layout: str, dst_layout: str) -> _Convert:
+def _reference(data: TaskArg, src_layout: str, dst_layout: str) -> _Convert:
     """The numpy function giving the kernel's expected output."""
     return _Convert(src_layout, dst_layout)
 
@@ -89,11 +89,11 @@ class _Convert:
 
 
 @template(TASK_NAME, reference=_reference)
-def layout_transform(data: tuple | te.Tensor, src_layout: str,
+def layout_transform(data: TaskArg, src_layout: str,
                      dst_layout: str) -> tuple[Schedule, list[te.Tensor]]:
     """TVM's ``layout_transform`` autotvm template (one config; FLOPs counted as 1 so a record's
     GFLOPS stays finite)."""
-    (data,) = deserialize_args([data])
+    data = as_placeholder(data)
     cfg = get_config()
     cfg.add_flop(1)
     out = layout_transform_compute(data, src_layout, dst_layout)

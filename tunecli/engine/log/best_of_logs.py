@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from tunecli.engine.log.layout_choice import explain, mark_untuned
 from tunecli.engine.log.log_files import check_log_file, check_output_log, write_log
 from tunecli.engine.log.plausibility import plausible, workload_flop
-from tunecli.engine.log.record import JsonValue, encode, read_log
-from tunecli.engine.log.task_records import lowest_per_config, record_key
+from tunecli.engine.log.record import JsonValue, Record, encode, read_log
+from tunecli.engine.log.task_records import RecordKey, lowest_per_config, record_key
 from tunecli.engine.task.text import config_text, workload_text
 from tunecli.engine.task.workload_args import WorkloadArg
 
@@ -119,11 +119,11 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
         check_log_file(path)
     if out is not None:
         check_output_log(out, paths)
-    groups: dict[tuple, list[tuple]] = {}
+    groups: dict[RecordKey, list[Record]] = {}
     for record in plausible(record for path in paths for record in read_log(path)):
         report.records += 1
         groups.setdefault(record_key(record.inp), []).append((record.inp, record.result))
-    kept: list[tuple] = []
+    kept: list[Record] = []
     for pairs in groups.values():
         first = pairs[0][0]
         target, name, args = str(first.target), first.task.name, first.task.args

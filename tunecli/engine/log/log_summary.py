@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible, workload_flop
-from tunecli.engine.log.record import JsonValue, read_log
-from tunecli.engine.log.task_records import lowest_per_config, record_key
+from tunecli.engine.log.record import JsonValue, Record, read_log
+from tunecli.engine.log.task_records import RecordKey, lowest_per_config, record_key
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.task.text import workload_text
 
@@ -89,7 +89,7 @@ def inspect_log(path: str) -> LogView:
     """
     check_log_file(path)
     view = LogView(path)
-    groups: dict[tuple, list[tuple]] = {}
+    groups: dict[RecordKey, list[Record]] = {}
     for record in plausible(read_log(path)):
         view.records += 1
         if not record.result.ok:

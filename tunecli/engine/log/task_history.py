@@ -16,12 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tunecli.engine.log.plausibility import judged
-from tunecli.engine.log.record import LogRecord
+from tunecli.engine.log.record import LogRecord, Record
 from tunecli.engine.log.task_records import belongs_to
-from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.task import Task
-
-Record = tuple[MeasureInput, MeasureResult]
 
 
 @dataclass(frozen=True)

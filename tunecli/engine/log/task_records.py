@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
+from typing import TypeAlias
 
 from tunecli.engine.log.record import Record
 from tunecli.engine.measure.result import MeasureInput
@@ -37,8 +38,11 @@ from tunecli.engine.task.workload_args import Workload
 
 logger = logging.getLogger("autotvm")
 
+#: What records of one task share (``record_key``): the target and the workload.
+RecordKey: TypeAlias = tuple[Target | None, Workload]
 
-def record_key(inp: MeasureInput) -> tuple[Target | None, Workload]:
+
+def record_key(inp: MeasureInput) -> RecordKey:
     """Return ``(target, workload)``: records with equal keys are records of one task.
 
     Parameters
@@ -58,7 +62,7 @@ def _target(target: Target | str | None) -> Target | None:
     return None if target is None else as_target(target)
 
 
-def _normalised_entities(config: ConfigEntity) -> list:
+def _normalised_entities(config: ConfigEntity) -> list[list[object]]:
     """The log form of a config's entities, with split outer extents written as -1."""
     out = []
     for name, tag, value in config.to_json_dict()["entity"]:
@@ -124,7 +128,7 @@ def records_of(records: Iterable[Record], task: Task) -> list[Record]:
     return [(inp, res) for inp, res in records if belongs_to(inp, task)]
 
 
-def lowest_per_config(records: Iterable[tuple]) -> list[tuple]:
+def lowest_per_config(records: Iterable[Record]) -> list[Record]:
     """Return one record per config: its lowest-cost valid record, else (none valid) its first.
 
     Parameters
@@ -137,7 +141,7 @@ def lowest_per_config(records: Iterable[tuple]) -> list[tuple]:
     list of (MeasureInput, MeasureResult)
         The configs in the order of their first record; of equal costs the earlier record.
     """
-    chosen: dict[int, tuple] = {}
+    chosen: dict[int, Record] = {}
     for inp, res in records:
         index = int(inp.config.index)
         held = chosen.get(index)

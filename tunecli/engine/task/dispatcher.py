@@ -113,7 +113,7 @@ class FallbackContext(DispatchContext):
 
     def __init__(self) -> None:
         super().__init__()
-        self.memory: dict[tuple, ConfigSpace] = {}
+        self.memory: dict[tuple[str, Workload | None], ConfigSpace] = {}
 
     def _query_inside(self, target: Target | str | None, workload: Workload | None) -> ConfigSpace:
         key = (str(target), workload)
