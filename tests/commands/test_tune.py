@@ -35,7 +35,8 @@ def test_tune_then_resume(invoke: Invoke, tiny_job) -> None:
     progress = " ".join(first.stderr.split())  # a line over 80 columns goes on after the label
     assert "task 1/1 tutorial/matmul(16, 16, 16, float32): 4/4 trials, best " in progress
     assert all(len(line) <= 80 for line in first.stderr.splitlines())
-    assert log_indices(log) == [0, 1, 2, 3]  # grid order
+    # grid order; a batch's records reach the log as its builds finish (n_parallel 2: in either order)
+    assert sorted(log_indices(log)) == [0, 1, 2, 3]
 
     again = invoke("tune", job, "--json", "--n-trial", "7")
     assert again.exit_code == 0, again.output
@@ -48,7 +49,7 @@ def test_tune_then_resume(invoke: Invoke, tiny_job) -> None:
     assert ("task 1/1 tutorial/matmul(16, 16, 16, float32): resuming, 4 of 7 trials are already in the log"
             in " ".join(again.stderr.split()))
     indices = log_indices(log)
-    assert indices[:4] == [0, 1, 2, 3] and len(indices) == len(set(indices)) == 7
+    assert sorted(indices[:4]) == [0, 1, 2, 3] and len(indices) == len(set(indices)) == 7
 
     done = invoke("tune", job, "--json", "--n-trial", "7", "--quiet")
     assert json.loads(done.stdout)["tasks"][0]["measured"] == 0
