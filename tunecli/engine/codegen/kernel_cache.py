@@ -252,7 +252,7 @@ class KernelCache:
                 with contextlib.suppress(OSError):
                     if now - tmp.stat().st_mtime > STALE_SECONDS:
                         tmp.unlink()
-        entries = sorted(self.entries(), key=lambda e: e[2])
+        entries = sorted(self.entries(), key=lambda e: (e[2], str(e[0])))  # equal times: by path
         total = sum(size for _, size, _ in entries)
         removed = 0
         for path, size, _ in entries:
