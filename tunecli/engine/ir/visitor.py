@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 _UNKNOWN = object()
 
 
-def _method(walker: type, node_type: type) -> Callable[..., Any] | None:
+def _method(walker: type, node_type: type) -> Callable[..., object] | None:
     """The ``visit_<node class>`` function of the class ``walker``, or None (looked up once per
     pair and kept on the walker class)."""
     table = walker.__dict__.get("_visit_methods")
