@@ -37,8 +37,8 @@ class TempDirectory:
         return os.path.join(self.temp_dir, name)
 
     def listdir(self) -> list[str]:
-        """The names in the directory."""
-        return os.listdir(self.temp_dir)
+        """The names in the directory, sorted."""
+        return sorted(os.listdir(self.temp_dir))
 
     def remove(self) -> None:
         """Remove the directory and what it holds (a kept or custom one stays)."""
