@@ -52,3 +52,13 @@ def test_relay_testing_signatures_are_tvms() -> None:
     assert all(isinstance(v, NDArray) for v in params.values())
     mod, params = relay.testing.squeezenet.get_workload(version="1.1", image_shape=(3, 64, 64))
     assert mod["main"].body.checked_type.shape == (1, 1000) and isinstance(params["conv1_weight"], NDArray)
+
+
+def test_relay_operators_are_listed_once_in_tvms_op_modules() -> None:
+    from tunecli.relay.op import reduce, tensor, transform
+
+    for module in (tensor, reduce, transform):
+        for name in module.__all__:
+            assert getattr(relay, name) is getattr(module, name) is getattr(relay.op, name)
+            assert name in relay.__all__ and name in relay.op.__all__
+    assert relay.transform is not transform  # relay.transform is the pass module, as in TVM
