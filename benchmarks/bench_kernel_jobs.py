@@ -26,6 +26,7 @@ Usage::
     .venv/bin/python benchmarks/bench_kernel_jobs.py --as-named --layers 8 11         # the old template
     .venv/bin/python benchmarks/bench_kernel_jobs.py --cpu-time        # a loaded machine: CPU seconds
     .venv/bin/python benchmarks/bench_kernel_jobs.py --job avx2.yaml --onednn-isa AVX2
+    .venv/bin/python benchmarks/bench_kernel_jobs.py --log tuned.log --against-untuned --cpu-time
 
 ``--onednn-isa ISA`` times PyTorch's oneDNN convolution (its weight prepacked once,
 ``torch.utils.mkldnn.to_mkldnn``; the input's blocking and the result's unblocking timed) with
@@ -43,6 +44,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import _common  # before numpy: unsets the OpenBLAS variables
 import numpy as np
@@ -57,6 +59,7 @@ from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.ops.x86.conv2d_nchw_blocked import BLOCKED, WINOGRAD, weight_for_kernel
 from tunecli.engine.runtime import set_num_threads
 from tunecli.engine.task.config_source import config_source
+from tunecli.engine.task.task import Task
 from tunecli.engine.te.window import get_pad_tuple, pair
 
 JOB = Path(__file__).resolve().parents[1] / "jobs" / "resnet18_conv2d.yaml"
@@ -86,6 +89,9 @@ def main() -> None:
     parser.add_argument("--onednn-isa", metavar="ISA",
                         help="compare with PyTorch's oneDNN convolution capped at ISA (e.g. AVX2) instead of "
                              "onnxruntime")
+    parser.add_argument("--against-untuned", action="store_true",
+                        help="compare with our own kernel of the untuned config (what the layer builds "
+                             "without --log) instead of onnxruntime: does tuning end faster than untuned")
     parser.add_argument("--quick", action="store_true",
                         help="layers 2, 8 and 10; 3 rounds of 5 calls (with --tune: at most 8 trials)")
     opts = parser.parse_args()
@@ -96,7 +102,8 @@ def main() -> None:
         opts.threads = [1]
     if opts.onednn_isa:
         os.environ["ONEDNN_MAX_CPU_ISA"] = opts.onednn_isa  # read once, at oneDNN's first use
-    reference = f"oneDNN {opts.onednn_isa}" if opts.onednn_isa else "onnxruntime"
+    reference = ("untuned" if opts.against_untuned else f"oneDNN {opts.onednn_isa}" if opts.onednn_isa
+                 else "onnxruntime")
     print(_common.load_line())
     print(_common.sgemm_peak_line(opts.threads))
     job = load_job(opts.job)
@@ -109,34 +116,33 @@ def main() -> None:
     totals = {n: [0.0, 0.0] for n in opts.threads}
     worst = {n: (0.0, "") for n in opts.threads}
     rng = np.random.default_rng(0)
+    untuned = ApplyHistoryBest([], pretuned=not opts.no_package, nearest=not opts.no_package)
     for index, task in zip(layers, tasks, strict=True):
-        with task.target, history:
-            config = history.query(task.target, task.workload)
-            sch, tensors = task.instantiate(config)
-        mod = build(sch, tensors, target=task.target)
         _, h, w, ci, co, kh, kw, stride, padding, _, _ = task.args
         data = rng.standard_normal((1, ci, h, w)).astype("float32")
         weight = rng.standard_normal((co, ci, kh, kw)).astype("float32")
-        kernel_shape = [int(d) for d in tensors[1].shape]
-        blocked = task.name in (BLOCKED, WINOGRAD)
-        packed = weight_for_kernel(task.name, weight, kernel_shape) if blocked else weight
-        out = np.zeros([int(d) for d in tensors[-1].shape], dtype="float32")
-        mod(data, packed, out)
+        ours_call, out, config = _kernel(task, history, data, weight)
         source = config_source(config).text()
         label = f"layer {index} {ci}->{co} {kh}x{kw} s{pair(stride, 'stride')[0]} {h}x{w}"
         print(f"{label}: {task.name}, config {config} from {source}")
         pads = list(get_pad_tuple(padding, (kh, kw)))
         for n in opts.threads:
-            if opts.onednn_isa:
+            if opts.against_untuned:
+                theirs_call, untuned_out, untuned_config = _kernel(task, untuned, data, weight)
+                set_threads = set_num_threads
+                print(f"{label}: untuned config {untuned_config} from {config_source(untuned_config).text()}")
+            elif opts.onednn_isa:
                 theirs_call, set_threads = _onednn_conv(data, weight, pair(stride, "stride"), pads)
             else:
                 sess = conv_session(data, weight, pair(stride, "stride"), pads, 1, n)
                 theirs_call, set_threads = partial(sess.run, None, {"x": data}), set_num_threads
             set_threads(n)
             result = theirs_call()
+            if opts.against_untuned:
+                result = untuned_out
             np.testing.assert_allclose(out, result[0] if isinstance(result, list) else result, rtol=1e-3,
                                        atol=1e-2)
-            calls = partial(mod, data, packed, out), theirs_call
+            calls = ours_call, theirs_call
             if opts.cpu_time:
                 ours, theirs = _cpu_medians(*calls, opts.rounds, opts.number, opts.settle)
                 print(f"{label:<28} threads=1  ours {ours * 1e3:7.3f} ms CPU, {reference} "
@@ -154,6 +160,22 @@ def main() -> None:
               f"ours/{reference} time {ours / theirs if theirs else float('nan'):.2f}x; slowest layer "
               f"against {reference}: {worst[n][1]} at {worst[n][0]:.2f}x its time")
     print(_common.peak_memory_line())
+
+
+def _kernel(task: Task, history: ApplyHistoryBest, data: np.ndarray,
+            weight: np.ndarray) -> tuple[Callable[[], object], np.ndarray, Any]:
+    """A call of the task's kernel with ``history``'s config on ``data`` and ``weight`` (prepared once
+    in the kernel's layout), its output array after one call, and the config."""
+    with task.target, history:
+        config = history.query(task.target, task.workload)
+        sch, tensors = task.instantiate(config)
+    mod = build(sch, tensors, target=task.target)
+    kernel_shape = [int(d) for d in tensors[1].shape]
+    blocked = task.name in (BLOCKED, WINOGRAD)
+    packed = weight_for_kernel(task.name, weight, kernel_shape) if blocked else weight
+    out = np.zeros([int(d) for d in tensors[-1].shape], dtype="float32")
+    mod(data, packed, out)
+    return partial(mod, data, packed, out), out.copy(), config
 
 
 def _onednn_conv(data: np.ndarray, weight: np.ndarray, strides: tuple[int, int],
