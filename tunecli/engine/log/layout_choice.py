@@ -53,10 +53,10 @@ logger = logging.getLogger("autotvm")
 LAYOUT_KNOBS = ("tile_ic", "tile_oc")
 
 #: How much faster (a fraction of its cost) a record must be than the best record of a higher standing
-#: (the untuned config's, the default layouts') to answer instead of it.  Two timings of one config
-#: differ by up to about 5% (``benchmarks/bench_measure_stability.py``: the 95th percentile of
-#: their difference on a quiet machine), and a kernel in a network pays costs its own timing does
-#: not count (layout transforms, its neighbours' cache state).
+#: (the untuned config's, the default layouts') to answer instead of it.  It must exceed the usual
+#: difference between two timings of one config on a quiet machine (``bench_measure_stability.py``
+#: prints its percentiles; ``benchmarks/README.md`` has the figures), and a kernel in a network pays
+#: costs its own timing does not count (layout transforms, its neighbours' cache state).
 MARGIN = 0.05
 
 #: The default layout (``layout_key`` of the fallback config) per (target text, workload); None when
