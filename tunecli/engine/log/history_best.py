@@ -25,21 +25,20 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from typing import IO, TypeAlias
+from collections.abc import Iterable, Sequence
+from typing import IO
 
 from tunecli.engine.log import tophub
 from tunecli.engine.log.layout_choice import ChosenTable, explain, layout_key
 from tunecli.engine.log.log_files import write_log
 from tunecli.engine.log.nearest_record import Reference, nearest_config, served_by_twin, twin_workload
 from tunecli.engine.log.record import (
-    LogRecord,
     Record,
     encode,
-    load_from_buffer,
     load_from_file,
     measure_str_key,
 )
+from tunecli.engine.log.record_sources import RecordSources, iter_sourced
 from tunecli.engine.log.task_records import record_key
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.target import Target, as_target
@@ -52,12 +51,6 @@ logger = logging.getLogger("autotvm")
 
 #: ``TUNECLI_NO_NEAREST=1``: workloads without a record get the fallback config, as before nearest records.
 NO_NEAREST_ENV = "TUNECLI_NO_NEAREST"
-#: What ``ApplyHistoryBest`` loads: a log's path, a file object, records (pairs or ``LogRecord``s),
-#: or iterables of these.
-RecordSources: TypeAlias = ("str | bytes | os.PathLike[str] | IO[str] "
-                             "| Iterable[Record | LogRecord | RecordSources]")
-
-
 class ApplyHistoryBest(DispatchContext):
     """Answer queries with the best measured config of tuning logs.
 
@@ -104,7 +97,7 @@ class ApplyHistoryBest(DispatchContext):
         self._references = None
         self._nearest_memo.clear()
         unsettled: dict[tuple[str, tuple], None] = {}  # ordered: the order of deferral is the order seen
-        for inp, res, path in _iter_sourced(records):
+        for inp, res, path in iter_sourced(records):
             if not res.ok:
                 continue
             workload = inp.task.workload
@@ -354,35 +347,6 @@ def _keep_best(table: dict[tuple, Record], key: tuple, inp: MeasureInput, res: M
     old = table.get(key)
     if old is None or cost < old[1].mean_cost:
         table[key] = (inp, res)
-
-
-def _iter_sourced(records: RecordSources | None) -> Iterator[tuple[MeasureInput, MeasureResult, str | None]]:
-    """Flatten paths, file objects and (nested) iterables of records into (inp, res, path) triples
-    (path None for records not read from a named file)."""
-    if records is None:
-        return
-    if isinstance(records, (str, bytes, os.PathLike)):
-        path = os.fsdecode(records)
-        for inp, res in load_from_file(path):
-            yield inp, res, path
-        return
-    if hasattr(records, "read"):
-        name = getattr(records, "name", None)
-        for inp, res in load_from_buffer(records):
-            yield inp, res, name if isinstance(name, str) else None
-        return
-    for item in records:
-        if _is_record_pair(item):
-            yield item[0], item[1], None
-        elif hasattr(item, "inp") and hasattr(item, "result"):  # a record.LogRecord
-            yield item.inp, item.result, getattr(item, "path", None)
-        else:
-            yield from _iter_sourced(item)
-
-
-def _is_record_pair(item: object) -> bool:
-    return (isinstance(item, tuple) and len(item) == 2 and hasattr(item[0], "config")
-            and hasattr(item[1], "error_no"))
 
 
 def pick_best(in_file: str | os.PathLike, out_file: str | os.PathLike | IO[str]) -> int:

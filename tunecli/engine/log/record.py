@@ -6,11 +6,8 @@ A v0.2 line is ``json.dumps`` of (key order as written)::
      "config": {"index": INT, "code_hash": null, "entity": [[NAME, TAG, VALUE], ...]},
      "result": [COSTS, ERROR_NO, ALL_COST, TIMESTAMP], "version": 0.2, "tvm_version": "0.14.0"}
 
-The record of the config a task's untuned build runs, which ``tune`` measures first
-(``tuner.untuned``), adds ``"untuned": SOURCE`` after these keys (``UNTUNED_SOURCES``: where the
-untuned build takes that config from); TVM's reader reads the keys above only, so it reads such a
-line as any other.  A decoded config keeps it as ``config.untuned`` (None on other lines).
-
+The line of a task's untuned build's config (``tuner.untuned``) adds ``"untuned": SOURCE``
+(``UNTUNED_SOURCES``), a key TVM's reader does not read; a decoded config keeps it as ``untuned``.
 Readers skip comments (``#``), blank lines and lines that are not records a measurement could
 have written (``decode`` checks each field), and go on: the first skipped line of each kind is
 named with its file and line, the rest are counted.  A decoded config remembers the
@@ -50,8 +47,7 @@ AUTOTVM_LOG_VERSION = 0.2
 TVM_VERSION = "0.14.0"
 _ERROR_COSTS = (1e9,)
 _ERROR_NUMBERS = frozenset(int(e) for e in MeasureErrorNo)
-#: Values of a line's ``"untuned"`` key: a pre-tuned package's record, the nearest package record's
-#: config, the template's fallback config (``task.config_source`` kinds).
+#: A line's ``"untuned"`` values: where the untuned build takes its config from (``ConfigSource`` kinds).
 UNTUNED_SOURCES = ("package", "nearest", "default")
 #: Longer lines are skipped unread (a record of TVM's largest workloads is a few kilobytes).
 MAX_LINE_CHARS = 1 << 20
@@ -84,8 +80,7 @@ def encode(inp: MeasureInput, result: MeasureResult, protocol: str = "json") -> 
         "version": AUTOTVM_LOG_VERSION,
         "tvm_version": getattr(inp.config, "tvm_version", None) or TVM_VERSION,
     }
-    untuned = getattr(inp.config, "untuned", None)
-    if untuned in UNTUNED_SOURCES:
+    if (untuned := getattr(inp.config, "untuned", None)) in UNTUNED_SOURCES:
         row["untuned"] = untuned
     if protocol == "pickle":
         return base64.b64encode(pickle.dumps(json.loads(json.dumps(row)))).decode()
@@ -200,8 +195,7 @@ def decode(row: str, protocol: str = "json") -> tuple[MeasureInput, MeasureResul
         target, name, args, _kwargs = obj["input"]
         config = ConfigEntity.from_json_dict(obj["config"])
         config.tvm_version = obj.get("tvm_version")
-        untuned = obj.get("untuned")
-        if untuned is not None and untuned not in UNTUNED_SOURCES:
+        if (untuned := obj.get("untuned")) not in (None, *UNTUNED_SOURCES):
             raise _bad("not a record", f"untuned {untuned!r} is not one of {', '.join(UNTUNED_SOURCES)}")
         config.untuned = untuned
         return _make_pair(target, name, args, config, obj["result"])
