@@ -197,5 +197,5 @@ def test_best_says_when_apply_keeps_the_untuned_config(invoke: Invoke, tmp_path:
 
     clear = invoke("best", str(_untuned_log(tmp_path, 0.5)))
     assert ("[0] apply builds config 7:\n"
-            "  the fastest record, 50.0% faster than the untuned config (default); margin 5%\n"
+            "  the fastest record: 50.0% faster than the untuned config (default), over 5%\n"
             ) in clear.stdout

@@ -69,3 +69,37 @@ def test_each_task_the_build_ran_says_where_its_config_came_from(tmp_path: Path)
     assert sources[4].startswith("nearest: dense.x86(")
     assert view.summary == "1 of 3 tasks tuned; 2 chosen from the nearest records"
     assert sorted(view.configs.values()) == sorted(sources[i] for i in (0, 3, 4))
+
+
+def test_a_config_kept_or_displaced_by_the_margin_says_why(tmp_path: Path) -> None:
+    """The first convolution's log holds its untuned config and a record 2% faster: the build runs the
+    untuned config, and the view says why (``ApplyHistoryBest.why``)."""
+    from tunecli.engine.job.network import job_tasks
+    from tunecli.engine.log.record import encode
+    from tunecli.engine.measure.result import MeasureInput, MeasureResult
+    from tunecli.engine.tuner.untuned import untuned_config
+
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    job = tmp_path / "job.yaml"
+    log = tmp_path / "tiny.log"
+    job.write_text(textwrap.dedent(f"""\
+        name: t
+        model: {{onnx: {onnx}}}
+        ops: [conv2d, contrib_conv2d_NCHWc_winograd, dense]
+        log: {log}
+        """))
+    loaded = load_job(str(job))
+    network = load_network(loaded)
+    first = job_tasks(loaded, network)[0][0]
+    untuned = untuned_config(first)
+    assert untuned is not None and untuned.exact
+    untuned.config.untuned = untuned.source
+    other = next(i for i in range(len(first.config_space)) if i != untuned.config.index
+                 and first.config_space.is_index_valid(i))
+    records = [(untuned.config, 1e-4), (first.config_space.get(other), 0.98e-4)]
+    log.write_text("".join(encode(MeasureInput(first.target, first, config),
+                                  MeasureResult([cost], 0, 0.1, 0.0)) + "\n" for config, cost in records))
+    view = inspect_network(loaded, network)
+    [(label, why)] = view.why.items()
+    assert label.startswith("conv2d_NCHWc.x86(") and view.configs[label] == f"log: {log}"
+    assert why == f"the untuned config ({untuned.source}): config {other} is only 2.0% faster (margin 5%)"

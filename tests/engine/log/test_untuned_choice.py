@@ -118,7 +118,7 @@ def test_explain_says_why_the_untuned_config_answers(task):
     assert choice is not None and int(choice.record[0].config.index) == 5
     assert choice.why == "the untuned config (package): config 9 is only 2.0% faster (margin 5%)"
     choice = explain([record(task, 5, 1.00, "package"), record(task, 9, 0.80)])
-    assert choice.why == "the fastest record, 20.0% faster than the untuned config (package); margin 5%"
+    assert choice.why == "the fastest record: 20.0% faster than the untuned config (package), over 5%"
     assert explain([record(task, 9, 0.98)]).why == "the fastest record"
     assert choose([]) is None
 

@@ -165,6 +165,9 @@ class NetworkBuildView:
     summary: str = ""  #: the build's line: tasks tuned, chosen from the nearest records, fallen back
     #: workload text -> where its config came from, for each task the build ran (extracted or not)
     configs: dict[str, str] = field(default_factory=dict)
+    #: workload text -> why the log's record answers, where it is not simply the fastest record
+    #: (``ApplyHistoryBest.why``: the untuned config within the margin, or a record beyond it)
+    why: dict[str, str] = field(default_factory=dict)
 
     @property
     def kernel_calls(self) -> int:
@@ -251,6 +254,10 @@ def _build_view(network: Network, job: Job, history: ApplyHistoryBest | None
                                             in network.inputs.items()})
     view.summary = summary.line()
     view.configs = {workload_text(a.task_name, a.workload[1:]): a.source.text() for a in anchors}
+    for a in anchors:
+        why = history.why(job.target, a.workload) if history is not None and a.source.kind == "log" else None
+        if why is not None and "faster" in why:  # a margin decided it (not simply the fastest record)
+            view.why[workload_text(a.task_name, a.workload[1:])] = why
     plan = lib.plan
     view.kernels = dict(Counter(name for name, _ in plan.ops))
     view.intermediate_bytes, view.unplanned_bytes = plan.intermediate_bytes()

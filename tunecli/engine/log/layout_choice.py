@@ -211,7 +211,7 @@ def _why(chosen: Record, above: list[Record], fastest: Record) -> str:
         return "the fastest record"
     if chosen is fastest:
         faster = min(1 - chosen[1].mean_cost / held[1].mean_cost for held in above)
-        return f"the fastest record, {faster:.1%} faster than the {_what(above[-1])}; margin {MARGIN:.0%}"
+        return f"the fastest record: {faster:.1%} faster than the {_what(above[-1])}, over {MARGIN:.0%}"
     behind = 1 - fastest[1].mean_cost / chosen[1].mean_cost
     return f"the {_what(chosen)}: config {fastest[0].config.index} is only {behind:.1%} faster " \
            f"(margin {MARGIN:.0%})"
@@ -221,7 +221,7 @@ def _what(pair: Record) -> str:
     config = pair[0].config
     if is_untuned(config):
         return f"untuned config ({config.untuned})"
-    return "best default-layout record"
+    return "default-layout record"
 
 
 class ChosenTable(dict):
