@@ -87,6 +87,23 @@ def _model(op: str, inputs: dict, inits: dict | None = None, **kw: Any) -> onnx.
     return one_op(op, inputs, inits, **kw)[0]
 
 
+def _if_model(condition_input: bool, branch_op: str) -> onnx.ModelProto:
+    def branch(name: str) -> onnx.GraphProto:
+        node = helper.make_node(branch_op, ["x"], [f"{name}_y"], name=f"{name}_node")
+        out = helper.make_tensor_value_info(f"{name}_y", onnx.TensorProto.FLOAT, None)
+        return helper.make_graph([node], name, [], [out])
+
+    inputs = {"x": ((2,), "float32")}
+    inits = {}
+    if condition_input:
+        inputs["c"] = ((), "bool")
+    else:
+        inits["c"] = np.asarray(True)
+    node = helper.make_node("If", ["c"], ["y"], name="choose", then_branch=branch("yes"),
+                            else_branch=branch("no"))
+    return make_model([node], inputs, {"y": "float32"}, inits)
+
+
 CASES: dict[str, tuple[Callable[[Any], Any], str]] = {
     "missing-file": (
         lambda tmp: from_onnx(str(tmp / "absent.onnx")), "ONNX file '.*absent.onnx' does not exist"
@@ -177,6 +194,12 @@ CASES: dict[str, tuple[Callable[[Any], Any], str]] = {
         lambda tmp: from_onnx(make_model([helper.make_node("Relu", ["x"], ["r"])], {"x": ((2,), "float32")},
                                          {"missing": "float32"})),
         "graph output 'missing' is not produced by any node",
+    ),
+    "if-runtime-condition": (lambda tmp: from_onnx(_if_model(True, "Relu")),
+                             r"If node 'choose': input 0 \(cond\) 'c' is computed at run time"),
+    "if-branch-operators-all-named": (
+        lambda tmp: from_onnx(_if_model(False, "Hardmax")),
+        r"Hardmax node 'yes_node': operator not supported; Hardmax node 'no_node': operator not supported",
     ),
     "undefined-input": (lambda tmp: from_onnx(_undefined_input()),
                         "Relu node 'r': input 0 'nowhere' is not produced by any earlier node"),

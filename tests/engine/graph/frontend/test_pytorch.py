@@ -57,11 +57,31 @@ def test_plain_module_with_default_dtype_and_frozen_weights() -> None:
         (lambda: torch.nn.ReLU(), [("x",)], r"input_infos\[0\] = \('x',\): expected \(name, shape\)"),
         (lambda: torch.nn.ReLU(), [("x", (2,)), ("x", (2,))], "repeat a name"),
         (lambda: torch.nn.Hardswish(), [("x", (1, 4, 5))], "HardSwish node .*operator not supported"),
+        (lambda: torch.nn.ReLU(), [("x", ((1, "T"), "float32"))],
+         r"the shape's dimensions integers \(a dynamic dimension is given the size to build for\)"),
+        (lambda: torch.nn.ReLU(), [],
+         r"the module's forward takes input \(1 input\); input_infos gives 0: \[\]"),
+        (lambda: torch.jit.trace(torch.nn.ReLU(), torch.zeros(2)), [("a", (2,)), ("b", (2,))],
+         r"forward takes input \(1 input\); input_infos gives 2: \['a', 'b'\]"),
+        (lambda: torch.nn.Embedding(5, 2), [("ids", (1, 3))],
+         r"cannot export the module on inputs ids float32\[1, 3\] "
+         r"\(a dtype other than 'float32' is given as"),
     ],
 )
 def test_bad_arguments_get_one_clear_error(module, infos, message: str) -> None:
     with pytest.raises(ModelImportError, match=message):
         relay.frontend.from_pytorch(module(), infos)
+
+
+class _Tiled(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.tile(1, 2) + x.sum(-1, keepdim=True).tile(1, 1, 6)
+
+
+def test_tile_as_torch_exports_it_with_size_and_if() -> None:
+    x = torch.randn(2, 3, 3)
+    mod, params = relay.frontend.from_pytorch(torch.jit.trace(_Tiled(), x), [("x", (2, 3, 3))])
+    np.testing.assert_allclose(_run(mod, params, {"x": x.numpy()}), _Tiled()(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_missing_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -233,3 +233,38 @@ case("GatherElements", "folded-axis-0")(
     lambda: one_op("GatherElements", {}, {"x": ints(1, 2, 3, 4).reshape(2, 2), "i": ints(1, 0).reshape(1, 2)},
                    outputs={"y": "int64"})
 )
+
+
+# --- Size and If: what torch's TorchScript exporter emits for Tensor.tile ---------------------------
+
+case("Size", "runtime-input")(lambda: one_op("Size", {"x": randn(2, 3, 4)}, outputs={"y": "int64"}))
+
+
+def _tile_as_torch_exports(repeats: tuple[int, ...]) -> tuple:
+    """``x.tile(repeats)`` as torch 2.13's TorchScript exporter writes it: the repeats are padded with
+    ones in an If whose condition compares Size(Shape(x)) with len(repeats)."""
+
+    def branch(name: str, nodes: list, out: str) -> object:
+        return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(out, 7, None)])
+
+    then = branch("pad_repeats", [
+        helper.make_node("Sub", ["rank", "n"], ["missing"]),
+        helper.make_node("Reshape", ["missing", "one"], ["missing_1d"]),
+        helper.make_node("Expand", ["one", "missing_1d"], ["ones"]),
+        helper.make_node("Concat", ["ones", "reps"], ["padded"], axis=0),
+    ], "padded")
+    other = branch("keep_repeats", [helper.make_node("Identity", ["reps"], ["kept"])], "kept")
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Size", ["shape"], ["rank"], name="rank_of_x"),
+        helper.make_node("Greater", ["rank", "n"], ["more"]),
+        helper.make_node("If", ["more"], ["final"], name="pad_if", then_branch=then, else_branch=other),
+        helper.make_node("Tile", ["x", "final"], ["y"]),
+    ]
+    inits = {"n": np.asarray(len(repeats), "int64"), "one": ints(1), "reps": ints(*repeats)}
+    x = randn(2, 3, 4)
+    return make_model(nodes, {"x": (x.shape, "float32")}, {"y": "float32"}, inits), {"x": x}
+
+
+case("If", "condition-known-at-import-then")(lambda: _tile_as_torch_exports((2, 3)))
+case("If", "condition-known-at-import-else")(lambda: _tile_as_torch_exports((1, 2, 3)))

@@ -148,6 +148,16 @@ def _check_operators(nodes: Sequence[NodeProto], opset: int) -> None:
         raise ModelImportError(
             f"ONNX opset {opset} is not supported; supported opsets: {MIN_OPSET}-{MAX_OPSET}"
         )
+    problems = _operator_problems(nodes, opset)
+    if problems:
+        raise ModelImportError(
+            f"cannot import the ONNX model: {'; '.join(problems)}. Supported operators (opsets): "
+            f"{supported_operators()}"
+        )
+
+
+def _operator_problems(nodes: Sequence[NodeProto], opset: int) -> list[str]:
+    """One line per unsupported operator of ``nodes``, the nodes of If branches included."""
     problems = []
     for index, node in enumerate(nodes):
         entry = converters().get(node.op_type) if node.domain in _DEFAULT_DOMAINS else None
@@ -157,11 +167,29 @@ def _check_operators(nodes: Sequence[NodeProto], opset: int) -> None:
             problems.append(f"{label}{domain}: operator not supported")
         elif not entry.supports(opset):
             problems.append(f"{label}: opset {opset} not supported (supported: {entry.opsets})")
-    if problems:
-        raise ModelImportError(
-            f"cannot import the ONNX model: {'; '.join(problems)}. Supported operators (opsets): "
-            f"{supported_operators()}"
-        )
+        elif node.op_type == "If":
+            branches = {a.name: a.g for a in node.attribute if a.HasField("g")}
+            for key in ("then_branch", "else_branch"):
+                if key in branches:
+                    problems.extend(_operator_problems(branches[key].node, opset))
+    return problems
+
+
+def convert_subgraph(graph: GraphProto, opset: int, store: ValueStore) -> tuple[Expr | np.ndarray, ...]:
+    """Convert the nodes of ``graph`` (an If branch: it reads values of the enclosing graph from
+    ``store``) and give its outputs, arrays where known at import."""
+    onnx = _onnx_package()
+    for t in graph.initializer:
+        store.set(t.name, _tensor_array(onnx, t, f"initializer {t.name!r}"))
+    consumed = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+    for index, node in enumerate(graph.node):
+        _convert_node(onnx, node, index, opset, store, consumed)
+    outputs: list[Expr | np.ndarray] = []
+    for o in graph.output:
+        if o.name not in store:
+            raise ModelImportError(f"subgraph output {o.name!r} is not produced by any node")
+        outputs.append(store.arrays[o.name] if store.known(o.name) else store.expr(o.name))
+    return tuple(outputs)
 
 
 def _tensor_array(onnx: ModuleType, tensor: TensorProto, where: str) -> np.ndarray:

@@ -65,7 +65,9 @@ class OnnxConverter:
 #: Every supported ONNX operator, by op type; read it through :func:`converters`.
 CONVERTERS: dict[str, OnnxConverter] = {}
 #: The modules (of this package) whose ``@converter``/``@folder`` functions fill :data:`CONVERTERS`.
-CONVERTER_MODULES = ("onnx_nn", "onnx_matmul", "onnx_math", "onnx_index", "onnx_tensor", "onnx_vision")
+CONVERTER_MODULES = (
+    "onnx_nn", "onnx_matmul", "onnx_math", "onnx_index", "onnx_tensor", "onnx_vision", "onnx_control"
+)
 _loaded: list[str] = []
 
 

@@ -1,6 +1,6 @@
 """ONNX tensor operators: constants, shape computations, reshaping and elementwise arithmetic.
 
-Shape, Constant and ConstantOfShape only take values known at import; they and the arithmetic,
+Shape, Size, Constant and ConstantOfShape only take values known at import; they and the arithmetic,
 Concat, Cast, Unsqueeze, Squeeze, Reshape, Transpose and Flatten converters (and Gather and Slice,
 in ``onnx_index``) fold to arrays when every input is known, which turns the
 ``Shape → Gather → Unsqueeze → Concat → Reshape`` chains of exported models into a constant shape.
@@ -53,6 +53,11 @@ def _shape(ctx: NodeContext) -> Value:
     shape = ctx.shape(0)
     start, end = ctx.attr("start", 0), ctx.attr("end", None)
     return np.asarray(shape[slice(start, end)], dtype="int64")
+
+
+@folder("Size")
+def _size(ctx: NodeContext) -> Value:
+    return np.asarray(int(np.prod(ctx.shape(0), dtype="int64")), dtype="int64")
 
 
 # --- shape changes ----------------------------------------------------------------------------

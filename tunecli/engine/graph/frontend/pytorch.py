@@ -9,6 +9,7 @@ is converted.
 
 from __future__ import annotations
 
+import inspect
 import io
 import warnings
 from collections.abc import Sequence
@@ -71,6 +72,7 @@ def from_pytorch(
             f"got {type(script_module).__name__}"
         )
     names, shapes, dtypes = _input_infos(input_infos, default_dtype)
+    _check_arity(torch, script_module, names)
     examples = tuple(torch.from_numpy(np.zeros(s, dtype=d)) for s, d in zip(shapes, dtypes, strict=True))
     buffer = io.BytesIO()
     script_module.eval()
@@ -80,8 +82,11 @@ def from_pytorch(
             torch.onnx.export(script_module, examples, buffer, input_names=names, opset_version=EXPORT_OPSET,
                               dynamo=False, do_constant_folding=True)
     except Exception as err:  # torch raises its own exception kinds per unsupported construct
+        given = ", ".join(f"{n} {d}{list(s)}" for n, s, d in zip(names, shapes, dtypes, strict=True))
         raise ModelImportError(
-            f"from_pytorch: torch's ONNX exporter cannot export the module: {type(err).__name__}: {err}"
+            f"from_pytorch: torch's ONNX exporter cannot export the module on inputs {given} "
+            f"(a dtype other than {default_dtype!r} is given as (name, (shape, dtype))): "
+            f"{type(err).__name__}: {err}"
         ) from None
     import onnx
 
@@ -98,6 +103,33 @@ def _torch_package() -> ModuleType:
     except ImportError:
         raise ModelImportError("from_pytorch needs PyTorch: pip install 'tunecli[torch]'") from None
     return torch
+
+
+def _check_arity(torch: ModuleType, module: torch.nn.Module, names: Sequence[str]) -> None:
+    """ModelImportError when ``forward`` cannot take as many inputs as ``input_infos`` names."""
+    if isinstance(module, torch.jit.ScriptModule):
+        try:
+            arguments = list(module.forward.schema.arguments)[1:]  # after self
+        except (AttributeError, RuntimeError):
+            return
+        params = [(a.name, a.has_default_value()) for a in arguments]
+    else:
+        try:
+            signature = inspect.signature(module.forward)
+        except (TypeError, ValueError):
+            return
+        if any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values()):
+            return
+        params = [(p.name, p.default is not p.empty) for p in signature.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = sum(not has_default for _, has_default in params)
+    if not required <= len(names) <= len(params):
+        takes = ", ".join(name for name, _ in params) or "nothing"
+        count = str(required) if required == len(params) else f"{required} to {len(params)}"
+        raise ModelImportError(
+            f"from_pytorch: the module's forward takes {takes} ({count} input"
+            f"{'' if count == '1' else 's'}); input_infos gives {len(names)}: {list(names)}"
+        )
 
 
 def _input_infos(
@@ -121,7 +153,9 @@ def _input_infos(
             names.append(str(name))
         except (TypeError, ValueError):
             raise ModelImportError(
-                f"from_pytorch: input_infos[{i}] = {info!r}: expected (name, shape) or (name, (shape, dtype))"
+                f"from_pytorch: input_infos[{i}] = {info!r}: expected (name, shape) or "
+                f"(name, (shape, dtype)), the shape's dimensions integers (a dynamic dimension is given "
+                f"the size to build for)"
             ) from None
     if len(set(names)) != len(names):
         raise ModelImportError(f"from_pytorch: input names {names} repeat a name")
