@@ -9,7 +9,7 @@ a mapping by parameter name; defaults of the template fill the rest, so the work
 the log is always complete.  Tasks of built-in templates carry
 their numpy ``reference`` (set by ``task.create``), so a runner with ``check_correctness``
 compares against numpy rather than against config 0.  A ``conv2d_nchw.x86`` task on an x86
-target runs as ``conv2d_nchw_blocked.x86`` or ``conv2d_nchw_winograd.x86``
+target runs as ``conv2d_nchw_blocked.x86``, ``conv2d_nchw_winograd.x86`` or ``conv2d_nchw_1x1.x86``
 (:func:`kernel_job_template`): NCHW data and result as the job states, the weight taken in the
 config's layout as ``relay.build`` prepares a constant weight.
 
@@ -216,10 +216,11 @@ def create_task(job: Job, index: int, memory: int | None = None) -> Task:
 def kernel_job_template(name: str, args: tuple, target: Target) -> str:
     """The template a job's task of template ``name`` runs as on ``target``.
 
-    A built-in ``conv2d_nchw.x86`` task runs as ``conv2d_nchw_blocked.x86`` or
-    ``conv2d_nchw_winograd.x86`` where those serve it (``ops.x86.conv2d_nchw_blocked``): the
-    blocked layouts and Winograd ``relay.build`` gives the same convolution, with the NCHW data
-    and result the job states.  The log, ``inspect`` and ``apply`` name the template it runs as.
+    A built-in ``conv2d_nchw.x86`` task runs as ``conv2d_nchw_blocked.x86``,
+    ``conv2d_nchw_winograd.x86`` or ``conv2d_nchw_1x1.x86`` where those serve it
+    (``ops.x86.conv2d_nchw_blocked.kernel_job_template``): the blocked layouts and Winograd
+    ``relay.build`` gives the same convolution, or a GEMM over pixels for a 1x1 one, with the NCHW
+    data and result the job states.  The log, ``inspect`` and ``apply`` name the template it runs as.
 
     Parameters
     ----------

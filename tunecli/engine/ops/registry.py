@@ -31,6 +31,7 @@ from tunecli.engine.ops.strategy import Strategy, StrategyTable
 from tunecli.engine.ops.x86 import (
     batch_matmul,
     conv2d,
+    conv2d_nchw_1x1,
     conv2d_nchw_blocked,
     conv2d_nchwc,
     conv2d_transpose,
@@ -55,6 +56,7 @@ _ROWS = (
     conv2d_winograd.CONV2D_NCHWC_WINOGRAD,
     conv2d_nchw_blocked.CONV2D_NCHW_BLOCKED,
     conv2d_nchw_blocked.CONV2D_NCHW_WINOGRAD,
+    conv2d_nchw_1x1.CONV2D_NCHW_1X1,
     depthwise_conv2d.DEPTHWISE_CONV2D_NCHW,
     depthwise_nchwc.DEPTHWISE_CONV2D_NCHWC,
     conv3d.CONV3D_NCDHW,

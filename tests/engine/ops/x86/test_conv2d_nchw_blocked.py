@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import registry
+from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, fallback_rows
 from tunecli.engine.ops.x86.conv2d_nchw_blocked import (
     BLOCKED,
     WINOGRAD,
@@ -163,7 +164,11 @@ def test_winograd_fallback_of_a_7x7_layer_takes_f4x4_on_avx2_only(target: str, m
     assert config["tile_m"].val == m
 
 
-@pytest.mark.parametrize(("name", "args"), CASES[:4])
+AVX2_CASES = [*CASES[:4], (GEMM_1X1, (1, 4, 16, 16, 32, 1, 1, 1, 0, 1, "float32"))]
+
+
+@pytest.mark.parametrize(("name", "args"), AVX2_CASES,
+                         ids=["winograd", "3x3-s2", "1x1", "stem", "1x1-gemm"])
 def test_avx2_code_has_no_avx512_instruction(name: str, args: tuple) -> None:
     """A haswell target's kernels use 256-bit ymm registers only, whatever machine compiles them; the
     same kernel for skylake-avx512 uses zmm (so the check can see them)."""
@@ -205,11 +210,49 @@ def test_which_template_a_kernel_jobs_conv2d_nchw_runs_as() -> None:
     assert kernel_job_template(conv, Target(AVX2)) == WINOGRAD
     assert kernel_job_template(conv[:7] + ((1, 1),) + conv[8:], host) == WINOGRAD
     assert kernel_job_template(conv[:7] + (2,) + conv[8:], host) == BLOCKED  # stride 2
-    assert kernel_job_template(conv[:5] + (1, 1) + conv[7:], host) == BLOCKED  # 1x1
+    assert kernel_job_template(conv[:5] + (1, 1) + conv[7:], Target(AVX2)) == BLOCKED  # 1x1, padded
+    one = conv[:5] + (1, 1, 1, 0) + conv[9:]
+    assert kernel_job_template(one, Target(AVX512)) == GEMM_1X1  # 1x1 stride 1: a GEMM over pixels
+    assert kernel_job_template(one, Target(AVX2)) == BLOCKED  # as fast blocked with 8-lane vectors
+    assert kernel_job_template(one[:7] + (2,) + one[8:], Target(AVX512)) == BLOCKED  # stride 2
+    assert kernel_job_template(one[:8] + (1,) + one[9:], Target(AVX512)) == BLOCKED  # padded
     assert kernel_job_template(conv[:9] + (2, "float32"), host) is None  # dilation: conv2d_nchw.x86
     assert kernel_job_template(conv[:10] + ("int8",), host) is None
     arm = Target("llvm -device=arm_cpu -mtriple=aarch64-linux-gnu -mattr=+neon")
     assert kernel_job_template(conv, arm) is None
+
+
+@pytest.mark.parametrize("args", [(1, 7, 13, 16, 32, 1, 1, 1, 0, 1, "float32"),
+                                  (1, 56, 56, 64, 64, 1, 1, 1, 0, 1, "float32")])
+def test_the_1x1_gemm_over_pixels_equals_numpy(args: tuple) -> None:
+    task = create(GEMM_1X1, args, "llvm")
+    for config in (FallbackConfigEntity(), task.config_space.get(len(task.config_space) - 1)):
+        data, weight, packed, out = _run(GEMM_1X1, args, config)
+        want = ref.conv2d_nchw_python(data, weight, 1, 0)
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(task.reference(data, packed), want, rtol=1e-5, atol=1e-4)
+    with task.target:
+        sch, tensors = task.instantiate(FallbackConfigEntity())
+    assert "data_vec" not in str(lower(sch, tensors))  # NCHW data read in place, the result written so
+
+
+@pytest.mark.parametrize(("target", "tile"), [(AVX512, (4, 56)), (AVX2, (2, 28))])
+def test_the_1x1_fallback_tile_fits_the_registers(target: str, tile: tuple[int, int]) -> None:
+    """Rows of channels by a row of columns within four vectors; the accumulators and one row of
+    data within the registers (56 columns: 4 AVX-512 instructions, 16 + 4 registers of 32)."""
+    config = FallbackConfigEntity()
+    with Target(target):
+        create(GEMM_1X1, (1, 56, 56, 64, 64, 1, 1, 1, 0, 1, "float32"), target).instantiate(config)
+    assert (config["tile_co"].size[-1], config["tile_ow"].size[-1]) == tile
+    assert fallback_rows(64, 4, 31) == 4 and fallback_rows(512, 1, 31) == 16
+    assert fallback_rows(12, 3, 14) == 3 and fallback_rows(48, 1, 31) == 16  # at most MAX_ROWS
+
+
+def test_the_1x1_gemm_rejects_other_convolutions() -> None:
+    for args in [(1, 8, 8, 8, 8, 3, 3, 1, 1, 1, "float32"), (1, 8, 8, 8, 8, 1, 1, 2, 0, 1, "float32"),
+                 (1, 8, 8, 8, 8, 1, 1, 1, 1, 1, "float32")]:
+        with pytest.raises(InstantiationError, match="only 1x1 kernels with stride 1, no padding"):
+            create(GEMM_1X1, args, "llvm")
 
 
 def test_winograd_rejects_what_it_cannot_compute() -> None:

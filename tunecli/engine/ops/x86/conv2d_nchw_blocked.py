@@ -42,6 +42,7 @@ from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
+from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, pack_1x1_weight
 from tunecli.engine.ops.x86.conv2d_nchwc import (
     define_conv2d_nchwc_space,
     fallback_register_tile,
@@ -74,8 +75,10 @@ def kernel_job_template(args: Sequence[Any], target: Target) -> str | None:
     """The template a kernel job's ``conv2d_nchw.x86`` task runs as on ``target``, or None to keep it.
 
     float32 convolutions without dilation on an x86 ``llvm`` target take the blocked layouts:
-    Winograd for 3x3 stride-1 kernels, the direct NCHWc schedules otherwise.  Other targets and
-    dtypes (int8) keep ``conv2d_nchw.x86``.
+    Winograd for 3x3 stride-1 kernels, the direct NCHWc schedules otherwise; with 512-bit vectors,
+    unpadded 1x1 stride-1 kernels take the GEMM over pixels of :data:`GEMM_1X1` (no packing, no
+    unpacking; with narrower vectors the blocked schedule is as fast).  Other targets and dtypes
+    (int8) keep ``conv2d_nchw.x86``.
 
     Parameters
     ----------
@@ -87,15 +90,18 @@ def kernel_job_template(args: Sequence[Any], target: Target) -> str | None:
     -------
     str or None
     """
-    _, _, _, _, _, kh, kw, stride, _, dilation, dtype = args
+    _, _, _, _, _, kh, kw, stride, padding, dilation, dtype = args
     if target.kind != "llvm" or triple_arch(target.llvm_triple) != "x86_64" or dtype != "float32":
         return None
     try:
         if pair(dilation, "dilation") != (1, 1):
             return None
         unit_stride = pair(stride, "stride") == (1, 1)
+        unpadded = not any(get_pad_tuple(padding, (kh, kw)))
     except Exception:  # noqa: BLE001 - a malformed argument is reported by conv2d_nchw.x86's own checks
         return None
+    if (kh, kw) == (1, 1) and unit_stride and unpadded and target.vector_bits >= 512:
+        return GEMM_1X1
     return WINOGRAD if (kh, kw) == (3, 3) and unit_stride else BLOCKED
 
 
@@ -348,7 +354,7 @@ def weight_for_kernel(template: str, weight: np.ndarray, kernel_shape: Sequence[
     Parameters
     ----------
     template : str
-        :data:`BLOCKED` or :data:`WINOGRAD`.
+        :data:`BLOCKED`, :data:`WINOGRAD` or :data:`GEMM_1X1`.
     weight : numpy.ndarray
     kernel_shape : sequence of int
         The shape of the kernel's weight argument (its config's blocks).
@@ -362,7 +368,9 @@ def weight_for_kernel(template: str, weight: np.ndarray, kernel_shape: Sequence[
         return ref.winograd_kernel_transform(weight, alpha - 2, ic_bn, oc_bn)
     if template == BLOCKED:
         return ref.oihw_to_kernel_nchwc(weight, kernel_shape[4], kernel_shape[5])
-    raise InstantiationError(f"{template!r} is not {BLOCKED} nor {WINOGRAD}")
+    if template == GEMM_1X1:
+        return pack_1x1_weight(weight, kernel_shape[2])
+    raise InstantiationError(f"{template!r} is not {BLOCKED}, {WINOGRAD} nor {GEMM_1X1}")
 
 
 _SUMMARY = ("`conv2d_nchw.x86`'s arguments, NCHW data and output; the kernel takes the weight {}; "

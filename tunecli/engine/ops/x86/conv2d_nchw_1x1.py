@@ -1,0 +1,191 @@
+"""``conv2d_nchw_1x1.x86``: a 1x1, stride-1 NCHW convolution as a GEMM over pixels (kernel jobs).
+
+Per image, NCHW data is a ``[CI, H*W]`` matrix and the NCHW result a ``[CO, H*W]`` one, so a 1x1
+convolution with stride 1 and no padding is ``out = weight @ data``: no packing of the data and
+no unpacking of the result.  The output is tiled into register tiles of ``mr`` output channels by
+``columns`` output columns of one row, the columns vectorized (a row that fills no whole number of
+vectors ends in a narrower piece) and the input channels reduced inside the tile: per input
+channel, one load of the tile's columns and one broadcast weight per channel row.
+
+Template arguments are ``conv2d_nchw.x86``'s (``N, H, W, CI, CO, KH, KW, stride, padding,
+dilation, dtype``); only 1x1 kernels with stride 1, no padding and dilation 1, float32.  Kernel
+arguments: ``data [N, CI, H, W]``, the weight packed ``[CO/mr, CI, mr]`` (prepared once, as
+``relay.build`` prepares a constant weight: ``conv2d_nchw_blocked.weight_for_kernel``) and
+``out [N, CO, H, W]``.
+
+Knobs: ``tile_co`` (split of CO, inner ``mr``: the tile's channel rows) and ``tile_ow`` (split of
+W, inner: the tile's columns, at most :data:`MAX_COLUMNS`).  The fallback takes the widest
+divisor of the row within four vectors and as many channel rows as the target's vector registers
+hold beside one row of data (:func:`fallback_rows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tunecli.engine import te
+from tunecli.engine.ops import baseline
+from tunecli.engine.ops import reference as ref
+from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
+from tunecli.engine.ops.strategy import OpCall, Strategy
+from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
+from tunecli.engine.ops.x86.conv2d_nchwc import (
+    fallback_register_tile,
+    fp32_lanes,
+    largest_divisor,
+    vector_ops,
+)
+from tunecli.engine.schedule import Schedule
+from tunecli.engine.task.space import ConfigSpace, SplitEntity
+from tunecli.engine.te.window import get_pad_tuple, pair
+from tunecli.errors import InstantiationError
+
+GEMM_1X1 = "conv2d_nchw_1x1.x86"
+MAX_COLUMNS = 64  # columns of a register tile
+MAX_ROWS = 16  # channel rows of a register tile
+
+
+def check_1x1_workload(kernel_hw: Sequence[int], stride: Any, padding: Any, dilation: Any) -> None:
+    """InstantiationError unless the kernel is 1x1 with stride 1, no padding and dilation 1."""
+    unit = pair(stride, "stride") == (1, 1) and pair(dilation, "dilation") == (1, 1)
+    if tuple(kernel_hw) != (1, 1) or not unit or any(get_pad_tuple(padding, (1, 1))):
+        raise InstantiationError(f"{GEMM_1X1}: only 1x1 kernels with stride 1, no padding and dilation 1, "
+                                 f"got kernel {tuple(kernel_hw)}, stride {stride}, padding {padding}, "
+                                 f"dilation {dilation}")
+
+
+def declare_conv2d_nchw_1x1(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: Any,
+                            padding: Any, dilation: Any = 1, dtype: str = "float32") -> OpCall:
+    """``conv2d_nchw.x86``'s placeholders; only the 1x1 convolutions of the module docstring."""
+    check_1x1_workload((KH, KW), stride, padding, dilation)
+    if dtype != "float32":
+        raise InstantiationError(f"{GEMM_1X1}: float32 only, got {dtype}")
+    return declare_conv2d_nchw(N, H, W, CI, CO, KH, KW, stride, padding, dilation, dtype)
+
+
+def define_1x1_space(cfg: ConfigSpace, channels_out: int, width: int) -> None:
+    """The knobs of the module docstring; a fallback config gets :func:`fallback_rows`' tile."""
+    cfg.define_split("tile_co", channels_out, num_outputs=2, filter=lambda s: s.size[-1] <= MAX_ROWS)
+    cfg.define_split("tile_ow", width, num_outputs=2, filter=lambda s: s.size[-1] <= MAX_COLUMNS)
+    if cfg.is_fallback:
+        lanes = fp32_lanes()
+        columns = largest_divisor(width, min(MAX_COLUMNS, 4 * lanes))
+        rows = fallback_rows(channels_out, vector_ops(columns, lanes), fallback_register_tile())
+        cfg["tile_co"] = SplitEntity([channels_out // rows, rows])
+        cfg["tile_ow"] = SplitEntity([width // columns, columns])
+
+
+def fallback_rows(channels_out: int, row_vectors: int, registers: int) -> int:
+    """Channel rows of the fallback tile: the largest divisor of ``channels_out`` (at most
+    :data:`MAX_ROWS`) whose accumulators (``row_vectors`` per row) fit ``registers`` vector
+    registers beside one row of data.
+
+    Parameters
+    ----------
+    channels_out : int
+    row_vectors : int
+        Vector instructions a row of the tile's columns takes.
+    registers : int
+        Vector registers for the tile (accumulators and one row of data).
+
+    Returns
+    -------
+    int
+    """
+    return largest_divisor(channels_out, min(max((registers - row_vectors) // row_vectors, 1), MAX_ROWS))
+
+
+def pack_conv2d_nchw_1x1(cfg: ConfigSpace, call: OpCall) -> OpCall:
+    """The kernel's inputs: NCHW ``data`` and the ``[CO/mr, CI, mr]`` weight."""
+    data, kernel = call.inputs
+    define_1x1_space(cfg, kernel.shape[0], data.shape[3])
+    mr = cfg["tile_co"].size[-1]
+    packed = te.placeholder((kernel.shape[0] // mr, kernel.shape[1], mr), dtype=kernel.dtype, name="kernel")
+    return OpCall((data, packed), call.attrs)
+
+
+def conv2d_nchw_1x1_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
+                            dilation: Any, out_dtype: str) -> te.Tensor:
+    """``out[b, c, y, x] = sum_i weight[c, i] * data[b, i, y, x]``; an OIHW kernel is packed by a stage,
+    a 3-D one taken as packed."""
+    n, ci, h, w = data.shape
+    co = kernel.shape[0] if len(kernel.shape) == 4 else kernel.shape[0] * kernel.shape[2]
+    check_1x1_workload(kernel.shape[2:4] if len(kernel.shape) == 4 else (1, 1), stride, padding, dilation)
+    define_1x1_space(cfg, co, w)
+    mr = cfg["tile_co"].size[-1]
+    if len(kernel.shape) == 4:
+        original = kernel
+        kernel = te.compute((co // mr, ci, mr), lambda c, i, v: original[c * mr + v, i, 0, 0],
+                            name="kernel_vec", tag="injective,layout_transform")
+    elif kernel.shape[2] != mr:
+        raise InstantiationError(f"{GEMM_1X1}: the kernel is packed in rows of {kernel.shape[2]}, the "
+                                 f"config's are {mr}")
+    cfg.add_flop(2 * n * co * h * w * ci)
+    r = te.reduce_axis((0, ci), name="ci")
+    return te.compute(
+        (n, co, h, w),
+        lambda b, c, y, x: te.sum(data[b, r, y, x].astype(out_dtype)
+                                  * kernel[c // mr, r, c % mr].astype(out_dtype), axis=[r]),
+        name="conv2d_nchw_1x1", tag="conv2d_nchw_1x1")
+
+
+def schedule_conv2d_nchw_1x1(cfg: ConfigSpace, outs: Sequence[te.Tensor],
+                             epilogue: te.Tensor | None = None) -> Schedule:
+    """``mr x columns`` register tiles, the input channels reduced inside them; batch, channel-row
+    blocks and rows fused into one parallel loop; an epilogue (bias + relu) writes the tiles."""
+    (conv,) = outs
+    s = create_group_schedule(outs, epilogue)
+    out, acc = output_and_accumulator(s, conv, epilogue)
+    for stage in conv.op.input_tensors:
+        if "layout_transform" in getattr(stage.op, "tag", ""):
+            s[stage].parallel(s[stage].op.axis[0])
+    mr, columns = cfg["tile_co"].size[-1], cfg["tile_ow"].size[-1]
+    b, c, y, x = s[out].op.axis
+    cb, cj = s[out].split(c, factor=mr)
+    xo, xi = s[out].split(x, factor=columns)
+    s[out].reorder(b, cb, y, xo, cj, xi)
+    s[out].parallel(s[out].fuse(b, cb, y))
+    s[out].unroll(cj)
+    s[out].vectorize(xi)
+    s[acc].compute_at(s[out], xo)
+    b, c, y, x = s[acc].op.axis
+    (r,) = s[acc].op.reduce_axis
+    s[acc].reorder(b, y, r, c, x)
+    s[acc].unroll(c)
+    s[acc].vectorize(x)
+    return s
+
+
+def unpack_1x1_weight(kernel: np.ndarray) -> np.ndarray:
+    """``[CO/mr, CI, mr]`` -> ``[CO, CI, 1, 1]``."""
+    cb, ci, mr = kernel.shape
+    return np.ascontiguousarray(kernel.transpose(0, 2, 1).reshape(cb * mr, ci, 1, 1))
+
+
+def pack_1x1_weight(weight: np.ndarray, mr: int) -> np.ndarray:
+    """``[CO, CI, 1, 1]`` -> ``[CO/mr, CI, mr]``."""
+    co, ci = weight.shape[:2]
+    return np.ascontiguousarray(weight[:, :, 0, 0].reshape(co // mr, mr, ci).transpose(0, 2, 1))
+
+
+def conv2d_nchw_1x1_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any, dilation: Any = 1,
+                           out_dtype: Any = None) -> np.ndarray:
+    """numpy: NCHW ``data`` and a packed ``[CO/mr, CI, mr]`` kernel -> NCHW output."""
+    return ref.conv2d_nchw_python(data, unpack_1x1_weight(kernel), stride, padding, dilation, out_dtype)
+
+
+def _baseline_inputs(data: np.ndarray, kernel: np.ndarray) -> tuple[np.ndarray, ...]:
+    return data, unpack_1x1_weight(kernel)
+
+
+CONV2D_NCHW_1X1 = Strategy(
+    op="conv2d_nchw_1x1", target_key="cpu", name=GEMM_1X1, declare=declare_conv2d_nchw_1x1,
+    compute=conv2d_nchw_1x1_compute, schedule=schedule_conv2d_nchw_1x1, reference=conv2d_nchw_1x1_python,
+    outputs=("out",), pack=pack_conv2d_nchw_1x1,
+    baseline=baseline.Baseline("im2col + matmul", baseline.conv2d_nchw, _baseline_inputs),
+    summary="`conv2d_nchw.x86`'s arguments, 1x1 stride 1 only: a GEMM over pixels, NCHW data and output, "
+            "the weight packed `[CO/mr, CI, mr]`; a kernel job's 1x1 stride-1 `conv2d_nchw.x86` task runs "
+            "as this on 512-bit-vector x86 targets")
