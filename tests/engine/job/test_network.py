@@ -170,6 +170,22 @@ def test_a_wrong_input_name_or_shape(tmp_path: Path) -> None:
     assert good.inputs == {INPUT: (SHAPE, "float32")}
 
 
+def test_a_dynamic_input_without_a_shape_says_how_to_give_it_in_the_job(tmp_path: Path) -> None:
+    from onnx import helper
+
+    from tests.engine.graph.frontend.onnx_models import make_model
+
+    inputs = {"ids": (("batch", "seq"), "float32"), "mask": ((1, "seq"), "float32")}
+    model = make_model([helper.make_node("Add", ["ids", "mask"], ["y"])], inputs, {"y": "float32"})
+    onnx = tmp_path / "dyn.onnx"
+    onnx.write_bytes(model.SerializeToString())
+    message = _load_error(tmp_path, f"name: b\nmodel: {{onnx: {onnx}, input: {{ids: [1, 8]}}}}\n")
+    assert message == (f"{tmp_path / 'job.yaml'}:2: model: the ONNX model leaves input shapes open; give "
+                       f"them in model.input, a number for each named dimension: input: {{mask: [1, seq]}}")
+    message = _load_error(tmp_path, f"name: b\nmodel: {{onnx: {onnx}}}\n")
+    assert message.endswith("input: {ids: [batch, seq], mask: [1, seq]}")
+
+
 def test_an_image_the_model_cannot_take(tmp_path: Path) -> None:
     message = _load_error(tmp_path, "name: b\nmodel: {name: vgg-16, image_shape: [3, 8, 8]}\n")
     assert message.startswith(f"{tmp_path / 'job.yaml'}:2: model: ")

@@ -26,7 +26,7 @@ import numpy as np
 
 from tunecli.engine.graph.build_module import BuiltGraph, build
 from tunecli.engine.graph.extract import operator_tasks, tunable_operators
-from tunecli.engine.graph.frontend.onnx import from_onnx
+from tunecli.engine.graph.frontend.onnx import MissingInputShape, from_onnx
 from tunecli.engine.graph.graph_expr import Call, Function, Op
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.passes import PassContext
@@ -214,6 +214,13 @@ def load_network(job: Job, sample_shape: tuple[int, ...] | None = None) -> Netwo
                                                       **spec.sizes)
         fn = mod["main"]
         infer_types(fn)
+    except MissingInputShape as err:
+        shapes = ", ".join(f"{name}: [{'...' if dims is None else ', '.join(map(str, dims))}]"
+                           for name, dims in err.inputs)
+        raise spec.node.error(
+            f"the ONNX model leaves input shapes open; give them in model.input, a number for each "
+            f"named dimension: input: {{{shapes}}}"
+        ) from None
     except TuneError as err:
         raise spec.node.error(str(err)) from None
     except (ValueError, TypeError, IndexError, ZeroDivisionError, AssertionError) as err:

@@ -36,6 +36,31 @@ if TYPE_CHECKING:
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
+class MissingInputShape(ModelImportError):
+    """Inputs whose shape the model leaves open (a dynamic dimension, or no shape) and no shape was
+    given for.
+
+    Attributes
+    ----------
+    inputs : tuple of (str, tuple or None)
+        Each such input's name and its dimensions in the model (an int, or the dimension's name or
+        ``"?"`` where it is dynamic; None when the model gives no shape).
+    """
+
+    def __init__(self, inputs: Sequence[tuple[str, tuple[int | str, ...] | None]]):
+        self.inputs = tuple(inputs)
+        super().__init__("; ".join(_missing_shape_message(name, dims) for name, dims in self.inputs))
+
+
+def _missing_shape_message(name: str, dims: tuple[int | str, ...] | None) -> str:
+    if dims is None:
+        return f"input {name!r} has no shape in the model; give it: shape={{{name!r}: (...)}}"
+    axis, label = next((i, d) for i, d in enumerate(dims) if isinstance(d, str))
+    label = f" ({label!r})" if label != "?" else ""
+    return (f"input {name!r} has a dynamic dimension {axis}{label}; give its shape: "
+            f"from_onnx(model, shape={{{name!r}: (...)}})")
+
+
 def from_onnx(
     model: ModelProto | str | os.PathLike,
     shape: Mapping[str, Sequence[int]] | None = None,
@@ -218,14 +243,18 @@ def _input_vars(
         unknown = sorted(set(dtype) - set(names))
         if unknown:
             raise ModelImportError(f"dtype names unknown inputs {unknown}; the model's inputs are {names}")
-    found, problems = [], []
+    found, problems, missing = [], [], []
     for value_info in declared:
         try:
             found.append(_input_var(value_info, (shape or {}).get(value_info.name), dtype))
+        except MissingInputShape as err:
+            missing.extend(err.inputs)
         except ModelImportError as err:
             problems.append(str(err))
     if problems:
-        raise ModelImportError("; ".join(problems))
+        raise ModelImportError("; ".join([*problems, *(_missing_shape_message(*m) for m in missing)]))
+    if missing:
+        raise MissingInputShape(missing)
     return found
 
 
@@ -245,16 +274,11 @@ def _input_var(value_info: ValueInfoProto, given: Sequence[int] | None,
     if given is not None:
         return Var(name, TensorType(_given_shape(name, given, dims), elem))
     if dims is None:
-        raise ModelImportError(
-            f"input {name!r} has no shape in the model; give it: shape={{{name!r}: (...)}}"
-        )
-    for axis, d in enumerate(dims):
-        if not d.HasField("dim_value") or d.dim_value <= 0:
-            label = f" ({d.dim_param!r})" if d.dim_param else ""
-            raise ModelImportError(
-                f"input {name!r} has a dynamic dimension {axis}{label}; give its shape: "
-                f"from_onnx(model, shape={{{name!r}: (...)}})"
-            )
+        raise MissingInputShape([(name, None)])
+    model_dims = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else d.dim_param or "?"
+                       for d in dims)
+    if any(isinstance(d, str) for d in model_dims):
+        raise MissingInputShape([(name, model_dims)])
     return Var(name, TensorType(tuple(d.dim_value for d in dims), elem))
 
 
