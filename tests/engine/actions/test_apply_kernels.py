@@ -43,5 +43,7 @@ def test_apply_times_the_best_config_as_the_tuner_measured_it(tmp_path) -> None:
     tune_job(str(job))
     best = min(res.mean_cost for _, res in load_from_file(str(log)) if res.ok)
     (applied,) = apply_job_file(str(job), str(log)).tasks
-    assert applied.correct and applied.tuned is not None
-    assert applied.tuned < 2.0 * best, (applied.tuned, best)
+    assert applied.correct and applied.tuned is not None and applied.tuned_stats is not None
+    # apply's fastest round: a busy moment of a shared machine slows some rounds, the fault this guards
+    # against (threads spinning beside the kernel's) slows every round
+    assert applied.tuned_stats.low < 2.0 * best, (applied.tuned_stats, best)
