@@ -73,6 +73,15 @@ def test_bad_arguments_get_one_clear_error(module, infos, message: str) -> None:
         relay.frontend.from_pytorch(module(), infos)
 
 
+class _Wrapped(torch.nn.Module):
+    def __init__(self, attention: torch.nn.MultiheadAttention):
+        super().__init__()
+        self.attention = attention
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.attention(x, x, x, need_weights=False)[0]
+
+
 class _Tiled(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.tile(1, 2) + x.sum(-1, keepdim=True).tile(1, 1, 6)
@@ -82,6 +91,24 @@ def test_tile_as_torch_exports_it_with_size_and_if() -> None:
     x = torch.randn(2, 3, 3)
     mod, params = relay.frontend.from_pytorch(torch.jit.trace(_Tiled(), x), [("x", (2, 3, 3))])
     np.testing.assert_allclose(_run(mod, params, {"x": x.numpy()}), _Tiled()(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_layer_only_the_dynamo_exporter_exports() -> None:
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0).eval()
+    x = torch.randn(1, 6, 16)
+    mod, params = relay.frontend.from_pytorch(layer, [("x", (1, 6, 16))])
+    with torch.no_grad():
+        expected = layer(x).numpy()
+    np.testing.assert_allclose(_run(mod, params, {"x": x.numpy()}), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_a_traced_layer_torch_cannot_export_says_to_pass_the_module() -> None:
+    attention = torch.nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    x = torch.randn(1, 6, 16)
+    traced = torch.jit.trace(_Wrapped(attention), x, check_trace=False)
+    with pytest.raises(ModelImportError, match="nn.MultiheadAttention among them: pass the nn.Module itself"):
+        relay.frontend.from_pytorch(traced, [("x", (1, 6, 16))])
 
 
 def test_missing_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

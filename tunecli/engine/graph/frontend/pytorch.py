@@ -1,8 +1,9 @@
 """PyTorch import (TVM's ``relay.frontend.from_pytorch``): a traced (or plain) torch module as a
 graph module and its parameters.
 
-The module is exported in-process by torch's own ONNX exporter (the TorchScript one, opset 17) on
-example inputs of the given shapes and dtypes, and the ONNX model is imported by
+The module is exported in-process by torch's own ONNX exporter (the TorchScript one, opset 17; for a
+plain module it cannot export, torch's dynamo exporter, opset 18) on example inputs of the given
+shapes and dtypes, and the ONNX model is imported by
 :func:`~.onnx.from_onnx`.  PyTorch is the optional extra ``tunecli[torch]``, imported when a module
 is converted.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import logging
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
@@ -32,6 +34,8 @@ InputInfo: TypeAlias = "tuple[str, Sequence[int] | tuple[Sequence[int], str]]"
 
 #: The ONNX opset the module is exported as.
 EXPORT_OPSET = 17
+#: The opset of torch's dynamo exporter, used for a plain module the TorchScript exporter cannot export.
+EXPORT_OPSET_DYNAMO = 18
 
 
 def from_pytorch(
@@ -74,27 +78,57 @@ def from_pytorch(
     names, shapes, dtypes = _input_infos(input_infos, default_dtype)
     _check_arity(torch, script_module, names)
     examples = tuple(torch.from_numpy(np.zeros(s, dtype=d)) for s, d in zip(shapes, dtypes, strict=True))
-    buffer = io.BytesIO()
     script_module.eval()
     try:
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(script_module, examples, buffer, input_names=names, opset_version=EXPORT_OPSET,
-                              dynamo=False, do_constant_folding=True)
+        data = _export(torch, script_module, examples, names, dynamo=False)
     except Exception as err:  # torch raises its own exception kinds per unsupported construct
-        given = ", ".join(f"{n} {d}{list(s)}" for n, s, d in zip(names, shapes, dtypes, strict=True))
-        raise ModelImportError(
-            f"from_pytorch: torch's ONNX exporter cannot export the module on inputs {given} "
-            f"(a dtype other than {default_dtype!r} is given as (name, (shape, dtype))): "
-            f"{type(err).__name__}: {err}"
-        ) from None
+        data = None if isinstance(script_module, torch.jit.ScriptModule) else _export_or_none(
+            torch, script_module, examples, names)
+        if data is None:
+            given = ", ".join(f"{n} {d}{list(s)}" for n, s, d in zip(names, shapes, dtypes, strict=True))
+            hint = (" (torch cannot export some traced layers, nn.MultiheadAttention among them: pass the "
+                    "nn.Module itself)" if isinstance(script_module, torch.jit.ScriptModule) else "")
+            raise ModelImportError(
+                f"from_pytorch: torch's ONNX exporter cannot export the module{hint} on inputs {given} "
+                f"(a dtype other than {default_dtype!r} is given as (name, (shape, dtype))): "
+                f"{type(err).__name__}: {err}"
+            ) from None
     import onnx
 
-    model = onnx.load_from_string(buffer.getvalue())
+    model = onnx.load_from_string(data)
     declared = {i.name for i in model.graph.input}
     used = {n: s for n, s in zip(names, shapes, strict=True) if n in declared}
     types = {n: d for n, d in zip(names, dtypes, strict=True) if n in declared}
     return from_onnx(model, shape=used, dtype=types, freeze_params=freeze_params)
+
+
+def _export(torch: ModuleType, module: torch.nn.Module, examples: tuple, names: Sequence[str],
+            dynamo: bool) -> bytes:
+    """The module as a serialized ONNX model, by torch's TorchScript exporter or (``dynamo``) its
+    torch.export-based one, which exports what the first cannot (nn.TransformerEncoderLayer)."""
+    buffer = io.BytesIO()
+    quiet = logging.getLogger("torch.onnx")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # the dynamo exporter's notes on packages it does not need
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            options = {"do_constant_folding": True} if not dynamo else {"verbose": False}
+            torch.onnx.export(module, examples, buffer, input_names=list(names),
+                              opset_version=EXPORT_OPSET_DYNAMO if dynamo else EXPORT_OPSET, dynamo=dynamo,
+                              **options)
+    finally:
+        quiet.setLevel(level)
+    return buffer.getvalue()
+
+
+def _export_or_none(torch: ModuleType, module: torch.nn.Module, examples: tuple,
+                    names: Sequence[str]) -> bytes | None:
+    """:func:`_export` by the dynamo exporter, None when it cannot either."""
+    try:
+        return _export(torch, module, examples, names, dynamo=True)
+    except Exception:  # the TorchScript exporter's error is the one reported
+        return None
 
 
 def _torch_package() -> ModuleType:
