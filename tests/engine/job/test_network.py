@@ -75,7 +75,8 @@ def test_a_text_model_at_several_sequence_lengths_is_one_task_list(tmp_path: Pat
 
 @pytest.mark.parametrize(("model", "message"), [
     ("{name: vit-b16, image_shape: [3, 32, 48]}", "vit-b16 takes square RGB images [3, N, N]"),
-    ("{name: vit-b16, image_shape: [3, 40, 40]}", "patch_size 16 must divide image_size 40"),
+    ("{name: vit-b16, image_shape: [3, 40, 40]}",
+     "vit-b16 takes square RGB images [3, N, N] (N a multiple of 16), got [3, 40, 40]"),
 ])
 def test_an_image_vit_cannot_take(tmp_path: Path, model: str, message: str) -> None:
     problem = _load_error(tmp_path, f"name: v\nmodel: {model}\n")

@@ -112,7 +112,7 @@ def _gpt2(batch: int, shape: tuple[int, ...], dtype: str, **sizes: int) -> Workl
 
 def _vit(batch: int, image: tuple[int, ...], dtype: str, **sizes: int) -> Workload:
     channels, height, width = image
-    if channels != 3 or height != width:
+    if channels != 3 or height != width or height % 16:
         raise GraphError(f"vit-b16 takes square RGB images [3, N, N] (N a multiple of 16), got "
                          f"{list(image)}")
     return vit.get_workload(batch_size=batch, image_size=height, dtype=dtype, **_transformer_sizes(sizes))
