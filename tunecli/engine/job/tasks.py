@@ -25,7 +25,7 @@ import inspect
 import math
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tunecli.engine.ir.dtype import parse_dtype
 from tunecli.engine.job.nodes import Problems
@@ -37,7 +37,9 @@ from tunecli.engine.task.template_file import load_template_file
 from tunecli.errors import InstantiationError, JobError, TemplateFileError, TuneError
 
 if TYPE_CHECKING:  # spec.load_job checks task entries with this module's rules
-    from tunecli.engine.job.spec import Job, TaskSpec
+    from tunecli.engine import te
+    from tunecli.engine.job.spec import Job, TaskSpec, TemplateArg
+    from tunecli.engine.task.workload_args import TaskArg, WorkloadArg
 
 #: Exceptions a template may raise for arguments it cannot handle (shapes that do not fit).
 _TEMPLATE_ERRORS = (TuneError, ValueError, TypeError, AssertionError, ZeroDivisionError, IndexError,
@@ -116,7 +118,7 @@ def bind_args(spec: TaskSpec, template: TaskTemplate) -> tuple:
     return tuple(bound.args)
 
 
-def _tuples(value: Any) -> Any:
+def _tuples(value: TemplateArg | dict[str, TemplateArg]) -> WorkloadArg | dict[str, WorkloadArg]:
     if isinstance(value, list):
         return tuple(_tuples(v) for v in value)
     if isinstance(value, dict):
@@ -129,7 +131,7 @@ def physical_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def buffer_problem(buffers: Sequence[Any], memory: int) -> str | None:
+def buffer_problem(buffers: Sequence[te.Tensor], memory: int) -> str | None:
     """What keeps a kernel with these argument tensors from running here, or None.
 
     Parameters
@@ -167,7 +169,7 @@ def _bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def _leaves(value: Any) -> list[Any]:
+def _leaves(value: TaskArg) -> list[TaskArg]:
     """The scalars of an argument (nested tuples flattened)."""
     if isinstance(value, (tuple, list)):
         return [leaf for v in value for leaf in _leaves(v)]

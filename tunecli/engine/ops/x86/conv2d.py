@@ -21,7 +21,6 @@ is padding), ``parallel`` (0/1: fused outer loops on all cores).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -33,13 +32,13 @@ from tunecli.engine.ops.x86.dense import out_dtype_for
 from tunecli.engine.ops.x86.gemm import panel_filter
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.te.window import conv2d_output_shape, pair
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, pair
 
 MAX_RW = 16
 
 
-def conv2d_nchwc_compute(data: te.Tensor, kernel: te.Tensor, vc: int, stride: Any, padding: Any,
-                         dilation: Any, out_dtype: str) -> te.Tensor:
+def conv2d_nchwc_compute(data: te.Tensor, kernel: te.Tensor, vc: int, stride: IntPair, padding: Padding,
+                         dilation: IntPair, out_dtype: str) -> te.Tensor:
     """Convolution through the packed-kernel block layout; returns the NCHW unpack stage.
 
     Parameters
@@ -80,14 +79,14 @@ def conv2d_nchwc_compute(data: te.Tensor, kernel: te.Tensor, vc: int, stride: An
                       tag="injective,unpack_nchwc")
 
 
-def declare_conv2d_nchw(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: Any, padding: Any,
-                        dilation: Any = 1, dtype: str = "float32") -> OpCall:
+def declare_conv2d_nchw(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: IntPair,
+                        padding: Padding, dilation: IntPair = 1, dtype: str = "float32") -> OpCall:
     """``data [N, CI, H, W]`` and ``kernel [CO, CI, KH, KW]`` placeholders and the window attributes."""
     return declare_window_op((N, CI, H, W), (CO, CI, KH, KW), stride, padding, dilation, dtype)
 
 
-def declare_window_op(data_shape: tuple[int, ...], kernel_shape: tuple[int, ...], stride: Any, padding: Any,
-                      dilation: Any, dtype: str) -> OpCall:
+def declare_window_op(data_shape: tuple[int, ...], kernel_shape: tuple[int, ...], stride: IntPair,
+                      padding: Padding, dilation: IntPair, dtype: str) -> OpCall:
     """``data`` and ``kernel`` placeholders of ``dtype``, the window attributes and the output type
     of ``dtype`` (the call of a 2-D convolution template)."""
     data = te.placeholder(data_shape, dtype=dtype, name="data")
@@ -96,8 +95,8 @@ def declare_window_op(data_shape: tuple[int, ...], kernel_shape: tuple[int, ...]
                                    "out_dtype": out_dtype_for(dtype)})
 
 
-def conv2d_nchwc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
-                             dilation: Any, out_dtype: str) -> te.Tensor:
+def conv2d_nchwc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                             padding: Padding, dilation: IntPair, out_dtype: str) -> te.Tensor:
     """The knobs of the module docstring, then ``conv2d_nchwc_compute`` with ``VC`` from ``tile_oc``."""
     n, ci, h, w = data.shape
     co, _, kh, kw = kernel.shape
@@ -128,7 +127,7 @@ CONV2D_NCHW = Strategy(
     outputs=("out",), baseline=baseline.CONV2D_NCHW)
 
 
-def _schedule_conv2d_nchwc(cfg: ConfigSpace, s: Any, out: te.Tensor, final: te.Tensor) -> None:
+def _schedule_conv2d_nchwc(cfg: ConfigSpace, s: Schedule, out: te.Tensor, final: te.Tensor) -> None:
     """Schedule the stages built by ``conv2d_nchwc_compute``; ``final`` writes the result."""
     parallel = bool(cfg["parallel"].val)
     (conv,) = out.op.input_tensors

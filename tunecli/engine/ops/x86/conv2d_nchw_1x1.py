@@ -22,9 +22,9 @@ hold beside one row of data (:func:`fallback_rows`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -40,7 +40,7 @@ from tunecli.engine.ops.x86.conv2d_nchwc import (
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace, SplitEntity
-from tunecli.engine.te.window import get_pad_tuple, pair
+from tunecli.engine.te.window import IntPair, Padding, get_pad_tuple, pair
 from tunecli.errors import InstantiationError
 
 GEMM_1X1 = "conv2d_nchw_1x1.x86"
@@ -48,7 +48,8 @@ MAX_COLUMNS = 64  # columns of a register tile
 MAX_ROWS = 16  # channel rows of a register tile
 
 
-def check_1x1_workload(kernel_hw: Sequence[int], stride: Any, padding: Any, dilation: Any) -> None:
+def check_1x1_workload(kernel_hw: Sequence[int], stride: IntPair, padding: Padding,
+                       dilation: IntPair) -> None:
     """InstantiationError unless the kernel is 1x1 with stride 1, no padding and dilation 1."""
     unit = pair(stride, "stride") == (1, 1) and pair(dilation, "dilation") == (1, 1)
     if tuple(kernel_hw) != (1, 1) or not unit or any(get_pad_tuple(padding, (1, 1))):
@@ -57,8 +58,8 @@ def check_1x1_workload(kernel_hw: Sequence[int], stride: Any, padding: Any, dila
                                  f"dilation {dilation}")
 
 
-def declare_conv2d_nchw_1x1(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: Any,
-                            padding: Any, dilation: Any = 1, dtype: str = "float32") -> OpCall:
+def declare_conv2d_nchw_1x1(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: IntPair,
+                            padding: Padding, dilation: IntPair = 1, dtype: str = "float32") -> OpCall:
     """``conv2d_nchw.x86``'s placeholders; only the 1x1 convolutions of the module docstring."""
     check_1x1_workload((KH, KW), stride, padding, dilation)
     if dtype != "float32":
@@ -107,8 +108,8 @@ def pack_conv2d_nchw_1x1(cfg: ConfigSpace, call: OpCall) -> OpCall:
     return OpCall((data, packed), call.attrs)
 
 
-def conv2d_nchw_1x1_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
-                            dilation: Any, out_dtype: str) -> te.Tensor:
+def conv2d_nchw_1x1_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                            padding: Padding, dilation: IntPair, out_dtype: str) -> te.Tensor:
     """``out[b, c, y, x] = sum_i weight[c, i] * data[b, i, y, x]``; an OIHW kernel is packed by a stage,
     a 3-D one taken as packed."""
     n, ci, h, w = data.shape
@@ -171,8 +172,8 @@ def pack_1x1_weight(weight: np.ndarray, mr: int) -> np.ndarray:
     return np.ascontiguousarray(weight[:, :, 0, 0].reshape(co // mr, mr, ci).transpose(0, 2, 1))
 
 
-def conv2d_nchw_1x1_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any, dilation: Any = 1,
-                           out_dtype: Any = None) -> np.ndarray:
+def conv2d_nchw_1x1_python(data: np.ndarray, kernel: np.ndarray, stride: IntPair, padding: Padding,
+                           dilation: IntPair = 1, out_dtype: DTypeLike | None = None) -> np.ndarray:
     """numpy: NCHW ``data`` and a packed ``[CO/mr, CI, mr]`` kernel -> NCHW output."""
     return ref.conv2d_nchw_python(data, unpack_1x1_weight(kernel), stride, padding, dilation, out_dtype)
 

@@ -32,9 +32,9 @@ numpy timing baselines get back an ``[CO, CI, KH, KW]`` weight (``Baseline.prepa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -60,7 +60,8 @@ from tunecli.engine.ops.x86.conv2d_winograd import (
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target, triple_arch
 from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
-from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
+from tunecli.engine.task.workload_args import TaskArg, Workload
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, get_pad_tuple, pair
 from tunecli.errors import InstantiationError, TuneError
 
 BLOCKED = "conv2d_nchw_blocked.x86"
@@ -71,7 +72,7 @@ KNOB_TWINS = {BLOCKED: "conv2d_NCHWc.x86", WINOGRAD: "conv2d_NCHWc_winograd.x86"
 FALLBACK_COLUMNS = 31
 
 
-def kernel_job_template(args: Sequence[Any], target: Target) -> str | None:
+def kernel_job_template(args: Sequence[TaskArg], target: Target) -> str | None:
     """The template a kernel job's ``conv2d_nchw.x86`` task runs as on ``target``, or None to keep it.
 
     float32 convolutions without dilation on an x86 ``llvm`` target take the blocked layouts:
@@ -105,7 +106,7 @@ def kernel_job_template(args: Sequence[Any], target: Target) -> str | None:
     return WINOGRAD if (kh, kw) == (3, 3) and unit_stride else BLOCKED
 
 
-def twin_workload(workload: Sequence[Any] | None) -> tuple | None:
+def twin_workload(workload: Workload | None) -> Workload | None:
     """The ``conv2d_NCHWc.x86`` / ``conv2d_NCHWc_winograd.x86`` workload (TVM's form, as a network's
     task writes it) of the convolution of a :data:`BLOCKED` / :data:`WINOGRAD` workload; None for a
     workload of another template or one whose arguments do not describe a convolution.
@@ -157,8 +158,8 @@ def unpack_stage(conv: te.Tensor) -> te.Tensor:
 
 
 def define_blocked_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_shape: Sequence[int],
-                         stride: Any,
-                         padding: Any) -> None:
+                         stride: IntPair,
+                         padding: Padding) -> None:
     """``conv2d_NCHWc.x86``'s knobs and fallback config, with the fallback's tile as wide as
     :func:`fallback_tile` allows whatever the target's registers and its output block two vectors
     wide where that suits the tile (:func:`fallback_output_block`): the blocks are the kernel's
@@ -241,8 +242,8 @@ def pack_conv2d_nchw_blocked(cfg: ConfigSpace, call: OpCall) -> OpCall:
     return OpCall((data, packed), call.attrs)
 
 
-def conv2d_nchw_blocked_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
-                                padding: Any, dilation: Any, out_dtype: str) -> te.Tensor:
+def conv2d_nchw_blocked_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                                padding: Padding, dilation: IntPair, out_dtype: str) -> te.Tensor:
     """``conv2d_NCHWc.x86``'s knobs and convolution between a data-packing and an unpacking stage;
     an OIHW kernel is packed by a stage, a 6-D one taken as packed."""
     kernel_shape = _logical_kernel_shape(kernel)
@@ -280,8 +281,8 @@ def schedule_conv2d_nchw_blocked(cfg: ConfigSpace, outs: Sequence[te.Tensor],
     return s
 
 
-def conv2d_nchw_blocked_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,
-                               dilation: Any = 1, out_dtype: Any = None) -> np.ndarray:
+def conv2d_nchw_blocked_python(data: np.ndarray, kernel: np.ndarray, stride: IntPair, padding: Padding,
+                               dilation: IntPair = 1, out_dtype: DTypeLike | None = None) -> np.ndarray:
     """numpy: NCHW ``data`` and a packed ``[CO/ob, CI/ib, KH, KW, ib, ob]`` kernel -> NCHW output."""
     weight = ref.kernel_nchwc_to_oihw(kernel)
     return ref.conv2d_nchw_python(data, weight, stride, padding, dilation, out_dtype)
@@ -295,8 +296,9 @@ def blocked_weight_oihw(data: np.ndarray, kernel: np.ndarray) -> tuple[np.ndarra
 # -- conv2d_nchw_winograd.x86 -----------------------------------------------------------------------
 
 
-def declare_conv2d_nchw_winograd(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int, stride: Any,
-                                 padding: Any, dilation: Any = 1, dtype: str = "float32") -> OpCall:
+def declare_conv2d_nchw_winograd(N: int, H: int, W: int, CI: int, CO: int, KH: int, KW: int,
+                                 stride: IntPair, padding: Padding, dilation: IntPair = 1,
+                                 dtype: str = "float32") -> OpCall:
     """``conv2d_nchw.x86``'s placeholders; only 3x3 kernels with stride and dilation 1."""
     check_winograd_workload((CO, CI, KH, KW), stride, dilation)
     return declare_conv2d_nchw(N, H, W, CI, CO, KH, KW, stride, padding, dilation, dtype)
@@ -308,8 +310,8 @@ def pack_conv2d_nchw_winograd(cfg: ConfigSpace, call: OpCall) -> OpCall:
     return pack_conv2d_winograd(cfg, call, block_data=False)
 
 
-def conv2d_nchw_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
-                                 padding: Any, dilation: Any, out_dtype: str) -> te.Tensor:
+def conv2d_nchw_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                                 padding: Padding, dilation: IntPair, out_dtype: str) -> te.Tensor:
     """``conv2d_NCHWc_winograd.x86``'s stages on NCHW data (packed by a stage), then unpacked to
     NCHW; an OIHW kernel is transformed by stages, a 6-D one taken as transformed."""
     conv = conv2d_winograd_compute(cfg, data, kernel, stride, padding, dilation, "NCHW", "NCHW", out_dtype)
@@ -330,8 +332,8 @@ def schedule_conv2d_nchw_winograd(cfg: ConfigSpace, outs: Sequence[te.Tensor],
     return schedule_conv2d_winograd(cfg, [conv], epilogue=out if epilogue is None else epilogue)
 
 
-def conv2d_nchw_winograd_python(data: np.ndarray, kernel: np.ndarray, stride: Any, padding: Any,
-                                dilation: Any = 1, out_dtype: Any = None) -> np.ndarray:
+def conv2d_nchw_winograd_python(data: np.ndarray, kernel: np.ndarray, stride: IntPair, padding: Padding,
+                                dilation: IntPair = 1, out_dtype: DTypeLike | None = None) -> np.ndarray:
     """numpy: NCHW ``data`` and a transformed kernel -> NCHW output (``A^T [U * (B^T d B)] A``)."""
     blocked = ref.nchw_to_nchwc(data, kernel.shape[4])
     out = ref.conv2d_winograd_NCHWc_python(blocked, kernel, stride, padding, dilation, out_dtype=out_dtype)

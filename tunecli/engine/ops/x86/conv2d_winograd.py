@@ -25,7 +25,6 @@ per register tile) and ``tile_m`` (m in {2, 4}).  FLOPs are the direct convoluti
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -38,7 +37,8 @@ from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d_nchwc import declare_conv2d_NCHWc, fp32_lanes, largest_divisor
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
-from tunecli.engine.te.window import conv2d_output_shape, pair
+from tunecli.engine.task.workload_args import TaskArg
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, pair
 from tunecli.errors import InstantiationError
 
 TILE_SIZES = (2, 4)
@@ -50,7 +50,8 @@ FALLBACK_ACCUMULATORS = 12  # accumulator vectors of the fallback register tile 
 MIN_TILES_M4 = {512: 16, 256: 4}
 
 
-def declare_conv2d_winograd(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1),
+def declare_conv2d_winograd(data: TaskArg, kernel: TaskArg, strides: IntPair, padding: Padding,
+                            dilation: IntPair = (1, 1),
                             layout: str = "NCHW", out_layout: str = "NCHW",
                             out_dtype: str = "float32") -> OpCall:
     """The workload (``conv2d_NCHWc.x86``'s): logical ``data [N, C, H, W]``, ``kernel [O, C, 3, 3]``."""
@@ -59,7 +60,7 @@ def declare_conv2d_winograd(data: Any, kernel: Any, strides: Any, padding: Any, 
     return call
 
 
-def check_winograd_workload(kernel_shape: Sequence[int], strides: Any, dilation: Any) -> None:
+def check_winograd_workload(kernel_shape: Sequence[int], strides: IntPair, dilation: IntPair) -> None:
     """InstantiationError unless the kernel is 3x3 with stride 1 and dilation 1."""
     if tuple(kernel_shape[2:4]) != (3, 3) or pair(strides, "strides") != (1, 1) \
             or pair(dilation, "dilation") != (1, 1):
@@ -82,7 +83,7 @@ def define_winograd_space(cfg: ConfigSpace, channels: int, filters: int, out_hw:
         fallback_config(cfg, channels, filters, out_hw)
 
 
-def _whole_vectors(extent: int, lanes: int) -> Callable[[Any], bool]:
+def _whole_vectors(extent: int, lanes: int) -> Callable[[SplitEntity], bool]:
     """A split filter keeping inner factors that are multiples of ``lanes`` (all when ``extent`` is
     not)."""
     if extent % lanes:
@@ -142,7 +143,7 @@ def pack_conv2d_winograd(cfg: ConfigSpace, call: OpCall, block_data: bool = True
     return OpCall((data, transformed), call.attrs)
 
 
-def combine(coefficients: np.ndarray, row: Any, term: Callable[[int], Any], dtype: str) -> E.Expr:
+def combine(coefficients: np.ndarray, row: E.Expr, term: Callable[[int], E.Expr], dtype: str) -> E.Expr:
     """``sum_k coefficients[row, k] * term(k)`` with the nonzero coefficients written as constants,
     one expression per row selected by ``row`` (an index that unrolling makes constant)."""
     rows = []
@@ -180,8 +181,9 @@ def kernel_transform_stage(kernel: te.Tensor, m: int, ic_bn: int, oc_bn: int) ->
                       name="winograd_kernel", tag="injective,winograd_kernel_transform")
 
 
-def conv2d_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
-                            dilation: Any, layout: str, out_layout: str, out_dtype: str) -> te.Tensor:
+def conv2d_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                            padding: Padding, dilation: IntPair, layout: str, out_layout: str,
+                            out_dtype: str) -> te.Tensor:
     """The stages of the module docstring; 4-D data and an OIHW kernel are blocked and transformed
     by stages first."""
     if len(data.shape) == 4:
@@ -212,13 +214,13 @@ def conv2d_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor
     padded = pad(data, [0, 0, pt, pl, 0], [0, 0, nh * m + 2 - h - pt, nw * m + 2 - w - pl, 0],
                  name="data_pad")
 
-    def tile_origin(po: Any, pi: Any) -> tuple[Any, Any, Any]:
+    def tile_origin(po: E.Expr, pi: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr]:
         p = po * bp + pi
         if groups * bp != tiles:
             p = te.indexmod(p, tiles)
         return te.indexdiv(p, nh * nw), te.indexmod(te.indexdiv(p, nw), nh) * m, te.indexmod(p, nw) * m
 
-    def input_rows(e1: Any, j: Any, po: Any, c: Any, pi: Any, ci: Any) -> E.Expr:
+    def input_rows(e1: E.Expr, j: E.Expr, po: E.Expr, c: E.Expr, pi: E.Expr, ci: E.Expr) -> E.Expr:
         b, y, x = tile_origin(po, pi)
         return combine(bt, e1, lambda i: padded[b, c, y + i, x + j, ci], data.dtype)
 
@@ -239,7 +241,7 @@ def conv2d_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor
     out_tiles = te.compute((kb, groups, bp, m, m, oc_bn), lambda k, po, pi, a, b, ki: combine(
         at, b, lambda e2: out_rows[a, e2, k, po, pi, ki], out_dtype), name="winograd_output")
 
-    def gather(b: Any, k: Any, y: Any, x: Any, ki: Any) -> E.Expr:
+    def gather(b: E.Expr, k: E.Expr, y: E.Expr, x: E.Expr, ki: E.Expr) -> E.Expr:
         p = b * (nh * nw) + te.indexdiv(y, m) * nw + te.indexdiv(x, m)
         return out_tiles[k, te.indexdiv(p, bp), te.indexmod(p, bp), te.indexmod(y, m), te.indexmod(x, m), ki]
 
@@ -295,8 +297,8 @@ def schedule_conv2d_winograd(cfg: ConfigSpace, outs: Sequence[te.Tensor],
     return s
 
 
-def _schedule_transform(s: Schedule, stage: te.Tensor, rows: te.Tensor, outer: Sequence[Any], tile: Any,
-                        points: Sequence[Any], block: Any) -> None:
+def _schedule_transform(s: Schedule, stage: te.Tensor, rows: te.Tensor, outer: Sequence[te.IterVar],
+                        tile: te.IterVar, points: Sequence[te.IterVar], block: te.IterVar) -> None:
     """A two-pass Winograd transform (``B^T d B`` or ``A^T M A``): ``stage``'s ``outer`` loops fused
     and parallel, the ``points`` of each tile unrolled and the channel ``block`` vectorized; its
     first pass ``rows`` computed per ``tile``, its two leading axes unrolled, its last vectorized."""
