@@ -248,6 +248,21 @@ def test_sizes_beyond_32_bit_indexing_are_refused_before_tracing(tmp_path: Path)
                                "indexing addresses (sizes up to 2147483647)")
 
 
+@pytest.mark.parametrize(("written", "shown"), [("1e1", "10.0 (write 10)"), ("8.0", "8.0 (write 8)")])
+def test_a_size_written_as_a_float_is_refused(tmp_path: Path, written: str, shown: str) -> None:
+    """YAML reads 1e1 and 8.0 as floats: a built-in template's sizes are whole numbers, so the job says
+    which to write instead of logging a workload dense.x86(10.0, ...) (16.5 gets the template's own
+    error)."""
+    path = job_file(tmp_path, f"""\
+        - template: dense.x86
+          args: {{M: {written}, N: 16, K: 16}}
+        """)
+    with pytest.raises(JobError) as info:
+        create_tasks(load_job(path))
+    assert str(info.value) == (f"{path}:4: tasks[0].args: template dense.x86 takes whole-number sizes, "
+                               f"not {shown}")
+
+
 def test_buffers_must_fit_32_bit_indexing_and_the_machine(tmp_path: Path) -> None:
     path = job_file(tmp_path, """\
         - template: dense.x86

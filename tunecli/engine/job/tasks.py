@@ -185,6 +185,9 @@ def _checked_args(spec: TaskSpec) -> tuple[TaskTemplate, tuple]:
         if isinstance(leaf, bool) and is_builtin(template.name):  # YAML's true/false/yes/no
             raise where.error(f"template {template.name} takes sizes, not {str(leaf).lower()} (YAML reads "
                               "true/false, yes/no, on/off as booleans)")
+        if isinstance(leaf, float) and leaf.is_integer() and is_builtin(template.name):  # YAML's 1e1, 8.0
+            raise where.error(f"template {template.name} takes whole-number sizes, not {leaf!r} "
+                              f"(write {int(leaf)})")
         if isinstance(leaf, int) and not isinstance(leaf, bool) and abs(leaf) > MAX_ELEMENTS:
             raise where.error(f"{leaf} is beyond what 32-bit indexing addresses (sizes up to {MAX_ELEMENTS})")
     return template, args
