@@ -60,6 +60,8 @@ def _render_network(app: App, view: NetworkView) -> None:
     footer = [f"{len(view.operators)} tunable operators, {len(view.tasks)} tasks"
               + ("; alt: another task of the operator above (a build runs one of them per call)"
                  if alternatives else "")]
+    footer += [f"task {i}: {view.tasks[i].label} (the job's tasks, not called by the network)"
+               for i in view.listed]
     print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer)
     for k, network in enumerate(view.networks):
         _render_build(app, network, len(view.networks) > 1,

@@ -12,6 +12,7 @@ from tests.engine.job.tiny_network import write_tiny_onnx
 from tunecli.engine.actions.inspect import inspect_network
 from tunecli.engine.job.network import load_network
 from tunecli.engine.job.spec import load_job
+from tunecli.engine.task.text import task_label
 
 pytest.importorskip("onnx")
 
@@ -103,3 +104,25 @@ def test_a_config_kept_or_displaced_by_the_margin_says_why(tmp_path: Path) -> No
     [(label, why)] = view.why.items()
     assert label.startswith("conv2d_NCHWc.x86(") and view.configs[label] == f"log: {log}"
     assert why == f"the untuned config ({untuned.source}): config {other} is only 2.0% faster (margin 5%)"
+
+
+def test_a_listed_task_the_network_does_not_call_is_numbered_as_tune_numbers_it(tmp_path: Path) -> None:
+    from tunecli.engine.job.network import job_tasks
+
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    job = tmp_path / "job.yaml"
+    job.write_text(textwrap.dedent(f"""\
+        name: t
+        model: {{onnx: {onnx}}}
+        ops: [dense]
+        tasks:
+          - template: dense.x86
+            args: {{M: 8, N: 8, K: 8}}
+        """))
+    loaded = load_job(str(job))
+    network = load_network(loaded)
+    view = inspect_network(loaded, network)
+    tuned, _ = job_tasks(loaded, network)
+    assert [t.label for t in view.tasks] == [task_label(t) for t in tuned]
+    assert view.listed == [len(tuned) - 1] and view.tasks[-1].label.startswith("dense.x86(8, 8, 8")
+    assert view.tasks[-1].occurrences == 0 and view.as_dict()["listed"] == view.listed

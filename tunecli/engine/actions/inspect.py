@@ -189,6 +189,8 @@ class NetworkView(NetworkBuildView):
     tasks: list[NetworkTaskView] = field(default_factory=list)
     operators: list[NetworkOperatorView] = field(default_factory=list)
     networks: list[NetworkBuildView] = field(default_factory=list)
+    #: The indices of the job's ``tasks`` entries the network does not call (tuned after its tasks).
+    listed: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
@@ -240,6 +242,11 @@ def inspect_network(job: Job, network: Network, on_step: Callable[[str], None] |
                   for i, t in enumerate(found.tasks)]
     view.operators = [NetworkOperatorView(i, op.tasks, op.occurrences, op.flop, op.flop / total)
                       for i, op in enumerate(found.operators)]
+    in_network = {t.task.workload for t in found.tasks}
+    for task in create_tasks(job):  # numbered after the network's, as tune numbers them (job_task_set)
+        if task.workload not in in_network:
+            view.listed.append(len(view.tasks))
+            view.tasks.append(NetworkTaskView(len(view.tasks), task_label(task), 0, task.flop))
     return view
 
 
