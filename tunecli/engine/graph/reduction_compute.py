@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeAlias
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
@@ -21,7 +21,14 @@ from tunecli.errors import GraphError
 
 from .layout import parse_layout
 from .op_registry import COMPUTE_ATTR, OPS, Compute
+from .ops.layer_norm import LayerNormAttrs
+from .ops.nn import SoftmaxAttrs
+from .ops.pool import GlobalPool2DAttrs, Pool2DAttrs
+from .ops.reduce import ReduceAttrs
 from .types import TensorType
+
+#: A reduction along one axis as a function of the other axes' indices (see :func:`row_reduction`).
+RowReduction: TypeAlias = Callable[[Sequence[E.Expr]], E.Expr]
 
 
 def _set_compute(name: str, fn: Compute) -> None:
@@ -29,7 +36,7 @@ def _set_compute(name: str, fn: Compute) -> None:
 
 
 def _pool(kind: str) -> Compute:
-    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    def compute(attrs: Pool2DAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
         (x,) = inputs
         return pool2d(
             x,
@@ -61,7 +68,9 @@ for _name, _compute in {
     _set_compute(_name, _compute)
 
 
-def _adaptive_pool(kind: str, attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _adaptive_pool(
+    kind: str, attrs: GlobalPool2DAttrs, inputs: Sequence[te.Tensor], out: TensorType
+) -> te.Tensor:
     (x,) = inputs
     layout = parse_layout(attrs.layout)
     blocked = len(layout) == 5 and [a for a, _ in layout] == list("NCHWc")
@@ -102,8 +111,12 @@ ROW_LANES = 16
 
 
 def row_reduction(
-    shape: Sequence[int], axis: int, reducer: Any, element: Any, name: str
-) -> Callable[[Sequence[E.Expr]], E.Expr]:
+    shape: Sequence[int],
+    axis: int,
+    reducer: Callable[..., E.Expr],
+    element: Callable[[list[E.ExprLike]], E.ExprLike],
+    name: str,
+) -> RowReduction:
     """``reducer`` (``te.sum`` / ``te.max``) of ``element(index)`` over ``axis`` of ``shape``, as a
     function of the other axes' indices.
 
@@ -115,7 +128,7 @@ def row_reduction(
     red_shape = tuple(shape[:axis]) + tuple(shape[axis + 1 :])
     n = shape[axis]
 
-    def at(i: Sequence[E.Expr], k: Any) -> list[Any]:
+    def at(i: Sequence[E.Expr], k: E.ExprLike) -> list[E.ExprLike]:
         return [*i[:axis], k, *i[axis:]]
 
     if axis != len(shape) - 1 or n < ROW_LANES:
@@ -135,7 +148,7 @@ def row_reduction(
     return lambda i: combine(full(*i), tail(*i))
 
 
-def _softmax_stages(x: te.Tensor, axis: int) -> tuple[Any, Any, Any]:
+def _softmax_stages(x: te.Tensor, axis: int) -> tuple[RowReduction, te.Tensor, RowReduction]:
     """``max``, ``exp(x - max)`` and its sum along ``axis`` (the stages softmax and log_softmax share),
     the reductions as functions of the other axes' indices."""
     shape = tuple(x.shape)
@@ -150,7 +163,7 @@ def _softmax_stages(x: te.Tensor, axis: int) -> tuple[Any, Any, Any]:
 
 
 @OPS.register_attr(COMPUTE_ATTR, "nn.softmax")
-def _softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _softmax(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
     axis = attrs.axis % len(x.shape)
     _, ex, sm = _softmax_stages(x, axis)
@@ -159,7 +172,7 @@ def _softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Ten
 
 
 @OPS.register_attr(COMPUTE_ATTR, "nn.log_softmax")
-def _log_softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _log_softmax(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     (x,) = inputs
     axis = attrs.axis % len(x.shape)
     mx, _, sm = _softmax_stages(x, axis)
@@ -172,7 +185,7 @@ def _log_softmax(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te
 
 
 def _reduce(kind: str) -> Compute:
-    def compute(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    def compute(attrs: ReduceAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
         (x,) = inputs
         ndim = len(x.shape)
         axes = list(range(ndim)) if attrs.axis is None else [a % ndim for a in attrs.axis]
@@ -214,7 +227,7 @@ for _kind in ("sum", "mean", "max", "min"):
 
 
 @OPS.register_attr(COMPUTE_ATTR, "nn.layer_norm")
-def _layer_norm(attrs: Any, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+def _layer_norm(attrs: LayerNormAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     """The mean, the (biased) variance around it, then the normalised, scaled and shifted data."""
     x, gamma, beta = inputs
     axis = attrs.axis % len(x.shape)

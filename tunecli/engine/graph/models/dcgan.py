@@ -8,8 +8,6 @@ Layer names are TVM's (``dense_weight``, ``g2_deconv_weight``, ``g2_batch_norm_b
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
@@ -45,7 +43,7 @@ def deconv2d(
     )
 
 
-def deconv2d_bn_relu(data: Expr, prefix: str, **kwargs: Any) -> Expr:
+def deconv2d_bn_relu(data: Expr, prefix: str, **kwargs: tuple[int, ...]) -> Expr:
     """:func:`deconv2d` ``<prefix>_deconv``, batch norm ``<prefix>_batch_norm`` (no scale), relu."""
     out = deconv2d(data, name=f"{prefix}_deconv", **kwargs)
     return relu(batch_norm_infer(out, f"{prefix}_batch_norm", epsilon=1e-5 + 1e-12, scale=False))

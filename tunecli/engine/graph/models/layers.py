@@ -3,7 +3,7 @@ variables of its weights, named after the layer."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeAlias
 
 from tunecli.errors import GraphError
 
@@ -11,7 +11,12 @@ from ..graph_expr import Call, Expr, Var
 from ..ops.conv import conv2d as conv2d_op
 from ..ops.conv3d import conv3d as conv3d_op
 from ..ops.conv_transpose import conv2d_transpose as conv2d_transpose_op
+from ..ops.define import IntOrInts
 from ..ops.nn import batch_norm, bias_add, dense
+
+#: A keyword argument a layer helper passes on to its operator (strides, padding, channels, a layout,
+#: epsilon...).
+LayerOption: TypeAlias = "IntOrInts | float | str | None"
 
 
 def batch_norm_infer(
@@ -21,7 +26,7 @@ def batch_norm_infer(
     beta: Expr | None = None,
     moving_mean: Expr | None = None,
     moving_var: Expr | None = None,
-    **kwargs: Any,
+    **kwargs: LayerOption,
 ) -> Expr:
     """Field 0 of ``nn.batch_norm`` with variables ``<name>_gamma``, ``_beta``, ``_moving_mean``,
     ``_moving_var``."""
@@ -35,22 +40,22 @@ def batch_norm_infer(
     )[0]
 
 
-def conv2d(data: Expr, name: str, weight: Expr | None = None, **kwargs: Any) -> Call:
+def conv2d(data: Expr, name: str, weight: Expr | None = None, **kwargs: LayerOption) -> Call:
     """``nn.conv2d`` with the variable ``<name>_weight``."""
     return conv2d_op(data, weight or Var(f"{name}_weight"), **kwargs)
 
 
-def conv3d(data: Expr, name: str, weight: Expr | None = None, **kwargs: Any) -> Call:
+def conv3d(data: Expr, name: str, weight: Expr | None = None, **kwargs: LayerOption) -> Call:
     """``nn.conv3d`` with the variable ``<name>_weight``."""
     return conv3d_op(data, weight or Var(f"{name}_weight"), **kwargs)
 
 
-def conv2d_transpose(data: Expr, name: str, weight: Expr | None = None, **kwargs: Any) -> Call:
+def conv2d_transpose(data: Expr, name: str, weight: Expr | None = None, **kwargs: LayerOption) -> Call:
     """``nn.conv2d_transpose`` with the variable ``<name>_weight``."""
     return conv2d_transpose_op(data, weight or Var(f"{name}_weight"), **kwargs)
 
 
-def conv2d_bn(data: Expr, conv_name: str, bn_name: str, epsilon: float = 1e-5, **kwargs: Any) -> Expr:
+def conv2d_bn(data: Expr, conv_name: str, bn_name: str, epsilon: float = 1e-5, **kwargs: LayerOption) -> Expr:
     """:func:`conv2d` named ``conv_name``, then :func:`batch_norm_infer` named ``bn_name`` on the
     channel axis of the conv's ``data_layout``."""
     out = conv2d(data, conv_name, **kwargs)

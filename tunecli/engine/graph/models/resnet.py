@@ -7,8 +7,6 @@ and the extracted tasks of a tunecli ResNet are those of TVM's.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
@@ -132,7 +130,7 @@ def get_net(
     image_shape: tuple[int, ...] = (3, 224, 224),
     layout: str = "NCHW",
     dtype: str = "float32",
-    **kwargs: Any,
+    **kwargs: object,
 ) -> Function:
     """The ResNet function for ``num_layers`` (CIFAR variants for images of height <= 28)."""
     height = image_shape[0] if layout == "NHWC" else image_shape[1]
@@ -170,7 +168,7 @@ def get_workload(
     image_shape: tuple[int, ...] = (3, 224, 224),
     layout: str = "NCHW",
     dtype: str = "float32",
-    **kwargs: Any,
+    **kwargs: object,
 ) -> tuple[IRModule, dict[str, NDArray]]:
     """ResNet with random weights: ``(mod, params)`` (TVM's ``relay.testing.resnet.get_workload``).
 

@@ -9,8 +9,6 @@ those of TVM's network.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
@@ -104,7 +102,7 @@ def get_net(
     image_shape: tuple[int, ...] = (3, 16, 112, 112),
     layout: str = "NCDHW",
     dtype: str = "float32",
-    **kwargs: Any,
+    **kwargs: object,
 ) -> Function:
     """The 3-D ResNet function for ``num_layers`` (CIFAR-like variants for frames of height <= 28)."""
     if layout != "NCDHW":
@@ -120,7 +118,7 @@ def get_workload(
     image_shape: tuple[int, ...] = (3, 16, 112, 112),
     layout: str = "NCDHW",
     dtype: str = "float32",
-    **kwargs: Any,
+    **kwargs: object,
 ) -> tuple[IRModule, dict[str, NDArray]]:
     """3-D ResNet with random weights: ``(mod, params)`` (TVM's ``relay.testing.resnet_3d.get_workload``).
 

@@ -6,8 +6,6 @@ Iandola et al., "SqueezeNet".  Layer names follow TVM's (``conv1``, ``fire<i>_in
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
@@ -19,10 +17,10 @@ from ..ops.transform import concatenate
 from ..ops.unary import relu
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import conv2d
+from .layers import LayerOption, conv2d
 
 
-def _conv_relu(data: Expr, name: str, **kwargs: Any) -> Expr:
+def _conv_relu(data: Expr, name: str, **kwargs: LayerOption) -> Expr:
     """conv ``<name>`` + bias ``<name>_bias`` + relu."""
     return relu(bias_add(conv2d(data, name, **kwargs), Var(f"{name}_bias")))
 

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
 from tunecli.engine.ops.reference import conv2d_nchw_python, depthwise_conv2d_python_nchw
+from tunecli.engine.task.space import ConfigSpace
 
 from ..graph_expr import Call, Expr
 from ..layout import convert_array, layout_shape, primal_sizes
 from ..op_registry import Attrs, OpPattern, Solved, expect, tensor_arg
 from ..types import TensorType, Type
-from .define import int_tuple, make_call, out_dtype_of, register_op, window_pads
+from .define import IntOrInts, int_tuple, make_call, out_dtype_of, register_op, window_pads
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Conv2DNCHWcAttrs(Conv2DAttrs):
     by (its ``tile_ic`` / ``tile_oc``), which the call's kernel is then compiled with (None: the
     config the current dispatch context gives the call's workload)."""
 
-    config: Any = None
+    config: ConfigSpace | None = None
 
 
 def conv2d_padding(attrs: Conv2DAttrs, kernel_hw: tuple[int, int] = (1, 1)) -> tuple[int, int, int, int]:
@@ -162,12 +162,12 @@ for _name, _strategy_op, _attrs_type in (
 
 
 def make_conv2d_attrs(
-    strides: Any = (1, 1),
-    padding: Any = (0, 0),
-    dilation: Any = (1, 1),
+    strides: IntOrInts = (1, 1),
+    padding: IntOrInts = (0, 0),
+    dilation: IntOrInts = (1, 1),
     groups: int = 1,
     channels: int | None = None,
-    kernel_size: Any = None,
+    kernel_size: IntOrInts | None = None,
     data_layout: str = "NCHW",
     kernel_layout: str = "OIHW",
     out_layout: str = "",
@@ -191,12 +191,12 @@ def make_conv2d_attrs(
 def conv2d(
     data: Expr,
     weight: Expr,
-    strides: Any = (1, 1),
-    padding: Any = (0, 0),
-    dilation: Any = (1, 1),
+    strides: IntOrInts = (1, 1),
+    padding: IntOrInts = (0, 0),
+    dilation: IntOrInts = (1, 1),
     groups: int = 1,
     channels: int | None = None,
-    kernel_size: Any = None,
+    kernel_size: IntOrInts | None = None,
     data_layout: str = "NCHW",
     kernel_layout: str = "OIHW",
     out_layout: str = "",
@@ -234,12 +234,12 @@ def conv2d(
 def contrib_conv2d_nchwc(
     data: Expr,
     kernel: Expr,
-    strides: Any = (1, 1),
-    padding: Any = (0, 0),
-    dilation: Any = (1, 1),
+    strides: IntOrInts = (1, 1),
+    padding: IntOrInts = (0, 0),
+    dilation: IntOrInts = (1, 1),
     groups: int = 1,
     channels: int | None = None,
-    kernel_size: Any = None,
+    kernel_size: IntOrInts | None = None,
     data_layout: str = "NCHW8c",
     kernel_layout: str = "OIHW8i8o",
     out_layout: str = "",
@@ -255,12 +255,12 @@ def contrib_conv2d_nchwc(
 def contrib_depthwise_conv2d_nchwc(
     data: Expr,
     kernel: Expr,
-    strides: Any = (1, 1),
-    padding: Any = (0, 0),
-    dilation: Any = (1, 1),
+    strides: IntOrInts = (1, 1),
+    padding: IntOrInts = (0, 0),
+    dilation: IntOrInts = (1, 1),
     groups: int = 1,
     channels: int | None = None,
-    kernel_size: Any = None,
+    kernel_size: IntOrInts | None = None,
     data_layout: str = "NCHW8c",
     kernel_layout: str = "OIHW1i8o",
     out_layout: str = "",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -14,9 +13,9 @@ from tunecli.engine.ops.reference import batch_matmul as batch_matmul_python
 from tunecli.engine.ops.reference import bias_add_python, dense_python
 
 from ..graph_expr import Call, Expr, TupleWrapper
-from ..op_registry import Attrs, OpPattern, Solved, expect, tensor_arg
+from ..op_registry import Attrs, NoAttrs, OpPattern, Solved, expect, tensor_arg
 from ..types import TensorType, TupleType, Type
-from .define import int_tuple, make_call, normalize_axis, out_dtype_of, register_op
+from .define import IntOrInts, int_tuple, make_call, normalize_axis, out_dtype_of, register_op
 
 
 @dataclass(frozen=True)
@@ -208,13 +207,13 @@ def _dropout(attrs: DropoutAttrs, x: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return x, np.ones_like(x)
 
 
-def _batch_flatten_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Any) -> Type:
+def _batch_flatten_relation(op_name: str, arg_types: Sequence[Type | None], attrs: NoAttrs) -> Type:
     data = tensor_arg(op_name, arg_types, 0, "data")
     expect(data.ndim >= 1, op_name, "data must have a batch dimension")
     return TensorType((data.shape[0], int(np.prod(data.shape[1:], dtype=np.int64))), data.dtype)
 
 
-def _batch_flatten(attrs: Any, x: np.ndarray) -> np.ndarray:
+def _batch_flatten(attrs: NoAttrs, x: np.ndarray) -> np.ndarray:
     return x.reshape(x.shape[0], -1)
 
 
@@ -338,7 +337,9 @@ def batch_flatten(data: Expr) -> Call:
     return make_call("nn.batch_flatten", [data])
 
 
-def pad(data: Expr, pad_width: Any, pad_value: float = 0.0, pad_mode: str = "constant") -> Call:
+def pad(
+    data: Expr, pad_width: Sequence[IntOrInts], pad_value: float = 0.0, pad_mode: str = "constant"
+) -> Call:
     """Pad each dimension by ``(before, after)`` (``relay.nn.pad``)."""
     widths = tuple(int_tuple(w, 2, "pad_width") for w in pad_width)
     return make_call("nn.pad", [data], PadAttrs(widths, float(pad_value), pad_mode))

@@ -3,9 +3,8 @@ nn.adaptive_avg_pool2d (pattern OUT_ELEMWISE_FUSABLE), in any layout of N, C, H,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -17,7 +16,7 @@ from ..graph_expr import Call, Expr
 from ..layout import convert_array, layout_shape, primal_sizes
 from ..op_registry import Attrs, OpPattern, expect, tensor_arg
 from ..types import TensorType, Type
-from .define import int_tuple, make_call, register_op, window_pads
+from .define import IntOrInts, int_tuple, make_call, register_op, window_pads
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ def _pool_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Pool2D
     return TensorType(layout_shape(sizes, attrs.out_layout or attrs.layout), data.dtype)
 
 
-def _pool_reference(pool_type: str) -> Any:
+def _pool_reference(pool_type: str) -> Callable[[Pool2DAttrs, np.ndarray], np.ndarray]:
     def reference(attrs: Pool2DAttrs, data: np.ndarray) -> np.ndarray:
         x = convert_array(data, attrs.layout, "NCHW")
         out = pool2d_nchw_python(
@@ -105,7 +104,7 @@ def adaptive_pool_nchw(x: np.ndarray, output_size: tuple[int, int], pool_type: s
     return out
 
 
-def _global_reference(pool_type: str) -> Any:
+def _global_reference(pool_type: str) -> Callable[[GlobalPool2DAttrs, np.ndarray], np.ndarray]:
     def reference(attrs: GlobalPool2DAttrs, data: np.ndarray) -> np.ndarray:
         x = convert_array(data, attrs.layout, "NCHW")
         out = adaptive_pool_nchw(x, attrs.output_size or (1, 1), pool_type)
@@ -135,10 +134,10 @@ register_op(
 
 
 def _pool_attrs(
-    pool_size: Any,
-    strides: Any,
-    dilation: Any,
-    padding: Any,
+    pool_size: IntOrInts,
+    strides: IntOrInts,
+    dilation: IntOrInts,
+    padding: IntOrInts,
     layout: str,
     out_layout: str,
     ceil_mode: bool,
@@ -158,10 +157,10 @@ def _pool_attrs(
 
 def max_pool2d(
     data: Expr,
-    pool_size: Any = (1, 1),
-    strides: Any = (1, 1),
-    dilation: Any = (1, 1),
-    padding: Any = (0, 0),
+    pool_size: IntOrInts = (1, 1),
+    strides: IntOrInts = (1, 1),
+    dilation: IntOrInts = (1, 1),
+    padding: IntOrInts = (0, 0),
     layout: str = "NCHW",
     out_layout: str = "",
     ceil_mode: bool = False,
@@ -173,10 +172,10 @@ def max_pool2d(
 
 def avg_pool2d(
     data: Expr,
-    pool_size: Any = (1, 1),
-    strides: Any = (1, 1),
-    dilation: Any = (1, 1),
-    padding: Any = (0, 0),
+    pool_size: IntOrInts = (1, 1),
+    strides: IntOrInts = (1, 1),
+    dilation: IntOrInts = (1, 1),
+    padding: IntOrInts = (0, 0),
     layout: str = "NCHW",
     out_layout: str = "",
     ceil_mode: bool = False,
@@ -200,7 +199,7 @@ def global_max_pool2d(data: Expr, layout: str = "NCHW", out_layout: str = "") ->
 
 
 def adaptive_avg_pool2d(
-    data: Expr, output_size: Any = None, layout: str = "NCHW", out_layout: str = ""
+    data: Expr, output_size: IntOrInts | None = None, layout: str = "NCHW", out_layout: str = ""
 ) -> Call:
     """Average pooling to ``output_size`` cells (``relay.nn.adaptive_avg_pool2d``; None is 1x1)."""
     size = None if output_size is None else int_tuple(output_size, 2, "output_size")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..graph_expr import Call, Expr
 from ..op_registry import Attrs, OpPattern, tensor_arg
 from ..types import TensorType, Type
-from .define import int_tuple, make_call, normalize_axis, register_op
+from .define import IntOrInts, int_tuple, make_call, normalize_axis, register_op
 
 
 @dataclass(frozen=True)
@@ -61,25 +60,31 @@ for _name, _fn, _acc in (
     register_op(_name, ("data",), _relation, _reference(_name, _fn, _acc), OpPattern.COMM_REDUCE, ReduceAttrs)
 
 
-def _attrs(axis: Any, keepdims: bool, exclude: bool) -> ReduceAttrs:
+def _attrs(axis: IntOrInts | None, keepdims: bool, exclude: bool) -> ReduceAttrs:
     return ReduceAttrs(None if axis is None else int_tuple(axis, 1, "axis"), bool(keepdims), bool(exclude))
 
 
-def sum(data: Expr, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> Call:  # noqa: A001
+def sum(  # noqa: A001
+    data: Expr, axis: IntOrInts | None = None, keepdims: bool = False, exclude: bool = False
+) -> Call:
     """Sum over ``axis`` (``relay.sum``; None: every axis)."""
     return make_call("sum", [data], _attrs(axis, keepdims, exclude))
 
 
-def mean(data: Expr, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> Call:
+def mean(data: Expr, axis: IntOrInts | None = None, keepdims: bool = False, exclude: bool = False) -> Call:
     """Mean over ``axis`` (``relay.mean``)."""
     return make_call("mean", [data], _attrs(axis, keepdims, exclude))
 
 
-def max(data: Expr, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> Call:  # noqa: A001
+def max(  # noqa: A001
+    data: Expr, axis: IntOrInts | None = None, keepdims: bool = False, exclude: bool = False
+) -> Call:
     """Maximum over ``axis`` (``relay.max``)."""
     return make_call("max", [data], _attrs(axis, keepdims, exclude))
 
 
-def min(data: Expr, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> Call:  # noqa: A001
+def min(  # noqa: A001
+    data: Expr, axis: IntOrInts | None = None, keepdims: bool = False, exclude: bool = False
+) -> Call:
     """Minimum over ``axis`` (``relay.min``)."""
     return make_call("min", [data], _attrs(axis, keepdims, exclude))
