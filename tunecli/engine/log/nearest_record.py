@@ -1,19 +1,21 @@
 """The config of a workload without a record, chosen from the nearest record of its template.
 
-A generalisation of TVM's ``fallback_with_reference_log``.  Among the records of the same
-template measured on the same machine (target kind, device, model and GPU architecture, and for
-``llvm`` the CPU the target compiles for: a record of another CPU is never used), the nearest workload is the
-one whose arguments differ least: tensor shapes by the distance of their logarithms (a channel
+A generalisation of TVM's ``fallback_with_reference_log``.  The candidates are the records of the
+same template measured on a machine that may stand in for the query's (``record_machine``): this
+CPU's records (target kind, device, model, GPU architecture and, for ``llvm``, the CPU the target
+compiles for), and only when none of them is comparable, those of another x86 CPU of the same
+vector width and fused multiply-add (never across vector widths).  Among them the nearest workload
+is the one whose arguments differ least: tensor shapes by the distance of their logarithms (a channel
 count twice as large is 1 away; an extent of 1 against a larger one makes no candidate: a one-row
 product or a 1x1 kernel is scheduled unlike a many-row product or a 3x3 kernel), every other
-number (strides, padding, dilation) by
-``ATTRIBUTE_MISMATCH`` when it differs, and text (layouts, dtypes) not at all (else the record
-is no candidate).  Ties go to a record of the user's logs before a package's, then to the
-faster record, then to the smaller workload text, so the choice depends on the records only.
-The ``RERANKED`` nearest are then ranked by what the knobs to transfer split (``knob_distance``:
-the extents of their split knobs, the candidates of their other knobs; each record's space
-traced once per process), that distance first: a record whose register tile splits the same
-output width wins over one with closer channel counts.
+number (strides, padding, dilation) by ``ATTRIBUTE_MISMATCH`` when it differs, and text (layouts,
+dtypes) not at all (else the record is no candidate).  Ties go to a record of the user's logs
+before a package's, then to the faster record, then to the smaller workload text, so the choice
+depends on the records only.  The ``RERANKED`` nearest are then ranked by that distance plus what
+the knobs to transfer split (``knob_distance``: the extents of their split knobs, the candidates
+of their other knobs; each record's space traced once per process): of two workloads about as
+near, the one whose register tile splits the same output width wins, but a differing stride is
+never outweighed by the knobs' extents.
 
 Its config is moved into the queried workload's space knob by knob: each knob takes the entity
 of its space nearest to the record's (a split by the logarithms of its inner factors, so factors
@@ -23,7 +25,7 @@ blocks instead, the default layouts the graph tuner also measures (``graph_tuner
 neighbouring convolutions then agree on their blocks and the build needs no more layout
 transforms than with fallback configs.  Knobs the record lacks keep the fallback's entity.  The
 result is an entity of the space (a valid index) whose ``source`` is ``ConfigSource("nearest",
-...)`` naming the record.
+...)`` naming the record (and its CPU when another CPU's).
 
 A template that shares another's knobs and space for the same convolution (a kernel job's
 ``conv2d_nchw_blocked.x86`` and ``conv2d_NCHWc.x86``: ``ops.x86.conv2d_nchw_blocked.twin_workload``)
@@ -44,6 +46,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tunecli.engine.log.layout_choice import LAYOUT_KNOBS, Entity
+from tunecli.engine.log.record_machine import SAME_CPU, machine_rank
 from tunecli.engine.ops.x86.conv2d_nchw_blocked import twin_workload
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import ConfigSource, config_source
@@ -87,19 +90,6 @@ class Reference:
     config: ConfigEntity
     cost: float
     origin: ConfigSource
-
-
-def same_machine(record: Target, query: Target) -> bool:
-    """True when a record of ``record`` may be transferred to a query of ``query``: same kind,
-    device, model, GPU architecture (``-arch``) and, for ``llvm``, the same CPU (``llvm_cpu``: a
-    host target is this machine's)."""
-    if record.kind != query.kind or record.model != query.model:
-        return False
-    if record.attrs.get("arch") != query.attrs.get("arch"):
-        return False
-    if record.keys[:1] != query.keys[:1]:
-        return False
-    return record.kind != "llvm" or record.llvm_cpu == query.llvm_cpu
 
 
 def workload_distance(a: tuple, b: tuple) -> float | None:
@@ -146,8 +136,9 @@ def _is_number(x: object) -> bool:
 
 
 def ranked_references(target: Target, workload: tuple, references: Iterable[Reference]) -> list[Reference]:
-    """The references of ``workload``'s template (or its twin's) and machine, nearest first (ties as
-    the module docstring says).
+    """The references of ``workload``'s template (or its twin's) on machines that may stand in for
+    ``target`` (``record_machine.machine_rank``), this CPU's first, then nearest first (ties as the
+    module docstring says).
 
     Parameters
     ----------
@@ -159,22 +150,29 @@ def ranked_references(target: Target, workload: tuple, references: Iterable[Refe
     Returns
     -------
     list of Reference
-        Empty when no reference of the template and machine is comparable.
+        Empty when no reference of the template and a standing-in machine is comparable.
     """
+    return [ref for _, ref in _ranked(target, workload, references)]
+
+
+def _ranked(target: Target, workload: tuple,
+            references: Iterable[Reference]) -> list[tuple[tuple, Reference]]:
+    """``ranked_references`` with each one's key: (machine rank, workload distance, ties...)."""
     forms = [form for form in (workload, twin_workload(workload)) if form is not None]
     keyed = []
     for ref in references:
-        if ref.workload in forms or not same_machine(ref.target, target):
-            continue
+        rank = machine_rank(ref.target, target)
+        if rank is None or (rank == SAME_CPU and ref.workload in forms):
+            continue  # this CPU's record of the workload answers as a record (or, a package's twin, not)
         usable = forms if ref.origin.kind in TWIN_ORIGINS else forms[:1]
         distances = [d for d in (workload_distance(form, ref.workload) for form in usable) if d is not None]
         if not distances:
             continue
-        distance = min(distances)
-        key = (distance, _ORIGIN_RANK.get(ref.origin.kind, 2), ref.cost, repr(ref.workload), ref.config.index)
+        key = (rank, min(distances), _ORIGIN_RANK.get(ref.origin.kind, 2), ref.cost, repr(ref.workload),
+               ref.config.index)
         keyed.append((key, ref))
     keyed.sort(key=lambda pair: pair[0])
-    return [ref for _, ref in keyed]
+    return keyed
 
 
 def knob_distance(a: ConfigSpace, b: ConfigSpace) -> float:
@@ -219,8 +217,9 @@ def traced_space(target: Target, workload: tuple) -> ConfigSpace | None:
 
 def nearest_reference(target: Target, workload: tuple, references: Iterable[Reference],
                       space: ConfigSpace | None = None) -> Reference | None:
-    """The reference nearest to ``workload`` among those of its template and machine; with
-    ``space`` (the workload's), the ``RERANKED`` nearest ranked by ``knob_distance`` first.
+    """The reference nearest to ``workload`` among those of its template and the machines that may
+    stand in for ``target``; with ``space`` (the workload's), the ``RERANKED`` nearest of the best
+    machine rank ranked again by workload distance plus ``knob_distance``.
 
     Parameters
     ----------
@@ -233,15 +232,19 @@ def nearest_reference(target: Target, workload: tuple, references: Iterable[Refe
     Returns
     -------
     Reference or None
-        None when no reference of the template and machine is comparable.
+        None when no reference of the template and a standing-in machine is comparable.
     """
-    ranked = ranked_references(target, workload, references)
+    ranked = _ranked(target, workload, references)
+    if not ranked:
+        return None
+    best_rank = ranked[0][0][0]
+    ranked = [(key, ref) for key, ref in ranked if key[0] == best_rank][:RERANKED]
     if space is None or len(ranked) < 2:
-        return ranked[0] if ranked else None
+        return ranked[0][1]
     scored = []
-    for order, ref in enumerate(ranked[:RERANKED]):
+    for order, (key, ref) in enumerate(ranked):
         other = traced_space(ref.target, ref.workload)
-        scored.append((math.inf if other is None else knob_distance(space, other), order, ref))
+        scored.append((math.inf if other is None else key[1] + knob_distance(space, other), order, ref))
     return min(scored, key=lambda item: item[:2])[2]
 
 
@@ -335,6 +338,8 @@ def nearest_config(target: Target, workload: tuple, references: Iterable[Referen
     if config is None:
         return None
     where = f" in {ref.origin.detail}" if ref.origin.detail else ""
+    if machine_rank(ref.target, target) != SAME_CPU:
+        where += f", measured on {ref.target.llvm_cpu}"
     config.source = ConfigSource("nearest", f"{workload_text(ref.workload[0], ref.workload[1:])} "
                                             f"({ref.origin.kind}{where})")
     return config

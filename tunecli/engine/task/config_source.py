@@ -2,9 +2,9 @@
 
 Kinds, in the order a query tries them: ``log`` (a record of the user's logs for this workload),
 ``package`` (a record of a pre-tuned package, ``log.tophub``), ``nearest`` (no record of the
-workload: the config of the nearest record of the same template and CPU, moved into this
-workload's space, ``log.nearest_record``), ``default`` (the template's fallback config).
-``model`` is reserved for a config a cost model chose; no query gives it yet.
+workload: the config of the nearest record of the same template, this CPU's or else one of the same
+vector width's, moved into this workload's space, ``log.nearest_record``), ``default`` (the
+template's fallback config).  No cost model chooses configs at build time: there is no such kind.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from tunecli.engine.task.space import ConfigSpace
 
 #: The kinds of ``ConfigSource``, most trusted first.
-KINDS = ("log", "package", "nearest", "model", "default")
+KINDS = ("log", "package", "nearest", "default")
 
 
 @dataclass(frozen=True)
