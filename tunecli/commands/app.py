@@ -97,7 +97,7 @@ def configure_logging(verbose: bool) -> Callable[[], None]:
 class TuneGroup(click.Group):
     """A click group that turns tunecli's errors into messages and exit codes."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> Any:  # Any: click's signature (a command's return value)
         try:
             return super().invoke(ctx)
         except TuneError as err:

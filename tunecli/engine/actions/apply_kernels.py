@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -46,7 +45,7 @@ from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible
-from tunecli.engine.log.record import read_log
+from tunecli.engine.log.record import JsonValue, read_log
 from tunecli.engine.measure.arrays import ArgSpecT, normalize_arg_specs, random_arguments
 from tunecli.engine.measure.baseline_timing import BASELINE_FUNC, BaselineRequest
 from tunecli.engine.measure.builder import output_arguments
@@ -141,7 +140,7 @@ class ApplyReport:
         """False when a kernel gave a wrong answer or failed to build or run."""
         return all(t.correct is not False and t.error is None for t in self.tasks)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return a JSON-serialisable dict."""
         return {"job": self.job, "log": self.log, "target": self.target, "runs_here": self.runs_here,
                 "device": self.device, "ok": self.ok, "notes": self.notes,

@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -49,7 +48,7 @@ from tunecli.engine.job.spec import Job
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible
-from tunecli.engine.log.record import read_log
+from tunecli.engine.log.record import JsonValue, read_log
 from tunecli.engine.measure.interleaved import Contender, median_seconds, time_interleaved
 from tunecli.engine.measure.network_timing import RUN_NETWORK_FUNC, NetworkReply, NetworkRun
 from tunecli.engine.measure.result import MeasureErrorNo
@@ -149,7 +148,7 @@ class NetworkApplyReport:
                   for lat in self.latencies)
         return ([busy] if busy else []) + [note for note in rounds if note]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return a JSON-serialisable dict."""
         return dict(asdict(self), ok=self.ok, slower=self.slower, notes=self.notes,
                     others=[o.as_dict() for o in self.others])

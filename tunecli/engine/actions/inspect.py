@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -35,7 +34,8 @@ from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import check_task_index, create_tasks
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.plausibility import plausible
-from tunecli.engine.log.record import read_log
+from tunecli.engine.log.record import JsonValue, read_log
+from tunecli.engine.runtime import NDArray
 from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.task.task import Task
@@ -156,7 +156,7 @@ class NetworkBuildView:
     fused kernels, memory plan, weights, where each task's config came from."""
 
     model: str
-    inputs: dict[str, list]
+    inputs: dict[str, list[list[int] | str]]  #: input name -> [shape, dtype]
     kernels: dict[str, int] = field(default_factory=dict)  #: kernel name -> calls
     intermediate_bytes: int = 0
     unplanned_bytes: int = 0
@@ -192,7 +192,7 @@ class NetworkView(NetworkBuildView):
     #: The indices of the job's ``tasks`` entries the network does not call (tuned after its tasks).
     listed: list[int] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return a JSON-serialisable dict."""
         networks = [dict(asdict(n), kernel_calls=n.kernel_calls) for n in self.networks]
         return dict(asdict(self), kernel_calls=self.kernel_calls, networks=networks)
@@ -273,7 +273,7 @@ def _build_view(network: Network, job: Job, history: ApplyHistoryBest | None
     return view, {a.workload: a.source.text() for a in anchors}
 
 
-def _array(value: Any) -> Any:
+def _array(value: np.ndarray | NDArray) -> np.ndarray:
     return value.numpy() if hasattr(value, "numpy") else value
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from tunecli.engine.actions.apply_kernels import ApplyReport, apply_kernels
 from tunecli.engine.actions.apply_network import NetworkApplyReport, apply_network
@@ -36,6 +35,7 @@ from tunecli.engine.job.measure_setup import check_local_device, close_measure_o
 from tunecli.engine.job.network import job_task_set, load_network
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.log.log_files import exclusive_log
+from tunecli.engine.measure.batch import MeasureOption
 from tunecli.engine.tuner.task_scheduler import budget_problem
 from tunecli.errors import JobError
 
@@ -78,9 +78,9 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
         raise JobError(f"{job.path}: tuner.budget: {problem}")
     log_path = Path(job.log)
     prepare_log(log_path)
-    options: list[dict[str, Any]] = []  # made when first needed (starts the worker pools), once
+    options: list[MeasureOption] = []  # made when first needed (starts the worker pools), once
 
-    def measure_option() -> dict[str, Any]:
+    def measure_option() -> MeasureOption:
         if not options:
             options.append(make_measure_option(job))
         return options[0]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from tunecli.engine.graph_tuner.graph_tuner_kinds import GRAPH_TUNERS
 from tunecli.engine.job.model_spec import GraphTuning, graph_log_path
@@ -27,6 +26,7 @@ from tunecli.engine.job.network import Network, input_shapes
 from tunecli.engine.job.spec import Job
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import read_log
+from tunecli.engine.measure.batch import MeasureOption
 from tunecli.engine.task.task import Task
 from tunecli.errors import TuneError
 
@@ -34,7 +34,7 @@ from tunecli.errors import TuneError
 GRAPH_TUNER_OPS = ("nn.conv2d",)
 
 
-def tune_graph(job: Job, network: Network, measure_option: dict[str, Any],
+def tune_graph(job: Job, network: Network, measure_option: MeasureOption,
                tasks: Sequence[Task] = ()) -> GraphTuning:
     """Run the job's graph tuner over its log's records and write its choice (``graph_log_path``).
 

@@ -15,8 +15,6 @@ dtype and ``repr`` of their value (``0.0`` and ``-0.0`` differ).
 
 from __future__ import annotations
 
-from typing import Any
-
 from llvmlite import ir
 
 from tunecli.engine.ir import expr as E
@@ -34,11 +32,12 @@ class SharedValues:
     current statement, the others until a variable is bound."""
 
     def __init__(self) -> None:
-        self._values: dict[tuple[int, int, int], tuple[ir.Value, ir.Block, Any]] = {}
-        self._ids: dict[int, tuple[Any, int]] = {}  # id(node) -> (node kept alive, structure)
+        self._values: dict[tuple[int, int, int], tuple[ir.Value, ir.Block, ir.Value | None]] = {}
+        # id(node) -> (node kept alive, structure); a node is an expression or any field value of one
+        self._ids: dict[int, tuple[object, int]] = {}
         self._structures: dict[tuple, int] = {}
         self._reads: list[bool] = []  # per structure: True when the expression reads memory
-        self._read_values: dict[tuple[int, int, int], tuple[ir.Value, ir.Block, Any]] = {}
+        self._read_values: dict[tuple[int, int, int], tuple[ir.Value, ir.Block, ir.Value | None]] = {}
 
     def clear(self) -> None:
         """Forget the values (a variable is bound or unbound)."""
@@ -61,7 +60,7 @@ class SharedValues:
         table = self._read_values if self._reads[number] else self._values
         table[(id(block), number, id(mask))] = (value, block, mask)
 
-    def structure(self, node: Any) -> int:
+    def structure(self, node: object) -> int:
         """The interned structure of ``node`` (equal trees get equal numbers)."""
         hit = self._ids.get(id(node))
         if hit is not None:
@@ -89,6 +88,6 @@ class SharedValues:
         return number
 
 
-def _attribute(value: Any) -> Any:
+def _attribute(value: object) -> str | int | tuple[str, int]:
     """A name or lane count by value, anything else (a buffer, a tensor) by identity."""
     return value if isinstance(value, (str, int)) else ("object", id(value))

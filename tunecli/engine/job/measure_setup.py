@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from tunecli.engine.job.runner_kinds import CLUSTERS, RUNNERS
 from tunecli.engine.job.spec import Job
-from tunecli.engine.measure import Builder, LocalBuilder, Runner, measure_option
+from tunecli.engine.measure import LocalBuilder, measure_option
+from tunecli.engine.measure.batch import MeasureOption
 from tunecli.engine.runtime.cuda import CUDADevice
 from tunecli.errors import DeviceError, JobError
 
 
-def make_measure_option(job: Job) -> dict[str, Builder | Runner]:
+def make_measure_option(job: Job) -> MeasureOption:
     """Return the ``measure_option`` dict for ``job``: its builder and a runner of its kind.
 
     Parameters
@@ -31,7 +32,7 @@ def make_measure_option(job: Job) -> dict[str, Builder | Runner]:
     return measure_option(builder=builder, runner=runner)
 
 
-def close_measure_option(option: dict[str, Builder | Runner]) -> None:
+def close_measure_option(option: MeasureOption) -> None:
     """Stop the worker processes of a ``measure_option``'s builder and runner."""
     option["builder"].close()
     option["runner"].close()

@@ -18,7 +18,8 @@ from typing import TypeAlias
 
 from tunecli.engine.cluster.connection import check_address
 from tunecli.engine.cluster.ray_runner import cluster_measure_option
-from tunecli.engine.measure import Builder, LocalRunner, Runner, TimingOptions
+from tunecli.engine.measure import LocalRunner, Runner, TimingOptions
+from tunecli.engine.measure.batch import MeasureOption
 from tunecli.engine.measure.timing_options import TIMING_OPTIONS
 from tunecli.engine.option import Option
 from tunecli.engine.rpc.rpc_runner import RPCRunner
@@ -103,10 +104,10 @@ class ClusterKind:
     name: str
     summary: str
     check_address: Callable[[str], str]
-    factory: Callable[..., dict[str, Builder | Runner]]
+    factory: Callable[..., MeasureOption]
 
     def make(self, address: str, resources: dict[str, float], builders: int | None, build_timeout: float,
-             timing: TimingOptions) -> dict[str, Builder | Runner]:
+             timing: TimingOptions) -> MeasureOption:
         """``measure_option`` whose builds and measurements run on the cluster at ``address``."""
         return self.factory(address, resources or None, builders, build_timeout, timing)
 

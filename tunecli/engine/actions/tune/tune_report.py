@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from tunecli.engine.job.model_spec import GraphTuning
+from tunecli.engine.log.record import JsonValue
 from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 
 
@@ -130,7 +130,7 @@ class TuneSummary:
                                    operator_groups(len(self.tasks), self.alternatives))
         return latency if math.isfinite(latency) else None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return a JSON-serialisable dict."""
         out = asdict(self)
         for task, entry in zip(self.tasks, out["tasks"], strict=True):

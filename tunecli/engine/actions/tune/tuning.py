@@ -6,15 +6,15 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from tunecli.engine.actions.tune.tune_report import TaskOutcome, TuneEvent, TuneSummary
 from tunecli.engine.job.network import JobTasks, Network
 from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tuning_spec import DEFAULT_TASK_SCHEDULER
 from tunecli.engine.log.log_files import log_problem, real_log_path
-from tunecli.engine.log.record import read_log
+from tunecli.engine.log.record import Record, read_log
 from tunecli.engine.log.task_history import TaskHistory, task_histories
+from tunecli.engine.measure.batch import MeasureOption
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.task.task import Task
 from tunecli.engine.task.text import config_text, task_label
@@ -50,7 +50,7 @@ def prepare_log(log_path: Path) -> None:
                        f"{err.strerror}") from None
 
 
-def tune_tasks(job: Job, found: JobTasks, measure_option: Callable[[], dict],
+def tune_tasks(job: Job, found: JobTasks, measure_option: Callable[[], MeasureOption],
                on_event: Callable[[TuneEvent], None] | None = None) -> TuneSummary:
     """Tune the tasks of ``job`` in order (or with its budget), resuming from the records of its log.
 
@@ -89,7 +89,7 @@ def tune_tasks(job: Job, found: JobTasks, measure_option: Callable[[], dict],
 
 
 def measure_untuned_operators(job: Job, network: Network, found: JobTasks,
-                              measure_option: Callable[[], dict[str, Any]],
+                              measure_option: Callable[[], MeasureOption],
                               on_step: Callable[[str], None] | None = None) -> None:
     """Measure the untuned config of each implementation the network's untuned build runs where
     the job tunes another (``tuner.untuned.untuned_implementations``), unless the log holds it.
@@ -149,7 +149,7 @@ class _TaskProgress:
             o.first_error = o.first_error or _error_text(res)
         self.event("batch", _consider(o, self.task, inp, res))
 
-    def remeasure(self, k: int, log: str, measure_option: Callable[[], dict]) -> None:
+    def remeasure(self, k: int, log: str, measure_option: Callable[[], MeasureOption]) -> None:
         """Measure the task's ``k`` best configs again (those not measured again yet), logging them."""
         due = len(remeasure_candidates(self.task, self.records, k))
         if not due:
@@ -171,8 +171,8 @@ def _outcome(index: int, task: Task, n_trial: int, weight: float = 1.0) -> TaskO
                        weight=weight)
 
 
-def _tune_task(job: Job, index: int, n_tasks: int, task: Task, weight: float, history: list[tuple],
-               known: TaskHistory, measure_option: Callable[[], dict],
+def _tune_task(job: Job, index: int, n_tasks: int, task: Task, weight: float, history: list[Record],
+               known: TaskHistory, measure_option: Callable[[], MeasureOption],
                emit: Callable[[TuneEvent], None], totals: tuple[int, int] = (0, 0)) -> TaskOutcome:
     """Tune one task and return its outcome (``totals``: trials of the tasks before it, of all); its
     new records are appended to ``history``, so the next tasks' tuners learn from them."""
@@ -201,8 +201,8 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Task, weight: float, hi
     return outcome
 
 
-def _tune_scheduled(job: Job, found: JobTasks, history: list[tuple], histories: list[TaskHistory],
-                    measure_option: Callable[[], dict],
+def _tune_scheduled(job: Job, found: JobTasks, history: list[Record], histories: list[TaskHistory],
+                    measure_option: Callable[[], MeasureOption],
                     emit: Callable[[TuneEvent], None]) -> list[TaskOutcome]:
     """Tune the job's tasks with one budget spent by its task scheduler; return their outcomes."""
     tasks, weights = list(found.tasks), list(found.weights)

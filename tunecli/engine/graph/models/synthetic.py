@@ -4,6 +4,8 @@ dtype)`` gives ``(IRModule, params)``; the image's last axis is the dense layers
 
 from __future__ import annotations
 
+from tunecli.engine.runtime import NDArray
+
 from ..graph_expr import Expr, Function, var
 from ..ir_module import IRModule
 from ..ops.broadcast import add
@@ -37,6 +39,6 @@ def get_net(input_shape: tuple[int, ...] = (1, 3, 24, 12), dtype: str = "float32
 
 
 def get_workload(input_shape: tuple[int, ...] = (1, 3, 24, 12), dtype: str = "float32",
-                 **_: object) -> tuple[IRModule, dict]:
+                 **_: object) -> tuple[IRModule, dict[str, NDArray]]:
     """``(IRModule, params)`` of :func:`get_net` with seeded random weights."""
     return create_workload(get_net(input_shape, dtype))

@@ -28,7 +28,6 @@ rows in its register tiles.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -50,6 +49,7 @@ from tunecli.engine.ops.x86.gemm import (
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.factors import get_factors
 from tunecli.engine.task.space import ConfigSpace, SplitEntity
+from tunecli.engine.task.workload_args import TaskArg
 from tunecli.engine.task.workload_flop import batch_matmul_flop
 from tunecli.errors import InstantiationError
 
@@ -81,7 +81,8 @@ def batch_matmul_dims(a_shape: Sequence[int], b_shape: Sequence[int], transpose_
     return max(ab, bb), m, n, ka
 
 
-def declare_batch_matmul(tensor_a: Any, tensor_b: Any, out_shape: Any = None, out_dtype: Any = None,
+def declare_batch_matmul(tensor_a: TaskArg, tensor_b: TaskArg, out_shape: Sequence[int] | None = None,
+                         out_dtype: str | None = None,
                          transpose_a: bool = False, transpose_b: bool = True) -> OpCall:
     """TVM's workload: the two operands; ``out_shape`` is checked when given, ``out_dtype``
     defaults to the operands' (int32 for 8/16-bit integers)."""

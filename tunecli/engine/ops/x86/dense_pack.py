@@ -18,7 +18,6 @@ is the inner ``tile_x`` factor).  Knobs, in TVM's order: ``tile_y`` (split of M 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -29,13 +28,15 @@ from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d_nchwc import fp32_lanes, logical_tensors
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace, SplitEntity
+from tunecli.engine.task.workload_args import TaskArg
 from tunecli.engine.task.workload_flop import dense_flop
 from tunecli.errors import InstantiationError
 
 MAX_TILE_INNER = 16
 
 
-def declare_dense_tvm(data: Any, weight: Any, bias: Any = None, out_dtype: str = "float32") -> OpCall:
+def declare_dense_tvm(data: TaskArg, weight: TaskArg, bias: TaskArg = None,
+                      out_dtype: str = "float32") -> OpCall:
     """TVM's dense workload: ``data [M, K]``, ``weight [N, K]``, no bias."""
     if bias is not None:
         raise InstantiationError("dense_pack.x86 / dense_nopack.x86: give the bias as an epilogue, not in "

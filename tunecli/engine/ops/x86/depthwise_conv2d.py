@@ -17,7 +17,6 @@ HB <= 4), ``tile_w`` (split of OW, inner WB <= 32), ``unroll_kw`` (0/1), ``compu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
@@ -28,7 +27,7 @@ from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_window_op
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.te.window import conv2d_output_shape
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape
 
 MAX_CB = 8
 MAX_HB = 4
@@ -36,15 +35,15 @@ MAX_WB = 32
 
 
 def declare_depthwise_conv2d_nchw(N: int, H: int, W: int, C: int, multiplier: int, KH: int, KW: int,
-                                  stride: Any, padding: Any, dilation: Any = 1,
+                                  stride: IntPair, padding: Padding, dilation: IntPair = 1,
                                   dtype: str = "float32") -> OpCall:
     """``data [N, C, H, W]`` and ``kernel [C, multiplier, KH, KW]`` placeholders and the window attributes."""
     return declare_window_op((N, C, H, W), (C, multiplier, KH, KW), stride, padding, dilation, dtype)
 
 
-def depthwise_conv2d_nchw_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
-                                      padding: Any,
-                                      dilation: Any, out_dtype: str) -> te.Tensor:
+def depthwise_conv2d_nchw_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                                      padding: Padding,
+                                      dilation: IntPair, out_dtype: str) -> te.Tensor:
     """The knobs of the module docstring, then ``nn.depthwise_conv2d_nchw``."""
     n, c, h, w = data.shape
     _, multiplier, kh, kw = kernel.shape
@@ -76,7 +75,7 @@ DEPTHWISE_CONV2D_NCHW = Strategy(
     baseline=baseline.DEPTHWISE_CONV2D_NCHW)
 
 
-def _schedule_depthwise(cfg: ConfigSpace, s: Any, conv: te.Tensor, epilogue: te.Tensor | None) -> None:
+def _schedule_depthwise(cfg: ConfigSpace, s: Schedule, conv: te.Tensor, epilogue: te.Tensor | None) -> None:
     """Schedule the padding, accumulator and output stages of a depthwise convolution."""
     parallel = bool(cfg["parallel"].val)
     padded = conv.op.input_tensors[0]

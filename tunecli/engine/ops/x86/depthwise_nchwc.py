@@ -16,7 +16,6 @@ unrolled, channel blocks and rows fused into one parallel loop.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
@@ -35,12 +34,14 @@ from tunecli.engine.ops.x86.conv2d_nchwc import (
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
+from tunecli.engine.task.workload_args import TaskArg
 from tunecli.engine.task.workload_flop import depthwise_conv2d_nchwc_flop
-from tunecli.engine.te.window import conv2d_output_shape
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape
 from tunecli.errors import InstantiationError
 
 
-def declare_depthwise_conv2d_NCHWc(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1),
+def declare_depthwise_conv2d_NCHWc(data: TaskArg, kernel: TaskArg, strides: IntPair, padding: Padding,
+                                   dilation: IntPair = (1, 1),
                                    layout: str = "NCHW", out_layout: str = "NCHW",
                                    out_dtype: str = "float32") -> OpCall:
     """TVM's workload: logical ``data [N, C, H, W]`` and ``kernel [C, 1, KH, KW]``."""
@@ -62,8 +63,8 @@ def _logical(data: te.Tensor, kernel: te.Tensor) -> tuple[tuple[int, ...], tuple
 
 
 def define_depthwise_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_hw: Sequence[int],
-                                 strides: Any,
-                                 padding: Any, dilation: Any) -> None:
+                                 strides: IntPair,
+                                 padding: Padding, dilation: IntPair) -> None:
     """Define TVM's knobs; a fallback config gets TVM's default entities except three: the channel
     block is ``conv2d_NCHWc.x86``'s (``output_channel_block``, the block its producer writes), the
     kernel's columns are unrolled and a register tile holds at most half the vector registers in
@@ -98,8 +99,8 @@ def pack_depthwise_conv2d_NCHWc(cfg: ConfigSpace, call: OpCall) -> OpCall:
     return OpCall((data5, kernel6), call.attrs)
 
 
-def depthwise_conv2d_NCHWc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any,
-                                       padding: Any, dilation: Any, layout: str, out_layout: str,
+def depthwise_conv2d_NCHWc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                                       padding: Padding, dilation: IntPair, layout: str, out_layout: str,
                                        out_dtype: str) -> te.Tensor:
     """Define the knobs, then ``nn.depthwise_conv2d_NCHWc``; 4-D tensors are packed by stages first."""
     data_shape, (kh, kw) = _logical(data, kernel)

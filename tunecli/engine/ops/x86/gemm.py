@@ -173,7 +173,7 @@ def fallback_gemm_tile(m: int, panels: Sequence[int], lanes: int, registers: int
     """
     total = registers + 3 if vector_registers is None else vector_registers
 
-    def score(tile: tuple[int, int]) -> tuple:
+    def score(tile: tuple[int, int]) -> tuple[bool, bool, float, int]:
         mr, nr = tile
         vectors = -(-nr // lanes)
         acc = mr * vectors
