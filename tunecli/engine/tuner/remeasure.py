@@ -66,6 +66,22 @@ def remeasure_candidates(task: Task, records: Iterable[Record], k: int) -> list[
     return [MeasureInput(task.target, task, space.get(index)) for index in top if counts[index] < 2]
 
 
+def built_measurer(task: Task, inputs: Sequence[MeasureInput],
+                   measure_option: MeasureSetting) -> Callable[[int], MeasureResult]:
+    """``measure(i)``: time ``inputs[i]`` of ``task``, each one as often as asked; with a builder and
+    a runner every input is built first, so that no build runs next to a timing."""
+    measure_batch = make_measure_batch(task, measure_option)
+    if isinstance(measure_batch, MeasureBatch):
+        built = measure_batch.builder.build(inputs)
+
+        def measure(i: int) -> MeasureResult:
+            return measure_batch.runner.run([inputs[i]], [built[i]])[0]
+    else:
+        def measure(i: int) -> MeasureResult:
+            return measure_batch([inputs[i]])[0]
+    return measure
+
+
 def remeasure_top(task: Task, records: Iterable[Record], k: int, measure_option: MeasureSetting,
                   callbacks: Sequence[Callable[..., None]] = (),
                   settle: float = SETTLE_SECONDS) -> list[tuple[MeasureInput, MeasureResult]]:
@@ -95,15 +111,7 @@ def remeasure_top(task: Task, records: Iterable[Record], k: int, measure_option:
     inputs = remeasure_candidates(task, records, k)
     if not inputs:
         return []
-    measure_batch = make_measure_batch(task, measure_option)
-    if isinstance(measure_batch, MeasureBatch):  # build all first: no build runs next to a timing
-        built = measure_batch.builder.build(inputs)
-
-        def measure(i: int) -> MeasureResult:
-            return measure_batch.runner.run([inputs[i]], [built[i]])[0]
-    else:
-        def measure(i: int) -> MeasureResult:
-            return measure_batch([inputs[i]])[0]
+    measure = built_measurer(task, inputs, measure_option)
     out = []
     for i, inp in enumerate(inputs):
         time.sleep(settle)

@@ -24,13 +24,22 @@ Winograd kernel), which may be a template the job does not tune beside one it do
 ``untuned_implementations`` names those tasks, and ``tune`` measures their untuned configs too,
 so the tuned build compares its tuned kernels with what the untuned build runs instead of
 dropping it for any record.
+
+A record is one measurement, taken in one moment: on a busy machine a parallel kernel timed while
+another process holds a core runs several times slower than the same kernel timed in a quiet
+moment, so a config measured once in a quiet moment can beat the untuned config, measured once
+in a busy one, by far more than their kernels differ.  ``rematch_untuned`` measures the two again
+in turns (untuned, challenger, challenger, untuned, ...), so that each has had the same moments
+before the faster one is trusted.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Collection, Sequence
+import time
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,8 +50,10 @@ from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.op_registry import OPS
 from tunecli.engine.graph.op_strategy import select_implementation
 from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.layout_choice import MARGIN
 from tunecli.engine.log.nearest_record import entity_distance
 from tunecli.engine.log.task_history import Record, TaskHistory, task_history
+from tunecli.engine.log.task_records import lowest_per_config, records_of
 from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import DEFAULT, config_source
@@ -50,13 +61,16 @@ from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.task import Task
-from tunecli.engine.tuner.tuner import make_measure_batch
+from tunecli.engine.tuner.remeasure import SETTLE_SECONDS, built_measurer
+from tunecli.engine.tuner.tuner import MeasureSetting, make_measure_batch
 from tunecli.errors import TuneError
 
 logger = logging.getLogger("autotvm")
 
 #: Spaces up to this many indices are searched whole for the nearest valid index.
 _SEARCHED_RANGE = 1 << 22
+#: Most turns of ``rematch_untuned`` (each measures the untuned config and its challenger once).
+REMATCH_TURNS = 3
 
 
 @dataclass(frozen=True)
@@ -278,3 +292,96 @@ def measure_untuned_implementations(tasks: Sequence[Task], logged: Sequence[Reco
                 on_first()
         records += measure_untuned(task, known, option, callbacks)
     return records
+
+
+def rematch_inputs(task: Task, records: Iterable[Record]) -> list[MeasureInput]:
+    """``[untuned, challenger]`` when the task's fastest config beats its untuned config by more
+    than ``layout_choice.MARGIN`` (each config by its lowest-cost valid record) and the two have
+    not both been measured again yet (two records or more each); else empty.
+
+    Parameters
+    ----------
+    task : Task
+    records : iterable of (MeasureInput, MeasureResult)
+        A log's records; only those of ``task`` count (``log.task_records.records_of``).
+
+    Returns
+    -------
+    list of MeasureInput
+        Inputs of ``task``: its untuned config (marked as ``measure_untuned`` marks it) and the
+        challenger; empty when nothing is due.
+    """
+    found = untuned_config(task)
+    if found is None:
+        return []
+    mine = records_of(records, task)
+    lowest = {int(inp.config.index): res.mean_cost for inp, res in lowest_per_config(mine) if res.ok}
+    untuned = int(found.config.index)
+    others = [index for index in lowest if index != untuned]
+    if untuned not in lowest or not others:
+        return []
+    challenger = min(others, key=lambda index: (lowest[index], index))
+    counts = Counter(int(inp.config.index) for inp, _ in mine)
+    if not _beats(lowest[challenger], lowest[untuned]) or min(counts[untuned], counts[challenger]) >= 2:
+        return []
+    if found.exact:
+        found.config.untuned = found.source
+    return [MeasureInput(task.target, task, found.config),
+            MeasureInput(task.target, task, task.config_space.get(challenger))]
+
+
+def rematch_untuned(task: Task, records: Iterable[Record], measure_option: MeasureSetting,
+                    callbacks: Sequence[Callable[..., None]] = (), turns: int = REMATCH_TURNS,
+                    settle: float = SETTLE_SECONDS) -> list[Record]:
+    """Measure the untuned config and the config that beats it (``rematch_inputs``) again, in turns,
+    until the challenger no longer beats it by the margin or ``turns`` turns are done.
+
+    Each turn measures both once, back to back, in the order opposite to the turn before (the
+    untuned config first in the first turn), after ``settle`` seconds of rest.
+
+    Parameters
+    ----------
+    task : Task
+    records : iterable of (MeasureInput, MeasureResult)
+        The records to compare (e.g. the task's log).
+    measure_option : dict or callable
+        From ``measure_option(builder, runner)``, or a ``measure_batch`` callable.
+    callbacks : sequence of callable
+        Each called as ``cb(None, [inp], [res])`` after each measurement (``log_to_file(path)``
+        appends the record).
+    turns : int
+        The most turns.
+    settle : float
+        Seconds to wait before each turn.
+
+    Returns
+    -------
+    list of (MeasureInput, MeasureResult)
+        The new records, in the order measured; empty when nothing was due.
+    """
+    records = list(records)
+    inputs = rematch_inputs(task, records)
+    if not inputs:
+        return []
+    lowest = [min((res.mean_cost for inp, res in records_of(records, task)
+                   if res.ok and int(inp.config.index) == int(wanted.config.index)), default=math.inf)
+              for wanted in inputs]
+    measure = built_measurer(task, inputs, measure_option)
+    out: list[Record] = []
+    for turn in range(max(0, int(turns))):
+        time.sleep(settle)
+        for which in (0, 1) if turn % 2 == 0 else (1, 0):
+            res = measure(which)
+            out.append((inputs[which], res))
+            if res.ok:
+                lowest[which] = min(lowest[which], res.mean_cost)
+            for callback in callbacks:
+                callback(None, [inputs[which]], [res])
+        if not _beats(lowest[1], lowest[0]):
+            break
+    return out
+
+
+def _beats(cost: float, untuned_cost: float) -> bool:
+    """Whether ``cost`` beats the untuned config's by more than ``layout_choice.MARGIN``."""
+    return cost < untuned_cost * (1 - MARGIN)
