@@ -25,7 +25,14 @@ weights and the largest activation, and the process's peak RSS.
 With ``--profile``, after the timed comparison at each thread count, each kernel of our build is
 timed alone in graph order (``engine.runtime.debug_executor.time_kernels``: medians of ``--rounds``
 batches of ``--number`` calls, each batch at least 5 ms) and the 15 slowest are printed with their
-share and output shape, with the summed kernel time beside the whole run's median.
+share and output shape, with the summed kernel time beside the whole run's median.  Then each of
+our convolution kernels beside onnxruntime's convolution node of the same output (channels within
+a vector's padding, rows, columns) in the same network, from onnxruntime's own per-node profile
+(``SessionOptions.enable_profiling``, ``--number`` x ``--rounds`` runs): the fastest batch of ours
+against the fastest single run of theirs (robust to other load; a single run's minimum favours
+onnxruntime a little), the layers that lose most first, and the matched layers summed.  Layers
+timed against a one-node onnxruntime model (``bench_nchwc.py``) flatter us: there onnxruntime
+reorders its blocked layout in and out of every convolution.
 
 Usage::
 
@@ -42,6 +49,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
+import tempfile
 import time
 from typing import Any
 
@@ -55,7 +65,7 @@ from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest
 from tunecli.engine.job.network_models import MODELS
 from tunecli.engine.log import tophub
 from tunecli.engine.log.history_best import apply_history_best
-from tunecli.engine.runtime import GraphModule, set_num_threads, time_kernels
+from tunecli.engine.runtime import GraphModule, GraphProfile, set_num_threads, time_kernels
 
 #: Networks run when none is named.
 DEFAULT_NETWORKS = ("resnet-18", "mobilenet", "mobilenet_v2")
@@ -63,6 +73,8 @@ DEFAULT_NETWORKS = ("resnet-18", "mobilenet", "mobilenet_v2")
 UNSEEN_NETWORKS = ("resnet-50", "squeezenet1.1", "efficientnet-b0")
 #: Kernels listed by ``--profile``, and the shortest batch of one kernel's timing.
 PROFILE_TOP = 15
+#: onnxruntime pads a blocked convolution's output channels up to its block (1000 -> 1008).
+ORT_CHANNEL_PADDING = 16
 PROFILE_MIN_REPEAT_MS = 5.0
 
 
@@ -127,11 +139,13 @@ def bench(name: str, package: bool, args: argparse.Namespace) -> dict[int, float
                   f"ours/onnxruntime {co / ct:5.2f}x  (steadier than wall time on a busy machine)")
             ratios[0] = co / ct
         if args.profile:
-            print_profile(m, lib.get_graph_json(), mo, args)
+            profile = print_profile(m, lib.get_graph_json(), mo, args)
+            print_layer_comparison(profile, onnxruntime_nodes(onnx_bytes, feed, threads, args))
     return ratios
 
 
-def print_profile(m: GraphModule, graph_json: str, run_seconds: float, args: argparse.Namespace) -> None:
+def print_profile(m: GraphModule, graph_json: str, run_seconds: float,
+                  args: argparse.Namespace) -> GraphProfile:
     """The slowest kernels of ``m`` at the current thread count, and their sum beside a whole run."""
     profile = time_kernels(m.executor, graph_json, args.number, args.rounds, PROFILE_MIN_REPEAT_MS)
     total = profile.kernel_seconds
@@ -140,6 +154,70 @@ def print_profile(m: GraphModule, graph_json: str, run_seconds: float, args: arg
     print(f"    {'ms':>8} {'share':>6}  {'output shape':<22} kernel")
     for op in profile.slowest(PROFILE_TOP):
         print(f"    {op.seconds * 1e3:8.3f} {op.share:6.1%}  {str(op.shape):<22} {op.func_name}")
+    return profile
+
+
+def onnxruntime_nodes(onnx_bytes: bytes, feed: dict, threads: int,
+                      args: argparse.Namespace) -> list[tuple[str, str, tuple[int, ...], float]]:
+    """onnxruntime's nodes in execution order from its own profile of ``--number`` x ``--rounds``
+    runs: (node name, operator, output shape, fastest run's seconds)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.enable_profiling = True
+    with tempfile.TemporaryDirectory() as tmp:
+        opts.profile_file_prefix = os.path.join(tmp, "ort")
+        sess = ort.InferenceSession(onnx_bytes, opts, providers=["CPUExecutionProvider"])
+        for _ in range(args.number * args.rounds + 1):
+            sess.run(None, feed)
+        with open(sess.end_profiling()) as f:
+            events = json.load(f)
+    nodes: dict[str, tuple[str, tuple[int, ...], list[float]]] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            shapes = [tuple(next(iter(s.values()))) for s in e["args"].get("output_type_shape", [])]
+            entry = nodes.setdefault(e["name"][:-len("_kernel_time")],
+                                     (e["args"].get("op_name", "?"), shapes[0] if shapes else (), []))
+            entry[2].append(e["dur"] * 1e-6)
+    # The first run (before the loop's) is onnxruntime's warm-up: its own profile counts it too.
+    return [(name, op, shape, min(times[1:] or times)) for name, (op, shape, times) in nodes.items()]
+
+
+def _conv_output(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(channels, rows, columns) of a convolution's NCHW or NCHW{b}c output."""
+    if len(shape) == 5:
+        return shape[1] * shape[4], shape[2], shape[3]
+    return (shape[1], shape[2], shape[3]) if len(shape) == 4 else None
+
+
+def print_layer_comparison(profile: GraphProfile,
+                           theirs: list[tuple[str, str, tuple[int, ...], float]]) -> None:
+    """Our convolution kernels beside onnxruntime's convolution nodes of the same output, in graph
+    order (see the module docstring); the layers we lose most on first."""
+    pending = [(name, _conv_output(shape), seconds) for name, op, shape, seconds in theirs if "Conv" in op]
+    pairs = []
+    for op in profile.ops:
+        out = _conv_output(tuple(op.shape))
+        if "conv2d" not in op.func_name or out is None:
+            continue
+        match = next((p for p in pending if p[1] is not None and p[1][1:] == out[1:]
+                      and out[0] <= p[1][0] < out[0] + ORT_CHANNEL_PADDING), None)
+        if match is not None:
+            pending.remove(match)
+            pairs.append((min(op.results), match[2], op, match[0]))
+    if not pairs:
+        print("    no convolution of ours matched one of onnxruntime's")
+        return
+    ours, ort_sum = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+    print(f"    convolutions beside onnxruntime's in the same network (fastest batch / run): {len(pairs)} "
+          f"matched, ours {ours * 1e3:.2f} ms vs {ort_sum * 1e3:.2f} ms ({ours / ort_sum:.2f}x); "
+          f"the {min(PROFILE_TOP, len(pairs))} we lose most on:")
+    print(f"    {'ours ms':>8} {'ort ms':>8} {'ratio':>6}  {'output shape':<22} kernel / onnxruntime node")
+    for mine, them, op, node in sorted(pairs, key=lambda p: p[1] - p[0])[:PROFILE_TOP]:
+        print(f"    {mine * 1e3:8.3f} {them * 1e3:8.3f} {mine / them:5.2f}x  {str(op.shape):<22} "
+              f"{op.func_name} / {node}")
 
 
 def main() -> None:
