@@ -40,7 +40,7 @@ class App:
         Show tracebacks and debug logging.
     """
 
-    def __init__(self, verbose: bool = False):
+    def __init__(self, verbose: bool = False) -> None:
         self.verbose = verbose
         self.console = _console(stderr=False)
         self.err = _console(stderr=True)

@@ -48,7 +48,7 @@ def _progress_layout(width: int) -> tuple[list[ProgressColumn], int]:
 class _ProgressView:
     """Renders ``TuneEvent``s as one rich progress line per task (on stderr)."""
 
-    def __init__(self, app: App):
+    def __init__(self, app: App) -> None:
         columns, self.label_max = _progress_layout(app.err.width)
         self.progress = Progress(*columns, console=app.err)
         self.ids: dict[int, TaskID] = {}

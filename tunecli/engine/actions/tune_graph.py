@@ -43,7 +43,7 @@ def tune_graph(job: Job, network: Network, measure_option: MeasureOption,
     job : Job
         A model job with ``graph_tuner``.
     network : Network
-    measure_option : dict
+    measure_option : MeasureOption
         The tune's ``measure_option`` (its worker pools), which times the candidates again.
     tasks : sequence of Task
         The tasks the tune extracted (the convolutions' tasks are not made again).

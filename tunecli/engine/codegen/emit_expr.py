@@ -44,7 +44,7 @@ class ExprEmitter:
     Buffer pointers may be in any address space: accesses keep the space of the buffer's pointer.
     """
 
-    def __init__(self, module: ir.Module, builder: ir.IRBuilder, backend: Backend):
+    def __init__(self, module: ir.Module, builder: ir.IRBuilder, backend: Backend) -> None:
         self.module = module
         self.builder = builder
         self.backend = backend

@@ -11,6 +11,7 @@ into registers).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,7 +62,7 @@ class StmtEmitter(ExprEmitter):
         True inside an outlined parallel body (nested parallel loops then run serially).
     """
 
-    def __init__(self, ctx: FunctionContext, function: ir.Function, in_parallel: bool = False):
+    def __init__(self, ctx: FunctionContext, function: ir.Function, in_parallel: bool = False) -> None:
         entry = function.append_basic_block("entry")  # holds only allocas, then jumps to "body"
         body = function.append_basic_block("body")
         self._allocas = ir.IRBuilder(entry)
@@ -213,7 +214,8 @@ class StmtEmitter(ExprEmitter):
         """Emit a loop bound converted to the loop variable's dtype."""
         return convert(self.builder, self.expr(e), e.dtype, dtype)
 
-    def emit_range_loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, body, ty: ir.Type) -> None:
+    def emit_range_loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None],
+                        ty: ir.Type) -> None:
         """Emit ``for var in [lo, hi): body()`` with a phi for ``var``."""
         bld = self.builder
         pre = bld.block

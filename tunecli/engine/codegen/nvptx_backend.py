@@ -95,7 +95,7 @@ class NVPTXBackend(Backend):
         fn.calling_convention = "ptx_kernel"
         # the block as the kernel's launch bounds (PTX .maxntid, TVM's __launch_bounds__): ptxas then
         # keeps its registers within what a block of that many threads may use
-        bounds: list = [fn]
+        bounds: list[ir.Value | str] = [fn]
         for axis, threads in zip("xyz", ctx.launch.block, strict=True):
             bounds += [f"maxntid{axis}", I32(threads)]
         ctx.module.add_named_metadata("nvvm.annotations", bounds)
@@ -162,7 +162,7 @@ class NVPTXBackend(Backend):
 class _ThreadExtents(Visitor):
     """The largest constant extent bound to each block/thread axis."""
 
-    def __init__(self, entry: str):
+    def __init__(self, entry: str) -> None:
         self.entry = entry
         self.extents: dict[str, int] = {}
 

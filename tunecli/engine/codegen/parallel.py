@@ -54,7 +54,7 @@ def parallel_for_symbol(entry_name: str) -> str:
 class _Captures(Visitor):
     """Collect the variables and buffers a statement uses, in first-use order."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.vars: dict[E.Var, None] = {}
         self.buffers: dict[S.Buffer, None] = {}
 

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 from tunecli.engine.job.model_spec import GraphTuning
 from tunecli.engine.log.record import JsonValue
+from tunecli.engine.task.workload_args import WorkloadArg
 from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 
 
@@ -69,7 +70,7 @@ class TaskOutcome:
 
     index: int
     template: str
-    args: list
+    args: list[WorkloadArg]
     flop: float
     space: int
     n_trial: int

@@ -23,7 +23,7 @@ class Xavier:
     ``±sqrt(magnitude / factor)`` where ``factor`` averages fan-in and fan-out (``factor_type``
     ``"avg"``, ``"in"`` or ``"out"``); depthwise weights use their window size."""
 
-    def __init__(self, rnd_type: str = "uniform", factor_type: str = "avg", magnitude: float = 3):
+    def __init__(self, rnd_type: str = "uniform", factor_type: str = "avg", magnitude: float = 3) -> None:
         if rnd_type != "uniform":
             raise GraphError(f"Xavier: rnd_type {rnd_type!r}; only 'uniform' exists")
         if factor_type not in ("avg", "in", "out"):

@@ -12,7 +12,9 @@ from ..op_registry import NoAttrs, OpPattern
 from .define import broadcast_relation, make_call, register_op
 
 
-def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+def _binary(
+    fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> Callable[[NoAttrs, np.ndarray, np.ndarray], np.ndarray]:
     def reference(attrs: NoAttrs, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         return np.asarray(fn(lhs, rhs)).astype(lhs.dtype, copy=False)
 

@@ -41,7 +41,9 @@ def _relation(op_name: str, arg_types: Sequence[Type | None], attrs: ReduceAttrs
     return TensorType(shape, data.dtype)
 
 
-def _reference(name: str, fn: Callable[..., np.ndarray], accumulate: bool) -> Callable[..., np.ndarray]:
+def _reference(
+    name: str, fn: Callable[..., np.ndarray], accumulate: bool
+) -> Callable[[ReduceAttrs, np.ndarray], np.ndarray]:
     def reference(attrs: ReduceAttrs, x: np.ndarray) -> np.ndarray:
         axes = reduced_axes(name, x.ndim, attrs)
         values = x.astype(np.float64) if accumulate and x.dtype.kind == "f" else x

@@ -86,7 +86,9 @@ def _trilu_relation(op_name: str, arg_types: Sequence[Type | None], attrs: Trilu
     return data
 
 
-def _binary_bool(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+def _binary_bool(
+    fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> Callable[[Attrs, np.ndarray, np.ndarray], np.ndarray]:
     def reference(attrs: Attrs, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         return np.asarray(fn(lhs, rhs), dtype=bool)
 

@@ -39,7 +39,7 @@ class CastAttrs(Attrs):
     dtype: str = "float32"
 
 
-def _float_op(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+def _float_op(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[Attrs, np.ndarray], np.ndarray]:
     def reference(attrs: Attrs, x: np.ndarray) -> np.ndarray:
         return fn(x).astype(x.dtype, copy=False)
 
