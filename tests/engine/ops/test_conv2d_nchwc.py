@@ -115,16 +115,30 @@ def test_random_legal_configs_match_numpy(case, seed):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_fallback_config_is_tvms_on_avx512():
+def test_fallback_config_is_tvms_on_avx512_with_small_windows_unrolled():
     with Target("llvm -mcpu=skylake-avx512"):
         cfg = FallbackConfigEntity()
         CONV2D_NCHWC.kernel_call(cfg, *workload((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1)))
-        assert [cfg[k].size for k in ("tile_ic", "tile_oc", "tile_ow")] == [[4, 16], [4, 16], [2, 28]]
-        assert cfg["unroll_kw"].val is False
+        assert [cfg[k].size for k in ("tile_ic", "tile_oc", "tile_ow")] == [[4, 16], [4, 16], [4, 14]]
+        assert cfg["unroll_kw"].val is True  # 3 columns unrolled, a tile of half the registers
+        stem = FallbackConfigEntity()
+        CONV2D_NCHWC.kernel_call(stem, *workload((1, 3, 224, 224), (64, 3, 7, 7), (2, 2), (3, 3, 3, 3)))
+        assert stem["tile_ow"].size == [4, 28] and stem["unroll_kw"].val is False  # TVM's: 7 columns
         one = FallbackConfigEntity()
         CONV2D_NCHWC.kernel_call(one, *workload((1, 64, 56, 56), (256, 64, 1, 1), (1, 1), (0, 0, 0, 0)))
         assert one["tile_ow"].size == [2, 28] and one["tile_oh"].val == 1
         assert one["tile_oc"].size == [16, 16]
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_the_3x3_fallback_equals_numpy(stride):
+    """Unrolled columns in half the tile where the machine has 32 vector registers, TVM's otherwise."""
+    args = workload((1, 16, 14, 14), (32, 16, 3, 3), (stride, stride), (1, 1, 1, 1))
+    task = autotvm_task.create("conv2d_NCHWc.x86", args, "llvm")
+    config = FallbackConfigEntity()
+    got, want = run_config(task, config, np.random.default_rng(stride))
+    assert config["unroll_kw"].val is (Target("llvm").vector_bits >= 512)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize(("channels", "lanes", "block"), [
@@ -152,6 +166,7 @@ def test_fallback_register_tile_fits_sixteen_avx2_registers():
         cfg = FallbackConfigEntity()
         call = CONV2D_NCHWC.kernel_call(cfg, *workload((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1)))
     assert cfg["tile_oc"].size[-1] == 8 and cfg["tile_ow"].size[-1] == 14
+    assert cfg["unroll_kw"].val is False  # TVM's: with 16 registers unrolled columns are slower
     assert [tuple(t.shape) for t in call.inputs] == [(1, 8, 56, 56, 8), (8, 8, 3, 3, 8, 8)]
 
 

@@ -163,8 +163,9 @@ def define_blocked_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_sha
     """``conv2d_NCHWc.x86``'s knobs and fallback config, with the fallback's tile as wide as
     :func:`fallback_tile` allows whatever the target's registers and its output block two vectors
     wide where that suits the tile (:func:`fallback_output_block`): the blocks are the kernel's
-    own, no neighbouring layer reads them."""
-    define_conv2d_nchwc_space(cfg, data_shape, kernel_shape, stride, padding)
+    own, no neighbouring layer reads them.  Its window columns are not unrolled (with a
+    two-vector output block that is as fast or faster: benchmarks/README.md)."""
+    define_conv2d_nchwc_space(cfg, data_shape, kernel_shape, stride, padding, unroll_small_windows=False)
     if not cfg.is_fallback:
         return
     oc, _, kh, kw = kernel_shape

@@ -90,10 +90,10 @@ def logical_shapes(data: te.Tensor, kernel: te.Tensor) -> tuple[tuple[int, ...],
 
 
 def define_conv2d_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_shape: Sequence[int],
-                              strides: Any,
-                              padding: Any) -> None:
+                              strides: Any, padding: Any, unroll_small_windows: bool = True) -> None:
     """Define TVM's knobs of ``conv2d_NCHWc.x86`` (see the module docstring); a fallback config gets
-    TVM's default entities."""
+    TVM's default entities, small windows unrolled unless ``unroll_small_windows`` is False
+    (:func:`unrolls_window`)."""
     n, ic, ih, iw = data_shape
     oc, _, kh, kw = kernel_shape
     pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw))
@@ -108,7 +108,7 @@ def define_conv2d_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kerne
     else:
         cfg.define_knob("unroll_kw", [True, False])
     if cfg.is_fallback:
-        _fallback_config(cfg, ic, oc, oh, ow, kh == 1 and kw == 1)
+        _fallback_config(cfg, ic, oc, oh, ow, (kh, kw), unroll_small_windows)
 
 
 def infer_layout(workload: Sequence[Any], cfg: ConfigSpace) -> tuple[tuple, tuple]:
@@ -142,6 +142,8 @@ def largest_divisor(n: int, limit: int) -> int:
     return next(b for b in range(min(limit, n), 0, -1) if n % b == 0)
 
 
+#: Widest kernel window whose columns a fallback config may unroll (:func:`unrolls_window`).
+SMALL_WINDOW = 3
 #: Widest fallback channel block, in vectors: wider blocks leave a register tile few columns.
 MAX_BLOCK_VECTORS = 4
 
@@ -164,19 +166,31 @@ def output_channel_block(oc: int, lanes: int) -> int:
     return max(blocks, key=lambda b: (b / vector_ops(b, lanes), -b))
 
 
-def _fallback_config(cfg: ConfigSpace, ic: int, oc: int, oh: int, ow: int, is_1x1: bool) -> None:
+def unrolls_window(window: tuple[int, int]) -> bool:
+    """Whether a fallback config unrolls a ``(KH, KW)`` window's columns (``unroll_kw``), in register
+    tiles of half the registers: windows of at most :data:`SMALL_WINDOW` columns (not 1x1) on
+    targets with 32 vector registers.  The reads of all columns then share their loads and index
+    arithmetic; with 16 registers, and for wider windows, TVM's default (not unrolled) is faster
+    (benchmarks/README.md)."""
+    return window != (1, 1) and window[1] <= SMALL_WINDOW and fp32_lanes() >= 16
+
+
+def _fallback_config(cfg: ConfigSpace, ic: int, oc: int, oh: int, ow: int, window: tuple[int, int],
+                     unroll_small_windows: bool = True) -> None:
     """TVM's ``_fallback_schedule`` of ``conv2d_avx_common`` / ``conv2d_avx_1x1`` (its register tile
     sized for the target's vector registers), with channel blocks of :func:`output_channel_block`
     for the input too: the block a fallback producer of the data writes, so no layout transform
-    lies between two fallback convolutions."""
+    lies between two fallback convolutions; a window :func:`unrolls_window` names is unrolled
+    (with ``unroll_small_windows``) in a tile of half the columns."""
     oc_bn = output_channel_block(oc, fp32_lanes())
     ic_bn = output_channel_block(ic, fp32_lanes())
     cfg["tile_ic"] = SplitEntity([ic // ic_bn, ic_bn])
     cfg["tile_oc"] = SplitEntity([oc // oc_bn, oc_bn])
-    if not is_1x1:
-        reg_n = largest_divisor(ow, fallback_register_tile())
+    if window != (1, 1):
+        unroll = unroll_small_windows and unrolls_window(window)
+        reg_n = largest_divisor(ow, fallback_register_tile() // (2 if unroll else 1))
         cfg["tile_ow"] = SplitEntity([ow // reg_n, reg_n])
-        cfg["unroll_kw"] = OtherOptionEntity(False)
+        cfg["unroll_kw"] = OtherOptionEntity(unroll)
         return
     for ow_factor in range(ow, 0, -1):
         if ow % ow_factor:
