@@ -1,7 +1,8 @@
 """Whose records a workload without a record may take its config from: this CPU's first; when none
 of them is comparable, another x86 CPU's of the same vector width and fused multiply-add (the
-source says which CPU); never across vector widths or to a CPU whose features are unknown.  And
-among the nearest workloads, the knobs' extents never outweigh a differing stride."""
+source says which CPU); never across vector widths or to a CPU whose features are unknown.  Among
+the nearest workloads, the knobs' extents never outweigh a differing stride; a Winograd record's
+tiles carry over only to an output of its size."""
 
 from __future__ import annotations
 
@@ -9,11 +10,18 @@ import pytest
 
 from tunecli.engine.log import tophub
 from tunecli.engine.log.history_best import ApplyHistoryBest
-from tunecli.engine.log.nearest_record import Reference, knob_distance, nearest_config, workload_distance
+from tunecli.engine.log.nearest_record import (
+    Reference,
+    knob_distance,
+    nearest_config,
+    same_extents,
+    workload_distance,
+)
 from tunecli.engine.log.record_machine import SAME_CPU, SAME_ISA, isa_class, machine_rank, same_machine
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import ConfigSource, config_source
 from tunecli.engine.task.dispatcher import DispatchContext
+from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.task import create
 
 CONV = "conv2d_NCHWc.x86"
@@ -112,3 +120,29 @@ def test_the_knobs_extents_never_outweigh_a_differing_stride():
                  [reference(ZEN5, unstrided), reference(ZEN5, strided)]):
         cfg = nearest_config(ZEN5, workload, refs)
         assert "float32[128,64,3,3]" in cfg.source.detail, cfg.source.detail
+
+
+def winograd(channels: int, size: int) -> tuple:
+    return ("conv2d_NCHWc_winograd.x86",) + conv(channels, size)[1:]
+
+
+@pytest.mark.parametrize("channels, size", [(512, 2), (512, 4)])
+def test_a_winograd_record_of_another_output_size_leaves_the_tiles_to_the_fallback(channels: int, size: int):
+    # the 7x7 record's 6 tiles per register tile of F(4x4) would repeat the one tile of a 2x2 output
+    # six times (4x slower than the fallback measured, 2x at 4x4)
+    workload = winograd(channels, size)
+    cfg = query(workload, ZEN5)
+    assert config_source(cfg).kind == "nearest" and "float32[1,512,7,7]" in cfg.source.detail
+    fallback = FallbackConfigEntity()
+    create(workload[0], workload[1:], ZEN5).instantiate(fallback)
+    assert (cfg["tile_p"].val, cfg["tile_m"].val) == (fallback["tile_p"].val, fallback["tile_m"].val)
+
+
+def test_a_winograd_record_of_the_same_output_size_gives_its_tiles():
+    workload = winograd(384, 7)
+    cfg = query(workload, ZEN5)
+    assert config_source(cfg).kind == "nearest" and "float32[1,512,7,7]" in cfg.source.detail
+    assert (cfg["tile_p"].val, cfg["tile_m"].val) == (6, 4)  # the znver4 record's, not the fallback's (4, 2)
+    assert same_extents(workload, winograd(512, 7)) and not same_extents(workload, winograd(384, 14))
+    assert not same_extents(workload, conv(384, 7))  # another template
+    assert not same_extents(workload, winograd(384, 7)[:3] + ((2, 2),) + workload[4:])

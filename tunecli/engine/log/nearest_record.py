@@ -23,7 +23,11 @@ that divide stay and others become the nearest factorisation; another knob equal
 layout knobs (``LAYOUT_KNOBS``: a convolution's channel blocks) take the template's fallback
 blocks instead, the default layouts the graph tuner also measures (``graph_tuner.default_layouts``):
 neighbouring convolutions then agree on their blocks and the build needs no more layout
-transforms than with fallback configs.  Knobs the record lacks keep the fallback's entity.  The
+transforms than with fallback configs.  Knobs chosen for the number of output tiles
+(``EXTENT_KNOBS``: the Winograd templates' tile size and tiles per register tile) take the record's
+entity only when its output has the query's height and width (``same_extents``), else the
+fallback's: a 7x7 record's six tiles per register tile would compute the one tile of a 2x2 output
+six times.  Knobs the record lacks keep the fallback's entity.  The
 result is an entity of the space (a valid index) whose ``source`` is ``ConfigSource("nearest",
 ...)`` naming the record (and its CPU when another CPU's).
 
@@ -42,7 +46,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from tunecli.engine.log.layout_choice import LAYOUT_KNOBS, Entity
@@ -60,6 +64,10 @@ logger = logging.getLogger("autotvm")
 
 #: Distance of one differing non-shape number (stride, padding, dilation): as a shape 16× apart.
 ATTRIBUTE_MISMATCH = 4.0
+#: Knobs chosen for the number of output tiles (the Winograd templates' tile size and tiles per
+#: register tile: more tiles per register tile than the output has repeats tiles): the record's entity
+#: only when its output has the query's extents (``same_extents``), else the fallback's.
+EXTENT_KNOBS = ("tile_m", "tile_p")
 #: How many of the nearest workloads are ranked again by their knobs' extents.
 RERANKED = 8
 _ORIGIN_RANK = {"log": 0, "package": 1}
@@ -248,6 +256,17 @@ def nearest_reference(target: Target, workload: tuple, references: Iterable[Refe
     return min(scored, key=lambda item: item[:2])[2]
 
 
+def same_extents(workload: tuple, other: tuple) -> bool:
+    """True when ``other`` (a record's workload, maybe of the twin template) has the output
+    extents of ``workload``: the same data height and width, strides, padding and dilation."""
+    for form in (workload, twin_workload(workload)):
+        if form is not None and form[0] == other[0] and len(form) == len(other) > 5:
+            data, theirs = form[1], other[1]
+            return (isinstance(data, tuple) and isinstance(theirs, tuple) and len(data) == len(theirs) == 3
+                    and tuple(data[1][2:]) == tuple(theirs[1][2:]) and form[3:6] == other[3:6])
+    return False
+
+
 def entity_distance(a: Entity, b: Entity) -> float:
     """How far two entities of one knob are apart: splits by the logarithms of their inner factors
     (the outer one is what remains), numeric options by their logarithms, anything else 0 or 1."""
@@ -271,8 +290,10 @@ def nearest_position(entities: Sequence[Entity], wanted: Entity) -> int:
     return min(range(len(entities)), key=lambda i: (entity_distance(entities[i], wanted), i))
 
 
-def transfer(space: ConfigSpace, reference: ConfigEntity, default: ConfigSpace) -> ConfigEntity | None:
-    """``reference``'s config moved into ``space`` knob by knob (layout knobs from ``default``).
+def transfer(space: ConfigSpace, reference: ConfigEntity, default: ConfigSpace,
+             from_default: Collection[str] = ()) -> ConfigEntity | None:
+    """``reference``'s config moved into ``space`` knob by knob (layout knobs and ``from_default``
+    from ``default``).
 
     Parameters
     ----------
@@ -282,6 +303,8 @@ def transfer(space: ConfigSpace, reference: ConfigEntity, default: ConfigSpace) 
         The nearest record's config.
     default : ConfigSpace
         The template's fallback config of the queried workload (instantiated).
+    from_default : collection of str
+        More knobs that take ``default``'s entity.
 
     Returns
     -------
@@ -290,7 +313,7 @@ def transfer(space: ConfigSpace, reference: ConfigEntity, default: ConfigSpace) 
     """
     positions = []
     for name, knob in space.space_map.items():
-        if name in LAYOUT_KNOBS and name in default:
+        if (name in LAYOUT_KNOBS or name in from_default) and name in default:
             wanted = default[name]
         elif name in reference and type(reference[name]) is type(knob.entities[0]):
             wanted = reference[name]
@@ -334,7 +357,8 @@ def nearest_config(target: Target, workload: tuple, references: Iterable[Referen
     ref = nearest_reference(target, workload, references, task.config_space)
     if ref is None:
         return None
-    config = transfer(task.config_space, ref.config, default)
+    kept = () if same_extents(workload, ref.workload) else EXTENT_KNOBS
+    config = transfer(task.config_space, ref.config, default, kept)
     if config is None:
         return None
     where = f" in {ref.origin.detail}" if ref.origin.detail else ""
