@@ -15,24 +15,24 @@ it together), a ``global`` one also what every block reads; a ``local`` stage st
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.interval import const_bounds, eval_interval
 from tunecli.engine.ir.simplify import int_bounds, simplify, skey
 from tunecli.engine.ir.visitor import post_order, substitute
 from tunecli.engine.schedule.relations import Fuse, Split
-from tunecli.engine.schedule.stage import SCOPE
+from tunecli.engine.schedule.schedule import Schedule
+from tunecli.engine.schedule.stage import SCOPE, Stage
 from tunecli.engine.te.tensor import COMM_REDUCE, DATA_PAR, IterVar
 from tunecli.errors import LoweringError
 
-from .inline import reads_of
+from .inline import InlinedBodies, reads_of
 from .thread_scope import thread_rank
 
 Rng = tuple[E.Expr, E.Expr]  # (min, extent)
 
 
-def attach_of(stage: Any) -> tuple[Any, IterVar] | None:
+def attach_of(stage: Stage) -> tuple[Stage, IterVar] | None:
     """The (stage, axis) this stage is computed in, following groups; None at the root."""
     if stage.attach_type == SCOPE:
         return stage.attach_stage, stage.attach_ivar
@@ -44,7 +44,7 @@ def attach_of(stage: Any) -> tuple[Any, IterVar] | None:
     return None
 
 
-def attach_chain(stage: Any) -> list[tuple[Any, IterVar]]:
+def attach_chain(stage: Stage) -> list[tuple[Stage, IterVar]]:
     """Attach points from the innermost outwards."""
     chain = []
     a = attach_of(stage)
@@ -59,9 +59,9 @@ def attach_chain(stage: Any) -> list[tuple[Any, IterVar]]:
     return chain
 
 
-def scope_vars(stage: Any) -> set[Any]:
+def scope_vars(stage: Stage) -> set[E.Var]:
     """Loop variables enclosing ``stage``'s loop nest."""
-    out: set[Any] = set()
+    out: set[E.Var] = set()
     for parent, iv in attach_chain(stage):
         leaves = parent.leaf_iter_vars
         pos = next(n for n, x in enumerate(leaves) if x is iv)
@@ -75,10 +75,10 @@ def scope_vars(stage: Any) -> set[Any]:
 _SCOPE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
 
 
-def shared_thread_vars(stage: Any) -> set[Any]:
+def shared_thread_vars(stage: Stage) -> set[E.Var]:
     """Variables of thread-bound loops enclosing ``stage`` whose threads share its storage."""
     scope_rank = _SCOPE_RANK.get(stage.scope, 0)
-    out: set[Any] = set()
+    out: set[E.Var] = set()
     for parent, iv in attach_chain(stage):
         leaves = parent.leaf_iter_vars
         pos = next(n for n, x in enumerate(leaves) if x is iv)
@@ -107,9 +107,9 @@ class BoundInfo:
         self.split_guards = split_guards
         self.dom: dict[int, dict[IterVar, Rng]] = {}
         self.loop_ext: dict[int, dict[IterVar, E.Expr]] = {}
-        self.var_ranges: dict[Any, Rng] = {}
+        self.var_ranges: dict[E.Var, Rng] = {}
 
-    def root_values(self, stage: Any) -> dict[Any, E.Expr]:
+    def root_values(self, stage: Stage) -> dict[E.Var, E.Expr]:
         """``{root var: min + index}`` where index is rebuilt from the stage's loop variables."""
         dom = self.dom[id(stage)]
         vals: dict[IterVar, E.Expr] = {iv: iv.var for iv in stage.leaf_iter_vars}
@@ -126,7 +126,7 @@ class BoundInfo:
         self._rel = vals
         return out
 
-    def guards(self, stage: Any, reduce: bool) -> list[E.Expr]:
+    def guards(self, stage: Stage, reduce: bool) -> list[E.Expr]:
         """Conditions that keep rebuilt root indices inside their extents (non-dividing splits)."""
         absolute = self.root_values(stage)
         dom = self.dom[id(stage)]
@@ -150,7 +150,7 @@ class BoundInfo:
         return conds
 
 
-def infer_bounds(sch: Any, stages: list[Any], bodies: Any, full: set[int],
+def infer_bounds(sch: Schedule, stages: list[Stage], bodies: InlinedBodies, full: set[int],
                  relax_threads: bool = False) -> BoundInfo:
     """Infer the ranges of ``stages`` (computed, not inlined; producers first).
 
@@ -172,7 +172,7 @@ def infer_bounds(sch: Any, stages: list[Any], bodies: Any, full: set[int],
     return info
 
 
-def _region(sch: Any, stage: Any, consumers: list[Any], bodies: Any, info: BoundInfo,
+def _region(sch: Schedule, stage: Stage, consumers: list[Stage], bodies: InlinedBodies, info: BoundInfo,
             relax_threads: bool) -> list[Rng]:
     scope = scope_vars(stage)
     if relax_threads:
@@ -218,7 +218,7 @@ def _union(items: list[E.Expr | None], cls: type) -> E.Expr | None:
     return out
 
 
-def _relax(e: E.Expr, scope: set[Any], info: BoundInfo) -> tuple[E.Expr | None, E.Expr | None]:
+def _relax(e: E.Expr, scope: set[E.Var], info: BoundInfo) -> tuple[E.Expr | None, E.Expr | None]:
     lo, hi = e, e
     for _ in range(64):
         free = [v for v in _free_vars(lo) + _free_vars(hi) if v not in scope]
@@ -250,7 +250,7 @@ def const_upper(e: E.Expr, info: BoundInfo, what: str) -> int:
     return hi
 
 
-def _pass_down(stage: Any, root: dict[IterVar, Rng], info: BoundInfo) -> None:
+def _pass_down(stage: Stage, root: dict[IterVar, Rng], info: BoundInfo) -> None:
     dom: dict[IterVar, Rng] = dict(root)
     zero = E.IntImm(0)
     for rel in stage.relations:

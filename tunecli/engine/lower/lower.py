@@ -9,11 +9,11 @@ shared memory (``storage_sync``).  CPU lowering is unchanged by all of this.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.simplify import simplify
-from tunecli.engine.schedule.stage import INLINE
+from tunecli.engine.schedule.schedule import Schedule
+from tunecli.engine.schedule.stage import INLINE, Stage
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.te.operation import ComputeOp
 from tunecli.engine.te.tensor import Tensor
@@ -28,7 +28,7 @@ from .thread_scope import launch_extents
 from .virtual_thread import VTHREADS_ATTR, inject_virtual_threads, vthread_count
 
 
-def lower(sch: Any, args: Sequence[Tensor], name: str = "main", target: Target | str | None = None
+def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", target: Target | str | None = None
           ) -> S.PrimFunc:
     """Lower a schedule to a loop nest.
 
@@ -74,7 +74,7 @@ def lower(sch: Any, args: Sequence[Tensor], name: str = "main", target: Target |
     return S.PrimFunc(name, storage.params, body, attrs)
 
 
-def _inside(consumer: Any, producer: Any) -> bool:
+def _inside(consumer: Stage, producer: Stage) -> bool:
     """True when ``consumer``'s nest runs inside ``producer``'s attach scope."""
     chain = attach_chain(producer)
     if not chain:
@@ -89,7 +89,7 @@ def _inside(consumer: Any, producer: Any) -> bool:
     return False
 
 
-def _check_consumers(sch: Any, stages: list[Any], bodies: InlinedBodies) -> None:
+def _check_consumers(sch: Schedule, stages: list[Stage], bodies: InlinedBodies) -> None:
     for c in stages:
         for p in read_stages(bodies.of(c), sch):
             if any(p is s for s in stages) and not _inside(c, p):

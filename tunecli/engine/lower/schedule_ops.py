@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.visitor import post_order, substitute
+from tunecli.engine.schedule.stage import Stage
 from tunecli.engine.te.reduction import Reduce
-from tunecli.engine.te.tensor import COMM_REDUCE
+from tunecli.engine.te.tensor import COMM_REDUCE, IterVar
 from tunecli.engine.transform.auto_unroll import auto_unroll, pragma_max_step
 from tunecli.errors import LoweringError
 
 from .bound import BoundInfo, attach_of
+from .inline import InlinedBodies
 from .storage import Storage
 from .thread_scope import LAUNCH_TAGS
 
@@ -20,13 +20,13 @@ from .thread_scope import LAUNCH_TAGS
 class NestBuilder:
     """Build the statement of every stage and place attached stages inside their parents' loops."""
 
-    def __init__(self, stages: list[Any], bodies: Any, info: BoundInfo, storage: Storage):
+    def __init__(self, stages: list[Stage], bodies: InlinedBodies, info: BoundInfo, storage: Storage) -> None:
         self.stages = stages
         self.bodies = bodies
         self.info = info
         self.storage = storage
-        self.children: dict[tuple[int, int], list[Any]] = {}
-        self.roots: list[Any] = []
+        self.children: dict[tuple[int, int], list[Stage]] = {}
+        self.roots: list[Stage] = []
         self.bound_vars = {iv.var for st in stages for iv in st.bindings}
         for st in stages:
             a = attach_of(st)
@@ -43,7 +43,7 @@ class NestBuilder:
         """The whole loop nest."""
         return self._place(self.roots, None)
 
-    def _place(self, stages: list[Any], rest: S.Stmt | None) -> S.Stmt:
+    def _place(self, stages: list[Stage], rest: S.Stmt | None) -> S.Stmt:
         stmt = rest
         for st in reversed(stages):
             stmt = S.seq(self._stage(st), stmt)
@@ -52,7 +52,7 @@ class NestBuilder:
                 stmt = S.Allocate(buf, stmt)
         return stmt if stmt is not None else S.SeqStmt([])
 
-    def _loops(self, stage: Any, leaves: list[Any], body: S.Stmt, attach: bool = True,
+    def _loops(self, stage: Stage, leaves: list[IterVar], body: S.Stmt, attach: bool = True,
                conds: list[E.Expr] | None = None) -> S.Stmt:
         """Loops over ``leaves`` around ``body``; each guard in ``conds`` sits just inside the
         innermost loop whose variable it uses (so invariant guards leave vectorized loops)."""
@@ -83,7 +83,7 @@ class NestBuilder:
         return _guard(placed.get(0, []), body)
 
     @staticmethod
-    def _kind(stage: Any, iv: Any) -> str:
+    def _kind(stage: Stage, iv: IterVar) -> str:
         """Loop kind of ``iv``: ``serial`` for a thread-bound axis (``Stage.bind``: its
         annotations are ignored, as TVM ignores them on bound axes; the loop carries the thread
         tag instead), else its annotation."""
@@ -91,7 +91,7 @@ class NestBuilder:
             return S.SERIAL
         return stage.iter_var_attrs.get(iv, S.SERIAL)
 
-    def _stage(self, stage: Any) -> S.Stmt:
+    def _stage(self, stage: Stage) -> S.Stmt:
         body = self.bodies.of(stage)[0]
         vals = self.info.root_values(stage)
         store_idx = [vals[iv.var] for iv in stage.op.axis]
@@ -121,7 +121,7 @@ class NestBuilder:
         return self._loops(stage, outer, S.seq(init, update_nest))
 
 
-def _place_guards(conds: list[E.Expr], leaves: list[Any]) -> dict[int, list[E.Expr]]:
+def _place_guards(conds: list[E.Expr], leaves: list[IterVar]) -> dict[int, list[E.Expr]]:
     """``{k: guards}``: guard goes inside the first ``k`` loops (k = 1 + its innermost loop)."""
     pos = {id(iv.var): n for n, iv in enumerate(leaves)}
     placed: dict[int, list[E.Expr]] = {}
@@ -134,7 +134,7 @@ def _place_guards(conds: list[E.Expr], leaves: list[Any]) -> dict[int, list[E.Ex
 def _positions(cond: E.Expr, pos: dict[int, int]) -> list[int]:
     used: list[int] = []
 
-    def see(x: Any) -> None:
+    def see(x: object) -> None:
         if isinstance(x, E.Var) and id(x) in pos:
             used.append(pos[id(x)])
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.visitor import Mutator
+from tunecli.engine.schedule.schedule import Schedule
+from tunecli.engine.schedule.stage import Stage
 from tunecli.engine.te.operation import PlaceholderOp
 from tunecli.engine.te.tensor import Tensor, TensorRead
 from tunecli.errors import LoweringError
@@ -17,7 +19,7 @@ from .bound import BoundInfo, const_upper
 class Storage:
     """Buffers of arguments (params) and temporaries, and the flattening of tensor accesses."""
 
-    def __init__(self, sch: Any, args: list[Tensor], info: BoundInfo):
+    def __init__(self, sch: Schedule, args: list[Tensor], info: BoundInfo) -> None:
         self.sch = sch
         self.info = info
         self.params: list[S.Buffer] = []
@@ -34,11 +36,11 @@ class Storage:
         self._temp: dict[int, tuple[S.Buffer, list[E.Expr]]] = {}
         self._names: set[str] = {b.name for b in self.params}
 
-    def is_param(self, stage: Any) -> bool:
+    def is_param(self, stage: Stage) -> bool:
         """True when ``stage`` writes a kernel argument."""
         return id(stage) in self._param_of
 
-    def temp_buffer(self, stage: Any) -> S.Buffer | None:
+    def temp_buffer(self, stage: Stage) -> S.Buffer | None:
         """The Allocate'd buffer of a computed stage that is not an argument (else None)."""
         if self.is_param(stage):
             return None
@@ -70,7 +72,7 @@ class Storage:
         buf, mins = self._temp[id(stage)]
         return buf, mins
 
-    def flat_index(self, tensor: Tensor, indices: Any) -> tuple[S.Buffer, E.Expr]:
+    def flat_index(self, tensor: Tensor, indices: Sequence[E.Expr]) -> tuple[S.Buffer, E.Expr]:
         """The buffer of ``tensor`` and the row-major index of ``indices`` in it."""
         buf, mins = self._resolve(tensor)
         flat: E.Expr = E.IntImm(0)
@@ -79,12 +81,12 @@ class Storage:
             flat = rel if d == 0 else flat * n + rel
         return buf, flat
 
-    def load(self, tensor: Tensor, indices: Any) -> E.Expr:
+    def load(self, tensor: Tensor, indices: Sequence[E.Expr]) -> E.Expr:
         """A BufferLoad of ``tensor`` at ``indices``."""
         buf, flat = self.flat_index(tensor, indices)
         return E.BufferLoad(buf, [flat])
 
-    def store(self, tensor: Tensor, value: E.Expr, indices: Any) -> S.Stmt:
+    def store(self, tensor: Tensor, value: E.Expr, indices: Sequence[E.Expr]) -> S.Stmt:
         """A BufferStore of ``value`` into ``tensor`` at ``indices``."""
         buf, flat = self.flat_index(tensor, indices)
         if value.dtype != buf.dtype:

@@ -20,7 +20,6 @@ is placed whenever two threads *may* touch the same element.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
@@ -37,7 +36,7 @@ def barrier() -> S.Stmt:
     return S.Evaluate(E.Call("int32", SYNC_CALL, [E.StringImm("shared")]))
 
 
-def is_barrier(s: Any) -> bool:
+def is_barrier(s: S.Stmt) -> bool:
     """True for the statement :func:`barrier` makes."""
     return isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.name == SYNC_CALL
 
@@ -56,11 +55,11 @@ class _Pending:
         return bool(access.reads & self.writes or access.writes & self.reads)
 
 
-def _shared_access(s: Any) -> _Pending:
+def _shared_access(s: S.Stmt) -> _Pending:
     writes: set[S.Buffer] = set()
     reads: set[S.Buffer] = set()
 
-    def see(n: Any) -> None:
+    def see(n: object) -> None:
         if isinstance(n, S.BufferStore) and n.buffer.scope == "shared":
             writes.add(n.buffer)
         elif isinstance(n, E.BufferLoad) and n.buffer.scope == "shared":
@@ -70,13 +69,13 @@ def _shared_access(s: Any) -> _Pending:
     return _Pending(frozenset(writes), frozenset(reads))
 
 
-def _uses(e: Any, names: set[Any]) -> bool:
+def _uses(e: E.Expr | tuple[E.Expr, ...], names: set[E.Var]) -> bool:
     found: list[bool] = []
     post_order(e, lambda n: found.append(True) if isinstance(n, E.Var) and n in names else None)
     return bool(found)
 
 
-def _exposed(s: Any) -> tuple[_Pending, bool]:
+def _exposed(s: S.Stmt) -> tuple[_Pending, bool]:
     """Shared accesses ``s`` may make before its first barrier, and whether it always passes one."""
     if is_barrier(s):
         return _Pending(), True
@@ -101,9 +100,9 @@ def _exposed(s: Any) -> tuple[_Pending, bool]:
 
 
 class _Planner:
-    def __init__(self, launch: dict[str, int]):
+    def __init__(self, launch: dict[str, int]) -> None:
         self.launch = launch
-        self.thread_vars: set[Any] = set()
+        self.thread_vars: set[E.Var] = set()
 
     def plan(self, s: S.Stmt, pending: _Pending) -> tuple[S.Stmt, _Pending]:
         if isinstance(s, S.SeqStmt):

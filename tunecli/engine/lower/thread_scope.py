@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.visitor import Visitor
@@ -38,7 +36,7 @@ class _Extents(Visitor):
         self.generic_visit(s)
 
 
-def launch_extents(stmt: Any, where: str = "lower") -> dict[str, int]:
+def launch_extents(stmt: S.Stmt, where: str = "lower") -> dict[str, int]:
     """``{tag: extent}``: the largest constant extent of the loops bound to each block/thread axis."""
     walker = _Extents(where)
     walker.visit(stmt)

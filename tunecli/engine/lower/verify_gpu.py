@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
@@ -80,7 +79,7 @@ def verify_gpu_code(func: S.PrimFunc, limits: GPULimits) -> list[str]:
     vthreads = [func.attrs.get(VTHREADS_ATTR) or vthread_count(func.body)]
     vector_bytes = [0]
 
-    def see(n: Any) -> None:
+    def see(n: object) -> None:
         if isinstance(n, S.Allocate):
             {"shared": shared, "local": local}.get(n.buffer.scope, {})[id(n.buffer)] = n.buffer
         elif isinstance(n, (S.BufferStore, E.BufferLoad)):

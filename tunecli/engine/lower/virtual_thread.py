@@ -21,10 +21,9 @@ Innermost ``vthread`` loops are injected first.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
+from tunecli.engine.ir.node import Node
 from tunecli.engine.ir.visitor import Mutator, post_order, substitute
 from tunecli.errors import LoweringError
 
@@ -33,13 +32,16 @@ VTHREAD_TAGS = ("vthread", "cthread")
 VTHREADS_ATTR = "vthreads"
 UNROLL_BELOW = 16  # TVM: copies instead of a loop when fewer virtual threads than this
 
+#: What a dependence check walks: a node or a tuple of nodes.
+_Tree = Node | tuple[object, ...]
 
-def _touched(body: S.Stmt, var: E.Var) -> tuple[set[Any], set[Any]]:
+
+def _touched(body: S.Stmt, var: E.Var) -> tuple[set[E.Var], set[S.Buffer]]:
     """Variables and buffers whose values depend on ``var`` in ``body`` (to a fixed point)."""
-    names: set[Any] = {var}
-    buffers: set[Any] = set()
+    names: set[E.Var] = {var}
+    buffers: set[S.Buffer] = set()
     stores: list[S.BufferStore] = []
-    lets: list[Any] = []
+    lets: list[S.LetStmt | E.Let] = []
     post_order(body, lambda n: stores.append(n) if isinstance(n, S.BufferStore)
                else lets.append(n) if isinstance(n, (S.LetStmt, E.Let)) else None)
     changed = True
@@ -56,10 +58,10 @@ def _touched(body: S.Stmt, var: E.Var) -> tuple[set[Any], set[Any]]:
     return names, buffers
 
 
-def _uses(node: Any, names: set[Any], buffers: set[Any]) -> bool:
+def _uses(node: _Tree, names: set[E.Var], buffers: set[S.Buffer]) -> bool:
     found: list[bool] = []
 
-    def see(n: Any) -> None:
+    def see(n: object) -> None:
         if (isinstance(n, E.Var) and n in names) or (isinstance(n, E.BufferLoad) and n.buffer in buffers):
             found.append(True)
 
@@ -67,7 +69,7 @@ def _uses(node: Any, names: set[Any], buffers: set[Any]) -> bool:
     return bool(found)
 
 
-def _depth(s: Any) -> int:
+def _depth(s: S.Stmt) -> int:
     if isinstance(s, S.For):
         return 1 + _depth(s.body)
     if isinstance(s, S.SeqStmt):
@@ -82,10 +84,10 @@ def _depth(s: Any) -> int:
 class _Remap(Mutator):
     """Accesses of expanded buffers: the buffer with ``n`` times the room, at ``index + v * size``."""
 
-    def __init__(self, var: E.Var, remap: dict[Any, tuple[S.Buffer, int]]):
+    def __init__(self, var: E.Var, remap: dict[S.Buffer, tuple[S.Buffer, int]]) -> None:
         self.var, self.remap = var, remap
 
-    def _index(self, buffer: Any, indices: tuple) -> tuple[S.Buffer, list[E.Expr]]:
+    def _index(self, buffer: S.Buffer, indices: tuple) -> tuple[S.Buffer, list[E.Expr]]:
         new, size = self.remap[buffer]
         if len(indices) != 1:
             raise LoweringError(f"vthread: access of {buffer.name} is not flat")
@@ -106,14 +108,14 @@ class _Remap(Mutator):
 
 
 class _Injector:
-    def __init__(self, loop: S.For):
+    def __init__(self, loop: S.For) -> None:
         if not isinstance(loop.extent, E.IntImm) or not isinstance(loop.min, E.IntImm):
             raise LoweringError(f"vthread loop {loop.loop_var.name} must have constant bounds")
         self.var, self.n, self.min = loop.loop_var, loop.extent.value, loop.min.value
         self.names, self.buffers = _touched(loop.body, loop.loop_var)
-        self.remap: dict[Any, tuple[S.Buffer, int]] = {}
+        self.remap: dict[S.Buffer, tuple[S.Buffer, int]] = {}
 
-    def touches(self, node: Any) -> bool:
+    def touches(self, node: _Tree) -> bool:
         return _uses(node, self.names, self.buffers) or _stores_to(node, self.buffers)
 
     def stmt(self, s: S.Stmt) -> S.Stmt:
@@ -148,7 +150,7 @@ class _Injector:
                      substitute(body, {self.var: v}))
 
 
-def _stores_to(node: Any, buffers: set[Any]) -> bool:
+def _stores_to(node: _Tree, buffers: set[S.Buffer]) -> bool:
     found: list[bool] = []
     post_order(node, lambda n: found.append(True) if isinstance(n, S.BufferStore) and n.buffer in buffers
                else None)
@@ -171,7 +173,7 @@ def inject_virtual_threads(body: S.Stmt) -> S.Stmt:
 def vthread_count(body: S.Stmt) -> int:
     """The most virtual threads one thread runs: the product of nested ``vthread`` extents."""
 
-    def count(s: Any) -> int:
+    def count(s: S.Stmt) -> int:
         if isinstance(s, S.For):
             inner = count(s.body)
             if s.thread_tag in VTHREAD_TAGS and isinstance(s.extent, E.IntImm):
