@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tunecli.engine.ir.expr import Var
 from tunecli.engine.ir.visitor import Mutator, substitute
@@ -12,6 +13,9 @@ from tunecli.engine.te.tensor import DATA_PAR, IterVar, Range, Tensor, TensorRea
 from tunecli.errors import ScheduleError
 
 from .stage import ROOT, Stage
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
 
 SCOPES = ("global", "local", "shared")
 
@@ -26,14 +30,16 @@ def _copy_axis(axis: list[IterVar], suffix: str) -> list[IterVar]:
             for iv in axis]
 
 
-def _insert_stage(sch: Any, stage: Stage, before: Stage | None = None, after: Stage | None = None) -> None:
+def _insert_stage(sch: Schedule, stage: Stage, before: Stage | None = None,
+                  after: Stage | None = None) -> None:
     if before is not None:
         sch.stages.insert(sch.stages.index(before), stage)
     else:
         sch.stages.insert(sch.stages.index(after) + 1, stage)
 
 
-def cache_read(sch: Any, tensor: Tensor, scope: str, readers: Any) -> Tensor:
+def cache_read(sch: Schedule, tensor: Tensor, scope: str,
+               readers: Stage | Operation | Tensor | Sequence[Stage | Operation | Tensor]) -> Tensor:
     """Create a stage copying ``tensor`` into ``scope``; ``readers`` then read the copy."""
     _check_scope(scope, f"cache_read of {tensor.name}")
     src_stage = sch[tensor]
@@ -58,7 +64,7 @@ def cache_read(sch: Any, tensor: Tensor, scope: str, readers: Any) -> Tensor:
     _insert_stage(sch, cache_stage, after=src_stage)
 
     class _Redirect(Mutator):
-        def visit_TensorRead(self, node: TensorRead) -> Any:
+        def visit_TensorRead(self, node: TensorRead) -> TensorRead:
             node = self.generic_visit(node)
             if sch[node.tensor] is src_stage and node.tensor.value_index == tensor.value_index:
                 return TensorRead(cache, node.indices)
@@ -72,16 +78,16 @@ def cache_read(sch: Any, tensor: Tensor, scope: str, readers: Any) -> Tensor:
     return cache
 
 
-def _var(name: str):
+def _var(name: str) -> Var:
     return Var(name, "int32")
 
 
-def _replace_op(sch: Any, stage: Stage, new_op: Operation) -> None:
+def _replace_op(sch: Schedule, stage: Stage, new_op: Operation) -> None:
     stage.op = new_op
     sch.register(new_op, stage)  # sch.outputs keeps the original ops (as TVM); s[old_op] still works
 
 
-def check_not_attached_to(sch: Any, stage: Stage, what: str) -> None:
+def check_not_attached_to(sch: Schedule, stage: Stage, what: str) -> None:
     """Raise ScheduleError when another stage (or group) is computed at ``stage``'s loops."""
     for other in list(sch.stages) + list(sch.groups):
         if other.attach_stage is stage:
@@ -89,7 +95,7 @@ def check_not_attached_to(sch: Any, stage: Stage, what: str) -> None:
                                 "primitive before compute_at")
 
 
-def cache_write(sch: Any, tensor: Tensor, scope: str) -> Tensor:
+def cache_write(sch: Schedule, tensor: Tensor, scope: str) -> Tensor:
     """Compute ``tensor`` into a new ``scope`` stage; the original stage becomes a copy of it."""
     _check_scope(scope, f"cache_write of {tensor.name}")
     stage = sch[tensor]

@@ -7,7 +7,7 @@ reduces ``BF`` over a new reduction axis with ``ki``'s extent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.visitor import substitute
@@ -19,6 +19,9 @@ from tunecli.errors import ScheduleError
 from .cache import _replace_op, check_not_attached_to
 from .relations import Fuse, Split
 from .stage import Stage
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
 
 
 def _const_extents(stage: Stage) -> dict[IterVar, int]:
@@ -45,7 +48,7 @@ def _root_values(stage: Stage, ext: dict[IterVar, int], leaf_vals: dict[IterVar,
     return vals
 
 
-def rfactor(sch: Any, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
+def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
     """Factor the reduction of ``tensor`` over leaf reduction axis ``axis`` into a new stage."""
     stage = sch[tensor]
     op = stage.op
@@ -74,7 +77,7 @@ def rfactor(sch: Any, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Te
     leaf_vals: dict[IterVar, E.Expr] = {axis: fax.var}
     leaf_vals.update({old: new.var for old, new in zip(rest, new_red, strict=True)})
     vals = _root_values(stage, ext, leaf_vals)
-    vmap: dict[Any, E.Expr] = {old.var: new.var for old, new in zip(op.axis, data, strict=True)}
+    vmap: dict[E.Var, E.Expr] = {old.var: new.var for old, new in zip(op.axis, data, strict=True)}
     cond = red.condition
     for iv in op.reduce_axis:
         if iv not in vals:

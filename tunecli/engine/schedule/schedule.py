@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeAlias
 
 from tunecli.engine.te.operation import ComputeOp, Operation
-from tunecli.engine.te.tensor import Tensor
+from tunecli.engine.te.tensor import IterVar, Tensor
 from tunecli.errors import ScheduleError
 
 from .cache import cache_read, cache_write
 from .rfactor import rfactor
 from .stage import INLINE, SCOPE, Stage
 
+#: Operations given by themselves or by their output tensors, alone or in a list.
+OpsLike: TypeAlias = Operation | Tensor | Sequence[Operation | Tensor]
 
-def _as_ops(items: Any, what: str) -> list[Operation]:
+
+def _as_ops(items: OpsLike, what: str) -> list[Operation]:
     if not isinstance(items, (list, tuple)):
         items = [items]
     ops = []
@@ -60,7 +63,7 @@ class Schedule:
             self.stage_map[id(op)] = stage
         self._keep: list[Operation] = list(post_dfs_order(self.outputs))
 
-    def __getitem__(self, key: Any) -> Stage:
+    def __getitem__(self, key: Stage | Operation | Tensor) -> Stage:
         if isinstance(key, Stage):
             return key
         op = key.op if isinstance(key, Tensor) else key
@@ -128,7 +131,8 @@ class Schedule:
         return out
 
     # primitives implemented elsewhere --------------------------------------------------------
-    def cache_read(self, tensor: Tensor, scope: str, readers: Any) -> Tensor:
+    def cache_read(self, tensor: Tensor, scope: str,
+                   readers: Stage | Operation | Tensor | Sequence[Stage | Operation | Tensor]) -> Tensor:
         """Read ``tensor`` through a copy in ``scope`` for ``readers``; returns the copy."""
         return cache_read(self, tensor, scope, readers)
 
@@ -136,11 +140,11 @@ class Schedule:
         """Compute ``tensor`` into a ``scope`` buffer then copy it out; returns the cache tensor."""
         return cache_write(self, tensor, scope)
 
-    def rfactor(self, tensor: Tensor, axis: Any, factor_axis: int = 0) -> Tensor:
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
         """Factor the reduction over ``axis`` into a new stage; returns its tensor."""
         return rfactor(self, tensor, axis, factor_axis)
 
-    def create_group(self, outputs: Any, inputs: Any, include_inputs: bool = False) -> Stage:
+    def create_group(self, outputs: OpsLike, inputs: OpsLike | None, include_inputs: bool = False) -> Stage:
         """Group the stages between ``inputs`` and ``outputs`` so they can be placed as a unit."""
         out_ops = _as_ops(outputs, "create_group")
         in_ops = _as_ops(inputs, "create_group") if inputs is not None else []
@@ -177,7 +181,7 @@ class Schedule:
         return self
 
 
-def create_schedule(ops: Any) -> Schedule:
+def create_schedule(ops: OpsLike) -> Schedule:
     """A default schedule for the given output operations (or tensors).
 
     Parameters

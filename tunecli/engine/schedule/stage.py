@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.te.operation import ComputeOp, Operation, PlaceholderOp
@@ -12,7 +12,13 @@ from tunecli.errors import ScheduleError
 
 from .relations import Fuse, Split, index_of
 
+if TYPE_CHECKING:
+    from .schedule import Schedule
+
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
+
+#: What a pragma carries: an integer-valued expression (``auto_unroll_max_step``), a string, or nothing.
+PragmaValue: TypeAlias = "E.ExprLike | str | None"
 
 logger = logging.getLogger("tunecli.schedule")
 
@@ -38,7 +44,7 @@ class Stage:
         ``root``, ``inline`` or ``scope`` (computed at ``attach_stage``'s ``attach_ivar``).
     """
 
-    def __init__(self, op: Operation | None, schedule: Any, name: str | None = None):
+    def __init__(self, op: Operation | None, schedule: Schedule, name: str | None = None) -> None:
         self.op = op
         self.origin_op = op
         self.schedule = schedule
@@ -50,7 +56,7 @@ class Stage:
         self.all_iter_vars: list[IterVar] = list(root)
         self.leaf_iter_vars: list[IterVar] = list(root)
         self.iter_var_attrs: dict[IterVar, str] = {}
-        self.pragmas: dict[IterVar, list[tuple[str, Any]]] = {}
+        self.pragmas: dict[IterVar, list[tuple[str, PragmaValue]]] = {}
         self.bindings: dict[IterVar, IterVar] = {}
         self.attach_type = ROOT
         self.attach_stage: Stage | None = None
@@ -67,7 +73,7 @@ class Stage:
         return f"stage({self.name})"
 
     # helpers ---------------------------------------------------------------------------------
-    def _check_leaf(self, iv: Any, what: str) -> IterVar:
+    def _check_leaf(self, iv: object, what: str) -> IterVar:
         if not isinstance(iv, IterVar):
             raise ScheduleError(f"{what} on stage {self.name}: expected an IterVar (axis), got {iv!r}")
         if index_of(self.leaf_iter_vars, iv) >= 0:
@@ -89,7 +95,8 @@ class Stage:
         return iv
 
     # loop structure --------------------------------------------------------------------------
-    def split(self, parent: IterVar, factor: Any = None, nparts: Any = None) -> tuple[IterVar, IterVar]:
+    def split(self, parent: IterVar, factor: E.ExprLike | None = None, nparts: E.ExprLike | None = None
+              ) -> tuple[IterVar, IterVar]:
         """Split ``parent`` into (outer, inner) with inner extent ``factor`` or ``nparts`` outer parts.
 
         Returns
@@ -123,7 +130,7 @@ class Stage:
                                     n if nparts is not None else None))
         return outer, inner
 
-    def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: Any, y_factor: Any
+    def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: E.ExprLike, y_factor: E.ExprLike
              ) -> tuple[IterVar, IterVar, IterVar, IterVar]:
         """Split two axes and reorder to ``(x_outer, y_outer, x_inner, y_inner)``."""
         xo, xi = self.split(x_parent, factor=x_factor)
@@ -193,7 +200,7 @@ class Stage:
         """Mark ``var`` to run in parallel threads."""
         self._annotate(var, "parallel", "parallel")
 
-    def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = None) -> None:
+    def pragma(self, var: IterVar, pragma_type: str, pragma_value: PragmaValue = None) -> None:
         """Attach a pragma to loop ``var``.
 
         * ``unroll``, ``vectorize``, ``parallel``: the same as ``s.unroll(var)`` etc.

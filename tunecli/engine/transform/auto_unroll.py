@@ -32,7 +32,7 @@ from tunecli.engine.ir.simplify import simplify
 MAX_DEPTH = 8  # TVM's default auto_max_depth
 
 
-def pragma_max_step(pragmas: list[tuple[str, E.ExprLike | None]]) -> int | None:
+def pragma_max_step(pragmas: list[tuple[str, E.ExprLike | str | None]]) -> int | None:
     """The ``auto_unroll_max_step`` value among a loop's pragmas (the last one given), or None."""
     value = None
     for key, val in pragmas:
