@@ -94,8 +94,9 @@ CASES = [
      [':5: tasks[0].shape: unknown field (expected one of: template, args, weight)']),
     ('unknown_tuner_key', GOOD + "tuner: {n_trials: 5}\n",
      [':5: tuner.n_trials: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, '
-      'task_scheduler, remeasure, plan_size, feature_type, loss_type, num_threads, diversity_filter_ratio, '
-      "log_interval, rerank_factor, first_fit, min_seed_records); did you mean 'n_trial'?"]),
+      'task_scheduler, remeasure, rematch, plan_size, feature_type, loss_type, num_threads, '
+      "diversity_filter_ratio, log_interval, rerank_factor, first_fit, min_seed_records); did you mean "
+      "'n_trial'?"]),
     ('unknown_measure_key', GOOD + "measure: {builer: {}}\n",
      [":5: measure.builer: unknown field (expected one of: builder, runner); did you mean 'builder'?"]),
     ('unknown_builder_key', GOOD + "measure: {builder: {n_paralel: 2}}\n",
@@ -322,7 +323,7 @@ CASES = [
      [":5: tuner.feature_type: expected one of knob, itervar, curve, got 'pixels'"]),
     ('option_of_another_tuner', GOOD + "tuner: {kind: random, plan_size: 4}\n",
      [':5: tuner.plan_size: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, '
-      'task_scheduler, remeasure)']),
+      'task_scheduler, remeasure, rematch)']),
     # --- measure
     ('measure_scalar', GOOD + "measure: fast\n",
      [":5: measure: expected a mapping, got 'fast'"]),

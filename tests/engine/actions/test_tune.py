@@ -293,3 +293,33 @@ def test_a_task_whose_log_holds_its_untuned_config_is_not_given_it_again(tmp_pat
     assert (outcome.previous, outcome.measured) == (1, 2)
     indices = [int(inp.config.index) for inp, _ in load_from_file(log)]
     assert indices[0] == untuned.config.index and len(set(indices)) == 3
+
+
+def test_rematch_measures_an_untuned_config_beaten_by_the_margin_again_beside_its_challenger(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tuner.rematch``: a log whose untuned record was timed in a busy moment (20 s) and whose
+    challenger's in a quiet one (10 s) gets both measured again, counted apart from trials; the
+    resumed tune does not measure them a third time."""
+    from tunecli.engine.log import tophub
+    from tunecli.engine.tuner.untuned import untuned_config
+
+    monkeypatch.setenv(tophub.ENV_VAR, tophub.DISABLED)
+    task = create(*DENSE, "llvm")
+    untuned = untuned_config(task)
+    assert untuned is not None
+    challenger = next(i for i in range(len(task.config_space))
+                      if i != untuned.config.index and task.config_space.is_index_valid(i))
+    log = tmp_path / "rematch.log"
+    logged = ((untuned.config, 20.0), (task.config_space.get(challenger), 10.0))
+    log.write_text("".join(encode(MeasureInput(task.target, task, config),
+                                  MeasureResult((cost,), 0, 0.1, 0.0)) + "\n" for config, cost in logged))
+    job = write_job(tmp_path, log, "{kind: random, n_trial: 2, seed: 0, rematch: true}",
+                    tasks="[{template: dense.x86, args: [8, 16, 4]}]")
+    (outcome,) = tune_job(job).tasks
+    records = list(load_from_file(log))
+    again = [int(inp.config.index) for inp, _ in records[2:]]
+    assert (outcome.previous, outcome.measured, outcome.remeasured) == (2, 0, len(again))
+    assert again[:2] == [untuned.config.index, challenger] and len(again) % 2 == 0
+    assert all(res.ok and res.mean_cost < 1.0 for _, res in records[2:])
+    (resumed,) = tune_job(job).tasks
+    assert resumed.remeasured == 0 and len(list(load_from_file(log))) == len(records)

@@ -22,10 +22,11 @@ BAD = [
      "9: tuner.kind: expected one of random, gridsearch, ga, xgb, got 'annealing'"),
     ("  pop_size: 8", "  plan_size: 8",
      "13: tuner.plan_size: unknown field (expected one of: kind, n_trial, early_stopping, seed, budget, "
-     "task_scheduler, remeasure, pop_size, elite_num, mutation_prob)"),
+     "task_scheduler, remeasure, rematch, pop_size, elite_num, mutation_prob)"),
     ("  seed: 3", "  seed: -1", "12: tuner.seed: expected an integer >= 0, got -1"),
     ("  seed: 3", "  remeasure: -1", "12: tuner.remeasure: expected an integer >= 0, got -1"),
     ("  seed: 3", "  remeasure: 2.5", "12: tuner.remeasure: expected an integer, got '2.5'"),
+    ("  seed: 3", "  rematch: 2", "12: tuner.rematch: expected true or false, got '2'"),
     ("  seed: 3", "  remeasure: all", "12: tuner.remeasure: expected an integer, got 'all'"),
     ("  pop_size: 8", "  pop_size: 8\n  elite_num: 9",
      "14: tuner.elite_num: elite_num (9) must not exceed pop_size (8)"),

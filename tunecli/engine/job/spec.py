@@ -17,6 +17,7 @@ A job names the tasks to tune, the tuner and how to measure::
       early_stopping: 16              # optional
       seed: 0                         # optional
       remeasure: 8                    # optional: measure each task's 8 best configs again (default 0)
+      rematch: true                   # optional: the untuned config and what beats it, again in turns
       plan_size: 16                   # the tuner kind's own options (TVM's names)
     measure:
       builder: {timeout: 10, n_parallel: 2}   # n_parallel: at most 4 x the cores of this machine

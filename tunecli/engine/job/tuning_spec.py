@@ -27,7 +27,8 @@ DEFAULT_N_TRIAL = 200
 #: The task scheduler of a job with a ``budget`` that does not name one.
 DEFAULT_TASK_SCHEDULER = "gradient"
 #: Fields of ``tuner`` every tuner kind takes; the rest are the kind's own options.
-_TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed", "budget", "task_scheduler", "remeasure")
+_TUNER_FIELDS = ("kind", "n_trial", "early_stopping", "seed", "budget", "task_scheduler", "remeasure",
+                 "rematch")
 _BUILD_TIMEOUT = Option("timeout", float, 10.0, positive=True, maximum=MAX_SECONDS)
 
 
@@ -39,7 +40,10 @@ class TunerSpec:
     name in ``engine.tuner.task_scheduler.SCHEDULER_POLICIES``) spends it, and ``n_trial`` is unused.
     ``remeasure`` (K) measures each task's K best configs again once its tuning ends
     (``engine.tuner.remeasure``).  Off (0) by default: it costs K measurements per task and only
-    changes the choice when other load inflated times during tuning.
+    changes the choice when other load inflated times during tuning.  ``rematch`` measures each
+    task's untuned config and the config that beats it by more than the margin again, in turns,
+    once its tuning ends (``engine.tuner.untuned.rematch_untuned``), so that a record timed in a
+    quiet moment does not win over an untuned config timed in a busy one.  Off by default.
     """
 
     kind: str = DEFAULT_TUNER
@@ -50,6 +54,7 @@ class TunerSpec:
     seed: int | None = None
     options: OptionValues = field(default_factory=dict)
     remeasure: int = 0
+    rematch: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,9 @@ def read_tuner(n: Node) -> TunerSpec:
         scheduler = scheduler or DEFAULT_TASK_SCHEDULER
     return TunerSpec(kind=kind.name, n_trial=number("n_trial", 1, DEFAULT_N_TRIAL), budget=budget,
                      task_scheduler=scheduler, early_stopping=number("early_stopping", 1, None),
-                     seed=number("seed", 0, None), options=options, remeasure=number("remeasure", 0, 0))
+                     seed=number("seed", 0, None), options=options, remeasure=number("remeasure", 0, 0),
+                     rematch=n.problems.collect(lambda: fields["rematch"].as_bool(), False)
+                     if "rematch" in fields else False)
 
 
 def read_measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:

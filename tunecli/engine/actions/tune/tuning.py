@@ -26,6 +26,8 @@ from tunecli.engine.tuner.tuner_kinds import tuner_kind
 from tunecli.engine.tuner.untuned import (
     measure_untuned,
     measure_untuned_implementations,
+    rematch_inputs,
+    rematch_untuned,
     untuned_implementations,
     with_records,
 )
@@ -156,13 +158,21 @@ class _TaskProgress:
             return
         self.emit(replace(self._event("remeasure"), remeasuring=due))
 
-        def count(_tuner: Tuner, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
-            for inp, res in zip(inputs, results, strict=True):
-                self.outcome.remeasured += 1
-                self.records.append((inp, res))
-                self.event("batch", _consider(self.outcome, self.task, inp, res))
+        remeasure_top(self.task, self.records, k, measure_option(), callbacks=[log_to_file(log), self.count])
 
-        remeasure_top(self.task, self.records, k, measure_option(), callbacks=[log_to_file(log), count])
+    def rematch(self, log: str, measure_option: Callable[[], MeasureOption]) -> None:
+        """Measure the untuned config and the config that beats it again, in turns, when one does
+        (``tuner.untuned.rematch_untuned``), logging them."""
+        if rematch_inputs(self.task, self.records):
+            rematch_untuned(self.task, self.records, measure_option(),
+                            callbacks=[log_to_file(log), self.count])
+
+    def count(self, _tuner: Tuner | None, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
+        """Count measurements made again (not trials)."""
+        for inp, res in zip(inputs, results, strict=True):
+            self.outcome.remeasured += 1
+            self.records.append((inp, res))
+            self.event("batch", _consider(self.outcome, self.task, inp, res))
 
 
 def _outcome(index: int, task: Task, n_trial: int, weight: float = 1.0) -> TaskOutcome:
@@ -194,6 +204,8 @@ def _tune_task(job: Job, index: int, n_tasks: int, task: Task, weight: float, hi
             tuner.resume(known, history)
         tuner.tune(n_trial=remaining, measure_option=measure_option(),
                    early_stopping=job.tuner.early_stopping, callbacks=callbacks)
+    if job.tuner.rematch:
+        progress.rematch(job.log, measure_option)
     if job.tuner.remeasure:
         progress.remeasure(job.tuner.remeasure, job.log, measure_option)
     network_records.extend(progress.records[n_known:])
@@ -237,6 +249,8 @@ def _tune_scheduled(job: Job, found: JobTasks, history: list[Record], histories:
     if scheduler.next_task() is not None:
         scheduler.tune(measure_option(), callbacks=[log_to_file(job.log), _Streaming(on_result)])
     for p in progress:
+        if job.tuner.rematch:
+            p.rematch(job.log, measure_option)
         if job.tuner.remeasure:
             p.remeasure(job.tuner.remeasure, job.log, measure_option)
         p.event("end")
