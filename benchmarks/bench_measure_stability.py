@@ -19,13 +19,23 @@ one config differ (every pair of a config's measurements under a setting: the me
 ``log.layout_choice.MARGIN`` must exceed for a record to win over the untuned config. Then peak
 memory.
 
-Usage: ``.venv/bin/python benchmarks/bench_measure_stability.py [--rounds 6]``
+With ``--contention`` it measures instead why one record of a config says little against
+one record of another on a busy machine: two configs of ResNet-18's Winograd layer at 64x64
+(``conv2d_NCHWc_winograd.x86``, 512 -> 512 channels on 2x2 pixels; #6 and #174, the pair a
+3-trial tune of ``jobs/resnet18.yaml`` at 64x64 got wrong) measured alternately through
+``LocalRunner`` with that job's settings, ``--rounds`` times each, first on the machine as it is,
+then with one spinning process beside them, then with the kernels on one thread.  Printed per
+condition and config: the fastest and the median measurement and how many measurements were
+within 1.5x of the fastest of all conditions (the kernel's speed with both cores to itself).
+
+Usage: ``.venv/bin/python benchmarks/bench_measure_stability.py [--rounds 6] [--contention]``
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import time
 from collections import defaultdict
 
@@ -65,7 +75,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6, help="rounds per setting")
     parser.add_argument("--also-warmup-ms", type=float, default=None,
                         help="add a third setting: ours with this warm-up")
+    parser.add_argument("--contention", action="store_true",
+                        help="a parallel kernel's measurements beside a busy process (see the module doc)")
     opts = parser.parse_args()
+    if opts.contention:
+        contention(opts.rounds)
+        return
     if opts.also_warmup_ms is not None:
         extra = {"warmup_ms": opts.also_warmup_ms, "cooldown_interval": 0.0}
         SETTINGS[f"ours-{opts.also_warmup_ms:g}"] = extra
@@ -117,6 +132,53 @@ def main() -> None:
         print(f"  {name:<8} median {_quantile(gaps, 0.5):.1%}, 90% {_quantile(gaps, 0.9):.1%}, "
               f"95% {_quantile(gaps, 0.95):.1%}, max {gaps[-1]:.1%} ({len(gaps)} pairs)")
     print(f"\n{_common.peak_memory_line()}; {_common.load_line()}")
+
+
+WINOGRAD_ARGS = (("TENSOR", (1, 512, 2, 2), "float32"), ("TENSOR", (512, 512, 3, 3), "float32"), (1, 1),
+                 (1, 1, 1, 1), (1, 1), "NCHW", "NCHW", "float32")
+WINOGRAD_CONFIGS = (6, 174)
+#: ``measure.runner`` of ``jobs/resnet18.yaml``.
+JOB_RUNNER = {"number": 10, "repeat": 3, "min_repeat_ms": 50, "timeout": 10}
+
+
+def contention(rounds: int) -> None:
+    """The ``--contention`` measurements (see the module doc)."""
+    from bench_contention import start_busy, stop_busy  # noqa: PLC0415 - only this mode needs them
+
+    from tunecli.engine.runtime import set_num_threads
+
+    logging.getLogger("autotvm").setLevel(logging.ERROR)
+    task = create("conv2d_NCHWc_winograd.x86", WINOGRAD_ARGS, "llvm")
+    inputs = [MeasureInput(task.target, task, task.config_space.get(i)) for i in WINOGRAD_CONFIGS]
+    print(f"bench_measure_stability --contention: configs {WINOGRAD_CONFIGS} of {task.name} "
+          f"{WINOGRAD_ARGS[:2]}, {rounds} measurements each per condition; {_common.load_line()}")
+    costs: dict[str, dict[int, list[float]]] = {}
+    for condition in ("as is", "1 busy process", "1 thread"):
+        busy = start_busy(1) if condition == "1 busy process" else []
+        if condition == "1 thread":
+            os.environ["TUNECLI_NUM_THREADS"] = "1"  # read by the runner's fresh worker
+            set_num_threads(1)
+        builder, runner = LocalBuilder(n_parallel=2, timeout=30), LocalRunner(**JOB_RUNNER)
+        try:
+            create_measure_batch(task, measure_option(builder, runner))
+            built = builder.build(inputs)
+            seen = costs[condition] = {i: [] for i in WINOGRAD_CONFIGS}
+            for rnd in range(rounds):
+                for k in (0, 1) if rnd % 2 == 0 else (1, 0):
+                    seen[WINOGRAD_CONFIGS[k]].append(runner.run_one(inputs[k], built[k]).mean_cost)
+        finally:
+            builder.close()
+            runner.close()
+            stop_busy(busy)
+    fastest = min(c for seen in costs.values() for values in seen.values() for c in values)
+    near_title = f"within 1.5x of {fastest * 1e3:.3f}"
+    print(f"  {'condition':<16}{'config':>7}{'fastest ms':>12}{'median ms':>11}{near_title:>24}")
+    for condition, seen in costs.items():
+        for index, values in seen.items():
+            near = sum(c <= 1.5 * fastest for c in values)
+            print(f"  {condition:<16}{'#' + str(index):>7}{min(values) * 1e3:12.3f}"
+                  f"{_common.median(values) * 1e3:11.3f}{f'{near}/{len(values)}':>24}")
+    print(f"\n{_common.load_line()}")
 
 
 def _pair_gaps(per_config: list[list[float]]) -> list[float]:
