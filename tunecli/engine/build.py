@@ -8,18 +8,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import tunecli.engine.lower as lowering
 from tunecli.engine.codegen import codegen
 from tunecli.engine.ir.stmt import PrimFunc
 from tunecli.engine.lower.verify_gpu import check_gpu_code
 from tunecli.engine.runtime import Module
+from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target, as_target
+from tunecli.engine.te.tensor import Tensor
 from tunecli.errors import CodegenError
 
 
-def lower(sch: Any, args: Sequence[Any], name: str = "main", simple_mode: bool = False) -> PrimFunc:
+def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", simple_mode: bool = False) -> PrimFunc:
     """Lower schedule ``sch`` with arguments ``args`` to a loop nest (``str()`` prints it).
 
     Parameters
@@ -40,7 +41,7 @@ def lower(sch: Any, args: Sequence[Any], name: str = "main", simple_mode: bool =
     return lowering.lower(sch, list(args), name)
 
 
-def build(sch: Any, args: Sequence[Any] | None = None, target: str | Target | None = None,
+def build(sch: Schedule | PrimFunc, args: Sequence[Tensor] | None = None, target: str | Target | None = None,
           name: str = "default_function") -> Module:
     """Compile a schedule for ``target`` (default: the current target, else the host).
 

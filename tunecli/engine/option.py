@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+#: One option's value, of the type its ``Option`` declares (``Option.parse``), or what its ``convert``
+#: makes of a string (the tracker's ``(host, port)``).
+OptionValue: TypeAlias = "int | float | bool | str | tuple[str, int]"
 
 
 @dataclass(frozen=True)
@@ -43,16 +47,16 @@ class Option:
 
     name: str
     type: type
-    default: Any = None
+    default: OptionValue | None = None
     minimum: float | None = None
     maximum: float | None = None
     positive: bool = False
     choices: tuple[str, ...] = ()
-    convert: Callable[[str], Any] | None = None
+    convert: Callable[[str], OptionValue] | None = None
     required: bool = False
     help: str = ""
 
-    def problem(self, value: Any) -> str | None:
+    def problem(self, value: object) -> str | None:
         """What is wrong with ``value`` for this setting (``"expected ..., got ..."``), or None."""
         if self.type is float:
             fits = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -82,7 +86,7 @@ class Option:
             return f"expected {kind} <= {_bound(high)}, got {shown}"
         return None
 
-    def parse(self, value: Any) -> Any:
+    def parse(self, value: object) -> OptionValue:
         """Return ``value`` checked (a float option's integer as a float, a string converted).
 
         Raises

@@ -38,9 +38,9 @@ from tunecli.engine.graph_tuner.default_layouts import default_layout_configs
 from tunecli.engine.graph_tuner.layout_cost import INVALID_LAYOUT_TIME, LayoutCostProblem
 from tunecli.engine.graph_tuner.layout_transform_task import TASK_NAME
 from tunecli.engine.log.record import encode
-from tunecli.engine.measure.batch import MeasureBatch, create_measure_batch
+from tunecli.engine.measure.batch import MeasureBatch, MeasureOption, create_measure_batch
 from tunecli.engine.measure.batch import measure_option as _measure_option
-from tunecli.engine.measure.builder import Builder, BuildFunc, LocalBuilder
+from tunecli.engine.measure.builder import BuildFunc, LocalBuilder
 from tunecli.engine.measure.local_runner import LocalRunner
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import Runner
@@ -132,7 +132,7 @@ class BaseGraphTuner:
                         found[wkl] = None
         return list(found)
 
-    def benchmark_default_layouts(self, measure_option: dict[str, Builder | Runner] | None = None,
+    def benchmark_default_layouts(self, measure_option: MeasureOption | None = None,
                                   top: int = 3, remeasure: bool = False, tasks: Sequence[Task] = ()) -> None:
         """Measure each convolution's configs in its default layouts and make the fastest one a
         candidate (see ``default_layouts``); call it before ``benchmark_layout_transform``.
@@ -275,7 +275,7 @@ class BaseGraphTuner:
         self._problem = self._cost_problem()
         self._logger.info("Benchmarking layout transformation successful.")
 
-    def _measure_transforms(self, workloads: list[Workload], option: dict[str, Builder | Runner],
+    def _measure_transforms(self, workloads: list[Workload], option: MeasureOption,
                             target_host: Target | str | None) -> None:
         """Build and time one layout_transform kernel per workload (a failure is an error record)."""
         for wkl in workloads:

@@ -39,7 +39,8 @@ class Visitor:
     ``visit`` takes a node, a tuple of nodes, None or a leaf value of a node's field, and answers
     what the subclass's ``visit_<ClassName>`` answers (each walker its own kind: ``Any``)."""
 
-    def visit(self, node: Any) -> Any:
+    # Any: the answer is whatever the subclass's visit_<ClassName> returns (None, a bool, a set ...).
+    def visit(self, node: object) -> Any:
         if node is None:
             return None
         if isinstance(node, tuple):
@@ -52,16 +53,21 @@ class Visitor:
             method = _method(type(self), type(node))
         return method(self, node) if method else self.generic_visit(node)
 
-    def generic_visit(self, node: Any) -> Any:
+    def generic_visit(self, node: object) -> Any:  # Any: see visit
         for field in getattr(node, "_fields", ()):
             self.visit(getattr(node, field))
         return None
 
 
 class Mutator:
-    """Rewrite a tree of nodes; return the node itself where nothing changed."""
+    """Rewrite a tree of nodes; return the node itself where nothing changed.
 
-    def visit(self, node: Any) -> Any:
+    ``visit`` takes what ``Visitor.visit`` takes and answers its rewrite: a node of the kind the
+    subclass's ``visit_<ClassName>`` makes of it, a tuple, None or the leaf value unchanged."""
+
+    # Any: the rewrite of an expression is an expression, of a statement a statement (or None where a
+    # walker drops it), of a tuple a tuple; callers rely on the kind they passed in.
+    def visit(self, node: object) -> Any:
         if node is None:
             return None
         if isinstance(node, tuple):
@@ -73,7 +79,7 @@ class Mutator:
             method = _method(type(self), type(node))
         return method(self, node) if method else self.generic_visit(node)
 
-    def generic_visit(self, node: Any) -> Any:
+    def generic_visit(self, node: object) -> Any:  # Any: see visit
         if not isinstance(node, Node):
             return node
         changes = {}

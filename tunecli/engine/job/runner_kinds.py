@@ -21,13 +21,9 @@ from tunecli.engine.cluster.ray_runner import cluster_measure_option
 from tunecli.engine.measure import LocalRunner, Runner, TimingOptions
 from tunecli.engine.measure.batch import MeasureOption
 from tunecli.engine.measure.timing_options import TIMING_OPTIONS
-from tunecli.engine.option import Option
+from tunecli.engine.option import Option, OptionValue
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.rpc.sockets import parse_host_port
-
-#: One option's value, of the type its ``Option`` declares (``Option.parse``), or what its ``convert``
-#: makes of a string (the tracker's ``(host, port)``).
-OptionValue: TypeAlias = "int | float | bool | str | tuple[str, int]"
 
 #: A plugin's option values by name.
 OptionValues: TypeAlias = dict[str, OptionValue]

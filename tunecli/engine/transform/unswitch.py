@@ -15,7 +15,7 @@ none once its copies would hold more than :data:`MAX_NODES` IR nodes.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Hashable
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
@@ -70,7 +70,7 @@ def _invariant_guard(loop: S.For) -> E.Expr | None:
         return None
     bound: set[int] = {id(loop.loop_var)}
 
-    def bind(n: Any) -> None:
+    def bind(n: object) -> None:
         if isinstance(n, S.For):
             bound.add(id(n.loop_var))
         elif isinstance(n, (S.LetStmt, E.Let)):
@@ -79,7 +79,7 @@ def _invariant_guard(loop: S.For) -> E.Expr | None:
     post_order(loop.body, bind)
     found: list[E.Expr] = []
 
-    def see(n: Any) -> None:
+    def see(n: S.Stmt) -> None:
         if not found and isinstance(n, S.IfThenElse) and _invariant(n.condition, bound):
             found.append(n.condition)
 
@@ -91,7 +91,7 @@ def _invariant(cond: E.Expr, bound: set[int]) -> bool:
     """True when ``cond`` is an integer test over variables outside ``bound`` (no memory reads)."""
     ok = [True]
 
-    def check(n: Any) -> None:
+    def check(n: object) -> None:
         if isinstance(n, E.Var) and id(n) in bound:
             ok[0] = False
         elif isinstance(n, (E.BufferLoad, E.Call)):
@@ -106,7 +106,7 @@ def _scalar(cond: E.Expr) -> bool:
     return parse_dtype(cond.dtype).lanes == 1
 
 
-def _pre_order(node: Any, fn: Any) -> None:
+def _pre_order(node: S.Stmt | None, fn: Callable[[S.Stmt], object]) -> None:
     """Call ``fn`` on every statement of the tree, parents first."""
     if node is None:
         return
@@ -121,7 +121,7 @@ def _pre_order(node: Any, fn: Any) -> None:
         _pre_order(node.body, fn)
 
 
-def _assume(stmt: S.Stmt | None, key: Any, value: bool) -> S.Stmt | None:
+def _assume(stmt: S.Stmt | None, key: Hashable, value: bool) -> S.Stmt | None:
     """``stmt`` with every ``if`` on the condition ``key`` resolved to ``value`` (None: nothing left)."""
     if stmt is None:
         return None
