@@ -27,7 +27,7 @@ timed alone in graph order (``engine.runtime.debug_executor.time_kernels``: medi
 batches of ``--number`` calls, each batch at least 5 ms) and the 15 slowest are printed with their
 share and output shape, with the summed kernel time beside the whole run's median.  Then each of
 our convolution kernels beside onnxruntime's convolution node of the same output (channels within
-a vector's padding, rows, columns) in the same network, from onnxruntime's own per-node profile
+a vector's padding, rows, columns) and window in the same network, from onnxruntime's own per-node profile
 (``SessionOptions.enable_profiling``, ``--number`` x ``--rounds`` runs): the fastest batch of ours
 against the fastest single run of theirs (robust to other load; a single run's minimum favours
 onnxruntime a little), the layers that lose most first, and the matched layers summed.  Layers
@@ -53,7 +53,7 @@ import json
 import os
 import tempfile
 import time
-from typing import Any
+from typing import Any, TypeAlias
 
 import _common  # before numpy: unsets the OpenBLAS variables
 import numpy as np
@@ -73,6 +73,8 @@ DEFAULT_NETWORKS = ("resnet-18", "mobilenet", "mobilenet_v2")
 UNSEEN_NETWORKS = ("resnet-50", "squeezenet1.1", "efficientnet-b0")
 #: Kernels listed by ``--profile``, and the shortest batch of one kernel's timing.
 PROFILE_TOP = 15
+#: onnxruntime's node in its profile: name, operator, output shape, second input's shape, seconds.
+OrtNode: TypeAlias = tuple[str, str, tuple[int, ...], tuple[int, ...], float]
 #: onnxruntime pads a blocked convolution's output channels up to its block (1000 -> 1008).
 ORT_CHANNEL_PADDING = 16
 PROFILE_MIN_REPEAT_MS = 5.0
@@ -140,7 +142,8 @@ def bench(name: str, package: bool, args: argparse.Namespace) -> dict[int, float
             ratios[0] = co / ct
         if args.profile:
             profile = print_profile(m, lib.get_graph_json(), mo, args)
-            print_layer_comparison(profile, onnxruntime_nodes(onnx_bytes, feed, threads, args))
+            theirs_nodes = onnxruntime_nodes(onnx_bytes, feed, threads, args)
+            print_layer_comparison(profile, lib.get_graph_json(), theirs_nodes)
     return ratios
 
 
@@ -158,9 +161,9 @@ def print_profile(m: GraphModule, graph_json: str, run_seconds: float,
 
 
 def onnxruntime_nodes(onnx_bytes: bytes, feed: dict, threads: int,
-                      args: argparse.Namespace) -> list[tuple[str, str, tuple[int, ...], float]]:
+                      args: argparse.Namespace) -> list[OrtNode]:
     """onnxruntime's nodes in execution order from its own profile of ``--number`` x ``--rounds``
-    runs: (node name, operator, output shape, fastest run's seconds)."""
+    runs: (node name, operator, output shape, second input's shape, fastest run's seconds)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -174,15 +177,17 @@ def onnxruntime_nodes(onnx_bytes: bytes, feed: dict, threads: int,
             sess.run(None, feed)
         with open(sess.end_profiling()) as f:
             events = json.load(f)
-    nodes: dict[str, tuple[str, tuple[int, ...], list[float]]] = {}
+    nodes: dict[str, tuple[str, tuple[int, ...], tuple[int, ...], list[float]]] = {}
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
-            shapes = [tuple(next(iter(s.values()))) for s in e["args"].get("output_type_shape", [])]
-            entry = nodes.setdefault(e["name"][:-len("_kernel_time")],
-                                     (e["args"].get("op_name", "?"), shapes[0] if shapes else (), []))
-            entry[2].append(e["dur"] * 1e-6)
+            outs, ins = ([tuple(next(iter(s.values()))) for s in e["args"].get(key, [])]
+                         for key in ("output_type_shape", "input_type_shape"))
+            entry = nodes.setdefault(e["name"][:-len("_kernel_time")], (
+                e["args"].get("op_name", "?"), outs[0] if outs else (), ins[1] if len(ins) > 1 else (), []))
+            entry[3].append(e["dur"] * 1e-6)
     # The first run (before the loop's) is onnxruntime's warm-up: its own profile counts it too.
-    return [(name, op, shape, min(times[1:] or times)) for name, (op, shape, times) in nodes.items()]
+    return [(name, op, out, weight, min(times[1:] or times))
+            for name, (op, out, weight, times) in nodes.items()]
 
 
 def _conv_output(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
@@ -192,21 +197,38 @@ def _conv_output(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
     return (shape[1], shape[2], shape[3]) if len(shape) == 4 else None
 
 
-def print_layer_comparison(profile: GraphProfile,
-                           theirs: list[tuple[str, str, tuple[int, ...], float]]) -> None:
-    """Our convolution kernels beside onnxruntime's convolution nodes of the same output, in graph
-    order (see the module docstring); the layers we lose most on first."""
-    pending = [(name, _conv_output(shape), seconds) for name, op, shape, seconds in theirs if "Conv" in op]
+def _our_windows(graph_json: str) -> dict[int, tuple[int, int]]:
+    """The kernel window of each convolution node of our graph: its weight is blocked
+    ``[O/o, I/i, KH, KW, i, o]`` or, for Winograd (3x3 only), transformed."""
+    g = json.loads(graph_json)
+    shapes, rows = g["attrs"]["shape"][1], g["node_row_ptr"]
+    windows = {}
+    for nid, node in enumerate(g["nodes"]):
+        func = node.get("attrs", {}).get("func_name", "")
+        if node["op"] == "tvm_op" and "conv2d" in func and len(node["inputs"]) > 1:
+            weight = shapes[rows[node["inputs"][1][0]] + node["inputs"][1][1]]
+            windows[nid] = (3, 3) if "winograd" in func else (weight[2], weight[3])
+    return windows
+
+
+def print_layer_comparison(profile: GraphProfile, graph_json: str,
+                           theirs: list[OrtNode]) -> None:
+    """Our convolution kernels beside onnxruntime's convolution nodes of the same output and window,
+    in graph order (see the module docstring); the layers we lose most on first."""
+    pending = [(name, _conv_output(out), tuple(weight[2:4]), seconds)
+               for name, op, out, weight, seconds in theirs if "Conv" in op and len(weight) == 4]
+    windows = _our_windows(graph_json)
     pairs = []
     for op in profile.ops:
         out = _conv_output(tuple(op.shape))
-        if "conv2d" not in op.func_name or out is None:
+        if op.node not in windows or out is None:
             continue
         match = next((p for p in pending if p[1] is not None and p[1][1:] == out[1:]
+                      and p[2] == windows[op.node]
                       and out[0] <= p[1][0] < out[0] + ORT_CHANNEL_PADDING), None)
         if match is not None:
             pending.remove(match)
-            pairs.append((min(op.results), match[2], op, match[0]))
+            pairs.append((min(op.results), match[3], op, match[0]))
     if not pairs:
         print("    no convolution of ours matched one of onnxruntime's")
         return
