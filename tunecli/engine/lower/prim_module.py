@@ -18,7 +18,7 @@ class PrimModule:
     functions : mapping of str to PrimFunc
     """
 
-    def __init__(self, functions: Mapping[str, PrimFunc]):
+    def __init__(self, functions: Mapping[str, PrimFunc]) -> None:
         self.functions: dict[str, PrimFunc] = {}
         for name, func in functions.items():
             if not isinstance(func, PrimFunc):

@@ -22,7 +22,7 @@ def thread_rank(tag: str) -> int | None:
 
 
 class _Extents(Visitor):
-    def __init__(self, where: str):
+    def __init__(self, where: str) -> None:
         self.where = where
         self.extents: dict[str, int] = {}
 

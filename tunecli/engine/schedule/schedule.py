@@ -51,7 +51,7 @@ def post_dfs_order(outputs: Sequence[Operation]) -> list[Operation]:
 class Schedule:
     """How a set of output operations is computed; ``s[tensor]`` gives a Stage."""
 
-    def __init__(self, outputs: Sequence[Operation]):
+    def __init__(self, outputs: Sequence[Operation]) -> None:
         self.outputs = list(outputs)
         self.stages: list[Stage] = []
         self.stage_map: dict[int, Stage] = {}

@@ -53,7 +53,7 @@ def auto_unroll(stmt: S.Stmt, max_step: int, keep: Collection[E.Var] = ()) -> S.
 class _AutoUnroll:
     """Post-order walk keeping TVM's counters: steps, unrolled depth, normal-loop depth."""
 
-    def __init__(self, max_step: int, keep: Collection[E.Var]):
+    def __init__(self, max_step: int, keep: Collection[E.Var]) -> None:
         self.max_step = max_step
         self.keep = keep
         self.steps = 0

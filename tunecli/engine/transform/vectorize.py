@@ -14,6 +14,8 @@ falls back to a serial loop.  Innermost loops are vectorized first.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.dtype import parse_dtype
@@ -56,7 +58,7 @@ def pieces(lanes: int, natural: int) -> list[int]:
 
 
 class _LoopPass(Mutator):
-    def __init__(self, natural_lanes: int):
+    def __init__(self, natural_lanes: int) -> None:
         self.natural = max(1, natural_lanes)
 
     def visit_For(self, s: S.For) -> S.Stmt:
@@ -96,7 +98,7 @@ def _lanes(e: E.Expr) -> int:
 
 
 class _Vectorizer(Mutator):
-    def __init__(self, var: E.Var, ramp: E.Expr, lanes: int):
+    def __init__(self, var: E.Var, ramp: E.Expr, lanes: int) -> None:
         self.map: dict[E.Var, E.Expr] = {var: ramp}
         self.lanes = lanes
 
@@ -123,7 +125,7 @@ class _Vectorizer(Mutator):
 
     visit_Broadcast = visit_Ramp
 
-    def generic_visit(self, node):
+    def generic_visit(self, node: object) -> Any:  # Any: Mutator.generic_visit's answer
         if isinstance(node, E.BinaryOp):
             return self._binary(node)
         if isinstance(node, E.Expr) and _lanes(node) != 1:
