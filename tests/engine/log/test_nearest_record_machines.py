@@ -136,6 +136,7 @@ def test_a_winograd_record_of_another_output_size_leaves_the_tiles_to_the_fallba
     fallback = FallbackConfigEntity()
     create(workload[0], workload[1:], ZEN5).instantiate(fallback)
     assert (cfg["tile_p"].val, cfg["tile_m"].val) == (fallback["tile_p"].val, fallback["tile_m"].val)
+    assert cfg.source.detail.endswith("measured on znver4; tile_m, tile_p of the fallback)")
 
 
 def test_a_winograd_record_of_the_same_output_size_gives_its_tiles():
@@ -143,6 +144,7 @@ def test_a_winograd_record_of_the_same_output_size_gives_its_tiles():
     cfg = query(workload, ZEN5)
     assert config_source(cfg).kind == "nearest" and "float32[1,512,7,7]" in cfg.source.detail
     assert (cfg["tile_p"].val, cfg["tile_m"].val) == (6, 4)  # the znver4 record's, not the fallback's (4, 2)
+    assert "of the fallback" not in cfg.source.detail
     assert same_extents(workload, winograd(512, 7)) and not same_extents(workload, winograd(384, 14))
     assert not same_extents(workload, conv(384, 7))  # another template
     assert not same_extents(workload, winograd(384, 7)[:3] + ((2, 2),) + workload[4:])

@@ -29,7 +29,8 @@ entity only when its output has the query's height and width (``same_extents``),
 fallback's: a 7x7 record's six tiles per register tile would compute the one tile of a 2x2 output
 six times.  Knobs the record lacks keep the fallback's entity.  The
 result is an entity of the space (a valid index) whose ``source`` is ``ConfigSource("nearest",
-...)`` naming the record (and its CPU when another CPU's).
+...)`` naming the record (its CPU when another CPU's, and the ``EXTENT_KNOBS`` left to the
+fallback).
 
 A template that shares another's knobs and space for the same convolution (a kernel job's
 ``conv2d_nchw_blocked.x86`` and ``conv2d_NCHWc.x86``: ``ops.x86.conv2d_nchw_blocked.twin_workload``)
@@ -357,13 +358,16 @@ def nearest_config(target: Target, workload: tuple, references: Iterable[Referen
     ref = nearest_reference(target, workload, references, task.config_space)
     if ref is None:
         return None
-    kept = () if same_extents(workload, ref.workload) else EXTENT_KNOBS
+    space = task.config_space
+    kept = [] if same_extents(workload, ref.workload) else [k for k in EXTENT_KNOBS if k in space.space_map]
     config = transfer(task.config_space, ref.config, default, kept)
     if config is None:
         return None
     where = f" in {ref.origin.detail}" if ref.origin.detail else ""
     if machine_rank(ref.target, target) != SAME_CPU:
         where += f", measured on {ref.target.llvm_cpu}"
+    if kept:
+        where += f"; {', '.join(kept)} of the fallback"
     config.source = ConfigSource("nearest", f"{workload_text(ref.workload[0], ref.workload[1:])} "
                                             f"({ref.origin.kind}{where})")
     return config
