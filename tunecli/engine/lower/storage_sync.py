@@ -45,8 +45,8 @@ def is_barrier(s: S.Stmt) -> bool:
 class _Pending:
     """Shared buffers written and read since the last barrier."""
 
-    writes: frozenset = frozenset()
-    reads: frozenset = frozenset()
+    writes: frozenset[S.Buffer] = frozenset()
+    reads: frozenset[S.Buffer] = frozenset()
 
     def __or__(self, other: _Pending) -> _Pending:
         return _Pending(self.writes | other.writes, self.reads | other.reads)

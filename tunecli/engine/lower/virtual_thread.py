@@ -21,6 +21,8 @@ Innermost ``vthread`` loops are injected first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.node import Node
@@ -87,7 +89,7 @@ class _Remap(Mutator):
     def __init__(self, var: E.Var, remap: dict[S.Buffer, tuple[S.Buffer, int]]) -> None:
         self.var, self.remap = var, remap
 
-    def _index(self, buffer: S.Buffer, indices: tuple) -> tuple[S.Buffer, list[E.Expr]]:
+    def _index(self, buffer: S.Buffer, indices: Sequence[E.Expr]) -> tuple[S.Buffer, list[E.Expr]]:
         new, size = self.remap[buffer]
         if len(indices) != 1:
             raise LoweringError(f"vthread: access of {buffer.name} is not flat")

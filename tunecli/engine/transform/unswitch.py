@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.dtype import parse_dtype
+from tunecli.engine.ir.interval import Ranges
 from tunecli.engine.ir.simplify import simplify, skey
 from tunecli.engine.ir.visitor import Mutator, post_order
 
@@ -152,7 +153,7 @@ def _assume(stmt: S.Stmt | None, key: Hashable, value: bool) -> S.Stmt | None:
     return stmt
 
 
-def _normalize_guards(stmt: S.Stmt | None, ranges: dict, known: frozenset) -> S.Stmt | None:
+def _normalize_guards(stmt: S.Stmt | None, ranges: Ranges, known: frozenset[Hashable]) -> S.Stmt | None:
     """Guards split into their conjuncts (``if (a && b)`` → ``if (a) if (b)``), each simplified
     under the ranges of the enclosing loops, constant ones resolved and repeated ones dropped
     (None: nothing left)."""
