@@ -28,7 +28,7 @@ class Option:
         The setting's name (TVM's where TVM has one).
     type : type
         ``int``, ``float``, ``bool`` or ``str``; a ``float`` option accepts integers too.
-    default : object
+    default : OptionValue, optional
         The value when the setting is not given (None: the plugin's own default).
     minimum, maximum : float, optional
         Inclusive bounds of a number.
