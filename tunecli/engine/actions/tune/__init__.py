@@ -25,6 +25,9 @@ With ``tuner.remeasure`` (K) each task's K best configs are measured again once 
 appended too: a time inflated by other load during tuning is then corrected, as whoever reads
 the log takes each config's lowest cost.  They count as ``remeasured``, not as trials, and a
 resumed run does not measure a config again twice (two records of a config mean it was).
+With ``tuner.rematch`` a task's untuned config and the config that beats it by more than the
+margin are measured again first, in alternating turns (``engine.tuner.untuned.rematch_untuned``),
+counted as ``remeasured`` too.
 
 A model job's tasks are extracted from its network (``network.job_task_set``), each weighted by
 how often the network runs it, with the groups of tasks that implement one operator.  After the tasks, a
