@@ -33,18 +33,16 @@ from __future__ import annotations
 
 import ast
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from tunecli.engine.codegen.kernel_cache import cache_key, default_cache
 from tunecli.engine.log.record import Record
 from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.target import Target, as_target
-from tunecli.engine.task.annotate_space import AnnotateEntity
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
-from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.task.space_entities import OtherOptionEntity, ReorderEntity, SplitEntity
+from tunecli.engine.task.space import ConfigSpace, Entity
 from tunecli.engine.task.task import TASK_TABLE, create
 
 logger = logging.getLogger("autotvm")
@@ -62,8 +60,8 @@ MARGIN = 0.05
 #: The default layout (``layout_key`` of the fallback config) per (target text, workload); None when
 #: the template cannot be traced for it.
 _DEFAULTS: dict[tuple[str, tuple], tuple | None] = {}
-#: A knob's value in a config.
-Entity: TypeAlias = SplitEntity | ReorderEntity | AnnotateEntity | OtherOptionEntity
+#: What a table is made or updated from: a mapping of keys to records, or (key, record) pairs.
+TableItems: TypeAlias = Mapping[tuple, Record | None] | Iterable[tuple[tuple, Record | None]]
 
 
 def entity_key(entity: Entity) -> object:
@@ -224,7 +222,7 @@ def _what(pair: Record) -> str:
     return "default-layout record"
 
 
-class ChosenTable(dict):
+class ChosenTable(dict[tuple, Record | None]):
     """A dict of records whose keys with records in several layouts are chosen (``choose``) when a
     value is first read, not when they are stored; it reads as the table of the choices made eagerly.
 
@@ -232,7 +230,7 @@ class ChosenTable(dict):
     time); storing or deleting the key cancels it.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: TableItems, **kwargs: Record | None) -> None:
         super().__init__(*args, **kwargs)
         self._pending: dict[tuple, Callable[[], Iterable[Record]]] = {}
         #: per key chosen among several standings: why its record answers (``Choice.why``)
@@ -259,7 +257,7 @@ class ChosenTable(dict):
         self._settle(key)
         return super().__getitem__(key)
 
-    def get(self, key: tuple, default: Any = None) -> Any:
+    def get(self, key: tuple, default: Record | None = None) -> Record | None:  # type: ignore[override]
         self._settle(key)
         return super().get(key, default)
 
@@ -274,19 +272,19 @@ class ChosenTable(dict):
     def __iter__(self) -> Iterator[tuple]:  # not dict's own: dict(table) then reads values through get
         return super().__iter__()
 
-    def pop(self, key: tuple, *default: Any) -> Any:
+    def pop(self, key: tuple, *default: Record | None) -> Record | None:  # type: ignore[override]
         self._settle(key)
         return super().pop(key, *default)
 
-    def setdefault(self, key: tuple, default: Any = None) -> Any:
+    def setdefault(self, key: tuple, default: Record | None = None) -> Record | None:
         self._settle(key)
         return super().setdefault(key, default)
 
-    def values(self) -> Any:
+    def values(self) -> ValuesView[Record | None]:
         self._settle_all()
         return super().values()
 
-    def items(self) -> Any:
+    def items(self) -> ItemsView[tuple, Record | None]:
         self._settle_all()
         return super().items()
 
@@ -298,7 +296,7 @@ class ChosenTable(dict):
         self._settle_all()
         return dict(super().items())
 
-    def update(self, *args: Any, **kwargs: Any) -> None:
+    def update(self, *args: TableItems, **kwargs: Record | None) -> None:  # type: ignore[override]
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
@@ -316,15 +314,15 @@ class ChosenTable(dict):
         self._settle_all()
         return super().__repr__()
 
-    def __or__(self, other: Any) -> Any:
+    def __or__(self, other: Mapping[tuple, Record | None]) -> dict[tuple, Record | None]:  # type: ignore[override]
         self._settle_all()
         return dict(super().items()) | other
 
-    def __ior__(self, other: Any) -> ChosenTable:
+    def __ior__(self, other: Mapping[tuple, Record | None]) -> ChosenTable:  # type: ignore[override]
         self.update(other)
         return self
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[type[ChosenTable], tuple[dict[tuple, Record | None]]]:
         self._settle_all()
         return (ChosenTable, (dict(super().items()),))
 
