@@ -123,21 +123,28 @@ def test_fallback_config_is_tvms_on_avx512_with_small_windows_unrolled():
         assert cfg["unroll_kw"].val is True  # 3 columns unrolled, a tile of half the registers
         stem = FallbackConfigEntity()
         CONV2D_NCHWC.kernel_call(stem, *workload((1, 3, 224, 224), (64, 3, 7, 7), (2, 2), (3, 3, 3, 3)))
-        assert stem["tile_ow"].size == [4, 28] and stem["unroll_kw"].val is False  # TVM's: 7 columns
+        assert stem["tile_ow"].size == [16, 7] and stem["unroll_kw"].val is False  # 7 columns: not unrolled
+        assert stem["tile_oc"].size == [2, 32] and stem["tile_ic"].size == [1, 3]  # 3 channels: 2 vectors out
         one = FallbackConfigEntity()
         CONV2D_NCHWC.kernel_call(one, *workload((1, 64, 56, 56), (256, 64, 1, 1), (1, 1), (0, 0, 0, 0)))
         assert one["tile_ow"].size == [2, 28] and one["tile_oh"].val == 1
         assert one["tile_oc"].size == [16, 16]
 
 
-@pytest.mark.parametrize("stride", [1, 2])
-def test_the_3x3_fallback_equals_numpy(stride):
-    """Unrolled columns in half the tile where the machine has 32 vector registers, TVM's otherwise."""
-    args = workload((1, 16, 14, 14), (32, 16, 3, 3), (stride, stride), (1, 1, 1, 1))
-    task = autotvm_task.create("conv2d_NCHWc.x86", args, "llvm")
+@pytest.mark.parametrize(("data", "kernel", "stride", "unrolled"), [
+    ((1, 16, 14, 14), (32, 16, 3, 3), 1, True), ((1, 16, 14, 14), (32, 16, 3, 3), 2, True),
+    ((1, 3, 20, 20), (32, 3, 7, 7), 2, False)])
+def test_the_fallbacks_of_windows_equal_numpy(data, kernel, stride, unrolled):
+    """3x3: unrolled columns in half the tile where the machine has 32 vector registers, TVM's
+    otherwise; 3 input channels: two vectors of output channels there."""
+    pad = (kernel[-1] // 2,) * 4
+    task = autotvm_task.create("conv2d_NCHWc.x86", workload(data, kernel, (stride, stride), pad), "llvm")
     config = FallbackConfigEntity()
     got, want = run_config(task, config, np.random.default_rng(stride))
-    assert config["unroll_kw"].val is (Target("llvm").vector_bits >= 512)
+    wide = Target("llvm").vector_bits >= 512
+    assert config["unroll_kw"].val is (unrolled and wide)
+    if data[1] == 3:
+        assert config["tile_oc"].size[-1] == (32 if wide else 8)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 

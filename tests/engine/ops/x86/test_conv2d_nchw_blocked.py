@@ -138,13 +138,14 @@ def test_a_narrow_fallback_tile_takes_two_vectors_of_output_channels() -> None:
     (AVX2, {(1, 224, 224, 3, 64, 7, 7, 2, 3): (16, 28), (1, 28, 28, 128, 256, 3, 3, 2, 1): (16, 14),
             (1, 56, 56, 64, 64, 1, 1, 1, 0): (16, 28, 1), (1, 28, 28, 128, 256, 1, 1, 2, 0): (16, 14, 2),
             (1, 14, 14, 256, 512, 1, 1, 2, 0): (16, 7, 1)}),  # 7 rows: one at a time
-    (AVX512, {(1, 224, 224, 3, 64, 7, 7, 2, 3): (32, 28), (1, 28, 28, 128, 256, 3, 3, 2, 1): (32, 14),
+    (AVX512, {(1, 224, 224, 3, 64, 7, 7, 2, 3): (32, 7), (1, 28, 28, 128, 256, 3, 3, 2, 1): (32, 14),
               (1, 56, 56, 64, 64, 1, 1, 1, 0): (32, 28, 1)}),
 ])
 def test_the_direct_fallback_tile_is_as_wide_on_16_registers_as_on_32(target: str, tiles: dict) -> None:
     """AVX2's fallback writes NCHW rows of as many columns as AVX-512's (the register blocks within
     the tile hold what 16 registers can), two vectors of channels wide; the window's columns are
-    not unrolled (a network's 3x3 fallback unrolls them on AVX-512, in half the tile)."""
+    not unrolled (a network's 3x3 fallback unrolls them on AVX-512, in half the tile).  AVX-512's
+    stem (3 input channels) takes a network's tile, a quarter of the registers' columns."""
     for args, want in tiles.items():
         task = create(BLOCKED, (*args, 1, "float32"), target)
         config = FallbackConfigEntity()

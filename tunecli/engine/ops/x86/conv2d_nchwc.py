@@ -175,20 +175,35 @@ def unrolls_window(window: tuple[int, int]) -> bool:
     return window != (1, 1) and window[1] <= SMALL_WINDOW and fp32_lanes() >= 16
 
 
+def few_input_channels(ic: int, oc: int, window: tuple[int, int], lanes: int) -> bool:
+    """Whether a fallback config computes two vectors of output channels per register tile, of a
+    quarter of the registers' columns: a window wider than :data:`SMALL_WINDOW` columns over
+    fewer input channels than a vector (an image's stem) on targets with 32 vector registers, two
+    vectors dividing ``oc``.  Each input value broadcast then feeds two multiply-adds (ResNet's
+    7x7 stem: 0.8-0.9x the time of one vector, benchmarks/README.md).  A 3x3 stem keeps one
+    vector: its consumer, a depthwise layer, would read the result through a layout transform."""
+    return window[1] > SMALL_WINDOW and ic < lanes and oc % (2 * lanes) == 0 and lanes >= 16
+
+
 def _fallback_config(cfg: ConfigSpace, ic: int, oc: int, oh: int, ow: int, window: tuple[int, int],
                      unroll_small_windows: bool = True) -> None:
     """TVM's ``_fallback_schedule`` of ``conv2d_avx_common`` / ``conv2d_avx_1x1`` (its register tile
     sized for the target's vector registers), with channel blocks of :func:`output_channel_block`
     for the input too: the block a fallback producer of the data writes, so no layout transform
     lies between two fallback convolutions; a window :func:`unrolls_window` names is unrolled
-    (with ``unroll_small_windows``) in a tile of half the columns."""
-    oc_bn = output_channel_block(oc, fp32_lanes())
-    ic_bn = output_channel_block(ic, fp32_lanes())
+    (with ``unroll_small_windows``) in a tile of half the columns, and a layer of
+    :func:`few_input_channels` takes two vectors of output channels in a quarter of them."""
+    lanes = fp32_lanes()
+    oc_bn = output_channel_block(oc, lanes)
+    ic_bn = output_channel_block(ic, lanes)
+    image = few_input_channels(ic, oc, window, lanes)
+    if image:
+        oc_bn = 2 * lanes
     cfg["tile_ic"] = SplitEntity([ic // ic_bn, ic_bn])
     cfg["tile_oc"] = SplitEntity([oc // oc_bn, oc_bn])
     if window != (1, 1):
         unroll = unroll_small_windows and unrolls_window(window)
-        reg_n = largest_divisor(ow, fallback_register_tile() // (2 if unroll else 1))
+        reg_n = largest_divisor(ow, fallback_register_tile() // (4 if image else 2 if unroll else 1))
         cfg["tile_ow"] = SplitEntity([ow // reg_n, reg_n])
         cfg["unroll_kw"] = OtherOptionEntity(unroll)
         return
