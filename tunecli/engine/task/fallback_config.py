@@ -10,12 +10,18 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
+from typing import Protocol
 
 from tunecli.engine.task.factors import get_factors
-from tunecli.engine.task.space import ConfigEntity
+from tunecli.engine.task.space import ConfigEntity, Entity
 from tunecli.engine.task.space_entities import SplitEntity, SplitSpace, TransformSpace
 from tunecli.errors import SpaceError
+
+
+class HasConfig(Protocol):
+    """What a reference record's input offers here (a ``MeasureInput``, a layer above): its config."""
+
+    config: ConfigEntity
 
 
 class FallbackConfigEntity(ConfigEntity):
@@ -54,7 +60,7 @@ class FallbackConfigEntity(ConfigEntity):
             now //= fitting[-1]
         self._entity_map[name] = SplitEntity(size)
 
-    def fallback_with_reference_log(self, ref_log: Iterable[tuple[Any, Any]]) -> None:
+    def fallback_with_reference_log(self, ref_log: Iterable[tuple[HasConfig, object]]) -> None:
         """Mimic the record whose split products share the most divisors with this space's.
 
         Parameters
@@ -79,7 +85,7 @@ class FallbackConfigEntity(ConfigEntity):
             if not isinstance(space, SplitSpace):
                 self._entity_map[name] = best_cfg[name]
 
-    def __setitem__(self, name: str, entity: Any) -> None:
+    def __setitem__(self, name: str, entity: Entity) -> None:
         self._entity_map[name] = entity
 
     def __repr__(self) -> str:

@@ -39,13 +39,13 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from tunecli.engine.graph.extract import operator_tasks, tunable_operators
+from tunecli.engine.graph.graph_expr import ArrayData
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.op_registry import OPS
 from tunecli.engine.graph.op_strategy import select_implementation
@@ -59,7 +59,7 @@ from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import DEFAULT, config_source
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.scope import GLOBAL_SCOPE
-from tunecli.engine.task.space import ConfigEntity, ConfigSpace
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace, Entity
 from tunecli.engine.task.task import Task
 from tunecli.engine.tuner.remeasure import SETTLE_SECONDS, built_measurer
 from tunecli.engine.tuner.tuner import MeasureSetting, make_measure_batch
@@ -125,8 +125,8 @@ def untuned_config(task: Task) -> UntunedConfig | None:
     return UntunedConfig(space.get(index), source, exact)
 
 
-def measure_untuned(task: Task, known: TaskHistory, measure_option: Any,
-                    callbacks: Sequence[Any] = ()) -> list[Record]:
+def measure_untuned(task: Task, known: TaskHistory, measure_option: MeasureSetting,
+                    callbacks: Sequence[Callable[..., None]] = ()) -> list[Record]:
     """Measure the task's untuned config (``untuned_config``) unless ``known`` holds it.
 
     Parameters
@@ -173,11 +173,11 @@ def _answered(task: Task) -> ConfigEntity | None:
     return None if getattr(config, "is_fallback", False) or not isinstance(config, ConfigEntity) else config
 
 
-def _entities(config: ConfigEntity) -> dict[str, Any]:
+def _entities(config: ConfigEntity) -> dict[str, Entity]:
     return {name: config[name] for name in config}
 
 
-def nearest_index(space: ConfigSpace, entities: dict[str, Any]) -> tuple[int, bool] | None:
+def nearest_index(space: ConfigSpace, entities: dict[str, Entity]) -> tuple[int, bool] | None:
     """The valid index of ``space`` whose knobs equal ``entities`` (name -> entity), else the nearest.
 
     Parameters
@@ -229,7 +229,7 @@ def with_records(history: TaskHistory, records: Sequence[Record]) -> TaskHistory
                    since_best=since_best)
 
 
-def untuned_implementations(mod: IRModule, params: dict[str, Any], target: Target,
+def untuned_implementations(mod: IRModule, params: Mapping[str, ArrayData], target: Target,
                             tuned: Collection[tuple]) -> list[Task]:
     """The tasks of the implementations an untuned build runs in the network's operators that
     the job tunes, where that implementation is not one the job tunes (a convolution's Winograd
@@ -268,7 +268,8 @@ def untuned_implementations(mod: IRModule, params: dict[str, Any], target: Targe
 
 
 def measure_untuned_implementations(tasks: Sequence[Task], logged: Sequence[Record],
-                                    measure_option: Callable[[], Any], callbacks: Sequence[Any] = (),
+                                    measure_option: Callable[[], MeasureSetting],
+                                    callbacks: Sequence[Callable[..., None]] = (),
                                     on_first: Callable[[], None] | None = None) -> list[Record]:
     """Measure the untuned config of each of ``tasks`` (``untuned_implementations`` not tuned by
     the job) whose config ``logged`` does not hold; ``measure_option()`` is called (and

@@ -23,7 +23,6 @@ layout-fixed operators (``nn.batch_flatten``, ``nn.dense``...) and at the functi
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
 
 from tunecli.engine.target import Target, as_target
 
@@ -90,7 +89,7 @@ def _blocked_convolution(rw: LayoutRewriter, call: Call, target: Target) -> tupl
     ic_bn, oc_bn = int(data.shape[-1]), int(kernel.shape[-1])
     winograd = impl.strategy.op == "conv2d_NCHWc_winograd"
     kernel_layout = f"OIHW{1 if depthwise else ic_bn}i{oc_bn}o"
-    values: dict[str, Any] = {f.name: getattr(attrs, f.name) for f in fields(attrs)}
+    values: dict[str, object] = {f.name: getattr(attrs, f.name) for f in fields(attrs)}
     values.update(data_layout=f"NCHW{ic_bn}c", kernel_layout="" if winograd else kernel_layout,
                   out_layout=f"NCHW{oc_bn}c", config=cfg)
     weight = rw.original(call.args[1])
@@ -104,7 +103,7 @@ def _blocked_convolution(rw: LayoutRewriter, call: Call, target: Target) -> tupl
     return Call(op, args, Conv2DNCHWcAttrs(**values)), f"NCHW{oc_bn}c"
 
 
-def AlterOpLayout(target: Any = None) -> Pass:  # noqa: N802 - TVM's name
+def AlterOpLayout(target: str | Target | None = None) -> Pass:  # noqa: N802 - TVM's name
     """The pass (TVM's ``relay.transform.AlterOpLayout()``) for ``target`` (default: the current
     target); it changes nothing for a target whose convolutions are not blocked (not ``cpu``)."""
     t = as_target(target) if target is not None else Target.current()

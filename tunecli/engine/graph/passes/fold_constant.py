@@ -9,9 +9,8 @@ inference.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from ..graph_expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from ..graph_expr import ArrayData, Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from ..op_registry import Op
 from ..traversal import ExprMutator
 from .pass_infra import Pass, function_pass
@@ -52,7 +51,7 @@ def FoldConstant() -> Pass:  # noqa: N802 - TVM's name
     return function_pass("FoldConstant", 2, fold_constant)
 
 
-def bind_params(fn: Function, params: Mapping[str, Any]) -> Function:
+def bind_params(fn: Function, params: Mapping[str, ArrayData]) -> Function:
     """``fn`` with the parameters named in ``params`` replaced by constants (TVM's
     ``bind_params_by_name``); the remaining parameters stay inputs, in their order."""
     by_name: dict[str, Var] = {}

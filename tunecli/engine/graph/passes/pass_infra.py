@@ -9,12 +9,15 @@ A pass maps an :class:`IRModule` to a new one (``pass_(mod)``); it has a name an
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tunecli.errors import GraphError
 
 from ..ir_module import IRModule
 from ..type_infer import infer_types
+
+if TYPE_CHECKING:
+    from ..graph_expr import Function
 
 
 class PassContext:
@@ -37,10 +40,10 @@ class PassContext:
         opt_level: int = 2,
         required_pass: Sequence[str] | None = None,
         disabled_pass: Sequence[str] | None = None,
-        config: Mapping[str, Any] | None = None,
-        instruments: Sequence[Any] | None = None,
-        trace: Any = None,
-    ):
+        config: Mapping[str, object] | None = None,
+        instruments: Sequence[object] | None = None,
+        trace: object = None,
+    ) -> None:
         if not isinstance(opt_level, int) or not 0 <= opt_level <= 4:
             raise GraphError(f"PassContext: opt_level must be an int from 0 to 4, got {opt_level!r}")
         self.opt_level = opt_level
@@ -120,7 +123,7 @@ class Sequential(Pass):
         return mod
 
 
-def function_pass(name: str, opt_level: int, rewrite: Callable[..., Any]) -> Pass:
+def function_pass(name: str, opt_level: int, rewrite: Callable[[Function], Function]) -> Pass:
     """A pass applying ``rewrite(fn) -> Function`` to every function of a module, then typing it."""
 
     def run(mod: IRModule) -> IRModule:
