@@ -27,7 +27,6 @@ into one parallel loop.  For 1x1 kernels this is a packed GEMM.  int8 data and k
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tunecli.engine import te
 from tunecli.engine.ops import reference as ref
@@ -38,8 +37,9 @@ from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target
 from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
 from tunecli.engine.task.task import deserialize_args
+from tunecli.engine.task.workload_args import TaskArg, Workload
 from tunecli.engine.task.workload_flop import conv2d_nchwc_flop
-from tunecli.engine.te.window import conv2d_output_shape, get_pad_tuple, pair
+from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, get_pad_tuple, pair
 from tunecli.errors import InstantiationError, ScheduleError
 
 MAX_REG_N = 64  # TVM's filter on the inner tile_ow factor
@@ -63,13 +63,13 @@ def fallback_register_tile() -> int:
     return 31 if target.vector_bits >= 512 else 14
 
 
-def logical_tensors(*tensors: Any) -> list[te.Tensor]:
+def logical_tensors(*tensors: TaskArg) -> list[te.Tensor]:
     """Template tensor arguments as placeholders (``("TENSOR", shape, dtype)`` or tensors)."""
     return deserialize_args(tensors)
 
 
-def declare_conv2d_NCHWc(data: Any, kernel: Any, strides: Any, padding: Any, dilation: Any = (1, 1),
-                         layout: str = "NCHW", out_layout: str = "NCHW",
+def declare_conv2d_NCHWc(data: TaskArg, kernel: TaskArg, strides: IntPair, padding: Padding,
+                         dilation: IntPair = (1, 1), layout: str = "NCHW", out_layout: str = "NCHW",
                          out_dtype: str = "float32") -> OpCall:
     """TVM's workload of ``conv2d_NCHWc.x86``: logical ``data [N, C, H, W]``, ``kernel [O, C, KH, KW]``."""
     data, kernel = logical_tensors(data, kernel)
@@ -90,7 +90,7 @@ def logical_shapes(data: te.Tensor, kernel: te.Tensor) -> tuple[tuple[int, ...],
 
 
 def define_conv2d_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_shape: Sequence[int],
-                              strides: Any, padding: Any, unroll_small_windows: bool = True) -> None:
+                              strides: IntPair, padding: Padding, unroll_small_windows: bool = True) -> None:
     """Define TVM's knobs of ``conv2d_NCHWc.x86`` (see the module docstring); a fallback config gets
     TVM's default entities, small windows unrolled unless ``unroll_small_windows`` is False
     (:func:`unrolls_window`)."""
@@ -111,7 +111,7 @@ def define_conv2d_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kerne
         _fallback_config(cfg, ic, oc, oh, ow, (kh, kw), unroll_small_windows)
 
 
-def infer_layout(workload: Sequence[Any], cfg: ConfigSpace) -> tuple[tuple, tuple]:
+def infer_layout(workload: Workload, cfg: ConfigSpace) -> tuple[tuple, tuple]:
     """The data and output layouts a config of a ``conv2d_NCHWc.x86`` (or depthwise) workload gives
     (TVM's ``conv2d_infer_layout``, which the graph tuner reads).
 
@@ -243,8 +243,9 @@ def pack_nchwc_stages(data: te.Tensor, kernel: te.Tensor, ic_bn: int,
     return data_vec, kernel_vec
 
 
-def conv2d_NCHWc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: Any, padding: Any,
-                             dilation: Any, layout: str, out_layout: str, out_dtype: str) -> te.Tensor:
+def conv2d_NCHWc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                             padding: Padding, dilation: IntPair, layout: str, out_layout: str,
+                             out_dtype: str) -> te.Tensor:
     """Define the knobs, then ``nn.conv2d_NCHWc``; 4-D data and kernel are packed by stages first."""
     data_shape, kernel_shape = logical_shapes(data, kernel)
     define_conv2d_nchwc_space(cfg, data_shape, kernel_shape, stride, padding)
@@ -295,12 +296,11 @@ def schedule_input_stages(s: Schedule, conv: te.Tensor, inline_padding: bool = F
             s[packed].parallel(s[packed].fuse(*axes[:2]))
 
 
-def tile_output(s: Schedule, out: te.Tensor, oc_bn: int, reg_n: int, oh_factor: int | None = None) -> Any:
+def tile_output(s: Schedule, out: te.Tensor, oc_bn: int, reg_n: int,
+                oh_factor: int | None = None) -> te.IterVar:
     """Tile the stage writing the result into ``[oh_factor x] reg_n x oc_bn`` blocks, the outer loops
     fused and parallel, ``oc_bn`` vectorized; return the loop the accumulator is computed at.
-
-    ``out`` is blocked ``[N, O/oc_bn, OH, OW, oc_bn]`` or, after an unpack epilogue, ``[N, O, OH, OW]``.
-    """
+    ``out`` is blocked ``[N, O/oc_bn, OH, OW, oc_bn]`` or, after an unpack epilogue, ``[N, O, OH, OW]``."""
     if len(out.shape) == 5:
         b, oc, y, x, ob = s[out].op.axis
     elif len(out.shape) == 4:
@@ -332,8 +332,8 @@ def register_block(positions: int, oc_bn: int) -> int:
     return -(-positions // blocks)
 
 
-def split_register_blocks(s: Schedule, acc: te.Tensor, x: Any, reg_n: int,
-                          oc_bn: int) -> tuple[list, Any, int]:
+def split_register_blocks(s: Schedule, acc: te.Tensor, x: te.IterVar, reg_n: int,
+                          oc_bn: int) -> tuple[list[te.IterVar], te.IterVar, int]:
     """Split the accumulator's ``reg_n`` columns ``x`` into :func:`register_block`-wide blocks when
     they do not all fit the registers; return (the block loop, or none), the columns within a
     block, and the block width."""
