@@ -61,6 +61,30 @@ def test_hang_times_out_and_worker_replaced(worker):
     assert worker.call(f"{H}:nap", 0.01, timeout=5).value == 0.01
 
 
+@pytest.mark.parametrize("keeps_state", [True, False])
+def test_a_child_killed_between_calls(keeps_state):
+    """A child holding state (a remote session's) that dies between calls makes the next call end
+    DIED, however soon its death is seen; a stateless child is replaced without a word."""
+    import signal
+
+    w = Worker(preload=[H], name="test-state", keeps_state=keeps_state)
+    try:
+        first = w.call(f"{H}:pid", None, timeout=30).value
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while w._proc.is_alive() and time.monotonic() < deadline:  # its death already seen
+            time.sleep(0.01)
+        out = w.call(f"{H}:square", 3.0, timeout=30)
+        if keeps_state:
+            assert out.status is CallStatus.DIED and "SIGKILL after its last call" in out.detail
+            assert w.call(f"{H}:square", 3.0, timeout=30).value == 9.0  # then a fresh child serves
+        else:
+            assert out.status is CallStatus.OK and out.value == 9.0
+        assert w.pid != first
+    finally:
+        w.close()
+
+
 def test_worker_recycled_after_max_jobs():
     w = Worker(max_jobs=2, preload=[H])
     try:

@@ -145,6 +145,11 @@ class Worker:
         Name of the child's ``multiprocessing.Process``.
     startup_timeout : float
         Seconds a fresh child may take to become ready.
+    keeps_state : bool
+        The child holds state between calls (a remote session's libraries and arrays): a child
+        that died after answering calls makes the next call end DIED instead of running in a
+        fresh child that lacks that state.  Without it, a child that died between calls is
+        replaced silently.
 
     Examples
     --------
@@ -155,8 +160,10 @@ class Worker:
     """
 
     def __init__(self, max_jobs: int | None = None, preload: Sequence[str] = (),
-                 name: str = "tunecli-worker", startup_timeout: float = STARTUP_TIMEOUT) -> None:
+                 name: str = "tunecli-worker", startup_timeout: float = STARTUP_TIMEOUT,
+                 keeps_state: bool = False) -> None:
         self.max_jobs = max_jobs
+        self.keeps_state = keeps_state
         self.preload = tuple(preload)
         self.name = name
         self.startup_timeout = startup_timeout
@@ -171,6 +178,7 @@ class Worker:
         self._job: tuple[str, object] | None = None
         self._timeout = 0.0
         self._sent_at: float | None = None
+        self._lost: str | None = None  #: how a child holding state died between calls
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -193,6 +201,7 @@ class Worker:
         """Stop the child (a pending call is abandoned)."""
         self._job = None
         self._sent_at = None
+        self._lost = None
         self._discard()
 
     def _discard(self) -> None:
@@ -242,6 +251,11 @@ class Worker:
         """
         if self._job is not None:
             raise RuntimeError(f"worker {self.name}: submit() while a call is pending")
+        if self.keeps_state and self.jobs_done and self._proc is not None and not self._proc.is_alive():
+            # the state earlier calls left in the child is gone: this call must not run in a fresh one
+            self._job, self._timeout, self._sent_at = (func_ref, payload), float(timeout), None
+            self._lost = f"{self._how_it_died()} after its last call"
+            return
         self.start()
         self._job, self._timeout, self._sent_at = (func_ref, payload), float(timeout), None
         if self._ready:
@@ -262,6 +276,9 @@ class Worker:
         """
         if self._job is None:
             return None
+        if self._lost is not None:
+            lost, self._lost = self._lost, None
+            return self._finish(CallStatus.DIED, lost)
         assert self._conn is not None
         end = time.perf_counter() + max(wait_s, 0.0)
         while True:

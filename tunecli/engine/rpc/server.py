@@ -134,7 +134,8 @@ class Server:
                                                 ping_period, unmatch_timeout, retry_period)
         self._gate: HandshakeGate[tuple[str, dict[str, str]]] = HandshakeGate(
             self._listen, self._read_hello, limits, name=f"tunecli-server-{self.port}")
-        self._worker = Worker(preload=(MEASURE_FUNC.partition(":")[0],), name="tunecli-rpc-worker")
+        self._worker = Worker(preload=(MEASURE_FUNC.partition(":")[0],), name="tunecli-rpc-worker",
+                              keeps_state=True)
         self._stop = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
         self._thread: threading.Thread | None = None
