@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from tunecli.engine.log import tophub
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.nearest_record import (
     Reference,
@@ -29,13 +28,8 @@ ZEN4, ZEN5 = Target("llvm -mcpu=znver4"), Target("llvm -mcpu=znver5")
 HASWELL, SANDY = Target("llvm -mcpu=haswell"), Target("llvm -mcpu=sandybridge")
 
 
-@pytest.fixture(autouse=True)
-def shipped_package_only(monkeypatch: pytest.MonkeyPatch):
-    """The shipped package (znver3 and znver4 convolution records, no znver5 or Intel ones) alone."""
-    monkeypatch.delenv(tophub.ENV_VAR, raising=False)
-    tophub.set_locations(None)
-    yield
-    tophub.set_locations(None)
+#: No user package directory: the shipped package alone answers.
+pytestmark = pytest.mark.usefixtures("shipped_package_only")
 
 
 def conv(channels: int, size: int, out: int | None = None, stride: int = 1) -> tuple:

@@ -13,13 +13,8 @@ from tunecli.engine.log.history_best import package_config
 from tunecli.engine.log.record import load_from_file
 from tunecli.engine.target import Target
 
-
-@pytest.fixture(autouse=True)
-def shipped_package_only(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv(tophub.ENV_VAR, raising=False)
-    tophub.set_locations(None)
-    yield
-    tophub.set_locations(None)
+#: No user package directory: the shipped package alone answers.
+pytestmark = pytest.mark.usefixtures("shipped_package_only")
 
 
 def mobilenet_v1_layers(target: Target) -> list:

@@ -23,12 +23,8 @@ from tunecli.engine.log.record import load_from_file
 ONE_ROW = re.compile(r"dense(_pack)?\.x86\((float32\[)?1,")
 
 
-@pytest.fixture(autouse=True)
-def shipped_package_only(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv(tophub.ENV_VAR, raising=False)
-    tophub.set_locations(None)
-    yield
-    tophub.set_locations(None)
+#: No user package directory: the shipped package alone answers.
+pytestmark = pytest.mark.usefixtures("shipped_package_only")
 
 
 def one_layer_job(tmp_path: Path, model: str) -> str:

@@ -21,14 +21,8 @@ from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.workload_args import deserialize_args
 from tunecli.errors import TuneError
 
-
-@pytest.fixture(autouse=True)
-def no_user_packages(monkeypatch: pytest.MonkeyPatch):
-    """Each test starts from the environment's default: no user package, the shipped one."""
-    monkeypatch.delenv(tophub.ENV_VAR, raising=False)
-    tophub.set_locations(None)
-    yield
-    tophub.set_locations(None)
+#: No user package directory: the shipped package alone answers.
+pytestmark = pytest.mark.usefixtures("shipped_package_only")
 
 
 def conv_records():

@@ -20,12 +20,8 @@ FIRST_CONV = ("conv2d_nchw_spatial_pack.arm_cpu", ("TENSOR", (1, 3, 224, 224), "
               ("TENSOR", (64, 3, 7, 7), "float32"), (2, 2), (3, 3, 3, 3), (1, 1), "float32")
 
 
-@pytest.fixture(autouse=True)
-def shipped_packages_only(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv(tophub.ENV_VAR, raising=False)
-    tophub.set_locations(None)
-    yield
-    tophub.set_locations(None)
+#: No user package directory: the shipped package alone answers.
+pytestmark = pytest.mark.usefixtures("shipped_package_only")
 
 
 def _logged_config(model: str, workload: tuple) -> str:
