@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tunecli.engine.graph import Expr, traversal
+from tunecli.engine.log import tophub
 
 
 @pytest.fixture
@@ -20,3 +23,12 @@ def expanded_nodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(traversal, "children", counting)
     return count
+
+
+@pytest.fixture
+def no_packages() -> Iterator[None]:
+    """No pre-tuned package: a workload without a record falls back (on a machine whose CPU the
+    shipped package has records of, it would get the nearest record's config)."""
+    tophub.set_locations(tophub.DISABLED)
+    yield
+    tophub.set_locations(None)

@@ -85,15 +85,6 @@ def test_memory_plan_reuses_intermediate_buffers(resnet18: tuple) -> None:
     assert planned <= 3 * largest
 
 
-@pytest.fixture
-def no_packages():
-    """No pre-tuned package: a workload without a record falls back (on a machine whose CPU the
-    shipped package has records of, it would get the nearest record's config)."""
-    tophub.set_locations("NONE")
-    yield
-    tophub.set_locations(None)
-
-
 def test_one_summary_line_instead_of_a_warning_per_op(caplog: pytest.LogCaptureFixture, no_packages) -> None:
     x = relay.var("x", shape=(1, 8, 8, 8))
     net = relay.nn.relu(

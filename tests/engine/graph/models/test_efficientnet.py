@@ -17,7 +17,6 @@ from tunecli.engine.graph.models import efficientnet
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.job.network import job_tasks
 from tunecli.engine.job.spec import load_job
-from tunecli.engine.log import tophub
 
 
 def _calls(mod: g.IRModule, name: str) -> list[g.Call]:
@@ -74,14 +73,10 @@ def test_onnxruntime_computes_what_the_interpreter_computes(small: tuple) -> Non
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-7)
 
 
-def test_built_untuned_it_computes_what_the_interpreter_computes(small: tuple) -> None:
+def test_built_untuned_it_computes_what_the_interpreter_computes(small: tuple, no_packages: None) -> None:
     mod, params, data, expected = small
-    tophub.set_locations(tophub.DISABLED)
-    try:
-        with PassContext(opt_level=3):
-            lib = build(mod, "llvm", params=params)
-    finally:
-        tophub.set_locations(None)
+    with PassContext(opt_level=3):
+        lib = build(mod, "llvm", params=params)
     assert not lib.summary.tuned and not lib.summary.nearest
     m = lib["default"](None)
     m.set_input("data", data)
