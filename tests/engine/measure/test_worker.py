@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from tunecli.engine.measure.worker import CallStatus, Worker, WorkerPool
+from tunecli.engine.measure.worker import CallStatus, Worker
+from tunecli.engine.measure.worker_pool import WorkerPool
 
 H = "tests.engine.measure.measure_helpers"
 

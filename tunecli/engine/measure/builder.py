@@ -37,7 +37,8 @@ from tunecli.engine.codegen import ArgSpec
 from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.measure.arrays import output_indices_of
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.measure.worker import CallOutcome, CallStatus, WorkerPool
+from tunecli.engine.measure.worker import CallOutcome, CallStatus
+from tunecli.engine.measure.worker_pool import WorkerPool
 from tunecli.engine.runtime import Module
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.target import Target, as_target
