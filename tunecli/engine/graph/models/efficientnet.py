@@ -13,15 +13,14 @@ from __future__ import annotations
 
 from tunecli.engine.runtime import NDArray
 
-from ..graph_expr import Expr, Function, Var, var
+from ..graph_expr import Expr, Function, var
 from ..ir_module import IRModule
-from ..ops.broadcast import add, multiply
-from ..ops.nn import batch_flatten, bias_add, softmax
+from ..ops.broadcast import multiply
 from ..ops.pool import global_avg_pool2d
 from ..ops.unary import sigmoid
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import conv2d, dense_add_bias, same_conv_bn
+from .layers import conv2d_bias, inverted_bottleneck, pooled_classifier, same_conv_bn
 
 #: (expansion t, kernel k, first stride s, output channels c, repeats n) per stage, as in the paper.
 STAGES = (
@@ -42,22 +41,15 @@ def swish(x: Expr) -> Expr:
     return multiply(x, sigmoid(x))
 
 
-def _conv_bn(
-    data: Expr, name: str, channels: int, kernel: int, stride: int, groups: int = 1, act: bool = True
-) -> Expr:
-    out = same_conv_bn(data, name, channels, kernel, stride, groups, epsilon=1e-3)
-    return swish(out) if act else out
-
-
-def _conv_bias(data: Expr, name: str, channels: int) -> Expr:
-    return bias_add(conv2d(data, name, channels=channels, kernel_size=(1, 1)), Var(f"{name}_bias"))
+def _conv_bn_swish(data: Expr, name: str, channels: int, kernel: int, stride: int) -> Expr:
+    return swish(same_conv_bn(data, name, channels, kernel, stride, epsilon=1e-3))
 
 
 def squeeze_excitation(data: Expr, name: str, channels: int, squeezed: int) -> Expr:
     """Scale each channel of ``data`` by a gate in (0, 1) computed from its spatial mean."""
     pooled = global_avg_pool2d(data)
-    reduced = swish(_conv_bias(pooled, f"{name}_se_reduce", squeezed))
-    gate = sigmoid(_conv_bias(reduced, f"{name}_se_expand", channels))
+    reduced = swish(conv2d_bias(pooled, f"{name}_se_reduce", channels=squeezed, kernel_size=(1, 1)))
+    gate = sigmoid(conv2d_bias(reduced, f"{name}_se_expand", channels=channels, kernel_size=(1, 1)))
     return multiply(data, gate)
 
 
@@ -66,14 +58,13 @@ def mbconv(
 ) -> Expr:
     """Expand (1x1), depthwise ``kernel`` x ``kernel`` with ``stride``, squeeze-and-excitation,
     project (1x1, linear); add the input when the shape is kept."""
-    hidden = in_channels * expansion
-    body = data
-    if expansion != 1:
-        body = _conv_bn(body, f"{name}_expand", hidden, 1, 1)
-    body = _conv_bn(body, f"{name}_depthwise", hidden, kernel, stride, groups=hidden)
-    body = squeeze_excitation(body, name, hidden, max(1, int(in_channels * SE_RATIO)))
-    body = _conv_bn(body, f"{name}_project", out_channels, 1, 1, act=False)
-    return add(body, data) if stride == 1 and in_channels == out_channels else body
+    squeezed = max(1, int(in_channels * SE_RATIO))
+
+    def excite(hidden: Expr, channels: int) -> Expr:
+        return squeeze_excitation(hidden, name, channels, squeezed)
+
+    return inverted_bottleneck(data, name, in_channels, out_channels, kernel, stride, expansion, swish,
+                               epsilon=1e-3, hidden_step=excite)
 
 
 def efficientnet_b0(
@@ -82,14 +73,13 @@ def efficientnet_b0(
     """The EfficientNet-B0 function (NCHW): ``data`` -> class probabilities."""
     data = var("data", shape=data_shape, dtype=dtype)
     channels = 32
-    body = _conv_bn(data, "stem", channels, 3, 2)
+    body = _conv_bn_swish(data, "stem", channels, 3, 2)
     for i, (t, k, s, c, n) in enumerate(STAGES, start=1):
         for j in range(n):
             body = mbconv(body, f"b{i}_{j + 1}", channels, c, k, s if j == 0 else 1, t)
             channels = c
-    body = _conv_bn(body, "head", 1280, 1, 1)
-    flat = batch_flatten(global_avg_pool2d(body))
-    out = softmax(dense_add_bias(flat, "fc", units=num_classes))
+    body = _conv_bn_swish(body, "head", 1280, 1, 1)
+    out = pooled_classifier(global_avg_pool2d(body), "fc", num_classes)
     return Function(free_vars(out), out)
 
 

@@ -3,20 +3,26 @@ variables of its weights, named after the layer."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeAlias
 
 from tunecli.errors import GraphError
 
 from ..graph_expr import Call, Expr, Var
+from ..ops.broadcast import add
 from ..ops.conv import conv2d as conv2d_op
 from ..ops.conv3d import conv3d as conv3d_op
 from ..ops.conv_transpose import conv2d_transpose as conv2d_transpose_op
 from ..ops.define import IntOrInts
-from ..ops.nn import batch_norm, bias_add, dense
+from ..ops.nn import batch_flatten, batch_norm, bias_add, dense, softmax
 
 #: A keyword argument a layer helper passes on to its operator (strides, padding, channels, a layout,
 #: epsilon...).
 LayerOption: TypeAlias = "IntOrInts | float | str | None"
+#: An elementwise activation applied to a layer's output (relu, ReLU6, swish...).
+Activation: TypeAlias = Callable[[Expr], Expr]
+#: A step applied to a block's hidden activations, given their channel count (squeeze-and-excitation).
+HiddenStep: TypeAlias = Callable[[Expr, int], Expr]
 
 
 def batch_norm_infer(
@@ -55,6 +61,11 @@ def conv2d_transpose(data: Expr, name: str, weight: Expr | None = None, **kwargs
     return conv2d_transpose_op(data, weight or Var(f"{name}_weight"), **kwargs)
 
 
+def conv2d_bias(data: Expr, name: str, **kwargs: LayerOption) -> Call:
+    """:func:`conv2d` named ``name``, then ``nn.bias_add`` of the variable ``<name>_bias`` on axis 1."""
+    return bias_add(conv2d(data, name, **kwargs), Var(f"{name}_bias"))
+
+
 def conv2d_bn(data: Expr, conv_name: str, bn_name: str, epsilon: float = 1e-5, **kwargs: LayerOption) -> Expr:
     """:func:`conv2d` named ``conv_name``, then :func:`batch_norm_infer` named ``bn_name`` on the
     channel axis of the conv's ``data_layout``."""
@@ -70,6 +81,39 @@ def same_conv_bn(data: Expr, name: str, channels: int, kernel: int, stride: int,
     return conv2d_bn(data, f"{name}_conv", f"{name}_bn", epsilon=epsilon, channels=channels,
                      kernel_size=(kernel, kernel), strides=(stride, stride),
                      padding=(kernel // 2, kernel // 2), groups=groups)
+
+
+def inverted_bottleneck(
+    data: Expr,
+    name: str,
+    in_channels: int,
+    out_channels: int,
+    kernel: int,
+    stride: int,
+    expansion: int,
+    act: Activation,
+    epsilon: float = 1e-5,
+    hidden_step: HiddenStep | None = None,
+) -> Expr:
+    """A mobile inverted bottleneck ``<name>``: expand (1x1 ``_expand``, unless the expansion is 1),
+    depthwise ``kernel`` x ``kernel`` ``_depthwise`` with ``stride``, each batch-normed and
+    activated by ``act``; ``hidden_step`` on the result; project (1x1 ``_project``, batch norm, no
+    activation); the input added when the shape is kept."""
+    hidden = in_channels * expansion
+    body = data
+    if expansion != 1:
+        body = act(same_conv_bn(body, f"{name}_expand", hidden, 1, 1, epsilon=epsilon))
+    body = act(same_conv_bn(body, f"{name}_depthwise", hidden, kernel, stride, hidden, epsilon))
+    if hidden_step is not None:
+        body = hidden_step(body, hidden)
+    body = same_conv_bn(body, f"{name}_project", out_channels, 1, 1, epsilon=epsilon)
+    return add(body, data) if stride == 1 and in_channels == out_channels else body
+
+
+def pooled_classifier(pooled: Expr, name: str, num_classes: int) -> Expr:
+    """Class probabilities from globally pooled features: flatten, :func:`dense_add_bias` ``<name>``
+    of ``num_classes`` units, softmax."""
+    return softmax(dense_add_bias(batch_flatten(pooled), name, units=num_classes))
 
 
 def dense_add_bias(

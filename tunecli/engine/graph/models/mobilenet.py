@@ -16,7 +16,16 @@ from ..ops.pool import global_avg_pool2d
 from ..ops.unary import relu
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import conv2d_bn, conv_kernel_layout
+from .layers import LayerOption, conv2d_bn, conv_kernel_layout
+
+
+def _conv_bn_relu(
+    data: Expr, conv_name: str, bn_name: str, epsilon: float, layout: str, **kwargs: LayerOption
+) -> Expr:
+    """:func:`conv2d_bn` in ``layout`` (the kernel in its dense layout unless ``kernel_layout``
+    is given), then relu."""
+    kwargs.setdefault("kernel_layout", conv_kernel_layout(layout))
+    return relu(conv2d_bn(data, conv_name, bn_name, epsilon, data_layout=layout, **kwargs))
 
 
 def conv_block(
@@ -30,19 +39,8 @@ def conv_block(
     layout: str = "NCHW",
 ) -> Expr:
     """conv + batch norm + relu."""
-    conv = conv2d_bn(
-        data,
-        f"{name}_conv",
-        f"{name}_bn",
-        epsilon,
-        channels=channels,
-        kernel_size=kernel_size,
-        strides=strides,
-        padding=padding,
-        data_layout=layout,
-        kernel_layout=conv_kernel_layout(layout),
-    )
-    return relu(conv)
+    return _conv_bn_relu(data, f"{name}_conv", f"{name}_bn", epsilon, layout, channels=channels,
+                         kernel_size=kernel_size, strides=strides, padding=padding)
 
 
 def separable_conv_block(
@@ -64,33 +62,11 @@ def separable_conv_block(
         {"O": depthwise_channels, "I": 1, "H": kernel_size[0], "W": kernel_size[1]}, kernel_layout
     )
     weight = var(f"{name}_weight", shape=wshape, dtype=dtype)
-    conv1 = conv2d_bn(
-        data,
-        f"{name}_depthwise_conv1",
-        f"{name}_bn1",
-        epsilon,
-        weight=weight,
-        channels=depthwise_channels,
-        groups=depthwise_channels,
-        kernel_size=kernel_size,
-        strides=strides,
-        padding=padding,
-        data_layout=layout,
-        kernel_layout=kernel_layout,
-    )
-    conv2 = conv2d_bn(
-        relu(conv1),
-        f"{name}_conv2",
-        f"{name}_bn2",
-        epsilon,
-        channels=pointwise_channels,
-        kernel_size=(1, 1),
-        strides=(1, 1),
-        padding=(0, 0),
-        data_layout=layout,
-        kernel_layout=conv_kernel_layout(layout),
-    )
-    return relu(conv2)
+    conv1 = _conv_bn_relu(data, f"{name}_depthwise_conv1", f"{name}_bn1", epsilon, layout, weight=weight,
+                          channels=depthwise_channels, groups=depthwise_channels, kernel_size=kernel_size,
+                          strides=strides, padding=padding, kernel_layout=kernel_layout)
+    return _conv_bn_relu(conv1, f"{name}_conv2", f"{name}_bn2", epsilon, layout, channels=pointwise_channels,
+                         kernel_size=(1, 1), strides=(1, 1), padding=(0, 0))
 
 
 def mobile_net(

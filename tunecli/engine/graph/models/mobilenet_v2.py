@@ -11,13 +11,11 @@ from tunecli.engine.runtime import NDArray
 
 from ..graph_expr import Expr, Function, var
 from ..ir_module import IRModule
-from ..ops.broadcast import add
-from ..ops.nn import batch_flatten, softmax
 from ..ops.pool import global_avg_pool2d
 from ..ops.unary import clip
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import dense_add_bias, same_conv_bn
+from .layers import inverted_bottleneck, pooled_classifier, same_conv_bn
 
 #: (expansion t, output channels c, repeats n, first stride s) per stage, as in the paper.
 STAGES = (
@@ -31,11 +29,9 @@ STAGES = (
 )
 
 
-def _conv_bn(
-    data: Expr, name: str, channels: int, kernel: int, stride: int, groups: int = 1, act: bool = True
-) -> Expr:
-    out = same_conv_bn(data, name, channels, kernel, stride, groups)
-    return clip(out, 0.0, 6.0) if act else out
+def relu6(x: Expr) -> Expr:
+    """ReLU6: ``clip(x, 0, 6)``."""
+    return clip(x, 0.0, 6.0)
 
 
 def inverted_residual(
@@ -43,13 +39,7 @@ def inverted_residual(
 ) -> Expr:
     """Expand (1x1, unless the expansion is 1), depthwise 3x3 with ``stride``, project (1x1, linear);
     add the input when the shape is kept."""
-    hidden = in_channels * expansion
-    body = data
-    if expansion != 1:
-        body = _conv_bn(body, f"{name}_expand", hidden, 1, 1)
-    body = _conv_bn(body, f"{name}_depthwise", hidden, 3, stride, groups=hidden)
-    body = _conv_bn(body, f"{name}_project", out_channels, 1, 1, act=False)
-    return add(body, data) if stride == 1 and in_channels == out_channels else body
+    return inverted_bottleneck(data, name, in_channels, out_channels, 3, stride, expansion, relu6)
 
 
 def mobilenet_v2(
@@ -61,15 +51,14 @@ def mobilenet_v2(
     """The MobileNet v2 function (NCHW): ``data`` -> class probabilities."""
     data = var("data", shape=data_shape, dtype=dtype)
     channels = int(32 * multiplier)
-    body = _conv_bn(data, "conv_first", channels, 3, 2)
+    body = relu6(same_conv_bn(data, "conv_first", channels, 3, 2))
     for i, (t, c, n, s) in enumerate(STAGES, start=1):
         out_channels = int(c * multiplier)
         for j in range(n):
             body = inverted_residual(body, f"b{i}_{j + 1}", channels, out_channels, s if j == 0 else 1, t)
             channels = out_channels
-    body = _conv_bn(body, "conv_last", max(1280, int(1280 * multiplier)), 1, 1)
-    flat = batch_flatten(global_avg_pool2d(body))
-    out = softmax(dense_add_bias(flat, "fc", units=num_classes))
+    body = relu6(same_conv_bn(body, "conv_last", max(1280, int(1280 * multiplier)), 1, 1))
+    out = pooled_classifier(global_avg_pool2d(body), "fc", num_classes)
     return Function(free_vars(out), out)
 
 

@@ -7,18 +7,20 @@ and the extracted tasks of a tunecli ResNet are those of TVM's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeAlias
+
 from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
 from ..graph_expr import Expr, Function, var
 from ..ir_module import IRModule
 from ..ops.broadcast import add
-from ..ops.nn import batch_flatten, softmax
 from ..ops.pool import global_avg_pool2d, max_pool2d
 from ..ops.unary import relu
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import batch_norm_infer, conv2d, dense_add_bias
+from .layers import LayerOption, batch_norm_infer, conv2d, pooled_classifier
 
 _UNITS = {
     18: [2, 2, 2, 2],
@@ -31,10 +33,56 @@ _UNITS = {
 }
 
 
+#: A convolution layer of a residual network: ``(data, name, channels, kernel, strides, padding)``
+#: with a cubic ``kernel`` and the same ``padding`` on every side; ``padding`` None pads nothing.
+ConvLayer: TypeAlias = Callable[[Expr, str, int, int, tuple[int, ...], int | None], Expr]
+#: A residual unit of a stage: ``(data, num_filter, stride, dim_match, name)``.
+UnitLayer: TypeAlias = Callable[[Expr, int, tuple[int, ...], bool, str], Expr]
+
+
+def pre_activation_unit(
+    data: Expr,
+    num_filter: int,
+    stride: tuple[int, ...],
+    dim_match: bool,
+    name: str,
+    bottle_neck: bool,
+    conv: ConvLayer,
+    axis: int = 1,
+) -> Expr:
+    """One pre-activation residual unit of ``conv`` layers (the channel axis ``axis``): batch norm
+    ``<name>_bn<i>`` and relu before each conv ``<name>_conv<i>`` of :func:`unit_convs`; the input
+    added, or with ``dim_match=False`` the 1-wide shortcut conv ``<name>_sc`` of the first
+    activation."""
+    act1 = relu(batch_norm_infer(data, f"{name}_bn1", epsilon=2e-5, axis=axis))
+    body = act1
+    convs = unit_convs(num_filter, stride, bottle_neck)
+    for i, (channels, kernel, strides, pad) in enumerate(convs, start=1):
+        if i > 1:
+            body = relu(batch_norm_infer(body, f"{name}_bn{i}", epsilon=2e-5, axis=axis))
+        body = conv(body, f"{name}_conv{i}", channels, kernel, strides, pad)
+    shortcut = data if dim_match else conv(act1, f"{name}_sc", num_filter, 1, stride, None)
+    return add(body, shortcut)
+
+
+def cube_conv(layer: Callable[..., Expr], ndim: int, **options: LayerOption) -> ConvLayer:
+    """The :data:`ConvLayer` of the ``ndim``-dimensional layer helper ``layer`` (:func:`.layers.conv2d`,
+    :func:`.layers.conv3d`) with the further ``options`` (layouts)."""
+
+    def conv(
+        x: Expr, name: str, channels: int, kernel: int, strides: tuple[int, ...], pad: int | None
+    ) -> Expr:
+        padding = {} if pad is None else {"padding": (pad,) * ndim}
+        return layer(x, name, channels=channels, kernel_size=(kernel,) * ndim, strides=strides, **options,
+                     **padding)
+
+    return conv
+
+
 def residual_unit(
     data: Expr,
     num_filter: int,
-    stride: tuple[int, int],
+    stride: tuple[int, ...],
     dim_match: bool,
     name: str,
     bottle_neck: bool = True,
@@ -43,28 +91,9 @@ def residual_unit(
 ) -> Expr:
     """One pre-activation residual unit (basic: two 3x3 convs; bottleneck: 1x1, 3x3, 1x1 with a
     quarter of the filters); ``dim_match=False`` adds the 1x1 shortcut conv ``<name>_sc``."""
-    axis = data_layout.index("C")
-    lay = {"data_layout": data_layout, "kernel_layout": kernel_layout}
-    act1 = relu(batch_norm_infer(data, f"{name}_bn1", epsilon=2e-5, axis=axis))
-    body = act1
-    convs = unit_convs(num_filter, stride, bottle_neck)
-    for i, (channels, kernel, strides, pad) in enumerate(convs, start=1):
-        if i > 1:
-            body = relu(batch_norm_infer(body, f"{name}_bn{i}", epsilon=2e-5, axis=axis))
-        body = conv2d(
-            body,
-            f"{name}_conv{i}",
-            channels=channels,
-            kernel_size=(kernel, kernel),
-            strides=strides,
-            padding=(pad, pad),
-            **lay,
-        )
-    if dim_match:
-        shortcut = data
-    else:
-        shortcut = conv2d(act1, f"{name}_sc", channels=num_filter, kernel_size=(1, 1), strides=stride, **lay)
-    return add(body, shortcut)
+    conv = cube_conv(conv2d, 2, data_layout=data_layout, kernel_layout=kernel_layout)
+    return pre_activation_unit(data, num_filter, stride, dim_match, name, bottle_neck, conv,
+                               data_layout.index("C"))
 
 
 def unit_convs(num_filter: int, stride: tuple[int, ...],
@@ -77,6 +106,18 @@ def unit_convs(num_filter: int, stride: tuple[int, ...],
         quarter = int(num_filter * 0.25)
         return [(quarter, 1, stride, 0), (quarter, 3, ones, 1), (num_filter, 1, ones, 0)]
     return [(num_filter, 3, stride, 1), (num_filter, 3, ones, 1)]
+
+
+def residual_stages(body: Expr, units: list[int], filter_list: list[int], unit: UnitLayer, ndim: int) -> Expr:
+    """Stage ``i`` (from 1) of ``units[i - 1]`` units ``stage<i>_unit<j>`` of ``filter_list[i]``
+    filters; the first unit of each stage has a shortcut conv and, after the first stage, steps
+    by 2 in each of the ``ndim`` dimensions."""
+    for i, count in enumerate(units):
+        stride = (1,) * ndim if i == 0 else (2,) * ndim
+        body = unit(body, filter_list[i + 1], stride, False, f"stage{i + 1}_unit1")
+        for j in range(count - 1):
+            body = unit(body, filter_list[i + 1], (1,) * ndim, True, f"stage{i + 1}_unit{j + 2}")
+    return body
 
 
 def resnet(
@@ -108,18 +149,13 @@ def resnet(
         )
         body = relu(batch_norm_infer(body, "bn0", epsilon=2e-5, axis=axis))
         body = max_pool2d(body, pool_size=(3, 3), strides=(2, 2), padding=(1, 1), layout=layout)
-    for i in range(num_stages):
-        stride = (1, 1) if i == 0 else (2, 2)
-        body = residual_unit(
-            body, filter_list[i + 1], stride, False, f"stage{i + 1}_unit1", bottle_neck, **lay
-        )
-        for j in range(units[i] - 1):
-            body = residual_unit(
-                body, filter_list[i + 1], (1, 1), True, f"stage{i + 1}_unit{j + 2}", bottle_neck, **lay
-            )
+
+    def unit(x: Expr, num_filter: int, stride: tuple[int, ...], dim_match: bool, name: str) -> Expr:
+        return residual_unit(x, num_filter, stride, dim_match, name, bottle_neck, layout, kernel_layout)
+
+    body = residual_stages(body, units, filter_list, unit, 2)
     body = relu(batch_norm_infer(body, "bn1", epsilon=2e-5, axis=axis))
-    body = batch_flatten(global_avg_pool2d(body, layout=layout))
-    net = softmax(dense_add_bias(body, "fc1", units=num_classes))
+    net = pooled_classifier(global_avg_pool2d(body, layout=layout), "fc1", num_classes)
     return Function(free_vars(net), net)
 
 

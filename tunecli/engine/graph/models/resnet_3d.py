@@ -14,46 +14,28 @@ from tunecli.errors import GraphError
 
 from ..graph_expr import Expr, Function, var
 from ..ir_module import IRModule
-from ..ops.broadcast import add
 from ..ops.conv3d import global_avg_pool3d
-from ..ops.nn import batch_flatten, softmax
 from ..ops.unary import relu
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import batch_norm_infer, conv3d, dense_add_bias
-from .resnet import stage_plan, unit_convs
+from .layers import batch_norm_infer, conv3d, pooled_classifier
+from .resnet import cube_conv, pre_activation_unit, residual_stages, stage_plan
+
+#: The unit convolutions: cubic kernels in NCDHW.
+_UNIT_CONV = cube_conv(conv3d, 3)
 
 
 def residual_unit(
     data: Expr,
     num_filter: int,
-    stride: tuple[int, int, int],
+    stride: tuple[int, ...],
     dim_match: bool,
     name: str,
     bottle_neck: bool = True,
 ) -> Expr:
     """One pre-activation 3-D residual unit (basic: two 3x3x3 convs; bottleneck: 1x1x1, 3x3x3,
     1x1x1 with a quarter of the filters); ``dim_match=False`` adds the 1x1x1 shortcut ``<name>_sc``."""
-    act1 = relu(batch_norm_infer(data, f"{name}_bn1", epsilon=2e-5))
-    body = act1
-    convs = unit_convs(num_filter, stride, bottle_neck)
-    for i, (channels, kernel, strides, pad) in enumerate(convs, start=1):
-        if i > 1:
-            body = relu(batch_norm_infer(body, f"{name}_bn{i}", epsilon=2e-5))
-        body = conv3d(
-            body,
-            f"{name}_conv{i}",
-            channels=channels,
-            kernel_size=(kernel,) * 3,
-            strides=strides,
-            padding=(pad,) * 3,
-        )
-    shortcut = (
-        data
-        if dim_match
-        else conv3d(act1, f"{name}_sc", channels=num_filter, kernel_size=(1, 1, 1), strides=stride)
-    )
-    return add(body, shortcut)
+    return pre_activation_unit(data, num_filter, stride, dim_match, name, bottle_neck, _UNIT_CONV)
 
 
 def resnet(
@@ -82,16 +64,13 @@ def resnet(
             padding=(1, 3, 3),
         )
         body = relu(batch_norm_infer(body, "bn0", epsilon=2e-5))
-    for i in range(num_stages):
-        stride = (1, 1, 1) if i == 0 else (2, 2, 2)
-        body = residual_unit(body, filter_list[i + 1], stride, False, f"stage{i + 1}_unit1", bottle_neck)
-        for j in range(units[i] - 1):
-            body = residual_unit(
-                body, filter_list[i + 1], (1, 1, 1), True, f"stage{i + 1}_unit{j + 2}", bottle_neck
-            )
+
+    def unit(x: Expr, num_filter: int, stride: tuple[int, ...], dim_match: bool, name: str) -> Expr:
+        return residual_unit(x, num_filter, stride, dim_match, name, bottle_neck)
+
+    body = residual_stages(body, units, filter_list, unit, 3)
     body = relu(batch_norm_infer(body, "bn1", epsilon=2e-5))
-    body = batch_flatten(global_avg_pool3d(body))
-    net = softmax(dense_add_bias(body, "fc1", units=num_classes))
+    net = pooled_classifier(global_avg_pool3d(body), "fc1", num_classes)
     return Function(free_vars(net), net)
 
 

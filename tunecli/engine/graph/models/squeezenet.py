@@ -9,20 +9,20 @@ from __future__ import annotations
 from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
-from ..graph_expr import Expr, Function, Var, var
+from ..graph_expr import Expr, Function, var
 from ..ir_module import IRModule
-from ..ops.nn import batch_flatten, bias_add, dropout, softmax
+from ..ops.nn import batch_flatten, dropout, softmax
 from ..ops.pool import global_avg_pool2d, max_pool2d
 from ..ops.transform import concatenate
 from ..ops.unary import relu
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import LayerOption, conv2d
+from .layers import LayerOption, conv2d_bias
 
 
 def _conv_relu(data: Expr, name: str, **kwargs: LayerOption) -> Expr:
     """conv ``<name>`` + bias ``<name>_bias`` + relu."""
-    return relu(bias_add(conv2d(data, name, **kwargs), Var(f"{name}_bias")))
+    return relu(conv2d_bias(data, name, **kwargs))
 
 
 def _fire_conv(data: Expr, channels: int, kernel_size: int, padding: int, prefix: str) -> Expr:

@@ -9,14 +9,14 @@ from __future__ import annotations
 from tunecli.engine.runtime import NDArray
 from tunecli.errors import GraphError
 
-from ..graph_expr import Expr, Function, Var, var
+from ..graph_expr import Expr, Function, var
 from ..ir_module import IRModule
-from ..ops.nn import batch_flatten, bias_add, dropout, softmax
+from ..ops.nn import batch_flatten, dropout, softmax
 from ..ops.pool import max_pool2d
 from ..ops.unary import relu
 from ..traversal import free_vars
 from .init import create_workload
-from .layers import batch_norm_infer, conv2d, dense_add_bias
+from .layers import batch_norm_infer, conv2d_bias, dense_add_bias
 
 #: num_layers -> (convolutions per stage, filters per stage)
 VGG_SPEC = {
@@ -33,8 +33,7 @@ def get_feature(data: Expr, layers: list[int], filters: list[int], batch_norm: b
     for i, num in enumerate(layers):
         for j in range(num):
             name = f"{i + 1}_{j + 1}"
-            body = conv2d(body, f"conv{name}", kernel_size=(3, 3), padding=(1, 1), channels=filters[i])
-            body = bias_add(body, Var(f"conv{name}_bias"))
+            body = conv2d_bias(body, f"conv{name}", kernel_size=(3, 3), padding=(1, 1), channels=filters[i])
             if batch_norm:
                 body = batch_norm_infer(body, f"bn{name}")
             body = relu(body)
