@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine.template_cases import SEED_SPACE
 from tunecli.commands.tables import label_lines, wrap_items
 from tunecli.engine.log.log_summary import inspect_log
 
@@ -22,20 +23,6 @@ tasks:
 tuner: {kind: xgb, n_trial: 10}
 """
 
-# What TVM prints for `print(task.config_space)` of the seed's conv2d task.
-SEED_SPACE = """\
-ConfigSpace (len=10454400, space_map=
-   0 tile_f: Split(policy=factors, product=512, num_outputs=4) len=220
-   1 tile_y: Split(policy=factors, product=7, num_outputs=4) len=4
-   2 tile_x: Split(policy=factors, product=7, num_outputs=4) len=4
-   3 tile_rc: Split(policy=factors, product=512, num_outputs=3) len=55
-   4 tile_ry: Split(policy=factors, product=3, num_outputs=3) len=3
-   5 tile_rx: Split(policy=factors, product=3, num_outputs=3) len=3
-   6 auto_unroll_max_step: OtherOption([0, 512, 1500]) len=3
-   7 unroll_explicit: OtherOption([0, 1]) len=2
-)
-"""
-
 
 def test_job_space_prints_like_tvm(invoke: Invoke, tmp_path: Path) -> None:
     job = tmp_path / "seed.yaml"
@@ -43,7 +30,7 @@ def test_job_space_prints_like_tvm(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("inspect", str(job), "--task", "0")
     assert result.exit_code == 0, result.output
     assert result.stdout == ("# task 0: tutorial/conv2d_no_batching(1, 7, 7, 512, 512, 3, 3, (1,1), (1,1))  "
-                             "(231211008 FLOP)\n" + SEED_SPACE)
+                             "(231211008 FLOP)\n" + SEED_SPACE + "\n")
 
 
 def test_job_config_loop_nest(invoke: Invoke, tmp_path: Path) -> None:
@@ -210,15 +197,22 @@ def test_a_label_is_broken_between_its_arguments() -> None:
     assert label_lines("a_name_without_arguments" * 5, 80) == ["a_name_without_arguments" * 5]
 
 
+def small_bert_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seq_len: str) -> Path:
+    """A job of a one-layer BERT (hidden 64, 4 heads) at ``seq_len`` (YAML: one length or a list),
+    its dense and batch_matmul tasks on their default configs (no package records, no nearest ones)."""
+    monkeypatch.setenv("TUNECLI_TOPHUB", "NONE")
+    monkeypatch.setenv("TUNECLI_NO_NEAREST", "1")
+    job = tmp_path / "bert.yaml"
+    job.write_text(f"name: bert\nmodel: {{name: bert-base, seq_len: {seq_len}, layers: 1, hidden: 64, "
+                   "heads: 4}\nops: [dense, batch_matmul]\n")
+    return job
+
+
 def test_the_config_source_of_a_long_workload_fits_80_columns(invoke: Invoke, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A transformer's batch_matmul workloads are longer than a line: each is broken between its
     arguments, its source (here: default) on the line below."""
-    monkeypatch.setenv("TUNECLI_TOPHUB", "NONE")
-    monkeypatch.setenv("TUNECLI_NO_NEAREST", "1")
-    job = tmp_path / "bert.yaml"
-    job.write_text("name: bert\nmodel: {name: bert-base, seq_len: 16, layers: 1, hidden: 64, heads: 4}\n"
-                   "ops: [dense, batch_matmul]\n")
+    job = small_bert_job(tmp_path, monkeypatch, "16")
     result = invoke("inspect", str(job))
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
@@ -235,11 +229,7 @@ def test_each_sequence_length_s_network_is_described(invoke: Invoke, tmp_path: P
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A text model of two sequence lengths: the header names both, and each length's network has
     its inputs, kernels, memory and configs, in lines of at most 80 columns."""
-    monkeypatch.setenv("TUNECLI_TOPHUB", "NONE")
-    monkeypatch.setenv("TUNECLI_NO_NEAREST", "1")
-    job = tmp_path / "bert.yaml"
-    job.write_text("name: bert\nmodel: {name: bert-base, seq_len: [16, 32], layers: 1, hidden: 64, "
-                   "heads: 4}\nops: [dense, batch_matmul]\n")
+    job = small_bert_job(tmp_path, monkeypatch, "[16, 32]")
     result = invoke("inspect", str(job))
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()

@@ -1,4 +1,18 @@
-"""Small arguments for every built-in template (the template tests are parametrised by the registry)."""
+"""Small arguments for every built-in template (the template tests are parametrised by the registry),
+and what TVM prints for the seed's tutorial conv2d space."""
+
+#: What TVM prints for ``print(task.config_space)`` of the seed's task
+#: ``tutorial/conv2d_no_batching(1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1))``.
+SEED_SPACE = """ConfigSpace (len=10454400, space_map=
+   0 tile_f: Split(policy=factors, product=512, num_outputs=4) len=220
+   1 tile_y: Split(policy=factors, product=7, num_outputs=4) len=4
+   2 tile_x: Split(policy=factors, product=7, num_outputs=4) len=4
+   3 tile_rc: Split(policy=factors, product=512, num_outputs=3) len=55
+   4 tile_ry: Split(policy=factors, product=3, num_outputs=3) len=3
+   5 tile_rx: Split(policy=factors, product=3, num_outputs=3) len=3
+   6 auto_unroll_max_step: OtherOption([0, 512, 1500]) len=3
+   7 unroll_explicit: OtherOption([0, 1]) len=2
+)"""
 
 SMALL_CASES = {
     "dense.x86": (6, 32, 12, "float32"),

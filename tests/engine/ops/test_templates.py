@@ -9,23 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.engine.template_cases import SMALL_CASES
+from tests.engine.template_cases import SEED_SPACE, SMALL_CASES
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.tolerance import scaled_tolerance
 from tunecli.engine.task import task as autotvm_task
 from tunecli.errors import InstantiationError
-
-SEED_SPACE = """ConfigSpace (len=10454400, space_map=
-   0 tile_f: Split(policy=factors, product=512, num_outputs=4) len=220
-   1 tile_y: Split(policy=factors, product=7, num_outputs=4) len=4
-   2 tile_x: Split(policy=factors, product=7, num_outputs=4) len=4
-   3 tile_rc: Split(policy=factors, product=512, num_outputs=3) len=55
-   4 tile_ry: Split(policy=factors, product=3, num_outputs=3) len=3
-   5 tile_rx: Split(policy=factors, product=3, num_outputs=3) len=3
-   6 auto_unroll_max_step: OtherOption([0, 512, 1500]) len=3
-   7 unroll_explicit: OtherOption([0, 1]) len=2
-)"""
 
 INT8_CASES = {
     "dense.x86": (3, 16, 40, "int8"),
