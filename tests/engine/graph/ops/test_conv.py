@@ -36,6 +36,29 @@ def direct_conv(
     return out.astype(x.dtype)
 
 
+def conv_inputs(
+    seed: int, x_shape: tuple[int, ...], w_shape: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random float32 data and weights of the given shapes (the data drawn first)."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(x_shape).astype("float32"), rng.standard_normal(w_shape).astype("float32")
+
+
+def blocked_inputs(
+    x: np.ndarray, w: np.ndarray, data_layout: str, kernel_layout: str
+) -> tuple[g.Var, g.Var, g.Expr, g.Expr]:
+    """Variables ``x`` and ``w`` of the NCHW/OIHW arrays, and their layout transforms to the blocked
+    ``data_layout`` and ``kernel_layout``."""
+    xv, wv = g.var("x", shape=x.shape), g.var("w", shape=w.shape)
+    blocked_x = transform.layout_transform(xv, "NCHW", data_layout)
+    return xv, wv, blocked_x, transform.layout_transform(wv, "OIHW", kernel_layout)
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
+    """float32 convolution results agree with the direct definition's."""
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)
+
+
 CASES = [  # (in_ch, out_ch, hw, kernel, stride, padding, dilation, groups)
     (3, 4, 7, 3, 1, (1, 1), 1, 1),
     (3, 4, 8, 3, 2, (1, 1), 1, 1),
@@ -49,9 +72,7 @@ CASES = [  # (in_ch, out_ch, hw, kernel, stride, padding, dilation, groups)
 
 @pytest.mark.parametrize(("cin", "cout", "hw", "k", "stride", "padding", "dil", "groups"), CASES)
 def test_conv2d_matches_the_direct_definition(cin, cout, hw, k, stride, padding, dil, groups) -> None:
-    rng = np.random.default_rng(cin * 100 + cout)
-    x = rng.standard_normal((2, cin, hw, hw)).astype("float32")
-    w = rng.standard_normal((cout, cin // groups, k, k)).astype("float32")
+    x, w = conv_inputs(cin * 100 + cout, (2, cin, hw, hw), (cout, cin // groups, k, k))
     y = conv.conv2d(
         g.var("x", shape=x.shape),
         g.var("w"),
@@ -64,30 +85,20 @@ def test_conv2d_matches_the_direct_definition(cin, cout, hw, k, stride, padding,
     )
     pad4 = padding * 2 if len(padding) == 2 else padding
     expected = direct_conv(x, w, stride, (pad4[0], pad4[1], pad4[2], pad4[3]), dil, groups)
-    np.testing.assert_allclose(run(y, x=x, w=w), expected, rtol=1e-4, atol=1e-4)
+    assert_close(run(y, x=x, w=w), expected)
 
 
 def test_blocked_layout_conv_equals_the_nchw_conv_rearranged() -> None:
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal((1, 8, 6, 6)).astype("float32")
-    w = rng.standard_normal((16, 8, 3, 3)).astype("float32")
-    xv, wv = g.var("x", shape=x.shape), g.var("w", shape=w.shape)
-    blocked = conv.contrib_conv2d_nchwc(
-        transform.layout_transform(xv, "NCHW", "NCHW4c"),
-        transform.layout_transform(wv, "OIHW", "OIHW4i8o"),
-        padding=1,
-        channels=16,
-        kernel_size=3,
-        data_layout="NCHW4c",
-        kernel_layout="OIHW4i8o",
-        out_layout="NCHW8c",
-    )
+    x, w = conv_inputs(7, (1, 8, 6, 6), (16, 8, 3, 3))
+    xv, wv, bx, bw = blocked_inputs(x, w, "NCHW4c", "OIHW4i8o")
+    blocked = conv.contrib_conv2d_nchwc(bx, bw, padding=1, channels=16, kernel_size=3, data_layout="NCHW4c",
+                                        kernel_layout="OIHW4i8o", out_layout="NCHW8c")
     back = transform.layout_transform(blocked, "NCHW8c", "NCHW")
     fn = g.Function([xv, wv], back)
     g.infer_types(fn)
     assert blocked.checked_type.shape == (1, 2, 6, 6, 8)
     expected = direct_conv(x, w, 1, (1, 1, 1, 1), 1, 1)
-    np.testing.assert_allclose(g.evaluate(fn, [x, w]), expected, rtol=1e-4, atol=1e-4)
+    assert_close(g.evaluate(fn, [x, w]), expected)
     plain = conv.conv2d(
         g.var("x2", shape=(1, 2, 6, 6, 4)),
         g.var("w2"),
@@ -125,30 +136,18 @@ def test_conv2d_attrs_keep_tvm_forms() -> None:
 
 
 def test_blocked_depthwise_conv_equals_the_nchw_depthwise_conv_rearranged() -> None:
-    rng = np.random.default_rng(8)
-    x = rng.standard_normal((1, 8, 5, 5)).astype("float32")
-    w = rng.standard_normal((8, 1, 3, 3)).astype("float32")
-    xv, wv = g.var("x", shape=x.shape), g.var("w", shape=w.shape)
+    x, w = conv_inputs(8, (1, 8, 5, 5), (8, 1, 3, 3))
+    _, _, bx, bw = blocked_inputs(x, w, "NCHW4c", "OIHW1i4o")
     blocked = conv.contrib_depthwise_conv2d_nchwc(
-        transform.layout_transform(xv, "NCHW", "NCHW4c"),
-        transform.layout_transform(wv, "OIHW", "OIHW1i4o"),
-        strides=2,
-        padding=1,
-        groups=8,
-        channels=8,
-        kernel_size=3,
-        data_layout="NCHW4c",
-        kernel_layout="OIHW1i4o",
-    )
+        bx, bw, strides=2, padding=1, groups=8, channels=8, kernel_size=3, data_layout="NCHW4c",
+        kernel_layout="OIHW1i4o")
     out = run(transform.layout_transform(blocked, "NCHW4c", "NCHW"), x=x, w=w)
-    np.testing.assert_allclose(out, direct_conv(x, w, 2, (1, 1, 1, 1), 1, 8), rtol=1e-4, atol=1e-4)
+    assert_close(out, direct_conv(x, w, 2, (1, 1, 1, 1), 1, 8))
     assert blocked.op.pattern == g.OpPattern.OUT_ELEMWISE_FUSABLE
 
 
 def test_nhwc_conv_with_hwio_kernel_equals_the_nchw_conv() -> None:
-    rng = np.random.default_rng(9)
-    x = rng.standard_normal((1, 3, 6, 6)).astype("float32")
-    w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
+    x, w = conv_inputs(9, (1, 3, 6, 6), (4, 3, 3, 3))
     y = conv.conv2d(
         g.var("x", shape=(1, 6, 6, 3)),
         g.var("w"),
@@ -161,4 +160,4 @@ def test_nhwc_conv_with_hwio_kernel_equals_the_nchw_conv() -> None:
     )
     out = run(y, x=x.transpose(0, 2, 3, 1), w=w.transpose(2, 3, 1, 0))
     expected = direct_conv(x, w, 2, (1, 1, 1, 1), 1, 1)
-    np.testing.assert_allclose(out, expected.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
+    assert_close(out, expected.transpose(0, 2, 3, 1))
