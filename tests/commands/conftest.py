@@ -32,8 +32,27 @@ measure:
   runner: {{number: 1, repeat: 1, min_repeat_ms: {min_repeat_ms}, timeout: 20, check_correctness: true}}
 """
 
+MODEL_JOB = """\
+name: {name}
+model: {model}
+tuner: {{kind: random, n_trial: {n_trial}, seed: 0}}
+measure:
+  builder: {{timeout: {timeout}, n_parallel: 2}}
+  runner: {{number: 1, repeat: 1, timeout: {timeout}}}
+"""
+
 
 Invoke = Callable[..., Result]
+
+
+def write_model_job(tmp_path: Path, model: str, n_trial: int = 2, name: str = "net", extra: str = "",
+                    timeout: float = 20) -> Path:
+    """Write ``tmp_path/<name>.yaml``: a random-tuner job of the network ``model`` (a YAML mapping),
+    ``n_trial`` trials per task, builds and runs limited to ``timeout`` seconds, then the ``extra``
+    YAML lines."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(MODEL_JOB.format(name=name, model=model, n_trial=n_trial, timeout=timeout) + extra)
+    return path
 
 
 @pytest.fixture(autouse=True)

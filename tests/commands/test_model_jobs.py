@@ -23,29 +23,13 @@ from tunecli.engine.job.spec import load_job
 from tunecli.engine.log.record import encode
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 
-from .conftest import Invoke
+from .conftest import Invoke, write_model_job
 
 pytest.importorskip("onnx")
 
 from tests.engine.job.tiny_network import INPUT, SHAPE, write_tiny_onnx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-
-MODEL_JOB = """\
-name: {name}
-model: {model}
-tuner: {{kind: random, n_trial: {n_trial}, seed: 0}}
-measure:
-  builder: {{timeout: 20, n_parallel: 2}}
-  runner: {{number: 1, repeat: 1, timeout: 20}}
-"""
-
-
-def _write_job(tmp_path: Path, model: str, n_trial: int = 2, name: str = "net", extra: str = "") -> Path:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(MODEL_JOB.format(name=name, model=model, n_trial=n_trial) + extra)
-    return path
-
 
 def _tiny_model(tmp_path: Path) -> str:
     onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
@@ -55,7 +39,7 @@ def _tiny_model(tmp_path: Path) -> str:
 def test_tune_resume_and_inspect_a_tiny_onnx_network(invoke: Invoke, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, _tiny_model(tmp_path))
+    job = write_model_job(tmp_path, _tiny_model(tmp_path))
     tuned = invoke("tune", str(job), "--json")
     assert tuned.exit_code == 0, tuned.output
     summary = json.loads(tuned.stdout)
@@ -87,7 +71,7 @@ def test_tune_resume_and_inspect_a_tiny_onnx_network(invoke: Invoke, tmp_path: P
 def test_apply_checks_times_and_exports_a_tiny_onnx_network(invoke: Invoke, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, _tiny_model(tmp_path))
+    job = write_model_job(tmp_path, _tiny_model(tmp_path))
     tasks, _ = job_tasks(load_job(str(job)))
     log = tmp_path / "logs" / "net.log"
     log.parent.mkdir()
@@ -127,7 +111,7 @@ def test_apply_checks_times_and_exports_a_tiny_onnx_network(invoke: Invoke, tmp_
 def test_inspect_one_task_of_a_network_and_its_loop_nest(invoke: Invoke, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, _tiny_model(tmp_path))
+    job = write_model_job(tmp_path, _tiny_model(tmp_path))
     shown = invoke("inspect", str(job), "--task", "2", "--config", "3")
     assert shown.exit_code == 0, shown.output
     assert shown.stdout.startswith("# task 2: dense.x86(1, 5, 8, float32)  (80 FLOP)\nConfigSpace (len=48")
@@ -140,7 +124,7 @@ def test_inspect_one_task_of_a_network_and_its_loop_nest(invoke: Invoke, tmp_pat
 def test_inspect_lists_a_winograd_task_under_its_convolution(invoke: Invoke, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, _tiny_model(tmp_path),
+    job = write_model_job(tmp_path, _tiny_model(tmp_path),
                      extra="ops: [conv2d, contrib_conv2d_NCHWc_winograd, dense]\n")
     shown = invoke("inspect", str(job))
     assert shown.exit_code == 0, shown.output
@@ -162,7 +146,7 @@ def test_apply_builds_under_the_graph_tuners_records(invoke: Invoke, tmp_path: P
     """The log holds only the dense task; the graph tuner's file beside it holds the two
     convolutions: all three are tuned only because apply reads that file."""
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, _tiny_model(tmp_path), extra="graph_tuner: dp\n")
+    job = write_model_job(tmp_path, _tiny_model(tmp_path), extra="graph_tuner: dp\n")
     tasks, _ = job_tasks(load_job(str(job)))
     log = tmp_path / "kernels.log"
     log.write_text(_record(tasks[2], 0, 1e-6) + "\n")
@@ -189,7 +173,7 @@ def test_apply_builds_under_the_graph_tuners_records(invoke: Invoke, tmp_path: P
 @pytest.mark.slow
 def test_graph_tuner_job_end_to_end(invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, _tiny_model(tmp_path), n_trial=6,
+    job = write_model_job(tmp_path, _tiny_model(tmp_path), n_trial=6,
                      extra="graph_tuner: {kind: dp, max_sch_num: 4, min_exec_num: 10}\n")
     tuned = invoke("tune", str(job), "--json")
     assert tuned.exit_code == 0, tuned.output
@@ -207,7 +191,7 @@ def test_graph_tuner_job_end_to_end(invoke: Invoke, tmp_path: Path, monkeypatch:
 def test_resnet18_at_a_small_image_tuned_and_applied(invoke: Invoke, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, "{name: resnet-18, image_shape: [3, 32, 32]}", n_trial=2, name="r18")
+    job = write_model_job(tmp_path, "{name: resnet-18, image_shape: [3, 32, 32]}", n_trial=2, name="r18")
     tuned = invoke("tune", str(job), "--json")
     assert tuned.exit_code == 0, tuned.output
     tasks = json.loads(tuned.stdout)["tasks"]
@@ -234,7 +218,7 @@ def test_bad_model_input_is_one_message_and_exit_code_2(invoke: Invoke, tmp_path
     monkeypatch.chdir(tmp_path)
     write_tiny_onnx(tmp_path / "tiny.onnx")
     (tmp_path / "corrupt.onnx").write_bytes(b"\x08\x07 no protobuf \xff\xfe")
-    job = _write_job(tmp_path, model)
+    job = write_model_job(tmp_path, model)
     for command in ("tune", "apply", "inspect"):
         result = invoke(command, str(job))
         assert result.exit_code == 2, (command, result.output)

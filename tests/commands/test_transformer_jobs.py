@@ -19,30 +19,15 @@ from tunecli.engine.log.record import encode
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.runtime import cpu, load_module
 
-from .conftest import Invoke
+from .conftest import Invoke, write_model_job
 
 pytest.importorskip("onnx")
 onnxruntime = pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parents[2]
 
-JOB = """\
-name: {name}
-model: {model}
-tuner: {{kind: random, n_trial: {n_trial}, seed: 0}}
-measure:
-  builder: {{timeout: 30, n_parallel: 2}}
-  runner: {{number: 1, repeat: 1, timeout: 30}}
-"""
-
 #: A reduced BERT-base: its form (embeddings, post-norm layers, erf GELU) at a fraction of the work.
 SMALL_BERT = "{name: bert-base, seq_len: [8, 16], layers: 1, hidden: 32, heads: 4}"
-
-
-def _write_job(tmp_path: Path, model: str, n_trial: int = 2, name: str = "net", extra: str = "") -> Path:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(JOB.format(name=name, model=model, n_trial=n_trial) + extra)
-    return path
 
 
 def _record(task, index: int, cost: float) -> str:
@@ -73,7 +58,7 @@ def _check_libraries_against_onnxruntime(job_path: Path, libraries: list[Path], 
 def test_a_bert_job_at_two_sequence_lengths_applies_one_library_each(invoke: Invoke, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, SMALL_BERT, name="bert")
+    job = write_model_job(tmp_path, SMALL_BERT, name="bert", timeout=30)
     tasks, weights = job_tasks(load_job(str(job)))
     # per length: 3 dense layers (each dense.x86 and dense_pack.x86) and attention's 2 batch_matmuls
     dense = ["dense.x86", "dense_pack.x86"]
@@ -102,8 +87,8 @@ def test_a_bert_job_at_two_sequence_lengths_applies_one_library_each(invoke: Inv
 
 def test_tune_a_text_model_job(invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, "{name: gpt2, seq_len: 8, layers: 1, hidden: 32, heads: 4}", n_trial=1,
-                     name="gpt2", extra="ops: [batch_matmul]\n")
+    job = write_model_job(tmp_path, "{name: gpt2, seq_len: 8, layers: 1, hidden: 32, heads: 4}", n_trial=1,
+                          name="gpt2", extra="ops: [batch_matmul]\n", timeout=30)
     tuned = invoke("tune", str(job), "--json")
     assert tuned.exit_code == 0, tuned.output
     summary = json.loads(tuned.stdout)
@@ -124,7 +109,7 @@ def test_a_reduced_transformer_tuned_and_applied(invoke: Invoke, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch, model: str, name: str,
                                                  high: int) -> None:
     monkeypatch.chdir(tmp_path)
-    job = _write_job(tmp_path, model, n_trial=2, name=name)
+    job = write_model_job(tmp_path, model, n_trial=2, name=name, timeout=30)
     tuned = invoke("tune", str(job), "--json")
     assert tuned.exit_code == 0, tuned.output
     assert all(t["measured"] == 2 for t in json.loads(tuned.stdout)["tasks"])
