@@ -17,7 +17,7 @@ import pytest
 
 import tunecli
 from tests.engine.codegen.codegen_kernels import loop
-from tests.engine.gpu_kernels import reversed_copy
+from tests.engine.gpu_kernels import reversed_copy, tiled_matmul
 from tunecli import te
 from tunecli.engine.build import build
 from tunecli.engine.codegen import codegen, compile_kernel, emit_llvm
@@ -58,33 +58,9 @@ def vector_add(n: int = 1000, threads: int = 128, bind: bool = True) -> PrimFunc
 
 
 def matmul(n: int = 256, tile: int = 16, shared: bool = False) -> PrimFunc:
-    """C = A @ B: one block per ``tile``×``tile`` output tile, one thread per output element, the
-    accumulator in a ``local`` cache; with ``shared``, A and B tiles are fetched cooperatively
-    into shared memory by loops bound to the same threads."""
-    A, B = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    CL = s.cache_write(C, "local")
-    io, ii = s[C].split(C.op.axis[0], factor=tile)
-    jo, ji = s[C].split(C.op.axis[1], factor=tile)
-    s[C].reorder(io, jo, ii, ji)
-    s[C].bind(io, te.thread_axis("blockIdx.y"))
-    s[C].bind(jo, te.thread_axis("blockIdx.x"))
-    s[C].bind(ii, te.thread_axis("threadIdx.y"))
-    s[C].bind(ji, te.thread_axis("threadIdx.x"))
-    s[CL].compute_at(s[C], ji)
-    if shared:
-        ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=tile)
-        for t in (A, B):
-            cached = s.cache_read(t, "shared", [CL])
-            s[cached].compute_at(s[CL], ko)
-            fused = s[cached].fuse(*s[cached].op.axis)
-            ty, rest = s[cached].split(fused, nparts=tile)
-            tx, _ = s[cached].split(rest, nparts=tile)
-            s[cached].bind(ty, te.thread_axis("threadIdx.y"))
-            s[cached].bind(tx, te.thread_axis("threadIdx.x"))
-    return lower(s, [A, B, C], name="matmul", target="cuda")
+    """:func:`tests.engine.gpu_kernels.tiled_matmul` lowered for ``cuda``."""
+    s, args = tiled_matmul(n, tile, shared)
+    return lower(s, args, name="matmul", target="cuda")
 
 
 def ptx_of(func: PrimFunc, target: str = "cuda") -> str:

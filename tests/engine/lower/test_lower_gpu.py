@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.engine.gpu_kernels import reversed_copy
+from tests.engine.gpu_kernels import reversed_copy, tiled_matmul
 from tunecli import te
 from tunecli.engine.build import build
 from tunecli.engine.ir import stmt as S
@@ -29,28 +29,8 @@ from .ir_interpreter import InterpError
 
 
 def matmul_schedule(n: int = 32, tile: int = 8):
-    """C = A @ B: a block per tile, a thread per element, the k loop in steps of ``tile`` with
-    both operand tiles fetched into shared memory by the block's threads."""
-    A, B = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    CL = s.cache_write(C, "local")
-    io, ii = s[C].split(C.op.axis[0], factor=tile)
-    jo, ji = s[C].split(C.op.axis[1], factor=tile)
-    s[C].reorder(io, jo, ii, ji)
-    for axis, tag in ((io, "blockIdx.y"), (jo, "blockIdx.x"), (ii, "threadIdx.y"), (ji, "threadIdx.x")):
-        s[C].bind(axis, te.thread_axis(tag))
-    s[CL].compute_at(s[C], ji)
-    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=tile)
-    for t in (A, B):
-        cached = s.cache_read(t, "shared", [CL])
-        s[cached].compute_at(s[CL], ko)
-        ty, rest = s[cached].split(s[cached].fuse(*s[cached].op.axis), nparts=tile)
-        tx, _ = s[cached].split(rest, nparts=tile)
-        s[cached].bind(ty, te.thread_axis("threadIdx.y"))
-        s[cached].bind(tx, te.thread_axis("threadIdx.x"))
-    return s, [A, B, C]
+    """:func:`tests.engine.gpu_kernels.tiled_matmul` with both operand tiles in shared memory."""
+    return tiled_matmul(n, tile, shared=True)
 
 
 def uneven_fetch_schedule():
