@@ -65,6 +65,19 @@ def server(tracker, tmp_path, monkeypatch):
     srv.stop()
 
 
+def graph_module_on(remote, tar):
+    """The exported graph library ``tar`` uploaded to ``remote`` and loaded there as a graph module."""
+    remote.upload(str(tar))
+    return graph_executor.GraphModule(remote.load_module(tar.name)["default"](remote.cpu()))
+
+
+def board_server(procs, tracker):
+    """A server process of key ``board``, once the tracker has it free."""
+    proc = procs.child(SERVER_CODE, [str(tracker.port), "board"])
+    wait_for(lambda: free_servers(tracker, "board") == 1, what="server registered")
+    return proc
+
+
 def _session_dirs(tmp_path) -> list[str]:
     return [n for n in os.listdir(tmp_path) if n.startswith("tunecli_rpc_session_")]
 
@@ -145,8 +158,7 @@ def test_a_library_for_another_machine_is_refused_and_the_session_goes_on(server
         with pytest.raises(RPCError, match="AArch64"):
             remote.load_module("arm.so")
     host_lib.export_library(tmp_path / "net.tar")
-    remote.upload(str(tmp_path / "net.tar"))
-    module = graph_executor.GraphModule(remote.load_module("net.tar")["default"](remote.cpu()))
+    module = graph_module_on(remote, tmp_path / "net.tar")
     module.run(data=X)
     remote.close()
 
@@ -179,12 +191,10 @@ def _worker_of(pid: int) -> int:
 
 def test_a_worker_killed_mid_run_ends_the_session_and_the_server_serves_the_next(
         procs, tracker, host_lib, expected, tmp_path):
-    proc = procs.child(SERVER_CODE, [str(tracker.port), "board"])
-    wait_for(lambda: free_servers(tracker, "board") == 1, what="server registered")
+    proc = board_server(procs, tracker)
     host_lib.export_library(tmp_path / "net.tar")
     remote = request_remote("board", "127.0.0.1", tracker.port)
-    remote.upload(str(tmp_path / "net.tar"))
-    module = graph_executor.GraphModule(remote.load_module("net.tar")["default"](remote.cpu()))
+    module = graph_module_on(remote, tmp_path / "net.tar")
     os.kill(_worker_of(proc.popen.pid), signal.SIGKILL)  # as a library that crashes the process would
     with pytest.raises(RPCError, match="worker of device 'board' .*died.*connect again"):
         module.run(data=X)
@@ -192,20 +202,17 @@ def test_a_worker_killed_mid_run_ends_the_session_and_the_server_serves_the_next
         remote.listdir()
     wait_for(lambda: free_servers(tracker, "board") == 1, timeout=30, what="server free again")
     remote = request_remote("board", "127.0.0.1", tracker.port)
-    remote.upload(str(tmp_path / "net.tar"))
-    module = graph_executor.GraphModule(remote.load_module("net.tar")["default"](remote.cpu()))
+    module = graph_module_on(remote, tmp_path / "net.tar")
     module.run(data=X)
     np.testing.assert_allclose(module.get_output(0).numpy(), expected, rtol=1e-6)
     remote.close()
 
 
 def test_a_server_killed_mid_run_is_one_clear_error(procs, tracker, host_lib, tmp_path):
-    proc = procs.child(SERVER_CODE, [str(tracker.port), "board"])
-    wait_for(lambda: free_servers(tracker, "board") == 1, what="server registered")
+    proc = board_server(procs, tracker)
     host_lib.export_library(tmp_path / "net.tar")
     remote = request_remote("board", "127.0.0.1", tracker.port)
-    remote.upload(str(tmp_path / "net.tar"))
-    module = graph_executor.GraphModule(remote.load_module("net.tar")["default"](remote.cpu()))
+    module = graph_module_on(remote, tmp_path / "net.tar")
     ftimer = module.module.time_evaluator("run", remote.cpu(), number=1000000, repeat=1)
     start = time.monotonic()
     threading.Timer(1.0, proc.kill).start()  # the board loses power while the network runs
