@@ -1,4 +1,5 @@
-"""Fixtures of the RPC tests: an in-process tracker and device servers in real child processes."""
+"""Fixtures of the RPC tests: an in-process tracker and device servers in real child processes;
+builds of a task's configs for the target of the task."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pytest
 
+from tunecli.engine.measure.builder import BuildResult, LocalBuilder
+from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.rpc.protocol import RPC_TRACKER_MAGIC, pack_int, recv_int
 from tunecli.engine.rpc.tracker import Tracker
+from tunecli.engine.task.task import Task
 
 SERVER_CODE = """
 import sys
@@ -117,3 +121,14 @@ def raw_tracker_conn(port: int) -> socket.socket:
     sock.sendall(pack_int(RPC_TRACKER_MAGIC))
     assert recv_int(sock) == RPC_TRACKER_MAGIC
     return sock
+
+
+def build_configs(task: Task, indices: Iterable[int],
+                  timeout: float = 60) -> list[BuildResult | MeasureResult]:
+    """The configs ``indices`` of ``task`` built by a one-worker LocalBuilder for the task's target."""
+    builder = LocalBuilder(timeout=timeout, n_parallel=1)
+    try:
+        builder.set_task(task)
+        return builder.build([MeasureInput(task.target, task, task.config_space.get(i)) for i in indices])
+    finally:
+        builder.close()

@@ -17,7 +17,7 @@ import pytest
 from tests.arm_board import AARCH64_NEON
 from tests.engine.kernels_ir import ARG_SPECS, CRASH, EM_AARCH64, HANG, VADD, compile_ir, elf_machine
 from tunecli.engine.build import build
-from tunecli.engine.measure.builder import BuildResult, LocalBuilder
+from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.rpc.client import connect_tracker
@@ -25,6 +25,8 @@ from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import create
 from tunecli.errors import TargetError
+
+from .conftest import build_configs
 
 pytestmark = pytest.mark.timeout(900)
 TRIPLE = "aarch64-linux-gnu"
@@ -34,15 +36,6 @@ def runner_for(board, tracker, **kwargs) -> RPCRunner:
     """An RPCRunner for the emulated board, with timings that suit emulation."""
     options = dict(timeout=60, number=1, repeat=1, min_repeat_ms=0, warmup_ms=0, cooldown_interval=0)
     return RPCRunner(board.key, "127.0.0.1", tracker.port, **{**options, **kwargs})
-
-
-def build_configs(task, indices) -> list:
-    builder = LocalBuilder(timeout=120, n_parallel=1)
-    try:
-        builder.set_task(task)
-        return builder.build([MeasureInput(task.target, task, task.config_space.get(i)) for i in indices])
-    finally:
-        builder.close()
 
 
 def test_the_board_describes_an_aarch64_processor(arm_board, arm_tracker):
@@ -59,7 +52,7 @@ def test_the_board_describes_an_aarch64_processor(arm_board, arm_tracker):
 def test_neon_kernels_of_a_builtin_template_run_and_are_checked_on_the_board(arm_board, arm_tracker):
     task = create("dense.x86", args=(32, 32, 32, "float32"), target=AARCH64_NEON)
     indices = (0, 7, len(task.config_space) - 1)
-    builds = build_configs(task, indices)
+    builds = build_configs(task, indices, timeout=120)
     assert all(isinstance(b, BuildResult) and elf_machine(b.obj) == EM_AARCH64 for b in builds), builds
     with task.target:
         sch, args = task.instantiate(task.config_space.get(indices[-1]))
@@ -82,7 +75,7 @@ def test_neon_kernels_of_a_builtin_template_run_and_are_checked_on_the_board(arm
 
 def test_a_job_target_for_another_machine_is_one_clear_error_before_any_measurement(arm_board, arm_tracker):
     task = create("dense.x86", args=(16, 16, 16, "float32"), target="llvm")
-    builds = build_configs(task, (0,))
+    builds = build_configs(task, (0,), timeout=120)
     runner = runner_for(arm_board, arm_tracker)
     runner.set_task(task)
     reported = []
@@ -113,7 +106,7 @@ def test_tvm_arm_templates_run_and_are_checked_on_the_board(arm_board, arm_track
             "float32")
     task = create(name, args=args, target=AARCH64_NEON)
     indices = (0, len(task.config_space) // 3)
-    builds = build_configs(task, indices)
+    builds = build_configs(task, indices, timeout=120)
     runner = runner_for(arm_board, arm_tracker, check_correctness=True)
     runner.set_task(task)
     results = runner.run([MeasureInput(task.target, task, task.config_space.get(i)) for i in indices], builds)

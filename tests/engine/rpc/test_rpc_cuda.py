@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.kernels_ir import ARG_SPECS, VADD, compile_ir
-from tunecli.engine.measure.builder import BuildResult, LocalBuilder
+from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.rpc.device_info import DeviceInfo, this_device
@@ -16,7 +16,7 @@ from tunecli.engine.runtime import cuda
 from tunecli.engine.task.task import create
 from tunecli.errors import RPCError, TargetError
 
-from .conftest import free_servers, wait_for
+from .conftest import build_configs, free_servers, wait_for
 
 H200 = DeviceInfo("h200", "x86_64-unknown-linux-gnu", "sapphirerapids", ("+avx2",), "9.0")
 CPU_ONLY = DeviceInfo("cpu", "x86_64-unknown-linux-gnu", "znver3", ("+avx2",))
@@ -44,12 +44,7 @@ def test_gpu_targets_run_on_a_gpu_of_their_architecture_or_newer():
 
 
 def _ptx_build(task):
-    builder = LocalBuilder(timeout=60, n_parallel=1)
-    try:
-        builder.set_task(task)
-        (result,) = builder.build([MeasureInput(task.target, task, task.config_space.get(0))])
-    finally:
-        builder.close()
+    (result,) = build_configs(task, (0,))
     assert isinstance(result, BuildResult) and result.launch is not None and b".entry" in result.obj
     return result
 
