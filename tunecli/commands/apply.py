@@ -167,7 +167,7 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
             for each in (report, *report.others):  # a text model: one network per sequence length
                 _print_network(app, each)
         for each in (report, *report.others):
-            for line in each.slower + each.notes:
+            for line in each.slower + each.guard + each.notes:
                 app.warn(line)
         for each in (report, *report.others):
             _finish_network(each)

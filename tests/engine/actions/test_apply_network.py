@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tunecli.engine.actions.apply_network import NetworkApplyReport, NetworkLatency, _nearly_constant
 from tunecli.engine.measure.time_stats import MachineLoad, time_stats
@@ -47,3 +49,38 @@ def test_rounds_that_disagree_and_a_busy_machine_are_notes_of_the_report() -> No
     assert report.notes[0].startswith("the machine was busy while timing: load average 2.40, 2.20 on 2 cores")
     assert report.notes[1].startswith("2 threads: the timing rounds disagree (tuned 4.7..35.8 ms")
     assert len(report.notes) == 2 and report.as_dict()["notes"] == report.notes
+
+
+@pytest.mark.slow
+def test_a_record_that_makes_the_network_slower_is_set_back_and_the_faster_build_exported(
+        tmp_path: Path) -> None:
+    """A log with a record of a slow convolution config timed in a lucky moment
+    (``tests.engine.job.lucky_network``): apply finds it, sets it back, says so and exports that build."""
+    pytest.importorskip("onnx")
+    from tests.engine.job.lucky_network import add_lucky_slow_record, conv_task, write_network_job
+    from tunecli.engine.actions.apply_network import apply_network
+    from tunecli.runtime import load_module
+
+    job = write_network_job(tmp_path)
+    log = tmp_path / "net.log"
+    conv = conv_task(job)
+    slow = add_lucky_slow_record(log, conv)
+
+    report = apply_network(job, str(log), export=str(tmp_path / "out" / "net.so"))
+    assert report.ok and report.correct
+    assert report.slower  # the tuned build: several times slower than the untuned one
+    assert report.kept in ("reverted", "untuned")
+    [conv_back] = [t for t in report.reverted if t.workload == conv.workload]
+    assert conv_back.config == slow and conv_back.untuned in ("package", "nearest", "default")
+    assert conv_back.without < conv_back.with_record
+    text = "\n".join(report.guard)
+    assert f"set back: conv2d_NCHWc.x86 1x32x28x28 * 64x32x1x1: config {slow} of the log" in text
+    assert "to make it permanent" in text
+    times = report.guard_times
+    assert times[report.kept].median < times["tuned"].median  # what is exported is faster than the tuned
+    data = report.as_dict()
+    assert data["kept"] == report.kept and slow in [t["config"] for t in data["reverted"]]
+    assert data["guard"] == report.guard
+
+    exported = load_module(str(tmp_path / "out" / "net.so"))  # the kept build, and it runs
+    assert exported is not None

@@ -15,6 +15,12 @@ interpreter computes the reference and kernels are timed.  The report keeps the 
 statistics (``measure.time_stats``) and says, one line each, when the tuned build is slower
 than the untuned one (``slower``), when rounds disagree and when the machine was busy (``notes``).
 
+When the tuned build is slower than the untuned one beyond the noise at a thread count, the tasks
+whose records make it slower are found and set back to the untuned build's configs
+(``network_revert.guard_network``: the network rebuilt with each differing task reverted, timed
+interleaved); the fastest build is checked and is the one exported (``kept``, ``reverted``,
+``guard``: what was set back and why).
+
 A network for a target this machine cannot run, of a job measured through RPC, runs on a device
 of the job's key instead (``job.apply_device.run_on_job_device``): both builds are shipped as
 archives the device loads, run there on the same inputs (the tuned output checked against the
@@ -31,7 +37,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -44,11 +50,13 @@ from tunecli.engine.job.apply_device import run_on_job_device
 from tunecli.engine.job.export_path import check_export, write_whole
 from tunecli.engine.job.model_spec import graph_log_path
 from tunecli.engine.job.network import Network, build_network, load_network
+from tunecli.engine.job.network_report import NetworkApplyReport, NetworkLatency, threads_text
+from tunecli.engine.job.network_revert import guard_network
 from tunecli.engine.job.spec import Job
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible
-from tunecli.engine.log.record import JsonValue, read_log
+from tunecli.engine.log.record import read_log
 from tunecli.engine.measure.interleaved import Contender, median_seconds, time_interleaved
 from tunecli.engine.measure.network_timing import RUN_NETWORK_FUNC, NetworkReply, NetworkRun
 from tunecli.engine.measure.result import MeasureErrorNo
@@ -56,7 +64,6 @@ from tunecli.engine.measure.time_stats import (
     MachineLoad,
     TimeStats,
     load_sample,
-    rounds_note,
     slower_than_untuned,
     time_stats,
     usable_cores,
@@ -66,96 +73,10 @@ from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.ops.tolerance import matches_reference
 from tunecli.engine.runtime.blas import single_blas_thread
+from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.errors import GraphError, JobError, TuneError
 
 _SEED = 0
-
-
-@dataclass
-class NetworkLatency:
-    """Seconds per run of each contender at one thread count (None: not timed or failed)."""
-
-    threads: int
-    tuned: float | None = None
-    untuned: float | None = None
-    onnxruntime: float | None = None
-    #: the rounds of each contender (the times above are their medians; None on a device)
-    tuned_stats: TimeStats | None = None
-    untuned_stats: TimeStats | None = None
-    onnxruntime_stats: TimeStats | None = None
-
-
-@dataclass
-class NetworkApplyReport:
-    """The result of ``apply_network``; ``as_dict()`` is the JSON form.
-
-    Attributes
-    ----------
-    summary : str
-        The tuned build's line ``"11 of 12 tasks tuned; 1 fell back: ..."``.
-    kernels : int
-        Kernels (fused groups) of the tuned build.
-    checked_against : str or None
-        ``"onnxruntime"`` or ``"interpreter"`` (the numpy references, op by op).
-    onnxruntime : str
-        Whether onnxruntime was compared with, or why not.
-    """
-
-    job: str
-    log: str
-    model: str
-    target: str
-    graph_log: str | None = None
-    graph_log_stale: bool = False  #: the graph tuner's file is older than the log's last records
-    summary: str = ""
-    kernels: int = 0
-    build_seconds: float = 0.0
-    checked_against: str | None = None
-    correct: bool | None = None
-    max_error: float | None = None
-    #: the reference output is (nearly) the same number everywhere, so the check cannot tell a
-    #: wrong network (random weights whose activations die out give a uniform softmax)
-    check_uninformative: bool = False
-    latencies: list[NetworkLatency] = field(default_factory=list)
-    onnxruntime: str = ""
-    device: str | None = None  #: the RPC device the network ran on (None: this machine)
-    export: str | None = None
-    error: str | None = None
-    load: MachineLoad | None = None  #: the load average around the timing (run on this machine)
-    #: the same of the job's other sequence lengths (a text model of several: one library each)
-    others: list[NetworkApplyReport] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """False when the tuned build (of any sequence length) gave a wrong answer or failed to run."""
-        return self.correct is not False and self.error is None and all(o.ok for o in self.others)
-
-    @property
-    def slower(self) -> list[str]:
-        """One line per thread count where the tuned build is slower than the untuned one."""
-        lines = (slower_than_untuned(_threads_text(lat.threads), lat.tuned_stats or time_stats([lat.tuned]),
-                                     lat.untuned_stats or time_stats([lat.untuned]))
-                 for lat in self.latencies if lat.tuned and lat.untuned)
-        return [line for line in lines if line]
-
-    @property
-    def notes(self) -> list[str]:
-        """What makes the times doubtful: a busy machine, rounds that disagree."""
-        busy = self.load.note() if self.load is not None else None
-        rounds = (rounds_note(_threads_text(lat.threads), {"tuned": lat.tuned_stats,
-                                                           "untuned": lat.untuned_stats,
-                                                           "onnxruntime": lat.onnxruntime_stats})
-                  for lat in self.latencies)
-        return ([busy] if busy else []) + [note for note in rounds if note]
-
-    def as_dict(self) -> dict[str, JsonValue]:
-        """Return a JSON-serialisable dict."""
-        return dict(asdict(self), ok=self.ok, slower=self.slower, notes=self.notes,
-                    others=[o.as_dict() for o in self.others])
-
-
-def _threads_text(threads: int) -> str:
-    return f"{threads} thread{'s' if threads > 1 else ''}" if threads else "the device"
 
 
 def apply_network(job: Job, log: str, export: str | None = None,
@@ -168,8 +89,9 @@ def apply_network(job: Job, log: str, export: str | None = None,
         A model job.
     log : str
     export : str, optional
-        Write the tuned build here (``export_library``: a ``.so`` that ``tunecli.runtime.load_module``
-        loads in any process); a text model of several sequence lengths writes one library per
+        Write the kept build here (the tuned one unless tasks were set back, see ``kept``;
+        ``export_library``: a ``.so`` that ``tunecli.runtime.load_module`` loads in any process),
+        once it is checked and timed; a text model of several sequence lengths writes one library per
         length (``out/bert.so`` -> ``out/bert.seq32.so``, ``out/bert.seq128.so``).  Checked
         before anything is built, written through a temporary name (``job.export_path``).
     on_step : callable, optional
@@ -239,21 +161,64 @@ def _apply_one(job: Job, network: Network, log: str, export: str | None,
         for name, lib in (("tuned", tuned), ("untuned", untuned)):
             libraries[name] = os.path.join(tmp, f"{name}.so")
             lib.export_library(libraries[name])
-        if export is not None:
-            write_whole(export, lambda partial: shutil.copyfile(libraries["tuned"], partial))
-            report.export = export
         worker = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network")
         try:
             step("checking the tuned network's output")
             _check(report, job, network, worker, libraries["tuned"], inputs, onnx)
             if report.error is None:
                 _time(report, job, worker, libraries, inputs, onnx, step)
+            kept = _guard(report, job, network, worker, history, {"tuned": tuned, "untuned": untuned},
+                          inputs, onnx, tmp, step) if report.error is None else None
+            if kept is not None:
+                libraries[report.kept] = kept
         finally:
             worker.close()
+        if export is not None:
+            write_whole(export, lambda partial: shutil.copyfile(libraries[report.kept], partial))
+            report.export = export
     return report
 
 
-def _build(job: Job, network: Network, history: ApplyHistoryBest | None, graph_log: str | None) -> BuiltGraph:
+def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worker, history: ApplyHistoryBest,
+           builds: dict[str, BuiltGraph], inputs: dict[str, np.ndarray], onnx: str | None, tmp: str,
+           step: Callable[[str], None]) -> str | None:
+    """When the tuned build was slower than the untuned one at a thread count, set back the tasks
+    whose records make it slower (``network_revert.guard_network``); the kept build's library
+    (checked), or None when the tuned build is kept."""
+    slow = [lat.threads for lat in report.latencies if lat.tuned and lat.untuned and slower_than_untuned(
+        "", lat.tuned_stats or time_stats([lat.tuned]), lat.untuned_stats or time_stats([lat.untuned]))]
+    if not slow:
+        return None
+    step(f"finding the tasks that make the tuned network slower on {threads_text(slow[0])}")
+    paths: dict[int, str] = {id(b): os.path.join(tmp, f"{name}.so") for name, b in builds.items()}
+
+    def time_builds(timed: dict[str, BuiltGraph]) -> dict[str, TimeStats | None]:
+        for build in timed.values():
+            if id(build) not in paths:
+                paths[id(build)] = os.path.join(tmp, f"guard{len(paths)}.so")
+                build.export_library(paths[id(build)])
+        contenders = {name: _contender(worker, NetworkRun(paths[id(b)], None, inputs, slow[0]), _timeout(job))
+                      for name, b in timed.items()}
+        replies = time_interleaved(contenders, job.runner.timing)
+        return {name: time_stats(reply) for name, reply in replies.items()}
+
+    guard = guard_network(threads_text(slow[0]), builds["tuned"], builds["untuned"], history, job.target,
+                          lambda context: _build(job, network, context, report.graph_log), time_builds)
+    report.guard, report.reverted = list(guard.lines), list(guard.reverted)
+    report.guard_times = dict(guard.times)
+    if guard.kept == "tuned":
+        return None
+    library = paths[id(guard.build)]
+    checked = NetworkApplyReport(report.job, report.log, report.model, report.target)
+    _check(checked, job, network, worker, library, inputs, onnx)
+    if checked.correct is False or checked.error is not None:
+        report.guard.append(f"kept the tuned build: the {guard.kept} build's output is wrong")
+        return None
+    report.kept = guard.kept
+    return library
+
+
+def _build(job: Job, network: Network, history: DispatchContext | None, graph_log: str | None) -> BuiltGraph:
     """The network built under ``history`` and the graph tuner's records (without ``history``: the
     untuned build); its summary line goes to the report, not to the log."""
     graph_best = ApplyGraphBest(graph_log) if graph_log else contextlib.nullcontext()
@@ -358,7 +323,7 @@ def _time(report: NetworkApplyReport, job: Job, worker: Worker, libraries: dict[
           inputs: dict[str, np.ndarray], onnx: str | None, step: Callable[[str], None]) -> None:
     before = load_sample()
     for threads in thread_counts():
-        step(f"timing the builds on {_threads_text(threads)}")
+        step(f"timing the builds on {threads_text(threads)}")
         runs = {name: NetworkRun(path, None, inputs, threads) for name, path in libraries.items()}
         if onnx is not None:
             runs["onnxruntime"] = NetworkRun(None, onnx, inputs, threads)

@@ -1,0 +1,44 @@
+"""Which tasks make a tuned network differ from the untuned one, and the build with them set back.
+
+The network and its log: ``tests.engine.job.lucky_network``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.engine.job.lucky_network import add_lucky_slow_record, conv_task, write_network_job
+from tunecli.engine.job.network import build_network, load_network
+from tunecli.engine.job.network_revert import RevertedHistory, differing_tasks, untuned_answer
+from tunecli.engine.log.history_best import ApplyHistoryBest
+
+pytest.importorskip("onnx")
+
+
+def test_a_log_of_the_untuned_configs_changes_no_convolution_and_a_lucky_record_changes_it(
+        tmp_path: Path) -> None:
+    job = write_network_job(tmp_path)
+    network, log = load_network(job), tmp_path / "net.log"
+    conv = conv_task(job)
+    untuned = build_network(network, job.target)
+    history = ApplyHistoryBest(str(log))
+    assert conv.workload not in differing_tasks(build_network(network, job.target, history), untuned,
+                                                history, job.target)
+
+    slow = add_lucky_slow_record(log, conv)
+    history = ApplyHistoryBest(str(log))
+    with job.target:
+        assert int(history.query(job.target, conv.workload).index) == slow  # the lucky record answers
+    tuned = build_network(network, job.target, history)
+    differing = differing_tasks(tuned, untuned, history, job.target)
+    assert conv.workload in differing
+
+    # setting every differing task back gives the untuned build exactly: same graph, same kernels
+    reverted = build_network(network, job.target, RevertedHistory(history, differing))
+    assert json.loads(reverted.graph) == json.loads(untuned.graph)
+    assert {n: k.obj for n, k in reverted.kernels.items()} == {n: k.obj for n, k in untuned.kernels.items()}
+    with job.target:
+        assert untuned_answer(job.target, conv.workload).index != slow

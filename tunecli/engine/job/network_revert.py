@@ -1,0 +1,281 @@
+"""A network that runs slower tuned than untuned: which of the log's records to set aside.
+
+A record is its kernel timed alone.  In a network the kernel also pays what its own timing does
+not see (layout transforms around it, the cache state its neighbours leave), and a record timed
+in a lucky moment on a busy machine is faster than its kernel.  So ``apply`` of a network job
+checks the network as a whole: when the tuned build is slower than the untuned one beyond the
+noise (``time_stats.slower_than_untuned``: medians of interleaved rounds more than
+``SLOWER_THAN_UNTUNED`` apart, their quartiles apart), ``guard_network``
+
+1. lists the tasks whose configs differ between the two builds (``differing_tasks``: the log's
+   answer against the untuned build's, per task the tuned build runs); none means the two builds
+   run the same kernels and the difference is the machine's noise;
+2. builds the network once per such task with that task alone reverted to the untuned build's
+   config (``RevertedHistory``: the log answers every other workload) and times those builds
+   beside the tuned and untuned ones, interleaved;
+3. reverts together every task whose reversion alone makes the network faster than the tuned
+   build beyond the noise, times that build beside the two again, and keeps the fastest of the
+   three (by median): the build ``apply`` exports.
+
+``Guard.lines`` says which tasks were reverted, with the network's times with and without their
+records, and how to make it permanent.  Calls that a graph tuner's records decide
+(``apply_graph_best``) are not reverted: the graph tuner chose them for the whole network.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tunecli.engine.graph.build_module import BuiltGraph
+from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.layout_choice import entity_key
+from tunecli.engine.measure.time_stats import TimeStats, slower_than_untuned
+from tunecli.engine.target import Target
+from tunecli.engine.task.config_source import config_source
+from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
+from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.workload_args import Workload
+
+logger = logging.getLogger("autotvm")
+
+#: What ``guard_network`` times builds with: builds by name -> each one's rounds (None: it failed).
+TimeBuilds = Callable[[Mapping[str, BuiltGraph]], Mapping[str, TimeStats | None]]
+
+
+def untuned_answer(target: Target, workload: Workload) -> ConfigSpace:
+    """The config an untuned build runs for ``workload`` (what ``ApplyHistoryBest()`` answers without
+    records of its own: a package's record, the nearest package record's config, the fallback)."""
+    plain = ApplyHistoryBest()
+    plain._old_ctx = _root()
+    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
+    try:
+        return plain.query(target, workload)
+    finally:
+        GLOBAL_SCOPE.silent = silent
+
+
+def _root() -> FallbackContext:
+    context = DispatchContext.current
+    while not isinstance(context, FallbackContext):
+        context = context._old_ctx  # type: ignore[union-attr]
+    return context
+
+
+class RevertedHistory(DispatchContext):
+    """``history``'s answers, except the untuned build's config for each of ``reverted`` workloads.
+
+    Parameters
+    ----------
+    history : ApplyHistoryBest
+    reverted : iterable of tuple
+        Workloads answered as an untuned build answers them.
+    """
+
+    def __init__(self, history: ApplyHistoryBest, reverted: Iterable[Workload]) -> None:
+        super().__init__()
+        self.history = history
+        self.reverted = frozenset(reverted)
+
+    def _query_inside(self, target: Target | str | None, workload: Workload | None) -> ConfigSpace | None:
+        if workload in self.reverted:
+            return untuned_answer(target, workload)  # type: ignore[arg-type]
+        return self.history.query(target, workload)  # type: ignore[arg-type]
+
+    def __enter__(self) -> RevertedHistory:
+        super().__enter__()
+        self.history._old_ctx = self._old_ctx  # its records answer first, then what we were entered in
+        return self
+
+    def update(self, target: Target | str | None, workload: Workload, cfg: ConfigSpace) -> None:
+        """Make ``cfg`` the history's answer (``ApplyHistoryBest.update``)."""
+        self.history.update(target, workload, cfg)  # type: ignore[arg-type]
+
+
+def _knobs(config: ConfigSpace) -> tuple | None:
+    """What tells two configs apart (knob by knob); None for a fallback config not yet filled."""
+    names = list(config)
+    return tuple((name, entity_key(config[name])) for name in names) if names else None
+
+
+def same_config(a: ConfigSpace, b: ConfigSpace) -> bool:
+    """Whether two dispatch answers give a template the same knobs."""
+    return a is b or (_knobs(a) is not None and _knobs(a) == _knobs(b))
+
+
+def _anchors(build: BuiltGraph) -> list[Workload]:
+    """The workloads of a build's tunable kernels, in the build's order, each once."""
+    summary = build.summary
+    return list(dict.fromkeys(a.workload for a in (*summary.tuned, *summary.nearest, *summary.fallback)))
+
+
+def differing_tasks(tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistoryBest,
+                    target: Target) -> list[Workload]:
+    """The workloads of the tuned build's kernels that the untuned build does not run (another
+    implementation of the operator) or that the log's records answer with other knobs than an
+    untuned build runs, in the build's order."""
+    runs = set(_anchors(untuned))
+    differing = []
+    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
+    try:
+        for workload in _anchors(tuned):
+            with target:
+                if workload not in runs or not same_config(history.query(target, workload),
+                                                           untuned_answer(target, workload)):
+                    differing.append(workload)
+    finally:
+        GLOBAL_SCOPE.silent = silent
+    return differing
+
+
+@dataclass(frozen=True)
+class RevertedTask:
+    """A task set back to the untuned build's config because its record made the network slower.
+
+    Attributes
+    ----------
+    workload : tuple
+    config : int
+        The index of the log's config it had.
+    untuned : str
+        Where the untuned build's config comes from (``package``, ``nearest``, ``default``), or
+        ``"another implementation"`` when the untuned build runs another template for the operator.
+    with_record, without : float
+        Median seconds per network run with the log's config, and with this task alone reverted.
+    """
+
+    workload: Workload
+    config: int
+    untuned: str
+    with_record: float
+    without: float
+
+    @property
+    def label(self) -> str:
+        """``"conv2d_NCHWc.x86 1x16x32x32 * 32x16x3x3"``: the template and its tensor shapes."""
+        shapes = ["x".join(map(str, arg[1])) for arg in self.workload[1:]
+                  if isinstance(arg, tuple) and len(arg) == 3 and arg[0] == "TENSOR"]
+        return " ".join([str(self.workload[0]), " * ".join(shapes)]).strip()
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What ``guard_network`` found and which build it keeps.
+
+    Attributes
+    ----------
+    kept : {"tuned", "reverted", "untuned"}
+        The build to export: the tuned one, the tuned one with ``reverted`` set back, or the
+        untuned one (every differing task set back).
+    build : BuiltGraph
+    reverted : tuple of RevertedTask
+    lines : tuple of str
+        What to tell the user.
+    """
+
+    kept: str
+    build: BuiltGraph
+    reverted: tuple[RevertedTask, ...]
+    lines: tuple[str, ...]
+    #: the last timing's rounds of the tuned, untuned and (when timed) reverted builds
+    times: Mapping[str, TimeStats] = field(default_factory=dict)
+
+
+def guard_network(label: str, tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistoryBest,
+                  target: Target, build: Callable[[DispatchContext], BuiltGraph],
+                  time_builds: TimeBuilds) -> Guard:
+    """Find the tasks that make ``tuned`` slower than ``untuned`` and the fastest build (see the
+    module docstring).
+
+    Parameters
+    ----------
+    label : str
+        The thread count the tuned build was slower at (``"1 thread"``), for the lines.
+    tuned, untuned : BuiltGraph
+    history : ApplyHistoryBest
+        The log's records ``tuned`` was built with.
+    target : Target
+    build : callable
+        ``build(context)``: the network built under a dispatch context, as ``tuned`` was.
+    time_builds : callable
+        Times builds by name, interleaved, at the thread count of ``label``.
+
+    Returns
+    -------
+    Guard
+    """
+    differing = differing_tasks(tuned, untuned, history, target)
+    if not differing:
+        return Guard("tuned", tuned, (), (
+            f"{label}: the tuned build runs the untuned build's config in every kernel: the difference "
+            "is the machine's timing noise, not the log's records",))
+    alone = {f"revert {i}": build(RevertedHistory(history, [w])) for i, w in enumerate(differing)}
+    stats = time_builds({"tuned": tuned, "untuned": untuned, **alone})
+    helps = [i for i, name in enumerate(alone) if _faster(stats.get(name), stats.get("tuned"))]
+    if len(helps) > 1:
+        together = build(RevertedHistory(history, [differing[i] for i in helps]))
+        final = dict(time_builds({"tuned": tuned, "reverted": together, "untuned": untuned}))
+    else:
+        together = alone[f"revert {helps[0]}"] if helps else tuned
+        final = {"tuned": stats.get("tuned"), "untuned": stats.get("untuned")}
+        if helps:
+            final["reverted"] = stats.get(f"revert {helps[0]}")
+    kept = "reverted" if helps and _faster(final.get("reverted"), final.get("tuned")) else "tuned"
+    if _faster(final.get("untuned"), final.get(kept)):  # setting tasks back one by one was not enough
+        kept = "untuned"
+    set_back = list(range(len(differing))) if kept == "untuned" else helps if kept == "reverted" else []
+    runs = set(_anchors(untuned))
+    reverted = tuple(_reverted(differing[i], differing[i] in runs, history, target, stats.get("tuned"),
+                               stats.get(f"revert {i}")) for i in set_back)
+    timed = {name: s for name, s in final.items() if s is not None}
+    builds = {"tuned": tuned, "reverted": together, "untuned": untuned}
+    return Guard(kept, builds[kept], reverted, _lines(label, kept, reverted, len(differing), timed), timed)
+
+
+def _faster(candidate: TimeStats | None, tuned: TimeStats | None) -> bool:
+    """Whether ``candidate`` is faster than ``tuned`` beyond the noise."""
+    return candidate is not None and slower_than_untuned("", tuned, candidate) is not None
+
+
+def _reverted(workload: Workload, same_template: bool, history: ApplyHistoryBest, target: Target,
+              tuned: TimeStats | None, alone: TimeStats | None) -> RevertedTask:
+    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
+    try:
+        with target:
+            mine = history.query(target, workload)
+    finally:
+        GLOBAL_SCOPE.silent = silent
+    return RevertedTask(workload, int(getattr(mine, "index", -1)),
+                        config_source(untuned_answer(target, workload)).kind if same_template
+                        else "another implementation",
+                        _median(tuned), _median(alone))
+
+
+def _median(stats: TimeStats | None) -> float:
+    return stats.median if stats is not None else float("nan")
+
+
+def _lines(label: str, kept: str, reverted: tuple[RevertedTask, ...], differing: int,
+           timed: Mapping[str, TimeStats]) -> tuple[str, ...]:
+    def ms(name: str) -> str:
+        return f"{timed[name].median * 1e3:.4g} ms" if name in timed else "not timed"
+
+    if kept == "tuned":
+        return (f"{label}: none of the {differing} tasks whose records differ from the untuned build's "
+                f"makes the network slower alone, and the tuned build timed again no slower ({ms('tuned')}, "
+                f"untuned {ms('untuned')}): kept the tuned build",)
+    what = "the untuned build (every task's record set aside)" if kept == "untuned" else \
+        f"the tuned build with {len(reverted)} of its {differing} tuned tasks set back to the untuned config"
+    lines = [f"{label}: the tuned build ran slower than the untuned one ({ms('tuned')} vs {ms('untuned')}); "
+             f"kept {what} ({ms(kept)}), the build exported"]
+    for task in reverted:
+        then = "the untuned build's implementation" if task.untuned == "another implementation" else \
+            f"the untuned config ({task.untuned})"
+        lines.append(f"  set back: {task.label}: config {task.config} of the log -> {then}; the network ran "
+                     f"{task.with_record * 1e3:.4g} ms with the record, {task.without * 1e3:.4g} ms with "
+                     "only this task set back")
+    lines.append("  apply checks this each time it runs; to make it permanent, tune those tasks longer or "
+                 "remove the lines of those configs from the log")
+    return tuple(lines)
