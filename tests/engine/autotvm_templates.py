@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.split_matmul import split_matmul
 from tunecli.engine import te
 from tunecli.engine.schedule import create_schedule
 from tunecli.engine.task.task import get_config, template
@@ -25,19 +26,7 @@ def tophub_dir() -> Path:
 @template("autotvm_test/matmul")
 def matmul(n: int, l: int, m: int, dtype: str) -> tuple[Any, list]:
     """C = A @ B with two split knobs, exactly TVM's unit-test matmul template."""
-    A = te.placeholder((n, l), name="A", dtype=dtype)
-    B = te.placeholder((l, m), name="B", dtype=dtype)
-    k = te.reduce_axis((0, l), name="k")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = create_schedule(C.op)
-    y, x = s[C].op.axis
-    cfg = get_config()
-    cfg.define_split("tile_y", y, num_outputs=2)
-    cfg.define_split("tile_x", x, num_outputs=2)
-    yo, yi = cfg["tile_y"].apply(s, C, y)
-    xo, xi = cfg["tile_x"].apply(s, C, x)
-    s[C].reorder(yo, xo, k, yi, xi)
-    return s, [A, B, C]
+    return split_matmul(n, l, m, dtype)
 
 
 @template("autotvm_test/add_flop")

@@ -11,6 +11,7 @@ import signal
 import time
 from typing import Any
 
+from tests.engine.split_matmul import split_matmul
 from tunecli.engine import te
 from tunecli.engine.schedule import create_schedule
 from tunecli.engine.task.task import get_config, template
@@ -22,19 +23,7 @@ MODES = ["ok", "raise", "invalid", "wrong", "sleep", "die", "noarg", "exit"]
 @template("measure_test/matmul")
 def matmul(n: int, dtype: str = "float32") -> tuple[Any, list]:
     """C[i, j] = sum_k A[i, k] * B[k, j] with split knobs on i and j."""
-    A = te.placeholder((n, n), dtype=dtype, name="A")
-    B = te.placeholder((n, n), dtype=dtype, name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = create_schedule(C.op)
-    cfg = get_config()
-    y, x = s[C].op.axis
-    cfg.define_split("tile_y", y, num_outputs=2)
-    cfg.define_split("tile_x", x, num_outputs=2)
-    yo, yi = cfg["tile_y"].apply(s, C, y)
-    xo, xi = cfg["tile_x"].apply(s, C, x)
-    s[C].reorder(yo, xo, k, yi, xi)
-    return s, [A, B, C]
+    return split_matmul(n, n, n, dtype)
 
 
 @template("measure_test/faulty")
