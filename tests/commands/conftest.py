@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 import time
 from collections.abc import Callable
@@ -9,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from rich.console import Console
 
 from tunecli.commands import cli
+from tunecli.commands.tune import _ProgressView
 from tunecli.engine.log.record import encode
 from tunecli.engine.measure import interleaved
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
@@ -60,6 +63,21 @@ def no_settle_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     """apply times its contenders without the pause between rounds (``SETTLE_S``): the pause steadies
     timings on a quiet machine, and these tests check what apply reports, not how steady its times are."""
     monkeypatch.setattr(interleaved, "SETTLE_S", 0.0)
+
+
+class FakeTerminal:
+    """What ``tune``'s progress view draws on: an ``err`` console of ``width`` columns writing to a
+    string, as a terminal."""
+
+    def __init__(self, width: int = 160) -> None:
+        self.err = Console(file=io.StringIO(), width=width, force_terminal=True, color_system=None)
+
+
+def progress_table_text(view: _ProgressView, width: int = 160) -> str:
+    """The progress view's task table as plain text ``width`` columns wide."""
+    out = Console(file=io.StringIO(), width=width, color_system=None)
+    out.print(view.progress.make_tasks_table(view.progress.tasks))
+    return out.file.getvalue()
 
 
 def _invoke(*args: str) -> Result:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import io
 import json
 import os
 import signal
@@ -12,12 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from tunecli.commands.tune import _ProgressView
 from tunecli.engine.actions.tune import TuneEvent
 
-from .conftest import TUNECLI, Invoke
+from .conftest import TUNECLI, FakeTerminal, Invoke, progress_table_text
 
 
 def log_indices(log: Path) -> list[int]:
@@ -171,20 +169,13 @@ def test_a_second_tune_on_the_same_log_is_refused(invoke: Invoke, tiny_job) -> N
     assert sorted(p.name for p in log.parent.iterdir()) == ["other-name.log", "tiny.log"]  # no lock file
 
 
-class _Terminal:
-    def __init__(self, width: int):
-        self.err = Console(file=io.StringIO(), width=width, force_terminal=True, color_system=None)
-
-
 @pytest.mark.parametrize("width", [60, 80, 100, 120, 200])
 def test_progress_line_fits_the_terminal_and_keeps_the_numbers(width: int) -> None:
     label = "conv2d_nchw.x86(1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 'float32')"
-    view = _ProgressView(_Terminal(width))
+    view = _ProgressView(FakeTerminal(width))
     view(TuneEvent("start", 0, 12, label, 2000, 0, 0.0, 0.0, 0, 0.0))
     view(TuneEvent("batch", 0, 12, label, 2000, 1057, 1234.5e9, 1305.7e9, 17, 12.0))
-    out = Console(file=io.StringIO(), width=width, color_system=None)
-    out.print(view.progress.make_tasks_table(view.progress.tasks))
-    line = out.file.getvalue().rstrip("\n")
+    line = progress_table_text(view, width).rstrip("\n")
     assert len(line) <= width and "\n" not in line
     for part in ("task 1/12", "1057/2000", "1234.5/1305.7 GFLOPS", "17 err"):
         assert part in line, (width, line)
@@ -192,7 +183,7 @@ def test_progress_line_fits_the_terminal_and_keeps_the_numbers(width: int) -> No
 
 
 def test_progress_says_when_the_best_configs_are_measured_again() -> None:
-    terminal = _Terminal(100)
+    terminal = FakeTerminal(100)
     view = _ProgressView(terminal)
     view(TuneEvent("start", 0, 2, "dense.x86(8, 16, 4, 'float32')", 20, 0))
     view(TuneEvent("remeasure", 0, 2, "dense.x86(8, 16, 4, 'float32')", 20, 20, remeasuring=8))

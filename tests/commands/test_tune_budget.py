@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 from pathlib import Path
-
-from rich.console import Console
 
 from tunecli.commands.tune import _ProgressView
 from tunecli.engine.actions.tune import TuneEvent
 from tunecli.engine.log.record import load_from_file
 
-from .conftest import Invoke
+from .conftest import FakeTerminal, Invoke, progress_table_text
 
 BUDGET_JOB = """\
 name: budgeted
@@ -77,31 +74,22 @@ def test_a_budget_is_shared_by_the_tasks_and_resumed_per_task(invoke: Invoke, tm
     assert trials_per_task(log) == counts
 
 
-class _Terminal:
-    def __init__(self) -> None:
-        self.err = Console(file=io.StringIO(), width=160, force_terminal=True, color_system=None)
-
-
 def test_a_budgeted_run_shows_a_total_line_beside_the_task_lines() -> None:
-    view = _ProgressView(_Terminal())
+    view = _ProgressView(FakeTerminal())
     view(TuneEvent("start", 0, 2, "dense.x86(8, 16, 4, float32)", 24, 0, budget=24, spent=0))
     view(TuneEvent("start", 1, 2, "dense.x86(16, 16, 8, float32)", 24, 0, budget=24, spent=0))
     view(TuneEvent("batch", 1, 2, "dense.x86(16, 16, 8, float32)", 24, 5, 1e9, 2e9, budget=24, spent=5))
-    out = Console(file=io.StringIO(), width=160, color_system=None)
-    out.print(view.progress.make_tasks_table(view.progress.tasks))
-    lines = out.file.getvalue().splitlines()
+    lines = progress_table_text(view).splitlines()
     assert len(lines) == 3
     assert "task total" in lines[0] and "all tasks (budget)" in lines[0] and "5/24" in lines[0]
     assert "task 2/2" in lines[2] and "5/24" in lines[2] and "1.0/2.0 GFLOPS" in lines[2]
 
 
 def test_tasks_with_n_trial_show_a_total_line_too() -> None:
-    view = _ProgressView(_Terminal())
+    view = _ProgressView(FakeTerminal())
     view(TuneEvent("start", 0, 2, "dense.x86(8, 16, 4, float32)", 8, 0, spent=0, all_trials=16))
     view(TuneEvent("batch", 0, 2, "dense.x86(8, 16, 4, float32)", 8, 3, 1e9, 2e9, spent=3, all_trials=16))
-    out = Console(file=io.StringIO(), width=160, color_system=None)
-    out.print(view.progress.make_tasks_table(view.progress.tasks))
-    lines = out.file.getvalue().splitlines()
+    lines = progress_table_text(view).splitlines()
     assert len(lines) == 2
     assert "task total" in lines[0] and "all tasks " in lines[0] and "3/16" in lines[0]
 
