@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import registry
-from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, fallback_rows
+from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, fallback_pixels, fallback_rows, fills_vectors
 from tunecli.engine.ops.x86.conv2d_nchw_blocked import (
     BLOCKED,
     WINOGRAD,
@@ -167,11 +167,12 @@ def test_winograd_fallback_of_a_7x7_layer_takes_f4x4_on_avx2_only(target: str, m
     assert config["tile_m"].val == m
 
 
-AVX2_CASES = [*CASES[:4], (GEMM_1X1, (1, 4, 16, 16, 32, 1, 1, 1, 0, 1, "float32"))]
+AVX2_CASES = [*CASES[:4], (GEMM_1X1, (1, 4, 16, 16, 32, 1, 1, 1, 0, 1, "float32")),
+              (GEMM_1X1, (1, 8, 16, 16, 32, 1, 1, 2, 0, 1, "float32"))]
 
 
 @pytest.mark.parametrize(("name", "args"), AVX2_CASES,
-                         ids=["winograd", "3x3-s2", "1x1", "stem", "1x1-gemm"])
+                         ids=["winograd", "3x3-s2", "1x1", "stem", "1x1-gemm", "1x1-gemm-s2"])
 def test_avx2_code_has_no_avx512_instruction(name: str, args: tuple) -> None:
     """A haswell target's kernels use 256-bit ymm registers only, whatever machine compiles them; the
     same kernel for skylake-avx512 uses zmm (so the check can see them)."""
@@ -217,7 +218,10 @@ def test_which_template_a_kernel_jobs_conv2d_nchw_runs_as() -> None:
     one = conv[:5] + (1, 1, 1, 0) + conv[9:]
     assert kernel_job_template(one, Target(AVX512)) == GEMM_1X1  # 1x1 stride 1: a GEMM over pixels
     assert kernel_job_template(one, Target(AVX2)) == BLOCKED  # as fast blocked with 8-lane vectors
-    assert kernel_job_template(one[:7] + (2,) + one[8:], Target(AVX512)) == BLOCKED  # stride 2
+    assert kernel_job_template(one[:7] + (2,) + one[8:], Target(AVX512)) == GEMM_1X1  # 28x28 out: 56 lanes
+    assert kernel_job_template(one[:7] + (2,) + one[8:], Target(AVX2)) == BLOCKED
+    assert kernel_job_template((1, 28, 28, 128, 256, 1, 1, 2, 0, 1, "float32"), Target(AVX512)) == BLOCKED
+    assert kernel_job_template((1, 14, 14, 256, 512, 1, 1, 2, 0, 1, "float32"), Target(AVX512)) == BLOCKED
     assert kernel_job_template(one[:8] + (1,) + one[9:], Target(AVX512)) == BLOCKED  # padded
     assert kernel_job_template(conv[:9] + (2, "float32"), host) is None  # dilation: conv2d_nchw.x86
     assert kernel_job_template(conv[:10] + ("int8",), host) is None
@@ -252,10 +256,48 @@ def test_the_1x1_fallback_tile_fits_the_registers(target: str, tile: tuple[int, 
 
 
 def test_the_1x1_gemm_rejects_other_convolutions() -> None:
-    for args in [(1, 8, 8, 8, 8, 3, 3, 1, 1, 1, "float32"), (1, 8, 8, 8, 8, 1, 1, 2, 0, 1, "float32"),
+    for args in [(1, 8, 8, 8, 8, 3, 3, 1, 1, 1, "float32"), (1, 8, 8, 8, 8, 1, 1, 1, 0, 2, "float32"),
                  (1, 8, 8, 8, 8, 1, 1, 1, 1, 1, "float32")]:
-        with pytest.raises(InstantiationError, match="only 1x1 kernels with stride 1, no padding"):
+        with pytest.raises(InstantiationError, match="only 1x1 kernels with no padding and dilation 1"):
             create(GEMM_1X1, args, "llvm")
+
+
+@pytest.mark.parametrize("args", [(1, 9, 13, 16, 32, 1, 1, 2, 0, 1, "float32"),     # odd sizes: 5x7 out
+                                  (1, 10, 7, 8, 12, 1, 1, (3, 2), 0, 1, "float32"),  # unequal strides
+                                  (1, 14, 14, 16, 48, 1, 1, 2, 0, 1, "float32")])    # 7x7: whole rows
+def test_the_1x1_gemm_with_a_stride_equals_numpy(args: tuple) -> None:
+    """Strided pixels are copied into a matrix first, then the GEMM; every tile shape (one row's
+    columns, several rows' columns, whole rows as one run) computes the convolution."""
+    task = create(GEMM_1X1, args, "llvm")
+    space = task.config_space
+    configs = [FallbackConfigEntity(), *(space.get(i) for i in range(0, len(space), max(len(space) // 5, 1)))]
+    shapes = set()
+    for config in configs:
+        data, weight, packed, out = _run(GEMM_1X1, args, config)
+        want = ref.conv2d_nchw_python(data, weight, args[7], 0)
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(task.reference(data, packed), want, rtol=1e-5, atol=1e-4)
+        lines, columns = config["tile_oh"].size[-1], config["tile_ow"].size[-1]
+        shapes.add("whole rows" if columns == out.shape[3] and lines > 1 else "rows" if lines > 1 else "row")
+    assert len(shapes) >= 2
+    with task.target:
+        sch, tensors = task.instantiate(FallbackConfigEntity())
+    assert "data_strided" in str(lower(sch, tensors))
+
+
+def test_the_1x1_fallback_takes_whole_rows_where_they_fill_the_vectors_better() -> None:
+    """A 7x7 output is one 49-pixel run (4 instructions on 16 lanes), not 7 runs of 7 (3 each); a
+    28-wide output two rows (56 pixels in 4 instructions); a 56-wide one a row."""
+    assert fallback_pixels(7, 7, 16) == (7, 7) and fallback_pixels(28, 28, 16) == (2, 28)
+    assert fallback_pixels(56, 56, 16) == (1, 56) and fallback_pixels(56, 56, 8) == (1, 28)
+    assert fills_vectors(28, 28, 16) and fills_vectors(56, 56, 16)
+    assert not fills_vectors(14, 14, 16) and not fills_vectors(7, 7, 16)  # 28 and 49 lanes of 48 and 64
+    config = FallbackConfigEntity()
+    task = create(GEMM_1X1, (1, 14, 14, 16, 64, 1, 1, 2, 0, 1, "float32"), AVX512)
+    with Target(AVX512):
+        sch, tensors = task.instantiate(config)
+    assert (config["tile_oh"].size[-1], config["tile_ow"].size[-1]) == (7, 7)
+    assert "vectorized for (y.c.x.c.fused, 0, 49)" in str(lower(sch, tensors))
 
 
 def test_winograd_rejects_what_it_cannot_compute() -> None:

@@ -42,7 +42,7 @@ from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
-from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, pack_1x1_weight
+from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, fills_vectors, pack_1x1_weight
 from tunecli.engine.ops.x86.conv2d_nchwc import (
     define_conv2d_nchwc_space,
     fallback_register_tile,
@@ -77,9 +77,10 @@ def kernel_job_template(args: Sequence[TaskArg], target: Target) -> str | None:
 
     float32 convolutions without dilation on an x86 ``llvm`` target take the blocked layouts:
     Winograd for 3x3 stride-1 kernels, the direct NCHWc schedules otherwise; with 512-bit vectors,
-    unpadded 1x1 stride-1 kernels take the GEMM over pixels of :data:`GEMM_1X1` (no packing, no
-    unpacking; with narrower vectors the blocked schedule is as fast).  Other targets and dtypes
-    (int8) keep ``conv2d_nchw.x86``.
+    unpadded 1x1 kernels (any stride) whose output pixels fill the vectors
+    (``conv2d_nchw_1x1.fills_vectors``) take the GEMM over pixels of :data:`GEMM_1X1` (no NCHW
+    write from channel blocks; with narrower vectors the blocked schedule is as fast).  Other
+    targets and dtypes (int8) keep ``conv2d_nchw.x86``.
 
     Parameters
     ----------
@@ -91,7 +92,7 @@ def kernel_job_template(args: Sequence[TaskArg], target: Target) -> str | None:
     -------
     str or None
     """
-    _, _, _, _, _, kh, kw, stride, padding, dilation, dtype = args
+    _, h, w, _, _, kh, kw, stride, padding, dilation, dtype = args
     if target.kind != "llvm" or triple_arch(target.llvm_triple) != "x86_64" or dtype != "float32":
         return None
     try:
@@ -99,9 +100,11 @@ def kernel_job_template(args: Sequence[TaskArg], target: Target) -> str | None:
             return None
         unit_stride = pair(stride, "stride") == (1, 1)
         unpadded = not any(get_pad_tuple(padding, (kh, kw)))
+        oh, ow, _ = conv2d_output_shape((h, w), (kh, kw), stride, padding, 1)
     except Exception:  # noqa: BLE001 - a malformed argument is reported by conv2d_nchw.x86's own checks
         return None
-    if (kh, kw) == (1, 1) and unit_stride and unpadded and target.vector_bits >= 512:
+    if (kh, kw) == (1, 1) and unpadded and target.vector_bits >= 512 and \
+            fills_vectors(oh, ow, target.vector_bits // 32):
         return GEMM_1X1
     return WINOGRAD if (kh, kw) == (3, 3) and unit_stride else BLOCKED
 
