@@ -7,6 +7,13 @@ per build the fastest and the median round with untuned/build speed ratios (abov
 faster than the untuned one).  Used for issue 27 item 1 (a short tune never slower): a log holding
 only the untuned records should time as the untuned build, within the machine's noise.
 
+Two things tell a build's own difference from the timing's: each log's line says which tasks the
+log configures otherwise than the untuned build (``job.network_revert.differing_tasks``) and
+whether its graph and kernels are the untuned build's byte for byte; and ``untuned again``, a
+second graph executor of the untuned build itself, is timed as one more contender (an A/A
+control: its ratio is what identical code reads).  The contenders take turns in an order that
+rotates each round, so none always runs first.
+
 Usage: ``.venv/bin/python benchmarks/bench_tuned_vs_untuned.py JOB LOG [LOG ...] [--rounds 15]``
 """
 
@@ -20,6 +27,7 @@ import _common
 import numpy as np
 
 from tunecli.engine.job.network import build_network, load_network
+from tunecli.engine.job.network_revert import differing_tasks
 from tunecli.engine.job.spec import load_job
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.runtime import set_num_threads
@@ -33,9 +41,17 @@ def main() -> None:
     opts = parser.parse_args()
     job = load_job(opts.job)
     network = load_network(job)
-    builds = {"untuned": build_network(network, job.target)}
+    untuned = build_network(network, job.target)
+    builds = {"untuned": untuned, "untuned again": untuned}
     for log in opts.logs:
-        builds[os.path.basename(log)] = build_network(network, job.target, ApplyHistoryBest(log))
+        history = ApplyHistoryBest(log)
+        built = builds[os.path.basename(log)] = build_network(network, job.target, history)
+        differing = differing_tasks(built, untuned, history, job.target)
+        same = built.graph == untuned.graph and all(
+            k.obj == getattr(untuned.kernels.get(n), "obj", None) for n, k in built.kernels.items())
+        print(f"{os.path.basename(log)}: {len(differing)} task(s) configured otherwise than untuned "
+              f"({', '.join(str(w[0]) for w in differing[:4])}{' ...' if len(differing) > 4 else ''}); "
+              f"graph and kernels {'the untuned build' if same else 'differ'}")
     modules = {}
     for name, lib in builds.items():
         module = lib["default"](None)
@@ -44,11 +60,13 @@ def main() -> None:
         modules[name] = module
         print(f"{name}: {len(lib.kernels)} kernels; {lib.summary.line()[:100]}")
     print(f"{network.label}, {opts.rounds} rounds; {_common.load_line()}")
+    names = list(modules)
     for threads in (1, 2):
         set_num_threads(threads)
         times: dict[str, list[float]] = {name: [] for name in modules}
-        for _ in range(opts.rounds):
-            for name, module in modules.items():
+        for turn in range(opts.rounds):
+            for name in names[turn % len(names):] + names[:turn % len(names)]:
+                module = modules[name]
                 time.sleep(0.1)
                 _common.warm_up(module.run)
                 times[name].append(min(_common.batch_seconds(module.run, 5)[0] for _ in range(3)))
