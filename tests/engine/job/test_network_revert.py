@@ -12,7 +12,7 @@ import pytest
 
 from tests.engine.job.lucky_network import add_lucky_slow_record, conv_task, write_network_job
 from tunecli.engine.job.network import build_network, load_network
-from tunecli.engine.job.network_revert import RevertedHistory, differing_tasks, untuned_answer
+from tunecli.engine.job.network_revert import RevertedHistory, differing_tasks, guard_network, untuned_answer
 from tunecli.engine.log.history_best import ApplyHistoryBest
 
 pytest.importorskip("onnx")
@@ -25,8 +25,7 @@ def test_a_log_of_the_untuned_configs_changes_no_convolution_and_a_lucky_record_
     conv = conv_task(job)
     untuned = build_network(network, job.target)
     history = ApplyHistoryBest(str(log))
-    assert conv.workload not in differing_tasks(build_network(network, job.target, history), untuned,
-                                                history, job.target)
+    assert differing_tasks(build_network(network, job.target, history), untuned, history, job.target) == []
 
     slow = add_lucky_slow_record(log, conv)
     history = ApplyHistoryBest(str(log))
@@ -42,3 +41,21 @@ def test_a_log_of_the_untuned_configs_changes_no_convolution_and_a_lucky_record_
     assert {n: k.obj for n, k in reverted.kernels.items()} == {n: k.obj for n, k in untuned.kernels.items()}
     with job.target:
         assert untuned_answer(job.target, conv.workload).index != slow
+
+
+def test_a_tuned_build_with_the_untuned_configs_is_kept_without_timing_anything(tmp_path: Path) -> None:
+    """A short tune whose records all keep the untuned configs builds the untuned network: a slower
+    reading is the machine's noise, and no build is set back (nor timed)."""
+    job = write_network_job(tmp_path)
+    network = load_network(job)
+    history = ApplyHistoryBest(str(tmp_path / "net.log"))
+    tuned, untuned = build_network(network, job.target, history), build_network(network, job.target)
+
+    def nothing_to_time(builds: object) -> dict:
+        raise AssertionError(f"timed {builds}")
+
+    guard = guard_network("1 thread", tuned, untuned, history, job.target,
+                          lambda context: build_network(network, job.target, context), nothing_to_time)
+    assert (guard.kept, guard.build, guard.reverted) == ("tuned", tuned, ())
+    assert guard.lines == ("1 thread: the tuned build runs the untuned build's config in every kernel: the "
+                           "difference is the machine's timing noise, not the log's records",)

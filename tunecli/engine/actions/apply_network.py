@@ -190,16 +190,22 @@ def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
     if not slow:
         return None
     step(f"finding the tasks that make the tuned network slower on {threads_text(slow[0])}")
-    paths: dict[int, str] = {id(b): os.path.join(tmp, f"{name}.so") for name, b in builds.items()}
+    made = {builds[name]: os.path.join(tmp, f"{name}.so") for name in ("tuned", "untuned")}
 
     def time_builds(timed: dict[str, BuiltGraph]) -> dict[str, TimeStats | None]:
-        for build in timed.values():
-            if id(build) not in paths:
-                paths[id(build)] = os.path.join(tmp, f"guard{len(paths)}.so")
-                build.export_library(paths[id(build)])
-        contenders = {name: _contender(worker, NetworkRun(paths[id(b)], None, inputs, slow[0]), _timeout(job))
-                      for name, b in timed.items()}
-        replies = time_interleaved(contenders, job.runner.timing)
+        paths = {name: made.get(build) or os.path.join(tmp, f"guard-{i}.so")
+                 for i, (name, build) in enumerate(timed.items())}
+        try:
+            for name, build in timed.items():
+                if build not in made:
+                    build.export_library(paths[name])
+            contenders = {name: _contender(worker, NetworkRun(paths[name], None, inputs, slow[0]),
+                                           _timeout(job)) for name in timed}
+            replies = time_interleaved(contenders, job.runner.timing)
+        finally:  # a big network's libraries hold its weights: one group's at a time
+            for name, build in timed.items():
+                if build not in made and os.path.exists(paths[name]):
+                    os.remove(paths[name])
         return {name: time_stats(reply) for name, reply in replies.items()}
 
     guard = guard_network(threads_text(slow[0]), builds["tuned"], builds["untuned"], history, job.target,
@@ -208,7 +214,9 @@ def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
     report.guard_times = dict(guard.times)
     if guard.kept == "tuned":
         return None
-    library = paths[id(guard.build)]
+    library = made.get(guard.build) or os.path.join(tmp, "kept.so")
+    if guard.build not in made:
+        guard.build.export_library(library)
     checked = NetworkApplyReport(report.job, report.log, report.model, report.target)
     _check(checked, job, network, worker, library, inputs, onnx)
     if checked.correct is False or checked.error is not None:

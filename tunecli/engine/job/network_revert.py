@@ -12,7 +12,7 @@ noise (``time_stats.slower_than_untuned``: medians of interleaved rounds more th
    run the same kernels and the difference is the machine's noise;
 2. builds the network once per such task with that task alone reverted to the untuned build's
    config (``RevertedHistory``: the log answers every other workload) and times those builds
-   beside the tuned and untuned ones, interleaved;
+   beside the tuned and untuned ones, interleaved, ``GROUP`` at a time;
 3. reverts together every task whose reversion alone makes the network faster than the tuned
    build beyond the noise, times that build beside the two again, and keeps the fastest of the
    three (by median): the build ``apply`` exports.
@@ -41,6 +41,8 @@ from tunecli.engine.task.workload_args import Workload
 
 logger = logging.getLogger("autotvm")
 
+#: How many builds of one task set back are timed together (beside the tuned and untuned builds).
+GROUP = 4
 #: What ``guard_network`` times builds with: builds by name -> each one's rounds (None: it failed).
 TimeBuilds = Callable[[Mapping[str, BuiltGraph]], Mapping[str, TimeStats | None]]
 
@@ -211,24 +213,32 @@ def guard_network(label: str, tuned: BuiltGraph, untuned: BuiltGraph, history: A
         return Guard("tuned", tuned, (), (
             f"{label}: the tuned build runs the untuned build's config in every kernel: the difference "
             "is the machine's timing noise, not the log's records",))
-    alone = {f"revert {i}": build(RevertedHistory(history, [w])) for i, w in enumerate(differing)}
-    stats = time_builds({"tuned": tuned, "untuned": untuned, **alone})
-    helps = [i for i, name in enumerate(alone) if _faster(stats.get(name), stats.get("tuned"))]
-    if len(helps) > 1:
-        together = build(RevertedHistory(history, [differing[i] for i in helps]))
-        final = dict(time_builds({"tuned": tuned, "reverted": together, "untuned": untuned}))
+    pairs: dict[int, tuple[TimeStats | None, TimeStats | None]] = {}  # per task: tuned, set back alone
+    alone: dict[int, BuiltGraph] = {}
+    for start in range(0, len(differing), GROUP):
+        group = {i: build(RevertedHistory(history, [differing[i]]))
+                 for i in range(start, min(start + GROUP, len(differing)))}
+        named = {f"revert {i}": one for i, one in group.items()}
+        stats = time_builds({"tuned": tuned, "untuned": untuned, **named})
+        for i, one in group.items():
+            pairs[i] = (stats.get("tuned"), stats.get(f"revert {i}"))
+            if _faster(pairs[i][1], pairs[i][0]):
+                alone[i] = one  # only the builds that help are kept in memory
+    helps = sorted(alone)
+    if len(helps) == 1 and len(differing) <= GROUP:  # timed beside the tuned and untuned builds already
+        together = alone[helps[0]]
+        final = {"tuned": pairs[helps[0]][0], "reverted": pairs[helps[0]][1], "untuned": stats.get("untuned")}
     else:
-        together = alone[f"revert {helps[0]}"] if helps else tuned
-        final = {"tuned": stats.get("tuned"), "untuned": stats.get("untuned")}
-        if helps:
-            final["reverted"] = stats.get(f"revert {helps[0]}")
+        together = build(RevertedHistory(history, [differing[i] for i in helps])) if helps else tuned
+        final = dict(time_builds({"tuned": tuned, **({"reverted": together} if helps else {}),
+                                  "untuned": untuned}))
     kept = "reverted" if helps and _faster(final.get("reverted"), final.get("tuned")) else "tuned"
     if _faster(final.get("untuned"), final.get(kept)):  # setting tasks back one by one was not enough
         kept = "untuned"
     set_back = list(range(len(differing))) if kept == "untuned" else helps if kept == "reverted" else []
     runs = set(_anchors(untuned))
-    reverted = tuple(_reverted(differing[i], differing[i] in runs, history, target, stats.get("tuned"),
-                               stats.get(f"revert {i}")) for i in set_back)
+    reverted = tuple(_reverted(differing[i], differing[i] in runs, history, target, *pairs[i])
+                     for i in set_back)
     timed = {name: s for name, s in final.items() if s is not None}
     builds = {"tuned": tuned, "reverted": together, "untuned": untuned}
     return Guard(kept, builds[kept], reverted, _lines(label, kept, reverted, len(differing), timed), timed)
