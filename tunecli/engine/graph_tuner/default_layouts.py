@@ -56,6 +56,19 @@ def default_layout_configs(task: Task, configs: Sequence[ConfigEntity]) -> list[
 
 
 def _knob_positions(space: ConfigSpace, cfg: ConfigEntity) -> list[int]:
-    """The position of each of ``cfg``'s entities in its knob of ``space``, in knob order."""
-    return [next(i for i, e in enumerate(knob.entities) if entity_key(e) == entity_key(cfg[name]))
+    """The position of each of ``cfg``'s entities in its knob of ``space``, in knob order (see
+    ``_position`` for an entity the knob lacks)."""
+    return [_position([entity_key(e) for e in knob.entities], entity_key(cfg[name]))
             for name, knob in space.space_map.items()]
+
+
+def _position(keys: list, key: object) -> int:
+    """The position of ``key`` among a knob's entity ``keys``; for a value the knob does not
+    offer (a fallback config may: TVM's 1x1 fallback sets ``tile_oh`` to a divisor of the output
+    height, the knob offers 1 and 2), the position of the nearest number, else the first."""
+    if key in keys:
+        return keys.index(key)
+    numbers = [k for k in keys if isinstance(k, int | float)]
+    if isinstance(key, int | float) and len(numbers) == len(keys):
+        return min(range(len(keys)), key=lambda i: (abs(keys[i] - key), i))
+    return 0
