@@ -273,11 +273,13 @@ def _lines(label: str, kept: str, reverted: tuple[RevertedTask, ...], differing:
         return f"{timed[name].median * 1e3:.4g} ms" if name in timed else "not timed"
 
     if kept == "tuned":
-        return (f"{label}: none of the {differing} tasks whose records differ from the untuned build's "
-                f"makes the network slower alone, and the tuned build timed again no slower ({ms('tuned')}, "
+        return (f"{label}: setting back the {differing} tasks configured otherwise than untuned, one at a "
+                f"time or together, made the network no faster beyond the noise (tuned {ms('tuned')}, "
                 f"untuned {ms('untuned')}): kept the tuned build",)
+    tasks = f"task{'s' if len(reverted) > 1 else ''}"
     what = "the untuned build (every task's record set aside)" if kept == "untuned" else \
-        f"the tuned build with {len(reverted)} of its {differing} tuned tasks set back to the untuned config"
+        f"the tuned build with {len(reverted)} {tasks} set back to the untuned build's config " \
+        f"(of {differing} configured otherwise)"
     lines = [f"{label}: the tuned build ran slower than the untuned one ({ms('tuned')} vs {ms('untuned')}); "
              f"kept {what} ({ms(kept)}), the build exported"]
     for task in reverted:
@@ -286,6 +288,6 @@ def _lines(label: str, kept: str, reverted: tuple[RevertedTask, ...], differing:
         lines.append(f"  set back: {task.label}: config {task.config} of the log -> {then}; the network ran "
                      f"{task.with_record * 1e3:.4g} ms with the record, {task.without * 1e3:.4g} ms with "
                      "only this task set back")
-    lines.append("  apply checks this each time it runs; to make it permanent, tune those tasks longer or "
-                 "remove the lines of those configs from the log")
+    lines.append("  apply checks this each time it runs; to make it permanent, remove those configs' lines "
+                 "from the log, or tune those tasks longer")
     return tuple(lines)
