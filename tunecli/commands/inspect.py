@@ -89,7 +89,8 @@ def _render_build(app: App, view: NetworkBuildView, heading: bool, same_kernels:
                                break_long_words=False, break_on_hyphens=False))
         for label, source in view.configs.items():  # a workload and its source whole, on a line each
             line = f"  {label}: {source}"
-            lines = [line] if len(line) <= width else [*label_lines(f"  {label}:", width), f"    {source}"]
+            lines = [line] if len(line) <= width else [*label_lines(f"  {label}:", width),
+                                                       *label_lines(f"    {source}", width, "      ")]
             if label in view.why:
                 lines.append(f"    {view.why[label]}")
             for text in lines:

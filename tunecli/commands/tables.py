@@ -8,6 +8,7 @@ wrapped as prose.  ``print_fitted`` prints the first when it fits the console's 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Sequence
 
 from rich.console import Console
@@ -118,7 +119,9 @@ def wrap_items(head: str, items: Sequence[str], width: int, indent: str = "  ") 
 
 def label_lines(text: str, width: int, indent: str = "    ") -> list[str]:
     """``text``, a label ``name(arg, arg, ...)`` with any prefix and suffix, in lines of ``width``
-    columns, broken between the label's arguments, each argument whole (``wrap_items``).
+    columns, broken between the label's arguments, each argument whole (``wrap_items``), and a
+    suffix too long for the last line wrapped as prose (``"nearest: conv2d(...) (package in
+    llvm.log, measured on znver4)"``).
 
     Parameters
     ----------
@@ -133,8 +136,9 @@ def label_lines(text: str, width: int, indent: str = "    ") -> list[str]:
     list of str
         ``[text]`` when it fits or has no argument list.
     """
-    start, end = text.find("("), text.rfind(")")
-    if len(text) <= width or start < 0 or end < start:
+    start = text.find("(")
+    end = _closing(text, start) if start >= 0 else -1
+    if len(text) <= width or end < 0:
         return [text]
     args, depth, item = [], 0, ""
     for char in text[start + 1:end]:
@@ -146,4 +150,18 @@ def label_lines(text: str, width: int, indent: str = "    ") -> list[str]:
             item += char
     args.append(item.strip())
     lines = wrap_items(text[:start + 1], args, width, indent=indent)
-    return [*lines[:-1], lines[-1] + text[end:]]
+    last = lines[-1] + text[end:]
+    if len(last) <= width:
+        return [*lines[:-1], last]
+    return [*lines[:-1], *textwrap.wrap(last, width, subsequent_indent=indent, break_long_words=False,
+                                        break_on_hyphens=False)]
+
+
+def _closing(text: str, start: int) -> int:
+    """The position of the parenthesis that closes the one at ``start``; -1 when none does."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += (text[i] in "([") - (text[i] in ")]")
+        if depth == 0:
+            return i
+    return -1
