@@ -119,7 +119,7 @@ def test_a_traced_default_layout_is_kept_in_the_kernel_cache(fresh_defaults, mon
     monkeypatch.setenv("TUNECLI_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TUNECLI_NO_CACHE", raising=False)
     traced = layout_choice.default_layout(TARGET, WORKLOAD)
-    assert traced == (("tile_ic", (16,)), ("tile_oc", (16,)))
+    assert traced == (("tile_ic", (32,)), ("tile_oc", (32,)))  # two AVX-512 vectors
     fresh_defaults.clear()  # as in a new process
     create = Untraceable()
     monkeypatch.setattr(layout_choice, "create", create)

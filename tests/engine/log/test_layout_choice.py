@@ -59,7 +59,8 @@ def test_layout_knobs_have_one_definition():
 
 
 def test_the_default_layout_is_the_fallback_configs_blocks():
-    assert default_layout(TARGET, WORKLOAD) == (("tile_ic", (16,)), ("tile_oc", (16,)))
+    # conv2d_nchwc.network_channel_block: two AVX-512 vectors
+    assert default_layout(TARGET, WORKLOAD) == (("tile_ic", (32,)), ("tile_oc", (32,)))
 
 
 def test_a_near_tie_in_other_layouts_keeps_the_default_layout_record(task):

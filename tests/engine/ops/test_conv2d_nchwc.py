@@ -18,10 +18,12 @@ from tunecli.engine.ops.nn import relu
 from tunecli.engine.ops.x86.conv2d_nchwc import (
     CONV2D_NCHWC,
     infer_layout,
+    network_channel_block,
     output_channel_block,
     register_block,
     vector_ops,
 )
+from tunecli.engine.ops.x86.conv2d_winograd import CONV2D_NCHWC_WINOGRAD
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -115,11 +117,11 @@ def test_random_legal_configs_match_numpy(case, seed):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_fallback_config_is_tvms_on_avx512_with_small_windows_unrolled():
+def test_fallback_config_is_tvms_on_avx512_with_small_windows_unrolled_and_two_vector_blocks():
     with Target("llvm -mcpu=skylake-avx512"):
         cfg = FallbackConfigEntity()
         CONV2D_NCHWC.kernel_call(cfg, *workload((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1)))
-        assert [cfg[k].size for k in ("tile_ic", "tile_oc", "tile_ow")] == [[4, 16], [4, 16], [4, 14]]
+        assert [cfg[k].size for k in ("tile_ic", "tile_oc", "tile_ow")] == [[2, 32], [2, 32], [4, 14]]
         assert cfg["unroll_kw"].val is True  # 3 columns unrolled, a tile of half the registers
         stem = FallbackConfigEntity()
         CONV2D_NCHWC.kernel_call(stem, *workload((1, 3, 224, 224), (64, 3, 7, 7), (2, 2), (3, 3, 3, 3)))
@@ -128,7 +130,7 @@ def test_fallback_config_is_tvms_on_avx512_with_small_windows_unrolled():
         one = FallbackConfigEntity()
         CONV2D_NCHWC.kernel_call(one, *workload((1, 64, 56, 56), (256, 64, 1, 1), (1, 1), (0, 0, 0, 0)))
         assert one["tile_ow"].size == [2, 28] and one["tile_oh"].val == 1
-        assert one["tile_oc"].size == [16, 16]
+        assert one["tile_oc"].size == [8, 32]
 
 
 @pytest.mark.parametrize(("data", "kernel", "stride", "unrolled"), [
@@ -157,6 +159,52 @@ def test_fallback_channel_block_does_the_most_channels_per_vector_instruction(ch
     one half-empty vector per 8), the narrower on a tie."""
     assert output_channel_block(channels, lanes) == block
     assert vector_ops(40, 16) == 3 and vector_ops(16, 16) == 1 and vector_ops(12, 16) == 2
+
+
+@pytest.mark.parametrize(("channels", "lanes", "block"), [
+    (64, 16, 32), (2048, 16, 32), (144, 16, 48), (48, 16, 48), (96, 16, 32), (16, 16, 16), (80, 16, 16),
+    (24, 16, 24), (1000, 16, 40), (3, 16, 3), (64, 8, 8), (24, 8, 8)])
+def test_network_channel_block_is_two_vectors_where_they_do_as_many_channels_per_instruction(
+        channels, lanes, block):
+    """With 32 vector registers (16 lanes) the narrowest block of at least two vectors among those
+    doing the most channels per instruction (each broadcast input feeds two multiply-adds); else,
+    and with 16 registers, ``output_channel_block``'s."""
+    assert network_channel_block(channels, lanes) == block
+
+
+def test_fallback_blocks_of_a_bottleneck_chain_without_layout_transforms():
+    """ResNet-50's 7x7 stem, 1x1, Winograd 3x3 and strided 1x1 fallbacks on AVX-512: each reads the
+    block its producer writes (two vectors); on AVX2 the direct ones agree on one vector."""
+    stem = (CONV2D_NCHWC, workload((1, 3, 224, 224), (64, 3, 7, 7), (2, 2), (3, 3, 3, 3)))
+    reduce = (CONV2D_NCHWC, workload((1, 64, 56, 56), (64, 64, 1, 1), (1, 1), (0, 0, 0, 0)))
+    winograd = (CONV2D_NCHWC_WINOGRAD, workload((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1)))
+    expand = (CONV2D_NCHWC, workload((1, 64, 56, 56), (256, 64, 1, 1), (1, 1), (0, 0, 0, 0)))
+    down = (CONV2D_NCHWC, workload((1, 256, 56, 56), (512, 256, 1, 1), (2, 2), (0, 0, 0, 0)))
+    chain = [stem, reduce, winograd, expand, down]
+
+    def blocks(target):
+        with Target(target):
+            configs = [FallbackConfigEntity() for _ in chain]
+            for (strategy, args), cfg in zip(chain, configs, strict=True):
+                strategy.kernel_call(cfg, *args)
+        return [(cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]) for cfg in configs]
+
+    assert blocks("llvm -mcpu=skylake-avx512") == [(3, 32), (32, 32), (32, 32), (32, 32), (32, 32)]
+    assert blocks("llvm -mcpu=haswell -mattr=+avx2,+fma") == [(3, 8), (8, 8), (8, 16), (8, 8), (8, 8)]
+
+
+@pytest.mark.parametrize(("data", "kernel", "stride"), [
+    ((1, 64, 14, 14), (96, 64, 1, 1), 2), ((1, 96, 7, 7), (64, 96, 1, 1), 1),
+    ((1, 64, 9, 9), (32, 64, 3, 3), 2)])
+def test_two_vector_fallbacks_of_avx512_equal_numpy(data, kernel, stride):
+    pad = (kernel[-1] // 2,) * 4
+    task = autotvm_task.create("conv2d_NCHWc.x86", workload(data, kernel, (stride, stride), pad), "llvm")
+    config = FallbackConfigEntity()
+    with Target("llvm -mcpu=skylake-avx512"):
+        task.instantiate(config)
+    assert config["tile_ic"].size[-1] == 32 and config["tile_oc"].size[-1] == 32
+    got, want = run_config(task, config, np.random.default_rng(stride))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_fallback_input_block_is_the_block_a_fallback_producer_writes():
@@ -251,7 +299,7 @@ def test_infer_layout_names_the_blocked_layouts_of_a_config():
     cfg = FallbackConfigEntity()
     with Target("llvm -mcpu=skylake-avx512"):
         registry.get_strategy("depthwise_conv2d_NCHWc.x86").kernel_call(cfg, *depthwise[1:])
-    assert infer_layout(depthwise, cfg)[1][0] == ((1, 2, 4, 4, 16), "NCHW16c")
+    assert infer_layout(depthwise, cfg)[1][0] == ((1, 1, 4, 4, 32), "NCHW32c")  # two AVX-512 vectors
 
 
 @pytest.mark.parametrize("kernel_hw", [3, 1])

@@ -29,14 +29,18 @@ def test_space_has_tvms_knobs_in_tvms_order():
 
 
 def test_fallback_config_unrolls_the_window_in_register_tiles_of_half_the_registers():
-    """TVM's blocks of a vector; the window's columns unrolled (TVM: not) and at most 15 columns of
-    accumulators on AVX-512's 32 registers (TVM: 31), 7 on AVX2's 16."""
+    """The blocks of ``conv2d_NCHWc.x86``'s network fallback (two AVX-512 vectors; TVM: one); the
+    window's columns unrolled (TVM: not) and at most 15 accumulator vectors on AVX-512's 32
+    registers (7 columns of two vectors; TVM: 31 columns of one), 7 on AVX2's 16."""
     with Target("llvm -mcpu=skylake-avx512"):
         cfg = FallbackConfigEntity()
         call = DEPTHWISE_CONV2D_NCHWC.kernel_call(cfg, *workload(32, 112, 1))
-    assert [cfg[k].size for k in ("tile_ic", "tile_oc", "tile_ow")] == [[2, 16], [2, 16], [8, 14]]
+        sixteen = FallbackConfigEntity()
+        DEPTHWISE_CONV2D_NCHWC.kernel_call(sixteen, *workload(16, 112, 1))
+    assert [cfg[k].size for k in ("tile_ic", "tile_oc", "tile_ow")] == [[1, 32], [1, 32], [16, 7]]
     assert cfg["unroll_kw"].val is True
-    assert [tuple(t.shape) for t in call.inputs] == [(1, 2, 112, 112, 16), (2, 1, 3, 3, 1, 16)]
+    assert [tuple(t.shape) for t in call.inputs] == [(1, 1, 112, 112, 32), (1, 1, 3, 3, 1, 32)]
+    assert sixteen["tile_oc"].size == [1, 16] and sixteen["tile_ow"].size == [8, 14]
     with Target("llvm -mcpu=haswell -mattr=+avx2,+fma"):
         avx2 = FallbackConfigEntity()
         DEPTHWISE_CONV2D_NCHWC.kernel_call(avx2, *workload(32, 112, 1))

@@ -349,3 +349,31 @@ def test_convolutions_are_configured_in_the_graph_tuners_order() -> None:
     for k, w in enumerate(recording.queried):
         if w[0] == "conv2d_NCHWc_winograd.x86":
             assert recording.queried[k - 1] == ("conv2d_NCHWc.x86", *w[1:])
+
+
+@pytest.fixture(scope="module")
+def resnet50() -> tuple:
+    return resnet.get_workload(num_layers=50, batch_size=1, image_shape=(3, 32, 32))
+
+
+def test_fallback_bottlenecks_chain_their_channel_blocks_on_avx512(resnet50: tuple, no_packages) -> None:
+    """Without records, ResNet-50's 1x1, Winograd 3x3 and strided convolutions read and write
+    the same blocks (two AVX-512 vectors): layout transforms only into the stem and before the
+    flatten (before, each Winograd output of two vectors went through one to a 1x1 reading one)."""
+    with PassContext(opt_level=3):
+        fused = optimize(*resnet50, Target("llvm -mcpu=skylake-avx512"))["main"]
+    transforms = [c for c in _calls(fused) if c.op.name == "layout_transform"]
+    assert sorted((c.attrs.src_layout, c.attrs.dst_layout) for c in transforms) == [
+        ("NCHW", "NCHW3c"), ("NCHW32c", "NCHW")]
+    convs = [c for c in _calls(fused) if c.op.name in (*BLOCKED, WINOGRAD)]
+    assert g.count_calls(fused)[WINOGRAD] == 17 and len(convs) == 53  # the 32x32 variant's stem is 3x3
+    assert {c.attrs.out_layout for c in convs} == {"NCHW32c"}
+
+
+@pytest.mark.slow
+def test_resnet50_fallback_build_equals_the_interpreter(resnet50: tuple, no_packages) -> None:
+    mod, params = resnet50
+    lib = _build(mod, params)
+    data = RNG.uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
+    expected = g.evaluate(mod, [data], params)
+    np.testing.assert_allclose(_run(lib, data), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())

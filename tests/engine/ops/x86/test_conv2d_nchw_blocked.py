@@ -130,7 +130,7 @@ def test_a_narrow_fallback_tile_takes_two_vectors_of_output_channels() -> None:
     nchwc = create("conv2d_NCHWc.x86", twin_workload((BLOCKED, *args))[1:], AVX512)
     with Target(AVX512):
         _, tensors = nchwc.instantiate(FallbackConfigEntity())
-    assert tensors[1].shape[-1] == 16  # a network's layer keeps the default layouts' blocks
+    assert tensors[1].shape[-1] == 32  # a network's layer: the default layouts' blocks, two vectors
 
 
 @pytest.mark.parametrize(("target", "tiles"), [

@@ -90,10 +90,11 @@ def logical_shapes(data: te.Tensor, kernel: te.Tensor) -> tuple[tuple[int, ...],
 
 
 def define_conv2d_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_shape: Sequence[int],
-                              strides: IntPair, padding: Padding, unroll_small_windows: bool = True) -> None:
+                              strides: IntPair, padding: Padding, unroll_small_windows: bool = True,
+                              network_blocks: bool = False) -> None:
     """Define TVM's knobs of ``conv2d_NCHWc.x86`` (see the module docstring); a fallback config gets
-    TVM's default entities, small windows unrolled unless ``unroll_small_windows`` is False
-    (:func:`unrolls_window`)."""
+    :func:`_fallback_config`'s entities (``unroll_small_windows`` and ``network_blocks``: the
+    template's own layers pass True, a kernel writing its own blocks False)."""
     n, ic, ih, iw = data_shape
     oc, _, kh, kw = kernel_shape
     pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw))
@@ -108,25 +109,14 @@ def define_conv2d_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], kerne
     else:
         cfg.define_knob("unroll_kw", [True, False])
     if cfg.is_fallback:
-        _fallback_config(cfg, ic, oc, oh, ow, (kh, kw), unroll_small_windows)
+        _fallback_config(cfg, ic, oc, oh, ow, (kh, kw), unroll_small_windows, network_blocks)
 
 
 def infer_layout(workload: Workload, cfg: ConfigSpace) -> tuple[tuple, tuple]:
-    """The data and output layouts a config of a ``conv2d_NCHWc.x86`` (or depthwise) workload gives
-    (TVM's ``conv2d_infer_layout``, which the graph tuner reads).
-
-    Parameters
-    ----------
-    workload : sequence
-        ``(name, data, kernel, strides, padding, dilation, layout, out_layout, out_dtype)`` with
-        tensors as ``("TENSOR", shape, dtype)``.
-    cfg : ConfigEntity
-
-    Returns
-    -------
-    tuple
-        ``(((in_shape, "NCHW{ic_bn}c"),), ((out_shape, "NCHW{oc_bn}c"),))``.
-    """
+    """The data and output layouts a config of a ``conv2d_NCHWc.x86`` (or depthwise) workload gives,
+    ``(((in_shape, "NCHW{ic_bn}c"),), ((out_shape, "NCHW{oc_bn}c"),))`` (TVM's ``conv2d_infer_layout``,
+    which the graph tuner reads); the workload is ``(name, data, kernel, strides, padding, dilation,
+    layout, out_layout, out_dtype)`` with tensors as ``("TENSOR", shape, dtype)``."""
     _, data, kernel, strides, padding, dilation = workload[:6]
     n, ic, h, w = data[1]
     kh, kw = kernel[1][2:4]
@@ -156,14 +146,25 @@ def vector_ops(block: int, lanes: int) -> int:
 
 def output_channel_block(oc: int, lanes: int) -> int:
     """The channels of a fallback block: the divisor of ``oc`` (up to :data:`MAX_BLOCK_VECTORS`
-    vectors) that does the most channels per vector instruction, the narrower one on a tie.
-
-    A whole vector when it divides ``oc``; otherwise e.g. 24 channels on 16 lanes (a vector and a
-    half, 12 channels per instruction, where blocks of 8 do 8) and 40 of 1000 (13.3, where 8 does 8
-    and TVM's largest divisor within a vector, 10, does 5).
-    """
+    vectors) that does the most channels per vector instruction, the narrower one on a tie: a whole
+    vector when it divides ``oc``, else e.g. 24 channels on 16 lanes (a vector and a half, 12 channels
+    per instruction, where 8 does 8) and 40 of 1000 (13.3; TVM's largest within a vector, 10, does 5)."""
     blocks = [b for b in range(1, min(oc, MAX_BLOCK_VECTORS * lanes) + 1) if oc % b == 0]
     return max(blocks, key=lambda b: (b / vector_ops(b, lanes), -b))
+
+
+def network_channel_block(channels: int, lanes: int) -> int:
+    """The channel block of a network layer's fallback, read and written alike by the fallbacks of
+    ``conv2d_NCHWc.x86``, its Winograd and depthwise templates (so no layout transform lies between
+    them): :func:`output_channel_block`'s, or with 32 vector registers (16 lanes) the narrowest of at
+    least two vectors that does as many channels per instruction (32 of 64-256 channels, 48 of 144).
+    Each input value a 1x1 or direct convolution broadcasts then feeds two multiply-adds, and
+    ResNet-50's fallback build loses 17 layout transforms (benchmarks/README.md)."""
+    block = output_channel_block(channels, lanes)
+    rate = block / vector_ops(block, lanes)
+    wide = [b for b in range(2 * lanes, MAX_BLOCK_VECTORS * lanes + 1)
+            if channels % b == 0 and b / vector_ops(b, lanes) == rate]
+    return min(wide) if wide and lanes >= 16 else block
 
 
 def unrolls_window(window: tuple[int, int]) -> bool:
@@ -180,22 +181,21 @@ def few_input_channels(ic: int, oc: int, window: tuple[int, int], lanes: int) ->
     quarter of the registers' columns: a window wider than :data:`SMALL_WINDOW` columns over
     fewer input channels than a vector (an image's stem) on targets with 32 vector registers, two
     vectors dividing ``oc``.  Each input value broadcast then feeds two multiply-adds (ResNet's
-    7x7 stem: 0.8-0.9x the time of one vector, benchmarks/README.md).  A 3x3 stem keeps one
-    vector: its consumer, a depthwise layer, would read the result through a layout transform."""
+    7x7 stem: 0.8-0.9x the time of one vector, benchmarks/README.md)."""
     return window[1] > SMALL_WINDOW and ic < lanes and oc % (2 * lanes) == 0 and lanes >= 16
 
 
 def _fallback_config(cfg: ConfigSpace, ic: int, oc: int, oh: int, ow: int, window: tuple[int, int],
-                     unroll_small_windows: bool = True) -> None:
+                     unroll_small_windows: bool = True, network_blocks: bool = False) -> None:
     """TVM's ``_fallback_schedule`` of ``conv2d_avx_common`` / ``conv2d_avx_1x1`` (its register tile
-    sized for the target's vector registers), with channel blocks of :func:`output_channel_block`
-    for the input too: the block a fallback producer of the data writes, so no layout transform
-    lies between two fallback convolutions; a window :func:`unrolls_window` names is unrolled
-    (with ``unroll_small_windows``) in a tile of half the columns, and a layer of
+    sized for the target's vector registers), with channel blocks of :func:`network_channel_block`
+    (without ``network_blocks``, of :func:`output_channel_block`) for the input too: the block a
+    fallback producer writes; a window :func:`unrolls_window` names is unrolled (with
+    ``unroll_small_windows``) in a tile of half the columns, and a layer of
     :func:`few_input_channels` takes two vectors of output channels in a quarter of them."""
     lanes = fp32_lanes()
-    oc_bn = output_channel_block(oc, lanes)
-    ic_bn = output_channel_block(ic, lanes)
+    block = network_channel_block if network_blocks else output_channel_block
+    oc_bn, ic_bn = block(oc, lanes), block(ic, lanes)
     image = few_input_channels(ic, oc, window, lanes)
     if image:
         oc_bn = 2 * lanes
@@ -220,7 +220,8 @@ def _fallback_config(cfg: ConfigSpace, ic: int, oc: int, oh: int, ow: int, windo
 def pack_conv2d_NCHWc(cfg: ConfigSpace, call: OpCall) -> OpCall:
     """The kernel's inputs: blocked ``data`` and packed ``kernel`` placeholders for ``cfg``'s blocks."""
     data, kernel = call.inputs
-    define_conv2d_nchwc_space(cfg, data.shape, kernel.shape, call.attrs["stride"], call.attrs["padding"])
+    define_conv2d_nchwc_space(cfg, data.shape, kernel.shape, call.attrs["stride"], call.attrs["padding"],
+                              network_blocks=True)
     n, ic, ih, iw = data.shape
     oc, _, kh, kw = kernel.shape
     ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
@@ -248,7 +249,7 @@ def conv2d_NCHWc_x86_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tenso
                              out_dtype: str) -> te.Tensor:
     """Define the knobs, then ``nn.conv2d_NCHWc``; 4-D data and kernel are packed by stages first."""
     data_shape, kernel_shape = logical_shapes(data, kernel)
-    define_conv2d_nchwc_space(cfg, data_shape, kernel_shape, stride, padding)
+    define_conv2d_nchwc_space(cfg, data_shape, kernel_shape, stride, padding, network_blocks=True)
     if len(data.shape) == 4:
         data, kernel = pack_nchwc_stages(data, kernel, cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1])
     n, ic, h, w = data_shape

@@ -34,7 +34,12 @@ from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, output_through_epilogue
 from tunecli.engine.ops.nn.pad import pad
 from tunecli.engine.ops.strategy import OpCall, Strategy
-from tunecli.engine.ops.x86.conv2d_nchwc import declare_conv2d_NCHWc, fp32_lanes, largest_divisor
+from tunecli.engine.ops.x86.conv2d_nchwc import (
+    declare_conv2d_NCHWc,
+    fp32_lanes,
+    largest_divisor,
+    network_channel_block,
+)
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
 from tunecli.engine.task.workload_args import TaskArg
@@ -68,8 +73,10 @@ def check_winograd_workload(kernel_shape: Sequence[int], strides: IntPair, dilat
                                  f"got kernel {tuple(kernel_shape)}, strides {strides}, dilation {dilation}")
 
 
-def define_winograd_space(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
-    """Define the knobs (see the module docstring); a fallback config gets :func:`fallback_config`'s.
+def define_winograd_space(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple[int, int],
+                          network_blocks: bool = False) -> None:
+    """Define the knobs (see the module docstring); a fallback config gets :func:`fallback_config`'s
+    (``network_blocks``: a network layer's, True; a kernel writing its own blocks, False).
 
     ``ic_bn`` and ``oc_bn`` are whole vectors (multiples of the target's float32 lanes) where the
     channel count allows it: narrower blocks leave the vector units idle in every stage.
@@ -80,7 +87,7 @@ def define_winograd_space(cfg: ConfigSpace, channels: int, filters: int, out_hw:
     cfg.define_knob("tile_p", list(REGISTER_TILES))
     cfg.define_knob("tile_m", list(TILE_SIZES))
     if cfg.is_fallback:
-        fallback_config(cfg, channels, filters, out_hw)
+        fallback_config(cfg, channels, filters, out_hw, network_blocks)
 
 
 def _whole_vectors(extent: int, lanes: int) -> Callable[[SplitEntity], bool]:
@@ -91,8 +98,12 @@ def _whole_vectors(extent: int, lanes: int) -> Callable[[SplitEntity], bool]:
     return lambda split: split.size[-1] % lanes == 0
 
 
-def fallback_config(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple[int, int]) -> None:
-    """``oc_bn`` two vectors wide, ``ic_bn`` one; F(4x4, 3x3) when it gives at least
+def fallback_config(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple[int, int],
+                    network_blocks: bool = False) -> None:
+    """``oc_bn`` two vectors wide, ``ic_bn`` one; with ``network_blocks`` the block a fallback
+    producer writes for ``ic_bn`` (``conv2d_nchwc.network_channel_block``) and, with 32 vector
+    registers (16 lanes), the one its consumers read for ``oc_bn``, so that no layout transform lies
+    between fallback neighbours (on narrower targets one follows); F(4x4, 3x3) when it gives at least
     :func:`min_tiles_m4` tiles (each transformed kernel element is used once per tile: with
     fewer, streaming the 2.25x larger kernel costs more than the multiplications F(4x4) saves),
     else F(2x2); the register tile of at most :data:`FALLBACK_ACCUMULATORS` vectors with the
@@ -100,6 +111,9 @@ def fallback_config(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple
     lanes = fp32_lanes()
     oc_bn = largest_divisor(filters, 2 * lanes)
     ic_bn = largest_divisor(channels, lanes)
+    if network_blocks:
+        oc_bn = network_channel_block(filters, lanes) if lanes >= 16 else oc_bn
+        ic_bn = network_channel_block(channels, lanes)
     vectors = -(-oc_bn // lanes)
     m = 4 if tile_count(out_hw, 4) >= min_tiles_m4(lanes) else 2
     tiles = tile_count(out_hw, m)
@@ -134,7 +148,7 @@ def pack_conv2d_winograd(cfg: ConfigSpace, call: OpCall, block_data: bool = True
     oc = kernel.shape[0]
     oh, ow, _ = conv2d_output_shape((ih, iw), (3, 3), call.attrs["stride"], call.attrs["padding"],
                                     call.attrs["dilation"])
-    define_winograd_space(cfg, ic, oc, (oh, ow))
+    define_winograd_space(cfg, ic, oc, (oh, ow), network_blocks=block_data)
     ic_bn, oc_bn, alpha = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1], cfg["tile_m"].val + 2
     if block_data:
         data = te.placeholder((n, ic // ic_bn, ih, iw, ic_bn), dtype=data.dtype, name="data")
@@ -183,16 +197,16 @@ def kernel_transform_stage(kernel: te.Tensor, m: int, ic_bn: int, oc_bn: int) ->
 
 def conv2d_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
                             padding: Padding, dilation: IntPair, layout: str, out_layout: str,
-                            out_dtype: str) -> te.Tensor:
+                            out_dtype: str, network_blocks: bool = False) -> te.Tensor:
     """The stages of the module docstring; 4-D data and an OIHW kernel are blocked and transformed
-    by stages first."""
+    by stages first (the fallback's blocks a network layer's with ``network_blocks``)."""
     if len(data.shape) == 4:
         n, c, h, w = data.shape
         filters = kernel.shape[0] if len(kernel.shape) == 4 else kernel.shape[2] * kernel.shape[5]
         if len(kernel.shape) == 4:
             check_winograd_workload(kernel.shape, stride, dilation)
         out_hw = conv2d_output_shape((h, w), (3, 3), stride, padding, dilation)[:2]
-        define_winograd_space(cfg, c, filters, out_hw)
+        define_winograd_space(cfg, c, filters, out_hw, network_blocks)
         ic_bn, oc_bn = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
         data = te.compute((n, c // ic_bn, h, w, ic_bn), lambda b, cc, y, x, v: data[b, cc * ic_bn + v, y, x],
                           name="data_vec", tag="injective,layout_transform")
@@ -202,7 +216,7 @@ def conv2d_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor
     alpha, _, kb, _, _, oc_bn = kernel.shape
     check_winograd_workload((0, 0, 3, 3), stride, dilation)
     oh, ow, (pt, pl, _, _) = conv2d_output_shape((h, w), (3, 3), stride, padding, dilation)
-    define_winograd_space(cfg, cb * ic_bn, kb * oc_bn, (oh, ow))
+    define_winograd_space(cfg, cb * ic_bn, kb * oc_bn, (oh, ow), network_blocks)
     m = alpha - 2
     at, bt, _ = ref.winograd_matrices(m)
     cfg.add_flop(2 * n * kb * oc_bn * oh * ow * cb * ic_bn * 9)
@@ -247,6 +261,14 @@ def conv2d_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor
 
     return te.compute((n, kb, oh, ow, oc_bn), gather, name="conv2d_winograd_NCHWc",
                       tag="conv2d_winograd_NCHWc")
+
+
+def conv2d_NCHWc_winograd_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor, stride: IntPair,
+                                  padding: Padding, dilation: IntPair, layout: str, out_layout: str,
+                                  out_dtype: str) -> te.Tensor:
+    """``conv2d_NCHWc_winograd.x86``'s compute: :func:`conv2d_winograd_compute` of a network layer."""
+    return conv2d_winograd_compute(cfg, data, kernel, stride, padding, dilation, layout, out_layout,
+                                   out_dtype, network_blocks=True)
 
 
 def schedule_conv2d_winograd(cfg: ConfigSpace, outs: Sequence[te.Tensor],
@@ -332,7 +354,7 @@ def _schedule_inputs(s: Schedule, padded: te.Tensor, kernel: te.Tensor) -> None:
 
 CONV2D_NCHWC_WINOGRAD = Strategy(
     op="conv2d_NCHWc_winograd", target_key="cpu", name="conv2d_NCHWc_winograd.x86",
-    declare=declare_conv2d_winograd, compute=conv2d_winograd_compute, schedule=schedule_conv2d_winograd,
+    declare=declare_conv2d_winograd, compute=conv2d_NCHWc_winograd_compute, schedule=schedule_conv2d_winograd,
     reference=ref.conv2d_winograd_NCHWc_python, outputs=("out",), pack=pack_conv2d_winograd, plevel=15,
     summary="Winograd F(m x m, 3 x 3), 3x3 stride 1 only; NCHW[ic_bn]c data, kernel transformed "
             "`[alpha, alpha, O/oc_bn, C/ic_bn, ic_bn, oc_bn]`, NCHW[oc_bn]c output")

@@ -28,9 +28,10 @@ from tunecli.engine.ops.x86.conv2d_nchwc import (
     fp32_lanes,
     largest_divisor,
     logical_tensors,
-    output_channel_block,
+    network_channel_block,
     schedule_input_stages,
     tile_output,
+    vector_ops,
 )
 from tunecli.engine.schedule import Schedule
 from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
@@ -66,7 +67,7 @@ def define_depthwise_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], ke
                                  strides: IntPair,
                                  padding: Padding, dilation: IntPair) -> None:
     """Define TVM's knobs; a fallback config gets TVM's default entities except three: the channel
-    block is ``conv2d_NCHWc.x86``'s (``output_channel_block``, the block its producer writes), the
+    block is ``conv2d_NCHWc.x86``'s (``network_channel_block``, the block its producer writes), the
     kernel's columns are unrolled and a register tile holds at most half the vector registers in
     accumulators.  A window's columns in a loop leave a bound check on every load of the padded
     input, and a wider tile spills: TVM's defaults (28 columns of a 56-wide map, no unrolling) ran
@@ -78,8 +79,9 @@ def define_depthwise_nchwc_space(cfg: ConfigSpace, data_shape: Sequence[int], ke
     cfg.define_split("tile_ow", ow, num_outputs=2, filter=lambda y: y.size[-1] <= MAX_REG_N)
     cfg.define_knob("unroll_kw", [True, False])
     if cfg.is_fallback:
-        oc_bn = output_channel_block(c, fp32_lanes())
-        reg_n = largest_divisor(ow, fallback_register_tile() // 2)
+        oc_bn = network_channel_block(c, fp32_lanes())
+        columns = fallback_register_tile() // 2 // vector_ops(oc_bn, fp32_lanes())
+        reg_n = largest_divisor(ow, max(columns, 1))
         cfg["tile_ic"] = SplitEntity([c // oc_bn, oc_bn])
         cfg["tile_oc"] = SplitEntity([c // oc_bn, oc_bn])
         cfg["tile_ow"] = SplitEntity([ow // reg_n, reg_n])
