@@ -285,6 +285,23 @@ def test_the_1x1_gemm_with_a_stride_equals_numpy(args: tuple) -> None:
     assert "data_strided" in str(lower(sch, tensors))
 
 
+@pytest.mark.parametrize("target", [AVX2, AVX512])
+def test_the_strided_1x1_gemm_of_either_vector_width_equals_numpy_where_it_runs(target: str) -> None:
+    if not Target(target).is_host:
+        pytest.skip(f"{target} code does not run on this machine")
+    args = (1, 14, 14, 16, 48, 1, 1, 2, 0, 1, "float32")
+    task = create(GEMM_1X1, args, target)
+    with Target(target):
+        sch, tensors = task.instantiate(FallbackConfigEntity())
+    mod = build(sch, tensors, target=target)
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((1, 16, 14, 14)).astype("float32")
+    weight = rng.standard_normal((48, 16, 1, 1)).astype("float32")
+    out = np.zeros((1, 48, 7, 7), dtype="float32")
+    mod(data, weight_for_kernel(GEMM_1X1, weight, [int(d) for d in tensors[1].shape]), out)
+    np.testing.assert_allclose(out, ref.conv2d_nchw_python(data, weight, 2, 0), rtol=1e-4, atol=1e-3)
+
+
 def test_the_1x1_fallback_takes_whole_rows_where_they_fill_the_vectors_better() -> None:
     """A 7x7 output is one 49-pixel run (4 instructions on 16 lanes), not 7 runs of 7 (3 each); a
     28-wide output two rows (56 pixels in 4 instructions); a 56-wide one a row."""
