@@ -16,12 +16,14 @@ printed: each build's time and kernel count, the FLOPs of the network's dense an
 products and the GFLOP/s they imply, and the process's peak RSS after each network.
 
 ``--kernels N`` also prints where the tuned build's time goes (the untuned one's without
-``--log``) at 1 thread, summed per fused operator pattern (the kernel name less its numeric
-suffix), the N largest: each kernel timed alone on the network's buffers, called again and again
-(CPU time, the fastest of 5 batches: its weights stay in the caches), and in the network (the
-fastest of ``IN_NETWORK_PASSES`` passes over all kernels in order, each call timed once: its
-weights come from memory, as in a run).  The dense layers' and batched products' GFLOP/s both
-ways are printed beside OpenBLAS's sgemm on one thread, a practical ceiling of the core.
+``--log``), summed per fused operator pattern (the kernel name less its numeric suffix), the N
+largest: each kernel timed alone on the network's buffers at 1 thread, called again and again
+(CPU time, the fastest of 5 batches: its weights stay in the caches), and in the network at 1 and
+at 2 threads (the fastest of ``IN_NETWORK_PASSES`` passes over all kernels in order, each call
+timed once: its weights come from memory, as in a run).  The dense layers' and batched products'
+GFLOP/s each way are printed beside OpenBLAS's sgemm on one thread, a practical ceiling of the
+core; then onnxruntime's own profile of the same network at 1 and 2 threads, by operator type
+(each node's fastest of as many runs), so that a loss at 2 threads can be traced to its operators.
 
 ``--layers N`` builds each model with N layers instead of 12 (same widths): a quick look at the
 per-layer speed (the embeddings, and GPT-2's vocabulary-wide output layer, stay whole).
@@ -94,13 +96,69 @@ def timed_build(mod: Any, params: dict[str, Any], context: Any) -> tuple[BuiltGr
     return lib, time.perf_counter() - start
 
 
-def kernel_breakdown(module: GraphModule, flops: float, count: int) -> None:
-    """Print the ``count`` fused operator patterns of ``module`` with the most time per run at 1
-    thread, each kernel timed alone and in the network (see the module docstring), and the
-    products' GFLOP/s both ways."""
+def kernel_calls(module: GraphModule, threads: int) -> list[tuple[str, Any, Any]]:
+    """``(pattern, function, arguments)`` of each kernel call of a run, in order, at ``threads``
+    threads (the pattern: the kernel's name less its numeric suffix)."""
+    set_num_threads(threads)
     executor = module.executor
-    calls = [(re.sub(r"_\d+$", "", name.removeprefix("tvmgen_default_fused_")), func, arguments)
-             for (name, _), (func, arguments) in zip(executor.plan.ops, executor.kernel_calls(), strict=True)]
+    return [(re.sub(r"_\d+$", "", name.removeprefix("tvmgen_default_fused_")), func, arguments)
+            for (name, _), (func, arguments) in zip(executor.plan.ops, executor.kernel_calls(), strict=True)]
+
+
+def in_network_seconds(module: GraphModule, threads: int) -> dict[str, float]:
+    """Each pattern's time per run at ``threads`` threads in the network: the fastest of
+    ``IN_NETWORK_PASSES`` passes over all kernels in order, each call timed once."""
+    calls = kernel_calls(module, threads)
+    fastest = [float("inf")] * len(calls)
+    for _ in range(IN_NETWORK_PASSES):
+        for i, (_, func, arguments) in enumerate(calls):
+            start = time.perf_counter()
+            func(*arguments)
+            fastest[i] = min(fastest[i], time.perf_counter() - start)
+    seconds: dict[str, float] = collections.defaultdict(float)
+    for (pattern, _, _), t in zip(calls, fastest, strict=True):
+        seconds[pattern] += t
+    return seconds
+
+
+def onnxruntime_profile(onnx_bytes: bytes, feed: dict[str, np.ndarray], threads: int) -> dict[str, float]:
+    """onnxruntime's time per run by operator type at ``threads`` threads: each node's fastest of
+    ``IN_NETWORK_PASSES`` runs (its profiler's kernel times), summed per type."""
+    import json
+    import os
+    import tempfile
+
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    opts.enable_profiling = True
+    opts.profile_file_prefix = os.path.join(tempfile.gettempdir(), "ort_profile")
+    sess = ort.InferenceSession(onnx_bytes, opts, providers=["CPUExecutionProvider"])
+    for _ in range(IN_NETWORK_PASSES):
+        sess.run(None, feed)
+    path = sess.end_profiling()
+    with open(path) as f:
+        events = json.load(f)
+    os.remove(path)
+    fastest: dict[str, tuple[str, float]] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            op, dur = e["args"]["op_name"], e["dur"] * 1e-6
+            if e["name"] not in fastest or dur < fastest[e["name"]][1]:
+                fastest[e["name"]] = (op, dur)
+    per_op: dict[str, float] = collections.defaultdict(float)
+    for op, dur in fastest.values():
+        per_op[op] += dur
+    return per_op
+
+
+def kernel_breakdown(module: GraphModule, flops: float, count: int, onnx_bytes: bytes,
+                     feed: dict[str, np.ndarray]) -> None:
+    """Print the ``count`` fused operator patterns of ``module`` with the most time per run, each
+    kernel timed alone at 1 thread and in the network at 1 and 2 threads (see the module
+    docstring), the products' GFLOP/s, and onnxruntime's profile by operator type."""
+    calls = kernel_calls(module, 1)
     alone: dict[str, float] = collections.defaultdict(float)
     for pattern, func, arguments in calls:
         func(*arguments)
@@ -111,29 +169,29 @@ def kernel_breakdown(module: GraphModule, flops: float, count: int) -> None:
                 func(*arguments)
             batches.append((time.process_time() - start) / 3)
         alone[pattern] += min(batches)
-    fastest = [float("inf")] * len(calls)
-    for _ in range(IN_NETWORK_PASSES):
-        for i, (_, func, arguments) in enumerate(calls):
-            start = time.perf_counter()
-            func(*arguments)
-            fastest[i] = min(fastest[i], time.perf_counter() - start)
-    in_network: dict[str, float] = collections.defaultdict(float)
-    counts: collections.Counter[str] = collections.Counter()
-    for (pattern, _, _), seconds in zip(calls, fastest, strict=True):
-        in_network[pattern] += seconds
-        counts[pattern] += 1
+    in_network = {t: in_network_seconds(module, t) for t in (1, 2)}
+    counts = collections.Counter(pattern for pattern, _, _ in calls)
 
     def products(times: dict[str, float]) -> float:
         return sum(t for p, t in times.items() if p.startswith(("nn_dense", "nn_batch_matmul", "nn_conv2d")))
 
-    print(f"  kernels at 1 thread: {sum(alone.values()) * 1e3:.2f} ms alone (CPU), "
-          f"{sum(in_network.values()) * 1e3:.2f} ms in the network; the products "
-          f"{flops / products(alone) / 1e9:.1f} GFLOP/s alone, {flops / products(in_network) / 1e9:.1f} "
-          "in the network")
+    print(f"  kernels: {sum(alone.values()) * 1e3:.2f} ms alone (1 thread, CPU), in the network "
+          + ", ".join(f"{sum(v.values()) * 1e3:.2f} ms at {t} thread{'s' if t > 1 else ''}"
+                      for t, v in in_network.items())
+          + f"; the products {flops / products(alone) / 1e9:.1f} GFLOP/s alone, "
+          + ", ".join(f"{flops / products(v) / 1e9:.1f}" for v in in_network.values()) + " in the network")
     print(f"  {_common.sgemm_peak_line([1])}")
-    print("     alone    in network")
-    for pattern, seconds in sorted(in_network.items(), key=lambda item: -item[1])[:count]:
-        print(f"    {alone[pattern] * 1e3:8.3f} ms {seconds * 1e3:8.3f} ms {counts[pattern]:3d}x {pattern}")
+    print("     alone    in network (1 / 2 threads)")
+    for pattern, seconds in sorted(in_network[1].items(), key=lambda item: -item[1])[:count]:
+        two = in_network[2][pattern]
+        print(f"    {alone[pattern] * 1e3:8.3f} ms {seconds * 1e3:8.3f} ms {two * 1e3:8.3f} ms "
+              f"{counts[pattern]:3d}x {pattern}")
+    profiles = {t: onnxruntime_profile(onnx_bytes, feed, t) for t in (1, 2)}
+    print("  onnxruntime by operator type (each node's fastest of "
+          f"{IN_NETWORK_PASSES} runs; 1 / 2 threads): "
+          + ", ".join(f"{sum(v.values()) * 1e3:.2f} ms" for v in profiles.values()))
+    for op, seconds in sorted(profiles[1].items(), key=lambda item: -item[1])[:count]:
+        print(f"             {seconds * 1e3:8.3f} ms {profiles[2].get(op, 0.0) * 1e3:8.3f} ms  {op}")
 
 
 def bench(name: str, args: argparse.Namespace) -> None:
@@ -186,8 +244,7 @@ def bench(name: str, args: argparse.Namespace) -> None:
         if threads == 1:
             print(f"  threads=1, CPU time: {ratios({k: _common.median(v) for k, v in cpu.items()})}")
     if args.kernels:
-        set_num_threads(1)
-        kernel_breakdown(modules.get("tuned", modules["untuned"]), flops, args.kernels)
+        kernel_breakdown(modules.get("tuned", modules["untuned"]), flops, args.kernels, onnx_bytes, feed)
     print(f"  {_common.peak_memory_line()}")
 
 
@@ -209,8 +266,8 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=5)
     parser.add_argument("--settle", type=float, default=0.5)
     parser.add_argument("--kernels", type=int, default=0,
-                        help="also print the N costliest fused operators of the tuned build (else untuned) "
-                             "at 1 thread, alone and in the network")
+                        help="also print the N costliest fused operators of the tuned build (else untuned), "
+                             "alone and in the network at 1 and 2 threads, and onnxruntime's profile")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.number, args.settle = 3, 2, 0.2
