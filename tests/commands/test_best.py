@@ -129,6 +129,17 @@ def test_output_a_tune_is_writing_is_refused(invoke: Invoke, matmul_log: Path, t
     assert busy.read_text() == "# a tune appends here\n"
 
 
+def test_an_unwritable_output_is_a_usage_error_naming_it(invoke: Invoke, matmul_log: Path) -> None:
+    """A destination under a file, or in a place no file can be made (``/proc``), is refused with
+    exit code 2 and one line naming the destination, not a temporary name."""
+    for out, why in ((f"{matmul_log}/best.log", f"{matmul_log} is not a directory"),
+                     ("/proc/best.log", "")):
+        result = invoke("best", str(matmul_log), "-o", out)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"error: {out}: cannot write ") and why in result.stderr
+        assert result.stderr.count("\n") == 1 and ".tmp" not in result.stderr
+
+
 def test_hostile_records_are_skipped_and_the_best_is_real(invoke: Invoke, matmul_log: Path,
                                                           tmp_path: Path) -> None:
     """A negative cost, a nanosecond for a 16^3 matmul... none of them may become the best."""

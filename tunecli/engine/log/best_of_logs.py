@@ -25,6 +25,7 @@ from tunecli.engine.log.record import JsonValue, Record, encode, read_log
 from tunecli.engine.log.task_records import RecordKey, lowest_per_config, record_key
 from tunecli.engine.task.text import config_text, workload_text
 from tunecli.engine.task.workload_args import WorkloadArg
+from tunecli.errors import LogPathError
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
         When a log cannot be read.
     LogInUseError
         When ``out`` is one of ``paths`` (by any name) or a tune is writing it.
+    LogPathError
+        When ``out`` cannot be written (the file that was there, if any, is as it was).
     """
     report = BestReport(logs=[str(p) for p in paths])
     for path in paths:
@@ -146,7 +149,11 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
                 kept.append(choice.record)
         report.workloads.append(entry)
     if out is not None:
-        write_log(out, (encode(inp, res) + "\n" for inp, res in kept))
+        try:
+            write_log(out, (encode(inp, res) + "\n" for inp, res in kept))
+        except OSError as err:  # a read-only directory, a full disk
+            raise LogPathError(f"{os.fspath(out)}: cannot write this log: {err.strerror or err}; "
+                               "nothing was written there") from None
         report.written = str(out)
     return report
 

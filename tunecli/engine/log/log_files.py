@@ -236,6 +236,8 @@ def check_output_log(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]
         When ``out`` is one of ``inputs`` (the same file, by any name) or a tune holds its lock.
     RecordError
         When ``out`` exists and is not a regular file.
+    LogPathError
+        When its directory (or the nearest that exists) is not a directory or not writable.
     """
     real = real_log_path(out)
     for source in inputs:
@@ -248,6 +250,13 @@ def check_output_log(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]
                             "or write to another log")
     if real.exists() and not real.is_file():
         raise RecordError(f"{os.fspath(out)}: is not a regular file; cannot write a log there")
+    where = real.parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        raise LogPathError(f"{os.fspath(out)}: cannot write a log there: {where} is not a directory")
+    if not os.access(where, os.W_OK | os.X_OK):  # a read-only file system or directory
+        raise LogPathError(f"{os.fspath(out)}: cannot write a log in {where}: it is not writable")
 
 
 def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
