@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from tunecli.engine.log.record import encode
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.time_stats import TimeStats
 
-from .conftest import Invoke
+from .conftest import TUNECLI, Invoke
 
 
 def test_apply_best_config_checks_and_exports(invoke: Invoke, tiny_job, matmul_log: Path,
@@ -227,3 +230,29 @@ def test_a_job_not_tuned_yet_is_a_usage_error_that_says_how_to_tune_it(
     assert result.stderr == ("error: logs/fresh.log: no such log file (`tunecli tune fresh.yaml` writes the "
                              "job's log; --log PATH names another)\n")
     assert result.stdout == "" and not Path("logs").exists()
+
+
+def test_a_killed_apply_leaves_no_export_and_no_temporary_files(matmul_log: Path, tmp_path: Path) -> None:
+    """kill (SIGTERM) while the first kernel is timed, its files already written to the staging
+    directory: exit code 130, no export, nothing left in the temporary directory."""
+    job = tmp_path / "tiny.yaml"
+    job.write_text("name: tiny\ntasks:\n  - template: tutorial/matmul\n    args: [16, 16, 16]\n"
+                   "measure:\n  runner: {number: 1, repeat: 3, min_repeat_ms: 300}\n")
+    scratch, export = tmp_path / "scratch", tmp_path / "kernels"
+    scratch.mkdir()
+    command = [str(TUNECLI), "apply", str(job), "--log", str(matmul_log), "--export", str(export)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(scratch)})
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None and not any(scratch.glob("tunecli_export_*/*")):
+            time.sleep(0.02)
+        assert proc.poll() is None, "apply ended before it could be killed"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.endswith("interrupted\n")
+    assert not export.exists() and list(scratch.iterdir()) == []

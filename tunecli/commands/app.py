@@ -15,9 +15,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 import click
@@ -154,6 +156,22 @@ def option_hint(error: type[TuneError], hint: str) -> Iterator[None]:
     except error as err:
         err.add_note(hint)
         raise
+
+
+def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """A signal handler that interrupts as Ctrl-C does (``KeyboardInterrupt``)."""
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM (``kill``) interrupts as Ctrl-C does: ``finally`` blocks run
+    (temporary files removed, worker processes closed) and the command exits with code 130."""
+    old = signal.signal(signal.SIGTERM, raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def fail(message: str, code: int = EXIT_FAILED) -> None:

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from tunecli.commands.app import EXIT_USAGE, App, fail
+from tunecli.commands.app import EXIT_USAGE, App, fail, sigterm_interrupts
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.steps import StepView
 from tunecli.commands.tables import print_fitted, table
@@ -147,10 +147,10 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
     turn, in the worker process that tuning uses. Tasks without a record use the fallback config,
     with a warning. A kernel that crashes or hangs is reported for its task and the other tasks
     are still applied. Exit code 1 when a kernel gives a wrong answer, crashes, hangs or does not
-    build.
+    build. Ctrl-C or kill (exit code 130) leaves no export and no temporary file.
     """
     try:
-        with kernel_cache.bypassed(no_cache), StepView(app, "apply") as steps:
+        with sigterm_interrupts(), kernel_cache.bypassed(no_cache), StepView(app, "apply") as steps:
             report = apply_job_file(job, log, export=export, on_step=steps)
     except RecordError as err:  # the job's own log cannot be read: not tuned yet, or not a file
         fail(f"{err} (`tunecli tune {job}` writes the job's log; --log PATH names another)", EXIT_USAGE)

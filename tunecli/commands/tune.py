@@ -6,7 +6,6 @@ import json
 import signal
 import time
 from collections.abc import Callable
-from types import FrameType
 
 import click
 from rich.progress import (
@@ -20,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from tunecli.commands.app import EXIT_INTERRUPTED, App, fail
+from tunecli.commands.app import EXIT_INTERRUPTED, App, fail, raise_interrupt
 from tunecli.commands.steps import StepView
 from tunecli.commands.tables import label_lines, print_fitted, table
 from tunecli.engine.actions.job_file import tune_job
@@ -183,10 +182,6 @@ def _ms(seconds: float | None) -> str:
     return f"{seconds * 1e3:.4f} ms" if seconds is not None else "-"
 
 
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 @click.command()
 @click.argument("job", type=click.Path(dir_okay=False))
 @click.option("--n-trial", type=click.IntRange(min=1),
@@ -213,7 +208,7 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
     no finished measurement. Exit code 1 when a task has no valid config. Progress goes to stderr,
     the results table (or with --json only the JSON summary) to stdout.
     """
-    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    old_term = signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         if quiet:
             summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed,
