@@ -12,15 +12,13 @@ import textwrap
 import click
 
 from tunecli.commands.app import App
-from tunecli.commands.log_args import readable_logs
+from tunecli.commands.log_args import is_job_file, readable_logs
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
 from tunecli.commands.steps import StepView
 from tunecli.commands.tables import label_lines, print_fitted, table, wrap_items
 from tunecli.engine.actions.inspect import NetworkBuildView, NetworkView, TaskView
 from tunecli.engine.actions.job_file import inspect_job_file
 from tunecli.engine.log.log_summary import LogView, inspect_log
-
-_JOB_SUFFIXES = (".yaml", ".yml")
 
 
 def _render_tasks(app: App, views: list[TaskView]) -> None:
@@ -133,7 +131,7 @@ def _path_param() -> click.Parameter:
 @click.pass_obj
 def inspect(app: App, path: str, task: int | None, config: int | None, png: str | None,
             as_json: bool) -> None:
-    """Inspect a job file (PATH.yaml) or a tuning log (any other PATH).
+    """Inspect a job file (PATH.yaml) or a tuning log (any other PATH, or a .yaml log).
 
     For a job: the config space of each task, printed as ``print(task.config_space)`` does,
     and with --config the lowered loop nest of that config; for a model job: the tasks of its
@@ -145,7 +143,7 @@ def inspect(app: App, path: str, task: int | None, config: int | None, png: str 
     the best result per workload and its convergence over the trials (a trial is a config, at
     its lowest time however often it was measured).
     """
-    is_job = path.endswith(_JOB_SUFFIXES)
+    is_job = is_job_file(path)  # a log named .yaml is inspected as a log
     if is_job and png:
         raise click.UsageError("--png applies to logs, not to job files")
     if not is_job and (task is not None or config is not None):

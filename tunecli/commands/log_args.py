@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from tunecli.engine.job.yaml_document import looks_like_a_log
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.errors import RecordError
 
@@ -25,7 +26,7 @@ def readable_logs(ctx: click.Context, param: click.Parameter,
             check_log_file(path)
         except RecordError as err:
             raise click.BadParameter(str(err), ctx=ctx, param=param) from None
-        if _is_job_file(path):
+        if is_job_file(path):
             raise click.BadParameter(
                 f"{path}: is a job file, not a tuning log: `tunecli tune {path}` tunes it into its log "
                 f"(the job's `log:`, by default logs/<name>.log), which `tunecli best` reads and "
@@ -33,14 +34,14 @@ def readable_logs(ctx: click.Context, param: click.Parameter,
     return value
 
 
-def _is_job_file(path: str) -> bool:
-    """True when ``path`` is named as a job file and does not start as a log does (with a record)."""
+def is_job_file(path: str) -> bool:
+    """True when ``path`` is named as a job file (``.yaml``, ``.yml``) and does not start as a
+    log does (its first line that is not blank or a comment a tuning record)."""
     if not path.lower().endswith(_JOB_SUFFIXES):
         return False
-    with open(path, "rb") as f:
-        head = f.read(_SNIFF_BYTES)
-    for line in head.splitlines():
-        line = line.strip()
-        if line and not line.startswith(b"#"):
-            return not line.startswith(b"{")
-    return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF_BYTES)
+    except OSError:  # not readable: the job reader says why
+        return True
+    return not looks_like_a_log(head.decode("utf-8", errors="replace"))

@@ -54,7 +54,7 @@ def load_document(path: str | Path) -> Node:
     if bad:
         raise JobError(f"{name}:{text.count(chr(10), 0, bad.start()) + 1}: the job file contains the control "
                        f"character {bad.group()!r} (a job file is text)")
-    if _looks_like_a_log(text):
+    if looks_like_a_log(text):
         raise JobError(f"{name}: is a tuning log (records of measured configs), not a job file: "
                        f"`tunecli best {name}` shows its best configs and `tunecli inspect {name}` its "
                        f"tasks; to tune more, pass the job file that wrote it (with `--log {name}` to "
@@ -161,7 +161,7 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def _looks_like_a_log(text: str) -> bool:
+def looks_like_a_log(text: str) -> bool:
     """True when the first line that is not blank or a comment is a tuning record (TVM v0.2 or v0.1)."""
     for line in text.splitlines():
         line = line.strip()
