@@ -4,13 +4,14 @@
 For each task of ``--job`` (default ``jobs/resnet18_conv2d.yaml``: ResNet-18's twelve layers as
 ``conv2d_nchw.x86`` tasks) the task is created as a job's task is (``job.tasks.create_tasks``: on
 x86 a ``conv2d_nchw.x86`` task runs as ``conv2d_nchw_winograd.x86`` for 3x3 stride-1 layers,
-``conv2d_nchw_1x1.x86`` for unpadded 1x1 stride-1 ones with 512-bit vectors, else
-``conv2d_nchw_blocked.x86``; ``--as-named`` keeps ``conv2d_nchw.x86``, the template before
-that change), its config comes from ``apply_history_best`` over ``--log`` (absent: the pre-tuned package's
-record of the convolution, ``conv2d_NCHWc.x86``'s or ``conv2d_NCHWc_winograd.x86``'s, else the
-nearest record's, else the fallback config; ``--no-package``: fallback configs), and the kernel
-is built.  Our kernel takes the NCHW data and returns the NCHW result,
-its data packing and result unpacking timed with it; its weight is packed (or
+with 512-bit vectors ``conv2d_nchw_1x1.x86`` for unpadded 1x1 ones whose pixels fill the vectors
+and ``conv2d_nchw_pixels.x86`` for the 7x7 stem, else ``conv2d_nchw_blocked.x86``: the rule is
+``ops.x86.conv2d_nchw_blocked.kernel_job_template``; ``--as-named`` keeps ``conv2d_nchw.x86``, the
+template before that change), its config comes from ``apply_history_best`` over ``--log``
+(absent: the pre-tuned package's record of the convolution, ``conv2d_NCHWc.x86``'s or
+``conv2d_NCHWc_winograd.x86``'s, else the nearest record's, else the fallback config;
+``--no-package``: fallback configs), and the kernel is built.  Our kernel takes the NCHW data and
+returns the NCHW result, its data packing and result unpacking timed with it; its weight is packed (or
 Winograd-transformed) once, before timing, as ``relay.build`` does with a constant weight
 (``ops.x86.conv2d_nchw_blocked.weight_for_kernel``), and onnxruntime gets the weight as an
 initializer, which it also prepares once.  Both outputs are checked against each other, then timed
@@ -59,6 +60,7 @@ from tunecli.engine.job.tasks import create_tasks
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1
 from tunecli.engine.ops.x86.conv2d_nchw_blocked import BLOCKED, WINOGRAD, weight_for_kernel
+from tunecli.engine.ops.x86.conv2d_nchw_pixels import PIXELS
 from tunecli.engine.runtime import set_num_threads
 from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.task import Task
@@ -173,7 +175,7 @@ def _kernel(task: Task, history: ApplyHistoryBest, data: np.ndarray,
         sch, tensors = task.instantiate(config)
     mod = build(sch, tensors, target=task.target)
     kernel_shape = [int(d) for d in tensors[1].shape]
-    blocked = task.name in (BLOCKED, WINOGRAD, GEMM_1X1)
+    blocked = task.name in (BLOCKED, WINOGRAD, GEMM_1X1, PIXELS)
     packed = weight_for_kernel(task.name, weight, kernel_shape) if blocked else weight
     out = np.zeros([int(d) for d in tensors[-1].shape], dtype="float32")
     mod(data, packed, out)

@@ -29,6 +29,7 @@ SMALL_CASES = {
     "conv2d_nchw_blocked.x86": (1, 7, 6, 8, 16, 3, 3, 2, 1, 1, "float32"),
     "conv2d_nchw_winograd.x86": (1, 6, 5, 4, 16, 3, 3, 1, 1, 1, "float32"),
     "conv2d_nchw_1x1.x86": (1, 3, 13, 8, 12, 1, 1, 1, 0, 1, "float32"),
+    "conv2d_nchw_pixels.x86": (1, 9, 11, 3, 8, 5, 5, 2, 2, 1, "float32"),
     "dense_pack.x86": (("TENSOR", (4, 12), "float32"), ("TENSOR", (8, 12), "float32"), None, "float32"),
     "dense_nopack.x86": (("TENSOR", (4, 12), "float32"), ("TENSOR", (8, 12), "float32"), None, "float32"),
     "tutorial/matmul": (8, 6, 12, "float32"),

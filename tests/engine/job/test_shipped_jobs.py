@@ -41,10 +41,11 @@ def test_resnet18_has_its_twelve_conv2d_layers() -> None:
         out = (h + 2 * p - k) // s + 1
         assert task.flop == 2 * co * out * out * ci * k * k
     if tasks[0].target.llvm_triple.startswith("x86_64"):  # run as relay.build runs them (job.tasks)
-        gemm = tasks[0].target.vector_bits >= 512  # the 1x1 layers of 56x56 data as a GEMM over pixels
+        gemm = tasks[0].target.vector_bits >= 512  # NCHW written as vectors of pixels
         assert [t.name for t in tasks] == [
             "conv2d_nchw_winograd.x86" if (k, s) == (3, 1) else
             "conv2d_nchw_1x1.x86" if (h, k) == (56, 1) and gemm else
+            "conv2d_nchw_pixels.x86" if k == 7 and gemm else  # the stem, vectorized over pixels
             "conv2d_nchw_blocked.x86" for h, _, _, k, s, p in RESNET18]
 
 

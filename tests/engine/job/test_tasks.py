@@ -293,7 +293,7 @@ def test_a_conv2d_nchw_task_runs_through_the_blocked_layouts_on_x86(tmp_path: Pa
         - template: conv2d_nchw.x86
           args: {N: 1, H: 8, W: 8, CI: 8, CO: 16, KH: 3, KW: 3, stride: 1, padding: 1}
         - template: conv2d_nchw.x86
-          args: {N: 1, H: 8, W: 8, CI: 8, CO: 16, KH: 1, KW: 1, stride: 2, padding: 0}
+          args: {N: 1, H: 14, W: 14, CI: 8, CO: 16, KH: 1, KW: 1, stride: 2, padding: 0}
         - template: conv2d_nchw.x86
           args: {N: 1, H: 8, W: 8, CI: 8, CO: 16, KH: 3, KW: 3, stride: 1, padding: 1, dtype: int8}
         """)
@@ -310,9 +310,9 @@ def test_a_conv2d_nchw_task_runs_through_the_blocked_layouts_on_x86(tmp_path: Pa
 def test_a_conv2d_nchw_task_and_the_template_it_runs_as_are_the_same_task(tmp_path: Path) -> None:
     path = job_file(tmp_path, """\
         - template: conv2d_nchw.x86
-          args: {N: 1, H: 8, W: 8, CI: 8, CO: 16, KH: 1, KW: 1, stride: 2, padding: 0}
+          args: {N: 1, H: 14, W: 14, CI: 8, CO: 16, KH: 1, KW: 1, stride: 2, padding: 0}
         - template: conv2d_nchw_blocked.x86
-          args: [1, 8, 8, 8, 16, 1, 1, 2, 0]
+          args: [1, 14, 14, 8, 16, 1, 1, 2, 0]
         """)
     with pytest.raises(JobError, match=r":5: tasks\[1\]: the same task as tasks\[0\] "
                                         r"\(conv2d_nchw_blocked.x86"):

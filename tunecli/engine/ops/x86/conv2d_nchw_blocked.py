@@ -43,7 +43,9 @@ from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
 from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, fills_vectors, pack_1x1_weight
+from tunecli.engine.ops.x86.conv2d_nchw_pixels import PIXELS, pack_pixels_weight
 from tunecli.engine.ops.x86.conv2d_nchwc import (
+    SMALL_WINDOW,
     define_conv2d_nchwc_space,
     fallback_register_tile,
     fp32_lanes,
@@ -77,10 +79,12 @@ def kernel_job_template(args: Sequence[TaskArg], target: Target) -> str | None:
 
     float32 convolutions without dilation on an x86 ``llvm`` target take the blocked layouts:
     Winograd for 3x3 stride-1 kernels, the direct NCHWc schedules otherwise; with 512-bit vectors,
-    unpadded 1x1 kernels (any stride) whose output pixels fill the vectors
-    (``conv2d_nchw_1x1.fills_vectors``) take the GEMM over pixels of :data:`GEMM_1X1` (no NCHW
-    write from channel blocks; with narrower vectors the blocked schedule is as fast).  Other
-    targets and dtypes (int8) keep ``conv2d_nchw.x86``.
+    unpadded 1x1 kernels whose output pixels fill the vectors (``conv2d_nchw_1x1.fills_vectors``)
+    take the GEMM over pixels of :data:`GEMM_1X1`, and windows wider than 3 columns over fewer
+    input channels than a vector, with rows of whole vectors (a 7x7 stem), the direct convolution
+    over pixels of :data:`PIXELS`: no NCHW write from channel blocks (with narrower vectors the
+    blocked schedule is as fast for the 1x1 layers).  Other targets and dtypes (int8) keep
+    ``conv2d_nchw.x86``.
 
     Parameters
     ----------
@@ -92,7 +96,7 @@ def kernel_job_template(args: Sequence[TaskArg], target: Target) -> str | None:
     -------
     str or None
     """
-    _, h, w, _, _, kh, kw, stride, padding, dilation, dtype = args
+    _, h, w, ci, _, kh, kw, stride, padding, dilation, dtype = args
     if target.kind != "llvm" or triple_arch(target.llvm_triple) != "x86_64" or dtype != "float32":
         return None
     try:
@@ -103,9 +107,11 @@ def kernel_job_template(args: Sequence[TaskArg], target: Target) -> str | None:
         oh, ow, _ = conv2d_output_shape((h, w), (kh, kw), stride, padding, 1)
     except Exception:  # noqa: BLE001 - a malformed argument is reported by conv2d_nchw.x86's own checks
         return None
-    if (kh, kw) == (1, 1) and unpadded and target.vector_bits >= 512 and \
-            fills_vectors(oh, ow, target.vector_bits // 32):
+    lanes = target.vector_bits // 32
+    if (kh, kw) == (1, 1) and unpadded and lanes >= 16 and fills_vectors(oh, ow, lanes):
         return GEMM_1X1
+    if lanes >= 16 and ci < lanes and kw > SMALL_WINDOW and ow % lanes == 0:
+        return PIXELS
     return WINOGRAD if (kh, kw) == (3, 3) and unit_stride else BLOCKED
 
 
@@ -207,23 +213,8 @@ def fallback_output_block(oc: int, oc_bn: int, positions: int, lanes: int) -> in
     register block of ``positions`` output positions then holds as many accumulator vectors or at
     least half the target's vector registers: each input value broadcast then feeds two
     multiply-adds (fewer loads and broadcasts per multiply-add), and half the registers of
-    independent accumulators keep the multiply-add units busy.
-
-    Parameters
-    ----------
-    oc : int
-        Output channels.
-    oc_bn : int
-        The fallback's output block.
-    positions : int
-        Output positions of the fallback's register tile.
-    lanes : int
-        float32 lanes of a vector.
-
-    Returns
-    -------
-    int
-    """
+    independent accumulators keep the multiply-add units busy.  ``oc``: output channels,
+    ``positions``: output positions of the fallback's register tile, ``lanes``: float32 lanes."""
     wide = 2 * lanes
     if oc_bn != lanes or oc % wide:
         return oc_bn
@@ -360,7 +351,7 @@ def weight_for_kernel(template: str, weight: np.ndarray, kernel_shape: Sequence[
     Parameters
     ----------
     template : str
-        :data:`BLOCKED`, :data:`WINOGRAD` or :data:`GEMM_1X1`.
+        :data:`BLOCKED`, :data:`WINOGRAD`, :data:`GEMM_1X1` or :data:`PIXELS`.
     weight : numpy.ndarray
     kernel_shape : sequence of int
         The shape of the kernel's weight argument (its config's blocks).
@@ -374,9 +365,9 @@ def weight_for_kernel(template: str, weight: np.ndarray, kernel_shape: Sequence[
         return ref.winograd_kernel_transform(weight, alpha - 2, ic_bn, oc_bn)
     if template == BLOCKED:
         return ref.oihw_to_kernel_nchwc(weight, kernel_shape[4], kernel_shape[5])
-    if template == GEMM_1X1:
-        return pack_1x1_weight(weight, kernel_shape[2])
-    raise InstantiationError(f"{template!r} is not {BLOCKED}, {WINOGRAD} nor {GEMM_1X1}")
+    if template in (GEMM_1X1, PIXELS):
+        return (pack_1x1_weight if template == GEMM_1X1 else pack_pixels_weight)(weight, kernel_shape[-1])
+    raise InstantiationError(f"{template!r} is not {BLOCKED}, {WINOGRAD}, {GEMM_1X1} nor {PIXELS}")
 
 
 _SUMMARY = ("`conv2d_nchw.x86`'s arguments, NCHW data and output; the kernel takes the weight {}; "
