@@ -256,3 +256,19 @@ def test_a_killed_apply_leaves_no_export_and_no_temporary_files(matmul_log: Path
     assert proc.returncode == 130, err
     assert err.endswith("interrupted\n")
     assert not export.exists() and list(scratch.iterdir()) == []
+
+
+def test_a_kernel_job_s_apply_shows_each_task_as_it_starts(invoke: Invoke, matmul_log: Path,
+                                                            tmp_path: Path) -> None:
+    """Each task is built, checked and timed in turn (seconds each): a line per task on stderr, in
+    80 columns, and the seconds of the whole at the end."""
+    job = tmp_path / "two.yaml"
+    job.write_text("name: two\ntasks:\n  - template: tutorial/matmul\n    args: [16, 16, 16]\n"
+                   "  - template: dense.x86\n    args: {M: 16, N: 16, K: 16}\n"
+                   "measure:\n  runner: {number: 1, repeat: 1}\n")
+    result = invoke("apply", str(job), "--log", str(matmul_log))
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("apply: ")]
+    assert lines[:2] == ["apply: task 1/2 (tutorial/matmul): building, checking, timing",
+                         "apply: task 2/2 (dense.x86): building, checking, timing"]
+    assert lines[-1].startswith("apply: done in ") and len(lines) == 3

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -148,7 +149,8 @@ class ApplyReport:
                 "tasks": [dict(asdict(t), gflops=t.gflops, vs_log=t.vs_log) for t in self.tasks]}
 
 
-def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
+def apply_kernels(job: Job, log: str, export: str | None = None,
+                  on_step: Callable[[str], None] | None = None) -> ApplyReport:
     """Build every task of a job with the best config of ``log``; check, benchmark, export.
 
     Parameters
@@ -158,6 +160,8 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
         Tuning log(s) holding the best configs.
     export : str, optional
         Directory to write ``<stem>.{o,ll,s}`` of the tuned kernels into (``kernel_stem``).
+    on_step : callable, optional
+        Told each task as it starts being built, checked and timed (``"task 2/12 (<template>) ..."``).
 
     Returns
     -------
@@ -191,6 +195,8 @@ def apply_kernels(job: Job, log: str, export: str | None = None) -> ApplyReport:
                                  device=None if device is None else device.where)
             before = load_sample()
             for index, task in enumerate(tasks):
+                if on_step is not None:
+                    on_step(f"task {index + 1}/{len(tasks)} ({task.name}): building, checking, timing")
                 report.tasks.append(_apply_task(job, index, task, history, exported, device, numpy_worker))
             if device is not None and device.worker is not None:  # timed on this machine
                 report.load = MachineLoad((before, load_sample()), usable_cores())

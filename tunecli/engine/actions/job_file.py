@@ -113,7 +113,7 @@ def apply_job_file(path: str, log: str | None = None, export: str | None = None,
     export : str, optional
         Model job: the shared library to write; kernel job: the directory of kernel files.
     on_step : callable, optional
-        Told what each long step of a model job starts doing.
+        Told what each long step starts doing (a model job's build and timing, a kernel job's tasks).
 
     Returns
     -------
@@ -128,7 +128,7 @@ def apply_job_file(path: str, log: str | None = None, export: str | None = None,
     job = load_job(path)
     log = log if log is not None else job.log
     if job.model is None:
-        return apply_kernels(job, log, export)
+        return apply_kernels(job, log, export, on_step)
     return apply_network(job, log, export, on_step)
 
 
