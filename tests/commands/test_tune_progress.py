@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from tunecli.commands.app import App
 from tunecli.commands.tune import _plain_progress, _progress_layout
 from tunecli.engine.actions.tune import TuneEvent
+
+from .conftest import Invoke, write_model_job
 
 LABEL = "conv2d_NCHWc.x86((1, 64, 56, 56, float32), (64, 64, 3, 3, float32), (1, 1), (1, 1, 1, 1))"
 
@@ -55,3 +59,20 @@ def test_at_80_columns_the_progress_line_keeps_its_counts_errors_and_clocks() ->
     assert any("errors" in t for t in texts) and label >= 8
     wide, _ = _progress_layout(160)
     assert "BarColumn" in [type(c).__name__ for c in wide]
+
+
+def test_a_model_job_s_extraction_is_a_step_of_its_own(invoke: Invoke, tmp_path: Path) -> None:
+    """Extracting a network's tasks takes seconds before the first task starts: a line says so
+    first; the tasks' lines follow, and the seconds of the whole end the output."""
+    pytest.importorskip("onnx")
+    from tests.engine.job.tiny_network import INPUT, SHAPE, write_tiny_onnx
+
+    onnx = write_tiny_onnx(tmp_path / "tiny.onnx")
+    shape = ", ".join(map(str, SHAPE))
+    job = write_model_job(tmp_path, f"{{onnx: {onnx}, input: {{{INPUT}: [{shape}]}}}}", n_trial=1,
+                          extra=f"log: {tmp_path / 'net.log'}\n")
+    result = invoke("tune", str(job))
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == "tune: extracting the tunable tasks"
+    assert lines[1].startswith("task 1/") and lines[-1].startswith("tune: done in ")

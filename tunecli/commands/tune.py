@@ -76,7 +76,8 @@ class _ProgressView:
             self.progress.update(self.ids[event.index], completed=event.done)
 
     def step(self, text: str) -> None:
-        """A step after the tasks' tuning (the graph tuner): one line above the progress lines."""
+        """A step other than the tasks' tuning (extraction, the graph tuner): a line above the
+        progress lines."""
         self.progress.console.print(f"tune: {text}", markup=False, soft_wrap=True)
 
 

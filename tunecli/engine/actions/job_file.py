@@ -57,7 +57,8 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
     on_event : callable, optional
         Receives a ``TuneEvent`` when a task starts, after every measurement, and at its end.
     on_step : callable, optional
-        Told when a step after the tasks' tuning starts (the graph tuner).
+        Told when a step other than the tasks' tuning starts (a model job's extraction, the
+        untuned build's operators, the graph tuner).
 
     Returns
     -------
@@ -72,6 +73,8 @@ def tune_job(path: str, n_trial: int | None = None, tuner: str | None = None, lo
                                           remeasure=remeasure, cluster=cluster)
     check_local_device(job)
     network = load_network(job) if job.model is not None else None
+    if network is not None and on_step is not None:
+        on_step("extracting the tunable tasks")
     found = job_task_set(job, network)
     problem = budget_problem(job.tuner.budget, len(found.tasks))
     if problem:
