@@ -21,8 +21,9 @@ of K up to 16.  For a ragged M or N (``gemm.ragged_rows`` / ``ragged_columns``: 
 tokens) that tile need not divide them: the product is computed over whole tiles
 (``gemm.padded``: padded rows read the last row of ``tensor_a``, ``tensor_b`` is packed in
 padded panels, also when not transposed) and its first M x N are the result.
-The knobs stay TVM's divisors; a tuned config's block of a ragged M may still leave a tail of
-rows in its register tiles.
+The knobs stay TVM's divisors; a tuned config's block of a ragged M (or all of a ragged N) is
+computed in the register tiles that pad it least for their speed (``padded_tile_cost``), its last
+rows and columns stored guarded.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from tunecli.engine.ops.x86.gemm import (
     padded,
     panel_output_and_accumulator,
     panel_widths,
+    ragged_columns,
+    ragged_rows,
     tile_rows,
     vector_register_count,
 )
@@ -55,6 +58,9 @@ from tunecli.errors import InstantiationError
 
 #: Widest register tile, in vectors of the target.
 MAX_TILE_VECTORS = 4
+#: Independent accumulators a register tile needs to hide the multiply-add latency (two FMA units
+#: of four cycles).
+MIN_ACCUMULATORS = 8
 
 
 def batch_matmul_dims(a_shape: Sequence[int], b_shape: Sequence[int], transpose_a: bool,
@@ -149,13 +155,38 @@ def register_tile(block_y: int, block_x: int, lanes: int, registers: int,
     vectors of ``gemm.panel_widths`` when it is ragged: the product is padded); rows: the most of
     ``gemm.tile_rows`` (divisors of ``block_y`` up to ``MAX_MR``, any count up to it for a ragged
     ``block_y``) whose accumulators fit in ``registers`` vectors (at least one row).
+
+    A block whose tiles are padded (a ragged ``block_y``, or a ragged ``block_x`` that is all of N:
+    ViT's 197 x 197 attention scores) takes instead the tile of least ``padded_tile_cost``: the
+    widest tile would compute 256 columns of 197.
     """
     widest = MAX_TILE_VECTORS * lanes
+    ragged_x = whole_x and ragged_columns(block_x, widest)
     widths = panel_widths(block_x, widest) if whole_x else [w for w in get_factors(block_x) if w <= widest]
+    if ragged_rows(block_y) or ragged_x:
+        whole = [w for w in widths if w % lanes == 0] or widths
+        tiles = [(r, w) for w in whole for r in tile_rows(block_y) if r * -(-w // lanes) <= registers]
+        return min(tiles, key=lambda t: (padded_tile_cost(block_y, block_x, *t, lanes), -t[1], -t[0]))
     cols = max(widths, key=lambda w: (w % lanes == 0, w))
     vectors = -(-cols // lanes)
     rows = max(r for r in tile_rows(block_y) if r == 1 or r * vectors <= registers)
     return rows, cols
+
+
+def padded_tile_cost(block_y: int, block_x: int, rows: int, cols: int, lanes: int) -> float:
+    """Relative time of a ``block_y x block_x`` block computed in ``rows x cols`` register tiles
+    padded to whole tiles: the padded area, times how far one step of the reduction falls short of
+    one multiply-add per accumulator per cycle slot (its ``rows`` broadcasts and ``cols / lanes``
+    loads, or fewer accumulators than ``MIN_ACCUMULATORS`` to hide the multiply-add latency)."""
+    vectors = -(-cols // lanes)
+    acc = rows * vectors
+    slowdown = max(1.0, (rows + vectors) / acc, MIN_ACCUMULATORS / acc)
+    return padded_extent(block_y, rows) * padded_extent(block_x, vectors * lanes) * slowdown
+
+
+def padded_extent(extent: int, step: int) -> int:
+    """``extent`` rounded up to a multiple of ``step``."""
+    return -(-extent // step) * step
 
 
 def schedule_batch_matmul_x86(cfg: ConfigSpace, outs: Sequence[te.Tensor],
