@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import os
 import shutil
 import tempfile
@@ -191,18 +192,23 @@ def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
         return None
     step(f"finding the tasks that make the tuned network slower on {threads_text(slow[0])}")
     made = {builds[name]: os.path.join(tmp, f"{name}.so") for name in ("tuned", "untuned")}
+    numbers = itertools.count()
 
     def time_builds(timed: dict[str, BuiltGraph]) -> dict[str, TimeStats | None]:
-        paths = {name: made.get(build) or os.path.join(tmp, f"guard-{i}.so")
-                 for i, (name, build) in enumerate(timed.items())}
+        """Time ``timed`` in a worker of their own (a worker keeps every library it loaded, and a big
+        network's libraries hold its weights), each set-back build exported under a new name."""
+        paths = {name: made.get(build) or os.path.join(tmp, f"guard-{next(numbers)}.so")
+                 for name, build in timed.items()}
+        own = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network")
         try:
             for name, build in timed.items():
                 if build not in made:
                     build.export_library(paths[name])
-            contenders = {name: _contender(worker, NetworkRun(paths[name], None, inputs, slow[0]),
+            contenders = {name: _contender(own, NetworkRun(paths[name], None, inputs, slow[0]),
                                            _timeout(job)) for name in timed}
             replies = time_interleaved(contenders, job.runner.timing)
-        finally:  # a big network's libraries hold its weights: one group's at a time
+        finally:
+            own.close()
             for name, build in timed.items():
                 if build not in made and os.path.exists(paths[name]):
                     os.remove(paths[name])
