@@ -136,13 +136,12 @@ def test_a_template_file_may_reuse_a_builtin_name(tmp_path: Path, monkeypatch: p
 
         @autotvm.template("tutorial/matmul")
         def matmul(N, L, M, dtype="float32"):
-            A = te.placeholder((N, L), name="A", dtype=dtype)
-            B = te.placeholder((L, M), name="B", dtype=dtype)
-            k = te.reduce_axis((0, L), name="k")
-            C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-            s = te.create_schedule(C.op)
+            left = te.placeholder((N, L), name="left", dtype=dtype)
+            right = te.placeholder((L, M), name="right", dtype=dtype)
+            inner = te.reduce_axis((0, L), name="inner")
+            product = te.compute((N, M), lambda r, c: te.sum(left[r, inner] * right[inner, c], axis=inner))
             autotvm.get_config().define_knob("unused", [0, 1, 2])
-            return s, [A, B, C]
+            return te.create_schedule(product.op), [left, right, product]
         '''))
     monkeypatch.chdir(tmp_path)
     path = job_file(tmp_path, "- template: port.py:matmul\n  args: {N: 4, L: 4, M: 4}\n")

@@ -175,25 +175,25 @@ def test_entities_apply_to_a_real_schedule() -> None:
     assert "vectorized for (j.inner, 0, 8)" in text
 
 
-TUTORIAL_PORT = '''
+USER_TEMPLATE = '''
 from tunecli import autotvm, te
 
 
-@autotvm.template("tutorial/matmul")  # TVM's tune_simple_template tutorial, imports changed
+@autotvm.template("tutorial/matmul")  # a user's own template under the name of a built-in one
 def matmul(N, L, M, dtype):
-    A = te.placeholder((N, L), name="A", dtype=dtype)
-    B = te.placeholder((L, M), name="B", dtype=dtype)
-    k = te.reduce_axis((0, L), name="k")
-    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    y, x = s[C].op.axis
+    lhs = te.placeholder((N, L), name="lhs", dtype=dtype)
+    rhs = te.placeholder((L, M), name="rhs", dtype=dtype)
+    red = te.reduce_axis((0, L), name="red")
+    out = te.compute((N, M), lambda r, c: te.sum(lhs[r, red] * rhs[red, c], axis=red), name="out")
+    sched = te.create_schedule(out.op)
     cfg = autotvm.get_config()
-    cfg.define_knob("tile_y", [1, 2, 4, 8, 16])
-    cfg.define_knob("tile_x", [1, 2, 4, 8, 16])
-    yo, yi = s[C].split(y, cfg["tile_y"].val)
-    xo, xi = s[C].split(x, cfg["tile_x"].val)
-    s[C].reorder(yo, xo, k, yi, xi)
-    return s, [A, B, C]
+    pieces = []
+    for knob, axis in zip(("tile_y", "tile_x"), sched[out].op.axis, strict=True):
+        cfg.define_knob(knob, [1, 2, 4, 8, 16])  # 25 configs in all
+        pieces.append(sched[out].split(axis, cfg[knob].val))
+    (row_out, row_in), (col_out, col_in) = pieces
+    sched[out].reorder(row_out, col_out, red, row_in, col_in)
+    return sched, [lhs, rhs, out]
 '''
 
 
@@ -224,7 +224,7 @@ def test_a_user_template_replaces_a_builtin_of_the_same_name(builtin_matmul, tmp
 
     caplog.set_level(logging.DEBUG, logger="autotvm")
     path = tmp_path / "tune_simple_template.py"
-    path.write_text(TUTORIAL_PORT)
+    path.write_text(USER_TEMPLATE)
     port = import_file(path, "tune_simple_template_port")  # no error: "tutorial/matmul" was built in
     assert TASK_TABLE["tutorial/matmul"].func is port.matmul.__wrapped__
     assert "replaces the built-in one" in caplog.text
@@ -244,7 +244,7 @@ def test_a_user_template_replaces_a_builtin_of_the_same_name(builtin_matmul, tmp
 
 def test_two_user_templates_of_a_builtin_name_still_conflict(builtin_matmul, tmp_path) -> None:
     for name in ("first_port", "second_port"):
-        (tmp_path / f"{name}.py").write_text(TUTORIAL_PORT)
+        (tmp_path / f"{name}.py").write_text(USER_TEMPLATE)
     import_file(tmp_path / "first_port.py", "first_port")
     with pytest.raises(TuneError, match="'tutorial/matmul' is already registered by first_port.matmul"):
         import_file(tmp_path / "second_port.py", "second_port")
@@ -252,7 +252,7 @@ def test_two_user_templates_of_a_builtin_name_still_conflict(builtin_matmul, tmp
 
 def test_a_builtin_does_not_replace_a_user_template(builtin_matmul, tmp_path) -> None:
     path = tmp_path / "port.py"
-    path.write_text(TUTORIAL_PORT)
+    path.write_text(USER_TEMPLATE)
     del TASK_TABLE["tutorial/matmul"]  # the user's module is imported before the built-ins
     port = import_file(path, "early_port")
     template("tutorial/matmul", builtin_matmul.func)  # what importing tunecli.engine.ops.tutorial does
