@@ -64,11 +64,16 @@ def conv_task(job: Job) -> Task:
     return next(t for t in tasks if t.name == "conv2d_NCHWc.x86")
 
 
+def slowest_config(conv: Task) -> int:
+    """The convolution's config of one input channel, one output channel and one column per block."""
+    space = conv.config_space
+    return next(i for i in range(len(space)) if space.is_index_valid(i) and all(
+        space.get(i)[knob].size[-1] == 1 for knob in ("tile_ic", "tile_oc", "tile_ow")))
+
+
 def add_lucky_slow_record(log: Path, conv: Task) -> int:
     """Append the convolution's slowest config with half the untuned record's cost; its index."""
-    space = conv.config_space
-    slow = next(i for i in range(len(space)) if space.is_index_valid(i) and all(
-        space.get(i)[knob].size[-1] == 1 for knob in ("tile_ic", "tile_oc", "tile_ow")))
+    space, slow = conv.config_space, slowest_config(conv)
     [untuned] = [res for inp, res in load_from_file(log) if inp.task.workload == conv.workload]
     lucky = MeasureResult((untuned.mean_cost / 2,), 0, 0.5, time.time())
     with open(log, "a") as f:

@@ -10,10 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.job.lucky_network import add_lucky_slow_record, conv_task, write_network_job
+from tests.engine.job.lucky_network import add_lucky_slow_record, conv_task, slowest_config, write_network_job
 from tunecli.engine.job.network import build_network, load_network
-from tunecli.engine.job.network_revert import RevertedHistory, differing_tasks, guard_network, untuned_answer
+from tunecli.engine.job.network_revert import (
+    RevertedHistory,
+    differing_tasks,
+    guard_network,
+    stale_line,
+    stale_untuned,
+    untuned_answer,
+)
 from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.record import encode, load_from_file
+from tunecli.engine.measure.result import MeasureInput
 
 pytest.importorskip("onnx")
 
@@ -59,3 +68,26 @@ def test_a_tuned_build_with_the_untuned_configs_is_kept_without_timing_anything(
     assert (guard.kept, guard.build, guard.reverted) == ("tuned", tuned, ())
     assert guard.lines == ("1 thread: the tuned build runs the untuned build's config in every kernel: the "
                            "difference is the machine's timing noise, not the log's records",)
+
+
+def test_a_record_marked_untuned_that_the_untuned_build_no_longer_runs_is_named(tmp_path: Path) -> None:
+    """The mark names the untuned config of the day of the tune: a log whose marked record is of
+    another config (a package or a fallback rule changed since) is told apart from a current one."""
+    job = write_network_job(tmp_path)
+    network, log = load_network(job), tmp_path / "net.log"
+    conv = conv_task(job)
+    untuned = build_network(network, job.target)
+    history = ApplyHistoryBest(str(log))
+    assert stale_untuned(build_network(network, job.target, history), untuned, history, job.target) == []
+
+    [(inp, res)] = [(i, r) for i, r in load_from_file(log) if i.task.workload == conv.workload]
+    then = conv.config_space.get(slowest_config(conv))
+    then.untuned = inp.config.untuned  # the untuned config of another day, marked as tune marks it
+    old = tmp_path / "old.log"
+    old.write_text(encode(MeasureInput(conv.target, conv, then), res) + "\n")
+    history = ApplyHistoryBest(str(old))
+    stale = stale_untuned(build_network(network, job.target, history), untuned, history, job.target)
+    assert stale == [conv.workload]
+    assert stale_line(stale).startswith("1 task(s) answered by a record marked untuned that the untuned "
+                                        "build no longer runs")
+    assert stale_line(stale).endswith(": conv2d_NCHWc.x86 1x32x28x28 * 64x32x1x1")

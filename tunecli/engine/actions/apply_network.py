@@ -52,7 +52,7 @@ from tunecli.engine.job.export_path import check_export, write_whole
 from tunecli.engine.job.model_spec import graph_log_path
 from tunecli.engine.job.network import Network, build_network, load_network
 from tunecli.engine.job.network_report import NetworkApplyReport, NetworkLatency, threads_text
-from tunecli.engine.job.network_revert import guard_network
+from tunecli.engine.job.network_revert import guard_network, stale_line, stale_untuned
 from tunecli.engine.job.spec import Job
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.log_files import check_log_file
@@ -152,6 +152,9 @@ def _apply_one(job: Job, network: Network, log: str, export: str | None,
         return report
     report.build_seconds = time.perf_counter() - start
     report.summary, report.kernels = tuned.summary.line(), len(tuned.kernels)
+    stale = stale_untuned(tuned, untuned, history, job.target)
+    if stale:
+        report.guard.append(stale_line(stale))
     if not job.target.is_host:
         _apply_on_device(report, job, network, {"tuned": tuned, "untuned": untuned}, export)
         return report
@@ -216,7 +219,7 @@ def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
 
     guard = guard_network(threads_text(slow[0]), builds["tuned"], builds["untuned"], history, job.target,
                           lambda context: _build(job, network, context, report.graph_log), time_builds)
-    report.guard, report.reverted = list(guard.lines), list(guard.reverted)
+    report.guard, report.reverted = report.guard + list(guard.lines), list(guard.reverted)
     report.guard_times = dict(guard.times)
     if guard.kept == "tuned":
         return None

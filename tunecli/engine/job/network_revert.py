@@ -132,6 +132,41 @@ def differing_tasks(tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistor
     return differing
 
 
+def stale_untuned(tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistoryBest,
+                  target: Target) -> list[Workload]:
+    """The workloads of the tuned build answered by a record marked untuned (``"untuned"`` on its
+    line: the config the untuned build ran when the log was tuned) that the untuned build no longer
+    runs: the pre-tuned packages or the fallback rules changed since, so the record competes as the
+    untuned config without being it (``tune`` again measures the current one)."""
+    stale = []
+    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
+    try:
+        for workload in _anchors(tuned):
+            with target:
+                mine = history.query(target, workload)
+                if getattr(mine, "untuned", None) is not None and workload in _anchors(untuned) and \
+                        not same_config(mine, untuned_answer(target, workload)):
+                    stale.append(workload)
+    finally:
+        GLOBAL_SCOPE.silent = silent
+    return stale
+
+
+def stale_line(stale: list[Workload]) -> str:
+    """What to tell of ``stale_untuned``'s workloads."""
+    shown = ", ".join(workload_label(w) for w in stale[:3]) + (" ..." if len(stale) > 3 else "")
+    return (f"{len(stale)} task(s) answered by a record marked untuned that the untuned build no longer "
+            "runs (the pre-tuned packages or the fallback rules changed since the tune; `tunecli tune` "
+            f"again measures the current ones): {shown}")
+
+
+def workload_label(workload: Workload) -> str:
+    """``"conv2d_NCHWc.x86 1x16x32x32 * 32x16x3x3"``: the template and its tensor shapes."""
+    shapes = ["x".join(map(str, arg[1])) for arg in workload[1:]
+              if isinstance(arg, tuple) and len(arg) == 3 and arg[0] == "TENSOR"]
+    return " ".join([str(workload[0]), " * ".join(shapes)]).strip()
+
+
 @dataclass(frozen=True)
 class RevertedTask:
     """A task set back to the untuned build's config because its record made the network slower.
@@ -156,10 +191,8 @@ class RevertedTask:
 
     @property
     def label(self) -> str:
-        """``"conv2d_NCHWc.x86 1x16x32x32 * 32x16x3x3"``: the template and its tensor shapes."""
-        shapes = ["x".join(map(str, arg[1])) for arg in self.workload[1:]
-                  if isinstance(arg, tuple) and len(arg) == 3 and arg[0] == "TENSOR"]
-        return " ".join([str(self.workload[0]), " * ".join(shapes)]).strip()
+        """``workload_label`` of its workload."""
+        return workload_label(self.workload)
 
 
 @dataclass(frozen=True)
