@@ -29,8 +29,8 @@ def test_job_space_prints_like_tvm(invoke: Invoke, tmp_path: Path) -> None:
     job.write_text(SEED_JOB)
     result = invoke("inspect", str(job), "--task", "0")
     assert result.exit_code == 0, result.output
-    assert result.stdout == ("# task 0: tutorial/conv2d_no_batching(1, 7, 7, 512, 512, 3, 3, (1,1), (1,1))  "
-                             "(231211008 FLOP)\n" + SEED_SPACE + "\n")
+    assert result.stdout == ("# task 0: tutorial/conv2d_no_batching(1, 7, 7, 512, 512, 3, 3, (1,1), (1,1))\n"
+                             "#   (231211008 FLOP)\n" + SEED_SPACE + "\n")
 
 
 def test_job_config_loop_nest(invoke: Invoke, tmp_path: Path) -> None:

@@ -21,19 +21,32 @@ from tunecli.engine.actions.job_file import inspect_job_file
 from tunecli.engine.log.log_summary import LogView, inspect_log
 
 
+def _comment(app: App, text: str, prose: bool = True) -> None:
+    """Print the ``#`` comment ``text`` in lines of the console's width: a label broken between
+    its arguments, other text (``prose``) between words (a config's knobs whole), the lines after
+    the first starting ``#   ``."""
+    width = app.console.width
+    lines = label_lines(text, width, indent="#   ")
+    if prose and len(lines) == 1 and len(text) > width:
+        lines = textwrap.wrap(text, width, subsequent_indent="#   ", break_long_words=False,
+                              break_on_hyphens=False)
+    for line in lines:
+        app.echo(line)
+
+
 def _render_tasks(app: App, views: list[TaskView]) -> None:
     for view in views:
-        app.echo(f"# task {view.index}: {view.label}  ({view.flop:.0f} FLOP)")
+        _comment(app, f"# task {view.index}: {view.label}  ({view.flop:.0f} FLOP)")
         if view.named is not None:
-            app.echo(f"# (the job names {view.named})")
+            _comment(app, f"# (the job names {view.named})")
         if view.chosen is not None and (view.named is not None or view.config_source != "default"):
-            app.echo(f"# apply builds config {view.chosen}")
-            app.echo(f"#   from {view.config_source}")
+            _comment(app, f"# apply builds config {view.chosen}")
+            _comment(app, f"#   from {view.config_source}", prose=False)  # a log's path whole beside it
             if view.why is not None:
-                app.echo(f"#   {view.why}")
+                _comment(app, f"#   {view.why}")
         app.echo(view.space)
         if view.lowered is not None:
-            app.echo(f"# config {view.config}")
+            _comment(app, f"# config {view.config}")
             app.echo(view.lowered)
 
 
