@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,35 @@ def test_a_discarded_export_leaves_nothing(tmp_path: Path) -> None:
     (export.folder / "k.o").write_bytes(b"o")
     export.discard()
     assert not export.folder.exists() and not (tmp_path / "kernels").exists()
+
+
+FULL_DISK = """
+import resource, sys
+from pathlib import Path
+from tunecli.engine.job.export_path import ExportDirectory
+from tunecli.errors import JobError
+
+out = Path(sys.argv[1])
+export = ExportDirectory(str(out / "kernels"))
+for name in ("a.ll", "b.o", "c.s"):
+    (export.folder / name).write_bytes(b"x" * 4096)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))  # no file over 1 KiB: as a full disk
+try:
+    export.finish()
+except JobError as err:
+    print(err)
+print(sorted(p.name for p in out.iterdir()), export.folder.exists())
+"""
+
+
+def test_a_full_disk_is_one_error_and_leaves_no_export(tmp_path: Path) -> None:
+    """A write that fails at the end (a full disk; here a file-size limit) is one message naming
+    the destination and the reason, with nothing exported and nothing left beside it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    run = subprocess.run([sys.executable, "-c", FULL_DISK, str(out)], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    message, left = run.stdout.splitlines()
+    assert message == f"{out / 'kernels'}: cannot write the export: File too large; nothing was exported"
+    assert left == "[] False"

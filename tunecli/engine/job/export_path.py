@@ -88,21 +88,27 @@ class ExportDirectory:
         Raises
         ------
         JobError
-            When the destination cannot be written.
+            When the destination cannot be written (a full disk): one message, saying which
+            files, if any, were replaced in an existing destination.
         """
         staged: Path | None = None
+        replaced: list[str] = []
         try:
             if not self.path.exists():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 staged = temporary_name(self.path)
-                shutil.copytree(self.folder, staged)
+                staged.mkdir()
+                for file in sorted(self.folder.iterdir()):  # one file at a time: a failure is one error
+                    shutil.copyfile(file, staged / file.name)
                 os.replace(staged, self.path)
                 staged = None
             else:
                 for file in sorted(self.folder.iterdir()):
                     replace_file(self.path / file.name, functools.partial(shutil.copyfile, file))
+                    replaced.append(file.name)
         except OSError as err:
-            raise JobError(f"{self.path}: cannot write the export: {err.strerror or err}") from None
+            kept = f"only {', '.join(replaced)} replaced" if replaced else "nothing was exported"
+            raise JobError(f"{self.path}: cannot write the export: {err.strerror or err}; {kept}") from None
         finally:
             if staged is not None:  # what a failed move left beside the destination
                 shutil.rmtree(staged, ignore_errors=True)
