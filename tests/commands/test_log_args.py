@@ -40,3 +40,12 @@ def test_best_refuses_a_job_in_flow_style(invoke: Invoke, tmp_path: Path) -> Non
     result = invoke("best", str(flow))
     assert result.exit_code == 2
     assert f"{flow}: is a job file, not a tuning log" in result.stderr
+
+
+def test_apply_of_a_log_says_which_file_to_pass(invoke: Invoke, matmul_log: Path) -> None:
+    """``apply LOG`` (as ``tune LOG``): the message says the job file goes first and the log with --log."""
+    result = invoke("apply", str(matmul_log))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {matmul_log}: is a tuning log (records of measured configs)")
+    assert result.stderr.rstrip().endswith("`tunecli tune` and `tunecli apply` take the job file that wrote "
+                                           f"it (with `--log {matmul_log}` to tune into or apply this log)")

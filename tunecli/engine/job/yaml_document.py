@@ -57,8 +57,8 @@ def load_document(path: str | Path) -> Node:
     if looks_like_a_log(text):
         raise JobError(f"{name}: is a tuning log (records of measured configs), not a job file: "
                        f"`tunecli best {name}` shows its best configs and `tunecli inspect {name}` its "
-                       f"tasks; to tune more, pass the job file that wrote it (with `--log {name}` to "
-                       "append here)")
+                       f"tasks; `tunecli tune` and `tunecli apply` take the job file that wrote it "
+                       f"(with `--log {name}` to tune into or apply this log)")
     try:
         try:
             _check_size(text, name, _EventLoader)
