@@ -166,3 +166,15 @@ def test_log_problem_for_a_log_to_write(tmp_path: Path) -> None:
         f"a file name in the path is longer than {MAX_LOG_NAME} bytes")
     assert log_problem(tmp_path) == "is a directory, not a log file"
     assert log_problem(tmp_path / "none.log", reading=True) == "no such log file"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only files (a read-only file system "
+                                              "refuses it too: checked by hand with a read-only tmpfs)")
+def test_a_log_that_cannot_be_written_is_refused_before_anything_is_measured(tmp_path: Path) -> None:
+    log = tmp_path / "kept.log"
+    log.write_text("# records\n")
+    log.chmod(0o444)
+    with pytest.raises(LogPathError, match=r"kept\.log: cannot append to this log: it is not writable"):
+        with exclusive_log(log):
+            pytest.fail("the block ran")
+    assert log.read_text() == "# records\n" and lock_holder(log) is None

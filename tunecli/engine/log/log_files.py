@@ -54,9 +54,15 @@ def exclusive_log(path: str | os.PathLike) -> Iterator[None]:
     ------
     LogInUseError
         When another process holds it (the message names the log and that process).
+    LogPathError
+        When the log cannot be created, or exists and cannot be written.
     """
     real = real_log_path(path)
     fd, created = _open_locked(real, path)
+    if not os.access(real, os.W_OK):  # refused before anything is measured for it
+        os.close(fd)
+        raise LogPathError(f"{os.fspath(path)}: cannot append to this log: it is not writable (a read-only "
+                           "file or file system)")
     try:
         yield
     finally:
