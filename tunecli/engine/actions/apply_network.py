@@ -165,7 +165,7 @@ def _apply_one(job: Job, network: Network, log: str, export: str | None,
         for name, lib in (("tuned", tuned), ("untuned", untuned)):
             libraries[name] = os.path.join(tmp, f"{name}.so")
             lib.export_library(libraries[name])
-        worker = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network")
+        worker = _network_worker()
         try:
             step("checking the tuned network's output")
             _check(report, job, network, worker, libraries["tuned"], inputs, onnx)
@@ -202,7 +202,7 @@ def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
         network's libraries hold its weights), each set-back build exported under a new name."""
         paths = {name: made.get(build) or os.path.join(tmp, f"guard-{next(numbers)}.so")
                  for name, build in timed.items()}
-        own = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network")
+        own = _network_worker()
         try:
             for name, build in timed.items():
                 if build not in made:
@@ -258,6 +258,11 @@ def _onnx_model(network: Network, folder: str) -> tuple[str | None, str]:
     with open(path, "wb") as f:
         f.write(data)
     return path, "runs the model written as ONNX"
+
+
+def _network_worker() -> Worker:
+    """A worker process that runs ``measure.network_timing``'s requests."""
+    return Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network")
 
 
 def _call(worker: Worker, request: NetworkRun, timeout: float) -> tuple[NetworkReply | None, str | None]:
@@ -318,7 +323,7 @@ def _apply_on_device(report: NetworkApplyReport, job: Job, network: Network, bui
     onnx = network.onnx if importlib.util.find_spec("onnxruntime") is not None else None
     report.onnxruntime = (f"checks the device's output ({onnx})" if onnx is not None
                           else "not run: the network runs on the device")
-    worker = Worker(preload=(RUN_NETWORK_FUNC.partition(":")[0],), name="tunecli-network") if onnx else None
+    worker = _network_worker() if onnx else None
     try:
         with single_blas_thread():
             reference = _reference(report, job, network, worker, inputs, onnx)
