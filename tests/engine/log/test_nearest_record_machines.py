@@ -25,6 +25,8 @@ from tunecli.engine.task.task import create
 
 CONV = "conv2d_NCHWc.x86"
 ZEN4, ZEN5 = Target("llvm -mcpu=znver4"), Target("llvm -mcpu=znver5")
+#: An AVX-512 CPU the shipped package has no records of (it holds Zen 4's and Zen 5's).
+SKYLAKE_X = Target("llvm -mcpu=skylake-avx512")
 HASWELL, SANDY = Target("llvm -mcpu=haswell"), Target("llvm -mcpu=sandybridge")
 
 
@@ -72,10 +74,10 @@ def test_a_record_stands_in_on_the_same_cpu_first_then_on_its_class_and_never_ac
 
 def test_an_avx512_cpu_without_records_takes_another_avx512_cpus_and_says_which():
     workload = conv(64, 16)  # ResNet-18 at 64x64: no package has its first 3x3 layers
-    cfg = query(workload, ZEN5)
+    cfg = query(workload, SKYLAKE_X)
     source = config_source(cfg)
-    assert source.kind == "nearest" and "measured on znver4" in source.detail and "llvm.log" in source.detail
-    assert create(CONV, workload[1:], ZEN5).config_space.is_index_valid(cfg.index)
+    assert source.kind == "nearest" and "measured on znver" in source.detail and "llvm.log" in source.detail
+    assert create(CONV, workload[1:], SKYLAKE_X).config_space.is_index_valid(cfg.index)
     same_cpu = query(workload, ZEN4)  # a record of the query's own CPU names no CPU
     assert config_source(same_cpu).kind == "nearest" and "measured on" not in same_cpu.source.detail
 
@@ -125,17 +127,17 @@ def test_a_winograd_record_of_another_output_size_leaves_the_tiles_to_the_fallba
     # the 7x7 record's 6 tiles per register tile of F(4x4) would repeat the one tile of a 2x2 output
     # six times (4x slower than the fallback measured, 2x at 4x4)
     workload = winograd(channels, size)
-    cfg = query(workload, ZEN5)
+    cfg = query(workload, ZEN4)
     assert config_source(cfg).kind == "nearest" and "float32[1,512,7,7]" in cfg.source.detail
     fallback = FallbackConfigEntity()
-    create(workload[0], workload[1:], ZEN5).instantiate(fallback)
+    create(workload[0], workload[1:], ZEN4).instantiate(fallback)
     assert (cfg["tile_p"].val, cfg["tile_m"].val) == (fallback["tile_p"].val, fallback["tile_m"].val)
-    assert cfg.source.detail.endswith("measured on znver4; tile_m, tile_p of the fallback)")
+    assert cfg.source.detail.endswith("(package in llvm.log; tile_m, tile_p of the fallback)")
 
 
 def test_a_winograd_record_of_the_same_output_size_gives_its_tiles():
     workload = winograd(384, 7)
-    cfg = query(workload, ZEN5)
+    cfg = query(workload, ZEN4)
     assert config_source(cfg).kind == "nearest" and "float32[1,512,7,7]" in cfg.source.detail
     assert (cfg["tile_p"].val, cfg["tile_m"].val) == (6, 4)  # the znver4 record's, not the fallback's (4, 2)
     assert "of the fallback" not in cfg.source.detail
