@@ -14,17 +14,21 @@ noise (``time_stats.slower_than_untuned``: medians of interleaved rounds more th
    config (``RevertedHistory``: the log answers every other workload) and times those builds
    beside the tuned and untuned ones, interleaved, ``GROUP`` at a time;
 3. reverts together every task whose reversion alone makes the network faster than the tuned
-   build beyond the noise, times that build beside the two again, and keeps the fastest of the
-   three (by median): the build ``apply`` exports.
+   build beyond the noise, times that build beside the two again, and keeps it when it is faster
+   than the tuned build beyond the noise, and the untuned build when that is faster still beyond
+   the noise: the build ``apply`` exports.
 
 ``Guard.lines`` says which tasks were reverted, with the network's times with and without their
 records, and how to make it permanent.  Calls that a graph tuner's records decide
 (``apply_graph_best``) are not reverted: the graph tuner chose them for the whole network.
+
+A log's ``"untuned"`` mark names the untuned config of the day of the tune; ``stale_untuned``
+lists the tasks whose marked record the untuned build no longer runs (the pre-tuned packages or
+the fallback rules changed since), which ``apply`` reports whether or not the network is slower.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -38,8 +42,6 @@ from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.workload_args import Workload
-
-logger = logging.getLogger("autotvm")
 
 #: How many builds of one task set back are timed together (beside the tuned and untuned builds).
 GROUP = 4
