@@ -76,3 +76,12 @@ def test_a_model_job_s_extraction_is_a_step_of_its_own(invoke: Invoke, tmp_path:
     lines = result.stderr.splitlines()
     assert lines[0] == "tune: extracting the tunable tasks"
     assert lines[1].startswith("task 1/") and lines[-1].startswith("tune: done in ")
+
+
+def test_a_task_whose_every_trial_failed_says_so_rather_than_zero_gflops() -> None:
+    failed = [TuneEvent("start", 0, 1, LABEL, 2, 0),
+              TuneEvent("batch", 0, 1, LABEL, 2, 1, 0, 0, 1, 1.0),
+              TuneEvent("end", 0, 1, LABEL, 2, 2, 0, 0, 2, 2.0, None, 2, 2)]
+    lines = shown(failed, every=0.0)
+    assert "task 1/1: 1/2 trials, no valid config yet, 1 errors, 1.0 s" in lines
+    assert not any("0.00 GFLOPS" in line for line in lines)

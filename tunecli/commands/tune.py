@@ -111,8 +111,8 @@ def _plain_progress(app: App, every: float = PLAIN_EVERY_S) -> Callable[[TuneEve
 
 
 def _counts(event: TuneEvent) -> str:
-    return (f"{event.done}/{event.total} trials, best {event.best_flops / 1e9:.2f} GFLOPS, "
-            f"{event.errors} errors, {event.elapsed:.1f} s")
+    best = f"best {event.best_flops / 1e9:.2f} GFLOPS" if event.best_flops > 0 else "no valid config yet"
+    return f"{event.done}/{event.total} trials, {best}, {event.errors} errors, {event.elapsed:.1f} s"
 
 
 def _plain(app: App, line: str) -> None:
