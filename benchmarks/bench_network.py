@@ -9,7 +9,9 @@ definitions, ``engine/graph/models``) with the pre-tuned packages turned off (``
 (11 of EfficientNet-B0's 47 tasks, MobileNet v2's; 6 of ResNet-50's 21, ResNet-18's stem and 3x3
 layers, and one more from a nearest record), which a network never seen by tunecli would not get.
 ``--with-package`` runs ResNet-18, MobileNet v1 and v2 with the shipped package.  ``--no-package``
-turns the package off for the networks named with ``--network``.  Each build prints where its
+turns the package off for the networks named with ``--network``; ``--package-dir DIR`` builds the
+networks that take a package with DIR's searched first (``tophub.set_locations``: a candidate
+package, e.g. new records, against ``--no-package`` or the shipped one).  Each build prints where its
 configs came from (tuned: a log or the package; nearest records; fallback), and a table of
 ours/onnxruntime per network ends the run.
 
@@ -90,7 +92,7 @@ def bench(name: str, package: bool, args: argparse.Namespace) -> dict[int, float
     kernels_best = apply_history_best(args.log) if args.log else contextlib.nullcontext()
     graph_best = ApplyGraphBest(args.graph_log) if args.graph_log else contextlib.nullcontext()
     start = time.perf_counter()
-    tophub.set_locations(None if package else tophub.DISABLED)
+    tophub.set_locations((args.package_dir or None) if package else tophub.DISABLED)
     try:
         with kernels_best, graph_best, PassContext(opt_level=3):
             lib = build(mod, "llvm", params=params)
@@ -105,7 +107,8 @@ def bench(name: str, package: bool, args: argparse.Namespace) -> dict[int, float
     weights = sum(np.asarray(v).nbytes for v in lib.get_params().values())
     largest = lib.plan.largest_output_bytes()
     ratios = {}
-    source = "with the package" if package else "no package"
+    source = f"with the package{' in ' + ', '.join(args.package_dir) if args.package_dir else ''}" \
+        if package else "no package"
     print(f"{name} ({source}): built in {build_s:.1f} s, {len(lib.kernels)} kernels ({lib.summary.line()})")
     print(f"  memory: weights {weights / 2**20:.1f} MiB, planned intermediates {planned / 2**20:.2f} MiB "
           f"(without reuse {unplanned / 2**20:.2f} MiB), largest activation {largest / 2**20:.2f} MiB")
@@ -254,6 +257,8 @@ def main() -> None:
                         help=f"{', '.join(DEFAULT_NETWORKS)} with the pre-tuned package")
     parser.add_argument("--no-package", action="store_true",
                         help="build the --network networks without the pre-tuned package")
+    parser.add_argument("--package-dir", action="append", metavar="DIR",
+                        help="a package directory searched before the shipped one (repeatable)")
     parser.add_argument("--log", help="tuning log applied with apply_history_best")
     parser.add_argument("--graph-log",
                         help="graph tuner records applied with apply_graph_best (inside --log)")
@@ -263,6 +268,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true",
                         help=f"also time each kernel; print the {PROFILE_TOP} slowest at each thread count")
     args = parser.parse_args()
+    for directory in args.package_dir or ():
+        if not os.path.isdir(directory):
+            parser.error(f"--package-dir {directory}: not a directory")
     if args.quick:
         args.rounds, args.number, args.settle = 3, 2, 0.2
     runs = [(name, not args.no_package) for name in args.network or ()]
