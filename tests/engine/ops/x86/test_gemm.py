@@ -15,10 +15,12 @@ from tunecli.engine.ops import registry
 from tunecli.engine.ops.nn import bias_add, relu
 from tunecli.engine.ops.reference import pack_dense_weight
 from tunecli.engine.ops.x86.gemm import (
+    TASK_PANEL_BYTES,
     fallback_gemm_tile,
     panel_widths,
     ragged_columns,
     ragged_rows,
+    task_panels,
     tile_rows,
 )
 from tunecli.engine.target import Target
@@ -112,7 +114,33 @@ def test_a_large_products_record_with_parallel_0_runs_its_tiles_in_parallel(
         sch, tensors = task.instantiate(cfg)
     loops = re.findall(r"parallel for \((\S+), 0, (\d+)\)", str(lower(sch, tensors)))
     tiles = -(-m // tile_y[-1]) * -(-n // (tile_x[1] * tile_x[2]))
-    assert ("i1.outer.i0.outer.fused", str(tiles)) in loops and tiles >= 2 * 2
+    assert len(loops) == 1 and int(loops[0][1]) >= tiles >= 2 * 2
+
+
+@pytest.mark.parametrize("m, n, k, tile_y, tile_x, iterations", [
+    (197, 768, 3072, [-1, 1, 11], [-1, 24, 32], 24 * 18),  # 24 panels of 384 KiB a task: one at a time
+    (197, 3072, 768, [-1, 1, 8], [-1, 48, 32], 2 * 12 * 25),  # 48 of 96 KiB: 4 at a time
+    (128, 3072, 768, [-1, 16, 8], [-1, 2, 48], 32),  # BERT's 2 panels of 144 KiB: as the config says
+])
+def test_a_task_runs_its_rows_over_as_many_panels_as_stay_in_the_l2_cache(
+        m: int, n: int, k: int, tile_y: list[int], tile_x: list[int], iterations: int) -> None:
+    # ViT-B/16's feed-forward records: a task of one row tile over all the panels (the whole
+    # weight, 9 MiB) would stream them from the shared cache once per row tile, which two cores
+    # do not sustain; each iteration of the parallel loop takes at most TASK_PANEL_BYTES of them
+    task = autotvm_task.create("dense.x86", (m, n, k, "float32"), ZEN3)
+    cfg = ConfigEntity.from_json_dict({"index": 0, "code_hash": None, "entity": [
+        ["tile_y", "sp", tile_y], ["tile_x", "sp", tile_x], ["tile_k", "sp", [-1, 16]],
+        ["parallel", "ot", 1], ["unroll_k", "ot", 0]]})
+    with Target(ZEN3):
+        sch, tensors = task.instantiate(cfg)
+        out = np.zeros((m, n), "float32")
+        rng = np.random.default_rng(0)
+        data, weight = (rng.standard_normal(shape).astype("float32") for shape in ((m, k), (n, k)))
+        build(sch, tensors, target=ZEN3)(data, pack_dense_weight(weight, tile_x[-1]), out)
+    loops = re.findall(r"parallel for \((\S+), 0, (\d+)\)", str(lower(sch, tensors)))
+    assert [int(count) for _, count in loops] == [iterations]
+    assert task_panels(tile_x[1], tile_x[-1] * k * 4) * tile_x[-1] * k * 4 <= TASK_PANEL_BYTES
+    np.testing.assert_allclose(out, data @ weight.T, rtol=1e-4, atol=1e-3)
 
 
 def test_a_small_product_follows_the_parallel_knob() -> None:

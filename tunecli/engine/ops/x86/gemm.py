@@ -15,6 +15,11 @@ vector registers).  Knobs (first defined varies fastest in the flat index):
             its tiles in parallel whenever there are several (``parallel_choices``, ``runs_parallel``)
 ``unroll_k``  0/1: unroll the inner ``kk`` reduction loop
 
+One iteration of the parallel loop (a task: ``tile_y``'s and ``tile_x``'s middle factors of tiles)
+runs its row tiles over at most ``TASK_PANEL_BYTES`` of weight panels at a time (``task_panels``):
+a task that spans more panels is run as several iterations, each over all of its rows, so its
+panels stay in the core's L2 cache from one row tile to the next.
+
 A ragged M (``ragged_rows``: a prime sequence length such as 197, whose divisors give one-row
 tiles) splits into ``[-1, tiles, MR]`` for every ``MR`` up to 16; a ragged N (``ragged_columns``:
 a vocabulary of 50257) also gets panels of ``RAGGED_PANELS``.  The product is then computed over
@@ -35,6 +40,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from tunecli.engine import te
+from tunecli.engine.ir.dtype import parse_dtype
 from tunecli.engine.ops.epilogue import create_group_schedule, inline_between, output_and_accumulator
 from tunecli.engine.ops.nn.dense import UNPAD_TAG
 from tunecli.engine.ops.x86.conv2d_nchwc import fallback_register_tile, fp32_lanes
@@ -58,6 +64,11 @@ RAGGED_LANES = 8
 RAGGED_PANELS = (8, 16, 32, 48, 64)
 #: Tiles per task of a ragged split's candidates.
 RAGGED_TASK_TILES = (1, 2, 4, 8)
+#: Most bytes of weight panels one iteration of the parallel loop runs its rows over (half of a
+#: 1 MiB L2 cache): a config whose task spans more panels runs them as several iterations, each
+#: over all of the task's rows, so that its panels stay in the core's L2 from one row tile to the next
+#: instead of streaming from the shared cache (or memory) once per row tile.
+TASK_PANEL_BYTES = 512 * 1024
 #: Fewest multiply-adds (``M * N * K``) for which a product always runs its tiles in parallel
 #: (below, a fallback config runs serial and a tuned one as its ``parallel`` knob says).
 PARALLEL_MIN_MACS = 1 << 18
@@ -230,6 +241,13 @@ def runs_parallel(cfg: ConfigSpace, m: int, n: int, k: int) -> bool:
     return tiles > 1 and bool(cfg["parallel"].val if len(choices) > 1 else choices[0])
 
 
+def task_panels(panels: int, panel_bytes: int) -> int:
+    """Weight panels one iteration of the parallel loop computes: ``panels`` (``tile_x``'s middle
+    factor), or its largest divisor whose panels of ``panel_bytes`` fit in ``TASK_PANEL_BYTES``
+    (at least one)."""
+    return max(f for f in get_factors(panels) if f == 1 or f * panel_bytes <= TASK_PANEL_BYTES)
+
+
 def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tensor | None = None) -> Schedule:
     """Schedule ``C[y, x] = sum_k A[y, k] * packed[x // NR, k, x % NR]``.
 
@@ -256,8 +274,16 @@ def schedule_gemm(cfg: ConfigSpace, outs: Sequence[te.Tensor], epilogue: te.Tens
     parallel = runs_parallel(cfg, int(y.dom.extent), int(x.dom.extent), int(kaxis.dom.extent))
     yt, yo, yi = cfg["tile_y"].apply(s, O, y)
     xt, xo, xi = cfg["tile_x"].apply(s, O, x)
-    s[O].reorder(xt, yt, yo, xo, yi, xi)
-    outer = s[O].fuse(xt, yt)
+    element_bits = parse_dtype(C.op.input_tensors[0].dtype).bits
+    panel_bits = cfg["tile_x"].size[-1] * int(kaxis.dom.extent) * element_bits
+    per_task = task_panels(cfg["tile_x"].size[1], panel_bits // 8)
+    if per_task < cfg["tile_x"].size[1]:  # the task's panels in fewer at a time, each for all its rows
+        xg, xo = s[O].split(xo, factor=per_task)
+        s[O].reorder(xt, xg, yt, yo, xo, yi, xi)
+        outer = s[O].fuse(xt, xg, yt)
+    else:
+        s[O].reorder(xt, yt, yo, xo, yi, xi)
+        outer = s[O].fuse(xt, yt)
     if parallel:
         s[O].parallel(outer)
     tile = s[O].fuse(yo, xo)
