@@ -95,3 +95,10 @@ def test_short_rows_and_other_axes_keep_the_generic_schedule() -> None:
         g.infer_types(fn)
         out = lower_group(fn, AVX2, "group").func
         assert ".rf[" not in str(out)
+
+
+def test_softmax_multiplies_each_element_by_its_rows_reciprocal() -> None:
+    # one division per row, outside its vector loop, instead of one per element (ViT: rows of 197)
+    func = lower_group(_group("softmax", (12, 197, 197)), AVX512, "group").func
+    stores = [line for line in str(func.body).splitlines() if "T_softmax_norm[" in line]
+    assert stores and all("* (1.0f / (T_softmax_expsum" in line for line in stores)

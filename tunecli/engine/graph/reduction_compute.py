@@ -167,8 +167,10 @@ def _softmax(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorType) 
     (x,) = inputs
     axis = attrs.axis % len(x.shape)
     _, ex, sm = _softmax_stages(x, axis)
-    return te.compute(x.shape, lambda *i: ex(*i) / sm(i[:axis] + i[axis + 1 :]), name="T_softmax_norm",
-                      tag="softmax_output")
+    one = E.const(1.0, x.dtype)
+    # times the sum's reciprocal: one division per row (out of the row's loop), not one per element
+    return te.compute(x.shape, lambda *i: ex(*i) * (one / sm(i[:axis] + i[axis + 1 :])),
+                      name="T_softmax_norm", tag="softmax_output")
 
 
 @OPS.register_attr(COMPUTE_ATTR, "nn.log_softmax")
