@@ -6,9 +6,10 @@ come in whatever channel blocks the search reached (``NCHW96c``, ``NCHW480c``, `
 each block pair with one or two configs; the records whose blocks a neighbouring convolution
 shares are then rarely well tuned, and the graph tuner can only trade kernel time against
 transforms among those records.  The *default* layouts are those of the template's fallback
-config (TVM's ``_fallback_schedule``: the largest block dividing the channels that fits one
-vector register), the ones an untuned build runs with: they agree from one convolution to the
-next wherever the channel counts divide by the vector width.
+config (``ops.x86.conv2d_nchwc.network_channel_block``: the largest block dividing the channels
+that fits one vector register, or two vectors on targets with 32 registers), the ones an untuned
+build runs with: they agree from one convolution to the next wherever the channel counts divide
+by the block.
 
 ``default_layout_configs`` gives, for one task, the fallback config and the other knobs (register
 tile, unrolling) of its fastest records moved to the default blocks; the graph tuner measures
