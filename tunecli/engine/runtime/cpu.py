@@ -188,14 +188,16 @@ def data_pointers(loaded: CPUKernel, arrays: Sequence[np.ndarray]) -> list[int]:
             raise ArgumentError(f"{where} must be C-contiguous (use np.ascontiguousarray)")
         if spec.is_output and not arr.flags.writeable:
             raise ArgumentError(f"{where} is an output and must be a writable array")
-        out.append(arr.ctypes.data)
-    _check_disjoint(entry, arrays, specs)
+        out.append(arr.ctypes.data)  # read once per array: each read builds a ctypes object
+    _check_disjoint(entry, arrays, out, specs)
     return out
 
 
-def _check_disjoint(entry: str, arrays: Sequence[np.ndarray], specs: Sequence[ArgSpec]) -> None:
+def _check_disjoint(entry: str, arrays: Sequence[np.ndarray], addresses: Sequence[int],
+                    specs: Sequence[ArgSpec]) -> None:
     """Arguments are ``noalias`` in the kernel: reject arrays whose memory overlaps."""
-    spans = sorted((a.ctypes.data, a.ctypes.data + a.nbytes, k) for k, a in enumerate(arrays) if a.nbytes)
+    pairs = enumerate(zip(arrays, addresses, strict=True))
+    spans = sorted((start, start + a.nbytes, k) for k, (a, start) in pairs if a.nbytes)
     for (_, end, k), (start, _, j) in zip(spans, spans[1:], strict=False):
         if start < end:
             first, second = sorted((k, j))
