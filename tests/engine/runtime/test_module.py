@@ -87,6 +87,28 @@ def test_call_checks_arguments(mm, args, match):
         mm.time_evaluator(number=1)(*args(a, b, c))
 
 
+class _CountedAddress(np.ndarray):
+    """An array that counts how often its ``ctypes`` view (its data address) is read."""
+
+    reads = 0
+
+    @property
+    def ctypes(self):  # noqa: D102 - numpy's attribute
+        type(self).reads += 1
+        return super().ctypes
+
+
+def test_a_call_reads_each_arrays_address_once(mm):
+    """Each read builds a ctypes object: a call's fixed cost, paid once per array (the overlap
+    check reuses the addresses), and the result is still the product."""
+    a, b = np.ones((4, 6), "float32"), np.full((6, 5), 2.0, "float32")
+    arrays = [x.view(_CountedAddress) for x in (a, b, np.zeros((4, 5), "float32"))]
+    _CountedAddress.reads = 0
+    mm(*arrays)
+    assert _CountedAddress.reads == 3
+    np.testing.assert_allclose(np.asarray(arrays[2]), a @ b)
+
+
 def test_save_object_ir_and_assembly(mm, tmp_path):
     mm.save(tmp_path / "k.o")
     mm.save(tmp_path / "k.ll")
