@@ -24,6 +24,7 @@ from tunecli.engine.ops.x86.conv2d_nchw_blocked import (
     weight_for_kernel,
     winograd_weight_oihw,
 )
+from tunecli.engine.runtime.thread_pool import CHUNKS_PER_THREAD
 from tunecli.engine.target import Target
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.task import create
@@ -154,6 +155,28 @@ def test_the_direct_fallback_tile_is_as_wide_on_16_registers_as_on_32(target: st
         got = (config["tile_oc"].size[-1], config["tile_ow"].size[-1])
         assert got + ((config["tile_oh"].val,) if args[5] == 1 else ()) == want, args
         assert args[5] == 1 or config["unroll_kw"].val is False, args
+
+
+#: ResNet-18's direct layers a kernel job runs as conv2d_nchw_blocked.x86 (N, H, W, CI, CO, KH, KW, stride,
+#: padding): 3x3 stride 2 and 1x1 stride 2 at 56, 28 and 14 input rows.
+RESNET18_DIRECT = [(1, 56, 56, 64, 128, 3, 3, 2, 1), (1, 56, 56, 64, 128, 1, 1, 2, 0),
+                   (1, 28, 28, 128, 256, 3, 3, 2, 1), (1, 28, 28, 128, 256, 1, 1, 2, 0),
+                   (1, 14, 14, 256, 512, 3, 3, 2, 1), (1, 14, 14, 256, 512, 1, 1, 2, 0)]
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512])
+def test_the_fallbacks_parallel_loops_split_evenly_between_two_threads(target: str) -> None:
+    """Every parallel loop of these fallbacks (the convolution's channel blocks x rows, the padding's
+    rows) has an even trip count of at least two threads' chunks: the pool's near-equal chunks then
+    give each of 2 threads the same work (a 7-row output parallel over rows alone would split 4/3)."""
+    for args in RESNET18_DIRECT:
+        task = create(BLOCKED, (*args, 1, "float32"), target)
+        with Target(target):
+            sch, tensors = task.instantiate(FallbackConfigEntity())
+            text = str(lower(sch, tensors))
+        extents = [int(e) for e in re.findall(r"parallel for \([^,]+, 0, (\d+)\)", text)]
+        assert extents, args
+        assert all(e % 2 == 0 and e >= 2 * CHUNKS_PER_THREAD for e in extents), (args, extents)
 
 
 @pytest.mark.parametrize(("target", "m"), [(AVX2, 4), (AVX512, 2)])
