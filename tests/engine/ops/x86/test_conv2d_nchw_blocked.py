@@ -387,3 +387,41 @@ def test_legal_configs_and_fallbacks_equal_numpy(case: tuple[tuple, int | None])
     data, weight, _, out = _run(BLOCKED, args, config)
     want = ref.conv2d_nchw_python(data, weight, args[7], args[8])
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+
+
+def _lowered(args: tuple, target: str, config=None) -> str:
+    task = create(BLOCKED, args, target)
+    with Target(target):
+        sch, tensors = task.instantiate(FallbackConfigEntity() if config is None else config)
+        return str(lower(sch, tensors))
+
+
+def test_a_strided_window_reads_the_nchw_data_with_bound_checks_on_32_registers() -> None:
+    """No padded, packed copy of the data per call for a strided 3x3 fallback with 32 vector registers;
+    with 16 registers, unit stride or unrolled window columns the copy stays."""
+    strided = (1, 56, 56, 64, 128, 3, 3, 2, 1, 1, "float32")
+    assert "data_pad" not in _lowered(strided, AVX512)
+    assert "data_pad" in _lowered(strided, AVX2)
+    assert "data_pad" in _lowered((1, 56, 56, 64, 64, 3, 3, 1, 1, 1, "float32"), AVX512)
+    space = create(BLOCKED, strided, AVX512).config_space
+    unrolled = next(space.get(i) for i in range(len(space)) if space.get(i)["unroll_kw"].val)
+    assert "data_pad" in _lowered(strided, AVX512, unrolled)
+
+
+@pytest.mark.parametrize("args", [(1, 13, 11, 16, 32, 3, 3, 2, 1, 1, "float32"),
+                                  (1, 12, 12, 16, 32, 3, 3, 2, (1, 1, 0, 2), 1, "float32")])
+def test_a_strided_window_read_with_bound_checks_equals_numpy(args: tuple) -> None:
+    if not Target(AVX512).is_host:
+        pytest.skip(f"{AVX512} code does not run on this machine")
+    assert "data_pad" not in _lowered(args, AVX512)
+    task = create(BLOCKED, args, AVX512)
+    with Target(AVX512):
+        sch, tensors = task.instantiate(FallbackConfigEntity())
+    mod = build(sch, tensors, target=AVX512)
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((1, args[3], args[1], args[2])).astype("float32")
+    weight = rng.standard_normal((args[4], args[3], 3, 3)).astype("float32")
+    out = np.zeros([int(d) for d in tensors[2].shape], dtype="float32")
+    mod(data, weight_for_kernel(BLOCKED, weight, [int(d) for d in tensors[1].shape]), out)
+    want = ref.conv2d_nchw_python(data, weight, args[7], args[8])
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)

@@ -167,8 +167,7 @@ def unpack_stage(conv: te.Tensor) -> te.Tensor:
 
 
 def define_blocked_space(cfg: ConfigSpace, data_shape: Sequence[int], kernel_shape: Sequence[int],
-                         stride: IntPair,
-                         padding: Padding) -> None:
+                         stride: IntPair, padding: Padding) -> None:
     """``conv2d_NCHWc.x86``'s knobs and fallback config, with the fallback's tile as wide as
     :func:`fallback_tile` allows whatever the target's registers and its output block two vectors
     wide where that suits the tile (:func:`fallback_output_block`): the blocks are the kernel's
@@ -264,16 +263,27 @@ def conv2d_nchw_blocked_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Te
 
 def schedule_conv2d_nchw_blocked(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                  epilogue: te.Tensor | None = None) -> Schedule:
-    """``conv2d_NCHWc.x86``'s schedule with the unpacking stage as its NCHW epilogue (the register
-    blocks are written to NCHW); the data's packing is inlined into its reader (the padding
-    stage, or the convolution, which broadcasts one input value at a time either way)."""
+    """``conv2d_NCHWc.x86``'s schedule, the unpacking stage its NCHW epilogue (register blocks written
+    to NCHW); the data's packing inlined into its reader (the padding stage, or the convolution,
+    which broadcasts one input value at a time either way), the padding too by :func:`inlines_padding`."""
     (out,) = outs
     (conv,) = out.op.input_tensors
     s = schedule_conv2d_NCHWc(cfg, [conv], epilogue=out if epilogue is None else epilogue)
     data = conv.op.input_tensors[0]
     (packed,) = data.op.input_tensors if "pad" in data.op.tag else (data,)
     s[packed].compute_inline()
+    if data is not packed and inlines_padding(cfg, data.shape, conv.shape):
+        s[data].compute_inline()
     return s
+
+
+def inlines_padding(cfg: ConfigSpace, padded_shape: Sequence[int], out_shape: Sequence[int]) -> bool:
+    """Whether the convolution reads the NCHW data, bound checks in its loads, instead of a padded,
+    packed copy made per call: with 32 vector registers, window columns not unrolled, and padded
+    data ``[N, C/ic_bn, H, W, ic_bn]`` of at least twice the output's positions (a strided window,
+    the copy a larger share of the work); else the checks cost more (benchmarks/README.md)."""
+    positions, out_positions = padded_shape[2] * padded_shape[3], out_shape[2] * out_shape[3]
+    return fp32_lanes() >= 16 and not cfg["unroll_kw"].val and positions >= 2 * out_positions
 
 
 def conv2d_nchw_blocked_python(data: np.ndarray, kernel: np.ndarray, stride: IntPair, padding: Padding,
