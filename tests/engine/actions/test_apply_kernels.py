@@ -42,8 +42,14 @@ def test_apply_times_the_best_config_as_the_tuner_measured_it(tmp_path) -> None:
         """))
     tune_job(str(job))
     best = min(res.mean_cost for _, res in load_from_file(str(log)) if res.ok)
-    (applied,) = apply_job_file(str(job), str(log)).tasks
-    assert applied.correct and applied.tuned is not None and applied.tuned_stats is not None
-    # apply's fastest round: a busy moment of a shared machine slows some rounds, the fault this guards
-    # against (threads spinning beside the kernel's) slows every round
-    assert applied.tuned_stats.low < 2.0 * best, (applied.tuned_stats, best)
+    # apply's fastest round, in up to three applies: a busy moment of a shared machine slows some
+    # rounds or a whole apply, the fault this guards against (threads spinning beside the kernel's)
+    # slows every round of every apply
+    lows = []
+    for _ in range(3):
+        (applied,) = apply_job_file(str(job), str(log)).tasks
+        assert applied.correct and applied.tuned is not None and applied.tuned_stats is not None
+        lows.append(applied.tuned_stats.low)
+        if lows[-1] < 2.0 * best:
+            break
+    assert min(lows) < 2.0 * best, (lows, best)
