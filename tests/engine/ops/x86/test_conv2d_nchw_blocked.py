@@ -346,23 +346,27 @@ def test_winograd_rejects_what_it_cannot_compute() -> None:
     with pytest.raises(InstantiationError, match="is not"):
         weight_for_kernel("conv2d_nchw.x86", np.zeros((8, 8, 3, 3), "float32"), (8, 8, 3, 3))
 
-
-@pytest.mark.parametrize("target", [AVX2, AVX512])
-@pytest.mark.parametrize(("name", "args"), [CASES[0], CASES[1]])
-def test_either_vector_widths_kernels_equal_numpy_where_they_run(target: str, name: str, args: tuple) -> None:
-    if not Target(target).is_host:
-        pytest.skip(f"{target} code does not run on this machine")
+def assert_fallback_equals_numpy(name: str, args: tuple, target: str, seed: int) -> None:
+    """``name``'s fallback kernel of a 3x3 ``args`` for ``target``, run on random data, equals numpy."""
     task = create(name, args, target)
     with Target(target):
         sch, tensors = task.instantiate(FallbackConfigEntity())
     mod = build(sch, tensors, target=target)
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(seed)
     data = rng.standard_normal((1, args[3], args[1], args[2])).astype("float32")
     weight = rng.standard_normal((args[4], args[3], 3, 3)).astype("float32")
     out = np.zeros([int(d) for d in tensors[2].shape], dtype="float32")
     mod(data, weight_for_kernel(name, weight, [int(d) for d in tensors[1].shape]), out)
     want = ref.conv2d_nchw_python(data, weight, args[7], args[8])
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512])
+@pytest.mark.parametrize(("name", "args"), [CASES[0], CASES[1]])
+def test_either_vector_widths_kernels_equal_numpy_where_they_run(target: str, name: str, args: tuple) -> None:
+    if not Target(target).is_host:
+        pytest.skip(f"{target} code does not run on this machine")
+    assert_fallback_equals_numpy(name, args, target, seed=4)
 
 
 @st.composite
@@ -414,14 +418,4 @@ def test_a_strided_window_read_with_bound_checks_equals_numpy(args: tuple) -> No
     if not Target(AVX512).is_host:
         pytest.skip(f"{AVX512} code does not run on this machine")
     assert "data_pad" not in _lowered(args, AVX512)
-    task = create(BLOCKED, args, AVX512)
-    with Target(AVX512):
-        sch, tensors = task.instantiate(FallbackConfigEntity())
-    mod = build(sch, tensors, target=AVX512)
-    rng = np.random.default_rng(5)
-    data = rng.standard_normal((1, args[3], args[1], args[2])).astype("float32")
-    weight = rng.standard_normal((args[4], args[3], 3, 3)).astype("float32")
-    out = np.zeros([int(d) for d in tensors[2].shape], dtype="float32")
-    mod(data, weight_for_kernel(BLOCKED, weight, [int(d) for d in tensors[1].shape]), out)
-    want = ref.conv2d_nchw_python(data, weight, args[7], args[8])
-    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+    assert_fallback_equals_numpy(BLOCKED, args, AVX512, seed=5)
