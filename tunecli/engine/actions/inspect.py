@@ -37,7 +37,7 @@ from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import JsonValue, read_log
 from tunecli.engine.runtime import NDArray
 from tunecli.engine.task.config_source import config_source
-from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.scope import fallback_warnings_silenced
 from tunecli.engine.task.task import Task
 from tunecli.engine.task.text import config_text, task_label, workload_text
 from tunecli.errors import JobError
@@ -90,12 +90,8 @@ def inspect_kernels(job: Job, task: int | None = None, config: int | None = None
     history = ApplyHistoryBest(list(plausible(read_log(str(log)))) if log.is_file() else [])
     views = []
     for i, t in zip(indices, tasks, strict=True):
-        silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True  # the view says it falls back
-        try:
-            with t.target, history:
-                chosen = history.query(t.target, t.workload)
-        finally:
-            GLOBAL_SCOPE.silent = silent
+        with fallback_warnings_silenced(), t.target, history:  # the view says it falls back
+            chosen = history.query(t.target, t.workload)
         named = job.tasks[i].template
         source = config_source(chosen)
         views.append(replace(task_view(job.path, i, t, config), chosen=config_text(chosen),

@@ -32,7 +32,7 @@ from tunecli.engine.runtime.graph_library import CompiledGraph
 from tunecli.engine.runtime.linker import CompileFunc
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
-from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.scope import fallback_warnings_silenced
 from tunecli.engine.task.workload_args import Workload
 from tunecli.errors import GraphError
 
@@ -201,14 +201,9 @@ def build(
     # As TVM: without a dispatch context of the user's, the pre-tuned packages configure the build,
     # searched as apply_history_best searches them (in order, each file loaded once).
     pretuned = ApplyHistoryBest() if isinstance(DispatchContext.current, FallbackContext) else nullcontext()
-    silent = GLOBAL_SCOPE.silent
-    GLOBAL_SCOPE.silent = True
-    try:
-        with pretuned:
-            fused = optimize(mod, params, t)
-            program = graph_program(fused["main"], GroupCompiler(t))
-    finally:
-        GLOBAL_SCOPE.silent = silent
+    with fallback_warnings_silenced(), pretuned:
+        fused = optimize(mod, params, t)
+        program = graph_program(fused["main"], GroupCompiler(t))
     anchors: dict[Workload, AnchorConfig] = {}
     for lowered in program.lowered:
         if lowered.anchor is not None:

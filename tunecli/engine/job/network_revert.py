@@ -40,7 +40,7 @@ from tunecli.engine.measure.time_stats import TimeStats, slower_than_untuned
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
-from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.scope import fallback_warnings_silenced
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.workload_args import Workload
 
@@ -55,11 +55,8 @@ def untuned_answer(target: Target, workload: Workload) -> ConfigSpace:
     records of its own: a package's record, the nearest package record's config, the fallback)."""
     plain = ApplyHistoryBest()
     plain._old_ctx = _root()
-    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
-    try:
+    with fallback_warnings_silenced():
         return plain.query(target, workload)
-    finally:
-        GLOBAL_SCOPE.silent = silent
 
 
 def _root() -> FallbackContext:
@@ -123,15 +120,12 @@ def differing_tasks(tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistor
     untuned build runs, in the build's order."""
     runs = set(_anchors(untuned))
     differing = []
-    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
-    try:
+    with fallback_warnings_silenced():
         for workload in _anchors(tuned):
             with target:
                 if workload not in runs or not same_config(history.query(target, workload),
                                                            untuned_answer(target, workload)):
                     differing.append(workload)
-    finally:
-        GLOBAL_SCOPE.silent = silent
     return differing
 
 
@@ -141,17 +135,15 @@ def stale_untuned(tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistoryB
     line: the config the untuned build ran when the log was tuned) that the untuned build no longer
     runs: the pre-tuned packages or the fallback rules changed since, so the record competes as the
     untuned config without being it (``tune`` again measures the current one)."""
+    runs = set(_anchors(untuned))
     stale = []
-    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
-    try:
+    with fallback_warnings_silenced():
         for workload in _anchors(tuned):
             with target:
                 mine = history.query(target, workload)
-                if getattr(mine, "untuned", None) is not None and workload in _anchors(untuned) and \
+                if getattr(mine, "untuned", None) is not None and workload in runs and \
                         not same_config(mine, untuned_answer(target, workload)):
                     stale.append(workload)
-    finally:
-        GLOBAL_SCOPE.silent = silent
     return stale
 
 
@@ -293,12 +285,8 @@ def _faster(candidate: TimeStats | None, tuned: TimeStats | None) -> bool:
 
 def _reverted(workload: Workload, same_template: bool, history: ApplyHistoryBest, target: Target,
               tuned: TimeStats | None, alone: TimeStats | None) -> RevertedTask:
-    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
-    try:
-        with target:
-            mine = history.query(target, workload)
-    finally:
-        GLOBAL_SCOPE.silent = silent
+    with fallback_warnings_silenced(), target:
+        mine = history.query(target, workload)
     return RevertedTask(workload, int(getattr(mine, "index", -1)),
                         config_source(untuned_answer(target, workload)).kind if same_template
                         else "another implementation",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class AutotvmGlobalScope:
     """Switches read by the dispatch contexts and tuners.
@@ -34,3 +37,14 @@ class AutotvmGlobalScope:
 
 
 GLOBAL_SCOPE = AutotvmGlobalScope()
+
+
+@contextmanager
+def fallback_warnings_silenced() -> Iterator[None]:
+    """Within it, a query that falls back gives no fallback-config warning (``GLOBAL_SCOPE.silent``);
+    the switch is restored after."""
+    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
+    try:
+        yield
+    finally:
+        GLOBAL_SCOPE.silent = silent

@@ -58,7 +58,7 @@ from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import DEFAULT, config_source
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
-from tunecli.engine.task.scope import GLOBAL_SCOPE
+from tunecli.engine.task.scope import GLOBAL_SCOPE, fallback_warnings_silenced
 from tunecli.engine.task.space import ConfigEntity, ConfigSpace, Entity
 from tunecli.engine.task.task import Task
 from tunecli.engine.tuner.remeasure import SETTLE_SECONDS, built_measurer
@@ -164,12 +164,8 @@ def measure_untuned(task: Task, known: TaskHistory, measure_option: MeasureSetti
 
 def _answered(task: Task) -> ConfigEntity | None:
     """The untuned build's config of the task's workload from the packages (None: it falls back)."""
-    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True  # no fallback warning for asking
-    try:
-        with task.target:
-            config = ApplyHistoryBest().query(task.target, task.workload)
-    finally:
-        GLOBAL_SCOPE.silent = silent
+    with fallback_warnings_silenced(), task.target:  # no fallback warning for asking
+        config = ApplyHistoryBest().query(task.target, task.workload)
     return None if getattr(config, "is_fallback", False) or not isinstance(config, ConfigEntity) else config
 
 
@@ -249,8 +245,7 @@ def untuned_implementations(mod: IRModule, params: Mapping[str, ArrayData], targ
     """
     every = [op.name for op in OPS if op.strategy_op is not None]
     tasks: dict[tuple, Task] = {}
-    silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
-    try:
+    with fallback_warnings_silenced():
         for op in tunable_operators(mod, params, target, every):
             if not set(op.workloads) & set(tuned):
                 continue  # no record of the job's answers it: both builds run the same kernel
@@ -262,8 +257,6 @@ def untuned_implementations(mod: IRModule, params: Mapping[str, ArrayData], targ
                 tasks.setdefault(workload, operator_tasks([op], target)[workload])
             except TuneError as err:  # a template that rejects the call: the build cannot run it either
                 logger.debug("untuned implementation %s: %s", workload[0], err)
-    finally:
-        GLOBAL_SCOPE.silent = silent
     return list(tasks.values())
 
 
