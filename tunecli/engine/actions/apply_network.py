@@ -65,7 +65,7 @@ from tunecli.engine.measure.time_stats import (
     MachineLoad,
     TimeStats,
     load_sample,
-    slower_than_untuned,
+    slower_beyond_noise,
     time_stats,
     usable_cores,
 )
@@ -189,8 +189,8 @@ def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
     """When the tuned build was slower than the untuned one at a thread count, set back the tasks
     whose records make it slower (``network_revert.guard_network``); the kept build's library
     (checked), or None when the tuned build is kept."""
-    slow = [lat.threads for lat in report.latencies if lat.tuned and lat.untuned and slower_than_untuned(
-        "", lat.tuned_stats or time_stats([lat.tuned]), lat.untuned_stats or time_stats([lat.untuned]))]
+    slow = [lat.threads for lat in report.latencies if lat.tuned and lat.untuned and slower_beyond_noise(
+        lat.tuned_stats or time_stats([lat.tuned]), lat.untuned_stats or time_stats([lat.untuned]))]
     if not slow:
         return None
     step(f"finding the tasks that make the tuned network slower on {threads_text(slow[0])}")

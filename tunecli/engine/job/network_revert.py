@@ -4,7 +4,7 @@ A record is its kernel timed alone.  In a network the kernel also pays what its 
 not see (layout transforms around it, the cache state its neighbours leave), and a record timed
 in a lucky moment on a busy machine is faster than its kernel.  So ``apply`` of a network job
 checks the network as a whole: when the tuned build is slower than the untuned one beyond the
-noise (``time_stats.slower_than_untuned``: medians of interleaved rounds more than
+noise (``time_stats.slower_beyond_noise``: medians of interleaved rounds more than
 ``SLOWER_THAN_UNTUNED`` apart, their quartiles apart), ``guard_network``
 
 1. lists the tasks whose configs differ between the two builds (``differing_tasks``: the log's
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from tunecli.engine.graph.build_module import BuiltGraph
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.layout_choice import entity_key
-from tunecli.engine.measure.time_stats import TimeStats, slower_than_untuned
+from tunecli.engine.measure.time_stats import TimeStats, slower_beyond_noise
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
@@ -280,7 +280,7 @@ def guard_network(label: str, tuned: BuiltGraph, untuned: BuiltGraph, history: A
 
 def _faster(candidate: TimeStats | None, tuned: TimeStats | None) -> bool:
     """Whether ``candidate`` is faster than ``tuned`` beyond the noise."""
-    return candidate is not None and slower_than_untuned("", tuned, candidate) is not None
+    return slower_beyond_noise(tuned, candidate)
 
 
 def _reverted(workload: Workload, same_template: bool, history: ApplyHistoryBest, target: Target,

@@ -107,17 +107,22 @@ def compare_with_log(name: str, applied: float | None, logged: float | None) -> 
             "for the same config: the machine may be busier than when it was tuned")
 
 
+def slower_beyond_noise(slow: TimeStats | None, fast: TimeStats | None) -> bool:
+    """Whether ``slow``'s rounds are slower than ``fast``'s beyond the noise: a median more than
+    ``SLOWER_THAN_UNTUNED`` above, with the interquartile ranges apart (``slow``'s first quartile
+    above ``fast``'s third); False when either was not timed."""
+    return (slow is not None and fast is not None and slow.median > (1 + SLOWER_THAN_UNTUNED) * fast.median
+            and slow.q1 > fast.q3)
+
+
 def slower_than_untuned(name: str, tuned: TimeStats | None, untuned: TimeStats | None,
                         what: str = "untuned") -> str | None:
     """A note when the tuned build is slower than the untuned one, else None.
 
-    Slower means a median more than ``SLOWER_THAN_UNTUNED`` above the untuned median, with the
-    rounds' interquartile ranges apart (the tuned first quartile above the untuned third): rounds
-    that overlap say the two are too close to tell on this machine now.
+    Slower is ``slower_beyond_noise``: rounds that overlap say the two are too close to tell on this
+    machine now.
     """
-    if tuned is None or untuned is None or tuned.median <= (1 + SLOWER_THAN_UNTUNED) * untuned.median:
-        return None
-    if tuned.q1 <= untuned.q3:
+    if not slower_beyond_noise(tuned, untuned):
         return None
     return (f"{name}: the tuned build is slower than the {what} one ({tuned.median * 1e3:.4g} ms vs "
             f"{untuned.median * 1e3:.4g} ms, {untuned.median / tuned.median:.2f}x): tune longer, or keep "
