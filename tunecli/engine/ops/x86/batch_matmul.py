@@ -42,6 +42,7 @@ from tunecli.engine.ops.x86.gemm import (
     MAX_KK,
     fallback_gemm_tile,
     padded,
+    padded_extent,
     panel_output_and_accumulator,
     panel_widths,
     ragged_columns,
@@ -135,8 +136,8 @@ def padded_blocks(cfg: ConfigSpace, m: int, n: int) -> tuple[int, int]:
     blocks of 1 or 197) is padded to whole register tiles (``register_tile``)."""
     by, bx = cfg["tile_y"].size[-1], cfg["tile_x"].size[-1]
     rows, cols = block_register_tile(cfg, m, n)
-    height = -(-m // rows) * rows if by == m else padded(m, cfg["tile_y"])
-    return height, (-(-n // cols) * cols if bx == n else bx)
+    height = padded_extent(m, rows) if by == m else padded(m, cfg["tile_y"])
+    return height, (padded_extent(n, cols) if bx == n else bx)
 
 
 def block_register_tile(cfg: ConfigSpace, m: int, n: int) -> tuple[int, int]:
@@ -182,11 +183,6 @@ def padded_tile_cost(block_y: int, block_x: int, rows: int, cols: int, lanes: in
     acc = rows * vectors
     slowdown = max(1.0, (rows + vectors) / acc, MIN_ACCUMULATORS / acc)
     return padded_extent(block_y, rows) * padded_extent(block_x, vectors * lanes) * slowdown
-
-
-def padded_extent(extent: int, step: int) -> int:
-    """``extent`` rounded up to a multiple of ``step``."""
-    return -(-extent // step) * step
 
 
 def schedule_batch_matmul_x86(cfg: ConfigSpace, outs: Sequence[te.Tensor],

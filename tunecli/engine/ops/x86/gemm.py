@@ -116,7 +116,11 @@ def define_gemm_space(cfg: ConfigSpace, m: int, n: int, k: int) -> None:
 def padded(extent: int, split: SplitEntity) -> int:
     """``extent`` rounded up to a whole number of ``split``'s inner tiles (the product of its
     inner factors): what a product is computed over so that no tile of it is partial."""
-    step = math.prod(split.size[1:])
+    return padded_extent(extent, math.prod(split.size[1:]))
+
+
+def padded_extent(extent: int, step: int) -> int:
+    """``extent`` rounded up to a multiple of ``step``."""
     return -(-extent // step) * step
 
 
