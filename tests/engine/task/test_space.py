@@ -313,3 +313,14 @@ def test_knobs_of_every_kind_refuse_more_values_than_can_be_enumerated() -> None
     axes = [VirtualAxis(2) for _ in range(4)]
     assert [e.anns for e in AnnotateSpace(axes, "try_unroll_vec").entities] == [
         list(c) for c in itertools.product(["none", "unroll", "vec"], repeat=4) if c.count("vec") <= 1]
+
+
+@pytest.mark.parametrize("define", [
+    lambda c: c.define_split("s", 16, policy="candidate", num_outputs=2),
+    lambda c: c.define_reorder("r", [c.axis(4), c.axis(4)], policy="interval_all"),
+    lambda c: c.define_reorder("r", [c.axis(4), c.axis(4)], policy="candidate"),
+    lambda c: c.define_annotate("a", [c.axis(4), c.axis(4)], policy="locate_cache"),
+])
+def test_a_policy_without_its_option_names_the_option(define) -> None:
+    with pytest.raises(SpaceError, match=r"needs the keyword argument \w+="):
+        define(ConfigSpace())

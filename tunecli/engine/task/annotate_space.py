@@ -11,7 +11,14 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
-from tunecli.engine.task.space_entities import Axis, StageKey, TransformSpace, VirtualAxis, check_count
+from tunecli.engine.task.space_entities import (
+    Axis,
+    StageKey,
+    TransformSpace,
+    VirtualAxis,
+    check_count,
+    required_option,
+)
 from tunecli.errors import SpaceError
 
 if TYPE_CHECKING:
@@ -112,9 +119,9 @@ class AnnotateSpace(TransformSpace[AnnotateEntity]):
             else:
                 raise SpaceError(f"define_annotate: {policy} needs more axes than {n}")
         elif policy == "locate_cache":
-            check_count("define_annotate", f"{kwargs['num_anchor']} anchors among {n} axes",
-                         math.comb(n, kwargs["num_anchor"]))
-            self.anns = list(itertools.combinations(range(n), kwargs["num_anchor"]))
+            anchors = required_option(kwargs, "num_anchor", "define_annotate", policy)
+            check_count("define_annotate", f"{anchors} anchors among {n} axes", math.comb(n, anchors))
+            self.anns = list(itertools.combinations(range(n), anchors))
             self.entities = [AnnotateEntity(x) for x in self.anns]
         else:
             tokens = policy.replace("try", "none").split("_")

@@ -18,8 +18,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections import namedtuple
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Generic, TypeAlias, TypedDict, TypeVar, Unpack
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypedDict, TypeVar, Unpack
 
 from tunecli.engine.task.factors import get_factors, get_pow2s, prime_factors
 from tunecli.errors import SpaceError
@@ -175,7 +175,7 @@ class SplitSpace(TransformSpace[SplitEntity]):
             raise SpaceError(f"define_split: num_outputs must be a positive int, got {self.num_output!r}")
         fil = kwargs.get("filter", lambda x: True)
         if policy == "candidate":
-            for size in kwargs["candidate"]:
+            for size in required_option(kwargs, "candidate", "define_split", policy):
                 if len(size) != self.num_output:
                     raise SpaceError(f"define_split: candidate {size} does not have {self.num_output} sizes")
                 self.entities.append(SplitEntity(size))
@@ -286,14 +286,14 @@ class ReorderSpace(TransformSpace[ReorderEntity]):
             check_count("define_reorder", f"all orders of {n} axes", math.factorial(n))
             self.entities = [ReorderEntity(p) for p in itertools.permutations(range(n))]
         elif policy == "interval_all":
-            begin, end = kwargs["interval"]
+            begin, end = required_option(kwargs, "interval", "define_reorder", policy)
             check_count("define_reorder", f"all orders of {end - begin} axes",
                          math.factorial(max(0, end - begin)))
             prefix, suffix = tuple(range(begin)), tuple(range(end, n))
             self.entities = [ReorderEntity(prefix + p + suffix)
                              for p in itertools.permutations(range(begin, end))]
         elif policy == "candidate":
-            for cand in kwargs["candidate"]:
+            for cand in required_option(kwargs, "candidate", "define_reorder", policy):
                 try:
                     self.entities.append(ReorderEntity([_index_of(axes, x) for x in cand]))
                 except ValueError:
@@ -303,6 +303,13 @@ class ReorderSpace(TransformSpace[ReorderEntity]):
 
     def __repr__(self) -> str:
         return f"Reorder(policy={self.policy}) len={len(self)}"
+
+
+def required_option(options: Mapping[str, Any], name: str, primitive: str, policy: str) -> Any:
+    """The keyword option ``name`` a policy needs; SpaceError naming it when the template left it out."""
+    if name not in options:
+        raise SpaceError(f"{primitive}: policy {policy!r} needs the keyword argument {name}=")
+    return options[name]
 
 
 def check_count(primitive: str, what: str, count: int) -> None:
