@@ -83,7 +83,7 @@ def test_the_rows_are_reduced_in_vectors_inside_one_parallel_loop(kind: str) -> 
     text = str(func)
     assert ".rf[float32 * 16], local" in text  # per-lane partial results on the stack
     vectors = [f for f in loops if f.kind == S.VECTORIZED]
-    assert {int(f.extent.value) for f in vectors} == {16}
+    assert {int(f.extent.value) for f in vectors} == {16, 8, 4, 2}  # the lanes reduced in halves
     assert "min(" not in text and "select(" not in text  # whole blocks read plainly, the tail apart
 
 
@@ -102,3 +102,41 @@ def test_softmax_multiplies_each_element_by_its_rows_reciprocal() -> None:
     func = lower_group(_group("softmax", (12, 197, 197)), AVX512, "group").func
     stores = [line for line in str(func.body).splitlines() if "T_softmax_norm[" in line]
     assert stores and all("* (1.0f / (T_softmax_expsum" in line for line in stores)
+
+
+def test_the_lanes_are_reduced_in_halves_and_the_exp_unrolled_over_the_row() -> None:
+    # four dependent steps across the lanes (16 -> 8 -> 4 -> 2 -> 1) instead of fifteen; the
+    # exp's 13 blocks of a 197-long row unrolled, so that only the last one is masked
+    func = lower_group(_group("softmax", (12, 197, 197)), AVX512, "group").func
+    text = str(func)
+    for name in ("T_softmax_maxelem", "T_softmax_expsum"):
+        for k, lanes in enumerate((8, 4, 2), start=1):
+            assert f"{name}.rf_{k}[float32 * {lanes}], local" in text
+    (unrolled,) = [f for f in _loops(func.body) if f.kind == S.UNROLLED]
+    assert int(unrolled.extent.value) == 13
+    assert "T_softmax_exp[" in str(unrolled.body)
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("n", [128, 197])
+def test_softmax_of_large_and_masked_rows_equals_numpy(n: int, target: Target) -> None:
+    # attention scores of large magnitude, and masks as exporters write them: -1e4 added (BERT's
+    # padding mask), -inf (GPT-2's causal mask), -3.4e38 (float32's lowest)
+    x = relay.var("x", shape=(4, 3, n), dtype="float32")
+    mask = relay.var("mask", shape=(4, 3, n), dtype="float32")
+    fn = g.Function([x, mask], relay.nn.softmax(relay.add(x, mask), axis=-1))
+    g.infer_types(fn)
+    kernel = Module(lower_group(fn, target, "group").kernel)
+    rng = np.random.default_rng(n)
+    scale = np.array([1, 30, 1e3, 1e5], "float32")[:, None, None]
+    data = rng.normal(0, 1, (4, 3, n)).astype("float32") * scale
+    masks = np.zeros((4, 3, n), "float32")
+    masks[0] = np.where(rng.uniform(size=(3, n)) < 0.4, -1e4, 0)
+    masks[1, :, n // 3:] = -np.inf
+    masks[2] = np.triu(np.full((3, n), -np.inf, "float32"), 1)  # causal rows: 1, 2 and 3 entries left
+    masks[3, :, 5:] = np.finfo("float32").min
+    out = np.zeros((4, 3, n), "float32")
+    kernel(data, masks, out)
+    expected = _softmax(data.astype("float64") + masks)
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-6)
+    assert np.isfinite(out).all()

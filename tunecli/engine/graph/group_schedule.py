@@ -20,7 +20,9 @@ A row reduction (softmax, log_softmax, layer norm along the last axis, whose red
 (parallel) loop, its last axis written in vectors (the last one masked when they do not divide
 it), and every stage is computed for one row inside that loop, into stack scratch: each
 reduction ``rfactor``ed into a vector of per-lane partial results accumulated block by block,
-then reduced across the lanes; a pointwise stage (softmax's exp) in vectors.
+then reduced across the lanes in halves (16 → 8 → 4 → 2 → 1: a chain of four dependent steps
+rather than fifteen); a pointwise stage (softmax's exp) in vectors, its loop over the row's
+blocks unrolled when they are few, so that only the last block of a ragged row is masked.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ MIN_VECTOR = 4
 ROW_TAGS = ("softmax_output", "log_softmax_output", "layer_norm_output")
 #: Largest per-row scratch stage (bytes) kept on the stack.
 ROW_SCRATCH_BYTES = 64 * 1024
+#: Most vector blocks of a row whose pointwise stage's loop is unrolled.
+ROW_UNROLL_BLOCKS = 32
 
 
 def stages_of(out: te.Tensor) -> list[Operation]:
@@ -140,15 +144,36 @@ def schedule_rows(out: te.Tensor, target: Target | None = None) -> Schedule:
             partial = s.rfactor(op.output(0), lane, factor_axis=len(op.axis))
             s[partial].reorder(*s[partial].op.axis[:-1], *s[partial].op.reduce_axis, s[partial].op.axis[-1])
             s[partial].vectorize(s[partial].op.axis[-1])
-            scratch.append(partial.op)
+            scratch += [partial.op, *_lanes_in_halves(s, op)]
         elif not op.reduce_axis and op.axis:  # a pointwise stage of the row (softmax's exp)
-            _, vec = s[op].split(op.axis[-1], factor=lanes)
+            blocks, vec = s[op].split(op.axis[-1], factor=lanes)
             s[op].vectorize(vec)
+            if _extent(blocks) <= ROW_UNROLL_BLOCKS:  # whole blocks unmasked, the ragged one masked
+                s[op].unroll(blocks)
         for part in scratch:
             s[part].compute_at(stage, row)
             if _extent(part.axis[-1]) * parse_dtype(part.output(0).dtype).bits // 8 <= ROW_SCRATCH_BYTES:
                 s[part].set_scope("local")
     return s
+
+
+def _lanes_in_halves(s: Schedule, op: ComputeOp) -> list[Operation]:
+    """Reduce ``op``'s lanes (its one reduce axis, after ``rfactor``) in halves: each step a
+    vectorized stage combining the upper half of the lanes with the lower, until two are left for
+    ``op`` itself; the steps' operations, first to last."""
+    steps: list[Operation] = []
+    (lanes,) = s[op].op.reduce_axis
+    width = _extent(lanes)
+    while width > 2 and width % 2 == 0:
+        _, half = s[op].split(lanes, factor=width // 2)
+        step = s.rfactor(op.output(0), half, factor_axis=len(op.axis))
+        *data, lane = s[step].op.axis
+        s[step].reorder(*data, *s[step].op.reduce_axis, lane)
+        s[step].vectorize(lane)
+        steps.append(step.op)
+        (lanes,) = s[op].op.reduce_axis
+        width //= 2
+    return steps
 
 
 def _split_vectorize_parallel(
