@@ -12,7 +12,7 @@ from tunecli.engine.ir.visitor import Visitor
 from tunecli.errors import ExprError
 
 from .operation import ComputeOp, PlaceholderOp
-from .reduction import Reduce
+from .reduction import Reduce, symbolic_hint
 from .tensor import DATA_PAR, Tensor, make_iter_var
 
 #: A tensor's shape: one extent or a sequence of them (ints, integral floats, constant expressions).
@@ -35,8 +35,9 @@ def _shape_entry(s: E.ExprLike, what: str) -> int:
     if isinstance(c, E.FloatImm):
         return _shape_entry(c, what)
     if not isinstance(c, E.IntImm):
-        raise ExprError(f"{what}: shape entries must be integer constants, got {s!r}")
+        raise ExprError(f"{what}: shape entries must be integer constants, got {s!r}{symbolic_hint(c)}")
     return int(c.value)
+
 
 
 def _shape_tuple(shape: ShapeLike, what: str) -> tuple[int, ...]:

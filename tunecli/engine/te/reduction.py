@@ -7,10 +7,20 @@ from collections.abc import Callable, Sequence
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.node import set_fields
 from tunecli.engine.ir.printer import expr_str
-from tunecli.engine.ir.visitor import substitute
+from tunecli.engine.ir.visitor import post_order, substitute
 from tunecli.errors import ExprError
 
 from .tensor import COMM_REDUCE, IterVar, Range, make_iter_var
+
+
+def symbolic_hint(value: E.Expr) -> str:
+    """The note an error about a non-constant extent adds when it holds a variable (``te.var``)."""
+    found: list[object] = []
+    post_order(value, lambda node: found.append(node) if isinstance(node, E.Var) else None)
+    if found:
+        return ("; symbolic sizes (te.var) are not supported: shapes are fixed when the schedule is written, "
+                "so declare one computation per size")
+    return ""
 
 
 def reduce_axis(dom: tuple[E.ExprLike, E.ExprLike] | Range, name: str = "rv") -> IterVar:
@@ -34,7 +44,8 @@ def reduce_axis(dom: tuple[E.ExprLike, E.ExprLike] | Range, name: str = "rv") ->
         raise ExprError(f"reduce_axis {name}: domain must be (lo, hi), got {dom!r}")
     lo, hi = E.convert(dom[0]), E.convert(dom[1])
     if not isinstance(lo, E.IntImm) or not isinstance(hi, E.IntImm):
-        raise ExprError(f"reduce_axis {name}: bounds must be integer constants, got {dom!r}")
+        raise ExprError(f"reduce_axis {name}: bounds must be integer constants, got {dom!r}"
+                        f"{symbolic_hint(hi if not isinstance(hi, E.IntImm) else lo)}")
     if hi.value <= lo.value:
         raise ExprError(f"reduce_axis {name}: empty domain {dom!r}")
     return make_iter_var(lo, hi, name, COMM_REDUCE)
