@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import tunecli.engine.lower as lowering
 from tunecli.engine.codegen import codegen
 from tunecli.engine.ir.stmt import PrimFunc
+from tunecli.engine.lower.specialize import SizedKernel, size_vars
 from tunecli.engine.lower.verify_gpu import check_gpu_code
 from tunecli.engine.runtime import Module
 from tunecli.engine.schedule import Schedule
@@ -42,7 +43,7 @@ def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", simple_mode
 
 
 def build(sch: Schedule | PrimFunc, args: Sequence[Tensor] | None = None, target: str | Target | None = None,
-          name: str = "default_function") -> Module:
+          name: str = "default_function") -> Module | SizedKernel:
     """Compile a schedule for ``target`` (default: the current target, else the host).
 
     Parameters
@@ -58,8 +59,10 @@ def build(sch: Schedule | PrimFunc, args: Sequence[Tensor] | None = None, target
 
     Returns
     -------
-    Module
-        Callable on arrays of the target's device (numpy arrays for the host).
+    Module or SizedKernel
+        Callable on arrays of the target's device (numpy arrays for the host); a SizedKernel
+        when the arguments' shapes hold symbolic sizes (``te.var``): compiled for the sizes of
+        the arrays it is called on.
 
     Raises
     ------
@@ -70,9 +73,15 @@ def build(sch: Schedule | PrimFunc, args: Sequence[Tensor] | None = None, target
     t = as_target(target)
     if isinstance(sch, PrimFunc):
         func = sch
+        symbolic = [p.name for p in func.params if p.is_symbolic]
+        if symbolic:
+            raise CodegenError(f"build: arguments {symbolic} of {func.name} have symbolic sizes; build the "
+                               "schedule itself (its kernel is compiled for the sizes it is called on)")
     else:
         if args is None:
             raise CodegenError("build: the kernel's arguments (args=[...]) are required for a schedule")
+        if size_vars(args):
+            return SizedKernel(sch, args, name, lambda s, a: build(s, a, t, name))
         func = lowering.lower(sch, list(args), name, t)
     if t.is_gpu:
         check_gpu_code(func, t)

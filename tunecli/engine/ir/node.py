@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import copy
+
 
 class Node:
     """Base of expression and statement nodes: immutable, children named in ``_fields``."""
@@ -16,6 +18,19 @@ class Node:
         for slot in _all_slots(type(self)):
             object.__setattr__(node, slot, changes.get(slot, getattr(self, slot)))
         return node
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Node:
+        """A copy whose children are deep copies; the node itself where none changed (nodes are
+        immutable), so a ``memo`` mapping some nodes to others substitutes them throughout."""
+        changed = {}
+        for slot in _all_slots(type(self)):
+            value = getattr(self, slot)
+            copied = copy.deepcopy(value, memo)
+            if copied is not value:
+                changed[slot] = copied
+        result = self.replace(**changed) if changed else self
+        memo[id(self)] = result
+        return result
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} nodes are immutable")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .dtype import parse_dtype
-from .expr import Expr, ExprLike, Var, convert
+from .expr import Expr, ExprLike, IntImm, Var, convert
 from .node import Node, set_fields
 
 SERIAL = "serial"
@@ -18,6 +18,14 @@ PARALLEL = "parallel"
 VECTORIZED = "vectorized"
 UNROLLED = "unrolled"
 FOR_KINDS = (SERIAL, PARALLEL, VECTORIZED, UNROLLED)
+
+
+def _extent(value: ExprLike) -> int | Expr:
+    """An extent as an int when constant, else its integer expression (a symbolic size)."""
+    if isinstance(value, int):
+        return value
+    e = convert(value)
+    return int(e.value) if isinstance(e, IntImm) else e
 
 
 class Buffer:
@@ -41,17 +49,22 @@ class Buffer:
     def __init__(self, name: str, shape: Sequence[ExprLike], dtype: str, scope: str = "global"):
         parse_dtype(dtype)
         self.name = name
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(_extent(s) for s in shape)
         self.dtype = dtype
         self.scope = scope
 
     @property
     def size(self) -> int:
-        """Number of elements."""
+        """Number of elements (an expression when ``is_symbolic``)."""
         n = 1
         for s in self.shape:
-            n *= s
+            n = s * n
         return n
+
+    @property
+    def is_symbolic(self) -> bool:
+        """True when an extent is an expression of variables (a ``te.var`` size) rather than an int."""
+        return any(not isinstance(s, int) for s in self.shape)
 
     def __repr__(self) -> str:
         return f"Buffer({self.name}, {list(self.shape)}, {self.dtype}, {self.scope})"

@@ -144,10 +144,38 @@ class BoundInfo:
                 checks += [value < iv.dom.extent, value >= 0]
             for c in checks:
                 cond = simplify(c, self.var_ranges)
+                if _within_loop(cond, self.var_ranges):
+                    continue
                 if not (isinstance(cond, E.IntImm) and cond.value) and all(
                         skey(cond) != skey(o) for o in conds):
                     conds.append(cond)
         return conds
+
+
+def _within_loop(cond: E.Expr, var_ranges: dict[E.Var, Rng]) -> bool:
+    """True for ``v < extent`` and ``v >= 0`` of a loop variable ``v`` over ``[0, extent)``: what
+    simplify cannot prove when the extent is symbolic (a ``te.var`` size)."""
+    if isinstance(cond, E.GE) and isinstance(cond.b, E.IntImm) and cond.b.value <= 0:
+        return _non_negative(cond.a, var_ranges)
+    if not isinstance(cond, E.LT) or not isinstance(cond.a, E.Var) or cond.a not in var_ranges:
+        return False
+    lo, ext = var_ranges[cond.a]
+    return isinstance(lo, E.IntImm) and lo.value == 0 and skey(cond.b) == skey(ext)
+
+
+def _non_negative(e: E.Expr, var_ranges: dict[E.Var, Rng]) -> bool:
+    """True when ``e`` is built of loop variables starting at 0 or above and non-negative constants
+    by ``+``, ``*``, ``//`` and ``%`` (by positive constants)."""
+    if isinstance(e, E.IntImm):
+        return e.value >= 0
+    if isinstance(e, E.Var):
+        lo = var_ranges.get(e, (None, None))[0]
+        return isinstance(lo, E.IntImm) and lo.value >= 0
+    if isinstance(e, (E.Add, E.Mul)):
+        return _non_negative(e.a, var_ranges) and _non_negative(e.b, var_ranges)
+    if isinstance(e, (E.FloorDiv, E.FloorMod)):
+        return isinstance(e.b, E.IntImm) and e.b.value > 0 and _non_negative(e.a, var_ranges)
+    return False
 
 
 def infer_bounds(sch: Schedule, stages: list[Stage], bodies: InlinedBodies, full: set[int],
@@ -196,13 +224,17 @@ def _region(sch: Schedule, stage: Stage, consumers: list[Stage], bodies: Inlined
     for d, n in enumerate(shape):
         lo, hi = _union(los[d], E.Min), _union(his[d], E.Max)
         if lo is None or hi is None:
-            out.append((E.IntImm(0), E.IntImm(n)))
+            out.append((E.IntImm(0), E.convert(n)))
             continue
         lo, hi = simplify(lo, info.var_ranges), simplify(hi, info.var_ranges)
         ext = simplify(hi - lo + 1, info.var_ranges)
+        if not isinstance(n, int) and not isinstance(ext, E.IntImm):  # a symbolic size (te.var): its whole
+            if int_bounds(ext, info.var_ranges)[1] is None:             # extent where no constant bounds it
+                out.append((E.IntImm(0), n))
+                continue
         if not isinstance(ext, E.IntImm):  # e.g. a union of shifted windows: widen to a constant
             ext = E.IntImm(const_upper(ext, info, f"stage {stage.name}, axis {stage.op.axis[d].var.name}"))
-        if isinstance(lo, E.IntImm) and isinstance(hi, E.IntImm):  # a constant region: keep it in the domain
+        if isinstance(lo, E.IntImm) and isinstance(hi, E.IntImm) and isinstance(n, int):  # inside the domain
             lo, hi = E.IntImm(max(lo.value, 0)), E.IntImm(min(hi.value, n - 1))
             ext = E.IntImm(max(hi.value - lo.value + 1, 1))
         out.append((lo, ext))
@@ -264,9 +296,12 @@ def _pass_down(stage: Stage, root: dict[IterVar, Rng], info: BoundInfo) -> None:
                     inner, outer = E.IntImm(f), simplify((ext + (f - 1)) // f, info.var_ranges)
             else:
                 n = rel.nparts
-                ub = const_upper(ext, info, f"stage {stage.name}, axis {rel.parent.var.name}")
-                inner = E.IntImm(-(-ub // n))
-                outer = E.IntImm(-(-ub // inner.value)) if isinstance(ext, E.IntImm) else E.IntImm(n)
+                if int_bounds(ext, info.var_ranges)[1] is None:  # a symbolic size (te.var)
+                    inner, outer = simplify((ext + (n - 1)) // n, info.var_ranges), E.IntImm(n)
+                else:
+                    ub = const_upper(ext, info, f"stage {stage.name}, axis {rel.parent.var.name}")
+                    inner = E.IntImm(-(-ub // n))
+                    outer = E.IntImm(-(-ub // inner.value)) if isinstance(ext, E.IntImm) else E.IntImm(n)
             dom[rel.outer], dom[rel.inner] = (zero, outer), (zero, inner)
         elif isinstance(rel, Fuse):
             dom[rel.fused] = (zero, simplify(dom[rel.outer][1] * dom[rel.inner][1], info.var_ranges))

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir import stmt as S
+from tunecli.engine.ir.simplify import int_bounds
 from tunecli.engine.ir.visitor import Mutator
 from tunecli.engine.schedule.schedule import Schedule
 from tunecli.engine.schedule.stage import Stage
@@ -50,8 +51,11 @@ class Storage:
             shape, mins = [], []
             for iv in stage.op.axis:
                 lo, ext = dom[iv]
-                n = const_upper(ext, self.info, f"buffer of stage {stage.name}, axis {iv.var.name}")
-                shape.append(max(1, n))  # not clamped to the domain: a region may start below 0
+                if isinstance(ext, E.IntImm) or int_bounds(ext, self.info.var_ranges)[1] is not None:
+                    n = const_upper(ext, self.info, f"buffer of stage {stage.name}, axis {iv.var.name}")
+                    shape.append(max(1, n))  # not clamped to the domain: a region may start below 0
+                else:  # a symbolic size (te.var)
+                    shape.append(ext)
                 mins.append(lo)
             out = stage.op.output(0)
             name, n = stage.op.name, 1

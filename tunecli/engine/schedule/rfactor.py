@@ -13,7 +13,7 @@ from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.visitor import substitute
 from tunecli.engine.te.operation import ComputeOp
 from tunecli.engine.te.reduction import Reduce, is_const_true
-from tunecli.engine.te.tensor import COMM_REDUCE, DATA_PAR, IterVar, Range, Tensor, TensorRead
+from tunecli.engine.te.tensor import COMM_REDUCE, DATA_PAR, IterVar, Range, Tensor, TensorRead, extent_value
 from tunecli.errors import ScheduleError
 
 from .cache import _replace_op, check_not_attached_to
@@ -24,19 +24,26 @@ if TYPE_CHECKING:
     from .schedule import Schedule
 
 
-def _const_extents(stage: Stage) -> dict[IterVar, int]:
-    ext = {iv: int(iv.dom.extent) for iv in stage.op.axis + stage.op.reduce_axis}
+def _extents(stage: Stage) -> dict[IterVar, int | E.Expr]:
+    """Every axis's extent: ints, or expressions where the sizes are symbolic (``te.var``)."""
+    ext: dict[IterVar, int | E.Expr] = {iv: extent_value(iv.dom.extent)
+                                        for iv in stage.op.axis + stage.op.reduce_axis}
     for rel in stage.relations:
         if isinstance(rel, Split):
             e = ext[rel.parent]
-            inner = (min(rel.factor, e) if rel.factor is not None else -(-e // rel.nparts))
-            ext[rel.inner], ext[rel.outer] = inner, -(-e // inner)
+            if isinstance(e, int):
+                inner = min(rel.factor, e) if rel.factor is not None else -(-e // rel.nparts)
+                ext[rel.inner], ext[rel.outer] = inner, -(-e // inner)
+            elif rel.factor is not None:
+                ext[rel.inner], ext[rel.outer] = rel.factor, (e + (rel.factor - 1)) // rel.factor
+            else:
+                ext[rel.inner], ext[rel.outer] = (e + (rel.nparts - 1)) // rel.nparts, rel.nparts
         elif isinstance(rel, Fuse):
             ext[rel.fused] = ext[rel.outer] * ext[rel.inner]
     return ext
 
 
-def _root_values(stage: Stage, ext: dict[IterVar, int], leaf_vals: dict[IterVar, E.Expr]
+def _root_values(stage: Stage, ext: dict[IterVar, int | E.Expr], leaf_vals: dict[IterVar, E.Expr]
                  ) -> dict[IterVar, E.Expr]:
     vals = dict(leaf_vals)
     for rel in reversed(stage.relations):
@@ -66,7 +73,7 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0) 
             raise ScheduleError(f"rfactor of {tensor.name}: call rfactor before splitting or fusing the "
                                 f"data axes of stage {stage.name}")
     check_not_attached_to(sch, stage, f"rfactor of {tensor.name}")
-    ext = _const_extents(stage)
+    ext = _extents(stage)
     red: Reduce = op.body[0]
     # the factored stage: data axes + the factor axis, reducing over the other reduce leaves
     data = [IterVar(Range(0, iv.dom.extent), E.Var(iv.var.name, "int32"), DATA_PAR) for iv in op.axis]

@@ -78,6 +78,14 @@ class Schedule:
         self.stage_map[id(op)] = stage
         self._keep.append(op)
 
+    def operations(self) -> list[Operation]:
+        """Every operation this schedule maps to a stage: the stages' own and those a primitive
+        replaced (``s[tensor]`` still answers for a tensor of the original operation)."""
+        found: dict[int, Operation] = {id(st.op): st.op for st in self.stages if st.op is not None}
+        for op in self._keep:
+            found.setdefault(id(op), op)
+        return list(found.values())
+
     def reads(self, stage: Stage) -> list[Stage]:
         """Stages whose outputs ``stage``'s operation reads."""
         out: list[Stage] = []

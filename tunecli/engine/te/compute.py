@@ -35,6 +35,8 @@ def _shape_entry(s: E.ExprLike, what: str) -> int:
     if isinstance(c, E.FloatImm):
         return _shape_entry(c, what)
     if not isinstance(c, E.IntImm):
+        if symbolic_hint(c) and E.parse_dtype(c.dtype).is_int:
+            return c
         raise ExprError(f"{what}: shape entries must be integer constants, got {s!r}{symbolic_hint(c)}")
     return int(c.value)
 
@@ -47,7 +49,7 @@ def _shape_tuple(shape: ShapeLike, what: str) -> tuple[int, ...]:
     out = []
     for s in shape:
         n = _shape_entry(s, what)
-        if n < 1:
+        if isinstance(n, int) and n < 1:
             raise ExprError(f"{what}: shape entries must be positive, got {tuple(shape)}")
         out.append(n)
     return tuple(out)

@@ -8,7 +8,7 @@ from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.visitor import Visitor
 
 from .reduction import Reduce
-from .tensor import IterVar, Tensor, TensorRead
+from .tensor import IterVar, Tensor, TensorRead, extent_value
 
 
 class Operation:
@@ -47,7 +47,7 @@ class PlaceholderOp(Operation):
 
     def __init__(self, name: str, shape: Sequence[int], dtype: str):
         super().__init__(name)
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(extent_value(s) for s in shape)
         self.dtype = dtype
         self._outputs = [Tensor(self, 0, self.shape, dtype)]
 
@@ -62,7 +62,7 @@ class ComputeOp(Operation):
         self.body = list(body)
         first = self.body[0]
         self.reduce_axis: list[IterVar] = list(first.axis) if isinstance(first, Reduce) else []
-        shape = [int(iv.dom.extent) for iv in self.axis]
+        shape = [extent_value(iv.dom.extent) for iv in self.axis]
         self._outputs = [Tensor(self, i, shape, b.dtype) for i, b in enumerate(self.body)]
 
     @property

@@ -44,6 +44,8 @@ def reduce_axis(dom: tuple[E.ExprLike, E.ExprLike] | Range, name: str = "rv") ->
         raise ExprError(f"reduce_axis {name}: domain must be (lo, hi), got {dom!r}")
     lo, hi = E.convert(dom[0]), E.convert(dom[1])
     if not isinstance(lo, E.IntImm) or not isinstance(hi, E.IntImm):
+        if symbolic_hint(hi if not isinstance(hi, E.IntImm) else lo):
+            return make_iter_var(lo, hi, name, COMM_REDUCE)
         raise ExprError(f"reduce_axis {name}: bounds must be integer constants, got {dom!r}"
                         f"{symbolic_hint(hi if not isinstance(hi, E.IntImm) else lo)}")
     if hi.value <= lo.value:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ir.node import set_fields
 from tunecli.engine.ir.printer import expr_str
+from tunecli.engine.ir.simplify import simplify
 from tunecli.errors import ExprError
 
 if TYPE_CHECKING:
@@ -120,13 +121,21 @@ class IterVar(_ExprLike):
         return f"iter_var({self.var.name}, {self.dom!r}, {self.iter_type})"
 
 
+def extent_value(extent: E.ExprLike) -> int | E.Expr:
+    """An extent as an int when it is constant, else its (symbolic) integer expression."""
+    if isinstance(extent, int):
+        return extent
+    e = E.convert(extent)
+    return int(e.value) if isinstance(e, E.IntImm) else e
+
+
 def make_iter_var(lo: E.ExprLike, hi: E.ExprLike, name: str, iter_type: str) -> IterVar:
     """An IterVar over ``[lo, hi)`` with a fresh int32 variable."""
     lo_e, hi_e = E.convert(lo), E.convert(hi)
     if isinstance(lo_e, E.IntImm) and isinstance(hi_e, E.IntImm):
         extent: E.Expr = E.IntImm(hi_e.value - lo_e.value)
     else:
-        extent = hi_e - lo_e
+        extent = simplify(hi_e - lo_e)
     return IterVar(Range(lo_e, extent), E.Var(name, "int32"), iter_type)
 
 
@@ -171,7 +180,7 @@ class Tensor(_ExprLike):
     def __init__(self, op: Operation, value_index: int, shape: Sequence[int], dtype: str):
         self.op = op
         self.value_index = value_index
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(extent_value(s) for s in shape)
         self.dtype = dtype
 
     @property
