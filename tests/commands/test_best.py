@@ -177,14 +177,15 @@ def test_hostile_records_are_skipped_and_the_best_is_real(invoke: Invoke, matmul
     assert "RuntimeWarning" not in result.stderr
 
 
-def _untuned_log(tmp_path: Path, tuned_ms: float) -> Path:
-    """A log of tutorial/matmul(16, 16, 16): config 3 the untuned one (1 ms), config 7 ``tuned_ms``."""
+def _untuned_log(tmp_path: Path, tuned_ms: float, marked: int = 0) -> Path:
+    """A log of tutorial/matmul(16, 16, 16): config ``marked`` marked untuned (1 ms; config 0 is the
+    untuned build's, the template's fallback), config 7 ``tuned_ms``."""
     from tunecli.engine.log.record import encode
     from tunecli.engine.measure.result import MeasureInput, MeasureResult
     from tunecli.engine.task.task import create
 
     task = create("tutorial/matmul", (16, 16, 16, "float32"), "llvm")
-    untuned = task.config_space.get(3)
+    untuned = task.config_space.get(marked)
     untuned.untuned = "default"
     path = tmp_path / "untuned.log"
     path.write_text(
@@ -199,14 +200,34 @@ def test_best_says_when_apply_keeps_the_untuned_config(invoke: Invoke, tmp_path:
     monkeypatch.setenv("COLUMNS", "200")
     result = invoke("best", str(log), "--top", "2")
     assert result.exit_code == 0, result.output
-    assert "#3 tile_y=[-1,8] tile_x=[-1,1] (untuned)" in result.stdout
-    assert ("[0] apply builds config 3:\n"
+    assert "#0 tile_y=[-1,1] tile_x=[-1,1] (untuned)" in result.stdout
+    assert ("[0] apply builds config 0:\n"
             "  the untuned config (default): config 7 is only 2.0% faster (margin 5%)\n") in result.stdout
     report = json.loads(invoke("best", str(log), "--json").stdout)
     [workload] = report["workloads"]
-    assert (workload["best"][0]["index"], workload["chosen"]) == (7, 3)
+    assert (workload["best"][0]["index"], workload["chosen"]) == (7, 0)
 
     clear = invoke("best", str(_untuned_log(tmp_path, 0.5)))
     assert ("[0] apply builds config 7:\n"
             "  the fastest record: 50.0% faster than the untuned config (default), over 5%\n"
             ) in clear.stdout
+
+
+def test_best_says_when_a_mark_is_no_longer_the_untuned_config(invoke: Invoke, tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """Config 3 marked untuned, as a tune marked it when the fallback rules chose it: it is not what
+    the untuned build runs today (config 0), so a record 2% faster answers and the line says why."""
+    log = _untuned_log(tmp_path, 0.98, marked=3)
+    monkeypatch.setenv("COLUMNS", "200")
+    result = invoke("best", str(log), "--top", "2")
+    assert result.exit_code == 0, result.output
+    assert "(untuned)" not in result.stdout
+    assert ("[0] config 3, marked untuned (default) by the tune, is no longer what the untuned build runs "
+            "(the packages or fallback rules changed since): ranked as an ordinary record"
+            ) in " ".join(result.stdout.split())
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = invoke("best", str(log)).stdout
+    assert "[0] config 3, marked untuned (default) by the tune" in narrow
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    [workload] = json.loads(invoke("best", str(log), "--json").stdout)["workloads"]
+    assert workload["chosen"] == 7 and workload["stale"].startswith("config 3, marked untuned (default)")

@@ -261,6 +261,13 @@ def test_inspect_says_why_apply_builds_the_untuned_config(invoke: Invoke, tmp_pa
     result = invoke("inspect", str(job))
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    at = lines.index("# apply builds config #3 tile_y=[-1,8] tile_x=[-1,1]")
+    at = lines.index("# apply builds config #0 tile_y=[-1,1] tile_x=[-1,1]")
     assert lines[at + 1] == f"#   from log: {log}"
     assert lines[at + 2] == "#   the untuned config (default): config 7 is only 2.0% faster (margin 5%)"
+
+    _untuned_log(tmp_path, 0.98, marked=3)  # a mark the untuned build no longer runs: not honoured
+    lines = invoke("inspect", str(job)).stdout.splitlines()
+    at = lines.index("# apply builds config #7 tile_y=[-1,4] tile_x=[-1,2]")
+    why = " ".join(line.removeprefix("#").strip() for line in lines[at + 2:at + 6])
+    assert why.startswith("the fastest record; config 3, marked untuned (default) by the tune, is no longer "
+                          "what the untuned build runs")

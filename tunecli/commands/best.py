@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 
 import click
 
@@ -41,6 +42,10 @@ def _print_report(app: App, report: BestReport) -> None:
         if w.why is not None and not plain:
             app.echo(f"[{i}] apply builds config {w.chosen}:")
             app.echo(f"  {w.why}")
+        if w.stale is not None:
+            for line in textwrap.wrap(f"[{i}] {w.stale}",
+                                      app.console.width, subsequent_indent="  ", break_long_words=False):
+                app.echo(line)
 
 
 @click.command()

@@ -103,7 +103,8 @@ def _render_build(app: App, view: NetworkBuildView, heading: bool, same_kernels:
             lines = [line] if len(line) <= width else [*label_lines(f"  {label}:", width),
                                                        *label_lines(f"    {source}", width, "      ")]
             if label in view.why:
-                lines.append(f"    {view.why[label]}")
+                lines += textwrap.wrap(view.why[label], width, initial_indent=(pad := "    "),
+                                       subsequent_indent=pad, break_long_words=False)
             for text in lines:
                 app.echo(text)
 

@@ -18,9 +18,8 @@ from tunecli.engine.job.network_revert import (
     guard_network,
     stale_line,
     stale_untuned,
-    untuned_answer,
 )
-from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.history_best import ApplyHistoryBest, untuned_answer
 from tunecli.engine.log.record import encode, load_from_file
 from tunecli.engine.measure.result import MeasureInput
 
@@ -76,9 +75,8 @@ def test_a_record_marked_untuned_that_the_untuned_build_no_longer_runs_is_named(
     job = write_network_job(tmp_path)
     network, log = load_network(job), tmp_path / "net.log"
     conv = conv_task(job)
-    untuned = build_network(network, job.target)
     history = ApplyHistoryBest(str(log))
-    assert stale_untuned(build_network(network, job.target, history), untuned, history, job.target) == []
+    assert stale_untuned(build_network(network, job.target, history), history) == []
 
     [(inp, res)] = [(i, r) for i, r in load_from_file(log) if i.task.workload == conv.workload]
     then = conv.config_space.get(slowest_config(conv))
@@ -86,8 +84,9 @@ def test_a_record_marked_untuned_that_the_untuned_build_no_longer_runs_is_named(
     old = tmp_path / "old.log"
     old.write_text(encode(MeasureInput(conv.target, conv, then), res) + "\n")
     history = ApplyHistoryBest(str(old))
-    stale = stale_untuned(build_network(network, job.target, history), untuned, history, job.target)
+    stale = stale_untuned(build_network(network, job.target, history), history)
     assert stale == [conv.workload]
-    assert stale_line(stale).startswith("1 task(s) answered by a record marked untuned that the untuned "
+    assert stale_line(stale).startswith("1 task(s) with a record marked untuned that the untuned "
                                         "build no longer runs")
+    assert "ranked as an ordinary record" in stale_line(stale)
     assert stale_line(stale).endswith(": conv2d_NCHWc.x86 1x32x28x28 * 64x32x1x1")

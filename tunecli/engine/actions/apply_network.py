@@ -152,7 +152,7 @@ def _apply_one(job: Job, network: Network, log: str, export: str | None,
         return report
     report.build_seconds = time.perf_counter() - start
     report.summary, report.kernels = tuned.summary.line(), len(tuned.kernels)
-    stale = stale_untuned(tuned, untuned, history, job.target)
+    stale = stale_untuned(tuned, history)
     if stale:
         report.guard.append(stale_line(stale))
     if not job.target.is_host:

@@ -257,9 +257,10 @@ def _build_view(network: Network, job: Job, history: ApplyHistoryBest | None
                                             in network.inputs.items()})
     view.summary = summary.line()
     view.configs = {workload_text(a.task_name, a.workload[1:]): a.source.text() for a in anchors}
+    stale = {workload for _, workload in history.stale_marks} if history is not None else set()
     for a in anchors:
         why = history.why(job.target, a.workload) if history is not None and a.source.kind == "log" else None
-        if why is not None and "faster" in why:  # a margin decided it (not simply the fastest record)
+        if why is not None and ("faster" in why or a.workload in stale):  # a margin or a stale mark decided
             view.why[workload_text(a.task_name, a.workload[1:])] = why
     plan = lib.plan
     view.kernels = dict(Counter(name for name, _ in plan.ops))

@@ -23,9 +23,9 @@ noise (``time_stats.slower_beyond_noise``: medians of interleaved rounds more th
 records, and how to make it permanent.  Calls that a graph tuner's records decide
 (``apply_graph_best``) are not reverted: the graph tuner chose them for the whole network.
 
-A log's ``"untuned"`` mark names the untuned config of the day of the tune; ``stale_untuned``
-lists the tasks whose marked record the untuned build no longer runs (the pre-tuned packages or
-the fallback rules changed since), which ``apply`` reports whether or not the network is slower.
+A log's ``"untuned"`` mark names the untuned config of the day of the tune; a mark the untuned
+build no longer runs is not honoured by the ranking (``log.untuned_mark``), and ``stale_untuned``
+lists those tasks, which ``apply`` reports whether or not the network is slower.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tunecli.engine.graph.build_module import BuiltGraph
-from tunecli.engine.log.history_best import ApplyHistoryBest
-from tunecli.engine.log.layout_choice import entity_key
+from tunecli.engine.log.history_best import ApplyHistoryBest, untuned_answer
+from tunecli.engine.log.layout_choice import config_knobs
 from tunecli.engine.measure.time_stats import TimeStats, slower_beyond_noise
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import config_source
-from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
+from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.engine.task.scope import fallback_warnings_silenced
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.workload_args import Workload
@@ -48,22 +48,6 @@ from tunecli.engine.task.workload_args import Workload
 GROUP = 4
 #: What ``guard_network`` times builds with: builds by name -> each one's rounds (None: it failed).
 TimeBuilds = Callable[[Mapping[str, BuiltGraph]], Mapping[str, TimeStats | None]]
-
-
-def untuned_answer(target: Target, workload: Workload) -> ConfigSpace:
-    """The config an untuned build runs for ``workload`` (what ``ApplyHistoryBest()`` answers without
-    records of its own: a package's record, the nearest package record's config, the fallback)."""
-    plain = ApplyHistoryBest()
-    plain._old_ctx = _root()
-    with fallback_warnings_silenced():
-        return plain.query(target, workload)
-
-
-def _root() -> FallbackContext:
-    context = DispatchContext.current
-    while not isinstance(context, FallbackContext):
-        context = context._old_ctx  # type: ignore[union-attr]
-    return context
 
 
 class RevertedHistory(DispatchContext):
@@ -96,15 +80,9 @@ class RevertedHistory(DispatchContext):
         self.history.update(target, workload, cfg)  # type: ignore[arg-type]
 
 
-def _knobs(config: ConfigSpace) -> tuple | None:
-    """What tells two configs apart (knob by knob); None for a fallback config not yet filled."""
-    names = list(config)
-    return tuple((name, entity_key(config[name])) for name in names) if names else None
-
-
 def same_config(a: ConfigSpace, b: ConfigSpace) -> bool:
     """Whether two dispatch answers give a template the same knobs."""
-    return a is b or (_knobs(a) is not None and _knobs(a) == _knobs(b))
+    return a is b or (config_knobs(a) is not None and config_knobs(a) == config_knobs(b))
 
 
 def _anchors(build: BuiltGraph) -> list[Workload]:
@@ -129,30 +107,21 @@ def differing_tasks(tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistor
     return differing
 
 
-def stale_untuned(tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistoryBest,
-                  target: Target) -> list[Workload]:
-    """The workloads of the tuned build answered by a record marked untuned (``"untuned"`` on its
-    line: the config the untuned build ran when the log was tuned) that the untuned build no longer
-    runs: the pre-tuned packages or the fallback rules changed since, so the record competes as the
-    untuned config without being it (``tune`` again measures the current one)."""
-    runs = set(_anchors(untuned))
-    stale = []
-    with fallback_warnings_silenced():
-        for workload in _anchors(tuned):
-            with target:
-                mine = history.query(target, workload)
-                if getattr(mine, "untuned", None) is not None and workload in runs and \
-                        not same_config(mine, untuned_answer(target, workload)):
-                    stale.append(workload)
-    return stale
+def stale_untuned(tuned: BuiltGraph, history: ApplyHistoryBest) -> list[Workload]:
+    """The workloads of the tuned build with a record marked untuned (``"untuned"`` on its line: the
+    config the untuned build ran when the log was tuned) that the untuned build no longer runs: the
+    pre-tuned packages or the fallback rules changed since, so the ranking takes the record as an
+    ordinary one (``ApplyHistoryBest.stale_marks``)."""
+    stale = {workload for _, workload in history.stale_marks}
+    return [workload for workload in _anchors(tuned) if workload in stale]
 
 
 def stale_line(stale: list[Workload]) -> str:
     """What to tell of ``stale_untuned``'s workloads."""
     shown = ", ".join(workload_label(w) for w in stale[:3]) + (" ..." if len(stale) > 3 else "")
-    return (f"{len(stale)} task(s) answered by a record marked untuned that the untuned build no longer "
-            "runs (the pre-tuned packages or the fallback rules changed since the tune; `tunecli tune` "
-            f"again measures the current ones): {shown}")
+    return (f"{len(stale)} task(s) with a record marked untuned that the untuned build no longer runs (the "
+            "pre-tuned packages or the fallback rules changed since the tune), ranked as an ordinary "
+            f"record: {shown}")
 
 
 def workload_label(workload: Workload) -> str:

@@ -9,7 +9,8 @@ shown where the FLOP count of the workload is known (``log.plausibility.workload
 output log holds the kept records and, when it is not among them, the record ``apply_history_best``
 answers the workload with (``log.layout_choice``: a near-tie keeps the untuned config, then the
 default layouts), so it answers as the logs read do; each workload says which config that is and
-why (``WorkloadBest.chosen``, ``why``), and the untuned config's entry is marked.  It is written
+why (``WorkloadBest.chosen``, ``why``), and the untuned config's entry is marked; a mark that today's
+untuned build no longer runs is not honoured (``untuned_mark``: ``WorkloadBest.stale``).  It is written
 whole through a temporary file, never over one of the logs read or a log a tune is writing.
 """
 
@@ -18,11 +19,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from tunecli.engine.log.history_best import untuned_answer
 from tunecli.engine.log.layout_choice import explain, mark_untuned
 from tunecli.engine.log.log_files import check_log_file, check_output_log, write_log
 from tunecli.engine.log.plausibility import plausible, workload_flop
 from tunecli.engine.log.record import JsonValue, Record, encode, read_log
 from tunecli.engine.log.task_records import RecordKey, lowest_per_config, record_key
+from tunecli.engine.log.untuned_mark import drop_stale_marks, stale_text
 from tunecli.engine.task.text import config_text, workload_text
 from tunecli.engine.task.workload_args import WorkloadArg
 from tunecli.errors import LogPathError
@@ -56,6 +59,8 @@ class WorkloadBest:
     #: the config index ``apply_history_best`` answers with, and why (``layout_choice.Choice.why``)
     chosen: int | None = None
     why: str | None = None
+    #: a record marked untuned that today's untuned build no longer runs, ranked as an ordinary record
+    stale: str | None = None
 
     @property
     def workload(self) -> str:
@@ -80,7 +85,8 @@ class BestReport:
             "workloads": [
                 {"target": w.target, "workload": [w.name, *_plain(w.args)], "flop": w.flop,
                  "records": w.records, "errors": w.errors,
-                 "best": [vars(e) for e in w.best], "chosen": w.chosen, "why": w.why}
+                 "best": [vars(e) for e in w.best], "chosen": w.chosen, "why": w.why,
+                 "stale": w.stale}
                 for w in self.workloads
             ],
         }
@@ -133,10 +139,12 @@ def best_of_logs(paths: list[str], top: int = 1, out: str | os.PathLike | None =
         valid = [(inp, res) for inp, res in pairs if res.ok]
         n_errors = len(pairs) - len(valid)
         report.errors += n_errors
+        stale = drop_stale_marks(valid, untuned_answer)
         mark_untuned(valid)
         valid = sorted(lowest_per_config(valid), key=lambda pair: pair[1].mean_cost)
         flop = workload_flop(name, args, first.target)
-        entry = WorkloadBest(target, name, args, flop, len(pairs), n_errors)
+        entry = WorkloadBest(target, name, args, flop, len(pairs), n_errors,
+                             stale=stale_text(stale[0]) if stale else None)
         for rank, (inp, res) in enumerate(valid[:top], start=1):
             entry.best.append(BestEntry(rank, res.mean_cost, res.gflops(flop) or None, int(inp.config.index),
                                         config_text(inp.config), float(res.timestamp),

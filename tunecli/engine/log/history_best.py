@@ -16,7 +16,9 @@ packages or in an enclosing ``ApplyHistoryBest``, gets the config of the nearest
 template and CPU among all of theirs (``nearest_record``) before the root context's fallback config.
 Every answer carries its ``ConfigSource`` (``config.source``: log, package, nearest; a fallback
 config is the default).  A workload of a template sharing another's knobs is answered by a logged
-record of that twin workload after its own records (``nearest_record.served_by_twin``).
+record of that twin workload after its own records (``nearest_record.served_by_twin``).  A log's
+``"untuned"`` mark that today's untuned build (``untuned_answer``) no longer runs is not honoured: its
+record ranks as an ordinary one (``untuned_mark``; ``stale_marks``, ``why``).
 ``pick_best`` writes those best records of a log to another log, so the picked log answers
 every query as the whole log does.
 """
@@ -40,10 +42,12 @@ from tunecli.engine.log.record import (
 )
 from tunecli.engine.log.record_sources import RecordSources, iter_sourced
 from tunecli.engine.log.task_records import record_key
+from tunecli.engine.log.untuned_mark import mark_is_current, stale_mark, stale_text
 from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.config_source import ConfigSource
 from tunecli.engine.task.dispatcher import DispatchContext, FallbackContext
+from tunecli.engine.task.scope import fallback_warnings_silenced
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.errors import TuneError
 
@@ -84,6 +88,8 @@ class ApplyHistoryBest(DispatchContext):
         self._layout_groups: dict[tuple[str, tuple], dict[tuple, Record]] = {}
         # per task (``record_key``): the untuned config's index and source (``layout_choice.is_untuned``)
         self._untuned: dict[tuple, tuple[int, str]] = {}
+        #: per task (``record_key``): a record whose untuned mark is stale (``untuned_mark``)
+        self.stale_marks: dict[tuple, MeasureInput] = {}
         if records:
             self.load(records)
 
@@ -121,13 +127,17 @@ class ApplyHistoryBest(DispatchContext):
                      len(self.best_by_targetkey), len(self.best_by_model))
 
     def _mark_untuned(self, inp: MeasureInput) -> bool:
-        """Whether ``inp``'s config is its task's untuned config: a record marked so, or another record
-        of a config seen marked before (a re-measurement), which is marked too."""
+        """Whether ``inp``'s config is its task's untuned config: a record marked so whose mark is
+        current (``untuned_mark``; a package's marks are not checked), or another record of a config
+        seen marked before (a re-measurement), which is marked too."""
         task = record_key(inp)
         untuned = getattr(inp.config, "untuned", None)
-        if untuned is not None:
+        if untuned is not None and (self._origin_kind == "package" or mark_is_current(inp, untuned_answer)):
             self._untuned.setdefault(task, (int(inp.config.index), untuned))
             return True
+        if stale_mark(inp.config) is not None:
+            self.stale_marks.setdefault(task, inp)
+            return False
         seen = self._untuned.get(task)
         if seen is not None and seen[0] == int(inp.config.index):
             inp.config.untuned = seen[1]
@@ -164,7 +174,8 @@ class ApplyHistoryBest(DispatchContext):
         held = self.best_by_target.get(key)
         if held is None:
             return None
-        return self.best_by_target.why.get(key) or explain([held]).why  # type: ignore[union-attr]
+        why = self.best_by_target.why.get(key) or explain([held]).why  # type: ignore[union-attr]
+        return why + (f"; {stale_text(stale)}" if (stale := self.stale_marks.get(key)) is not None else "")
 
     def _query_inside(self, target: Target | None, workload: tuple | None) -> ConfigSpace | None:
         if target is None:
@@ -265,6 +276,19 @@ class ApplyHistoryBest(DispatchContext):
 
 apply_history_best = ApplyHistoryBest
 
+
+def untuned_answer(target: Target, workload: tuple) -> ConfigSpace:
+    """The config an untuned build runs for ``workload`` (what ``ApplyHistoryBest()`` answers without
+    records of its own: a package's record, the nearest package record's config, the fallback)."""
+    plain = ApplyHistoryBest()
+    context = DispatchContext.current
+    while not isinstance(context, FallbackContext):
+        context = context._old_ctx  # type: ignore[union-attr]
+    plain._old_ctx = context
+    with fallback_warnings_silenced():
+        return plain.query(target, workload)
+
+
 # One loaded context per package file (and its modification time).
 _PACKAGES: dict[tuple[str, int], ApplyHistoryBest] = {}
 
@@ -296,17 +320,7 @@ def pretuned_packages(target: Target | str) -> list[ApplyHistoryBest]:
 
 def package_config(target: Target | str, workload: tuple) -> ConfigSpace | None:
     """The config the target's pre-tuned packages answer ``workload`` with (a measured one, as an
-    untuned build takes it), else None.
-
-    Parameters
-    ----------
-    target : Target or str
-    workload : tuple
-
-    Returns
-    -------
-    ConfigSpace or None
-    """
+    untuned build takes it), else None."""
     target = as_target(target)
     for package in pretuned_packages(target):
         config = package._query_inside(target, workload)

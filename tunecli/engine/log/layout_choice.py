@@ -57,8 +57,8 @@ LAYOUT_KNOBS = ("tile_ic", "tile_oc")
 #: costs its own timing does not count (layout transforms, its neighbours' cache state).
 MARGIN = 0.05
 
-#: The default layout (``layout_key`` of the fallback config) per (target text, workload); None when
-#: the template cannot be traced for it.
+#: The fallback config's knobs (``config_knobs``) per (target text, workload); None when the template
+#: cannot be traced for it.
 _DEFAULTS: dict[tuple[str, tuple], tuple | None] = {}
 #: What a table is made or updated from: a mapping of keys to records, or (key, record) pairs.
 TableItems: TypeAlias = Mapping[tuple, Record | None] | Iterable[tuple[tuple, Record | None]]
@@ -76,38 +76,62 @@ def layout_key(config: ConfigSpace) -> tuple | None:
     return tuple((name, entity_key(config[name])) for name in names) if names else None
 
 
+def config_knobs(config: ConfigSpace) -> tuple | None:
+    """What tells two configs apart, knob by knob (``((name, entity key), ...)``); None for a fallback
+    config not yet filled (no knobs)."""
+    names = list(config)
+    return tuple((name, entity_key(config[name])) for name in names) if names else None
+
+
 def default_layout(target: Target | str, workload: tuple) -> tuple | None:
-    """``layout_key`` of the template's fallback config for ``workload`` on ``target`` (traced once
-    per process); None when the template cannot be traced for it or has no layout knobs."""
+    """``layout_key`` of the template's fallback config for ``workload`` on ``target``; None when the
+    template cannot be traced for it or has no layout knobs."""
+    knobs = dict(fallback_knobs(target, workload) or ())
+    layout = tuple((name, knobs[name]) for name in LAYOUT_KNOBS if name in knobs)
+    return layout or None
+
+
+def fallback_knobs(target: Target | str, workload: tuple) -> tuple | None:
+    """``config_knobs`` of the template's fallback config for ``workload`` on ``target`` (what an
+    untuned build runs without a package record; traced once per process and kept in the kernel
+    cache); None when the template cannot be traced for it."""
     key = (str(target), workload)
     if key not in _DEFAULTS:
         _DEFAULTS[key] = None
         if workload and workload[0] in TASK_TABLE:
-            _DEFAULTS[key] = _stored_default_layout(as_target(target), workload)
+            _DEFAULTS[key] = _stored_fallback_knobs(as_target(target), workload)
     return _DEFAULTS[key]
 
 
-def _stored_default_layout(target: Target, workload: tuple) -> tuple | None:
-    """``default_layout`` as the kernel cache holds it, else traced (and stored there)."""
+def _stored_fallback_knobs(target: Target, workload: tuple) -> tuple | None:
+    """``fallback_knobs`` as the kernel cache holds it, else traced (and stored there)."""
     cache = default_cache()
-    entry = cache_key({"default layout": repr(workload)}, target) if cache is not None else ""
+    entry = cache_key({"fallback knobs": repr(workload)}, target) if cache is not None else ""
     stored = cache.get(entry) if cache is not None else None
     if stored is not None:
         try:
             return ast.literal_eval(stored.decode())
         except (ValueError, SyntaxError, UnicodeDecodeError):
-            logger.warning("default layout: an unreadable cache entry for %s is traced again", workload[0])
+            logger.warning("fallback knobs: an unreadable cache entry for %s is traced again", workload[0])
     try:
         task = create(workload[0], workload[1:], target)
         fallback = FallbackConfigEntity()
         task.instantiate(fallback)
-        layout = layout_key(fallback)
+        knobs = config_knobs(fallback)
     except Exception as err:  # noqa: BLE001 - an untraceable record competes by cost alone
-        logger.debug("default layout: %s cannot be traced: %s", workload[0], err)
+        logger.debug("fallback knobs: %s cannot be traced: %s", workload[0], err)
         return None
-    if cache is not None:
-        cache.put(entry, repr(layout).encode())
-    return layout
+    if cache is not None and _reads_back(knobs):
+        cache.put(entry, repr(knobs).encode())
+    return knobs
+
+
+def _reads_back(value: object) -> bool:
+    """Whether ``repr(value)`` reads back (``ast.literal_eval``) as ``value``."""
+    try:
+        return ast.literal_eval(repr(value)) == value
+    except (ValueError, SyntaxError):
+        return False
 
 
 def has_default_layout(inp: MeasureInput) -> bool:
