@@ -18,7 +18,8 @@ ours/onnxruntime per network ends the run.
 The relay.testing model is exported to ONNX from the same parameters
 (``engine.graph.frontend.onnx_export.to_onnx``), so both runtimes compute the same network; the
 outputs are compared first.  Latencies are timed
-round by round, ours then onnxruntime's with a pause before each (``--settle``), each side
+round by round, ours then onnxruntime's (onnxruntime's first in every other round, so that
+neither side always follows the other) with a pause before each (``--settle``), each side
 ``--number`` runs per round after 50 ms of untimed runs; medians of ``--rounds`` rounds.  Also
 printed: the CPU time at 1 thread (ours and onnxruntime's; steadier than wall time when the machine
 is shared), the build time, the kernel count, the executor's planned intermediate memory beside the
@@ -29,7 +30,8 @@ timed alone in graph order (``engine.runtime.debug_executor.time_kernels``: medi
 batches of ``--number`` calls, each batch at least 5 ms) and the 15 slowest are printed with their
 share and output shape, with the summed kernel time beside the whole run's median.  Then each of
 our convolution kernels beside onnxruntime's convolution node of the same output (channels within
-a vector's padding, rows, columns) and window in the same network, from onnxruntime's own per-node profile
+a vector's padding, rows, columns), window and input channels per group (so not a batch norm
+onnxruntime runs as a depthwise 1x1 convolution) in the same network, from onnxruntime's own per-node profile
 (``SessionOptions.enable_profiling``, ``--number`` x ``--rounds`` runs): the fastest batch of ours
 against the fastest single run of theirs (robust to other load; a single run's minimum favours
 onnxruntime a little), the layers that lose most first, and the matched layers summed.  Layers
@@ -127,8 +129,9 @@ def bench(name: str, package: bool, args: argparse.Namespace) -> dict[int, float
         expected = sess.run(None, feed)[0]
         np.testing.assert_allclose(m.get_output(0).numpy(), expected, rtol=1e-3, atol=1e-5)
         ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
-        for _ in range(args.rounds):
-            for run, wall_list, cpu_list in ((m.run, ours, ours_cpu), (theirs_run, theirs, theirs_cpu)):
+        sides = [(m.run, ours, ours_cpu), (theirs_run, theirs, theirs_cpu)]
+        for r in range(args.rounds):
+            for run, wall_list, cpu_list in sides if r % 2 == 0 else sides[::-1]:
                 time.sleep(args.settle)
                 _common.warm_up(run)
                 wall, cpu_per_wall = _common.batch_seconds(run, args.number)
@@ -200,9 +203,10 @@ def _conv_output(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
     return (shape[1], shape[2], shape[3]) if len(shape) == 4 else None
 
 
-def _our_windows(graph_json: str) -> dict[int, tuple[int, int]]:
-    """The kernel window of each convolution node of our graph: its weight is blocked
-    ``[O/o, I/i, KH, KW, i, o]`` or, for Winograd (3x3 only), transformed."""
+def _our_windows(graph_json: str) -> dict[int, tuple[int, int, int]]:
+    """The kernel window and input channels per group of each convolution node of our graph: its
+    weight is blocked ``[O/o, I/i, KH, KW, i, o]`` (depthwise: ``i`` is 1) or, for Winograd (3x3
+    only), transformed ``[a, a, O/o, I/i, i, o]``."""
     g = json.loads(graph_json)
     shapes, rows = g["attrs"]["shape"][1], g["node_row_ptr"]
     windows = {}
@@ -210,7 +214,10 @@ def _our_windows(graph_json: str) -> dict[int, tuple[int, int]]:
         func = node.get("attrs", {}).get("func_name", "")
         if node["op"] == "tvm_op" and "conv2d" in func and len(node["inputs"]) > 1:
             weight = shapes[rows[node["inputs"][1][0]] + node["inputs"][1][1]]
-            windows[nid] = (3, 3) if "winograd" in func else (weight[2], weight[3])
+            if "winograd" in func:
+                windows[nid] = (3, 3, weight[3] * weight[4])
+            elif len(weight) == 6:
+                windows[nid] = (weight[2], weight[3], weight[1] * weight[4])
     return windows
 
 
@@ -218,7 +225,7 @@ def print_layer_comparison(profile: GraphProfile, graph_json: str,
                            theirs: list[OrtNode]) -> None:
     """Our convolution kernels beside onnxruntime's convolution nodes of the same output and window,
     in graph order (see the module docstring); the layers we lose most on first."""
-    pending = [(name, _conv_output(out), tuple(weight[2:4]), seconds)
+    pending = [(name, _conv_output(out), (*weight[2:4], weight[1]), seconds)
                for name, op, out, weight, seconds in theirs if "Conv" in op and len(weight) == 4]
     windows = _our_windows(graph_json)
     pairs = []
@@ -227,7 +234,8 @@ def print_layer_comparison(profile: GraphProfile, graph_json: str,
         if op.node not in windows or out is None:
             continue
         match = next((p for p in pending if p[1] is not None and p[1][1:] == out[1:]
-                      and p[2] == windows[op.node]
+                      and p[2][:2] == windows[op.node][:2]
+                      and windows[op.node][2] <= p[2][2] < windows[op.node][2] + ORT_CHANNEL_PADDING
                       and out[0] <= p[1][0] < out[0] + ORT_CHANNEL_PADDING), None)
         if match is not None:
             pending.remove(match)

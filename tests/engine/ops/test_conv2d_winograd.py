@@ -16,7 +16,11 @@ from tunecli.engine.build import build, lower
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import registry
 from tunecli.engine.ops.x86.conv2d_nchwc import CONV2D_NCHWC
-from tunecli.engine.ops.x86.conv2d_winograd import CONV2D_NCHWC_WINOGRAD
+from tunecli.engine.ops.x86.conv2d_winograd import (
+    CONV2D_NCHWC_WINOGRAD,
+    fallback_tile_size,
+    tile_size_cost,
+)
 from tunecli.engine.target import Target
 from tunecli.engine.task import task as autotvm_task
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -143,6 +147,32 @@ def test_fallback_config_is_vectorized_and_register_tiled():
     for loop in ("vectorized for (ki.c, 0, 16)", "vectorized for (ci, 0, 8)", "vectorized for (ki, 0, 16)"):
         assert loop in text
     assert "unrolled for (pi.c, 0, 6)" in text
+
+
+@pytest.mark.parametrize(("cpu", "size", "m"), [
+    ("znver4", 56, 4), ("znver4", 28, 4), ("znver4", 17, 4), ("znver4", 16, 2), ("znver4", 14, 2),
+    ("znver4", 13, 2), ("znver4", 7, 2),
+    ("haswell", 28, 4), ("haswell", 14, 4), ("haswell", 7, 4), ("haswell", 5, 4), ("haswell", 4, 2),
+])
+def test_fallback_tile_size_is_the_roofline_least_of_streaming_and_multiply_adds(cpu, size, m):
+    """With 512-bit vectors F(4x4)'s 2.25x larger kernel, used by 16 tiles of a 13-16-pixel image,
+    takes longer to stream than F(2x2)'s multiply-adds over its 49-64 tiles; larger images keep
+    F(4x4).  With 256-bit vectors F(4x4) is kept down to 5x5 images (4 tiles)."""
+    target = Target(f"llvm -mcpu={cpu}")
+    with target:
+        config = FallbackConfigEntity()
+        autotvm_task.create(NAME, workload(64, 64, size, size), target).instantiate(config)
+    assert config["tile_m"].val == m
+    lanes = 16 if cpu == "znver4" else 8
+    assert fallback_tile_size((size, size), lanes) == m
+    costs = {t: tile_size_cost((size, size), t, lanes) for t in (2, 4)}
+    assert costs[m] <= costs[6 - m] and (costs[m] < costs[6 - m] or m == 4)
+
+
+def test_tile_size_cost_is_kernel_elements_times_the_longer_of_streaming_and_uses():
+    assert tile_size_cost((14, 14), 4, 16) == 36 * 32  # 16 tiles: streaming the kernel bounds it
+    assert tile_size_cost((14, 14), 2, 16) == 16 * 49  # 49 tiles: the multiply-adds bound it
+    assert tile_size_cost((56, 56), 4, 8) == 36 * 196
 
 
 def test_flops_are_the_direct_convolutions():

@@ -49,10 +49,14 @@ from tunecli.errors import InstantiationError
 TILE_SIZES = (2, 4)
 REGISTER_TILES = (1, 2, 3, 4, 6, 7, 8, 12, 14)  # tiles per GEMM register tile
 FALLBACK_ACCUMULATORS = 12  # accumulator vectors of the fallback register tile (16 ymm registers)
-#: Fewest F(4x4) tiles per image for which the fallback config takes m = 4, with 512-bit vectors
-#: and with narrower ones (half the multiply-add rate: the multiplications F(4x4) saves outweigh
-#: streaming its larger kernel sooner).
-MIN_TILES_M4 = {512: 16, 256: 4}
+#: Uses per image of a transformed kernel element (one per tile) below which the fallback config
+#: counts a Winograd GEMM as bound by streaming its kernel from memory rather than by its
+#: multiply-adds, with 512-bit vectors and with narrower ones (:func:`tile_size_cost`).  A
+#: network's transformed kernels do not stay in cache from one run to the next, and with both
+#: cores of a two-core machine multiplying, 512-bit units do about 32 uses' multiply-adds in the
+#: time one element streams in; narrower units do half the multiply-adds per cycle, and F(2x2)'s
+#: transforms, 2.25x F(4x4)'s per output, weigh more beside them (benchmarks/README.md).
+STREAMING_TILES = {512: 32, 256: 4}
 
 
 def declare_conv2d_winograd(data: TaskArg, kernel: TaskArg, strides: IntPair, padding: Padding,
@@ -103,11 +107,9 @@ def fallback_config(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple
     """``oc_bn`` two vectors wide, ``ic_bn`` one; with ``network_blocks`` the block a fallback
     producer writes for ``ic_bn`` (``conv2d_nchwc.network_channel_block``) and, with 32 vector
     registers (16 lanes), the one its consumers read for ``oc_bn``, so that no layout transform lies
-    between fallback neighbours (on narrower targets one follows); F(4x4, 3x3) when it gives at least
-    :func:`min_tiles_m4` tiles (each transformed kernel element is used once per tile: with
-    fewer, streaming the 2.25x larger kernel costs more than the multiplications F(4x4) saves),
-    else F(2x2); the register tile of at most :data:`FALLBACK_ACCUMULATORS` vectors with the
-    least padded work (:func:`padded_work`)."""
+    between fallback neighbours (on narrower targets one follows); the tile size m of
+    :func:`fallback_tile_size`; the register tile of at most :data:`FALLBACK_ACCUMULATORS` vectors
+    with the least padded work (:func:`padded_work`)."""
     lanes = fp32_lanes()
     oc_bn = largest_divisor(filters, 2 * lanes)
     ic_bn = largest_divisor(channels, lanes)
@@ -115,7 +117,7 @@ def fallback_config(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple
         oc_bn = network_channel_block(filters, lanes) if lanes >= 16 else oc_bn
         ic_bn = network_channel_block(channels, lanes)
     vectors = -(-oc_bn // lanes)
-    m = 4 if tile_count(out_hw, 4) >= min_tiles_m4(lanes) else 2
+    m = fallback_tile_size(out_hw, lanes)
     tiles = tile_count(out_hw, m)
     fitting = [p for p in REGISTER_TILES if p * vectors <= FALLBACK_ACCUMULATORS] or [1]
     cfg["tile_ic"] = SplitEntity([channels // ic_bn, ic_bn])
@@ -124,9 +126,23 @@ def fallback_config(cfg: ConfigSpace, channels: int, filters: int, out_hw: tuple
     cfg["tile_m"] = OtherOptionEntity(m)
 
 
-def min_tiles_m4(lanes: int) -> int:
-    """:data:`MIN_TILES_M4` for vectors of ``lanes`` float32 (the 512-bit value from 16 lanes up)."""
-    return MIN_TILES_M4[512] if lanes >= 16 else MIN_TILES_M4[256]
+def streaming_tiles(lanes: int) -> int:
+    """:data:`STREAMING_TILES` for vectors of ``lanes`` float32 (the 512-bit value from 16 lanes up)."""
+    return STREAMING_TILES[512] if lanes >= 16 else STREAMING_TILES[256]
+
+
+def tile_size_cost(out_hw: tuple[int, int], m: int, lanes: int) -> int:
+    """A roofline estimate of F(m x m, 3 x 3)'s GEMM time on an image per pair of input and output
+    channels, in multiply-adds: each of its ``(m + 2)^2`` transformed kernel elements takes the
+    longer of its uses (one per tile) and its streaming from memory (:func:`streaming_tiles` uses)."""
+    return (m + 2) ** 2 * max(tile_count(out_hw, m), streaming_tiles(lanes))
+
+
+def fallback_tile_size(out_hw: tuple[int, int], lanes: int) -> int:
+    """The fallback's m: the one of :data:`TILE_SIZES` of least :func:`tile_size_cost`, the larger
+    (fewer multiply-adds) on a tie.  F(4x4)'s kernel is 2.25x F(2x2)'s and used by about a quarter
+    the tiles, so small images (ResNet's 7x7 and 14x14 layers with 512-bit vectors) take F(2x2)."""
+    return min(sorted(TILE_SIZES, reverse=True), key=lambda m: tile_size_cost(out_hw, m, lanes))
 
 
 def tile_count(out_hw: tuple[int, int], m: int) -> int:
