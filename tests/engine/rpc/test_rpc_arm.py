@@ -14,9 +14,12 @@ import types
 import numpy as np
 import pytest
 
-from tests.arm_board import AARCH64_NEON
+from tests.arm_board import AARCH64_NEON, tiny_network
 from tests.engine.kernels_ir import ARG_SPECS, CRASH, EM_AARCH64, HANG, VADD, compile_ir, elf_machine
+from tests.engine.runtime.test_module_export import N, add_one
+from tunecli import nd
 from tunecli.engine.build import build
+from tunecli.engine.graph.build_module import build as relay_build
 from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput
 from tunecli.engine.ops import registry  # noqa: F401  (registers the built-in templates)
@@ -24,7 +27,7 @@ from tunecli.engine.rpc.client import connect_tracker
 from tunecli.engine.rpc.rpc_runner import RPCRunner
 from tunecli.engine.target import Target
 from tunecli.engine.task.task import create
-from tunecli.errors import TargetError
+from tunecli.errors import RPCError, TargetError
 
 from .conftest import build_configs
 
@@ -111,3 +114,26 @@ def test_tvm_arm_templates_run_and_are_checked_on_the_board(arm_board, arm_track
     runner.set_task(task)
     results = runner.run([MeasureInput(task.target, task, task.config_space.get(i)) for i in indices], builds)
     assert [r.error_no for r in results] == [MeasureErrorNo.NO_ERROR] * 2, results
+
+
+@pytest.mark.parametrize("name", ["lib.tar", "net.tar"])
+def test_a_library_built_for_this_host_is_refused_by_the_board_at_load_and_the_session_goes_on(
+        arm_board, arm_tracker, tmp_path, name):
+    """A plain ``llvm`` build names no processor (it means "this machine"): the board reads its
+    objects' machine when it loads the archive, not when a kernel is first called."""
+    mod, params = tiny_network()
+    lib = add_one() if name == "lib.tar" else relay_build(mod, target="llvm", params=params)
+    lib.export_library(tmp_path / name)
+    with connect_tracker("127.0.0.1", arm_tracker.port) as tracker:
+        session = tracker.request(arm_board.key, wait_timeout=120)
+    with session:
+        session.upload(str(tmp_path / name))
+        with pytest.raises(RPCError, match="load_module: module .*: the object file is for x86_64, but this "
+                                           "machine is aarch64"):
+            session.load_module(name)
+        add_one(AARCH64_NEON).export_library(tmp_path / "arm.tar")
+        session.upload(str(tmp_path / "arm.tar"))
+        func, dev = session.load_module("arm.tar"), session.cpu()
+        a, b = nd.array(np.ones(N, "float32"), dev), nd.empty((N,), "float32", dev)
+        func(a, b)
+        np.testing.assert_array_equal(b.numpy(), np.full(N, 2, "float32"))

@@ -26,6 +26,7 @@ from tunecli.engine.codegen.compiled_kernel import LaunchShape
 from tunecli.engine.target import Target, as_target
 from tunecli.errors import ArgumentError
 
+from .cpu import _check_object_machine
 from .graph_library import CompiledGraph, library_target, pack_blob, specs_from_json, specs_json, unpack_blob
 from .module import Module
 
@@ -97,6 +98,9 @@ def load_graph_archive(path: str | os.PathLike) -> CompiledGraph | Module:
     except (tarfile.TarError, OSError, ValueError, KeyError, TypeError) as err:
         raise ArgumentError(f"load_module: {where!r} is not a graph archive written by export_library "
                             f"({type(err).__name__}: {err})") from None
+    for kernel in kernels.values():  # a plain `llvm` build names no processor: its objects do
+        if kernel.object_format != "ptx":
+            _check_object_machine(kernel.obj, kernel.entry_name)
     if header.get("module"):
         entry = header["module"]["entry_name"]
         if entry not in kernels:
