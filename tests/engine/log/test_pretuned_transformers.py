@@ -3,7 +3,8 @@
 product config from the package's records (the x86 records of ``jobs/bert.yaml``, ``jobs/gpt2.yaml``
 and ``jobs/vit_b16.yaml``, answering any ``llvm`` target through the key ``cpu``).  ViT's one-row
 classifier has none: the package leaves out single-row dense records of transformers, which would
-become the nearest records of the CNN classifiers."""
+become the nearest records of the CNN classifiers.  ViT's patch embedding, a dense layer of its 196
+patches (``PatchConvToDense``), takes the package's record of its 197-token layers as the nearest."""
 
 from __future__ import annotations
 
@@ -48,7 +49,11 @@ def test_an_untuned_transformer_build_takes_its_products_configs_from_the_packag
     ran = [t for t in view.tasks if t.config_source is not None and not ONE_ROW.match(t.label)]
     assert {t.label.split("(")[0] for t in ran} >= {"batch_matmul.x86"}
     assert any(t.label.startswith(("dense.x86", "dense_pack.x86")) for t in ran)
-    assert all(t.config_source.startswith("package") for t in ran), [(t.label, t.config_source) for t in ran]
+    patches = "dense.x86(196, 768, 768, float32)"
+    assert all(t.config_source.startswith("package")
+               or (t.label == patches and t.config_source.startswith("nearest: dense.x86(197, 768, 768")
+                   and "(package" in t.config_source)
+               for t in ran), [(t.label, t.config_source) for t in ran]
 
 
 def test_the_package_holds_one_record_per_workload_and_cpu():

@@ -53,6 +53,7 @@ from .passes import (
     SimplifyInference,
     bind_params,
 )
+from .passes.patch_dense import PatchConvToDense
 
 logger = logging.getLogger("autotvm")
 
@@ -79,6 +80,7 @@ def optimize(mod: IRModule | Function, params: Mapping[str, ArrayData] | None = 
             SimplifyInference(),
             FoldConstant(),
             FoldScaleAxis(),
+            PatchConvToDense(),
             FoldConstant(),
             *([AlterOpLayout(target), FoldConstant()] if target is not None else []),
             DeadCodeElimination(),
