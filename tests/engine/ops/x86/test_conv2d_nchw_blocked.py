@@ -289,8 +289,8 @@ def test_the_1x1_gemm_rejects_other_convolutions() -> None:
                                   (1, 10, 7, 8, 12, 1, 1, (3, 2), 0, 1, "float32"),  # unequal strides
                                   (1, 14, 14, 16, 48, 1, 1, 2, 0, 1, "float32")])    # 7x7: whole rows
 def test_the_1x1_gemm_with_a_stride_equals_numpy(args: tuple) -> None:
-    """Strided pixels are copied into a matrix first, then the GEMM; every tile shape (one row's
-    columns, several rows' columns, whole rows as one run) computes the convolution."""
+    """Strided pixels are copied into a matrix, then the GEMM; every tile shape (one row's columns,
+    several rows' columns, whole rows as one run) computes the convolution."""
     task = create(GEMM_1X1, args, "llvm")
     space = task.config_space
     configs = [FallbackConfigEntity(), *(space.get(i) for i in range(0, len(space), max(len(space) // 5, 1)))]
@@ -306,6 +306,23 @@ def test_the_1x1_gemm_with_a_stride_equals_numpy(args: tuple) -> None:
     with task.target:
         sch, tensors = task.instantiate(FallbackConfigEntity())
     assert "data_strided" in str(lower(sch, tensors))
+
+
+@pytest.mark.parametrize(("args", "loops"), [((1, 56, 56, 16, 32, 1, 1, 2, 0, 1, "float32"), 1),  # 14 x 2
+                                             ((2, 14, 14, 16, 32, 1, 1, 2, 0, 1, "float32"), 2)])  # 2 x 7
+def test_the_strided_pixels_are_copied_inside_the_parallel_loop_where_it_has_enough_row_blocks(
+        args: tuple, loops: int) -> None:
+    """With at least ROW_BLOCKS row blocks, each iteration of the one parallel loop copies its own
+    rows' pixels (no loop of its own to wait for, the copy read from L1); with fewer, the copy is a
+    parallel loop of its own, so that the GEMM keeps its channel blocks in its parallel loop."""
+    task = create(GEMM_1X1, args, "llvm")
+    with task.target:
+        sch, tensors = task.instantiate(FallbackConfigEntity())
+    text = str(lower(sch, tensors))
+    assert text.count("parallel for") == loops
+    assert (text.index("parallel for") < text.index("allocate data_strided")) == (loops == 1)
+    data, weight, _, out = _run(GEMM_1X1, args, FallbackConfigEntity())
+    np.testing.assert_allclose(out, ref.conv2d_nchw_python(data, weight, 2, 0), rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("target", [AVX2, AVX512])

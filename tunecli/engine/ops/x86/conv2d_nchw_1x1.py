@@ -2,12 +2,13 @@
 
 Per image, NCHW data is a ``[CI, H*W]`` matrix and the NCHW result a ``[CO, OH*OW]`` one, so a 1x1
 convolution with stride 1 and no padding is ``out = weight @ data``: no packing of the data and
-no unpacking of the result.  With a stride, a first stage copies the strided pixels into a
-``[CI, OH*OW]`` matrix (once per call), then the same GEMM.  The output is tiled into register
-tiles of ``mr`` output channels by a run of pixels, vectorized: ``columns`` of ``lines`` rows, and
-where the columns are whole rows the ``lines x OW`` pixels are one contiguous run of the image
-(7x7 pixels as 49 lanes, not 7 rows of 7).  The input channels are reduced inside the tile: per
-input channel, one load of the tile's pixels and one broadcast weight per channel row.
+no unpacking of the result.  With a stride, a stage copies the strided pixels into a
+``[CI, OH*OW]`` matrix, a tile's rows at a time inside the parallel loop, then the same GEMM.
+The output is tiled into register tiles of ``mr`` output channels by a run of pixels,
+vectorized: ``columns`` of ``lines`` rows, and where the columns are whole rows the ``lines x OW``
+pixels are one contiguous run of the image (7x7 pixels as 49 lanes, not 7 rows of 7).  The input
+channels are reduced inside the tile: per input channel, one load of the tile's pixels and one
+broadcast weight per channel row.
 
 Template arguments are ``conv2d_nchw.x86``'s (``N, H, W, CI, CO, KH, KW, stride, padding,
 dilation, dtype``); only 1x1 kernels with no padding and dilation 1 (any stride), float32.
@@ -51,6 +52,8 @@ MAX_COLUMNS = 64  # columns of a register tile
 MAX_ROWS = 16  # channel rows of a register tile
 STRIDED_TAG = "injective,strided_pixels"
 FILL = 7 / 8  # share of a vector's lanes a tile of pixels must fill (fills_vectors)
+#: Fewest row blocks (batch x output rows / tile rows) whose parallel loop copies its own strided pixels.
+ROW_BLOCKS = 8
 
 
 def check_1x1_workload(kernel_hw: Sequence[int], stride: IntPair, padding: Padding,
@@ -184,25 +187,38 @@ def conv2d_nchw_1x1_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor
 def schedule_conv2d_nchw_1x1(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                              epilogue: te.Tensor | None = None) -> Schedule:
     """``mr x pixels`` register tiles, the input channels reduced inside them; batch, channel-row
-    blocks and row blocks fused into one parallel loop; the strided pixels' copy in parallel before
-    it; an epilogue (bias + relu) writes the tiles."""
+    blocks and row blocks fused into one parallel loop; with a stride and at least
+    :data:`ROW_BLOCKS` row blocks (batch included), batch and row blocks are the parallel loop, each
+    iteration copying its rows' strided pixels (all input channels) before the channel-row blocks
+    read them from L1, else the copy is a parallel stage before it; an epilogue (bias + relu)
+    writes the tiles."""
     (conv,) = outs
     s = create_group_schedule(outs, epilogue)
     out, acc = output_and_accumulator(s, conv, epilogue)
+    strided = None
     for stage in conv.op.input_tensors:
         if "layout_transform" in getattr(stage.op, "tag", ""):
             s[stage].parallel(s[stage].op.axis[0])
         if getattr(stage.op, "tag", "") == STRIDED_TAG:
-            b, i = s[stage].op.axis[:2]
-            s[stage].parallel(s[stage].fuse(b, i))  # a scalar copy: strided vector loads are gathers
+            strided = stage  # a scalar copy: strided vector loads are gathers
     mr, lines, columns = (cfg[k].size[-1] for k in ("tile_co", "tile_oh", "tile_ow"))
     whole_rows = columns == conv.shape[3]
+    if strided is not None and int(conv.shape[0]) * int(conv.shape[2]) // lines < ROW_BLOCKS:
+        b, i = s[strided].op.axis[:2]
+        s[strided].parallel(s[strided].fuse(b, i))
+        strided = None
     b, c, y, x = s[out].op.axis
     cb, cj = s[out].split(c, factor=mr)
     yo, yi = s[out].split(y, factor=lines)
     xo, xi = s[out].split(x, factor=columns)
-    s[out].reorder(b, cb, yo, xo, cj, yi, xi)
-    s[out].parallel(s[out].fuse(b, cb, yo))
+    if strided is None:
+        s[out].reorder(b, cb, yo, xo, cj, yi, xi)
+        s[out].parallel(s[out].fuse(b, cb, yo))
+    else:
+        s[out].reorder(b, yo, cb, xo, cj, yi, xi)
+        rows = s[out].fuse(b, yo)
+        s[out].parallel(rows)
+        s[strided].compute_at(s[out], rows)
     s[out].unroll(cj)
     _vectorize_pixels(s[out], yi, xi, whole_rows)
     s[acc].compute_at(s[out], xo)
