@@ -98,14 +98,18 @@ class _CountedAddress(np.ndarray):
         return super().ctypes
 
 
-def test_a_call_reads_each_arrays_address_once(mm):
-    """Each read builds a ctypes object: a call's fixed cost, paid once per array (the overlap
-    check reuses the addresses), and the result is still the product."""
+def test_a_call_reads_a_writable_arrays_address_without_its_ctypes_view(mm):
+    """``ndarray.ctypes`` builds ctypes objects on every read, a call's fixed cost: a writable
+    array's address comes from a cheaper view, a read-only one's from ``ctypes`` once, and the
+    result is still the product."""
     a, b = np.ones((4, 6), "float32"), np.full((6, 5), 2.0, "float32")
     arrays = [x.view(_CountedAddress) for x in (a, b, np.zeros((4, 5), "float32"))]
     _CountedAddress.reads = 0
     mm(*arrays)
-    assert _CountedAddress.reads == 3
+    assert _CountedAddress.reads == 0
+    arrays[1].setflags(write=False)
+    mm(*arrays)
+    assert _CountedAddress.reads == 1
     np.testing.assert_allclose(np.asarray(arrays[2]), a @ b)
 
 
