@@ -82,6 +82,24 @@ def test_handshake_refuses_wrong_key_and_garbage(lone_server):
         assert session.measure(vadd_request()).error_no == 0
 
 
+def test_a_port_of_the_other_kind_is_named_as_such(lone_server, tracker):
+    """A tracker's port given to ``connect``, a server's to ``connect_tracker``, or a key the
+    server does not take: one error saying what the port is not and what to give instead."""
+    with pytest.raises(RPCError, match=f"127.0.0.1:{tracker.port}: is not TVM RPC server: it closed the "
+                                       r"connection at the server handshake \(a tracker's port\? ask the "
+                                       r"tracker for a device: connect_tracker"):
+        connect("127.0.0.1", tracker.port, "dev")
+    with pytest.raises(RPCError, match=f"127.0.0.1:{lone_server.port} is not RPC Tracker: it closed the "
+                                       r"connection at the tracker handshake \(a device server's port\?"):
+        connect_tracker("127.0.0.1", lone_server.port)
+    with pytest.raises(RPCError, match=r"matches key other \(a server registered with a tracker takes only "
+                                       r"the keys that tracker hands out: .*request\('other'\)"):
+        connect("127.0.0.1", lone_server.port, "other")
+    with connect("127.0.0.1", lone_server.port, "dev") as session:  # both still serve
+        assert session.measure(vadd_request()).error_no == 0
+    assert tracker.summary()["server_info"] == []
+
+
 def test_session_timeout_expires(lone_server):
     session = connect("127.0.0.1", lone_server.port, "dev", session_timeout=0.5)
     assert session.measure(vadd_request()).error_no == 0

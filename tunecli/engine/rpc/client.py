@@ -76,8 +76,15 @@ class TrackerSession:
         with closing_on_failure(sock, f"tracker {host}:{port}"):
             sock.settimeout(10.0)
             sock.sendall(pack_int(RPC_TRACKER_MAGIC))
-            if recv_int(sock) != RPC_TRACKER_MAGIC:
-                raise RPCError(f"{host}:{port} is not RPC Tracker")
+            try:
+                magic = recv_int(sock)
+            except RPCError:
+                magic = None
+            if magic != RPC_TRACKER_MAGIC:
+                what = "closed the connection at" if magic is None else "answered something else to"
+                raise RPCError(f"{host}:{port} is not RPC Tracker: it {what} the tracker handshake "
+                               "(a device server's port? give the port `tunecli tracker` printed, "
+                               "9190 by default)")
             if self._token:
                 send_json(sock, [TOKEN_CODE, self._token])
                 if recv_json(sock) != TrackerCode.SUCCESS:

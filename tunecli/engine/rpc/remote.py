@@ -208,13 +208,22 @@ def connect(host: str, port: int, key: str = "", session_timeout: float = 0,
     with closing_on_failure(sock, where):
         data = keystr.encode()
         sock.sendall(pack_int(RPC_MAGIC) + pack_int(len(data)) + data)
-        code = recv_int(sock)
+        try:
+            code: int | None = recv_int(sock)
+        except RPCError:
+            code = None
         if code == RPC_CODE_MISMATCH:
-            raise RPCError(f"{where}: cannot find server that matches key {key}")
+            raise RPCError(f"{where}: cannot find server that matches key {key} (a server registered with "
+                           "a tracker takes only the keys that tracker hands out: ask the tracker, "
+                           f"connect_tracker(host, port).request({key.split(':')[0]!r}); one without a "
+                           "tracker takes its --key, and the token if it has one)")
         if code == RPC_CODE_DUPLICATE:
             raise RPCError(f"{where}: server already have key {key}")
         if code != RPC_CODE_SUCCESS:
-            raise RPCError(f"{where}: is not TVM RPC server")
+            what = "closed the connection at" if code is None else "answered something else to"
+            raise RPCError(f"{where}: is not TVM RPC server: it {what} the server handshake (a tracker's "
+                           "port? ask the tracker for a device: connect_tracker(host, port).request(key); "
+                           "or a server refusing more connections from this address)")
         length = recv_int(sock)
         check_length(length, MAX_HEADER, where)
         remote_key = recv_all(sock, length).decode("utf-8", "replace")
