@@ -1,1 +1,2 @@
-"""TVM's ``tvm.contrib`` face: ``graph_executor``, ``debugger.debug_executor``, ``cc``, ``ndk``, ``utils``."""
+"""TVM's ``tvm.contrib`` face: ``graph_executor`` (also by its older name ``graph_runtime``),
+``debugger.debug_executor``, ``cc``, ``ndk``, ``utils``."""

@@ -14,6 +14,7 @@ from typing import TypeAlias
 
 import numpy as np
 
+from tunecli.engine.runtime.ndarray import NDArray
 from tunecli.engine.target import Target
 from tunecli.errors import GraphError
 
@@ -167,7 +168,8 @@ def evaluate(
 
 
 class Interpreter:
-    """TVM's ``relay.create_executor("debug", mod=mod)``: ``Interpreter(mod).evaluate()(x, **params)``."""
+    """TVM's ``relay.create_executor("debug", mod=mod)``: ``Interpreter(mod).evaluate()(x, **params)``
+    (NDArrays, or a tuple of them)."""
 
     def __init__(self, mod: IRModule | Function, params: Mapping[str, InputValue] | None = None):
         self.mod = mod if isinstance(mod, IRModule) else IRModule.from_expr(mod)
@@ -178,9 +180,16 @@ class Interpreter:
         fn = self.mod["main"] if expr is None else expr
 
         def run(*args: InputValue, **inputs: InputValue) -> Value:
-            return evaluate_nodes(fn, args, {**self.params, **inputs}, keep=False)[0]
+            return _as_ndarrays(evaluate_nodes(fn, args, {**self.params, **inputs}, keep=False)[0])
 
         return run
+
+
+def _as_ndarrays(value: Value) -> Value:
+    """``value``'s arrays as NDArrays (numpy arrays with TVM's ``.numpy()``), as TVM's executors give."""
+    if isinstance(value, tuple):
+        return tuple(_as_ndarrays(v) for v in value)
+    return np.ascontiguousarray(value).view(NDArray)
 
 
 def create_executor(

@@ -27,7 +27,7 @@ import json
 import math
 import os
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -87,6 +87,12 @@ class GraphLibrary:
         if key != self.libmod_name:
             raise ArgumentError(f"graph library: no function {key!r}; use lib[{self.libmod_name!r}](dev)")
         return self.create
+
+    def __iter__(self) -> Iterator[object]:
+        """TVM's older form of ``relay.build``'s result: ``graph, lib, params = relay.build(...)``
+        gives the graph JSON, this library (for ``graph_executor.create(graph, lib, dev)`` or
+        ``export_library``) and the parameters."""
+        return iter((self.get_graph_json(), self, self.get_params()))
 
     def create(self, device: Device | str | None = None) -> GraphModule:
         """A new executor of the graph (own buffers; shared read-only parameters)."""
