@@ -110,7 +110,9 @@ def _print_network(app: App, report: NetworkApplyReport) -> None:
         footer.append(f"ran on {report.device}")
     print_fitted(app.console, out, lambda: out, lambda: [], footer=footer)
     if report.export:
-        kept = {"reverted": f" (the tuned build with {len(report.reverted)} task(s) set back)",
+        graph = " without the graph tuner's choices" if report.graph_set_back else ""
+        tasks = f" with {len(report.reverted)} task(s) set back" if report.reverted or not graph else ""
+        kept = {"reverted": f" (the tuned build{graph}{tasks})",
                 "untuned": " (the untuned build: the tuned one was slower)"}.get(report.kept, "")
         app.echo(f"wrote {report.export}{kept}")
 

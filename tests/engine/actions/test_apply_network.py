@@ -85,3 +85,29 @@ def test_a_record_that_makes_the_network_slower_is_set_back_and_the_faster_build
 
     exported = load_module(str(tmp_path / "out" / "net.so"))  # the kept build, and it runs
     assert exported is not None
+
+
+@pytest.mark.slow
+def test_graph_tuner_choices_that_make_the_network_slower_are_set_back(tmp_path: Path) -> None:
+    """A job with a graph tuner stage whose output chose a slow convolution config (the tuner's
+    records timed in a lucky moment): apply builds under it, finds the network slower than untuned,
+    and exports the build without the graph tuner's choices, saying so."""
+    pytest.importorskip("onnx")
+    from tests.engine.job.lucky_network import add_slow_graph_choice, conv_task, write_network_job
+    from tunecli.engine.actions.apply_network import apply_network
+
+    job = write_network_job(tmp_path)
+    job, _ = add_slow_graph_choice(job, conv_task(job))
+    assert job.graph_tuner is not None
+
+    report = apply_network(job, job.log, export=str(tmp_path / "out" / "net.so"))
+    assert report.ok and report.correct and report.graph_log == str(tmp_path / "net.graph.log")
+    assert report.slower  # the graph tuner's choice: several times slower than the untuned build
+    assert report.graph_set_back and report.kept == "reverted" and report.reverted == []
+    text = "\n".join(report.guard)
+    assert f"the graph tuner's choices ({report.graph_log}) made the network slower" in text
+    assert "kept the tuned build without the graph tuner's choices" in text
+    times = report.guard_times
+    assert times["without graph"].median < times["tuned"].median
+    assert report.as_dict()["graph_set_back"] is True
+    assert (tmp_path / "out" / "net.so").is_file()

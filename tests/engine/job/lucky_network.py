@@ -79,3 +79,19 @@ def add_lucky_slow_record(log: Path, conv: Task) -> int:
     with open(log, "a") as f:
         f.write(encode(MeasureInput(conv.target, conv, space.get(slow)), lucky) + "\n")
     return slow
+
+
+def add_slow_graph_choice(job: Job, conv: Task) -> tuple[Job, int]:
+    """The job with a graph tuner stage (``graph_tuner: dp``) whose output (``net.graph.log``, as
+    ``tune`` writes it beside the log) chose the convolution's slowest config, as a graph tuner's
+    choice from records timed in a lucky moment reads; the job reloaded and that config's index."""
+    from tunecli.engine.job.model_spec import graph_log_path
+
+    path = Path(job.path)
+    path.write_text(path.read_text() + "graph_tuner: dp\n")
+    slow = slowest_config(conv)
+    [untuned] = [res for inp, res in load_from_file(job.log) if inp.task.workload == conv.workload]
+    chosen = MeasureResult((untuned.mean_cost / 2,), 0, 0.5, time.time())
+    graph_log_path(job.log).write_text(
+        encode(MeasureInput(conv.target, conv, conv.config_space.get(slow)), chosen) + "\n")
+    return load_job(str(path)), slow

@@ -15,11 +15,11 @@ interpreter computes the reference and kernels are timed.  The report keeps the 
 statistics (``measure.time_stats``) and says, one line each, when the tuned build is slower
 than the untuned one (``slower``), when rounds disagree and when the machine was busy (``notes``).
 
-When the tuned build is slower than the untuned one beyond the noise at a thread count, the tasks
-whose records make it slower are found and set back to the untuned build's configs
-(``network_revert.guard_network``: the network rebuilt with each differing task reverted, timed
-interleaved); the fastest build is checked and is the one exported (``kept``, ``reverted``,
-``guard``: what was set back and why).
+When the tuned build is slower than the untuned one beyond the noise at a thread count, the graph
+tuner's choices (when applied) and the tasks whose records make it slower are found and set back
+(``network_revert.guard_network``: the network rebuilt without the graph tuner's records and with
+each differing task reverted, timed interleaved); the fastest build is checked and is the one
+exported (``kept``, ``reverted``, ``graph_set_back``, ``guard``: what was set back and why).
 
 A network for a target this machine cannot run, of a job measured through RPC, runs on a device
 of the job's key instead (``job.apply_device.run_on_job_device``): both builds are shipped as
@@ -52,7 +52,7 @@ from tunecli.engine.job.export_path import check_export, write_whole
 from tunecli.engine.job.model_spec import graph_log_path
 from tunecli.engine.job.network import Network, build_network, load_network
 from tunecli.engine.job.network_report import NetworkApplyReport, NetworkLatency, threads_text
-from tunecli.engine.job.network_revert import guard_network, stale_line, stale_untuned
+from tunecli.engine.job.network_revert import GraphChoices, guard_network, stale_line, stale_untuned
 from tunecli.engine.job.spec import Job
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.log_files import check_log_file
@@ -217,9 +217,15 @@ def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
                     os.remove(paths[name])
         return {name: time_stats(reply) for name, reply in replies.items()}
 
+    graph = None
+    if report.graph_log is not None:
+        step("building the network without the graph tuner's choices")
+        graph = GraphChoices(report.graph_log, _build(job, network, history, None),
+                             lambda context: _build(job, network, context, None))
     guard = guard_network(threads_text(slow[0]), builds["tuned"], builds["untuned"], history, job.target,
-                          lambda context: _build(job, network, context, report.graph_log), time_builds)
+                          lambda context: _build(job, network, context, report.graph_log), time_builds, graph)
     report.guard, report.reverted = report.guard + list(guard.lines), list(guard.reverted)
+    report.graph_set_back = guard.graph_set_back
     report.guard_times = dict(guard.times)
     if guard.kept == "tuned":
         return None

@@ -72,6 +72,7 @@ class NetworkApplyReport:
     #: or "untuned", when the tuned build was slower (``network_revert.guard_network``)
     kept: str = "tuned"
     reverted: list[RevertedTask] = field(default_factory=list)
+    graph_set_back: bool = False  #: the kept build is built without the graph tuner's choices
     guard: list[str] = field(default_factory=list)  #: what the check of a slower tuned build found
     #: that check's last timing: the rounds of the tuned, untuned and reverted builds, by name
     guard_times: dict[str, TimeStats] = field(default_factory=dict)

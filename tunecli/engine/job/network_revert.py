@@ -20,8 +20,10 @@ noise (``time_stats.slower_beyond_noise``: medians of interleaved rounds more th
    the noise: the build ``apply`` exports.
 
 ``Guard.lines`` says which tasks were reverted, with the network's times with and without their
-records, and how to make it permanent.  Calls that a graph tuner's records decide
-(``apply_graph_best``) are not reverted: the graph tuner chose them for the whole network.
+records, and how to make it permanent.  A tuned build made under a graph tuner's records
+(``apply_graph_best``: layouts chosen for the whole network) is timed in step 1 beside the same
+build without them (``GraphChoices``); when that is faster beyond the noise the graph tuner's
+choices are set back (``Guard.graph_set_back``) and steps 2 and 3 start from it.
 
 A log's ``"untuned"`` mark names the untuned config of the day of the tune; a mark the untuned
 build no longer runs is not honoured by the ranking (``log.untuned_mark``), and ``stale_untuned``
@@ -31,7 +33,7 @@ lists those tasks, which ``apply`` reports whether or not the network is slower.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tunecli.engine.graph.build_module import BuiltGraph
 from tunecli.engine.log.history_best import ApplyHistoryBest, untuned_answer
@@ -180,11 +182,32 @@ class Guard:
     lines: tuple[str, ...]
     #: the last timing's rounds of the tuned, untuned and (when timed) reverted builds
     times: Mapping[str, TimeStats] = field(default_factory=dict)
+    #: whether the graph tuner's choices were set back (the kept build is built without them)
+    graph_set_back: bool = False
+
+
+@dataclass(frozen=True)
+class GraphChoices:
+    """The graph tuner's records a tuned build was built under (``apply_graph_best``).
+
+    Attributes
+    ----------
+    path : str
+        Their file (``model_spec.graph_log_path``).
+    without : BuiltGraph
+        The tuned build without them: every call answered by the log's records.
+    build : callable
+        ``build(context)``: the network built under a dispatch context without them.
+    """
+
+    path: str
+    without: BuiltGraph
+    build: Callable[[DispatchContext], BuiltGraph]
 
 
 def guard_network(label: str, tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistoryBest,
                   target: Target, build: Callable[[DispatchContext], BuiltGraph],
-                  time_builds: TimeBuilds) -> Guard:
+                  time_builds: TimeBuilds, graph: GraphChoices | None = None) -> Guard:
     """Find the tasks that make ``tuned`` slower than ``untuned`` and the fastest build (see the
     module docstring).
 
@@ -200,22 +223,51 @@ def guard_network(label: str, tuned: BuiltGraph, untuned: BuiltGraph, history: A
         ``build(context)``: the network built under a dispatch context, as ``tuned`` was.
     time_builds : callable
         Times builds by name, interleaved, at the thread count of ``label``.
+    graph : GraphChoices, optional
+        The graph tuner's records ``tuned`` was built under too: when the tuned build without them
+        is faster beyond the noise, they are set back first, and the tasks are looked for in it.
 
     Returns
     -------
     Guard
     """
-    differing = differing_tasks(tuned, untuned, history, target)
-    if not differing:
+    differing = differing_tasks(tuned if graph is None else graph.without, untuned, history, target)
+    if not differing and graph is None:
         return Guard("tuned", tuned, (), (
             f"{label}: the tuned build runs the untuned build's config in every kernel: the difference "
             "is the machine's timing noise, not the log's records",))
-    again = time_builds({"tuned": tuned, "untuned": untuned})  # a slower reading may be a busy moment
+    without = {} if graph is None else {"without graph": graph.without}
+    again = time_builds({"tuned": tuned, "untuned": untuned, **without})  # a slower reading: a busy moment?
+    timed = {name: s for name, s in again.items() if s is not None}
     if not _faster(again.get("untuned"), again.get("tuned")):
-        timed = {name: s for name, s in again.items() if s is not None}
         return Guard("tuned", tuned, (), (
             f"{label}: timed again, the tuned build is no slower than the untuned one beyond the noise "
             f"({_ms(timed, 'tuned')} vs {_ms(timed, 'untuned')}): kept the tuned build",), timed)
+    if graph is None or not _faster(again.get("without graph"), again.get("tuned")):
+        if not differing:
+            return Guard("tuned", tuned, (), (
+                f"{label}: the tuned build runs the untuned build's config in every kernel the log answers, "
+                f"and without the graph tuner's choices ({graph.path}) it is no faster beyond the noise "
+                f"({_ms(timed, 'without graph')} vs {_ms(timed, 'tuned')}): kept the tuned build",), timed)
+        return _guard_tasks(label, tuned, untuned, history, target, build, time_builds, differing)
+    line = (f"{label}: the graph tuner's choices ({graph.path}) made the network slower: "
+            f"{_ms(timed, 'tuned')} with them, {_ms(timed, 'without graph')} without; set them back",)
+    if not differing or not _faster(again.get("untuned"), again.get("without graph")):
+        return Guard("reverted", graph.without, (), line + (
+            f"{label}: kept the tuned build without the graph tuner's choices (untuned "
+            f"{_ms(timed, 'untuned')}), the build exported",), timed, graph_set_back=True)
+    found = _guard_tasks(label, graph.without, untuned, history, target, graph.build, time_builds, differing)
+    if found.kept == "tuned":  # the build without the graph tuner's choices, no task set back
+        return Guard("reverted", graph.without, (), line + (
+            f"{label}: setting tasks back as well made it no faster beyond the noise: kept the tuned build "
+            "without the graph tuner's choices, the build exported",), found.times, graph_set_back=True)
+    return replace(found, graph_set_back=True, lines=line + found.lines)
+
+
+def _guard_tasks(label: str, tuned: BuiltGraph, untuned: BuiltGraph, history: ApplyHistoryBest,
+                 target: Target, build: Callable[[DispatchContext], BuiltGraph], time_builds: TimeBuilds,
+                 differing: list[Workload]) -> Guard:
+    """``guard_network``'s search for the tasks to set back, from ``tuned`` (steps 2 and 3)."""
     pairs: dict[int, tuple[TimeStats | None, TimeStats | None]] = {}  # per task: tuned, set back alone
     alone: dict[int, BuiltGraph] = {}
     for start in range(0, len(differing), GROUP):
