@@ -144,6 +144,19 @@ def test_no_device_left_stops_quickly_and_leaves_the_configs_unmeasured(procs, t
     assert time.monotonic() - start < 8
 
 
+def test_a_mistyped_key_is_refused_naming_the_keys_the_tracker_has(procs, tracker):
+    start_servers(procs, tracker, "rk3399", 1)
+    runner = RPCRunner("rk3339", "127.0.0.1", tracker.port)
+    where = f"127.0.0.1:{tracker.port}"
+    with pytest.raises(RPCError) as err:
+        runner.set_task(None)
+    assert str(err.value) == (
+        f"RPCRunner: Cannot get remote devices of key 'rk3339': the tracker {where} has no server of key "
+        f"'rk3339' (its keys: 'rk3399'). Check the key, or start a server of it (`tunecli server --tracker "
+        f"{where} --key rk3339`); `tunecli query --tracker {where}` shows the tracker's servers and queues.")
+    RPCRunner("rk3399", "127.0.0.1", tracker.port).set_task(None)
+
+
 def test_waiting_requests_get_a_freed_device_by_priority(procs, tracker):
     start_servers(procs, tracker, "busy", 1)
     holder = connect_tracker("127.0.0.1", tracker.port).request("busy")

@@ -8,6 +8,7 @@ kernels are measured.
 
 from __future__ import annotations
 
+import logging
 import select
 import socket
 import time
@@ -29,7 +30,11 @@ from tunecli.engine.rpc.sockets import closing_on_failure, shutdown_socket
 from tunecli.errors import RPCError
 
 __all__ = ["RemoteSession", "TrackerSession", "connect", "connect_tracker", "connect_with_retry",
-           "format_summary", "query_tracker"]
+           "format_summary", "missing_key_hint", "query_tracker", "registered_keys"]
+
+logger = logging.getLogger("tunecli.rpc.client")
+#: Seconds an indefinite ``request`` waits before it checks that a server of its key exists at all.
+NO_SERVER_WARNING_S = 5.0
 
 
 def connect_with_retry(host: str, port: int, timeout: float = 10.0, period: float = 0.5) -> socket.socket:
@@ -187,7 +192,8 @@ class TrackerSession:
                 assert self._sock is not None
                 self._sock.settimeout(10.0)
                 send_json(self._sock, [TrackerCode.REQUEST, key, "", priority])
-                self._wait_readable(deadline, key)
+                self._wait_readable(deadline, key, warn_at=time.monotonic() + NO_SERVER_WARNING_S
+                                    if wait_timeout is None else None)
                 value = recv_json(self._sock)
                 if not (isinstance(value, list) and len(value) == 2 and value[0] == TrackerCode.SUCCESS
                         and isinstance(value[1], list) and len(value[1]) == 3):
@@ -205,16 +211,34 @@ class TrackerSession:
                 last_err = err
         raise RPCError(f"Cannot request {key} after {max_retry} retry, last_error:{last_err!s}")
 
-    def _wait_readable(self, deadline: float | None, key: str) -> None:
-        """Block until the deferred REQUEST reply arrives or ``deadline`` passes."""
+    def _wait_readable(self, deadline: float | None, key: str, warn_at: float | None = None) -> None:
+        """Block until the deferred REQUEST reply arrives or ``deadline`` passes; at ``warn_at``,
+        warn (once) when the tracker has no server of ``key`` at all (a mistyped key waits forever)."""
         assert self._sock is not None
         while True:
-            left = None if deadline is None else deadline - time.monotonic()
+            now = time.monotonic()
+            left = None if deadline is None else deadline - now
             if left is not None and left <= 0:
                 raise TimeoutError(f"no free device of key {key!r} within the wait timeout")
+            if warn_at is not None and now >= warn_at:
+                warn_at = None
+                self._warn_unless_registered(key)
             ready, _, _ = select.select([self._sock], [], [], 1.0 if left is None else min(left, 1.0))
             if ready:
                 return
+
+    def _warn_unless_registered(self, key: str) -> None:
+        """Log a warning when the tracker has no server of ``key`` (asked on a connection of its own)."""
+        try:
+            with connect_tracker(*self._addr, token=self._token, timeout=2.0) as tracker:
+                keys = registered_keys(tracker.summary())
+        except RPCError:
+            return
+        if key not in keys:
+            host, port = self._addr
+            logger.warning("still waiting for a device of key %r: %s; start one with `tunecli server "
+                           "--tracker %s:%d --key %s`", key, missing_key_hint(f"{host}:{port}", key, keys),
+                           host, port, key)
 
     def __enter__(self) -> TrackerSession:
         return self
@@ -241,6 +265,18 @@ def connect_tracker(host: str, port: int, token: str | None = None, timeout: flo
         The connected session.
     """
     return TrackerSession((host, port), token, timeout)
+
+
+def registered_keys(summary: dict) -> list[str]:
+    """The device keys of the servers in a tracker's summary, sorted, each once."""
+    keys = {str(item.get("key", "")) for item in summary.get("server_info", ()) if isinstance(item, dict)}
+    return sorted(k.split(":", 1)[1] for k in keys if k.startswith("server:"))
+
+
+def missing_key_hint(tracker: str, key: str, keys: list[str]) -> str:
+    """Say that the tracker has no server of ``key`` and which keys it has."""
+    has = ", ".join(repr(k) for k in keys) if keys else "none"
+    return f"the tracker {tracker} has no server of key {key!r} (its keys: {has})"
 
 
 def format_summary(data: dict) -> str:

@@ -27,7 +27,7 @@ from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import OnResult, RefOutputs, Runner, result_from_reply
 from tunecli.engine.measure.timing_options import TimingOptions
-from tunecli.engine.rpc.client import connect_tracker
+from tunecli.engine.rpc.client import connect_tracker, missing_key_hint, registered_keys
 from tunecli.engine.rpc.device_reference import DeviceReference
 from tunecli.engine.rpc.device_session import check_device
 from tunecli.engine.rpc.protocol import AuthenticationError
@@ -109,15 +109,17 @@ class RPCRunner(Runner):
         """
         self.task = task
         self._reference.clear()
-        devices = self._devices_or_none()
-        if devices is None:
+        keys = self._keys_or_none()
+        if keys is None:
             raise RPCError(f"RPCRunner: the tracker {self.host}:{self.port} does not answer: start it "
                            "(`tunecli tracker`) or give the address of a running one")
-        if devices == 0:
+        if self.key not in keys:
+            where = f"{self.host}:{self.port}"
             raise RPCError(
-                f"RPCRunner: Cannot get remote devices from the tracker {self.host}:{self.port} for key "
-                f"{self.key!r}. Please check the tracker's queue status (its summary) and make sure "
-                "servers of that key are registered and free.")
+                f"RPCRunner: Cannot get remote devices of key {self.key!r}: "
+                f"{missing_key_hint(where, self.key, keys)}. Check the key, or start a server of it "
+                f"(`tunecli server --tracker {where} --key {self.key}`); `tunecli query --tracker {where}` "
+                "shows the tracker's servers and queues.")
 
     def get_build_kwargs(self) -> dict:
         """Return extra builder arguments (none are needed for CPU devices)."""
@@ -129,6 +131,18 @@ class RPCRunner(Runner):
 
     def _devices_or_none(self) -> int | None:
         """Number of servers registered with the key; None when the tracker cannot be reached."""
+        servers = self._servers_or_none()
+        if servers is None:
+            return None
+        return sum(1 for info in servers if info.get("key") == "server:" + self.key)
+
+    def _keys_or_none(self) -> list[str] | None:
+        """The keys of the servers registered with the tracker; None when it cannot be reached."""
+        servers = self._servers_or_none()
+        return None if servers is None else registered_keys({"server_info": servers})
+
+    def _servers_or_none(self) -> list[dict] | None:
+        """The tracker's ``server_info``; None when the tracker cannot be reached."""
         try:
             with connect_tracker(self.host, self.port, self.token, timeout=2.0) as tracker:
                 servers = tracker.summary()["server_info"]
@@ -136,7 +150,7 @@ class RPCRunner(Runner):
             raise
         except (RPCError, KeyError, TypeError):
             return None
-        return sum(1 for info in servers if info.get("key") == "server:" + self.key)
+        return [info for info in servers if isinstance(info, dict)] if isinstance(servers, list) else None
 
     def run(self, measure_inputs: Sequence[MeasureInput],
             build_results: Sequence[BuildResult | MeasureResult],
