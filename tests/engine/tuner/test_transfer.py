@@ -1,8 +1,11 @@
 """Transfer learning: records of a template's other tasks (other shapes, other knob structures)
-train the XGB tuner's base model, and a transferred tuner still measures every trial asked."""
+train the XGB tuner's base model, rows tell the tasks apart by their workload's features so that
+the task's own measurements override the other shapes where it differs, and a transferred tuner
+still measures every trial asked."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,12 +13,13 @@ import pytest
 
 from tests.engine.tuner.tuner_helpers import SyntheticMeasure, kernel_cost, make_task
 from tunecli.engine.log.record import load_from_file
-from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.task.knob_features import knob_features
 from tunecli.engine.task.space import ConfigSpace
+from tunecli.engine.task.task import create
 from tunecli.engine.tuner import RandomTuner, XGBTuner
 from tunecli.engine.tuner.callback import log_to_file
-from tunecli.engine.tuner.features import transfer_features
+from tunecli.engine.tuner.features import transfer_features, workload_features
 from tunecli.engine.tuner.model_based_tuner import MIN_SEED_RECORDS
 from tunecli.engine.tuner.xgb_cost_model import scale_per_group
 from tunecli.errors import TuneError
@@ -49,6 +53,63 @@ def test_transfer_features_match_knobs_by_name() -> None:
     assert len(row) == len(knob_features(mine, [0])[0]) == 2 + 1 + 3
     np.testing.assert_array_equal(row[:2], [-1, 4])  # tile_x: matched by name, not by position
     assert np.isnan(row[2:]).all()  # tile_oh missing there, tile_y split in another number of parts
+
+
+def test_workload_features_are_the_numbers_of_the_arguments_and_the_flop_count() -> None:
+    import tunecli.engine.ops.registry  # noqa: F401 - registers dense.x86
+
+    dense = create("dense.x86", (1, 1000, 1024, "float32"), "llvm")  # the dtype is no number
+    expected = [math.log2(2), math.log2(1001), math.log2(1025), math.log2(1 + 2 * 1000 * 1024)]
+    np.testing.assert_allclose(workload_features(dense), expected, rtol=1e-6)
+    task = make_task(n=64, parts=2)
+    np.testing.assert_allclose(workload_features(task, flop=7.0), [math.log2(65), math.log2(3), 3.0])
+
+
+def test_rows_of_a_transferred_model_end_with_their_workloads_features() -> None:
+    source, task = make_task(n=32, parts=2), make_task(n=64, parts=2)
+    width = len(knob_features(task.config_space, [0])[0])
+    tuner = XGBTuner(task, plan_size=8, num_threads=1, seed=0)
+    assert tuner.cost_model.context is None  # no transfer: knob features alone
+    assert tuner.cost_model._get_feature([0, 1]).shape == (2, width)
+    tuner.load_history(every_config_records(source), min_seed_records=50)
+    base = tuner.cost_model.base_model
+    hist_x, _ = base.history
+    np.testing.assert_array_equal(hist_x[:, width:], np.tile(workload_features(source), (len(hist_x), 1)))
+    np.testing.assert_array_equal(tuner.cost_model.context, workload_features(task))
+    rows = tuner.cost_model._get_feature([0, 1])
+    np.testing.assert_array_equal(rows[:, :width], knob_features(task.config_space, [0, 1]))
+    np.testing.assert_array_equal(rows[:, width:], np.tile(workload_features(task), (2, 1)))
+
+
+def _records_best_at(task: Any, best_x: int, indices: Any) -> list[tuple]:
+    """(input, result) of ``indices`` of ``task``, costs best at inner ``tile_x`` ``best_x``
+    (and inner ``tile_y`` 4)."""
+    records = []
+    for i in indices:
+        config = task.config_space.get(int(i))
+        y, x = config["tile_y"].size[-1], config["tile_x"].size[-1]
+        cost = 1e-3 * (1 + (math.log2(x) - math.log2(best_x)) ** 2 + 0.2 * (math.log2(y) - 2) ** 2)
+        records.append((MeasureInput(task.target, task, config),
+                        MeasureResult((cost,), MeasureErrorNo.NO_ERROR, 0.0, 0.0)))
+    return records
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_own_measurements_override_the_other_shapes_where_this_shape_differs(seed: int) -> None:
+    # the other shapes are best at inner tile_x 8, this one at 2: once measured, its own rows
+    # (told apart by the workload's features) win over the records of every config of the others
+    history = []
+    for n in (16, 32):
+        source = make_task(n=n, parts=2)
+        history += _records_best_at(source, 8, range(len(source.config_space)))
+    task = make_task(n=64, parts=2)
+    space = task.config_space
+    tuner = XGBTuner(task, plan_size=8, num_threads=1, seed=seed)
+    tuner.load_history(history, min_seed_records=50)
+    assert all(space.get(i)["tile_x"].size[-1] == 8 for i in tuner.trials[:4])  # what the others teach
+    own = _records_best_at(task, 2, [i for i in range(len(space)) if space.get(i)["tile_y"].size[-1] == 1])
+    tuner.update([inp for inp, _ in own], [res for _, res in own])
+    assert [space.get(i)["tile_x"].size[-1] for i in tuner.trials[:2]] == [2, 2]
 
 
 def test_scores_are_scaled_by_the_best_of_their_workload() -> None:

@@ -14,7 +14,9 @@
 
 ``transfer_features`` lays a config of *another* task of the same template out in the knob
 features of this task's space, knob by knob matched by name, so that records of a network's
-other layers (other shapes, or a 3x3 layer where this one is 1x1) can train one model.
+other layers (other shapes, or a 3x3 layer where this one is 1x1) can train one model, and
+``workload_features`` describes the task a row belongs to (its shapes and FLOP count), so that
+such a model can tell the layers apart.
 """
 
 from __future__ import annotations
@@ -262,6 +264,41 @@ def transfer_features(space: ConfigSpace, config: ConfigEntity) -> np.ndarray:
         values = entity_features(config[name]) if name in names else []
         fea.extend(values if len(values) == width else [math.nan] * width)
     return np.array(fea, dtype=np.float32)
+
+
+def workload_features(task: Task, flop: float | None = None) -> np.ndarray:
+    """Return numbers that describe ``task``'s workload: ``log2(1 + |x|)`` of every number in its
+    arguments in order (tensor shapes, strides, paddings; strings such as dtypes and layouts are
+    left out), then of its FLOP count.
+
+    Appended to the feature rows of a model trained on several tasks of one template (transfer
+    learning), they let its trees split the tasks apart, so that a task's own measurements correct
+    what the other shapes taught where this shape differs, instead of being averaged with them.
+
+    Parameters
+    ----------
+    task : Task
+    flop : float, optional
+        The task's FLOP count, when ``task.flop`` is not known (a task read back from a log).
+
+    Returns
+    -------
+    numpy.ndarray of float32
+    """
+    values: list[float] = []
+
+    def walk(arg: object) -> None:
+        if isinstance(arg, bool):
+            return
+        if isinstance(arg, (int, float, np.integer, np.floating)):
+            values.append(_log(float(arg)))
+        elif isinstance(arg, (tuple, list)):
+            for item in arg:
+                walk(item)
+
+    walk(task.args)
+    values.append(_log(float(flop if flop is not None else task.flop or 0.0)))
+    return np.array(values, dtype=np.float32)
 
 
 def stack_features(rows: Sequence[np.ndarray | None]) -> np.ndarray:

@@ -9,7 +9,10 @@ trials; afterwards every fit trains on those records and the task's own measurem
 the records weighted ``1 / 2**(n / 64)`` after ``n`` own measurements (TVM's discount of its
 base model's margin) and dropped once that weight is below 0.05.  Training on both, rather than
 boosting the own data on the base model's margin as TVM does, lets a handful of own
-measurements re-rank what the other shapes taught (figures in ``benchmarks/README.md``).
+measurements re-rank what the other shapes taught; every row of such a model ends with its
+task's ``workload_features`` (shapes and FLOP count), so the trees can give the task's own
+measurements leaves of their own where its best configs differ from the other shapes' (figures
+in ``benchmarks/README.md``).
 xgboost is imported when a model is created, with an actionable message when it is missing.
 """
 
@@ -23,7 +26,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tunecli.engine.tuner.features import FEATURE_TYPES, config_features, get_features, transfer_features
+from tunecli.engine.tuner.features import (
+    FEATURE_TYPES,
+    config_features,
+    get_features,
+    transfer_features,
+    workload_features,
+)
 from tunecli.engine.tuner.model_based_tuner import CostModel
 from tunecli.errors import TuneError
 
@@ -164,11 +173,22 @@ class XGBoostCostModel(CostModel):
         self.history: tuple[np.ndarray, np.ndarray] = (np.zeros((0, 0), np.float32), np.zeros(0))
         self._sample_size = 0
         self._width: int | None = None  # feature columns of the trained booster
+        #: this task's ``workload_features``, ending every row once the model learns from other tasks
+        self.context: np.ndarray | None = None
 
     # ----------------------------------------------------------------- features
     def _get_feature(self, indexes: Sequence[int], width: int | None = None) -> np.ndarray:
         """Feature rows of ``indexes``; loop-nest rows (whose length depends on the loop nest of
-        each config) are zero-padded, or cut, to ``width`` (default: the longest row)."""
+        each config) are zero-padded, or cut, to ``width`` (default: the longest row), the
+        workload's ``context`` columns (when the model has them) included."""
+        if self.context is None:
+            return self._config_features(indexes, width)
+        n_context = len(self.context)
+        rows = self._config_features(indexes, None if width is None else width - n_context)
+        return np.hstack([rows, np.broadcast_to(self.context, (len(rows), n_context))])
+
+    def _config_features(self, indexes: Sequence[int], width: int | None = None) -> np.ndarray:
+        """The configs' own feature rows (no context columns); see ``_get_feature``."""
         if self.fea_type == "knob":
             return get_features(self.task, indexes, "knob")
         if len(self.feature_cache) >= _CACHE_LIMIT:
@@ -217,23 +237,35 @@ class XGBoostCostModel(CostModel):
                 self.base_model = None
             else:
                 hist_x, hist_y = self.base_model.history
-                x_train = np.vstack([_fit_width(hist_x, x_train.shape[1]), x_train])
+                x_train = np.vstack([self._align_history(hist_x, x_train.shape[1]), x_train])
                 y_train = np.concatenate([hist_y, y_train])
                 weight = np.concatenate([np.full(len(hist_x), discount), np.ones(self._sample_size)])
         self.bst = self._train(x_train, y_train, plan_size, 8000, 20, weight)
         logger.debug("XGB train: %.2f\tobs: %d\terror: %d", time.time() - tic, len(xs),
                      int(np.sum(y_train <= 1e-6)))
 
+    def _align_history(self, hist_x: np.ndarray, width: int) -> np.ndarray:
+        """History rows (config columns, then context columns) with their config columns padded,
+        or cut, to those of ``width``-column rows of this model."""
+        n_context = 0 if self.context is None else len(self.context)
+        if not n_context:
+            return _fit_width(hist_x, width)
+        config_part = _fit_width(hist_x[:, :-n_context], width - n_context)
+        return np.hstack([config_part, hist_x[:, -n_context:]])
+
     def fit_log(self, records: Iterable[Record], plan_size: int, min_seed_records: int = 500) -> bool:
         """Train on records of the same template (this task's and other shapes'); False (no model)
         with fewer than ``min_seed_records`` usable records.
 
-        Knob features of other tasks are laid out by knob name (``features.transfer_features``);
-        each workload's FLOPS are scaled by that workload's best, so that a layer with more
-        arithmetic intensity does not drown the ranking the others teach.
+        Knob features of other tasks are laid out by knob name (``features.transfer_features``)
+        and followed by their task's ``workload_features``; each workload's FLOPS are scaled by
+        that workload's best, so that a layer with more arithmetic intensity does not drown the
+        ranking the others teach.
         """
         xs, ys, groups = [], [], []
-        flop_of: dict[tuple, float] = {self.task.workload: self.task.flop}
+        flop_of: dict[tuple, float | None] = {self.task.workload: self.task.flop}
+        task_of: dict[tuple, Task] = {}
+        self.context = None
         width = self._get_feature([0]).shape[1]
         for inp, res in records:
             if inp.task.name != self.task.name:
@@ -257,11 +289,17 @@ class XGBoostCostModel(CostModel):
             xs.append(x)
             ys.append(y)
             groups.append(inp.task.workload)
+            task_of.setdefault(inp.task.workload, inp.task)
         logger.debug("XGB load %d entries from history log file", len(xs))
         if len(xs) < min_seed_records or not xs:
             return False
-        self._width = width
-        self.history = (np.array(xs, dtype=np.float32), scale_per_group(ys, groups))
+        self.context = workload_features(self.task, flop_of[self.task.workload])
+        n_context = len(self.context)
+        context_of = {w: _fit_width(workload_features(t, flop_of.get(w))[None, :], n_context)[0]
+                      for w, t in task_of.items()}
+        contexts = np.array([context_of[g] for g in groups], dtype=np.float32).reshape(len(groups), n_context)
+        self._width = width + n_context
+        self.history = (np.hstack([np.array(xs, dtype=np.float32), contexts]), scale_per_group(ys, groups))
         self.bst = self._train(*self.history, plan_size * 2, 400, 100)
         return True
 
@@ -280,6 +318,7 @@ class XGBoostCostModel(CostModel):
         """Use ``base_model`` as a prior (see ``CostModel.load_basemodel``)."""
         self.base_model = base_model
         base_model.upper_model = self
+        self.context = getattr(base_model, "context", None)
 
     def spawn_base_model(self) -> XGBoostCostModel:
         """Return a new model sharing this one's task, settings and feature cache."""
