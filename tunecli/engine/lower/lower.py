@@ -64,7 +64,7 @@ def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", target: Tar
     info = infer_bounds(sch, stages, bodies, full, relax_threads=gpu)
     storage = Storage(sch, list(args), info)
     for st in stages:  # name temporaries in producer order
-        storage.temp_buffer(st)
+        storage.temp_buffers(st)
     body = simplify(NestBuilder(stages, bodies, info, storage).build())
     attrs = {}
     if gpu:

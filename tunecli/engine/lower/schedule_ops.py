@@ -7,7 +7,7 @@ from tunecli.engine.ir import stmt as S
 from tunecli.engine.ir.visitor import post_order, substitute
 from tunecli.engine.schedule.stage import Stage
 from tunecli.engine.te.reduction import Reduce
-from tunecli.engine.te.tensor import COMM_REDUCE, IterVar
+from tunecli.engine.te.tensor import COMM_REDUCE, IterVar, Tensor
 from tunecli.engine.transform.auto_unroll import auto_unroll, pragma_max_step
 from tunecli.errors import LoweringError
 
@@ -47,8 +47,7 @@ class NestBuilder:
         stmt = rest
         for st in reversed(stages):
             stmt = S.seq(self._stage(st), stmt)
-            buf = self.storage.temp_buffer(st)
-            if buf is not None:
+            for buf in reversed(self.storage.temp_buffers(st)):
                 stmt = S.Allocate(buf, stmt)
         return stmt if stmt is not None else S.SeqStmt([])
 
@@ -92,33 +91,46 @@ class NestBuilder:
         return stage.iter_var_attrs.get(iv, S.SERIAL)
 
     def _stage(self, stage: Stage) -> S.Stmt:
-        body = self.bodies.of(stage)[0]
+        bodies = self.bodies.of(stage)
+        body = bodies[0]
         vals = self.info.root_values(stage)
         store_idx = [vals[iv.var] for iv in stage.op.axis]
-        out = stage.op.output(0)
+        outs = [stage.op.output(i) for i in range(stage.op.num_outputs)]
         leaves = stage.leaf_iter_vars
         data_guards = self.info.guards(stage, reduce=False)
         if not isinstance(body, Reduce):
-            value = self.storage.lower_expr(substitute(body, vals))
-            store = self.storage.store(out, value, store_idx)
+            store = S.seq(*[self.storage.store(out, self.storage.lower_expr(substitute(b, vals)), store_idx)
+                            for out, b in zip(outs, bodies, strict=True)])
             return self._loops(stage, leaves, store, conds=data_guards)
         red_guards = self.info.guards(stage, reduce=True)
         first = next((n for n, iv in enumerate(leaves) if iv.iter_type == COMM_REDUCE), len(leaves))
         outer, inner = leaves[:first], leaves[first:]
         init_leaves = [iv for iv in inner if iv.iter_type != COMM_REDUCE]
-        vi = body.value_index
-        identity = body.init[vi] if body.init else body.combiner.identity_element[vi]
+        identities = list(body.init) if body.init else list(body.combiner.identity_element)
         if body.init:
-            identity = self.storage.lower_expr(substitute(identity, vals))
-        init_store = self.storage.store(out, identity, store_idx)
+            identities = [self.storage.lower_expr(substitute(e, vals)) for e in identities]
+        init_store = S.seq(*[self.storage.store(out, e, store_idx)
+                             for out, e in zip(outs, identities, strict=True)])
         init = self._loops(stage, init_leaves, init_store, attach=False, conds=data_guards)
-        acc = self.storage.load(out, store_idx)
-        src = self.storage.lower_expr(substitute(body.source[body.value_index], vals))
-        update = self.storage.store(out, body.combiner.combine(acc, src), store_idx)
+        accs = [self.storage.load(out, store_idx) for out in outs]
+        srcs = [self.storage.lower_expr(substitute(src, vals)) for src in body.source]
+        update = self._update(outs, body.combiner.combine_all(accs, srcs), store_idx)
         cond = self.storage.lower_expr(substitute(body.condition, vals))
         conds = data_guards + red_guards + ([] if isinstance(cond, E.IntImm) and cond.value else [cond])
         update_nest = self._loops(stage, inner, update, conds=conds)
         return self._loops(stage, outer, S.seq(init, update_nest))
+
+    def _update(self, outs: list[Tensor], values: list[E.Expr], store_idx: list[E.Expr]) -> S.Stmt:
+        """The accumulators' stores; several are bound to variables first, as each new value may
+        read every old one (a tuple reduction such as argmax)."""
+        if len(outs) == 1:
+            return self.storage.store(outs[0], values[0], store_idx)
+        temps = [E.Var(f"{out.name}.acc", out.dtype) for out in outs]
+        stmt: S.Stmt = S.seq(*[self.storage.store(out, t, store_idx)
+                               for out, t in zip(outs, temps, strict=True)])
+        for t, v in reversed(list(zip(temps, values, strict=True))):
+            stmt = S.LetStmt(t, v, stmt)
+        return stmt
 
 
 def _place_guards(conds: list[E.Expr], leaves: list[IterVar]) -> dict[int, list[E.Expr]]:

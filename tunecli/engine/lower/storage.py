@@ -24,56 +24,59 @@ class Storage:
         self.sch = sch
         self.info = info
         self.params: list[S.Buffer] = []
-        self._param_of: dict[int, S.Buffer] = {}
+        # (stage, output index) -> buffer: a stage of several outputs writes several buffers
+        self._param_of: dict[tuple[int, int], S.Buffer] = {}
         for t in args:
             if not isinstance(t, Tensor):
                 raise LoweringError(f"lower: arguments must be tensors, got {t!r}")
-            stage = sch[t]
-            if id(stage) in self._param_of:
+            key = (id(sch[t]), t.value_index)
+            if key in self._param_of:
                 raise LoweringError(f"lower: tensor {t.name} is given twice in args")
             buf = S.Buffer(t.name, t.shape, t.dtype, "global")
             self.params.append(buf)
-            self._param_of[id(stage)] = buf
-        self._temp: dict[int, tuple[S.Buffer, list[E.Expr]]] = {}
+            self._param_of[key] = buf
+        self._temp: dict[tuple[int, int], tuple[S.Buffer, list[E.Expr]]] = {}
         self._names: set[str] = {b.name for b in self.params}
 
-    def is_param(self, stage: Stage) -> bool:
-        """True when ``stage`` writes a kernel argument."""
-        return id(stage) in self._param_of
+    def temp_buffers(self, stage: Stage) -> list[S.Buffer]:
+        """The Allocate'd buffers of a computed stage's outputs that are not arguments."""
+        outputs = [i for i in range(stage.op.num_outputs) if (id(stage), i) not in self._param_of]
+        if outputs and (id(stage), outputs[0]) not in self._temp:
+            shape, mins = self._region_shape(stage)
+            for i in outputs:
+                out = stage.op.output(i)
+                base = stage.op.name if stage.op.num_outputs == 1 else out.name
+                name, n = base, 1
+                while name in self._names:  # two stages named "compute": keep buffer names distinct
+                    name, n = f"{base}_{n}", n + 1
+                self._names.add(name)
+                self._temp[(id(stage), i)] = (S.Buffer(name, shape, out.dtype, stage.scope), mins)
+        return [self._temp[(id(stage), i)][0] for i in outputs]
 
-    def temp_buffer(self, stage: Stage) -> S.Buffer | None:
-        """The Allocate'd buffer of a computed stage that is not an argument (else None)."""
-        if self.is_param(stage):
-            return None
-        key = id(stage)
-        if key not in self._temp:
-            dom = self.info.dom[id(stage)]
-            shape, mins = [], []
-            for iv in stage.op.axis:
-                lo, ext = dom[iv]
-                if isinstance(ext, E.IntImm) or int_bounds(ext, self.info.var_ranges)[1] is not None:
-                    n = const_upper(ext, self.info, f"buffer of stage {stage.name}, axis {iv.var.name}")
-                    shape.append(max(1, n))  # not clamped to the domain: a region may start below 0
-                else:  # a symbolic size (te.var)
-                    shape.append(ext)
-                mins.append(lo)
-            out = stage.op.output(0)
-            name, n = stage.op.name, 1
-            while name in self._names:  # two stages named "compute": keep buffer names distinct
-                name, n = f"{stage.op.name}_{n}", n + 1
-            self._names.add(name)
-            self._temp[key] = (S.Buffer(name, shape, out.dtype, stage.scope), mins)
-        return self._temp[key][0]
+    def _region_shape(self, stage: Stage) -> tuple[list[int | E.Expr], list[E.Expr]]:
+        dom = self.info.dom[id(stage)]
+        shape: list[int | E.Expr] = []
+        mins = []
+        for iv in stage.op.axis:
+            lo, ext = dom[iv]
+            if isinstance(ext, E.IntImm) or int_bounds(ext, self.info.var_ranges)[1] is not None:
+                n = const_upper(ext, self.info, f"buffer of stage {stage.name}, axis {iv.var.name}")
+                shape.append(max(1, n))  # not clamped to the domain: a region may start below 0
+            else:  # a symbolic size (te.var)
+                shape.append(ext)
+            mins.append(lo)
+        return shape, mins
 
     def _resolve(self, tensor: Tensor) -> tuple[S.Buffer, list[E.Expr] | None]:
         stage = self.sch[tensor]
-        if id(stage) in self._param_of:
-            return self._param_of[id(stage)], None
+        key = (id(stage), tensor.value_index)
+        if key in self._param_of:
+            return self._param_of[key], None
         if isinstance(stage.op, PlaceholderOp):
             raise LoweringError(f"lower: placeholder {tensor.name} is read but not given in args")
-        if id(stage) not in self._temp:
-            self.temp_buffer(stage)
-        buf, mins = self._temp[id(stage)]
+        if key not in self._temp:
+            self.temp_buffers(stage)
+        buf, mins = self._temp[key]
         return buf, mins
 
     def flat_index(self, tensor: Tensor, indices: Sequence[E.Expr]) -> tuple[S.Buffer, E.Expr]:

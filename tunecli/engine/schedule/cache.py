@@ -96,7 +96,8 @@ def check_not_attached_to(sch: Schedule, stage: Stage, what: str) -> None:
 
 
 def cache_write(sch: Schedule, tensor: Tensor, scope: str) -> Tensor:
-    """Compute ``tensor`` into a new ``scope`` stage; the original stage becomes a copy of it."""
+    """Compute ``tensor`` into a new ``scope`` stage; the original stage becomes a copy of it (of
+    every output, for an operation of several: the cache of ``tensor``'s is returned)."""
     _check_scope(scope, f"cache_write of {tensor.name}")
     stage = sch[tensor]
     op = stage.op
@@ -119,7 +120,8 @@ def cache_write(sch: Schedule, tensor: Tensor, scope: str) -> Tensor:
     # old handle) still names the axes of ``s[C]``; the reduce axes now belong to the cache op.
     out_axis = list(op.axis)
     copy_op = ComputeOp(op.name, op.tag, op.attrs, out_axis,
-                        [TensorRead(cache, tuple(iv.var for iv in out_axis))])
+                        [TensorRead(cache_op.output(i), tuple(iv.var for iv in out_axis))
+                         for i in range(op.num_outputs)])
     stage.all_iter_vars = list(out_axis)
     stage.leaf_iter_vars = list(out_axis)
     _replace_op(sch, stage, copy_op)

@@ -61,6 +61,9 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0) 
     op = stage.op
     if not isinstance(op, ComputeOp) or not isinstance(op.body[0], Reduce):
         raise ScheduleError(f"rfactor of {tensor.name}: stage {stage.name} is not a reduction")
+    if op.num_outputs > 1:
+        raise ScheduleError(f"rfactor of {tensor.name}: a reduction of {op.num_outputs} values (a tuple "
+                            "reduction) cannot be factored")
     stage._check_leaf(axis, "rfactor")
     if axis.iter_type != COMM_REDUCE:
         raise ScheduleError(f"rfactor of {tensor.name}: axis {axis.var.name} is not a reduction axis")

@@ -277,6 +277,9 @@ class Stage:
         self._check_compute("compute_inline")
         if self.op.reduce_axis:
             raise ScheduleError(f"compute_inline of {self.name}: a reduction cannot be inlined")
+        if self.op.num_outputs > 1:
+            raise ScheduleError(f"compute_inline of {self.name}: an operation of {self.op.num_outputs} "
+                                "outputs cannot be inlined")
         if self.is_output:
             raise ScheduleError(f"compute_inline of {self.name}: it is an output of the schedule")
         for other in self.schedule.stages:

@@ -76,7 +76,7 @@ def placeholder(shape: ShapeLike, dtype: str = "float32", name: str = "placehold
 
 
 def compute(shape: ShapeLike, fcompute: Callable[..., E.ExprLike | Sequence[E.ExprLike]],
-            name: str = "compute", tag: str = "", attrs: dict | None = None) -> Tensor:
+            name: str = "compute", tag: str = "", attrs: dict | None = None) -> Tensor | list[Tensor]:
     """A tensor defined elementwise by ``fcompute``.
 
     Parameters
@@ -84,7 +84,8 @@ def compute(shape: ShapeLike, fcompute: Callable[..., E.ExprLike | Sequence[E.Ex
     shape : int or sequence of int
         Output extents.
     fcompute : callable
-        Receives one index variable per dimension and returns an expression (or one reduction).
+        Receives one index variable per dimension and returns an expression (or one reduction),
+        or a tuple of them: elementwise values, or the values of one tuple reduction.
     name, tag : str
         Name of the operation; tag for operator-level dispatch.
     attrs : dict, optional
@@ -92,7 +93,7 @@ def compute(shape: ShapeLike, fcompute: Callable[..., E.ExprLike | Sequence[E.Ex
 
     Returns
     -------
-    Tensor
+    Tensor, or a list of Tensors when ``fcompute`` returns several values
     """
     dims = _shape_tuple(shape, f"compute {name}")
     names = _arg_names(fcompute, len(dims), name)
@@ -101,12 +102,26 @@ def compute(shape: ShapeLike, fcompute: Callable[..., E.ExprLike | Sequence[E.Ex
         value = fcompute(*[iv.var for iv in axis])
     except TypeError as exc:
         raise ExprError(f"compute {name}: fcompute failed: {exc}") from exc
-    bodies = list(value) if isinstance(value, (list, tuple)) else [value]
-    if len(bodies) != 1:
-        raise ExprError(f"compute {name}: fcompute must return one expression, got {len(bodies)}")
-    body = E.convert(bodies[0])
-    _check_reduce_top_level(body, name)
-    return ComputeOp(name, tag, attrs, axis, [body]).output(0)
+    bodies = [E.convert(b) for b in (value if isinstance(value, (list, tuple)) else [value])]
+    if not bodies:
+        raise ExprError(f"compute {name}: fcompute returned no expression")
+    for body in bodies:
+        _check_reduce_top_level(body, name)
+    _check_outputs_agree(bodies, name)
+    op = ComputeOp(name, tag, attrs, axis, bodies)
+    return op.output(0) if len(bodies) == 1 else [op.output(i) for i in range(len(bodies))]
+
+
+def _check_outputs_agree(bodies: list[E.Expr], name: str) -> None:
+    """Several outputs are all elementwise, or the values of one tuple reduction (one reducer call)."""
+    reduces = [b for b in bodies if isinstance(b, Reduce)]
+    if not reduces or len(bodies) == 1:
+        return
+    first = reduces[0]
+    if len(reduces) != len(bodies) or any(
+            r.combiner is not first.combiner or r.value_index != i for i, r in enumerate(reduces)):
+        raise ExprError(f"compute {name}: several outputs must all be elementwise or be the values of one "
+                        "tuple reduction, in order")
 
 
 def _arg_names(fcompute: Callable, ndim: int, name: str) -> list[str]:

@@ -68,6 +68,13 @@ class CommReducer:
         """The combined value of accumulator ``acc`` and ``value``."""
         return substitute(self.result[0], {self.lhs[0]: acc, self.rhs[0]: value})
 
+    def combine_all(self, accs: Sequence[E.Expr], values: Sequence[E.Expr]) -> list[E.Expr]:
+        """Every combined value of the accumulators ``accs`` and ``values`` (a tuple reduction's:
+        each may read all of them)."""
+        mapping = dict(zip(self.lhs, accs, strict=True))
+        mapping.update(zip(self.rhs, values, strict=True))
+        return [substitute(r, mapping) for r in self.result]
+
     def __repr__(self) -> str:
         return f"comm_reducer({self.name})"
 
@@ -127,25 +134,34 @@ def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce") 
             out = _as_expr(fcombine(out, E.convert(v)))
         return out
 
-    def _make_reduce(expr: E.ExprLike, axis: IterVar | Sequence[IterVar], where: E.ExprLike | None,
-                     init: E.ExprLike | None) -> Reduce:
-        source = E.convert(expr)
-        if isinstance(source, Reduce):
+    def _make_reduce(expr: E.ExprLike | Sequence[E.ExprLike], axis: IterVar | Sequence[IterVar],
+                     where: E.ExprLike | None, init: E.ExprLike | Sequence[E.ExprLike] | None
+                     ) -> Reduce | tuple[Reduce, ...]:
+        is_tuple = isinstance(expr, (list, tuple))
+        sources = [E.convert(e) for e in (expr if is_tuple else [expr])]
+        if any(isinstance(src, Reduce) for src in sources):
             raise ExprError(f"{name}: cannot nest a reduction inside another reduction")
         axes = [axis] if isinstance(axis, IterVar) else list(axis)
         for a in axes:
             if a.iter_type != COMM_REDUCE:
                 raise ExprError(f"{name}: axis {a.var.name} is not a reduce_axis")
-        dtype = source.dtype
-        lhs, rhs = E.Var("x", dtype), E.Var("y", dtype)
-        result = _as_expr(fcombine(lhs, rhs))
-        identity = E.cast(dtype, _as_expr(fidentity(dtype)))
-        combiner = CommReducer([lhs], [rhs], [E.cast(dtype, result)], [identity], name)
+        dtypes = [src.dtype for src in sources]
+        lhs = [E.Var(f"x{i}" if is_tuple else "x", dt) for i, dt in enumerate(dtypes)]
+        rhs = [E.Var(f"y{i}" if is_tuple else "y", dt) for i, dt in enumerate(dtypes)]
+        results = _as_exprs(fcombine(tuple(lhs), tuple(rhs)) if is_tuple else fcombine(lhs[0], rhs[0]),
+                            len(sources), f"{name}: the combining function")
+        identities = _as_exprs(fidentity(*dtypes), len(sources), f"{name}: the identity function")
+        combiner = CommReducer(lhs, rhs, [E.cast(dt, r) for dt, r in zip(dtypes, results, strict=True)],
+                               [E.cast(dt, e) for dt, e in zip(dtypes, identities, strict=True)], name)
         condition = E.IntImm(1, "bool") if where is None else E.convert(where)
         if condition.dtype != "bool":
             raise ExprError(f"{name}: where= must be a boolean expression, got {condition.dtype}")
-        inits = () if init is None else (E.cast(dtype, E.convert(init)),)
-        return Reduce(combiner, [source], axes, condition, 0, inits)
+        inits: tuple[E.Expr, ...] = ()
+        if init is not None:
+            given = _as_exprs(init if is_tuple else [init], len(sources), f"{name}: init=")
+            inits = tuple(E.cast(dt, e) for dt, e in zip(dtypes, given, strict=True))
+        reduces = tuple(Reduce(combiner, sources, axes, condition, i, inits) for i in range(len(sources)))
+        return reduces if is_tuple else reduces[0]
 
     reducer.__name__ = name
     reducer.__doc__ = f"Reduce with {name} over the given axes (or combine two values)."
@@ -154,6 +170,14 @@ def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce") 
 
 def _as_expr(value: E.ExprLike) -> E.Expr:
     return E.convert(value)
+
+
+def _as_exprs(values: E.ExprLike | Sequence[E.ExprLike], count: int, what: str) -> list[E.Expr]:
+    """``values`` as ``count`` expressions (one value for a reduction of one expression)."""
+    items = list(values) if isinstance(values, (list, tuple)) else [values]
+    if len(items) != count:
+        raise ExprError(f"{what} gave {len(items)} values for a reduction of {count}")
+    return [E.convert(v) for v in items]
 
 
 def _max(a: E.Expr, b: E.Expr) -> E.Expr:
