@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops import registry
-from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, fallback_pixels, fallback_rows, fills_vectors
+from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, fallback_pixels, fills_vectors
 from tunecli.engine.ops.x86.conv2d_nchw_blocked import (
     BLOCKED,
     WINOGRAD,
@@ -24,6 +24,7 @@ from tunecli.engine.ops.x86.conv2d_nchw_blocked import (
     weight_for_kernel,
     winograd_weight_oihw,
 )
+from tunecli.engine.ops.x86.conv2d_nchw_rows import fallback_rows
 from tunecli.engine.runtime.thread_pool import CHUNKS_PER_THREAD
 from tunecli.engine.target import Target
 from tunecli.engine.task.fallback_config import FallbackConfigEntity

@@ -11,7 +11,8 @@ import pytest
 from tunecli.engine.build import build, lower
 from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.x86.conv2d_nchw_blocked import BLOCKED, kernel_job_template, weight_for_kernel
-from tunecli.engine.ops.x86.conv2d_nchw_pixels import PIXELS, pack_pixels_weight, unpack_pixels_weight
+from tunecli.engine.ops.x86.conv2d_nchw_pixels import PIXELS
+from tunecli.engine.ops.x86.conv2d_nchw_rows import pack_rows_weight, unpack_rows_weight
 from tunecli.engine.target import Target
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.task import create
@@ -58,9 +59,9 @@ def test_the_reference_reads_the_packed_weight() -> None:
     rng = np.random.default_rng(3)
     data = rng.standard_normal((1, 3, 9, 11)).astype("float32")
     weight = rng.standard_normal((8, 3, 5, 5)).astype("float32")
-    packed = pack_pixels_weight(weight, 4)
+    packed = pack_rows_weight(weight, 4)
     assert packed.shape == (2, 3, 5, 5, 4)
-    np.testing.assert_array_equal(unpack_pixels_weight(packed), weight)
+    np.testing.assert_array_equal(unpack_rows_weight(packed), weight)
     np.testing.assert_allclose(create(PIXELS, args, "llvm").reference(data, packed),
                                ref.conv2d_nchw_python(data, weight, 2, 2), rtol=1e-5, atol=1e-4)
 

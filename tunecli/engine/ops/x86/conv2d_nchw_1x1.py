@@ -20,22 +20,28 @@ Knobs: ``tile_co`` (split of CO, inner ``mr``: the tile's channel rows), ``tile_
 inner ``lines``: 1, or whole rows of at most :data:`MAX_COLUMNS` pixels) and ``tile_ow`` (split of
 OW, inner ``columns``, at most :data:`MAX_COLUMNS`).  The fallback takes :func:`fallback_pixels`'
 pixels and as many channel rows as the target's vector registers hold beside them
-(:func:`fallback_rows`).
+(``conv2d_nchw_rows.fallback_rows``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-from numpy.typing import DTypeLike
-
 from tunecli.engine import te
 from tunecli.engine.ops import baseline
-from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
+from tunecli.engine.ops.x86.conv2d_nchw_rows import (
+    MAX_COLUMNS,
+    baseline_inputs,
+    conv2d_nchw_rows_python,
+    define_row_tiles,
+    fallback_rows,
+    packed_weight,
+    set_row_tiles,
+    tile_rows,
+)
 from tunecli.engine.ops.x86.conv2d_nchwc import (
     fallback_register_tile,
     fp32_lanes,
@@ -43,13 +49,11 @@ from tunecli.engine.ops.x86.conv2d_nchwc import (
     vector_ops,
 )
 from tunecli.engine.schedule import Schedule, Stage
-from tunecli.engine.task.space import ConfigSpace, SplitEntity
+from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, get_pad_tuple, pair
 from tunecli.errors import InstantiationError
 
 GEMM_1X1 = "conv2d_nchw_1x1.x86"
-MAX_COLUMNS = 64  # columns of a register tile
-MAX_ROWS = 16  # channel rows of a register tile
 STRIDED_TAG = "injective,strided_pixels"
 FILL = 7 / 8  # share of a vector's lanes a tile of pixels must fill (fills_vectors)
 #: Fewest row blocks (batch x output rows / tile rows) whose parallel loop copies its own strided pixels.
@@ -78,17 +82,13 @@ def declare_conv2d_nchw_1x1(N: int, H: int, W: int, CI: int, CO: int, KH: int, K
 def define_1x1_space(cfg: ConfigSpace, channels_out: int, height: int, width: int) -> None:
     """The knobs of the module docstring; a fallback config gets :func:`fallback_pixels`' pixels and
     :func:`fallback_rows`' channel rows."""
-    cfg.define_split("tile_co", channels_out, num_outputs=2, filter=lambda s: s.size[-1] <= MAX_ROWS)
-    cfg.define_split("tile_oh", height, num_outputs=2,
-                     filter=lambda s: s.size[-1] == 1 or s.size[-1] * width <= MAX_COLUMNS)
-    cfg.define_split("tile_ow", width, num_outputs=2, filter=lambda s: s.size[-1] <= MAX_COLUMNS)
+    define_row_tiles(cfg, channels_out, height, width,
+                     lines=lambda s: s.size[-1] == 1 or s.size[-1] * width <= MAX_COLUMNS)
     if cfg.is_fallback:
         lanes = fp32_lanes()
         lines, columns = fallback_pixels(height, width, lanes)
         rows = fallback_rows(channels_out, vector_ops(lines * columns, lanes), fallback_register_tile())
-        cfg["tile_co"] = SplitEntity([channels_out // rows, rows])
-        cfg["tile_oh"] = SplitEntity([height // lines, lines])
-        cfg["tile_ow"] = SplitEntity([width // columns, columns])
+        set_row_tiles(cfg, channels_out, height, width, (rows, lines, columns))
 
 
 def fallback_pixels(height: int, width: int, lanes: int) -> tuple[int, int]:
@@ -123,26 +123,6 @@ def fills_vectors(height: int, width: int, lanes: int) -> bool:
     return lines * columns >= FILL * vector_ops(lines * columns, lanes) * lanes
 
 
-def fallback_rows(channels_out: int, row_vectors: int, registers: int) -> int:
-    """Channel rows of the fallback tile: the largest divisor of ``channels_out`` (at most
-    :data:`MAX_ROWS`) whose accumulators (``row_vectors`` per row) fit ``registers`` vector
-    registers beside one row of data.
-
-    Parameters
-    ----------
-    channels_out : int
-    row_vectors : int
-        Vector instructions a row of the tile's columns takes.
-    registers : int
-        Vector registers for the tile (accumulators and one row of data).
-
-    Returns
-    -------
-    int
-    """
-    return largest_divisor(channels_out, min(max((registers - row_vectors) // row_vectors, 1), MAX_ROWS))
-
-
 def pack_conv2d_nchw_1x1(cfg: ConfigSpace, call: OpCall) -> OpCall:
     """The kernel's inputs: NCHW ``data`` and the ``[CO/mr, CI, mr]`` weight."""
     data, kernel = call.inputs
@@ -162,14 +142,8 @@ def conv2d_nchw_1x1_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Tensor
     check_1x1_workload(kernel.shape[2:4] if len(kernel.shape) == 4 else (1, 1), stride, padding, dilation)
     h, w, _ = conv2d_output_shape((h, w), (1, 1), stride, 0, 1)
     define_1x1_space(cfg, co, h, w)
-    mr = cfg["tile_co"].size[-1]
-    if len(kernel.shape) == 4:
-        original = kernel
-        kernel = te.compute((co // mr, ci, mr), lambda c, i, v: original[c * mr + v, i, 0, 0],
-                            name="kernel_vec", tag="injective,layout_transform")
-    elif kernel.shape[2] != mr:
-        raise InstantiationError(f"{GEMM_1X1}: the kernel is packed in rows of {kernel.shape[2]}, the "
-                                 f"config's are {mr}")
+    kernel = packed_weight(kernel, cfg["tile_co"].size[-1], GEMM_1X1, squeeze=True)
+    mr = kernel.shape[2]
     cfg.add_flop(2 * n * co * h * w * ci)
     sh, sw = pair(stride, "stride")
     if (sh, sw) != (1, 1):
@@ -195,31 +169,17 @@ def schedule_conv2d_nchw_1x1(cfg: ConfigSpace, outs: Sequence[te.Tensor],
     (conv,) = outs
     s = create_group_schedule(outs, epilogue)
     out, acc = output_and_accumulator(s, conv, epilogue)
-    strided = None
-    for stage in conv.op.input_tensors:
-        if "layout_transform" in getattr(stage.op, "tag", ""):
-            s[stage].parallel(s[stage].op.axis[0])
-        if getattr(stage.op, "tag", "") == STRIDED_TAG:
-            strided = stage  # a scalar copy: strided vector loads are gathers
-    mr, lines, columns = (cfg[k].size[-1] for k in ("tile_co", "tile_oh", "tile_ow"))
-    whole_rows = columns == conv.shape[3]
-    if strided is not None and int(conv.shape[0]) * int(conv.shape[2]) // lines < ROW_BLOCKS:
-        b, i = s[strided].op.axis[:2]
-        s[strided].parallel(s[strided].fuse(b, i))
-        strided = None
-    b, c, y, x = s[out].op.axis
-    cb, cj = s[out].split(c, factor=mr)
-    yo, yi = s[out].split(y, factor=lines)
-    xo, xi = s[out].split(x, factor=columns)
-    if strided is None:
-        s[out].reorder(b, cb, yo, xo, cj, yi, xi)
-        s[out].parallel(s[out].fuse(b, cb, yo))
-    else:
-        s[out].reorder(b, yo, cb, xo, cj, yi, xi)
-        rows = s[out].fuse(b, yo)
-        s[out].parallel(rows)
-        s[strided].compute_at(s[out], rows)
-    s[out].unroll(cj)
+    tile = tuple(cfg[k].size[-1] for k in ("tile_co", "tile_oh", "tile_ow"))
+    whole_rows = tile[2] == conv.shape[3]
+    strided = [t for t in conv.op.input_tensors if getattr(t.op, "tag", "") == STRIDED_TAG]
+    rows_outer = bool(strided) and int(conv.shape[0]) * int(conv.shape[2]) // tile[1] >= ROW_BLOCKS
+    outer, xo, yi, xi = tile_rows(s, conv, out, tile, rows_outer)
+    for stage in strided:  # a scalar copy: strided vector loads are gathers
+        if rows_outer:
+            s[stage].compute_at(s[out], outer)
+        else:
+            b, i = s[stage].op.axis[:2]
+            s[stage].parallel(s[stage].fuse(b, i))
     _vectorize_pixels(s[out], yi, xi, whole_rows)
     s[acc].compute_at(s[out], xo)
     b, c, y, x = s[acc].op.axis
@@ -239,33 +199,11 @@ def _vectorize_pixels(stage: Stage, y: te.IterVar, x: te.IterVar, whole_rows: bo
         stage.vectorize(x)
 
 
-def unpack_1x1_weight(kernel: np.ndarray) -> np.ndarray:
-    """``[CO/mr, CI, mr]`` -> ``[CO, CI, 1, 1]``."""
-    cb, ci, mr = kernel.shape
-    return np.ascontiguousarray(kernel.transpose(0, 2, 1).reshape(cb * mr, ci, 1, 1))
-
-
-def pack_1x1_weight(weight: np.ndarray, mr: int) -> np.ndarray:
-    """``[CO, CI, 1, 1]`` -> ``[CO/mr, CI, mr]``."""
-    co, ci = weight.shape[:2]
-    return np.ascontiguousarray(weight[:, :, 0, 0].reshape(co // mr, mr, ci).transpose(0, 2, 1))
-
-
-def conv2d_nchw_1x1_python(data: np.ndarray, kernel: np.ndarray, stride: IntPair, padding: Padding,
-                           dilation: IntPair = 1, out_dtype: DTypeLike | None = None) -> np.ndarray:
-    """numpy: NCHW ``data`` and a packed ``[CO/mr, CI, mr]`` kernel -> NCHW output."""
-    return ref.conv2d_nchw_python(data, unpack_1x1_weight(kernel), stride, padding, dilation, out_dtype)
-
-
-def _baseline_inputs(data: np.ndarray, kernel: np.ndarray) -> tuple[np.ndarray, ...]:
-    return data, unpack_1x1_weight(kernel)
-
-
 CONV2D_NCHW_1X1 = Strategy(
     op="conv2d_nchw_1x1", target_key="cpu", name=GEMM_1X1, declare=declare_conv2d_nchw_1x1,
-    compute=conv2d_nchw_1x1_compute, schedule=schedule_conv2d_nchw_1x1, reference=conv2d_nchw_1x1_python,
+    compute=conv2d_nchw_1x1_compute, schedule=schedule_conv2d_nchw_1x1, reference=conv2d_nchw_rows_python,
     outputs=("out",), pack=pack_conv2d_nchw_1x1,
-    baseline=baseline.Baseline("im2col + matmul", baseline.conv2d_nchw, _baseline_inputs),
+    baseline=baseline.Baseline("im2col + matmul", baseline.conv2d_nchw, baseline_inputs),
     summary="`conv2d_nchw.x86`'s arguments, unpadded 1x1 only: a GEMM over pixels (strided ones copied "
             "first), NCHW data and output, the weight packed `[CO/mr, CI, mr]`; a kernel job's unpadded 1x1 "
             "`conv2d_nchw.x86` task runs as this on 512-bit-vector x86 targets where its pixels fill the "

@@ -25,9 +25,8 @@ Records: a workload of either template is the convolution of one ``conv2d_NCHWc.
 that template's records of the same convolution (a pre-tuned package's, a network's log) serve
 it where it has no record of its own (``log.history_best``).
 
-The numpy references take the same arguments as the kernel (any weight of that shape), and the
-numpy timing baselines get back an ``[CO, CI, KH, KW]`` weight (``Baseline.prepare``).
-"""
+The numpy references take the same arguments as the kernel (any weight of that shape), the numpy
+timing baselines an ``[CO, CI, KH, KW]`` weight (``Baseline.prepare``)."""
 
 from __future__ import annotations
 
@@ -42,8 +41,9 @@ from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.nn.conv2d import conv2d_NCHWc
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
-from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, fills_vectors, pack_1x1_weight
-from tunecli.engine.ops.x86.conv2d_nchw_pixels import PIXELS, pack_pixels_weight
+from tunecli.engine.ops.x86.conv2d_nchw_1x1 import GEMM_1X1, fills_vectors
+from tunecli.engine.ops.x86.conv2d_nchw_pixels import PIXELS
+from tunecli.engine.ops.x86.conv2d_nchw_rows import pack_rows_weight
 from tunecli.engine.ops.x86.conv2d_nchwc import (
     SMALL_WINDOW,
     define_conv2d_nchwc_space,
@@ -376,7 +376,7 @@ def weight_for_kernel(template: str, weight: np.ndarray, kernel_shape: Sequence[
     if template == BLOCKED:
         return ref.oihw_to_kernel_nchwc(weight, kernel_shape[4], kernel_shape[5])
     if template in (GEMM_1X1, PIXELS):
-        return (pack_1x1_weight if template == GEMM_1X1 else pack_pixels_weight)(weight, kernel_shape[-1])
+        return pack_rows_weight(weight, kernel_shape[-1]).reshape(kernel_shape)
     raise InstantiationError(f"{template!r} is not {BLOCKED}, {WINOGRAD}, {GEMM_1X1} nor {PIXELS}")
 
 

@@ -16,9 +16,9 @@ dilation, dtype``); dilation 1 and float32 only.  Kernel arguments: ``data [N, C
 weight packed ``[CO/mr, CI, KH, KW, mr]`` (prepared once, as ``relay.build`` prepares a constant
 weight: ``conv2d_nchw_blocked.weight_for_kernel``) and ``out [N, CO, OH, OW]``.
 
-Knobs: ``tile_co`` (split of CO, inner ``mr``, at most ``conv2d_nchw_1x1.MAX_ROWS``), ``tile_oh``
+Knobs: ``tile_co`` (split of CO, inner ``mr``, at most ``conv2d_nchw_rows.MAX_ROWS``), ``tile_oh``
 (split of OH, inner ``lines``, at most :data:`MAX_LINES`), ``tile_ow`` (split of OW, inner
-``columns``, at most ``conv2d_nchw_1x1.MAX_COLUMNS``) and ``unroll_kw`` (the kernel's columns
+``columns``, at most ``conv2d_nchw_rows.MAX_COLUMNS``) and ``unroll_kw`` (the kernel's columns
 unrolled inside the tile).  The fallback (:func:`define_pixels_space`) takes a vector of columns,
 two lines where the rows pair up, as many channel rows as the registers hold beside them, and
 unrolls the kernel's columns.
@@ -28,17 +28,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-from numpy.typing import DTypeLike
-
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ops import baseline
-from tunecli.engine.ops import reference as ref
 from tunecli.engine.ops.epilogue import create_group_schedule, output_and_accumulator
 from tunecli.engine.ops.strategy import OpCall, Strategy
 from tunecli.engine.ops.x86.conv2d import declare_conv2d_nchw
-from tunecli.engine.ops.x86.conv2d_nchw_1x1 import MAX_COLUMNS, MAX_ROWS, fallback_rows
+from tunecli.engine.ops.x86.conv2d_nchw_rows import (
+    baseline_inputs,
+    conv2d_nchw_rows_python,
+    define_row_tiles,
+    fallback_rows,
+    packed_weight,
+    set_row_tiles,
+    tile_rows,
+)
 from tunecli.engine.ops.x86.conv2d_nchwc import (
     fallback_register_tile,
     fp32_lanes,
@@ -46,7 +50,7 @@ from tunecli.engine.ops.x86.conv2d_nchwc import (
     vector_ops,
 )
 from tunecli.engine.schedule import Schedule
-from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity, SplitEntity
+from tunecli.engine.task.space import ConfigSpace, OtherOptionEntity
 from tunecli.engine.te.window import IntPair, Padding, conv2d_output_shape, pair
 from tunecli.errors import InstantiationError
 
@@ -65,18 +69,14 @@ def declare_conv2d_nchw_pixels(N: int, H: int, W: int, CI: int, CO: int, KH: int
 
 def define_pixels_space(cfg: ConfigSpace, channels_out: int, height: int, width: int) -> None:
     """The knobs of the module docstring over an ``height x width`` output; the fallback's."""
-    cfg.define_split("tile_co", channels_out, num_outputs=2, filter=lambda s: s.size[-1] <= MAX_ROWS)
-    cfg.define_split("tile_oh", height, num_outputs=2, filter=lambda s: s.size[-1] <= MAX_LINES)
-    cfg.define_split("tile_ow", width, num_outputs=2, filter=lambda s: s.size[-1] <= MAX_COLUMNS)
+    define_row_tiles(cfg, channels_out, height, width, lines=lambda s: s.size[-1] <= MAX_LINES)
     cfg.define_knob("unroll_kw", [True, False])
     if cfg.is_fallback:
         lanes = fp32_lanes()
         columns = largest_divisor(width, lanes)
         lines = 2 if height % 2 == 0 else 1
         rows = fallback_rows(channels_out, lines * vector_ops(columns, lanes), fallback_register_tile())
-        cfg["tile_co"] = SplitEntity([channels_out // rows, rows])
-        cfg["tile_oh"] = SplitEntity([height // lines, lines])
-        cfg["tile_ow"] = SplitEntity([width // columns, columns])
+        set_row_tiles(cfg, channels_out, height, width, (rows, lines, columns))
         cfg["unroll_kw"] = OtherOptionEntity(True)
 
 
@@ -121,14 +121,8 @@ def conv2d_nchw_pixels_compute(cfg: ConfigSpace, data: te.Tensor, kernel: te.Ten
         co, kh, kw = kernel.shape[0] * kernel.shape[4], kernel.shape[2], kernel.shape[3]
     oh, ow, _ = conv2d_output_shape((h, w), (kh, kw), stride, padding, 1)
     define_pixels_space(cfg, co, oh, ow)
-    mr = cfg["tile_co"].size[-1]
-    if len(kernel.shape) == 4:
-        original = kernel
-        kernel = te.compute((co // mr, ci, kh, kw, mr), lambda c, i, y, x, v: original[c * mr + v, i, y, x],
-                            name="kernel_vec", tag="injective,layout_transform")
-    elif kernel.shape[4] != mr:
-        raise InstantiationError(f"{PIXELS}: the kernel is packed in rows of {kernel.shape[4]}, the "
-                                 f"config's are {mr}")
+    kernel = packed_weight(kernel, cfg["tile_co"].size[-1], PIXELS)
+    mr = kernel.shape[4]
     cfg.add_flop(2 * n * co * oh * ow * ci * kh * kw)
     sh, sw = pair(stride, "stride")
     phases = column_phases(data, (kh, kw), stride, padding)
@@ -151,20 +145,10 @@ def schedule_conv2d_nchw_pixels(cfg: ConfigSpace, outs: Sequence[te.Tensor],
     s = create_group_schedule(outs, epilogue)
     out, acc = output_and_accumulator(s, conv, epilogue)
     for stage in conv.op.input_tensors:
-        tag = getattr(stage.op, "tag", "")
-        if "layout_transform" in tag:
-            s[stage].parallel(s[stage].op.axis[0])
-        if tag == PHASES_TAG:
+        if getattr(stage.op, "tag", "") == PHASES_TAG:
             b, i, r = s[stage].op.axis[:3]
             s[stage].parallel(s[stage].fuse(b, i, r))
-    mr, lines, columns = (cfg[k].size[-1] for k in ("tile_co", "tile_oh", "tile_ow"))
-    b, c, y, x = s[out].op.axis
-    cb, cj = s[out].split(c, factor=mr)
-    yo, yi = s[out].split(y, factor=lines)
-    xo, xi = s[out].split(x, factor=columns)
-    s[out].reorder(b, cb, yo, xo, cj, yi, xi)
-    s[out].parallel(s[out].fuse(b, cb, yo))
-    s[out].unroll(cj)
+    _, xo, yi, xi = tile_rows(s, conv, out, tuple(cfg[k].size[-1] for k in ("tile_co", "tile_oh", "tile_ow")))
     s[out].unroll(yi)
     s[out].vectorize(xi)
     s[acc].compute_at(s[out], xo)
@@ -179,33 +163,11 @@ def schedule_conv2d_nchw_pixels(cfg: ConfigSpace, outs: Sequence[te.Tensor],
     return s
 
 
-def pack_pixels_weight(weight: np.ndarray, mr: int) -> np.ndarray:
-    """``[CO, CI, KH, KW]`` -> ``[CO/mr, CI, KH, KW, mr]``."""
-    co, ci, kh, kw = weight.shape
-    return np.ascontiguousarray(weight.reshape(co // mr, mr, ci, kh, kw).transpose(0, 2, 3, 4, 1))
-
-
-def unpack_pixels_weight(kernel: np.ndarray) -> np.ndarray:
-    """``[CO/mr, CI, KH, KW, mr]`` -> ``[CO, CI, KH, KW]``."""
-    cb, ci, kh, kw, mr = kernel.shape
-    return np.ascontiguousarray(kernel.transpose(0, 4, 1, 2, 3).reshape(cb * mr, ci, kh, kw))
-
-
-def conv2d_nchw_pixels_python(data: np.ndarray, kernel: np.ndarray, stride: IntPair, padding: Padding,
-                              dilation: IntPair = 1, out_dtype: DTypeLike | None = None) -> np.ndarray:
-    """numpy: NCHW ``data`` and a packed ``[CO/mr, CI, KH, KW, mr]`` kernel -> NCHW output."""
-    return ref.conv2d_nchw_python(data, unpack_pixels_weight(kernel), stride, padding, dilation, out_dtype)
-
-
-def _baseline_inputs(data: np.ndarray, kernel: np.ndarray) -> tuple[np.ndarray, ...]:
-    return data, unpack_pixels_weight(kernel)
-
-
 CONV2D_NCHW_PIXELS = Strategy(
     op="conv2d_nchw_pixels", target_key="cpu", name=PIXELS, declare=declare_conv2d_nchw_pixels,
     compute=conv2d_nchw_pixels_compute, schedule=schedule_conv2d_nchw_pixels,
-    reference=conv2d_nchw_pixels_python, outputs=("out",), pack=pack_conv2d_nchw_pixels,
-    baseline=baseline.Baseline("im2col + matmul", baseline.conv2d_nchw, _baseline_inputs),
+    reference=conv2d_nchw_rows_python, outputs=("out",), pack=pack_conv2d_nchw_pixels,
+    baseline=baseline.Baseline("im2col + matmul", baseline.conv2d_nchw, baseline_inputs),
     summary="`conv2d_nchw.x86`'s arguments, no dilation: a direct convolution vectorized over output "
             "pixels, NCHW data and output (the data's column phases split first), the weight packed "
             "`[CO/mr, CI, KH, KW, mr]`; a kernel job's `conv2d_nchw.x86` task of few input channels and "
