@@ -103,3 +103,25 @@ def test_bad_calls_name_the_operator():
         topi.nn.conv2d(a, a, 1, 0, 1, data_layout="NHWC")
     with pytest.raises(TuneError, match="not a constant"):
         topi.utils.get_const_int(te.var("n"))
+
+
+@pytest.mark.parametrize("schedule_module", ["generic", "x86"])
+def test_topi_schedules_of_injective_reduce_and_softmax_outputs(schedule_module: str):
+    a = te.placeholder((8, 40), name="a")
+    b = te.placeholder((40,), name="b")
+    x = RNG.standard_normal((8, 40)).astype("float32")
+    y = RNG.standard_normal(40).astype("float32")
+    schedules = getattr(topi, schedule_module)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    cases = [
+        (topi.exp(topi.add(a, b)), schedules.schedule_injective, [a, b], np.exp(x + y)),
+        (topi.sum(a, axis=1), schedules.schedule_reduce, [a], x.sum(axis=1)),
+        (topi.nn.softmax(a), schedules.schedule_softmax, [a], e / e.sum(axis=1, keepdims=True)),
+    ]
+    with tvm.target.Target("llvm"):
+        for out, schedule, inputs, want in cases:
+            s = schedule(out)
+            f = tvm.build(s, [*inputs, out])
+            got = tvm.nd.empty(topi.utils.get_const_tuple(out.shape))
+            f(*[tvm.nd.array(v) for v in (x, y)[:len(inputs)]], got)
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-6)
