@@ -61,4 +61,4 @@ def test_a_request_for_a_registered_but_busy_key_waits_without_warning(procs, tr
      "the tracker h:1 has no server of key 'k' (its keys: 'a', 'b')"),
 ])
 def test_missing_key_hint_lists_each_registered_key_once(servers, expected):
-    assert missing_key_hint("h:1", "k", registered_keys({"server_info": servers})) == expected
+    assert missing_key_hint("h:1", "k", registered_keys(servers)) == expected

@@ -213,7 +213,7 @@ def test_rpc_runner_is_a_runner_made_from_tvm_keywords_or_timing_options():
 
 def test_a_tracker_that_died_is_named_as_gone_not_as_missing_devices(procs, tracker):
     start_servers(procs, tracker, "orphan", 1)
-    runner = RPCRunner("orphan", "127.0.0.1", tracker.port, timeout=2)
+    runner = RPCRunner("orphan", "127.0.0.1", tracker.port, timeout=2, tracker_grace=1.0)
     runner.set_task(None)
     tracker.stop()  # dies between the check and the batch, as a tracker killed mid-tune
     with pytest.raises(RPCError, match=f"the tracker 127.0.0.1:{tracker.port} is gone .it does not answer.: "
@@ -221,3 +221,32 @@ def test_a_tracker_that_died_is_named_as_gone_not_as_missing_devices(procs, trac
         runner.run(inputs(2), [built(VADD, "vadd")] * 2)
     with pytest.raises(RPCError, match=f"the tracker 127.0.0.1:{tracker.port} does not answer: start it"):
         runner.set_task(None)
+
+
+def test_a_tracker_restarted_mid_tune_costs_a_pause_not_the_tune(procs, caplog):
+    """The tracker stops between two batches and comes back on its port a moment later: the batch
+    waits for it and for the server to register again, then measures everything."""
+    caplog.set_level(logging.INFO, logger="tunecli.rpc.runner")
+    first = Tracker("127.0.0.1", 0, 0, token="")
+    port = first.port
+    procs("phoenix", tracker_port=port)
+    wait_for(lambda: free_servers(first, "phoenix") == 1, what="server registered")
+    runner = RPCRunner("phoenix", "127.0.0.1", port, timeout=5, cooldown_interval=0, tracker_grace=20)
+    runner.set_task(None)
+    assert [r.error_no for r in runner.run(inputs(2), [built(VADD, "vadd")] * 2)] == [0, 0]
+    first.stop()
+    box = {}
+    thread = threading.Thread(target=lambda: box.setdefault("res", runner.run(
+        inputs(3), [built(VADD, "vadd")] * 3)))
+    thread.start()
+    wait_for(lambda: "does not answer" in caplog.text, what="the runner noticing the lost tracker")
+    second = Tracker("127.0.0.1", port, port + 1, token="")
+    try:
+        thread.join(30)
+        assert not thread.is_alive()
+        assert [r.error_no for r in box["res"]] == [0, 0, 0], box["res"]
+        assert (f"the tracker 127.0.0.1:{port} does not answer (stopped or restarted?); waiting up to 20 s "
+                "for it and a server of key 'phoenix' to come back") in caplog.text
+        assert f"the tracker 127.0.0.1:{port} and a device of key 'phoenix' are back after" in caplog.text
+    finally:
+        second.stop()

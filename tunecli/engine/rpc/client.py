@@ -29,10 +29,21 @@ from tunecli.engine.rpc.remote import RemoteSession, connect
 from tunecli.engine.rpc.sockets import closing_on_failure, shutdown_socket
 from tunecli.errors import RPCError
 
-__all__ = ["RemoteSession", "TrackerSession", "connect", "connect_tracker", "connect_with_retry",
-           "format_summary", "missing_key_hint", "query_tracker", "registered_keys"]
+__all__ = ["RemoteSession", "TrackerLostError", "TrackerSession", "WaitTimeoutError", "connect",
+           "connect_tracker", "connect_with_retry", "format_summary", "missing_key_hint", "query_tracker",
+           "registered_keys", "registered_servers"]
 
 logger = logging.getLogger("tunecli.rpc.client")
+
+
+class WaitTimeoutError(RPCError):
+    """``request``'s ``wait_timeout`` passed with no free device of the key (the tracker answered)."""
+
+
+class TrackerLostError(RPCError):
+    """The tracker could not be reached, or its connection broke (it stopped or restarted)."""
+
+
 #: Seconds an indefinite ``request`` waits before it checks that a server of its key exists at all.
 NO_SERVER_WARNING_S = 5.0
 
@@ -179,9 +190,14 @@ class TrackerSession:
 
         Raises
         ------
+        WaitTimeoutError
+            When ``wait_timeout`` elapsed (the tracker connection is then closed, which withdraws
+            the request).
+        TrackerLostError
+            After ``max_retry`` failures, the last one of the tracker (unreachable, or its
+            connection broke).
         RPCError
-            After ``max_retry`` failures, or when ``wait_timeout`` elapsed (the tracker
-            connection is then closed, which withdraws the request).
+            After ``max_retry`` failures, the last one connecting to the matched server.
         """
         last_err: Exception | None = None
         deadline = None if wait_timeout is None else time.monotonic() + wait_timeout
@@ -198,18 +214,26 @@ class TrackerSession:
                 if not (isinstance(value, list) and len(value) == 2 and value[0] == TrackerCode.SUCCESS
                         and isinstance(value[1], list) and len(value[1]) == 3):
                     raise self._invalid_reply(value)
-                host, port, matchkey = value[1]
-                return connect(host, port, matchkey, session_timeout, self._token)
             except TimeoutError as err:
                 self.close()
-                raise RPCError(f"tracker {self._addr[0]}:{self._addr[1]}: {err}") from None
+                raise WaitTimeoutError(f"tracker {self._addr[0]}:{self._addr[1]}: {err}") from None
             except AuthenticationError:
                 self.close()
                 raise
             except (OSError, RPCError) as err:
                 self.close()
+                last_err = TrackerLostError(str(err))
+                continue
+            host, port, matchkey = value[1]
+            try:
+                return connect(host, port, matchkey, session_timeout, self._token)
+            except AuthenticationError:
+                self.close()
+                raise
+            except (OSError, RPCError) as err:
                 last_err = err
-        raise RPCError(f"Cannot request {key} after {max_retry} retry, last_error:{last_err!s}")
+        kind = TrackerLostError if isinstance(last_err, TrackerLostError) else RPCError
+        raise kind(f"Cannot request {key} after {max_retry} retry, last_error:{last_err!s}")
 
     def _wait_readable(self, deadline: float | None, key: str, warn_at: float | None = None) -> None:
         """Block until the deferred REQUEST reply arrives or ``deadline`` passes; at ``warn_at``,
@@ -230,11 +254,11 @@ class TrackerSession:
     def _warn_unless_registered(self, key: str) -> None:
         """Log a warning when the tracker has no server of ``key`` (asked on a connection of its own)."""
         try:
-            with connect_tracker(*self._addr, token=self._token, timeout=2.0) as tracker:
-                keys = registered_keys(tracker.summary())
+            servers = registered_servers(*self._addr, token=self._token)
         except RPCError:
             return
-        if key not in keys:
+        keys = [] if servers is None else registered_keys(servers)
+        if servers is not None and key not in keys:
             host, port = self._addr
             logger.warning("still waiting for a device of key %r: %s; start one with `tunecli server "
                            "--tracker %s:%d --key %s`", key, missing_key_hint(f"{host}:{port}", key, keys),
@@ -267,10 +291,30 @@ def connect_tracker(host: str, port: int, token: str | None = None, timeout: flo
     return TrackerSession((host, port), token, timeout)
 
 
-def registered_keys(summary: dict) -> list[str]:
-    """The device keys of the servers in a tracker's summary, sorted, each once."""
-    keys = {str(item.get("key", "")) for item in summary.get("server_info", ()) if isinstance(item, dict)}
-    return sorted(k.split(":", 1)[1] for k in keys if k.startswith("server:"))
+def registered_servers(host: str, port: int, token: str | None = None) -> list[dict] | None:
+    """The servers registered with the tracker at ``host:port`` (its summary's ``server_info``);
+    None when it cannot be reached or answers something else.
+
+    Raises
+    ------
+    AuthenticationError
+        When the tracker refuses the token (or wants one).
+    """
+    try:
+        with connect_tracker(host, port, token, timeout=2.0) as tracker:
+            servers = tracker.summary()["server_info"]
+    except AuthenticationError:
+        raise
+    except (RPCError, KeyError, TypeError):
+        return None
+    return [info for info in servers if isinstance(info, dict)] if isinstance(servers, list) else None
+
+
+def registered_keys(servers: list[dict], unique: bool = True) -> list[str]:
+    """The device keys of registered servers (``server_info`` items), sorted; each once if ``unique``."""
+    keys = [str(item.get("key", "")) for item in servers]
+    keys = [k.split(":", 1)[1] for k in keys if k.startswith("server:")]
+    return sorted(set(keys) if unique else keys)
 
 
 def missing_key_hint(tracker: str, key: str, keys: list[str]) -> str:

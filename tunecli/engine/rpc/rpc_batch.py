@@ -1,17 +1,21 @@
 """The shared state of one :meth:`RPCRunner.run <tunecli.engine.rpc.rpc_runner.RPCRunner.run>` call:
-the queue of configs the device threads pull from, their results, attempts and devices, and the
-connections to break when the batch stops."""
+the queue of configs the device threads pull from, their results, attempts and devices, the
+connections to break when the batch stops, its deadline and since when its tracker is lost."""
 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
+import time
 
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureResult
 from tunecli.engine.measure.runner import OnResult
 from tunecli.engine.rpc.client import TrackerSession
 from tunecli.engine.rpc.remote import RemoteSession
 from tunecli.errors import RPCError
+
+logger = logging.getLogger("tunecli.rpc.runner")
 
 
 def error_result(error_no: MeasureErrorNo, message: str, all_cost: float) -> MeasureResult:
@@ -34,6 +38,29 @@ class Batch:
         self.busy = 0
         self.failure: BaseException | None = None
         self.connections: set[TrackerSession | RemoteSession] = set()
+        self.deadline = 0.0  #: when waiting for devices turns unmeasured configs into RUN_TIMEOUT
+        self.tracker_lost_since: float | None = None  #: since when the tracker is lost (None: it is not)
+
+    def tracker_lost(self, tracker: str, key: str, grace: float) -> None:
+        """Note that the tracker does not answer (or broke a connection); warn the first time."""
+        with self.lock:
+            first = self.tracker_lost_since is None
+            if first:
+                self.tracker_lost_since = time.monotonic()
+        if first:
+            logger.warning("RPCRunner: the tracker %s does not answer (stopped or restarted?); waiting up to "
+                           "%g s for it and a server of key %r to come back", tracker, grace, key)
+
+    def tracker_back(self, tracker: str, key: str) -> None:
+        """Note that the tracker and a device answer again: the deadline moves by the time lost."""
+        with self.lock:
+            if self.tracker_lost_since is None:
+                return
+            lost = time.monotonic() - self.tracker_lost_since
+            self.tracker_lost_since = None
+            self.deadline += lost
+        logger.warning("RPCRunner: the tracker %s and a device of key %r are back after %.0f s; measuring "
+                       "goes on", tracker, key, lost)
 
     def abort_all(self) -> None:
         """Stop the threads and break every connection they may be blocked on."""

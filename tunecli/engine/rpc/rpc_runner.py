@@ -5,7 +5,9 @@ asks the tracker for a session and pulls configs from a shared queue until it is
 batch spreads over the devices. A device that dies mid-measurement costs one attempt: its
 config goes back to the queue for another device (after ``max_attempts`` attempts it becomes a
 RUNTIME_DEVICE / RUN_TIMEOUT result). An overall deadline and a check that devices of the key
-are still registered bound the wait, so every input gets exactly one result.
+are still registered bound the wait, so every input gets exactly one result. A tracker that
+stops answering (restarted) is waited for, ``tracker_grace`` seconds, with its servers; when
+no device can be had the configs are left unmeasured (an RPCError saying why), never logged.
 
 Once a task is set, each session starts by asking the server what it runs on
 (:class:`tunecli.engine.rpc.device_info.DeviceInfo`); a device that cannot run the task's
@@ -27,7 +29,13 @@ from tunecli.engine.measure.builder import BuildResult
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.measure.runner import OnResult, RefOutputs, Runner, result_from_reply
 from tunecli.engine.measure.timing_options import TimingOptions
-from tunecli.engine.rpc.client import connect_tracker, missing_key_hint, registered_keys
+from tunecli.engine.rpc.client import (
+    TrackerLostError,
+    connect_tracker,
+    missing_key_hint,
+    registered_keys,
+    registered_servers,
+)
 from tunecli.engine.rpc.device_reference import DeviceReference
 from tunecli.engine.rpc.device_session import check_device
 from tunecli.engine.rpc.protocol import AuthenticationError
@@ -38,6 +46,9 @@ from tunecli.engine.task.task import Task
 from tunecli.errors import RPCError
 
 logger = logging.getLogger("tunecli.rpc.runner")
+#: Default ``tracker_grace``: a restarted tracker's servers register again within their retry
+#: period (5 s) and ping period (2 s), and more slowly on a busy or emulated board.
+TRACKER_GRACE_S = 30.0
 
 
 class RPCRunner(Runner):
@@ -76,6 +87,10 @@ class RPCRunner(Runner):
         Milliseconds the device runs each kernel untimed before timing it (not in TVM).
     timing : TimingOptions, optional
         All the timing settings in one record.
+    tracker_grace : float
+        Seconds a batch waits for a tracker that stopped answering mid-batch (restarted), and
+        then for a server of the key to register with it again, before it stops with its
+        configs unmeasured (not in TVM).
     """
 
     reports_each_result = True
@@ -86,7 +101,8 @@ class RPCRunner(Runner):
                  min_repeat_ms: float | None = None, cooldown_interval: float | None = None,
                  enable_cpu_cache_flush: bool | None = None, token: str | None = None,
                  max_attempts: int = 2, check_correctness: bool | None = None,
-                 warmup_ms: float | None = None, *, timing: TimingOptions | None = None) -> None:
+                 warmup_ms: float | None = None, *, timing: TimingOptions | None = None,
+                 tracker_grace: float = TRACKER_GRACE_S) -> None:
         timing = (timing or TimingOptions()).with_values(
             timeout=timeout, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms,
             cooldown_interval=cooldown_interval, enable_cpu_cache_flush=enable_cpu_cache_flush,
@@ -96,6 +112,7 @@ class RPCRunner(Runner):
         self.priority = priority
         self.token = token
         self.max_attempts = max(1, max_attempts)
+        self.tracker_grace = tracker_grace
         self._reference = DeviceReference(key, host, port, priority, token, self.timeout)
         self.last_devices: list[str | None] = []
 
@@ -109,10 +126,11 @@ class RPCRunner(Runner):
         """
         self.task = task
         self._reference.clear()
-        keys = self._keys_or_none()
-        if keys is None:
+        servers = registered_servers(self.host, self.port, self.token)
+        if servers is None:
             raise RPCError(f"RPCRunner: the tracker {self.host}:{self.port} does not answer: start it "
                            "(`tunecli tracker`) or give the address of a running one")
+        keys = registered_keys(servers)
         if self.key not in keys:
             where = f"{self.host}:{self.port}"
             raise RPCError(
@@ -131,26 +149,8 @@ class RPCRunner(Runner):
 
     def _devices_or_none(self) -> int | None:
         """Number of servers registered with the key; None when the tracker cannot be reached."""
-        servers = self._servers_or_none()
-        if servers is None:
-            return None
-        return sum(1 for info in servers if info.get("key") == "server:" + self.key)
-
-    def _keys_or_none(self) -> list[str] | None:
-        """The keys of the servers registered with the tracker; None when it cannot be reached."""
-        servers = self._servers_or_none()
-        return None if servers is None else registered_keys({"server_info": servers})
-
-    def _servers_or_none(self) -> list[dict] | None:
-        """The tracker's ``server_info``; None when the tracker cannot be reached."""
-        try:
-            with connect_tracker(self.host, self.port, self.token, timeout=2.0) as tracker:
-                servers = tracker.summary()["server_info"]
-        except AuthenticationError:
-            raise
-        except (RPCError, KeyError, TypeError):
-            return None
-        return [info for info in servers if isinstance(info, dict)] if isinstance(servers, list) else None
+        servers = registered_servers(self.host, self.port, self.token)
+        return None if servers is None else registered_keys(servers, unique=False).count(self.key)
 
     def run(self, measure_inputs: Sequence[MeasureInput],
             build_results: Sequence[BuildResult | MeasureResult],
@@ -194,8 +194,8 @@ class RPCRunner(Runner):
                      on_result: OnResult | None = None) -> None:
         n_workers = min(len(batch.queue), self.n_parallel or max(1, self._count_devices()))
         per_config = self.timeout + self.timing.cooldown_interval + 2.0
-        deadline = time.monotonic() + per_config * (len(batch.queue) + 2)
-        threads = [threading.Thread(target=self._device_loop, args=(batch, build_results, requests, deadline),
+        batch.deadline = time.monotonic() + per_config * (len(batch.queue) + 2)
+        threads = [threading.Thread(target=self._device_loop, args=(batch, build_results, requests),
                                     name=f"tunecli-rpcrunner-{i}", daemon=True) for i in range(n_workers)]
         for thread in threads:
             thread.start()
@@ -207,14 +207,16 @@ class RPCRunner(Runner):
                 with batch.lock:
                     finished = not batch.queue and batch.busy == 0
                     idle = batch.busy == 0
+                    lost_since, deadline = batch.tracker_lost_since, batch.deadline
                 if finished or batch.failure is not None:
                     break
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if lost_since is None and now > deadline:
                     reason = MeasureErrorNo.RUN_TIMEOUT
                     break
-                if idle and time.monotonic() - last_check > 2.0:
-                    last_check = time.monotonic()
-                    if self._count_devices() == 0:
+                if idle and now - last_check > 2.0:
+                    last_check = now
+                    if self._devices_gone(batch):
                         break
         finally:  # also when the hook raises (Ctrl-C while reporting): never leave threads measuring
             batch.abort_all()
@@ -242,29 +244,51 @@ class RPCRunner(Runner):
                     batch.ready.append(i)
         report_ready(batch, on_result)
 
-    def _device_loop(self, batch: Batch, build_results: list, requests: dict[int, MeasureRequest],
-                     deadline: float) -> None:
+    def _devices_gone(self, batch: Batch) -> bool:
+        """Whether the batch should stop waiting: no device of the key while the tracker answers
+        steadily, or a tracker lost (or back without a server of the key) for ``tracker_grace``."""
+        devices = self._devices_or_none()
+        if devices is None:
+            batch.tracker_lost(f"{self.host}:{self.port}", self.key, self.tracker_grace)
+        elif devices:
+            batch.tracker_back(f"{self.host}:{self.port}", self.key)
+        with batch.lock:
+            lost_since = batch.tracker_lost_since
+        if lost_since is None:
+            return devices == 0
+        return time.monotonic() - lost_since > self.tracker_grace
+
+    def _device_loop(self, batch: Batch, build_results: list, requests: dict[int, MeasureRequest]) -> None:
         """One device's worth of work; an unexpected exception is handed to :meth:`run`."""
         try:
-            self._serve_queue(batch, build_results, requests, deadline)
+            self._serve_queue(batch, build_results, requests)
         except Exception as err:  # noqa: BLE001 - re-raised in the caller's thread
             batch.failure = err
             batch.stop.set()
 
-    def _serve_queue(self, batch: Batch, build_results: list, requests: dict[int, MeasureRequest],
-                     deadline: float) -> None:
-        """Get a session, measure queued configs until the queue is empty or the device fails, repeat."""
+    def _serve_queue(self, batch: Batch, build_results: list, requests: dict[int, MeasureRequest]) -> None:
+        """Get a session, measure queued configs until the queue is empty or the device fails, repeat.
+
+        Five failures in a row end the loop; while the tracker is lost, only ``tracker_grace`` does."""
         failures = 0
-        while not batch.stop.is_set() and failures < 5:
+        while not batch.stop.is_set():
             with batch.lock:
                 if not batch.queue:
                     return
-            session = self._request_session(batch, deadline)
+            session = self._request_session(batch)
             if session is None:
-                failures += 1
-                batch.stop.wait(0.2)
+                with batch.lock:
+                    lost_since = batch.tracker_lost_since
+                if lost_since is None:
+                    failures += 1
+                    if failures >= 5:
+                        return
+                elif time.monotonic() - lost_since > self.tracker_grace:
+                    return
+                batch.stop.wait(0.2 if lost_since is None else 1.0)
                 continue
             failures = 0
+            batch.tracker_back(f"{self.host}:{self.port}", self.key)
             try:
                 self._measure_on(session, batch, build_results, requests)
             finally:
@@ -272,11 +296,16 @@ class RPCRunner(Runner):
                     batch.connections.discard(session)
                 session.close()
 
-    def _request_session(self, batch: Batch, deadline: float) -> RemoteSession | None:
+    def _request_session(self, batch: Batch) -> RemoteSession | None:
+        """A session with a free device of the key; None (the tracker's loss noted) when none came."""
         try:
             tracker = connect_tracker(self.host, self.port, self.token, timeout=2.0)
-        except RPCError as err:
+        except AuthenticationError as err:
             logger.warning("RPCRunner: %s", err)
+            return None
+        except RPCError as err:
+            logger.info("RPCRunner: %s", err)
+            batch.tracker_lost(f"{self.host}:{self.port}", self.key, self.tracker_grace)
             return None
         with batch.lock:
             batch.connections.add(tracker)
@@ -284,7 +313,12 @@ class RPCRunner(Runner):
             if batch.stop.is_set():
                 return None
             session = tracker.request(self.key, self.priority, max_retry=1,
-                                      wait_timeout=max(0.1, deadline - time.monotonic()))
+                                      wait_timeout=max(0.1, batch.deadline - time.monotonic()))
+        except TrackerLostError as err:
+            if not batch.stop.is_set():
+                logger.info("RPCRunner: %s", err)
+                batch.tracker_lost(f"{self.host}:{self.port}", self.key, self.tracker_grace)
+            return None
         except RPCError as err:
             if not batch.stop.is_set():
                 logger.info("RPCRunner: %s", err)
