@@ -12,6 +12,7 @@ import pytest
 
 import tunecli as tvm
 from tunecli import te
+from tunecli.errors import ScheduleError
 
 RNG = np.random.default_rng(5)
 
@@ -179,3 +180,43 @@ def test_tir_nodes_and_functions_build_expressions():
     got_b, got_c = build_and_run(s, [a, b, c], [x], [(5, 7), (5, 7)])
     np.testing.assert_array_equal(got_b, np.where(x > 0, np.minimum(x, 0.5), np.maximum(x, -0.5)))
     np.testing.assert_array_equal(got_c, x + x[:, ::-1])
+
+
+@pytest.mark.parametrize("factor, offset, stride", [(32, 1, 33), (8, 0, 32), (16, 4, 36)])
+def test_storage_align_pads_the_rows_of_a_temporary(factor: int, offset: int, stride: int):
+    a = te.placeholder((12, 30), name="A")
+    b = te.compute((12, 30), lambda i, j: a[i, j] * 2.0, name="B")
+    c = te.compute((12, 30), lambda i, j: b[i, j] + 1.0, name="C")
+    s = te.create_schedule(c.op)
+    s[b].storage_align(b.op.axis[0], factor, offset)
+    text = str(tvm.lower(s, [a, c], simple_mode=True))
+    assert f"allocate B[float32 * {12 * stride}]" in text  # each of the 12 rows padded to the stride
+    assert f"(i * {stride})" in text
+    x = RNG.standard_normal((12, 30)).astype("float32")
+    (got,) = build_and_run(s, [a, c], [x], [(12, 30)])
+    np.testing.assert_allclose(got, x * 2.0 + 1.0, rtol=1e-6)
+
+
+def test_storage_align_of_a_shared_cache_computed_at_a_tile():
+    n = 32
+    a, b = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    s = te.create_schedule(c.op)
+    aa = s.cache_read(a, "shared", [c])
+    io, jo, _, _ = s[c].tile(c.op.axis[0], c.op.axis[1], 8, 8)
+    s[aa].compute_at(s[c], jo)
+    s[aa].storage_align(aa.op.axis[0], 16, 1)
+    x, y = RNG.standard_normal((n, n)).astype("float32"), RNG.standard_normal((n, n)).astype("float32")
+    (got,) = build_and_run(s, [a, b, c], [x, y], [(n, n)])
+    np.testing.assert_allclose(got, x @ y, rtol=1e-4, atol=1e-4)
+
+
+def test_storage_align_names_a_bad_axis_or_factor():
+    a, b = copy_2d()
+    s = te.create_schedule(b.op)
+    outer, _ = s[b].split(b.op.axis[0], factor=4)
+    with pytest.raises(ScheduleError, match="not one of the operation's axes"):
+        s[b].storage_align(outer, 8, 0)
+    with pytest.raises(ScheduleError, match="factor > 0"):
+        s[b].storage_align(b.op.axis[0], 0, 0)

@@ -36,6 +36,7 @@ class Storage:
             self.params.append(buf)
             self._param_of[key] = buf
         self._temp: dict[tuple[int, int], tuple[S.Buffer, list[E.Expr]]] = {}
+        self._strides: dict[tuple[int, int], list[int | E.Expr]] = {}  # padded (storage_align) buffers
         self._names: set[str] = {b.name for b in self.params}
 
     def temp_buffers(self, stage: Stage) -> list[S.Buffer]:
@@ -43,14 +44,18 @@ class Storage:
         outputs = [i for i in range(stage.op.num_outputs) if (id(stage), i) not in self._param_of]
         if outputs and (id(stage), outputs[0]) not in self._temp:
             shape, mins = self._region_shape(stage)
+            strides = aligned_strides(shape, stage.storage_aligns) if stage.storage_aligns else None
             for i in outputs:
+                if strides is not None:
+                    self._strides[(id(stage), i)] = strides
                 out = stage.op.output(i)
                 base = stage.op.name if stage.op.num_outputs == 1 else out.name
                 name, n = base, 1
                 while name in self._names:  # two stages named "compute": keep buffer names distinct
                     name, n = f"{base}_{n}", n + 1
                 self._names.add(name)
-                self._temp[(id(stage), i)] = (S.Buffer(name, shape, out.dtype, stage.scope), mins)
+                alloc = shape if strides is None else [strides[0] * shape[0]]  # padded: one flat extent
+                self._temp[(id(stage), i)] = (S.Buffer(name, alloc, out.dtype, stage.scope), mins)
         return [self._temp[(id(stage), i)][0] for i in outputs]
 
     def _region_shape(self, stage: Stage) -> tuple[list[int | E.Expr], list[E.Expr]]:
@@ -82,7 +87,13 @@ class Storage:
     def flat_index(self, tensor: Tensor, indices: Sequence[E.Expr]) -> tuple[S.Buffer, E.Expr]:
         """The buffer of ``tensor`` and the row-major index of ``indices`` in it."""
         buf, mins = self._resolve(tensor)
+        strides = self._strides.get((id(self.sch[tensor]), tensor.value_index))
         flat: E.Expr = E.IntImm(0)
+        if strides is not None:
+            for d, (idx, stride) in enumerate(zip(indices, strides, strict=True)):
+                rel = idx if mins is None else idx - mins[d]
+                flat = rel * stride if d == 0 else flat + rel * stride
+            return buf, flat
         for d, (idx, n) in enumerate(zip(indices, buf.shape, strict=True)):
             rel = idx if mins is None else idx - mins[d]
             flat = rel if d == 0 else flat * n + rel
@@ -110,3 +121,17 @@ class Storage:
                 return outer.load(node.tensor, idx)
 
         return _Flatten().visit(e)
+
+
+def aligned_strides(shape: list[int | E.Expr], aligns: dict[int, tuple[int, int]]) -> list[int | E.Expr]:
+    """Row-major strides of ``shape`` with each dimension ``d`` of ``aligns`` padded to a stride of
+    ``k * factor + offset`` (TVM's ``storage_align``, the innermost dimension first)."""
+    strides: list[int | E.Expr] = [0] * len(shape)
+    stride: int | E.Expr = 1
+    for d in reversed(range(len(shape))):
+        if d in aligns:
+            factor, offset = aligns[d]
+            stride = stride + (factor + offset - stride % factor) % factor
+        strides[d] = stride
+        stride = stride * shape[d]
+    return strides

@@ -63,6 +63,7 @@ class Stage:
         self.attach_ivar: IterVar | None = None
         self.scope = "global"
         self.is_output = False
+        self.storage_aligns: dict[int, tuple[int, int]] = {}  # dimension -> (factor, offset)
 
     @property
     def name(self) -> str:
@@ -292,6 +293,20 @@ class Stage:
         if not self.is_group:
             self._check_compute("compute_root")
         self.attach_type, self.attach_stage, self.attach_ivar = ROOT, None, None
+
+    def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
+        """Pad this stage's buffer so that the stride of ``axis``'s dimension is ``k * factor +
+        offset`` for some k (TVM's ``storage_align``: e.g. shared-memory rows out of step with the
+        banks).  Only a temporary buffer is padded; a kernel argument keeps its given layout."""
+        self._check_compute("storage_align")
+        dims = [n for n, iv in enumerate(self.op.axis) if iv is axis]
+        if not dims:
+            raise ScheduleError(f"storage_align on stage {self.name}: {getattr(axis, 'var', axis)!r} is not "
+                                "one of the operation's axes (op.axis)")
+        if not (isinstance(factor, int) and isinstance(offset, int) and factor > 0 and 0 <= offset):
+            raise ScheduleError(f"storage_align on stage {self.name}: need an int factor > 0 and offset "
+                                f">= 0, got factor={factor!r}, offset={offset!r}")
+        self.storage_aligns[dims[0]] = (factor, offset)
 
     def set_scope(self, scope: str) -> None:
         """Set the storage scope of this stage's buffer (``global``, ``shared`` or ``local``)."""
