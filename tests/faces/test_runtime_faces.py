@@ -150,3 +150,12 @@ def test_testing_assert_allclose() -> None:
         tvm.testing.assert_allclose(np.ones((1, 3)), np.ones(3))
     with pytest.raises(AssertionError):
         tvm.testing.assert_allclose(np.ones(3), np.ones(3) + 1e-3, rtol=1e-5)
+
+
+def test_runtime_convert_makes_constants_of_python_values() -> None:
+    n = tvm.runtime.convert(1024)
+    assert (n.dtype, int(n.value)) == ("int32", 1024)
+    assert te.placeholder((n,), name="A").shape[0].value == 1024
+    pair = tvm.runtime.convert([2, 0.5])
+    assert [(c.dtype, c.value) for c in pair] == [("int32", 2), ("float32", 0.5)]
+    assert tvm.runtime.convert("name") == "name" and tvm.runtime.convert(n) is n

@@ -26,7 +26,8 @@ def port() -> Iterator[int]:
 
 
 def add_one(target: str) -> tvm.runtime.Module:
-    A = te.placeholder((LENGTH,), name="A")
+    n = tvm.runtime.convert(LENGTH)  # the tutorial's way of writing the length
+    A = te.placeholder((n,), name="A")
     B = te.compute(A.shape, lambda *i: A(*i) + 1.0, name="B")
     s = te.create_schedule(B.op)
     xo, xi = s[B].split(B.op.axis[0], factor=64)
