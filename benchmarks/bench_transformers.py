@@ -28,12 +28,19 @@ core; then onnxruntime's own profile of the same network at 1 and 2 threads, by 
 ``--layers N`` builds each model with N layers instead of 12 (same widths): a quick look at the
 per-layer speed (the embeddings, and GPT-2's vocabulary-wide output layer, stay whole).
 
+``--parts`` times, instead of the models, single parts at 1 thread against onnxruntime on the same
+graph: patch embeddings (convolution + bias + flattened into tokens: ViT-B/16's, ViT-B/32's, and a
+4×4 stem over 3 channels, which ``PatchConvToDense`` leaves alone) built with that pass disabled
+and enabled, and the softmax of ViT's and BERT's attention scores and ViT's layer norm; each the
+fastest of ``PART_ROUNDS`` single runs, the contenders in turn (the min: robust to a busy machine).
+
 Usage::
 
     .venv/bin/python benchmarks/bench_transformers.py --quick          # 2 layers, 3 rounds
     .venv/bin/python benchmarks/bench_transformers.py                  # the three full models
     .venv/bin/python benchmarks/bench_transformers.py --network bert-base --log logs/bert.log
     .venv/bin/python benchmarks/bench_transformers.py --quick --network vit-b16 --kernels 12
+    .venv/bin/python benchmarks/bench_transformers.py --parts
 """
 
 from __future__ import annotations
@@ -66,6 +73,11 @@ VOCABULARY = {"bert-base": 30522, "gpt2": 50257}
 TARGET = parse_target("llvm")
 #: Passes over a network's kernels in order for their in-network times (``--kernels``).
 IN_NETWORK_PASSES = 20
+#: Single runs of each part, the contenders in turn (``--parts``).
+PART_ROUNDS = 200
+#: ``--parts``' patch embeddings: (input NCHW, weight OIHW).
+PATCHES = {"ViT-B/16": ((1, 3, 224, 224), (768, 3, 16, 16)), "ViT-B/32": ((1, 3, 224, 224), (768, 3, 32, 32)),
+           "4x4 stem, 3 channels": ((1, 3, 224, 224), (96, 3, 4, 4))}
 
 
 def load(name: str, layers: int | None) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
@@ -248,6 +260,83 @@ def bench(name: str, args: argparse.Namespace) -> None:
     print(f"  {_common.peak_memory_line()}")
 
 
+def fastest_runs(contenders: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    """Each contender's fastest of ``PART_ROUNDS`` single runs, the contenders in turn."""
+    for run in contenders.values():
+        _common.warm_up(run)
+    best = dict.fromkeys(contenders, float("inf"))
+    for _ in range(PART_ROUNDS):
+        for kind, run in contenders.items():
+            start = time.perf_counter()
+            run()
+            best[kind] = min(best[kind], time.perf_counter() - start)
+    return best
+
+
+def part_graphs() -> dict[str, tuple[Any, dict[str, np.ndarray], np.ndarray]]:
+    """``--parts``' graphs by label: (module, parameters, input)."""
+    from tunecli import relay
+    from tunecli.engine.graph import Function, IRModule
+    from tunecli.engine.graph.ops.layer_norm import layer_norm
+
+    rng = np.random.default_rng(0)
+    parts = {}
+    for label, (dshape, wshape) in PATCHES.items():
+        x, w = relay.var("x", shape=dshape), relay.var("w", shape=wshape)
+        b = relay.var("b", shape=(wshape[0], 1, 1))
+        conv = relay.add(relay.nn.conv2d(x, w, strides=wshape[2:]), b)
+        pixels = (dshape[2] // wshape[2]) * (dshape[3] // wshape[3])
+        tokens = relay.transpose(relay.reshape(conv, (1, wshape[0], pixels)), (0, 2, 1))
+        params = {"w": rng.normal(0, 0.05, wshape).astype("float32"),
+                  "b": rng.normal(0, 1, (wshape[0], 1, 1)).astype("float32")}
+        parts[f"patches {label}"] = (IRModule.from_expr(Function([x, w, b], tokens)), params,
+                                     rng.uniform(-1, 1, dshape).astype("float32"))
+    for label, shape in (("ViT 12x197x197", (12, 197, 197)), ("BERT 12x128x128", (12, 128, 128))):
+        x = relay.var("x", shape=shape)
+        parts[f"softmax {label}"] = (IRModule.from_expr(Function([x], relay.nn.softmax(x, axis=-1))), {},
+                                     rng.normal(0, 3, shape).astype("float32"))
+    x = relay.var("x", shape=(1, 197, 768))
+    gamma, beta = relay.var("g", shape=(768,)), relay.var("b", shape=(768,))
+    norm = IRModule.from_expr(Function([x, gamma, beta], layer_norm(x, gamma, beta)))
+    parts["layer norm ViT 197x768"] = (norm, {"g": rng.uniform(0.5, 1.5, 768).astype("float32"),
+                                              "b": rng.normal(0, 1, 768).astype("float32")},
+                                       rng.normal(0, 1, (1, 197, 768)).astype("float32"))
+    return parts
+
+
+def bench_parts() -> None:
+    """``--parts``: each part at 1 thread, ours (patch embeddings also without ``PatchConvToDense``)
+    against onnxruntime on the same graph."""
+    import onnxruntime as ort
+
+    set_num_threads(1)
+    for label, (mod, params, data) in part_graphs().items():
+        builds: dict[str, list[str]] = {"ours": []}
+        if label.startswith("patches"):
+            builds = {"convolution": ["PatchConvToDense"], "ours": []}
+        contenders: dict[str, Callable[[], Any]] = {}
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads, opts.inter_op_num_threads = 1, 1
+        sess = ort.InferenceSession(to_onnx(mod, params), opts, providers=["CPUExecutionProvider"])
+        expected = sess.run(None, {"x": data})[0]
+        for kind, disabled in builds.items():
+            with PassContext(opt_level=3, disabled_pass=disabled):
+                lib = build(mod, "llvm", params=params)
+            m = lib["default"](None)
+            m.set_input("x", data)
+            m.run()
+            error = float(np.abs(m.get_output(0).numpy() - expected).max() / np.abs(expected).max())
+            if error > 1e-4:
+                raise SystemExit(f"{label}: {kind} differs from onnxruntime by {error:.2g}")
+            contenders[kind] = m.run
+        contenders["onnxruntime"] = lambda sess=sess, data=data: sess.run(None, {"x": data})
+        best = fastest_runs(contenders)
+        ort_s = best["onnxruntime"]
+        print(f"  {label:28s}" + "   ".join(
+            f"{kind} {t * 1e3:.3f} ms" + ("" if kind == "onnxruntime" else f" ({t / ort_s:.2f}x)")
+            for kind, t in best.items()))
+
+
 def ratios(medians: dict[str, float]) -> str:
     """Each contender's median in ms, ours also as a ratio to onnxruntime's."""
     ort_s = medians["onnxruntime"]
@@ -265,6 +354,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--number", type=int, default=5)
     parser.add_argument("--settle", type=float, default=0.5)
+    parser.add_argument("--parts", action="store_true",
+                        help="time patch embeddings, softmax and layer norm alone against onnxruntime")
     parser.add_argument("--kernels", type=int, default=0,
                         help="also print the N costliest fused operators of the tuned build (else untuned), "
                              "alone and in the network at 1 and 2 threads, and onnxruntime's profile")
@@ -273,6 +364,10 @@ def main() -> None:
         args.rounds, args.number, args.settle = 3, 2, 0.2
         args.layers = args.layers or 2
     print(_common.load_line())
+    if args.parts:
+        print(f"parts at 1 thread, the fastest of {PART_ROUNDS} runs each (ratios: time to onnxruntime's)")
+        bench_parts()
+        return
     for name in args.network or list(NETWORKS):
         bench(name, args)
 
