@@ -15,8 +15,9 @@ returns the NCHW result, its data packing and result unpacking timed with it; it
 Winograd-transformed) once, before timing, as ``relay.build`` does with a constant weight
 (``ops.x86.conv2d_nchw_blocked.weight_for_kernel``), and onnxruntime gets the weight as an
 initializer, which it also prepares once.  Both outputs are checked against each other, then timed
-interleaved with a settle pause (``_common.interleaved_medians``) at 1 and 2 threads; the summary
-gives the summed times, their ratio and the slowest layer against onnxruntime.
+interleaved with a settle pause (``_common.interleaved_medians``) at 1 and 2 threads, each batch
+``--number`` calls or as many as fill ``--batch-ms`` (the same for both sides); the summary gives
+the summed times, their ratio and the slowest layer against onnxruntime.
 
 Usage::
 
@@ -40,6 +41,7 @@ kernels take the machine's widest vectors: with a job of ``target: llvm -mcpu=ha
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tempfile
 import time
@@ -82,7 +84,10 @@ def main() -> None:
     parser.add_argument("--layers", type=int, nargs="*", help="indices of the layers (default: all)")
     parser.add_argument("--threads", type=int, nargs="*", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--number", type=int, default=10)
+    parser.add_argument("--number", type=int, default=10, help="calls per timed batch, at least")
+    parser.add_argument("--batch-ms", type=float, default=10.0,
+                        help="more calls per batch where --number calls of the faster side take less than "
+                             "this (ms): 10 calls of a 0.05 ms layer are mostly timer and scheduler noise")
     parser.add_argument("--settle", type=float, default=0.5, help="pause before each timed batch (s)")
     parser.add_argument("--tune", type=int, metavar="TRIALS",
                         help="first tune the layers TRIALS trials each (XGB) as the kernel job does, into "
@@ -147,14 +152,15 @@ def main() -> None:
             np.testing.assert_allclose(out, result[0] if isinstance(result, list) else result, rtol=1e-3,
                                        atol=1e-2)
             calls = ours_call, theirs_call
+            number = _batch_calls(calls, opts.number, opts.batch_ms / 1e3)
             if opts.cpu_time:
-                ours, theirs = _cpu_medians(*calls, opts.rounds, opts.number, opts.settle)
+                ours, theirs = _cpu_medians(*calls, opts.rounds, number, opts.settle)
                 print(f"{label:<28} threads=1  ours {ours * 1e3:7.3f} ms CPU, {reference} "
                       f"{theirs * 1e3:7.3f} ms CPU, ours/{reference} {ours / theirs:5.2f}x  (medians of "
-                      f"{opts.rounds} rounds x {opts.number} calls)")
+                      f"{opts.rounds} rounds x {number} calls)")
             else:
                 ((ours, theirs),) = _common.interleaved_medians(
-                    label, task.flop, *calls, set_threads, opts.rounds, opts.number, settle=opts.settle,
+                    label, task.flop, *calls, set_threads, opts.rounds, number, settle=opts.settle,
                     threads=[n], theirs_name=reference).values()
             totals[n][0] += ours
             totals[n][1] += theirs
@@ -180,6 +186,13 @@ def _kernel(task: Task, history: ApplyHistoryBest, data: np.ndarray,
     out = np.zeros([int(d) for d in tensors[-1].shape], dtype="float32")
     mod(data, packed, out)
     return partial(mod, data, packed, out), out.copy(), config
+
+
+def _batch_calls(calls: tuple[Callable[[], object], ...], number: int, seconds: float) -> int:
+    """Calls per timed batch, the same for each side: ``number``, or as many as the faster side
+    (the best of three calls each) runs in ``seconds``."""
+    fastest = min(min(_common.batch_seconds(fn, 1)[0] for _ in range(3)) for fn in calls)
+    return max(number, math.ceil(seconds / fastest)) if fastest > 0 else number
 
 
 def _onednn_conv(data: np.ndarray, weight: np.ndarray, strides: tuple[int, int],
