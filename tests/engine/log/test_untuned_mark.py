@@ -155,3 +155,19 @@ def test_a_tune_step_marks_its_untuned_config_and_the_next_tune_marks_todays(tas
         assert [inp.config.untuned for inp, _ in context.best_by_target.values()] in (["nearest"], [None])
     assert why.startswith(("the untuned config (nearest)", "the fastest record"))
     assert "marked untuned (default) by the tune, is no longer" in why
+
+
+def test_a_current_mark_on_a_template_with_reorder_and_annotation_knobs_holds(tmp_path: Path):
+    """Knobs compare by value whatever their kind (an arm_cpu convolution reorders and annotates):
+    the untuned config's mark, just written, is current."""
+    arm = Target("llvm -mtriple=aarch64-linux-gnu -mattr=+neon")
+    conv = create("conv2d_nchw_spatial_pack.arm_cpu", (("TENSOR", (1, 32, 28, 28), "float32"),
+                                                       ("TENSOR", (64, 32, 1, 1), "float32"),
+                                                       (1, 1), (0, 0, 0, 0), (1, 1), "float32"), arm)
+    found = untuned_config(conv)
+    assert found.exact and {"reorder_0", "ann_spatial"} <= set(conv.config_space.space_map)
+    log = write_log(tmp_path / "arm.log", [record(conv, found.config.index, 1.00, found.source)])
+    with arm:
+        context = ApplyHistoryBest(str(log))
+        assert context.stale_marks == {}
+        assert context.why(arm, conv.workload).startswith(f"the untuned config ({found.source})")

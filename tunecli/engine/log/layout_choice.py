@@ -65,9 +65,16 @@ TableItems: TypeAlias = Mapping[tuple, Record | None] | Iterable[tuple[tuple, Re
 
 
 def entity_key(entity: Entity) -> object:
-    """What identifies an entity within its knob (a split's inner sizes: the outer one may be -1)."""
+    """What identifies an entity within its knob, as a value that compares equal across copies (a
+    split's inner sizes: the outer one may be -1; a reorder's permutation; an annotation's list)."""
     size = getattr(entity, "size", None)
-    return tuple(size[1:]) if size is not None else getattr(entity, "val", entity)
+    if size is not None:
+        return tuple(size[1:])
+    for name in ("perm", "anns", "val"):
+        if hasattr(entity, name):
+            value = getattr(entity, name)
+            return tuple(value) if isinstance(value, list) else value
+    return entity
 
 
 def layout_key(config: ConfigSpace) -> tuple | None:
