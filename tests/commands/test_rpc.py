@@ -86,6 +86,20 @@ def test_tracker_and_server_usage_errors(invoke: Invoke) -> None:
     assert "Missing option '--key'." in result.stderr
 
 
+def test_the_server_prints_its_address_device_and_registration(device: tuple[int, str]) -> None:
+    port, server_port = device[0], free_port()
+    server, line = start("server", "--tracker", f"127.0.0.1:{port}", "--key", "second",
+                         "--port", str(server_port), "--port-end", str(server_port + 1))
+    try:
+        assert line == f"server 'second' listening on 127.0.0.1:{server_port}"
+        assert server.stdout is not None
+        assert server.stdout.readline().startswith("serving device 'second' (")
+        assert server.stdout.readline().strip() == f"registered with the tracker 127.0.0.1:{port} as 'second'"
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+
+
 def test_rpc_runner_reports_each_result_as_it_is_measured(device: tuple[int, str]) -> None:
     # RPCRunner.run(inputs, builds, on_result=hook): a failed build is reported at once, each
     # measurement as soon as it is back — in the caller's thread, each index exactly once.

@@ -38,4 +38,11 @@ def server(app: App, tracker_addr: tuple[str, int] | None, key: str, host: str, 
         run_server(tracker_addr, key, host=host, port=port, port_end=max(port_end, port + 1), token=token,
                    custom_addr=custom_addr,
                    on_ready=lambda h, p: app.echo(f"server {key!r} listening on {h}:{p}"),
-                   on_device=lambda device: app.echo(f"serving {device.describe()}"))
+                   on_device=lambda device: app.echo(f"serving {device.describe()}"),
+                   on_registered=lambda again: app.echo(registered_line(tracker_addr, key, again)))
+
+
+def registered_line(tracker_addr: tuple[str, int] | None, key: str, again: bool) -> str:
+    """What the server prints when the tracker has taken it (clients can ask for it from then)."""
+    host, port = tracker_addr or ("", 0)
+    return f"registered with the tracker {host}:{port} as {key!r}{' again' if again else ''}"

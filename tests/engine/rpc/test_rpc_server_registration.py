@@ -11,6 +11,7 @@ import pytest
 
 from tunecli.engine.rpc.client import connect, connect_tracker
 from tunecli.engine.rpc.protocol import recv_json, send_json
+from tunecli.engine.rpc.server import Server
 from tunecli.engine.rpc.tracker import Tracker
 from tunecli.errors import RPCError
 
@@ -66,3 +67,23 @@ def test_server_reconnects_to_a_restarted_tracker(procs):
         wait_for(lambda: free_servers(second, "pi") == 1, what="server re-registered")
     finally:
         second.stop()
+
+
+def test_the_server_says_when_the_tracker_has_taken_it_and_took_it_again():
+    """``on_registered`` (what ``tunecli server`` prints): once the tracker lists the server, so a
+    client may ask for it from then on, and again after the tracker came back."""
+    trackers = [Tracker("127.0.0.1", 0, 0, token="")]
+    port, seen = trackers[0].port, []
+    server = Server("127.0.0.1", 0, 0, key="pi", tracker_addr=("127.0.0.1", port), token="", ping_period=0.2,
+                    retry_period=0.2,
+                    on_registered=lambda again: seen.append((again, free_servers(trackers[-1], "pi"))))
+    server.start()
+    try:
+        wait_for(lambda: seen == [(False, 1)], what="the first registration")
+        trackers[0].stop()
+        trackers.append(Tracker("127.0.0.1", port, port + 1, token=""))
+        wait_for(lambda: len(seen) == 2, what="the registration with the restarted tracker")
+        assert seen[1] == (True, 1)
+    finally:
+        server.stop()
+        trackers[-1].stop()

@@ -104,6 +104,8 @@ class Server:
         :mod:`tunecli.engine.rpc.connections`).
     max_upload : int
         Bytes a session may upload in all.
+    on_registered : callable, optional
+        Called as ``on_registered(again)`` when the tracker has taken the server (see :func:`run_server`).
 
     Attributes
     ----------
@@ -117,7 +119,8 @@ class Server:
                  tracker_addr: tuple[str, int] | None = None, custom_addr: str | None = None,
                  token: str | None = None, ping_period: float = 2.0, unmatch_timeout: float = 4.0,
                  retry_period: float = 5.0, idle_timeout: float = 600.0,
-                 limits: ConnectionLimits = SERVER_LIMITS, max_upload: int = DEFAULT_MAX_UPLOAD) -> None:
+                 limits: ConnectionLimits = SERVER_LIMITS, max_upload: int = DEFAULT_MAX_UPLOAD,
+                 on_registered: Callable[[bool], None] | None = None) -> None:
         if tracker_addr is not None and not key:
             raise RPCError("rpc server: Need key to present type of resource when tracker is available")
         self.key = key
@@ -131,7 +134,7 @@ class Server:
         self.limits = limits
         self.max_upload = max_upload
         self._registration = ServerRegistration(key, self.port, tracker_addr, custom_addr, self.token,
-                                                ping_period, unmatch_timeout, retry_period)
+                                                ping_period, unmatch_timeout, retry_period, on_registered)
         self._gate: HandshakeGate[tuple[str, dict[str, str]]] = HandshakeGate(
             self._listen, self._read_hello, limits, name=f"tunecli-server-{self.port}")
         self._worker = Worker(preload=(MEASURE_FUNC.partition(":")[0],), name="tunecli-rpc-worker",
@@ -338,7 +341,8 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
                idle_timeout: float = 600.0, on_ready: Callable[[str, int], None] | None = None,
                limits: ConnectionLimits = SERVER_LIMITS,
                on_device: Callable[[DeviceInfo], None] | None = None,
-               max_upload: int = DEFAULT_MAX_UPLOAD) -> None:
+               max_upload: int = DEFAULT_MAX_UPLOAD,
+               on_registered: Callable[[bool], None] | None = None) -> None:
     """Run a device server in the foreground until interrupted.
 
     The server runs native code that its clients send: bind an address that only trusted
@@ -371,6 +375,9 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
         once the port is bound.
     max_upload : int
         Bytes a remote session may upload in all.
+    on_registered : callable, optional
+        Called as ``on_registered(again)`` each time the tracker has taken the server, so that
+        clients can ask for it (``again``: after the server lost the tracker).
 
     Raises
     ------
@@ -379,7 +386,8 @@ def run_server(tracker_addr: tuple[str, int] | None, key: str, host: str = DEFAU
     """
     server = Server(host, port, port_end, key, tracker_addr, custom_addr, token,
                     ping_period=ping_period, unmatch_timeout=unmatch_timeout, retry_period=retry_period,
-                    idle_timeout=idle_timeout, limits=limits, max_upload=max_upload)
+                    idle_timeout=idle_timeout, limits=limits, max_upload=max_upload,
+                    on_registered=on_registered)
     for warning in exposure_warnings("server", host, server.token, tracker_addr):
         logger.warning(warning)
     if on_ready is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from tunecli.engine.rpc.client import TrackerSession
 from tunecli.engine.rpc.protocol import NEEDS_TOKEN, AuthenticationError, TrackerCode, random_key
@@ -37,6 +38,9 @@ class ServerRegistration:
         The resolved token (None: none).
     ping_period, unmatch_timeout, retry_period : float
         See the module docstring.
+    on_registered : callable, optional
+        Called as ``on_registered(again)`` each time the tracker has taken the server on a new
+        connection (``again``: after a lost one).
 
     Attributes
     ----------
@@ -45,7 +49,8 @@ class ServerRegistration:
     """
 
     def __init__(self, key: str, port: int, tracker_addr: tuple[str, int] | None, custom_addr: str | None,
-                 token: str | None, ping_period: float, unmatch_timeout: float, retry_period: float) -> None:
+                 token: str | None, ping_period: float, unmatch_timeout: float, retry_period: float,
+                 on_registered: Callable[[bool], None] | None = None) -> None:
         self.key, self.port, self.tracker_addr, self.custom_addr = key, port, tracker_addr, custom_addr
         self.token = token
         self.ping_period, self.unmatch_timeout, self.retry_period = ping_period, unmatch_timeout, retry_period
@@ -53,6 +58,8 @@ class ServerRegistration:
         self._tracker: TrackerSession | None = None
         self._used_keys: set[str] = set()
         self._unmatched = 0
+        self._on_registered = on_registered
+        self._registrations = 0
 
     @property
     def connected(self) -> bool:
@@ -73,12 +80,17 @@ class ServerRegistration:
             self.matchkey = self.key
             return self.key
         try:
-            if self._tracker is None:
-                tracker = TrackerSession(self.tracker_addr, self.token or "", timeout=self.retry_period)
-                self._tracker = tracker
-                info = {"key": "server:" + self.key, "addr": [self.custom_addr, self.port]}
-                self._expect_success(tracker.call([TrackerCode.UPDATE_INFO, info]), "UPDATE_INFO")
-            return self._put_new_key()
+            if self._tracker is not None:
+                return self._put_new_key()
+            tracker = TrackerSession(self.tracker_addr, self.token or "", timeout=self.retry_period)
+            self._tracker = tracker
+            info = {"key": "server:" + self.key, "addr": [self.custom_addr, self.port]}
+            self._expect_success(tracker.call([TrackerCode.UPDATE_INFO, info]), "UPDATE_INFO")
+            matchkey = self._put_new_key()
+            self._registrations += 1
+            if self._on_registered is not None:
+                self._on_registered(self._registrations > 1)
+            return matchkey
         except AuthenticationError:
             self.close()
             raise
