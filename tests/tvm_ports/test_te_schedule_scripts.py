@@ -220,3 +220,14 @@ def test_storage_align_names_a_bad_axis_or_factor():
         s[b].storage_align(outer, 8, 0)
     with pytest.raises(ScheduleError, match="factor > 0"):
         s[b].storage_align(b.op.axis[0], 0, 0)
+
+
+def test_shape_entries_answer_as_tvm_int_constants():
+    a = te.placeholder((6, 4), name="A")
+    b = te.compute((a.shape[1], a.shape[0]), lambda i, j: a[j, i], name="B")
+    rows, cols = [x.value for x in b.shape]  # as older TVM scripts read shapes
+    assert (rows, cols) == (4, 6) and b.shape[0].dtype == "int32"
+    assert b.shape == (4, 6) and isinstance(b.shape[0], int)
+    x = RNG.standard_normal((6, 4)).astype("float32")
+    (got,) = build_and_run(te.create_schedule(b.op), [a, b], [x], [tuple(b.shape)])
+    np.testing.assert_array_equal(got, x.T)

@@ -18,7 +18,7 @@ from tunecli.engine.ir.simplify import simplify
 from tunecli.engine.ir.visitor import post_order
 from tunecli.engine.schedule.schedule import Schedule
 from tunecli.engine.te.operation import ComputeOp, PlaceholderOp
-from tunecli.engine.te.tensor import IterVar, Range, Tensor
+from tunecli.engine.te.tensor import ConstExtent, IterVar, Range, Tensor
 from tunecli.errors import ArgumentError, LoweringError
 
 
@@ -103,7 +103,7 @@ def _constant(extent: int | E.Expr, where: str) -> int:
     folded = simplify(extent)
     if not isinstance(folded, E.IntImm):
         raise LoweringError(f"{where}: extent {extent} is not constant once the sizes are given")
-    return int(folded.value)
+    return ConstExtent(folded.value)
 
 
 class SizedKernel:

@@ -121,12 +121,26 @@ class IterVar(_ExprLike):
         return f"iter_var({self.var.name}, {self.dom!r}, {self.iter_type})"
 
 
+class ConstExtent(int):
+    """A constant extent of a tensor's shape: an int that also answers the attributes of TVM's
+    ``IntImm`` shape entries (``A.shape[0].value``, ``.dtype``), as older TVM scripts read them."""
+
+    __slots__ = ()
+    dtype = "int32"
+
+    @property
+    def value(self) -> int:
+        """The extent as a plain int."""
+        return int(self)
+
+
 def extent_value(extent: E.ExprLike) -> int | E.Expr:
-    """An extent as an int when it is constant, else its (symbolic) integer expression."""
+    """An extent as an int (a :class:`ConstExtent`) when it is constant, else its (symbolic)
+    integer expression."""
     if isinstance(extent, int):
-        return extent
+        return ConstExtent(extent)
     e = E.convert(extent)
-    return int(e.value) if isinstance(e, E.IntImm) else e
+    return ConstExtent(e.value) if isinstance(e, E.IntImm) else e
 
 
 def make_iter_var(lo: E.ExprLike, hi: E.ExprLike, name: str, iter_type: str) -> IterVar:
