@@ -59,3 +59,18 @@ def test_the_current_form_exported_and_loaded_back(tmp_path: Path):
         module.run()
         np.testing.assert_allclose(module.get_output(0).numpy(), expected(mod, params, x), rtol=1e-4,
                                    atol=1e-6)
+
+
+def test_the_mlp_of_relay_testing_builds_and_matches_the_interpreter():
+    mod, params = relay.testing.mlp.get_workload(batch_size=2, num_classes=10, image_shape=(1, 8, 8))
+    assert [p.name_hint for p in mod["main"].params][:3] == ["data", "fc1_weight", "fc1_bias"]
+    x = RNG.standard_normal((2, 1, 8, 8)).astype("float32")
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    module = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    module.set_input("data", x)
+    module.run()
+    out = module.get_output(0).numpy()
+    assert out.shape == (2, 10)
+    np.testing.assert_allclose(out.sum(axis=1), [1.0, 1.0], rtol=1e-5)
+    np.testing.assert_allclose(out, expected(mod, params, x), rtol=1e-4, atol=1e-6)
