@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 
 import pytest
@@ -62,3 +63,12 @@ def test_a_request_for_a_registered_but_busy_key_waits_without_warning(procs, tr
 ])
 def test_missing_key_hint_lists_each_registered_key_once(servers, expected):
     assert missing_key_hint("h:1", "k", registered_keys(servers)) == expected
+
+
+def test_no_tracker_at_the_address_says_how_to_start_one():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, not listening: connections are refused
+        with pytest.raises(RPCError, match=f"cannot connect to 127.0.0.1:{port} .*: is a tracker running "
+                                           rf"there\? \(`tunecli tracker --port {port}` starts one"):
+            connect_tracker("127.0.0.1", port, timeout=0.3)

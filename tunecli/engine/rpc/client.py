@@ -88,7 +88,11 @@ class TrackerSession:
 
     def _connect(self) -> None:
         host, port = self._addr
-        sock = connect_with_retry(host, port, self._timeout)
+        try:
+            sock = connect_with_retry(host, port, self._timeout)
+        except RPCError as err:
+            raise RPCError(f"{err}: is a tracker running there? (`tunecli tracker --port {port}` starts one; "
+                           "`tunecli query` and runners take its address)") from None
         with closing_on_failure(sock, f"tracker {host}:{port}"):
             sock.settimeout(10.0)
             sock.sendall(pack_int(RPC_TRACKER_MAGIC))

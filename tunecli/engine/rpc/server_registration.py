@@ -113,7 +113,7 @@ class ServerRegistration:
                 logger.info("no incoming connections, regenerate key ...")
                 return self._put_new_key()
         except RPCError as err:
-            logger.warning("lost the tracker (%s), reconnecting", err)
+            logger.warning("lost the tracker (%s); registering again every %g s", err, self.retry_period)
             self.close()
             return None
         return matchkey
