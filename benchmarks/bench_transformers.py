@@ -332,7 +332,7 @@ def bench_parts() -> None:
         contenders["onnxruntime"] = lambda sess=sess, data=data: sess.run(None, {"x": data})
         best = fastest_runs(contenders)
         ort_s = best["onnxruntime"]
-        print(f"  {label:28s}" + "   ".join(
+        print(f"  {label:30s}" + "   ".join(
             f"{kind} {t * 1e3:.3f} ms" + ("" if kind == "onnxruntime" else f" ({t / ort_s:.2f}x)")
             for kind, t in best.items()))
 

@@ -56,3 +56,20 @@ def test_vector_math_is_simd_not_libm_per_lane(name: str, tmp_path) -> None:
     vector_kernel(name).save(str(asm))
     calls = re.findall(r"call\w*\s+(\S+)", asm.read_text())
     assert not [c for c in calls if re.search(r"exp|tanh", c)], calls
+
+
+@pytest.mark.parametrize("cpu", ["znver3", "skylake-avx512"])
+def test_exp_of_16_lanes_scales_by_vscalefps_on_avx512_only_and_matches_numpy(cpu: str, tmp_path) -> None:
+    a = te.placeholder((N,), name="A")
+    b = te.compute((N,), lambda i: te.exp(a[i]), name="B")
+    s = te.create_schedule(b.op)
+    _, inner = s[b].split(b.op.axis[0], 16)
+    s[b].vectorize(inner)
+    kernel = tunecli.build(s, [a, b], f"llvm -mcpu={cpu}")
+    asm = tmp_path / "k.s"
+    kernel.save(str(asm))
+    assert ("vscalefps" in asm.read_text()) == (cpu == "skylake-avx512")
+    x = inputs()
+    y = np.full_like(x, 7.0)
+    kernel(x, y)
+    np.testing.assert_allclose(y, reference("exp", x), rtol=2e-6, atol=1e-44, equal_nan=True)

@@ -27,6 +27,8 @@ from .emit_expr import ExprEmitter, single_index, unit_stride
 from .llvm_types import PTR, VOID, dtype_of, element_bytes, memory_type, value_type
 
 if TYPE_CHECKING:
+    from tunecli.engine.target import Target
+
     from .backend import Backend
     from .compiled_kernel import LaunchShape
 
@@ -38,7 +40,8 @@ class FunctionContext:
     """Per-module state shared by the kernel and the functions outlined from it.
 
     ``num_threads`` and ``outlined`` belong to the CPU's parallel loops; ``launch`` is set by a
-    GPU backend when it declares the kernel.
+    GPU backend when it declares the kernel; ``target`` (when known) lets an emitter use the
+    target's own instructions (``vector_math``).
     """
 
     module: ir.Module
@@ -47,6 +50,7 @@ class FunctionContext:
     num_threads: ir.GlobalVariable | None = None
     outlined: list[str] = field(default_factory=list)
     launch: LaunchShape | None = None
+    target: Target | None = None
 
 
 class StmtEmitter(ExprEmitter):

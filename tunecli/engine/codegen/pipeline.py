@@ -66,7 +66,7 @@ def _emit(func: PrimFunc, t: Target) -> EmittedKernel:
     prepared = prepare(func, t)
     module = ir.Module(name=func.name)
     module.triple = backend.triple(t)
-    ctx = FunctionContext(module, func.name, backend)
+    ctx = FunctionContext(module, func.name, backend, target=t)
     fn = backend.declare_kernel(ctx, prepared)
     em = StmtEmitter(ctx, fn)
     em.buffers.update(zip(func.params, fn.args, strict=True))

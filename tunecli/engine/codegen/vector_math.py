@@ -7,7 +7,9 @@ Cephes single-precision algorithms (a few ulp from libm, tested against numpy):
 * ``exp(x) = 2**n * e**r`` with ``n = round(x / ln 2)``, ``r = x - n ln 2`` (ln 2 split in two
   parts so ``r`` is exact) and a degree-7 polynomial for ``e**r``; ``2**n`` is built from the
   exponent bits in two halves so results down to the denormals are right. Above 88.72…
-  gives ``inf``, below -103.97… gives 0, NaN stays NaN.
+  gives ``inf``, below -103.97… gives 0, NaN stays NaN.  On AVX-512 targets (the kernel's
+  ``FunctionContext.target``) 16 lanes multiply by ``2**n`` with ``vscalefps`` instead, which
+  gives the same values without the special lanes' selects.
 * ``sigmoid(x) = 1 / (1 + exp(-x))`` with the same ``exp`` on a clamped ``-x``, whose clamps stand
   for the special lanes' selects (an activation read by every element of a convolution's output).
 * ``tanh(x)``: an odd polynomial for ``|x| < 0.625`` (where ``1 - 2/(e**2x + 1)`` would lose
@@ -35,6 +37,10 @@ if TYPE_CHECKING:
 _EXP_HI = 88.72283905206835  # above: overflow to inf
 _EXP_LO = -103.97208  # below: underflow to 0
 _SIGMOID_LO = -30.0  # exp below it vanishes beside 1 in float32: sigmoid rounds to 1
+#: Lanes of AVX-512's ``vscalefps`` and the clamps of ``x`` around it: past them ``exp`` is inf
+#: (``2**130``) or 0 (``2**-164``) whatever ``e**r`` is.
+_SCALEF_LANES = 16
+_SCALEF_LO, _SCALEF_HI = _EXP_LO - 10.0, _EXP_HI + 1.0
 #: Fast-math flag letting the compiler fuse a multiply and an add (one rounding instead of two).
 CONTRACT = ("contract",)
 _LOG2E = 1.44269504088896341
@@ -106,12 +112,36 @@ def emit_exp(em: ExprEmitter, x: ir.Value) -> ir.Value:
     """``exp`` of every lane of the float32 vector ``x``."""
     b = em.builder
     f32 = f"float32x{x.type.count}"
+    if x.type.count == _SCALEF_LANES and _has_scalef(em):
+        return _exp_scalef(em, x)
     over = b.fcmp_ordered(">", x, constant(f32, _EXP_HI))
     under = b.fcmp_ordered("<", x, constant(f32, _EXP_LO))
     clamped = b.select(over, constant(f32, _EXP_HI), b.select(under, constant(f32, _EXP_LO), x))
     y = _exp_core(em, clamped)
     y = b.select(over, constant(f32, float("inf")), b.select(under, constant(f32, 0.0), y))
     return b.select(b.fcmp_unordered("uno", x, x), x, y)
+
+
+def _has_scalef(em: ExprEmitter) -> bool:
+    """Whether the kernel's target has AVX-512's ``vscalefps`` (its 512-bit form)."""
+    target = getattr(getattr(em, "ctx", None), "target", None)
+    return target is not None and target.vector_bits >= 512
+
+
+def _exp_scalef(em: ExprEmitter, x: ir.Value) -> ir.Value:
+    """``exp`` of 16 lanes as ``scalef(e**r, n)`` (AVX-512's ``x * 2**n`` in one rounding, which
+    overflows to inf and underflows through the denormals to 0 by itself): ``x`` is only clamped so
+    that ``r`` stays finite; ordered comparisons keep a NaN lane NaN."""
+    b = em.builder
+    fty = x.type
+    f32 = f"float32x{fty.count}"
+    x = b.select(b.fcmp_ordered("<", x, constant(f32, _SCALEF_LO)), constant(f32, _SCALEF_LO), x)
+    x = b.select(b.fcmp_ordered(">", x, constant(f32, _SCALEF_HI)), constant(f32, _SCALEF_HI), x)
+    nf, er = _exp_reduced(em, x)
+    i16, i32 = ir.IntType(16), ir.IntType(32)
+    scalef = em.declare("llvm.x86.avx512.mask.scalef.ps.512", fty, [fty, fty, fty, i16, i32])
+    # all lanes written (mask -1), the current rounding mode (4)
+    return b.call(scalef, [er, nf, ir.Constant(fty, None), ir.Constant(i16, -1), ir.Constant(i32, 4)])
 
 
 def emit_sigmoid(em: ExprEmitter, x: ir.Value) -> ir.Value:
