@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from tunecli.engine.task.task import Task
 
 #: Records of a template before a tuner starts from a transfer-learned model (TVM's default is
-#: 500: about three other tasks tuned 200 trials each; 100-150 records of a network's other
-#: layers already cut the trials to the goal 2-6x in ``benchmarks/bench_transfer.py``).
+#: 500: about three other tasks tuned 200 trials each; 150 records of a network's other
+#: layers already cut the trials to the goal 1.9-3.5x in ``benchmarks/bench_transfer.py``).
 MIN_SEED_RECORDS = 100
 
 
