@@ -17,11 +17,13 @@ from tunecli.engine.task.fallback_config import FallbackConfigEntity
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.task import Task, create, get_config, template
+from tunecli.engine.task.topi_integration import register_topi_compute, register_topi_schedule
 
 __all__ = [
     "GLOBAL_SCOPE", "ApplyConfig", "ApplyGraphBest", "ApplyHistoryBest", "ConfigEntity", "ConfigSpace",
     "DispatchContext", "FallbackConfigEntity", "FallbackContext", "LocalBuilder", "LocalRunner",
     "MeasureErrorNo", "MeasureInput", "MeasureResult", "RPCRunner", "Task", "apply_graph_best",
     "apply_history_best", "callback", "create", "env", "get_config", "graph_tuner", "measure",
-    "measure_option", "record", "task", "template", "tophub", "tuner",
+    "measure_option", "record", "register_topi_compute", "register_topi_schedule", "task", "template",
+    "tophub", "tuner",
 ]

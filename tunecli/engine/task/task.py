@@ -157,7 +157,7 @@ def template(task_name: str, func: TemplateFunc | None = None, *,
     """
 
     def _decorate(f: TemplateFunc) -> TemplateFunc:
-        _register(TaskTemplate(task_name, f, reference))
+        register_template(TaskTemplate(task_name, f, reference))
 
         @functools.wraps(f)
         def wrapper(*args: object, **kwargs: object) -> TemplateResult:
@@ -173,7 +173,7 @@ def template(task_name: str, func: TemplateFunc | None = None, *,
     return _decorate(func) if func is not None else _decorate
 
 
-def _register(new: TaskTemplate) -> None:
+def register_template(new: TaskTemplate) -> None:
     """Put ``new`` in TASK_TABLE; a user template replaces a built-in one of the same name."""
     old = dict.get(TASK_TABLE, new.name)  # registering loads nothing
     if old is None or _same_function(old, new.func):
