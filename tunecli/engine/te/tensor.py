@@ -133,6 +133,9 @@ class ConstExtent(int):
         """The extent as a plain int."""
         return int(self)
 
+    def __reduce__(self) -> tuple[type, tuple[int]]:  # pickled as a plain int: caches and other
+        return int, (int(self),)                        # processes need not know this class
+
 
 def extent_value(extent: E.ExprLike) -> int | E.Expr:
     """An extent as an int (a :class:`ConstExtent`) when it is constant, else its (symbolic)
