@@ -89,6 +89,14 @@ def table_path(task: Task) -> Path:
     return TABLE_DIR / f"{task.name}_{digest}.json"
 
 
+def space_digest(task: Task) -> str:
+    """A digest of ``task``'s config space: every knob's name and entities, in index order."""
+    import hashlib
+
+    knobs = [(name, [str(e) for e in knob.entities]) for name, knob in task.config_space.space_map.items()]
+    return hashlib.sha1(repr(knobs).encode()).hexdigest()[:12]
+
+
 class CostTable:
     """Every config of one task measured once: seconds per index (inf for an error)."""
 
@@ -103,6 +111,13 @@ class CostTable:
             return None
         data = json.loads(path.read_text())
         costs = {int(k): (float(v) if v is not None else float("inf")) for k, v in data["costs"].items()}
+        space = task.config_space
+        valid = {i for i in range(space.range_length) if space.is_index_valid(i)}
+        stale = data.get("space", space_digest(task)) != space_digest(task) or set(costs) != valid
+        if stale:  # the template's knobs changed since: its indices name other configs now
+            raise SystemExit(f"bench_transfer: {path.name} was measured for another config space of "
+                             f"{task.name} ({len(costs)} configs; {len(valid)} now): measure it again "
+                             f"with --remeasure --families ... on a quiet machine")
         return cls(task, costs, {int(k): int(v) for k, v in data["errors"].items()})
 
     def result(self, index: int) -> MeasureResult:
@@ -159,7 +174,7 @@ def measure_table(task: Task, batch: int) -> CostTable:
     seconds = time.perf_counter() - start
     TABLE_DIR.mkdir(exist_ok=True)
     table_path(task).write_text(json.dumps({
-        "task": task.name, "args": repr(task.args), "target": str(task.target),
+        "task": task.name, "args": repr(task.args), "target": str(task.target), "space": space_digest(task),
         "machine": f"{_cpu_model()}, {os.cpu_count()} cores",
         "load_before": list(load_before), "load_after": list(os.getloadavg()),
         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seconds": round(seconds, 1),
