@@ -231,3 +231,37 @@ def test_shape_entries_answer_as_tvm_int_constants():
     x = RNG.standard_normal((6, 4)).astype("float32")
     (got,) = build_and_run(te.create_schedule(b.op), [a, b], [x], [tuple(b.shape)])
     np.testing.assert_array_equal(got, x.T)
+
+
+def test_te_schedule_auto_inline_of_elementwise_broadcast_and_injective_stages():
+    a = te.placeholder((6, 8), name="A")
+    bias = te.placeholder((8,), name="bias")
+    scaled = te.compute((6, 8), lambda i, j: a[i, j] * 2.0, name="scaled")          # elementwise
+    shifted = te.compute((6, 8), lambda i, j: scaled[i, j] + bias[j], name="shifted")  # broadcast
+    flipped = te.compute((6, 8), lambda i, j: shifted[5 - i, j], name="flipped")    # injective
+    k = te.reduce_axis((0, 8), name="k")
+    total = te.compute((6,), lambda i: te.sum(flipped[i, k], axis=k), name="total")
+
+    def inlined(rule):
+        s = te.create_schedule(total.op)
+        rule(s)
+        return s, sorted(st.op.name for st in s.stages if st.attach_type == "inline")
+
+    assert inlined(te.schedule.AutoInlineElemWise)[1] == ["scaled"]
+    assert inlined(te.schedule.AutoInlineBroadcast)[1] == ["scaled", "shifted"]
+    s, names = inlined(te.schedule.AutoInlineInjective)
+    assert names == ["flipped", "scaled", "shifted"]
+    x, y = RNG.standard_normal((6, 8)).astype("float32"), RNG.standard_normal(8).astype("float32")
+    (got,) = build_and_run(s, [a, bias, total], [x, y], [(6,)])
+    np.testing.assert_allclose(got, (x * 2 + y)[::-1].sum(axis=1), rtol=1e-5)
+
+
+def test_auto_inline_leaves_scheduled_stages_alone():
+    a = te.placeholder((16,), name="A")
+    b = te.compute((16,), lambda i: a[i] + 1.0, name="B")
+    c = te.compute((16,), lambda i: b[i] * 2.0, name="C")
+    s = te.create_schedule(c.op)
+    outer, _ = s[c].split(c.op.axis[0], factor=4)
+    s[b].compute_at(s[c], outer)
+    te.schedule.AutoInlineInjective(s)
+    assert s[b].attach_type == "scope" and isinstance(s[c].relations[0], te.schedule.Split)

@@ -24,6 +24,8 @@ from tunecli.engine.te import (
 from tunecli.engine.te import intrinsics as _intrinsics
 from tunecli.engine.te.intrinsics import *  # noqa: F403 - the math intrinsics, listed once there
 
+from . import schedule
+
 
 def cast(value, dtype: str):
     """``value`` converted to ``dtype`` (TVM's argument order: value first)."""
@@ -39,5 +41,5 @@ def div(a, b):
 __all__ = [
     "Var", "const", "max_value", "min_value", "cast", "div", "Schedule", "Stage", "create_schedule",
     "ComputeOp", "IterVar", "Operation", "PlaceholderOp", "Reduce", "Tensor", "comm_reducer", "compute",
-    "max", "min", "placeholder", "reduce_axis", "sum", "thread_axis", "var", *_intrinsics.__all__,
+    "max", "min", "placeholder", "reduce_axis", "schedule", "sum", "thread_axis", "var", *_intrinsics.__all__,
 ]
