@@ -127,6 +127,13 @@ def test_other_convolutions_are_left_alone(weight_shape: tuple[int, ...], attrs:
     assert 3 * 4 * 4 < MIN_PATCH_DEPTH <= 16 * 16 * 3
 
 
+def test_an_integer_convolution_is_left_alone() -> None:
+    x = relay.var("x", shape=(1, 3, 32, 32), dtype="int8")
+    conv = relay.nn.conv2d(x, relay.var("w", shape=(8, 3, 16, 16), dtype="int8"), strides=(16, 16),
+                           out_dtype="int32")
+    assert _calls(conv, {"w": np.ones((8, 3, 16, 16), "int8")}) == {"nn.conv2d": 1}
+
+
 def test_the_pass_runs_at_opt_level_2_and_can_be_disabled() -> None:
     conv = _conv((1, 3, 32, 32), (8, 3, 16, 16), strides=(16, 16))
     mod = g.IRModule.from_expr(g.Function(g.free_vars(conv), conv))

@@ -40,9 +40,9 @@ MIN_PATCH_DEPTH = 256
 
 
 def is_patch_conv(call: Call) -> bool:
-    """Whether ``call`` is an ``nn.conv2d`` whose windows tile its input without overlap or gaps
-    (stride == kernel > 1×1, padding 0, dilation 1, groups 1, unblocked layouts), with at least
-    ``MIN_PATCH_DEPTH`` products per output."""
+    """Whether ``call`` is a floating-point ``nn.conv2d`` whose windows tile its input without
+    overlap or gaps (stride == kernel > 1×1, padding 0, dilation 1, groups 1, unblocked layouts),
+    with at least ``MIN_PATCH_DEPTH`` products per output."""
     if not (isinstance(call.op, Op) and call.op.name == "nn.conv2d"):
         return False
     attrs: Conv2DAttrs = call.attrs
@@ -56,6 +56,7 @@ def is_patch_conv(call: Call) -> bool:
     depth = int(weight[kernel_layout.index("I")]) * kernel[0] * kernel[1]
     return (
         depth >= MIN_PATCH_DEPTH
+        and tensor_type_of(call.args[0]).dtype.startswith("float")
         and attrs.groups == 1
         and tuple(attrs.dilation) == (1, 1)
         and not any(attrs.padding)
