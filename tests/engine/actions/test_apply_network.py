@@ -9,17 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tunecli.engine.actions.apply_network import NetworkApplyReport, NetworkLatency, _nearly_constant
+from tunecli.engine.actions.apply_network import NetworkApplyReport, NetworkLatency
+from tunecli.engine.job.network_report import nearly_constant
 from tunecli.engine.measure.time_stats import MachineLoad, time_stats
 
 
 def test_a_nearly_constant_reference_makes_the_check_uninformative() -> None:
     uniform = np.full((1, 1000), 1e-3, dtype="float32")
     uniform[0, 0] += 1e-12  # a uniform softmax, as relay.testing's MobileNet gives
-    assert _nearly_constant(uniform)
+    assert nearly_constant(uniform)
     varied = np.random.default_rng(0).uniform(size=(1, 1000)).astype("float32")
-    assert not _nearly_constant(varied / varied.sum())
-    assert _nearly_constant(np.zeros((0,), dtype="float32"))
+    assert not nearly_constant(varied / varied.sum())
+    assert nearly_constant(np.zeros((0,), dtype="float32"))
 
 
 def report_with(tuned: list[float], untuned: list[float], threads: int = 1) -> NetworkApplyReport:
@@ -103,8 +104,8 @@ def test_graph_tuner_choices_that_make_the_network_slower_are_set_back(tmp_path:
     report = apply_network(job, job.log, export=str(tmp_path / "out" / "net.so"))
     assert report.ok and report.correct and report.graph_log == str(tmp_path / "net.graph.log")
     assert report.slower  # the graph tuner's choice: several times slower than the untuned build
-    assert report.graph_set_back and report.kept == "reverted" and report.reverted == []
     text = "\n".join(report.guard)
+    assert report.graph_set_back and report.kept == "reverted" and report.reverted == [], text
     assert f"the graph tuner's choices ({report.graph_log}) made the network slower" in text
     assert "kept the tuned build without the graph tuner's choices" in text
     times = report.guard_times

@@ -28,9 +28,10 @@ from tunecli.engine.task.task import Task
 SHAPE = (1, 32, 28, 28)
 
 
-def write_network_job(folder: Path) -> Job:
+def write_network_job(folder: Path, target: str | None = None,
+                      runner: str = "{number: 3, repeat: 3}") -> Job:
     """The job of the module docstring's network, its log tuned one trial per task (the untuned
-    configs)."""
+    configs); for ``target`` (default: this machine's) with the job's ``runner``."""
     from onnx import helper
 
     from tests.engine.graph.frontend.onnx_models import make_model
@@ -53,15 +54,16 @@ def write_network_job(folder: Path) -> Job:
         model: {{onnx: {folder / "net.onnx"}, input: {{image: [{', '.join(map(str, SHAPE))}]}}}}
         tuner: {{kind: random, n_trial: 1, seed: 0}}
         measure:
-          runner: {{number: 3, repeat: 3}}
-        """))
+          runner: {runner}
+        """) + (f"target: {target}\n" if target else ""))
     tune_job(str(folder / "net.yaml"))
     return load_job(str(folder / "net.yaml"))
 
 
 def conv_task(job: Job) -> Task:
+    """The network's convolution task (``conv2d_NCHWc.x86``; on an ARM target its arm_cpu template)."""
     tasks, _ = job_tasks(job)
-    return next(t for t in tasks if t.name == "conv2d_NCHWc.x86")
+    return next(t for t in tasks if t.name.startswith("conv2d"))
 
 
 def slowest_config(conv: Task) -> int:

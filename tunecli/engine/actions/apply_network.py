@@ -25,7 +25,7 @@ A network for a target this machine cannot run, of a job measured through RPC, r
 of the job's key instead (``job.apply_device.run_on_job_device``): both builds are shipped as
 archives the device loads, run there on the same inputs (the tuned output checked against the
 host's reference) and timed by the device's clock (``latencies`` holds one entry, ``threads`` 0:
-the device's own).
+the device's own); a tuned build slower there is guarded alike (``network_revert.device_timer``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,15 @@ from tunecli.engine.job.export_path import check_export, write_whole
 from tunecli.engine.job.model_spec import graph_log_path
 from tunecli.engine.job.network import Network, build_network, load_network
 from tunecli.engine.job.network_report import NetworkApplyReport, NetworkLatency, threads_text
-from tunecli.engine.job.network_revert import GraphChoices, guard_network, stale_line, stale_untuned
+from tunecli.engine.job.network_revert import (
+    GraphChoices,
+    Guard,
+    TimeBuilds,
+    device_timer,
+    guard_network,
+    stale_line,
+    stale_untuned,
+)
 from tunecli.engine.job.spec import Job
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.log.log_files import check_log_file
@@ -72,7 +80,6 @@ from tunecli.engine.measure.time_stats import (
 from tunecli.engine.measure.timing import MeasureReply
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.measure.worker import CallStatus, Worker
-from tunecli.engine.ops.tolerance import matches_reference
 from tunecli.engine.runtime.blas import single_blas_thread
 from tunecli.engine.task.dispatcher import DispatchContext
 from tunecli.errors import GraphError, JobError, TuneError
@@ -156,7 +163,7 @@ def _apply_one(job: Job, network: Network, log: str, export: str | None,
     if stale:
         report.guard.append(stale_line(stale))
     if not job.target.is_host:
-        _apply_on_device(report, job, network, {"tuned": tuned, "untuned": untuned}, export)
+        _apply_on_device(report, job, network, history, {"tuned": tuned, "untuned": untuned}, export, step)
         return report
     inputs = network.random_inputs(_SEED)
     with tempfile.TemporaryDirectory(prefix="tunecli_apply_") as tmp, single_blas_thread():
@@ -217,16 +224,7 @@ def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
                     os.remove(paths[name])
         return {name: time_stats(reply) for name, reply in replies.items()}
 
-    graph = None
-    if report.graph_log is not None:
-        step("building the network without the graph tuner's choices")
-        graph = GraphChoices(report.graph_log, _build(job, network, history, None),
-                             lambda context: _build(job, network, context, None))
-    guard = guard_network(threads_text(slow[0]), builds["tuned"], builds["untuned"], history, job.target,
-                          lambda context: _build(job, network, context, report.graph_log), time_builds, graph)
-    report.guard, report.reverted = report.guard + list(guard.lines), list(guard.reverted)
-    report.graph_set_back = guard.graph_set_back
-    report.guard_times = dict(guard.times)
+    guard = _run_guard(report, job, network, history, builds, threads_text(slow[0]), time_builds, step)
     if guard.kept == "tuned":
         return None
     library = made.get(guard.build) or os.path.join(tmp, "kept.so")
@@ -239,6 +237,23 @@ def _guard(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
         return None
     report.kept = guard.kept
     return library
+
+
+def _run_guard(report: NetworkApplyReport, job: Job, network: Network, history: ApplyHistoryBest,
+               builds: dict[str, BuiltGraph], label: str, time_builds: TimeBuilds,
+               step: Callable[[str], None]) -> Guard:
+    """``network_revert.guard_network`` of the builds (the graph tuner's choices too, when applied),
+    its findings added to the report."""
+    graph = None
+    if report.graph_log is not None:
+        step("building the network without the graph tuner's choices")
+        graph = GraphChoices(report.graph_log, _build(job, network, history, None),
+                             lambda context: _build(job, network, context, None))
+    guard = guard_network(label, builds["tuned"], builds["untuned"], history, job.target,
+                          lambda context: _build(job, network, context, report.graph_log), time_builds, graph)
+    report.guard, report.reverted = report.guard + list(guard.lines), list(guard.reverted)
+    report.graph_set_back, report.guard_times = guard.graph_set_back, dict(guard.times)
+    return guard
 
 
 def _build(job: Job, network: Network, history: DispatchContext | None, graph_log: str | None) -> BuiltGraph:
@@ -289,7 +304,7 @@ def _check(report: NetworkApplyReport, job: Job, network: Network, worker: Worke
     if got is None:
         report.error = f"the tuned network failed to run: {error}"
         return
-    _compare(report, list(got.outputs), _reference(report, job, network, worker, inputs, onnx))
+    report.compare(list(got.outputs), _reference(report, job, network, worker, inputs, onnx))
 
 
 def _reference(report: NetworkApplyReport, job: Job, network: Network, worker: Worker | None,
@@ -308,37 +323,47 @@ def _reference(report: NetworkApplyReport, job: Job, network: Network, worker: W
             for v in (value if isinstance(value, (tuple, list)) else [value])]
 
 
-def _compare(report: NetworkApplyReport, got: list[np.ndarray], reference: list[np.ndarray]) -> None:
-    report.correct, report.max_error = matches_reference(got, reference)
-    report.check_uninformative = all(_nearly_constant(np.asarray(r)) for r in reference)
-
-
-def _apply_on_device(report: NetworkApplyReport, job: Job, network: Network, builds: dict[str, BuiltGraph],
-                     export: str | None) -> None:
-    """Export the tuned build; on the job's RPC device, run both builds, check the tuned output
-    against the host's reference and time them (a job measured by no device: built only)."""
-    if export is not None:
-        write_whole(export, builds["tuned"].export_library)
-        report.export = export
+def _apply_on_device(report: NetworkApplyReport, job: Job, network: Network, history: ApplyHistoryBest,
+                     builds: dict[str, BuiltGraph], export: str | None, step: Callable[[str], None]) -> None:
+    """Run both builds on the job's RPC device, check the tuned output against the host's reference,
+    time them (the device's clock), guard a slower tuned build as here (``_run_guard``, timed on the
+    device) and export the kept build (a job measured by no device: the tuned build, built only)."""
     inputs = network.random_inputs(_SEED)
     ran = run_on_job_device(job, builds, inputs)
-    report.device = ran.device or None
+    report.device, kept = ran.device or None, builds["tuned"]
     if "tuned" not in ran.runs:
         report.error = ran.error
-        return
-    onnx = network.onnx if importlib.util.find_spec("onnxruntime") is not None else None
-    report.onnxruntime = (f"checks the device's output ({onnx})" if onnx is not None
-                          else "not run: the network runs on the device")
-    worker = _network_worker() if onnx else None
-    try:
-        with single_blas_thread():
-            reference = _reference(report, job, network, worker, inputs, onnx)
-    finally:
-        if worker is not None:
-            worker.close()
-    _compare(report, list(ran.runs["tuned"].outputs), reference)
-    untuned = ran.runs.get("untuned")  # only a comparison: its failure is no error of the apply
-    report.latencies.append(NetworkLatency(0, ran.runs["tuned"].mean, untuned.mean if untuned else None))
+    else:
+        onnx = network.onnx if importlib.util.find_spec("onnxruntime") is not None else None
+        report.onnxruntime = (f"checks the device's output ({onnx})" if onnx is not None
+                              else "not run: the network runs on the device")
+        worker = _network_worker() if onnx else None
+        try:
+            with single_blas_thread():
+                reference = _reference(report, job, network, worker, inputs, onnx)
+        finally:
+            if worker is not None:
+                worker.close()
+        report.compare(list(ran.runs["tuned"].outputs), reference)
+        stats = {name: time_stats(run.results) for name, run in ran.runs.items()}
+        untuned = ran.runs.get("untuned")  # only a comparison: its failure is no error of the apply
+        report.latencies.append(NetworkLatency(0, ran.runs["tuned"].mean, untuned.mean if untuned else None,
+                                               None, stats["tuned"], stats.get("untuned")))
+        if report.correct and slower_beyond_noise(stats["tuned"], stats.get("untuned")):
+            step("finding the tasks that make the tuned network slower on the device")
+            outputs: dict[int, tuple[np.ndarray, ...]] = {}
+            guard = _run_guard(report, job, network, history, builds, threads_text(0),
+                               device_timer(job, inputs, outputs), step)
+            if guard.kept != "tuned" and id(guard.build) in outputs:  # each build timed gave its outputs
+                checked = NetworkApplyReport(report.job, report.log, report.model, report.target)
+                checked.compare(list(outputs[id(guard.build)]), reference)
+                if checked.correct:
+                    report.kept, kept = guard.kept, guard.build
+                else:
+                    report.guard.append(f"kept the tuned build: the {guard.kept} build's output is wrong")
+    if export is not None:
+        write_whole(export, kept.export_library)
+        report.export = export
 
 
 def thread_counts() -> list[int]:
@@ -373,11 +398,3 @@ def _contender(worker: Worker, run: NetworkRun, timeout: float) -> Contender:
             return MeasureReply((), int(MeasureErrorNo.RUNTIME_DEVICE), error)
         return MeasureReply(reply.costs)
     return measure
-
-
-def _nearly_constant(values: np.ndarray) -> bool:
-    """Whether ``values`` spread less than a millionth of their magnitude (or are empty)."""
-    if not values.size or not np.issubdtype(values.dtype, np.number):
-        return not values.size
-    scale = float(np.max(np.abs(values)))
-    return float(np.ptp(values)) <= 1e-6 * scale

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from tunecli.engine.job.network_revert import RevertedTask
 from tunecli.engine.log.record import JsonValue
 from tunecli.engine.measure.time_stats import (
@@ -13,6 +15,7 @@ from tunecli.engine.measure.time_stats import (
     slower_than_untuned,
     time_stats,
 )
+from tunecli.engine.ops.tolerance import matches_reference
 
 
 @dataclass
@@ -77,6 +80,12 @@ class NetworkApplyReport:
     #: that check's last timing: the rounds of the tuned, untuned and reverted builds, by name
     guard_times: dict[str, TimeStats] = field(default_factory=dict)
 
+    def compare(self, got: list[np.ndarray], reference: list[np.ndarray]) -> None:
+        """Check the tuned build's outputs ``got`` against ``reference`` (``correct``, ``max_error``,
+        ``check_uninformative``)."""
+        self.correct, self.max_error = matches_reference(got, reference)
+        self.check_uninformative = all(nearly_constant(np.asarray(r)) for r in reference)
+
     @property
     def ok(self) -> bool:
         """False when the tuned build (of any sequence length) gave a wrong answer or failed to run."""
@@ -109,3 +118,11 @@ class NetworkApplyReport:
 def threads_text(threads: int) -> str:
     """``"1 thread"``, ``"2 threads"``; ``"the device"`` for 0 (timed by an RPC device's clock)."""
     return f"{threads} thread{'s' if threads > 1 else ''}" if threads else "the device"
+
+
+def nearly_constant(values: np.ndarray) -> bool:
+    """Whether ``values`` spread less than a millionth of their magnitude (or are empty)."""
+    if not values.size or not np.issubdtype(values.dtype, np.number):
+        return not values.size
+    scale = float(np.max(np.abs(values)))
+    return float(np.ptp(values)) <= 1e-6 * scale

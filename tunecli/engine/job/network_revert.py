@@ -35,10 +35,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from tunecli.engine.graph.build_module import BuiltGraph
+from tunecli.engine.job.apply_device import run_on_job_device
+from tunecli.engine.job.spec import Job
 from tunecli.engine.log.history_best import ApplyHistoryBest, untuned_answer
 from tunecli.engine.log.layout_choice import config_knobs
-from tunecli.engine.measure.time_stats import TimeStats, slower_beyond_noise
+from tunecli.engine.measure.time_stats import TimeStats, slower_beyond_noise, time_stats
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.dispatcher import DispatchContext
@@ -243,12 +247,9 @@ def guard_network(label: str, tuned: BuiltGraph, untuned: BuiltGraph, history: A
         return Guard("tuned", tuned, (), (
             f"{label}: timed again, the tuned build is no slower than the untuned one beyond the noise "
             f"({_ms(timed, 'tuned')} vs {_ms(timed, 'untuned')}): kept the tuned build",), timed)
-    if graph is None or not _faster(again.get("without graph"), again.get("tuned")):
-        if not differing:
-            return Guard("tuned", tuned, (), (
-                f"{label}: the tuned build runs the untuned build's config in every kernel the log answers, "
-                f"and without the graph tuner's choices ({graph.path}) it is no faster beyond the noise "
-                f"({_ms(timed, 'without graph')} vs {_ms(timed, 'tuned')}): kept the tuned build",), timed)
+    # without a differing task the build without the graph tuner's choices runs the untuned build's
+    # configs: the untuned build's reading counts for it too
+    if graph is None or (differing and not _faster(again.get("without graph"), again.get("tuned"))):
         return _guard_tasks(label, tuned, untuned, history, target, build, time_builds, differing)
     line = (f"{label}: the graph tuner's choices ({graph.path}) made the network slower: "
             f"{_ms(timed, 'tuned')} with them, {_ms(timed, 'without graph')} without; set them back",)
@@ -297,6 +298,18 @@ def _guard_tasks(label: str, tuned: BuiltGraph, untuned: BuiltGraph, history: Ap
     timed = {name: s for name, s in final.items() if s is not None}
     builds = {"tuned": tuned, "reverted": together, "untuned": untuned}
     return Guard(kept, builds[kept], reverted, _lines(label, kept, reverted, len(differing), timed), timed)
+
+
+def device_timer(job: Job, inputs: Mapping[str, np.ndarray], outputs: dict[int, tuple[np.ndarray, ...]]
+                 ) -> TimeBuilds:
+    """A ``TimeBuilds`` that runs builds on the job's RPC device (``apply_device.run_on_job_device``: one
+    session per call, each build's rounds in turn, by the device's clock); each build's outputs are
+    kept in ``outputs`` by the build's ``id``."""
+    def time_builds(timed: Mapping[str, BuiltGraph]) -> dict[str, TimeStats | None]:
+        ran = run_on_job_device(job, dict(timed), inputs)
+        outputs.update({id(timed[name]): run.outputs for name, run in ran.runs.items()})
+        return {name: time_stats(ran.runs[name].results) if name in ran.runs else None for name in timed}
+    return time_builds
 
 
 def _faster(candidate: TimeStats | None, tuned: TimeStats | None) -> bool:
