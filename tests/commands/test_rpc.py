@@ -123,7 +123,7 @@ def test_rpc_runner_reports_each_result_as_it_is_measured(device: tuple[int, str
     builds[1] = MeasureResult(failed, MeasureErrorNo.COMPILE_HOST, 0.1, time.time())
     runner = RPCRunner(key, "127.0.0.1", port, number=1, repeat=1, cooldown_interval=0.5)
     deadline = time.time() + 10
-    while runner._count_devices() == 0 and time.time() < deadline:
+    while not runner._devices_or_none() and time.time() < deadline:
         time.sleep(0.1)
     runner.set_task(task)
     reports: list[tuple[int, float, bool]] = []

@@ -219,8 +219,17 @@ def test_a_tracker_that_died_is_named_as_gone_not_as_missing_devices(procs, trac
     with pytest.raises(RPCError, match=f"the tracker 127.0.0.1:{tracker.port} is gone .it does not answer.: "
                                        "2 config.s. of this batch were not measured; restart the tracker"):
         runner.run(inputs(2), [built(VADD, "vadd")] * 2)
-    with pytest.raises(RPCError, match=f"the tracker 127.0.0.1:{tracker.port} does not answer: start it"):
+    with pytest.raises(RPCError, match=f"no tracker answers at 127.0.0.1:{tracker.port}: .*is a tracker "
+                                       "running there"):
         runner.set_task(None)
+
+
+def test_a_server_port_given_as_the_tracker_is_named_as_such(procs):
+    server = procs("dev")  # without tracker
+    where = f"127.0.0.1:{server.port}"
+    with pytest.raises(RPCError, match=f"no tracker answers at {where}: {where} is not RPC Tracker: .*a "
+                                       "device server's port"):
+        RPCRunner("dev", "127.0.0.1", server.port).set_task(None)
 
 
 def test_a_tracker_restarted_mid_tune_costs_a_pause_not_the_tune(procs, caplog):

@@ -258,11 +258,10 @@ class TrackerSession:
     def _warn_unless_registered(self, key: str) -> None:
         """Log a warning when the tracker has no server of ``key`` (asked on a connection of its own)."""
         try:
-            servers = registered_servers(*self._addr, token=self._token)
+            keys = registered_keys(registered_servers(*self._addr, token=self._token))
         except RPCError:
             return
-        keys = [] if servers is None else registered_keys(servers)
-        if servers is not None and key not in keys:
+        if key not in keys:
             host, port = self._addr
             logger.warning("still waiting for a device of key %r: %s; start one with `tunecli server "
                            "--tracker %s:%d --key %s`", key, missing_key_hint(f"{host}:{port}", key, keys),
@@ -295,23 +294,21 @@ def connect_tracker(host: str, port: int, token: str | None = None, timeout: flo
     return TrackerSession((host, port), token, timeout)
 
 
-def registered_servers(host: str, port: int, token: str | None = None) -> list[dict] | None:
-    """The servers registered with the tracker at ``host:port`` (its summary's ``server_info``);
-    None when it cannot be reached or answers something else.
+def registered_servers(host: str, port: int, token: str | None = None) -> list[dict]:
+    """The servers registered with the tracker at ``host:port`` (its summary's ``server_info``).
 
     Raises
     ------
     AuthenticationError
         When the tracker refuses the token (or wants one).
+    RPCError
+        When no tracker answers there (saying why: nothing listens, not a tracker, ...).
     """
-    try:
-        with connect_tracker(host, port, token, timeout=2.0) as tracker:
-            servers = tracker.summary()["server_info"]
-    except AuthenticationError:
-        raise
-    except (RPCError, KeyError, TypeError):
-        return None
-    return [info for info in servers if isinstance(info, dict)] if isinstance(servers, list) else None
+    with connect_tracker(host, port, token, timeout=2.0) as tracker:
+        servers = tracker.summary().get("server_info")
+    if not isinstance(servers, list):
+        raise RPCError(f"tracker {host}:{port}: its summary lists no servers ({servers!r})")
+    return [info for info in servers if isinstance(info, dict)]
 
 
 def registered_keys(servers: list[dict], unique: bool = True) -> list[str]:

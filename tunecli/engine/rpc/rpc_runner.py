@@ -126,11 +126,12 @@ class RPCRunner(Runner):
         """
         self.task = task
         self._reference.clear()
-        servers = registered_servers(self.host, self.port, self.token)
-        if servers is None:
-            raise RPCError(f"RPCRunner: the tracker {self.host}:{self.port} does not answer: start it "
-                           "(`tunecli tracker`) or give the address of a running one")
-        keys = registered_keys(servers)
+        try:
+            keys = registered_keys(registered_servers(self.host, self.port, self.token))
+        except AuthenticationError:
+            raise
+        except RPCError as err:
+            raise RPCError(f"RPCRunner: no tracker answers at {self.host}:{self.port}: {err}") from None
         if self.key not in keys:
             where = f"{self.host}:{self.port}"
             raise RPCError(
@@ -143,14 +144,15 @@ class RPCRunner(Runner):
         """Return extra builder arguments (none are needed for CPU devices)."""
         return {}
 
-    def _count_devices(self) -> int:
-        """Number of servers registered with the key (0 when the tracker cannot be reached)."""
-        return self._devices_or_none() or 0
-
     def _devices_or_none(self) -> int | None:
         """Number of servers registered with the key; None when the tracker cannot be reached."""
-        servers = registered_servers(self.host, self.port, self.token)
-        return None if servers is None else registered_keys(servers, unique=False).count(self.key)
+        try:
+            servers = registered_servers(self.host, self.port, self.token)
+            return registered_keys(servers, unique=False).count(self.key)
+        except AuthenticationError:
+            raise
+        except RPCError:
+            return None
 
     def run(self, measure_inputs: Sequence[MeasureInput],
             build_results: Sequence[BuildResult | MeasureResult],
@@ -192,7 +194,7 @@ class RPCRunner(Runner):
 
     def _measure_all(self, batch: Batch, build_results: Sequence, requests: dict[int, MeasureRequest],
                      on_result: OnResult | None = None) -> None:
-        n_workers = min(len(batch.queue), self.n_parallel or max(1, self._count_devices()))
+        n_workers = min(len(batch.queue), self.n_parallel or max(1, self._devices_or_none() or 0))
         per_config = self.timeout + self.timing.cooldown_interval + 2.0
         batch.deadline = time.monotonic() + per_config * (len(batch.queue) + 2)
         threads = [threading.Thread(target=self._device_loop, args=(batch, build_results, requests),
