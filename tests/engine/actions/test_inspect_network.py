@@ -105,6 +105,18 @@ def test_a_config_kept_or_displaced_by_the_margin_says_why(tmp_path: Path) -> No
     assert label.startswith("conv2d_NCHWc.x86(") and view.configs[label] == f"log: {log}"
     assert why == f"the untuned config ({untuned.source}): config {other} is only 2.0% faster (margin 5%)"
 
+    # the same log once the mark is on a config the untuned build no longer runs (the packages or the
+    # fallback rules changed since the tune): the faster record answers and the view says why
+    stale = first.config_space.get(other)
+    stale.untuned = untuned.source
+    records = [(stale, 1e-4), (first.config_space.get(untuned.config.index), 0.98e-4)]
+    log.write_text("".join(encode(MeasureInput(first.target, first, config),
+                                  MeasureResult([cost], 0, 0.1, 0.0)) + "\n" for config, cost in records))
+    [(label, why)] = inspect_network(loaded, network).why.items()
+    assert why == (f"the fastest record; config {other}, marked untuned ({untuned.source}) by the tune, "
+                   "is no longer what the untuned build runs (the packages or fallback rules changed since): "
+                   "ranked as an ordinary record")
+
 
 def test_a_listed_task_the_network_does_not_call_is_numbered_as_tune_numbers_it(tmp_path: Path) -> None:
     from tunecli.engine.job.network import job_tasks
