@@ -173,6 +173,7 @@ def test_a_server_without_a_gpu_refuses_a_cuda_library(server, tracker, tmp_path
     with pytest.raises(RPCError, match="another machine: .*has no CUDA driver/GPU"):
         remote.load_module("net.tar")
     assert remote.listdir() == ["net.tar"]  # the session goes on
+    assert remote.cpu().exist and not remote.cuda(0).exist  # as the server describes itself
     remote.close()
 
 

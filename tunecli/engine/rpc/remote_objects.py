@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from tunecli.engine.codegen import CompiledKernel
+from tunecli.engine.rpc.device_info import DeviceInfo
 from tunecli.engine.runtime.device import Device
 from tunecli.engine.runtime.graph_executor import Executor, GraphModule, GraphPlan
 from tunecli.engine.runtime.module import BenchmarkResult
@@ -35,6 +36,8 @@ class ObjectCalls(Protocol):
     """What the remote objects need of their session."""
 
     def object_call(self, op: str, fields: dict, payload: bytes = b"") -> tuple[dict, bytes]: ...
+
+    def describe(self) -> DeviceInfo: ...
 
 
 def wire_array(value: ArrayLike) -> tuple[dict, bytes]:
@@ -61,6 +64,13 @@ class RemoteDevice(Device):
             raise ArgumentError(f"remote device: unknown device type {device_type!r} (1: cpu, 2: cuda)")
         self.device_type = device_type  # type: ignore[misc]
         self.session = session
+
+    @property
+    def exist(self) -> bool:
+        """Whether the server has this device (its CPU; its CUDA GPU, which it describes)."""
+        if self.device_type == Device.kDLCPU:
+            return True
+        return self.device_id == 0 and bool(self.session.describe().gpu)
 
     @property
     def wire(self) -> list[int]:
