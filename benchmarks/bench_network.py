@@ -28,7 +28,10 @@ weights and the largest activation, and the process's peak RSS.
 With ``--profile``, after the timed comparison at each thread count, each kernel of our build is
 timed alone in graph order (``engine.runtime.debug_executor.time_kernels``: medians of ``--rounds``
 batches of ``--number`` calls, each batch at least 5 ms) and the 15 slowest are printed with their
-share and output shape, with the summed kernel time beside the whole run's median.  Then each of
+share and output shape, with the summed kernel time beside the whole run's median; then the
+kernels timed within whole runs instead (each once per run, finding the caches as the kernels
+before it left them: weights and scratch buffers streamed from memory) and the five that lose most
+against their repeated calls.  Then each of
 our convolution kernels beside onnxruntime's convolution node of the same output (channels within
 a vector's padding, rows, columns), window and input channels per group (so not a batch norm
 onnxruntime runs as a depthwise 1x1 convolution) in the same network, from onnxruntime's own per-node profile
@@ -163,7 +166,27 @@ def print_profile(m: GraphModule, graph_json: str, run_seconds: float,
     print(f"    {'ms':>8} {'share':>6}  {'output shape':<22} kernel")
     for op in profile.slowest(PROFILE_TOP):
         print(f"    {op.seconds * 1e3:8.3f} {op.share:6.1%}  {str(op.shape):<22} {op.func_name}")
+    in_order = kernels_within_runs(m, args.number * args.rounds)
+    print(f"    the kernels within whole runs, each as the run leaves the caches (medians of "
+          f"{args.number * args.rounds} runs): summed {sum(in_order) * 1e3:.2f} ms; the {PROFILE_TOP // 3} "
+          f"that lose most against repeated calls (weights and scratch streamed from memory):")
+    losses = sorted(zip(in_order, profile.ops, strict=True), key=lambda p: p[1].seconds - p[0])
+    for seconds, op in losses[:PROFILE_TOP // 3]:
+        print(f"    {seconds * 1e3:8.3f} vs {op.seconds * 1e3:.3f} ms  {str(op.shape):<22} {op.func_name}")
     return profile
+
+
+def kernels_within_runs(m: GraphModule, runs: int) -> list[float]:
+    """Each kernel's median seconds over ``runs`` runs of the graph, kernel by kernel in order (so
+    each finds the weights, inputs and scratch memory where the kernels before it left them)."""
+    calls = m.executor.kernel_calls()
+    times: list[list[float]] = [[] for _ in calls]
+    for _ in range(runs):
+        for (func, call_args), samples in zip(calls, times, strict=True):
+            start = time.perf_counter()
+            func(*call_args)
+            samples.append(time.perf_counter() - start)
+    return [_common.median(samples) for samples in times]
 
 
 def onnxruntime_nodes(onnx_bytes: bytes, feed: dict, threads: int,
