@@ -337,6 +337,26 @@ def test_a_tuner_starts_from_every_record_known_at_its_first_round() -> None:
     assert seen == {"dense.x86": 1, "tutorial/matmul": 1 + 3}
 
 
+def test_tuners_started_before_their_template_had_enough_records_transfer_later() -> None:
+    from tests.engine.tuner.tuner_helpers import SyntheticMeasure, make_task
+    from tunecli.engine.tuner import XGBTuner
+
+    tasks = [make_task(n=n, parts=2) for n in (64, 32, 16)]  # one template, three shapes
+    transferred: list[list[bool]] = []
+
+    def after_round(s: TaskScheduler, *_: Any) -> None:
+        transferred.append([u.tuner is not None and u.tuner.transferred for u in s.tasks])
+
+    measure = SyntheticMeasure()
+    s = TaskScheduler(tasks, lambda t: XGBTuner(t, plan_size=8, num_threads=1, seed=0, min_seed_records=16),
+                      budget=48, policy="round-robin", round_trials=8)
+    s.tune(measure, round_callbacks=[after_round])
+    # the third task starts from the 16 records of the first two; they get them at their next round
+    assert transferred == [[False] * 3, [False] * 3, [False, False, True], [True, False, True], [True] * 3,
+                           [True] * 3]
+    assert len(measure.measured) == 48 and [t.trials for t in s.tasks] == [16, 16, 16]
+
+
 # ------------------------------------------------------------------ bad arguments
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"budget": 1}, "a budget of 1 trials is less than one trial per task (2 tasks)"),

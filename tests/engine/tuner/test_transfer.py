@@ -182,3 +182,20 @@ def test_loop_nest_models_transfer_too(feature_type: str) -> None:
     assert tuner.cost_model.base_model is not None and tuner.search_model.base_model is not None
     tuner.tune(n_trial=12, measure_option=measure)
     assert len(set(measure.measured)) == 12 and tuner.best_flops > 0
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_a_model_transferred_after_own_fits_plans_the_next_trials_at_once(seed: int) -> None:
+    task = make_task(n=64, parts=2)
+    space = task.config_space
+    optimum = min(kernel_cost(space.get(i)) for i in range(len(space)))
+
+    def best_of_next_three() -> float:
+        return min(kernel_cost(space.get(i)) for i in tuner.trials[:3]) / optimum
+
+    tuner = XGBTuner(task, plan_size=8, num_threads=1, seed=seed)
+    tuner.tune(n_trial=8, measure_option=SyntheticMeasure())  # fitted on its own 8 measurements
+    assert tuner.train_ct == 1 and not tuner.transferred and best_of_next_three() > 3
+    tuner.load_history(every_config_records(make_task(n=32, parts=2)), min_seed_records=50)
+    assert tuner.transferred and tuner.train_ct == 2  # refitted with the other shape's records
+    assert best_of_next_three() == pytest.approx(1.0)  # and the plan is the transferred model's

@@ -240,12 +240,22 @@ class ModelBasedTuner(Tuner):
                 self.visited.add(index)
         if len(self.xs) >= self.next_fit and self.flops_max > 1e-6:
             self.next_fit = len(self.xs) + min(len(self.xs), self.plan_size)
-            self.cost_model.fit(self.xs, self.ys, self.plan_size)
-            if self.search_model is not None:
-                self.search_model.fit(self.xs, self.ys, self.plan_size)
-            self.trials = self._plan(self.cost_model, self.search_model)
-            self.trial_pt = 0
-            self.train_ct += 1
+            self._refit()
+
+    def _refit(self) -> None:
+        """Fit the models on the measurements so far and plan the next trials with them."""
+        self.cost_model.fit(self.xs, self.ys, self.plan_size)
+        if self.search_model is not None:
+            self.search_model.fit(self.xs, self.ys, self.plan_size)
+        self.trials = self._plan(self.cost_model, self.search_model)
+        self.trial_pt = 0
+        self.train_ct += 1
+
+    @property
+    def transferred(self) -> bool:
+        """Whether the cost model learns from earlier records of the template (a transfer-learning
+        base model, :meth:`resume`)."""
+        return getattr(self.cost_model, "base_model", None) is not None
 
     def _candidates(self, model: CostModel, search_model: CostModel | None, num: int) -> list[int]:
         """The ``num`` unvisited indices ``model`` scores best (searched through ``search_model``)."""
@@ -274,7 +284,9 @@ class ModelBasedTuner(Tuner):
                min_seed_records: int | None = None) -> None:
         """Replay this task's records (marked visited, used as training data) and, with at least
         ``min_seed_records`` records of the same template in ``data_set``, train a transfer-learning
-        base model.
+        base model: it plans the first trials, or, when the tuner has already fitted its model on
+        its own measurements (a resumed log, or a task scheduler's later round), the model is
+        fitted again with it and plans the next trials.
 
         Parameters
         ----------
@@ -306,5 +318,7 @@ class ModelBasedTuner(Tuner):
             self.cost_model.load_basemodel(base_model)
             if self.search_model is not None and search_base is not None:
                 self.search_model.load_basemodel(search_base)
+            if self.train_ct and self.flops_max > 1e-6:
+                self._refit()
         finally:
             GLOBAL_SCOPE.in_tuning = old

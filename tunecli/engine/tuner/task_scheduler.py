@@ -19,8 +19,10 @@ is spent or no task is left.
 A task's tuner is made when the task gets its first round and starts from its history
 (``log.task_history``) and every record known at that moment (``Tuner.resume``): those of the
 earlier log and those measured in this run for other tasks, which is TVM's transfer learning
-between the tasks of a network.  Records of a task already in the log count toward the budget,
-its trials and its best, as its ``TaskHistory`` says.
+between the tasks of a network.  A model-based tuner that had too few records of its template
+then (the first tasks of a template to get a round) is given them at a later round, once the
+other tasks of the template have measured its ``min_seed_records``.  Records of a task already
+in the log count toward the budget, its trials and its best, as its ``TaskHistory`` says.
 
 When the measure backend can take several rounds at once (a runner with ``concurrent_lanes``:
 a Ray cluster, one lane per node), rounds of different tasks are measured at the same time
@@ -39,6 +41,7 @@ from tunecli.engine.measure.result import MeasureInput, MeasureResult
 from tunecli.engine.task.task import Task
 from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 from tunecli.engine.tuner.concurrent_rounds import concurrent_lanes, tune_concurrently
+from tunecli.engine.tuner.model_based_tuner import ModelBasedTuner
 from tunecli.engine.tuner.scheduler_policies import NO_LATENCY, SCHEDULER_POLICIES, SchedulerPolicy, gradient
 from tunecli.engine.tuner.tuner import MeasureSetting, Tuner
 from tunecli.errors import TuneError
@@ -85,6 +88,9 @@ class ScheduledTask:
         Trials of its round in flight (0 when none is).
     curve : list of float
         ``latency`` after each trial measured in this run (the gradient's forward estimate).
+    transfer_records : int
+        Records of the template's other tasks when its tuner last tried to transfer-learn from
+        them (0: not yet).
     """
 
     task: Task
@@ -100,6 +106,7 @@ class ScheduledTask:
     group: str | None = None
     running: int = 0
     curve: list[float] = field(default_factory=list)
+    transfer_records: int = 0
 
     @property
     def latency(self) -> float:
@@ -346,10 +353,25 @@ class TaskScheduler:
             t.tuner = self.make_tuner(t.task)
             if self.history:  # its own records are still those of its history: this is its first round
                 t.tuner.resume(self.task_histories[index], self.history)
+        else:
+            self._transfer_late(t)
         reserved = sum(u.running for u in self.tasks)
         t.running = max(1, min(self._round_size(t), self.budget - self.spent - reserved))
         self.last = index
         return t.running
+
+    def _transfer_late(self, t: ScheduledTask) -> None:
+        """Give a model-based tuner without a transferred model the records of its template's
+        other tasks, once they are at least its ``min_seed_records`` (and more than last time)."""
+        tuner = t.tuner
+        if not isinstance(tuner, ModelBasedTuner) or tuner.transferred:
+            return
+        others = [(inp, res) for inp, res in self.history
+                  if inp.task.name == t.task.name and inp.task.workload != t.task.workload]
+        if len(others) < tuner.min_seed_records or len(others) <= t.transfer_records:
+            return
+        t.transfer_records = len(others)
+        tuner.resume(task_history(t.task, ()), others)
 
     def measure_round(self, index: int, measure_option: MeasureSetting,
                       callbacks: Sequence[Callable[..., None]] = ()
