@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import socket
 import subprocess
 import time
@@ -83,7 +84,7 @@ def test_tracker_and_server_usage_errors(invoke: Invoke) -> None:
     assert "Invalid value for '--port': 0 is not in the range 1<=x<=65535." in result.stderr
     result = invoke("server", "--tracker", "127.0.0.1:9190")
     assert result.exit_code == 2
-    assert "Missing option '--key'." in result.stderr
+    assert "--tracker needs --key: the device key clients ask the tracker for, e.g. rk3399" in result.stderr
 
 
 def test_the_server_prints_its_address_device_and_registration(device: tuple[int, str]) -> None:
@@ -95,6 +96,25 @@ def test_the_server_prints_its_address_device_and_registration(device: tuple[int
         assert server.stdout is not None
         assert server.stdout.readline().startswith("serving device 'second' (")
         assert server.stdout.readline().strip() == f"registered with the tracker 127.0.0.1:{port} as 'second'"
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+
+
+def test_a_server_without_tracker_or_key_takes_tvms_plain_connect() -> None:
+    """TVM's cross-compilation tutorial: ``rpc_server --port 9090`` on the board, then
+    ``rpc.connect(host, port)`` with no key."""
+    from tunecli import rpc
+
+    server_port = free_port()
+    server, line = start("server", "--port", str(server_port), "--port-end", str(server_port + 1))
+    try:
+        assert line == f"server listening on 127.0.0.1:{server_port} (no key: clients give none)"
+        assert server.stdout is not None
+        assert server.stdout.readline().startswith("serving device (")
+        with rpc.connect("127.0.0.1", server_port) as remote:
+            assert remote.describe().arch == platform.machine()
+            assert remote.cpu().exist
     finally:
         server.terminate()
         server.communicate(timeout=10)

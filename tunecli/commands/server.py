@@ -13,7 +13,8 @@ from tunecli.engine.rpc.server import run_server
 @click.command()
 @click.option("--tracker", "tracker_addr", callback=host_port, metavar="HOST:PORT",
               help="Tracker to register with; without it clients connect with the plain key.")
-@click.option("--key", required=True, help="Device key clients ask the tracker for, e.g. rk3399.")
+@click.option("--key", default="", help="Device key clients ask the tracker for, e.g. rk3399 (needed with "
+              "--tracker; without one, clients connect with this key, by default none).")
 @click.option("--host", default=DEFAULT_HOST, show_default=True,
               help="Address to bind; 0.0.0.0 serves other machines (use a token then).")
 @click.option("--port", default=9090, show_default=True, type=click.IntRange(1, 65535),
@@ -34,10 +35,14 @@ def server(app: App, tracker_addr: tuple[str, int] | None, key: str, host: str, 
     pass --host 0.0.0.0 together with a token (TUNECLI_RPC_TOKEN, the same
     for tracker, servers and tuners) and keep the port behind a firewall.
     """
+    if tracker_addr is not None and not key:
+        raise click.UsageError("--tracker needs --key: the device key clients ask the tracker for, "
+                               "e.g. rk3399")
     with option_hint(AuthenticationError, "--token"):
         run_server(tracker_addr, key, host=host, port=port, port_end=max(port_end, port + 1), token=token,
                    custom_addr=custom_addr,
-                   on_ready=lambda h, p: app.echo(f"server {key!r} listening on {h}:{p}"),
+                   on_ready=lambda h, p: app.echo(f"server {key!r} listening on {h}:{p}" if key else
+                                                  f"server listening on {h}:{p} (no key: clients give none)"),
                    on_device=lambda device: app.echo(f"serving {device.describe()}"),
                    on_registered=lambda again: app.echo(registered_line(tracker_addr, key, again)))
 

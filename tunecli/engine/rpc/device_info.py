@@ -52,7 +52,8 @@ class DeviceInfo:
     def describe(self) -> str:
         """One line for messages: key, triple, CPU and GPU."""
         gpu = f", CUDA GPU sm_{self.gpu.replace('.', '')}" if self.gpu else ""
-        return f"device {self.key!r} ({self.triple}, cpu {self.cpu}{gpu})"
+        name = f"device {self.key!r}" if self.key else "device"
+        return f"{name} ({self.triple}, cpu {self.cpu}{gpu})"
 
     def mismatch(self, target: Target | str) -> str:
         """Why kernels built for ``target`` cannot run on this device ("" when they can).
