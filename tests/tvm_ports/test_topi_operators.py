@@ -125,3 +125,32 @@ def test_topi_schedules_of_injective_reduce_and_softmax_outputs(schedule_module:
             got = tvm.nd.empty(topi.utils.get_const_tuple(out.shape))
             f(*[tvm.nd.array(v) for v in (x, y)[:len(inputs)]], got)
             np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-6)
+
+
+def test_the_topi_introduction_over_symbolic_sizes():
+    n, m = te.var("n"), te.var("m")
+    a = te.placeholder((n, m), name="A")
+    row_sum = topi.sum(a, axis=1)
+    text = str(tvm.lower(te.create_schedule(row_sum.op), [a, row_sum], simple_mode=True))
+    assert "float32[n, m]" in text and "for (k1, 0, m)" in text
+    x, y, z = te.var("x"), te.var("y"), te.var("z")
+    big, small = te.placeholder((x, y, z), name="a"), te.placeholder((y, z), name="b")
+    c = big + small                    # tensors broadcast as TVM's do once topi is imported
+    d = big * small
+    e = topi.elemwise_sum([c, d])
+    f = e / 2.0
+    g = topi.sum(f)
+    func = tvm.build(te.create_schedule(g.op), [big, small, g], "llvm")
+    for shape in ((3, 4, 5), (2, 1, 7)):
+        p = RNG.standard_normal(shape).astype("float32")
+        q = RNG.standard_normal(shape[1:]).astype("float32")
+        out = tvm.nd.empty(())
+        func(tvm.nd.array(p), tvm.nd.array(q), out)
+        np.testing.assert_allclose(out.numpy(), ((p + q + p * q) / 2).sum(), rtol=1e-4)
+
+
+def test_tensor_arithmetic_names_shapes_that_do_not_broadcast():
+    with pytest.raises(TuneError, match="add: shapes .* do not broadcast"):
+        _ = te.placeholder((4, 3), name="a") + te.placeholder((2,), name="b")
+    with pytest.raises(TuneError, match="symbolic sizes"):
+        topi.transpose(te.placeholder((te.var("n"), 3), name="a"))

@@ -9,6 +9,7 @@ from tunecli.engine.graph.te_call import (
     clip,
     concatenate,
     divide,
+    elemwise_sum,
     erf,
     exp,
     expand_dims,
@@ -38,8 +39,8 @@ from tunecli.engine.ops.nn import add
 from . import generic, nn, testing, utils, x86
 
 __all__ = [
-    "abs", "add", "broadcast_to", "cast", "clip", "concatenate", "divide", "erf", "exp", "expand_dims",
-    "log", "max", "maximum", "mean", "min", "minimum", "multiply", "negative", "power", "reshape", "rsqrt",
-    "sigmoid", "sqrt", "squeeze", "strided_slice", "subtract", "sum", "take", "tanh", "transpose", "nn",
-    "testing", "utils", "generic", "x86",
+    "abs", "add", "broadcast_to", "cast", "clip", "concatenate", "divide", "elemwise_sum", "erf", "exp",
+    "expand_dims", "log", "max", "maximum", "mean", "min", "minimum", "multiply", "negative", "power",
+    "reshape", "rsqrt", "sigmoid", "sqrt", "squeeze", "strided_slice", "subtract", "sum", "take", "tanh",
+    "transpose", "nn", "testing", "utils", "generic", "x86",
 ]

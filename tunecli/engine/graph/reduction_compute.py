@@ -10,13 +10,13 @@ axes and the rest apart (``row_reduction``), so a CPU schedule vectorizes their 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ops.nn import pool2d
+from tunecli.engine.te.axis_reduce import reduce_axes
 from tunecli.errors import GraphError
 
 from .layout import parse_layout
@@ -189,37 +189,7 @@ def _log_softmax(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorTy
 def _reduce(kind: str) -> Compute:
     def compute(attrs: ReduceAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
         (x,) = inputs
-        ndim = len(x.shape)
-        axes = list(range(ndim)) if attrs.axis is None else [a % ndim for a in attrs.axis]
-        if attrs.exclude:
-            axes = [a for a in range(ndim) if a not in axes]
-        raxes = {a: te.reduce_axis((0, x.shape[a]), name=f"k{a}") for a in axes}
-        count = math.prod(x.shape[a] for a in axes)
-
-        def body(*i: E.Expr) -> E.Expr:
-            it = iter(i)
-            coords = []
-            for a in range(ndim):
-                if a in raxes:
-                    coords.append(raxes[a])
-                    if attrs.keepdims:
-                        next(it)
-                else:
-                    coords.append(next(it))
-            value = x(*coords)
-            red = list(raxes.values())
-            if kind == "max":
-                return te.max(value, axis=red)
-            if kind == "min":
-                return te.min(value, axis=red)
-            return te.sum(value, axis=red)
-
-        total = te.compute(out.shape, body, name=f"T_{kind}", tag=f"comm_reduce_{kind}")
-        if kind != "mean":
-            return total
-        return te.compute(
-            out.shape, lambda *i: total(*i) / E.const(count, x.dtype), name="T_mean", tag="elemwise"
-        )
+        return reduce_axes(x, kind, attrs.axis, attrs.keepdims, attrs.exclude)
 
     return compute
 

@@ -4,8 +4,9 @@ A TOPI call (``topi.nn.softmax(x, axis=1)``, ``topi.sum(x, axis=0)``, ``topi.tra
 builds the graph call of the same operator on variables of its inputs' shapes and dtypes, infers
 its type (the operator's own checks and errors) and returns what the operator's ``FTVMCompute``
 definition builds on the given te tensors (``topi.add`` is ``ops.nn.add``): the stages a network's
-kernel computes, which a user's schedule (``te.create_schedule(out.op)``) then places.  Binary
-operators also take a Python number for either operand, as TVM's do.
+kernel computes, which a user's schedule (``te.create_schedule(out.op)``) then places.  The
+broadcast arithmetic (``te.broadcast``, a Python number for either operand as in TVM) and the
+reductions (``te.axis_reduce``) are te's own, so they also take symbolic sizes (``te.var``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import TypeAlias
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ops.nn import conv2d_nchw
+from tunecli.engine.te.axis_reduce import reduce_axes
+from tunecli.engine.te.broadcast import broadcast_binary
 from tunecli.errors import GraphError
 
 from .graph_expr import Call, Expr, var
 from .op_compute import compute_of
-from .ops import broadcast, nn, reduce, replicate, slicing, transform, unary
+from .ops import nn, replicate, slicing, transform, unary
 from .type_infer import infer_types, tensor_type_of
 
 #: What a TOPI operator takes where the graph operator takes an expression.
@@ -46,34 +49,42 @@ def te_call(make: Callable[..., Call], *inputs: TensorArg, **attrs: object) -> t
 def _graph_var(t: object, flat: list[te.Tensor]) -> Expr:
     if not isinstance(t, te.Tensor):
         raise GraphError(f"topi: expected a te.Tensor, got {t!r}")
+    if not all(isinstance(n, int) for n in t.shape):
+        raise GraphError(f"topi: tensor {t.name} has symbolic sizes {t.shape}; this operator needs constant "
+                         "ones (the elementwise arithmetic and the reductions take symbolic sizes)")
     flat.append(t)
     return var(f"{t.op.name}_{len(flat)}", shape=tuple(t.shape), dtype=t.dtype)
 
 
-def _binary(make: Callable[..., Call], fn: Callable[[E.Expr, E.Expr], E.Expr], name: str
+def _binary(fn: Callable[[E.Expr, E.Expr], E.Expr], name: str
             ) -> Callable[[te.Tensor | Scalar, te.Tensor | Scalar], te.Tensor]:
     def op(lhs: te.Tensor | Scalar, rhs: te.Tensor | Scalar) -> te.Tensor:
-        if isinstance(lhs, te.Tensor) and isinstance(rhs, te.Tensor):
-            return te_call(make, lhs, rhs)
-        if isinstance(lhs, te.Tensor):
-            c = E.const(rhs, lhs.dtype)
-            return te.compute(lhs.shape, lambda *i: fn(lhs(*i), c), name=f"T_{name}", tag="elemwise")
-        if isinstance(rhs, te.Tensor):
-            c = E.const(lhs, rhs.dtype)
-            return te.compute(rhs.shape, lambda *i: fn(c, rhs(*i)), name=f"T_{name}", tag="elemwise")
-        raise GraphError(f"topi.{name}: at least one operand must be a te.Tensor, got {lhs!r} and {rhs!r}")
+        if not isinstance(lhs, te.Tensor) and not isinstance(rhs, te.Tensor):
+            raise GraphError(f"topi.{name}: at least one operand must be a te.Tensor, got {lhs!r} and "
+                             f"{rhs!r}")
+        return broadcast_binary(fn, lhs, rhs, name)
 
     op.__name__ = name
     op.__doc__ = f"``{name}`` of two tensors (numpy broadcasting) or of a tensor and a number."
     return op
 
 
-subtract = _binary(broadcast.subtract, lambda a, b: a - b, "subtract")
-multiply = _binary(broadcast.multiply, lambda a, b: a * b, "multiply")
-divide = _binary(broadcast.divide, lambda a, b: a / b, "divide")
-maximum = _binary(broadcast.maximum, lambda a, b: te.max(a, b), "maximum")
-minimum = _binary(broadcast.minimum, lambda a, b: te.min(a, b), "minimum")
-power = _binary(broadcast.power, lambda a, b: te.power(a, b), "power")
+subtract = _binary(lambda a, b: a - b, "subtract")
+multiply = _binary(lambda a, b: a * b, "multiply")
+divide = _binary(lambda a, b: a / b, "divide")
+maximum = _binary(lambda a, b: te.max(a, b), "maximum")
+minimum = _binary(lambda a, b: te.min(a, b), "minimum")
+power = _binary(lambda a, b: te.power(a, b), "power")
+
+
+def elemwise_sum(xs: Sequence[te.Tensor]) -> te.Tensor:
+    """The elementwise sum of tensors of one shape."""
+    if not xs:
+        raise GraphError("topi.elemwise_sum: no tensors given")
+    total = xs[0]
+    for x in xs[1:]:
+        total = broadcast_binary(lambda a, b: a + b, total, x, "elemwise_sum")
+    return total
 
 
 def _unary(make: Callable[..., Call], name: str) -> Callable[[te.Tensor], te.Tensor]:
@@ -126,19 +137,19 @@ def flatten(data: te.Tensor) -> te.Tensor:
     return te_call(nn.batch_flatten, data)
 
 
-def _reduction(make: Callable[..., Call], name: str) -> Callable[..., te.Tensor]:
+def _reduction(kind: str) -> Callable[..., te.Tensor]:
     def op(data: te.Tensor, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> te.Tensor:
-        return te_call(make, data, axis=axis, keepdims=keepdims)
+        return reduce_axes(data, kind, axis, keepdims)
 
-    op.__name__ = name
-    op.__doc__ = f"``{name}`` over ``axis`` (all axes when None), the reduced axes kept as 1 if ``keepdims``."
+    op.__name__ = kind
+    op.__doc__ = f"``{kind}`` over ``axis`` (all axes when None), the reduced axes kept as 1 if ``keepdims``."
     return op
 
 
-sum = _reduction(reduce.sum, "sum")  # noqa: A001 - TVM's name
-max = _reduction(reduce.max, "max")  # noqa: A001
-min = _reduction(reduce.min, "min")  # noqa: A001
-mean = _reduction(reduce.mean, "mean")
+sum = _reduction("sum")  # noqa: A001 - TVM's name
+max = _reduction("max")  # noqa: A001
+min = _reduction("min")  # noqa: A001
+mean = _reduction("mean")
 
 
 def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
@@ -195,8 +206,8 @@ def conv2d(input: te.Tensor, filter: te.Tensor, strides: int | Sequence[int],  #
 
 
 __all__ = [
-    "te_call", "subtract", "multiply", "divide", "maximum", "minimum", "power", "exp", "log", "sqrt",
-    "rsqrt", "sigmoid", "tanh", "negative", "abs", "erf", "cast", "clip", "leaky_relu", "softmax",
+    "te_call", "elemwise_sum", "subtract", "multiply", "divide", "maximum", "minimum", "power", "exp", "log",
+    "sqrt", "rsqrt", "sigmoid", "tanh", "negative", "abs", "erf", "cast", "clip", "leaky_relu", "softmax",
     "log_softmax", "flatten", "sum", "max", "min", "mean", "transpose", "reshape", "squeeze", "expand_dims",
     "concatenate", "broadcast_to", "strided_slice", "take", "conv2d",
 ]

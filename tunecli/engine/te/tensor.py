@@ -8,7 +8,8 @@ used directly in expressions (it converts to its ``var``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from tunecli.engine.ir import expr as E
@@ -189,6 +190,23 @@ def thread_axis(dom: Range | tuple[E.ExprLike, E.ExprLike] | str | None = None, 
     return IterVar(rng, E.Var(name or tag, "int32"), THREAD_INDEX, tag)
 
 
+def _broadcasting(fn: Callable[[E.Expr, E.Expr], E.Expr], name: str, reflected: bool,
+                  scalar: Callable[[Tensor, object], E.Expr]) -> Callable[[Tensor, object], E.Expr | Tensor]:
+    """A Tensor operator: the broadcast elementwise ``fn`` of a tensor with dimensions and the other
+    operand (a tensor or a number); ``scalar`` for a zero-dimensional tensor."""
+
+    def method(self: Tensor, other: object) -> E.Expr | Tensor:
+        if not self.shape:
+            return scalar(self, other)
+        from .broadcast import broadcast_binary  # it builds computes, which import this module
+
+        lhs, rhs = (other, self) if reflected else (self, other)
+        return broadcast_binary(fn, lhs, rhs, name)  # type: ignore[arg-type]
+
+    method.__name__ = name
+    return method
+
+
 class Tensor(_ExprLike):
     """Output ``value_index`` of ``op``: a multi-dimensional array of ``dtype`` with ``shape``."""
 
@@ -238,6 +256,17 @@ class Tensor(_ExprLike):
 
     def __repr__(self) -> str:
         return f"Tensor(name={self.name}, shape={self.shape}, dtype={self.dtype})"
+
+    # ``a + b`` of tensors (or a tensor and a number): a broadcast elementwise tensor, as TVM's
+    # tensors once topi is imported; a zero-dimensional tensor stays a scalar expression.
+    __add__ = _broadcasting(operator.add, "add", False, _ExprLike.__add__)
+    __radd__ = _broadcasting(operator.add, "add", True, _ExprLike.__radd__)
+    __sub__ = _broadcasting(operator.sub, "subtract", False, _ExprLike.__sub__)
+    __rsub__ = _broadcasting(operator.sub, "subtract", True, _ExprLike.__rsub__)
+    __mul__ = _broadcasting(operator.mul, "multiply", False, _ExprLike.__mul__)
+    __rmul__ = _broadcasting(operator.mul, "multiply", True, _ExprLike.__rmul__)
+    __truediv__ = _broadcasting(operator.truediv, "divide", False, _ExprLike.__truediv__)
+    __rtruediv__ = _broadcasting(operator.truediv, "divide", True, _ExprLike.__rtruediv__)
 
     def __eq__(self, other: object):  # type: ignore[override]
         if isinstance(other, Tensor):
