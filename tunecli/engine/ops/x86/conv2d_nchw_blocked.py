@@ -265,10 +265,20 @@ def schedule_conv2d_nchw_blocked(cfg: ConfigSpace, outs: Sequence[te.Tensor],
                                  epilogue: te.Tensor | None = None) -> Schedule:
     """``conv2d_NCHWc.x86``'s schedule, the unpacking stage its NCHW epilogue (register blocks written
     to NCHW); the data's packing inlined into its reader (the padding stage, or the convolution,
-    which broadcasts one input value at a time either way), the padding too by :func:`inlines_padding`."""
+    which broadcasts one input value at a time either way), the padding too by :func:`inlines_padding`.
+    With 32 vector registers a 1x1 kernel's register block is written a channel at a time (its
+    run of positions from the accumulator, a loop over channels) instead of a vector of channels
+    scattered a lane at a time: the write is a large share of a 1x1 kernel's work."""
     (out,) = outs
     (conv,) = out.op.input_tensors
     s = schedule_conv2d_NCHWc(cfg, [conv], epilogue=out if epilogue is None else epilogue)
+    stage = s[out if epilogue is None else epilogue]
+    if fp32_lanes() >= 16 and tuple(conv.op.input_tensors[1].shape[2:4]) == (1, 1):
+        _, _, *positions, channels = stage.leaf_iter_vars  # tile_output's: parallel, xo, ..., oc_bn
+        stage.reorder(channels, *positions)
+        for axis in positions:
+            stage.unroll(axis)
+        del stage.iter_var_attrs[channels]  # a serial loop: not vectorized
     data = conv.op.input_tensors[0]
     (packed,) = data.op.input_tensors if "pad" in data.op.tag else (data,)
     s[packed].compute_inline()
@@ -356,20 +366,9 @@ def winograd_weight_oihw(data: np.ndarray, kernel: np.ndarray) -> tuple[np.ndarr
 
 
 def weight_for_kernel(template: str, weight: np.ndarray, kernel_shape: Sequence[int]) -> np.ndarray:
-    """An ``[CO, CI, KH, KW]`` weight in the layout of a built kernel's weight argument.
-
-    Parameters
-    ----------
-    template : str
-        :data:`BLOCKED`, :data:`WINOGRAD`, :data:`GEMM_1X1` or :data:`PIXELS`.
-    weight : numpy.ndarray
-    kernel_shape : sequence of int
-        The shape of the kernel's weight argument (its config's blocks).
-
-    Returns
-    -------
-    numpy.ndarray
-    """
+    """An ``[CO, CI, KH, KW]`` weight in the layout of the weight argument of a built ``template``
+    kernel (:data:`BLOCKED`, :data:`WINOGRAD`, :data:`GEMM_1X1` or :data:`PIXELS`), whose shape
+    ``kernel_shape`` gives the config's blocks."""
     if template == WINOGRAD:
         alpha, _, _, _, ic_bn, oc_bn = kernel_shape
         return ref.winograd_kernel_transform(weight, alpha - 2, ic_bn, oc_bn)
