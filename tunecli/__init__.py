@@ -38,11 +38,15 @@ def lower(sch: Schedule, args: Sequence[te.Tensor] | None = None, name: str = "m
 
 
 def build(sch: Schedule | PrimFunc | PrimModule, args: Sequence[te.Tensor] | None = None,
-          target: str | Target | None = None, name: str = "default_function") -> Module:
+          target: str | Target | None = None, target_host: str | Target | None = None,
+          name: str = "default_function") -> Module:
     """TVM's ``tvm.build``: compile a schedule with its arguments, a lowered function, or the
-    module ``lower`` returned (``engine.build.build``)."""
+    module ``lower`` returned (``engine.build.build``); ``target_host`` (TVM's older argument)
+    becomes the target's host."""
     if isinstance(sch, PrimModule):
         sch = sch.only
+    if target_host is not None:
+        target = Target(target if target is not None else "llvm", host=target_host)
     return _engine.build(sch, args, target, name)
 
 _LAZY_FACES = ("autotvm", "topi", "rpc", "target", "nd", "runtime", "testing", "tir", "relay", "transform",

@@ -265,3 +265,14 @@ def test_auto_inline_leaves_scheduled_stages_alone():
     s[b].compute_at(s[c], outer)
     te.schedule.AutoInlineInjective(s)
     assert s[b].attach_type == "scope" and isinstance(s[c].relations[0], te.schedule.Split)
+
+
+def test_build_takes_tvms_target_host_argument():
+    a, b = copy_2d(8, 8)
+    s = te.create_schedule(b.op)
+    f = tvm.build(s, [a, b], "llvm", target_host="llvm", name="triple")
+    assert f.entry_name == "triple"
+    x = RNG.standard_normal((8, 8)).astype("float32")
+    out = tvm.nd.empty((8, 8))
+    f(tvm.nd.array(x), out)
+    np.testing.assert_allclose(out.numpy(), x * 3.0, rtol=1e-6)
