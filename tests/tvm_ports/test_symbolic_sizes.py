@@ -104,3 +104,12 @@ def test_a_lowered_function_of_symbolic_sizes_is_not_built_directly():
     mod = tvm.lower(te.create_schedule(c.op), [a, b, c])
     with pytest.raises(TuneError, match="symbolic sizes; build the schedule itself"):
         tvm.build(mod)
+
+
+def test_saving_a_kernel_of_symbolic_sizes_says_why_not(tmp_path):
+    _, a, b, c = vector_add()
+    f = tvm.build(te.create_schedule(c.op), [a, b, c], "llvm")
+    for attempt in (lambda: f.export_library(str(tmp_path / "add.so")), lambda: f.get_source(),
+                    lambda: f.save(str(tmp_path / "add.o"))):
+        with pytest.raises(TuneError, match=r"compiled per value of its symbolic sizes \(n\)"):
+            attempt()

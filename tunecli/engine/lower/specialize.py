@@ -138,6 +138,24 @@ class SizedKernel:
 
         return evaluate
 
+    def _per_size(self, what: str) -> LoweringError:
+        names = ", ".join(v.name for v in self.sizes)
+        return LoweringError(f"kernel {self.entry_name!r}: {what} needs one compiled kernel, and this one is "
+                             f"compiled per value of its symbolic sizes ({names}); build the schedule with "
+                             "constant sizes for that")
+
+    def get_source(self, fmt: str = "ll") -> str:
+        """Refused (LoweringError): there is no single kernel's source."""
+        raise self._per_size("get_source")
+
+    def save(self, path: object) -> None:
+        """Refused (LoweringError): there is no single object file."""
+        raise self._per_size("save")
+
+    def export_library(self, file_name: object, *args: object, **kwargs: object) -> None:
+        """Refused (LoweringError): there is no single library."""
+        raise self._per_size("export_library")
+
     def __repr__(self) -> str:
         names = ", ".join(v.name for v in self.sizes)
         return f"SizedKernel({self.entry_name!r}, sizes {names}; {len(self._kernels)} compiled)"
