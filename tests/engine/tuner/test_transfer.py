@@ -199,3 +199,14 @@ def test_a_model_transferred_after_own_fits_plans_the_next_trials_at_once(seed: 
     tuner.load_history(every_config_records(make_task(n=32, parts=2)), min_seed_records=50)
     assert tuner.transferred and tuner.train_ct == 2  # refitted with the other shape's records
     assert best_of_next_three() == pytest.approx(1.0)  # and the plan is the transferred model's
+
+
+def test_a_late_transfer_counts_only_the_records_of_other_tasks() -> None:
+    task = make_task(n=64, parts=2)
+    tuner = XGBTuner(task, plan_size=8, num_threads=1, seed=0, min_seed_records=50)
+    own = every_config_records(task)[:60]  # this task's own records are no transfer
+    others = every_config_records(make_task(n=32, parts=2))
+    tuner.transfer_late(own + others[:49])
+    assert not tuner.transferred
+    tuner.transfer_late(own + others[:50])
+    assert tuner.transferred

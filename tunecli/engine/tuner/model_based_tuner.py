@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tunecli.engine.log.task_history import TaskHistory
+from tunecli.engine.log.task_history import TaskHistory, task_history
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.tuner.tuner import Tuner
 from tunecli.errors import TuneError
@@ -207,6 +207,7 @@ class ModelBasedTuner(Tuner):
         self.flops_max = 0.0
         self.train_ct = 0
         self.next_fit = int(first_fit or plan_size)  # measurements at which the model is refitted
+        self._late_records = 0  # other tasks' records at the last ``transfer_late`` that tried
 
     def has_next(self) -> bool:
         """Return True while an unvisited valid config is left."""
@@ -279,6 +280,25 @@ class ModelBasedTuner(Tuner):
         knobs = [self.space.point2knob(x) for x in candidate]
         pick = submodular_pick(np.zeros(len(candidate)), knobs, self.plan_size, knob_weight=1)
         return [int(candidate[i]) for i in pick]
+
+    def transfer_late(self, records: Sequence[Record]) -> None:
+        """Start transfer learning from the records of the template's other tasks in ``records``
+        (those known now, e.g. measured since this tuner started), unless the model already learns
+        from other tasks' records or they are still fewer than ``min_seed_records``.  It retries
+        only when there are more than at its last try.
+
+        Parameters
+        ----------
+        records : sequence of (MeasureInput, MeasureResult)
+        """
+        if self.transferred:
+            return
+        others = [(inp, res) for inp, res in records
+                  if inp.task.name == self.task.name and inp.task.workload != self.task.workload]
+        if len(others) < self.min_seed_records or len(others) <= self._late_records:
+            return
+        self._late_records = len(others)
+        self.resume(task_history(self.task, ()), others)
 
     def resume(self, history: TaskHistory, data_set: Sequence[Record] = (),
                min_seed_records: int | None = None) -> None:

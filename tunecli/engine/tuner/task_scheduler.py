@@ -88,9 +88,6 @@ class ScheduledTask:
         Trials of its round in flight (0 when none is).
     curve : list of float
         ``latency`` after each trial measured in this run (the gradient's forward estimate).
-    transfer_records : int
-        Records of the template's other tasks when its tuner last tried to transfer-learn from
-        them (0: not yet).
     """
 
     task: Task
@@ -106,7 +103,6 @@ class ScheduledTask:
     group: str | None = None
     running: int = 0
     curve: list[float] = field(default_factory=list)
-    transfer_records: int = 0
 
     @property
     def latency(self) -> float:
@@ -353,25 +349,12 @@ class TaskScheduler:
             t.tuner = self.make_tuner(t.task)
             if self.history:  # its own records are still those of its history: this is its first round
                 t.tuner.resume(self.task_histories[index], self.history)
-        else:
-            self._transfer_late(t)
+        elif isinstance(t.tuner, ModelBasedTuner):  # too few records of its template at its first round?
+            t.tuner.transfer_late(self.history)
         reserved = sum(u.running for u in self.tasks)
         t.running = max(1, min(self._round_size(t), self.budget - self.spent - reserved))
         self.last = index
         return t.running
-
-    def _transfer_late(self, t: ScheduledTask) -> None:
-        """Give a model-based tuner without a transferred model the records of its template's
-        other tasks, once they are at least its ``min_seed_records`` (and more than last time)."""
-        tuner = t.tuner
-        if not isinstance(tuner, ModelBasedTuner) or tuner.transferred:
-            return
-        others = [(inp, res) for inp, res in self.history
-                  if inp.task.name == t.task.name and inp.task.workload != t.task.workload]
-        if len(others) < tuner.min_seed_records or len(others) <= t.transfer_records:
-            return
-        t.transfer_records = len(others)
-        tuner.resume(task_history(t.task, ()), others)
 
     def measure_round(self, index: int, measure_option: MeasureSetting,
                       callbacks: Sequence[Callable[..., None]] = ()
