@@ -1,4 +1,5 @@
-"""tunecli.autotvm.task.space: config spaces and their knobs (TVM's ``autotvm.task.space``)."""
+"""tunecli.autotvm.task.space: config spaces and their knobs (TVM's ``autotvm.task.space``), and the
+``InstantiationError`` a template raises for a config it refuses."""
 
 from tunecli.engine.task.annotate_space import AnnotateEntity, AnnotateSpace
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -17,9 +18,11 @@ from tunecli.engine.task.space_entities import (
     get_pow2s,
 )
 from tunecli.engine.task.space_index import SpaceIndexError
+from tunecli.errors import InstantiationError
 
 __all__ = [
     "AnnotateEntity", "AnnotateSpace", "Axis", "ConfigEntity", "ConfigSpace", "FallbackConfigEntity",
-    "OtherOptionEntity", "OtherOptionSpace", "ReorderEntity", "ReorderSpace", "SpaceIndexError",
-    "SplitEntity", "SplitSpace", "TransformSpace", "VirtualAxis", "get_factors", "get_pow2s",
+    "InstantiationError", "OtherOptionEntity", "OtherOptionSpace", "ReorderEntity", "ReorderSpace",
+    "SpaceIndexError", "SplitEntity", "SplitSpace", "TransformSpace", "VirtualAxis", "get_factors",
+    "get_pow2s",
 ]
