@@ -74,3 +74,13 @@ def test_the_mlp_of_relay_testing_builds_and_matches_the_interpreter():
     assert out.shape == (2, 10)
     np.testing.assert_allclose(out.sum(axis=1), [1.0, 1.0], rtol=1e-5)
     np.testing.assert_allclose(out, expected(mod, params, x), rtol=1e-4, atol=1e-6)
+
+
+def test_parameters_bound_by_name_become_constants():
+    mod, params = small_network()
+    bound = relay.build_module.bind_params_by_name(mod["main"], params)
+    assert [p.name_hint for p in bound.params] == ["data"]
+    x = RNG.standard_normal((1, 3, 10, 10)).astype("float32")
+    got = relay.create_executor("debug", mod=tvm.IRModule.from_expr(bound)).evaluate()(x).numpy()
+    np.testing.assert_allclose(got, expected(mod, params, x), rtol=1e-5, atol=1e-7)
+    assert relay.bind_params_by_name is relay.build_module.bind_params_by_name

@@ -13,7 +13,7 @@ from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.traversal import ExprMutator
 from tunecli.engine.graph.types import FuncType, TensorType, TupleType
 from tunecli.relay import analysis, build_module, expr, frontend, op, testing, transform
-from tunecli.relay.build_module import build, optimize
+from tunecli.relay.build_module import bind_params_by_name, build, optimize
 from tunecli.relay.expr import *  # noqa: F403 - the expression nodes, listed once in relay.expr
 from tunecli.relay.op import nn
 from tunecli.relay.op import reduce as _reduce
@@ -33,6 +33,7 @@ __all__ = [
     "build",
     "build_module",
     "astext",
+    "bind_params_by_name",
     "create_executor",
     "expr",
     "frontend",
