@@ -223,8 +223,8 @@ def test_best_says_when_a_mark_is_no_longer_the_untuned_config(invoke: Invoke, t
     assert result.exit_code == 0, result.output
     assert "(untuned)" not in result.stdout
     assert ("[0] config 3, marked untuned (default) by the tune, is no longer what the untuned build runs "
-            "(the packages or fallback rules changed since): ranked as an ordinary record"
-            ) in " ".join(result.stdout.split())
+            "(the packages or fallback rules changed since): ranked as an ordinary record; `tunecli tune` "
+            "measures today's untuned config") in " ".join(result.stdout.split())
     monkeypatch.setenv("COLUMNS", "80")
     narrow = invoke("best", str(log)).stdout
     assert "[0] config 3, marked untuned (default) by the tune" in narrow

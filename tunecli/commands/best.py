@@ -43,7 +43,7 @@ def _print_report(app: App, report: BestReport) -> None:
             app.echo(f"[{i}] apply builds config {w.chosen}:")
             app.echo(f"  {w.why}")
         if w.stale is not None:
-            for line in textwrap.wrap(f"[{i}] {w.stale}",
+            for line in textwrap.wrap(f"[{i}] {w.stale}; `tunecli tune` measures today's untuned config",
                                       app.console.width, subsequent_indent="  ", break_long_words=False):
                 app.echo(line)
 

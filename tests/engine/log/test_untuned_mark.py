@@ -131,7 +131,8 @@ def test_tunecli_best_says_a_mark_is_stale_and_ranks_without_it(task, without_pa
 def test_a_tune_step_marks_its_untuned_config_and_the_next_tune_marks_todays(task, without_packages,
                                                                             tmp_path: Path):
     """A real tune step (``measure_untuned``) writes the mark; once the packages changed the ranking
-    stops honouring it, and the next tune step measures and marks today's untuned config."""
+    stops honouring it, and the next tune step measures and marks today's untuned config (also where
+    the log holds it unmarked, as a random trial measured it)."""
     log = tmp_path / "tune.log"
     option = measure_option(LocalBuilder(n_parallel=1), LocalRunner(number=1, repeat=1, cooldown_interval=0))
     [(then, res)] = measure_untuned(task, TaskHistory(), option, [log_to_file(str(log))])
@@ -145,10 +146,12 @@ def test_a_tune_step_marks_its_untuned_config_and_the_next_tune_marks_todays(tas
         context = ApplyHistoryBest(str(log))
         assert "marked untuned (default) by the tune, is no longer" in context.why(TARGET, WORKLOAD)
         assert [int(inp.config.index) for inp in context.stale_marks.values()] == [int(then.config.index)]
+    today = untuned_config(task).config  # once measured as an ordinary trial (a line without the mark)
+    log.write_text(log.read_text() + encode(MeasureInput(task.target, task, today), res) + "\n")
     [(now, again)] = measure_untuned(task, task_history(task, load_from_file(log)), option,
                                      [log_to_file(str(log))])
-    assert again.ok and (int(now.config.index), now.config.untuned) == (untuned_config(task).config.index,
-                                                                        "nearest")
+    assert again.ok and (int(now.config.index), now.config.untuned) == (today.index, "nearest")
+    assert measure_untuned(task, task_history(task, load_from_file(log)), option) == []  # held, marked
     with TARGET:
         context = ApplyHistoryBest(str(log))
         why = context.why(TARGET, WORKLOAD)

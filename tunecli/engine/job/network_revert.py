@@ -127,7 +127,7 @@ def stale_line(stale: list[Workload]) -> str:
     shown = ", ".join(workload_label(w) for w in stale[:3]) + (" ..." if len(stale) > 3 else "")
     return (f"{len(stale)} task(s) with a record marked untuned that the untuned build no longer runs (the "
             "pre-tuned packages or the fallback rules changed since the tune), ranked as an ordinary "
-            f"record: {shown}")
+            f"record (`tunecli tune` measures today's untuned config): {shown}")
 
 
 def workload_label(workload: Workload) -> str:

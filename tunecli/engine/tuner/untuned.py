@@ -50,10 +50,11 @@ from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.op_registry import OPS
 from tunecli.engine.graph.op_strategy import select_implementation
 from tunecli.engine.log.history_best import ApplyHistoryBest
-from tunecli.engine.log.layout_choice import MARGIN
+from tunecli.engine.log.layout_choice import MARGIN, is_untuned
 from tunecli.engine.log.nearest_record import entity_distance
 from tunecli.engine.log.task_history import Record, TaskHistory, task_history
 from tunecli.engine.log.task_records import lowest_per_config, records_of
+from tunecli.engine.log.untuned_mark import stale_mark
 from tunecli.engine.measure.result import MeasureInput
 from tunecli.engine.target import Target
 from tunecli.engine.task.config_source import DEFAULT, config_source
@@ -127,7 +128,7 @@ def untuned_config(task: Task) -> UntunedConfig | None:
 
 def measure_untuned(task: Task, known: TaskHistory, measure_option: MeasureSetting,
                     callbacks: Sequence[Callable[..., None]] = ()) -> list[Record]:
-    """Measure the task's untuned config (``untuned_config``) unless ``known`` holds it.
+    """Measure the task's untuned config (``untuned_config``) unless ``known`` holds it (``_held``).
 
     Parameters
     ----------
@@ -145,7 +146,7 @@ def measure_untuned(task: Task, known: TaskHistory, measure_option: MeasureSetti
         The record measured (none when the log holds the config or the task has none).
     """
     found = untuned_config(task)
-    if found is None or int(found.config.index) in known.configs:
+    if found is None or _held(found, known):
         return []
     if found.exact:  # the log line says so (``record.UNTUNED_SOURCES``): near-ties keep it
         found.config.untuned = found.source
@@ -160,6 +161,16 @@ def measure_untuned(task: Task, known: TaskHistory, measure_option: MeasureSetti
     for callback in callbacks:
         callback.on_result(None, inp, res)
     return [(inp, res)]
+
+
+def _held(found: UntunedConfig, known: TaskHistory) -> bool:
+    """Whether ``known`` holds the untuned config as the ranking needs it: measured, and marked where
+    the log marks another config untuned (a mark gone stale: the packages or fallback rules changed
+    since; today's config, once measured as an ordinary trial, is measured again with its mark)."""
+    index = int(found.config.index)
+    marked = {int(inp.config.index) for inp, _ in known.records
+              if is_untuned(inp.config) or stale_mark(inp.config) is not None}
+    return index in known.configs and (not found.exact or not marked or index in marked)
 
 
 def _answered(task: Task) -> ConfigEntity | None:
@@ -278,7 +289,7 @@ def measure_untuned_implementations(tasks: Sequence[Task], logged: Sequence[Reco
     for task in tasks:
         known = task_history(task, logged)
         found = untuned_config(task)
-        if found is None or int(found.config.index) in known.configs:
+        if found is None or _held(found, known):
             continue
         if option is None:
             option = measure_option()
