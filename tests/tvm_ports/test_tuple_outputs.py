@@ -43,7 +43,7 @@ def run_argmax(f, rows, cols):
     np.testing.assert_array_equal(largest.numpy(), values.max(axis=1))
 
 
-@pytest.mark.parametrize("plan", ["plain", "split", "cache_write", "symbolic"])
+@pytest.mark.parametrize("plan", ["plain", "split", "cache_write", "cache_write_both", "symbolic"])
 def test_an_argmax_as_a_tuple_reduction(plan: str) -> None:
     if plan == "symbolic":
         idx, val, where, largest = argmax_of(te.var("m"), te.var("n"))
@@ -54,8 +54,12 @@ def test_an_argmax_as_a_tuple_reduction(plan: str) -> None:
     if plan == "split":
         ko, ki = s[where].split(s[where].op.reduce_axis[0], factor=8)
         s[where].reorder(ko, ki)
-    elif plan == "cache_write":
-        acc = s.cache_write(where, "local")
+    elif plan.startswith("cache_write"):
+        if plan == "cache_write_both":  # TVM's form: every output of the operation
+            acc, acc_value = s.cache_write([where, largest], "local")
+            assert acc.op is acc_value.op and acc_value.dtype == "float32"
+        else:
+            acc = s.cache_write(where, "local")
         outer, _ = s[where].split(where.op.axis[0], factor=4)
         s[acc].compute_at(s[where], outer)
     f = tvm.build(s, [idx, val, where, largest], "llvm")

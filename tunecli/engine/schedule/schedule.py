@@ -144,9 +144,15 @@ class Schedule:
         """Read ``tensor`` through a copy in ``scope`` for ``readers``; returns the copy."""
         return cache_read(self, tensor, scope, readers)
 
-    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
-        """Compute ``tensor`` into a ``scope`` buffer then copy it out; returns the cache tensor."""
-        return cache_write(self, tensor, scope)
+    def cache_write(self, tensor: Tensor | Sequence[Tensor], scope: str) -> Tensor | list[Tensor]:
+        """Compute ``tensor`` into a ``scope`` buffer then copy it out; returns the cache tensor (a
+        list of them for a list of the outputs of one operation, as TVM takes them)."""
+        if not isinstance(tensor, (list, tuple)):
+            return cache_write(self, tensor, scope)
+        if not tensor or any(t.op is not tensor[0].op for t in tensor):
+            raise ScheduleError("cache_write: a list of tensors must be outputs of one operation")
+        first = cache_write(self, tensor[0], scope)
+        return [first.op.output(t.value_index) for t in tensor]
 
     def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
         """Factor the reduction over ``axis`` into a new stage; returns its tensor."""
