@@ -278,3 +278,16 @@ def test_request_device_refuses_a_device_that_cannot_run_the_target(server, trac
     with pytest.raises(TargetError, match="request: .*aarch64"):
         request_device("127.0.0.1", tracker.port, "host", target=ARM_BOARD, where="request")
     wait_for(lambda: free_servers(tracker, "host") == 1, what="the device free again")
+
+
+def test_a_bounded_request_for_a_key_no_server_has_fails_at_once_naming_the_keys(server, tracker):
+    """``tunecli apply`` with a mistyped key: one error now, not a timeout after a minute."""
+    start = time.monotonic()
+    with pytest.raises(RPCError) as err:
+        request_device("127.0.0.1", tracker.port, "hots", wait_timeout=60, where="apply")
+    where = f"127.0.0.1:{tracker.port}"
+    assert str(err.value) == (f"apply: the tracker {where} has no server of key 'hots' (its keys: 'host'); "
+                              f"start one with `tunecli server --tracker {where} --key hots`")
+    assert time.monotonic() - start < 10
+    with request_device("127.0.0.1", tracker.port, "host", wait_timeout=60) as session:
+        assert session.describe().key == "host"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from tunecli.engine.rpc.client import connect_tracker
+from tunecli.engine.rpc.client import connect_tracker, missing_key_hint, registered_keys, registered_servers
 from tunecli.engine.rpc.device_info import DeviceInfo
 from tunecli.engine.rpc.remote import RemoteSession
 from tunecli.engine.target import Target
@@ -47,10 +47,16 @@ def request_device(host: str, port: int, key: str, target: Target | str | None =
     Raises
     ------
     RPCError
-        When the tracker or no device of the key can be had (within ``wait_timeout`` seconds).
+        When the tracker or no device of the key can be had (within ``wait_timeout`` seconds; at
+        once, naming the keys it has, when a bounded wait is for a key no server has).
     TargetError
         When the device cannot run ``target``.
     """
+    if wait_timeout is not None:
+        keys = registered_keys(registered_servers(host, port, token))
+        if key not in keys:
+            raise RPCError(f"{where}: {missing_key_hint(f'{host}:{port}', key, keys)}; start one with "
+                           f"`tunecli server --tracker {host}:{port} --key {key}`")
     with connect_tracker(host, port, token, timeout=10.0) as tracker:
         session = tracker.request(key, priority, session_timeout, max_retry=max_retry,
                                   wait_timeout=wait_timeout)
