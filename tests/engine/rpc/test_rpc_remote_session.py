@@ -24,7 +24,7 @@ from tunecli.engine.rpc.remote_network import run_on_device
 from tunecli.engine.rpc.server import Server
 from tunecli.engine.rpc.session_files import SessionFiles, SessionRefusal
 from tunecli.engine.runtime import cuda
-from tunecli.errors import RPCError, TargetError
+from tunecli.errors import ArgumentError, RPCError, TargetError
 
 from .conftest import free_servers, wait_for
 
@@ -106,6 +106,26 @@ def test_a_network_uploaded_loaded_run_and_timed_on_the_server_matches_the_local
     assert len(_session_dirs(tmp_path)) == 1
     remote.close()
     wait_for(lambda: not _session_dirs(tmp_path), what="the session's directory removed")
+
+
+def test_graph_executor_create_and_outputs_into_remote_arrays(server, tracker, host_lib, expected, tmp_path):
+    """The older way of TVM's scripts, ``graph_executor.create(graph, rlib, dev)`` with
+    ``set_input(**params)``, and ``get_output(i, out)`` into an array of the device."""
+    host_lib.export_library(tmp_path / "net.tar")
+    remote = request_remote("host", "127.0.0.1", tracker.port, timeout=60)
+    remote.upload(str(tmp_path / "net.tar"))
+    rlib, dev = remote.load_module("net.tar"), remote.cpu(0)
+    module = graph_executor.create(host_lib.get_graph_json(), rlib, dev)
+    module.set_input(**host_lib.get_params())
+    module.set_input("data", X)
+    module.run()
+    out = tunecli.nd.empty(expected.shape, "float32", dev)
+    assert module.get_output(0, out) is out
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+    other, other_params = tiny_network(batch=2)
+    with pytest.raises(ArgumentError, match="graph_executor.create takes the graph it was built with"):
+        graph_executor.create(build(other, target="llvm", params=other_params).get_graph_json(), rlib, dev)
+    remote.close()
 
 
 def test_remote_arrays_live_on_the_device(server, tracker):

@@ -14,6 +14,7 @@ device.  A kernel module's library (``build(...).export_library``) loads as a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import NoReturn, Protocol
 
@@ -147,7 +148,7 @@ class RemoteExecutor(Executor):
     """A graph executor in the server's worker, driven over the session."""
 
     def __init__(self, session: ObjectCalls, handle: int, graph_json: str) -> None:
-        self.session, self.handle = session, handle
+        self.session, self.handle, self.graph_json = session, handle, graph_json
         self.plan = GraphPlan.parse(graph_json)
 
     def run(self) -> None:
@@ -194,13 +195,29 @@ class RemoteModule:
 
     def create(self, device: RemoteDevice | None = None) -> GraphModule:
         """A graph module of the library on ``device`` (a device of this session; default its CPU)."""
+        return GraphModule(self._executor(device))
+
+    def _executor(self, device: RemoteDevice | None) -> RemoteExecutor:
         if device is None:
             device = RemoteDevice(self.session, Device.kDLCPU, 0)
         if not isinstance(device, RemoteDevice) or device.session is not self.session:
             raise ArgumentError(f"remote module {self.name!r}: give a device of its session (remote.cpu(0), "
                                 f"remote.cuda(0)), got {device!r}")
         reply, data = self.session.object_call("create", {"module": self.handle, "device": device.wire})
-        return GraphModule(RemoteExecutor(self.session, reply["handle"], data.decode()))
+        return RemoteExecutor(self.session, reply["handle"], data.decode())
+
+    def graph_module(self, graph_json: str, device: RemoteDevice | None = None) -> GraphModule:
+        """``graph_executor.create(graph_json, rlib, dev)``: the library's graph module, when
+        ``graph_json`` is the graph it was built with (a remote library runs no other)."""
+        executor = self._executor(device)
+        try:
+            same = json.loads(graph_json) == json.loads(executor.graph_json)
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            raise ArgumentError(f"remote module {self.name!r}: graph_executor.create takes the graph it was "
+                                "built with (lib.get_graph_json()); or use GraphModule(rlib['default'](dev))")
+        return GraphModule(executor)
 
     def __repr__(self) -> str:
         return f"<remote module {self.name!r} ({self.target or 'target not recorded'})>"

@@ -296,16 +296,14 @@ class GraphModule:
             )
         value = self._exec.array(outputs[index])
         if out is not None:
-            np.copyto(out, value)
-            return out
+            return _copy_into(out, value)
         return np.array(value).view(NDArray)
 
     def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
         """A copy of input ``key`` (name or index)."""
         value = self._exec.array(self._exec.entry(key))
         if out is not None:
-            np.copyto(out, value)
-            return out
+            return _copy_into(out, value)
         return np.array(value).view(NDArray)
 
     def get_input_index(self, name: str) -> int:
@@ -350,3 +348,12 @@ class GraphFunctions:
             return BenchmarkResult(self._exec.time_run(number, repeat, min_repeat_ms))
 
         return evaluate
+
+
+def _copy_into(out: NDArray, value: ArrayLike) -> NDArray:
+    """``value`` written into ``out``: a host array, or an array of another device (``copyfrom``)."""
+    if isinstance(out, np.ndarray):
+        np.copyto(out, value)
+    else:
+        out.copyfrom(np.asarray(value))
+    return out
