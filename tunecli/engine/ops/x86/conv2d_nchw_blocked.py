@@ -266,14 +266,14 @@ def schedule_conv2d_nchw_blocked(cfg: ConfigSpace, outs: Sequence[te.Tensor],
     """``conv2d_NCHWc.x86``'s schedule, the unpacking stage its NCHW epilogue (register blocks written
     to NCHW); the data's packing inlined into its reader (the padding stage, or the convolution,
     which broadcasts one input value at a time either way), the padding too by :func:`inlines_padding`.
-    With 32 vector registers a 1x1 kernel's register block is written a channel at a time (its
-    run of positions from the accumulator, a loop over channels) instead of a vector of channels
-    scattered a lane at a time: the write is a large share of a 1x1 kernel's work."""
+    With 32 vector registers the register block is written a channel at a time (its run of
+    positions from the accumulator, a loop over channels) instead of a vector of channels scattered
+    a lane at a time (up to a fifth of a strided 1x1 kernel's time)."""
     (out,) = outs
     (conv,) = out.op.input_tensors
     s = schedule_conv2d_NCHWc(cfg, [conv], epilogue=out if epilogue is None else epilogue)
     stage = s[out if epilogue is None else epilogue]
-    if fp32_lanes() >= 16 and tuple(conv.op.input_tensors[1].shape[2:4]) == (1, 1):
+    if fp32_lanes() >= 16:
         _, _, *positions, channels = stage.leaf_iter_vars  # tile_output's: parallel, xo, ..., oc_bn
         stage.reorder(channels, *positions)
         for axis in positions:
