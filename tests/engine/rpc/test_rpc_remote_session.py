@@ -128,6 +128,28 @@ def test_graph_executor_create_and_outputs_into_remote_arrays(server, tracker, h
     remote.close()
 
 
+def test_a_remote_call_may_run_longer_than_the_idle_limit_not_past_the_session(tracker, host_lib, tmp_path):
+    """Timing a network many times on a slow board: the call runs as long as it needs (the idle
+    limit is about a silent client), up to the session's own time limit when it has one."""
+    srv = Server("127.0.0.1", 0, 0, key="slow", tracker_addr=("127.0.0.1", tracker.port), token="",
+                 ping_period=0.3, idle_timeout=1.0).start()
+    try:
+        wait_for(lambda: free_servers(tracker, "slow") == 1, what="server registered")
+        host_lib.export_library(tmp_path / "net.tar")
+        for session_timeout, run_ms in ((0, 2500), (3, 6000)):
+            remote = request_remote("slow", "127.0.0.1", tracker.port, timeout=session_timeout)
+            module = graph_module_on(remote, tmp_path / "net.tar")
+            timer = module.module.time_evaluator("run", remote.cpu(), number=1, min_repeat_ms=run_ms)
+            if not session_timeout:
+                assert timer().results[0] > 0  # 2.5 s, past the idle limit of 1 s
+            else:
+                with pytest.raises(RPCError, match="ran past its time limit of [0-9.]+ s in remote time"):
+                    timer()  # 6 s in a session of 3 s
+            remote.close()
+    finally:
+        srv.stop()
+
+
 def test_remote_arrays_live_on_the_device(server, tracker):
     remote = request_remote("host", "127.0.0.1", tracker.port)
     dev = remote.device("llvm -device=arm_cpu", 0)

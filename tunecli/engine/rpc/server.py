@@ -276,7 +276,7 @@ class Server:
                 if op in REMOTE_OPS:
                     ops = ops or SessionOps(self._worker, self.device, self.max_upload)
                     try:
-                        send_frame(conn, *ops.handle(header, payload, max(1.0, left)))
+                        send_frame(conn, *ops.handle(header, payload, deadline))
                     except SessionRefusal as err:
                         send_frame(conn, {"op": "failed", "error": str(err)})
                     continue

@@ -19,6 +19,8 @@ replaces the worker and serves the next client).
 
 from __future__ import annotations
 
+import time
+
 from tunecli.engine.measure.worker import CallStatus, Worker
 from tunecli.engine.rpc.device_info import DeviceInfo
 from tunecli.engine.rpc.protocol import MAX_PAYLOAD
@@ -29,6 +31,9 @@ from tunecli.errors import RPCError
 FILE_OPS = frozenset({"upload", "download", "remove", "listdir"})
 #: Every op of the remote session API (what :class:`SessionOps` answers).
 REMOTE_OPS = FILE_OPS | WORKER_OPS
+#: Seconds one call may run in the worker when the session has no time limit (a network timed
+#: many times on a slow board); a client waits as long (``remote.CALL_TIMEOUT``).
+CALL_LIMIT = 3600.0
 
 
 class SessionOps:
@@ -50,8 +55,9 @@ class SessionOps:
         self.files = SessionFiles(max_upload)
         self.used_worker = False
 
-    def handle(self, header: dict, payload: bytes, timeout: float) -> tuple[dict, bytes]:
-        """Answer one frame; ``timeout`` bounds a call in the worker.
+    def handle(self, header: dict, payload: bytes, deadline: float | None) -> tuple[dict, bytes]:
+        """Answer one frame; a call in the worker may run until the session's ``deadline``
+        (``time.monotonic()``; at least a second), or :data:`CALL_LIMIT` seconds without one.
 
         Raises
         ------
@@ -60,6 +66,7 @@ class SessionOps:
         RPCError
             When the worker died or hung (the session ends).
         """
+        timeout = CALL_LIMIT if deadline is None else max(1.0, deadline - time.monotonic())
         op = header.get("op")
         name = header.get("name")
         if op == "upload":
@@ -96,7 +103,7 @@ class SessionOps:
         if outcome.status is CallStatus.RAISED:
             last = outcome.detail.strip().splitlines()[-1] if outcome.detail.strip() else "no detail"
             raise SessionRefusal(f"remote {op} failed on {self.device.describe()}: {last}")
-        what = "ran past the session's time" if outcome.status is CallStatus.TIMEOUT else "died"
+        what = f"ran past its time limit of {timeout:g} s" if outcome.status is CallStatus.TIMEOUT else "died"
         raise RPCError(f"the worker of {self.device.describe()} {what} in remote {op} ({outcome.detail}); "
                        "the session's libraries and arrays are gone: connect again")
 
