@@ -5,7 +5,7 @@ builds the graph call of the same operator on variables of its inputs' shapes an
 its type (the operator's own checks and errors) and returns what the operator's ``FTVMCompute``
 definition builds on the given te tensors (``topi.add`` is ``ops.nn.add``): the stages a network's
 kernel computes, which a user's schedule (``te.create_schedule(out.op)``) then places.  The
-broadcast arithmetic (``te.broadcast``, a Python number for either operand as in TVM) and the
+broadcast arithmetic (``te.broadcasting``, a Python number for either operand as in TVM) and the
 reductions (``te.axis_reduce``) are te's own, so they also take symbolic sizes (``te.var``).
 """
 
@@ -18,7 +18,7 @@ from tunecli.engine import te
 from tunecli.engine.ir import expr as E
 from tunecli.engine.ops.nn import conv2d_nchw
 from tunecli.engine.te.axis_reduce import reduce_axes
-from tunecli.engine.te.broadcast import broadcast_binary
+from tunecli.engine.te.broadcasting import broadcast_binary
 from tunecli.errors import GraphError
 
 from .graph_expr import Call, Expr, var

@@ -198,7 +198,7 @@ def _broadcasting(fn: Callable[[E.Expr, E.Expr], E.Expr], name: str, reflected: 
     def method(self: Tensor, other: object) -> E.Expr | Tensor:
         if not self.shape:
             return scalar(self, other)
-        from .broadcast import broadcast_binary  # it builds computes, which import this module
+        from .broadcasting import broadcast_binary  # it builds computes, which import this module
 
         lhs, rhs = (other, self) if reflected else (self, other)
         return broadcast_binary(fn, lhs, rhs, name)  # type: ignore[arg-type]

@@ -1,11 +1,11 @@
 """Elementwise operators: ``relu``, broadcasting ``add`` and ``bias_add`` (``broadcast_shape`` is
-``te.broadcast``'s, the rule of the network operators' type relations too)."""
+``te.broadcasting``'s, the rule of the network operators' type relations too)."""
 
 from __future__ import annotations
 
 from tunecli.engine import te
 from tunecli.engine.ir import expr as E
-from tunecli.engine.te.broadcast import broadcast_binary, broadcast_shape  # noqa: F401 - re-exported
+from tunecli.engine.te.broadcasting import broadcast_binary, broadcast_shape  # noqa: F401 - re-exported
 from tunecli.errors import ExprError
 
 
