@@ -22,6 +22,7 @@ from tunecli.engine.runtime import (
     gpu,
     load_module,
 )
+from tunecli.engine.runtime.param_dict import load_param_dict, save_param_dict
 
 #: DLPack device type of the CPU (TVM's ``Device.kDLCPU``).
 CPU_DEVICE_TYPE = CPUDevice.device_type
@@ -42,4 +43,5 @@ def convert(value: object) -> object:
 
 
 __all__ = ["BenchmarkResult", "CPU_DEVICE_TYPE", "CUDA_DEVICE_TYPE", "Device", "Module", "NDArray", "array",
-           "convert", "cpu", "cuda", "device", "empty", "gpu", "load_module"]
+           "convert", "cpu", "cuda", "device", "empty", "gpu", "load_module", "load_param_dict",
+           "save_param_dict"]

@@ -9,10 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import tunecli as tvm
 from tunecli import relay
 from tunecli.contrib import graph_executor, graph_runtime
+from tunecli.errors import TuneError
 
 RNG = np.random.default_rng(2)
 
@@ -84,3 +86,23 @@ def test_parameters_bound_by_name_become_constants():
     got = relay.create_executor("debug", mod=tvm.IRModule.from_expr(bound)).evaluate()(x).numpy()
     np.testing.assert_allclose(got, expected(mod, params, x), rtol=1e-5, atol=1e-7)
     assert relay.bind_params_by_name is relay.build_module.bind_params_by_name
+
+
+def test_parameters_saved_and_loaded_in_tvms_file_layout(tmp_path: Path):
+    _, params = small_network()
+    params["steps"] = np.arange(5, dtype="int64")
+    params["mask"] = np.array([True, False, True])
+    blob = relay.save_param_dict(params)
+    assert bytes(blob[:8]) == bytes.fromhex("b79c04054f8de5f7")  # TVM's list magic, little-endian
+    path = tmp_path / "deploy.params"
+    path.write_bytes(blob)
+    loaded = relay.load_param_dict(bytearray(path.read_bytes()))
+    assert list(loaded) == list(params)
+    for name, value in params.items():
+        assert loaded[name].dtype == value.dtype
+        np.testing.assert_array_equal(loaded[name].numpy(), value)
+    assert tvm.runtime.load_param_dict(tvm.runtime.save_param_dict(params)).keys() == params.keys()
+    with pytest.raises(TuneError, match="not a TVM parameter file"):
+        relay.load_param_dict(b"\0" * 32)
+    with pytest.raises(TuneError, match="runs past the end"):
+        relay.load_param_dict(blob[:-3])

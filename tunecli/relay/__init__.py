@@ -12,6 +12,7 @@ from tunecli.engine.graph.interpreter import create_executor
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.traversal import ExprMutator
 from tunecli.engine.graph.types import FuncType, TensorType, TupleType
+from tunecli.engine.runtime.param_dict import load_param_dict, save_param_dict
 from tunecli.relay import analysis, build_module, expr, frontend, op, testing, transform
 from tunecli.relay.build_module import bind_params_by_name, build, optimize
 from tunecli.relay.expr import *  # noqa: F403 - the expression nodes, listed once in relay.expr
@@ -34,6 +35,8 @@ __all__ = [
     "build_module",
     "astext",
     "bind_params_by_name",
+    "load_param_dict",
+    "save_param_dict",
     "create_executor",
     "expr",
     "frontend",
