@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import resource
+import subprocess
+import sys
+import time
+
 import pytest
 
 from tunecli.engine.measure.time_stats import (
+    BUSY_OTHERS,
+    LoadWindow,
     MachineLoad,
     compare_with_log,
     rounds_note,
@@ -74,3 +81,48 @@ def test_the_machine_is_busy_when_other_work_ran_on_every_sample() -> None:
     assert busy.note() == ("the machine was busy while timing: load average 2.30, 2.10 on 2 cores (about 1.1 "
                            "other processes running beside apply's): times may be inflated")
     assert not MachineLoad((2.5, 1.0), cores=2).busy  # a build before timing, not other work during it
+
+
+_SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass"
+
+
+def _spin_elsewhere(seconds: float, count: int) -> None:
+    """Start ``count`` busy processes that are not this process's descendants (another user's work)."""
+    loops = " ".join(f"{sys.executable} -c '{_SPIN.format(s=seconds)}' &" for _ in range(count))
+    subprocess.run(["sh", "-c", loops], check=True)
+
+
+def test_work_that_starts_mid_timing_makes_the_machine_busy() -> None:
+    """The load average lags a minute behind; the window counts the CPU time other work takes in it."""
+    window = LoadWindow()
+    time.sleep(0.3)
+    _spin_elsewhere(1.5, 2)
+    time.sleep(1.7)
+    load = window.finish()
+    assert load.measured is not None and load.seconds >= 1.9
+    assert load.others > 1.0 and load.busy
+    assert load.note() is not None and f"of {load.cores} cores busy beside apply's" in load.note()
+
+
+def test_apply_own_processes_are_not_other_work() -> None:
+    """Workers on every core are apply's own: their CPU time is subtracted, whatever their threads."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    window = LoadWindow()
+    spinners = [subprocess.Popen([sys.executable, "-c", _SPIN.format(s=1.5)]) for _ in range(2)]
+    for spinner in spinners:
+        spinner.wait()
+    load = window.finish()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    assert load.measured is not None
+    assert load.own_cpu >= spent - 0.05
+    assert load.others <= load.cores - (spent - 0.05) / load.seconds + 0.05
+
+
+def test_a_measured_window_decides_busy_whatever_the_load_average() -> None:
+    lagging = MachineLoad((3.5, 3.4), cores=2, measured=0.1, seconds=12.0)
+    assert not lagging.busy and lagging.note() is None  # load that stopped before the timing
+    busy = MachineLoad((0.2, 0.9), cores=2, measured=BUSY_OTHERS + 0.6, seconds=12.0)
+    assert busy.busy
+    assert busy.note() == ("the machine was busy while timing: other work kept about 1.1 of 2 cores busy "
+                           "beside apply's over 12 s (load average 0.20, 0.90): times may be inflated")

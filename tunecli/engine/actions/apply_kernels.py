@@ -53,14 +53,13 @@ from tunecli.engine.measure.builder import output_arguments
 from tunecli.engine.measure.interleaved import Contender, median_seconds, time_interleaved
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.time_stats import (
+    LoadWindow,
     MachineLoad,
     TimeStats,
     compare_with_log,
-    load_sample,
     rounds_note,
     slower_than_untuned,
     time_stats,
-    usable_cores,
 )
 from tunecli.engine.measure.timing import MeasureReply, MeasureRequest
 from tunecli.engine.measure.timing_options import TimingOptions
@@ -193,13 +192,13 @@ def apply_kernels(job: Job, log: str, export: str | None = None,
                 numpy_worker = Worker(preload=(BASELINE_FUNC.partition(":")[0],), name="tunecli-numpy")
             report = ApplyReport(job.name, log, str(target), target.is_host,
                                  device=None if device is None else device.where)
-            before = load_sample()
+            window = LoadWindow()
             for index, task in enumerate(tasks):
                 if on_step is not None:
                     on_step(f"task {index + 1}/{len(tasks)} ({task.name}): building, checking, timing")
                 report.tasks.append(_apply_task(job, index, task, history, exported, device, numpy_worker))
             if device is not None and device.worker is not None:  # timed on this machine
-                report.load = MachineLoad((before, load_sample()), usable_cores())
+                report.load = window.finish()
         if exported is not None:
             exported.finish()
     finally:

@@ -70,12 +70,10 @@ from tunecli.engine.measure.interleaved import Contender, median_seconds, time_i
 from tunecli.engine.measure.network_timing import RUN_NETWORK_FUNC, NetworkReply, NetworkRun
 from tunecli.engine.measure.result import MeasureErrorNo
 from tunecli.engine.measure.time_stats import (
-    MachineLoad,
+    LoadWindow,
     TimeStats,
-    load_sample,
     slower_beyond_noise,
     time_stats,
-    usable_cores,
 )
 from tunecli.engine.measure.timing import MeasureReply
 from tunecli.engine.measure.timing_options import TimingOptions
@@ -374,7 +372,7 @@ def thread_counts() -> list[int]:
 
 def _time(report: NetworkApplyReport, job: Job, worker: Worker, libraries: dict[str, str],
           inputs: dict[str, np.ndarray], onnx: str | None, step: Callable[[str], None]) -> None:
-    before = load_sample()
+    window = LoadWindow()
     for threads in thread_counts():
         step(f"timing the builds on {threads_text(threads)}")
         runs = {name: NetworkRun(path, None, inputs, threads) for name, path in libraries.items()}
@@ -387,7 +385,7 @@ def _time(report: NetworkApplyReport, job: Job, worker: Worker, libraries: dict[
         names = ("tuned", "untuned", "onnxruntime")
         report.latencies.append(NetworkLatency(threads, *(median_seconds(times.get(n)) for n in names),
                                                *(time_stats(times.get(n)) for n in names)))
-    report.load = MachineLoad((before, load_sample()), usable_cores())
+    report.load = window.finish()
 
 
 def _contender(worker: Worker, run: NetworkRun, timeout: float) -> Contender:

@@ -6,15 +6,21 @@ lowest and highest); rounds *disagree* when their interquartile range is more th
 ``DISAGREE`` of the median.  ``compare_with_log`` flags a kernel ``apply`` timed more than
 ``SLOWER_THAN_LOG`` times slower than the log's record of the same config (a busy machine, or a
 record that was lucky); ``slower_than_untuned`` a tuned build clearly slower than the untuned
-one.  ``MachineLoad`` is the load average before and after timing: the machine was *busy* when,
-on both samples, other work kept more than ``BUSY_OTHERS`` of a core running beside ``apply``'s
-own process.  Each note is one line naming what it is about; the functions here only read
-numbers, so they say the same for the same samples.
+one.  ``MachineLoad`` says how much other work ran beside the timing: ``LoadWindow`` counts, over
+the timing's own wall-clock window, the CPU time of the cores this process may use (time stolen
+by a hypervisor included) less the CPU time of this process and its descendants (the measurement
+workers, on any number of threads), so load that starts or stops mid-run counts for the time it
+ran, and ``apply``'s own threads never do.  The machine was *busy* when that other work averaged
+more than ``BUSY_OTHERS`` of a core.  Where the system has no such counters, the one-minute load
+average before and after stands in (a lagging average that counts threads).  Each note is one line
+naming what it is about; the functions here only read numbers, so they say the same for the same
+samples.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,7 +34,7 @@ DISAGREE = 0.25
 SLOWER_THAN_LOG = 1.5
 #: Tuned slower than untuned by more than this fraction is a regression worth a warning.
 SLOWER_THAN_UNTUNED = 0.05
-#: Other runnable work (load average minus apply's own process) that makes the machine busy.
+#: Other work (cores' worth, averaged over the timing) that makes the machine busy.
 BUSY_OTHERS = 0.5
 
 
@@ -131,29 +137,41 @@ def slower_than_untuned(name: str, tuned: TimeStats | None, untuned: TimeStats |
 
 @dataclass(frozen=True)
 class MachineLoad:
-    """Load averages (one minute) sampled around timing, and the cores ``apply`` may use.
+    """How much other work ran on this machine while ``apply`` timed, and the cores it may use.
 
     Attributes
     ----------
     samples : tuple of float
-        Load averages, before timing first.
+        One-minute load averages, before timing first (shown; the fallback measure).
     cores : int
     own : float
-        Runnable processes that are ``apply``'s own (its worker).
+        Runnable processes that are ``apply``'s own, for the load-average fallback.
+    measured : float or None
+        Other work over the timing window, in cores (CPU seconds of the cores less this process
+        tree's, per wall-clock second); None where the system does not count CPU time.
+    seconds : float
+        The timing window's length (0 when not measured).
+    own_cpu : float
+        CPU seconds of this process and its descendants over the window.
     """
 
     samples: tuple[float, ...]
     cores: int
     own: float = 1.0
+    measured: float | None = None
+    seconds: float = 0.0
+    own_cpu: float = 0.0
 
     @property
     def others(self) -> float:
-        """Other runnable work over the whole timing (the lowest sample, less ``own``)."""
+        """Other work over the timing, in cores (measured; else the lowest load average less ``own``)."""
+        if self.measured is not None:
+            return self.measured
         return max(0.0, min(self.samples) - self.own) if self.samples else 0.0
 
     @property
     def busy(self) -> bool:
-        """Whether other work ran beside ``apply`` on every sample."""
+        """Whether other work took more than ``BUSY_OTHERS`` of a core while timing."""
         return self.others > BUSY_OTHERS
 
     def note(self) -> str | None:
@@ -161,8 +179,101 @@ class MachineLoad:
         if not self.busy:
             return None
         shown = ", ".join(f"{s:.2f}" for s in self.samples)
+        if self.measured is not None:
+            return (f"the machine was busy while timing: other work kept about {self.others:.1f} of "
+                    f"{self.cores} cores busy beside apply's over {self.seconds:.0f} s (load average "
+                    f"{shown}): times may be inflated")
         return (f"the machine was busy while timing: load average {shown} on {self.cores} cores (about "
                 f"{self.others:.1f} other processes running beside apply's): times may be inflated")
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """CPU seconds counted at one wall-clock moment (``time.monotonic``).
+
+    Attributes
+    ----------
+    wall : float
+    cores_busy : float
+        Seconds the cores this process may use ran anything (stolen time included).
+    own : float
+        Seconds this process and its descendants ran (reaped children included).
+    """
+
+    wall: float
+    cores_busy: float
+    own: float
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (None: gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()
+
+
+def _tree_ticks(root: int) -> int:
+    """Clock ticks of ``root`` and its live descendants, each with its reaped children's."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(entry)
+            if fields is not None:  # state ppid ... utime(12) stime(13) cutime(14) cstime(15)
+                parents[int(entry)] = int(fields[1])
+                ticks[int(entry)] = sum(int(v) for v in fields[11:15])
+    total = 0
+    for pid, count in ticks.items():
+        walk, seen = pid, 0
+        while walk not in (root, 0, 1) and walk in parents and seen < 64:
+            walk, seen = parents[walk], seen + 1
+        if walk == root:
+            total += count
+    return total
+
+
+def cpu_times() -> CpuTimes | None:
+    """The machine's and this process tree's CPU time now (None where ``/proc`` does not count it)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    mine = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    busy = 0
+    for line in lines:
+        name, _, rest = line.partition(" ")
+        core = name[3:]
+        if not (name.startswith("cpu") and core.isdigit()) or (mine is not None and int(core) not in mine):
+            continue
+        v = [int(x) for x in rest.split()]  # user nice system idle iowait irq softirq steal ...
+        busy += v[0] + v[1] + v[2] + sum(v[5:8])
+    return CpuTimes(time.monotonic(), busy / _TICK, _tree_ticks(os.getpid()) / _TICK)
+
+
+class LoadWindow:
+    """Counts the other work that runs on this machine from its creation to ``finish``."""
+
+    def __init__(self) -> None:
+        self._load = load_sample()
+        self._cpu = cpu_times()
+
+    def finish(self) -> MachineLoad:
+        """The other work over the window so far (``MachineLoad.measured``: None without counters)."""
+        samples, cores = (self._load, load_sample()), usable_cores()
+        end = cpu_times()
+        if self._cpu is None or end is None or end.wall <= self._cpu.wall:
+            return MachineLoad(samples, cores)
+        seconds = end.wall - self._cpu.wall
+        own = max(0.0, end.own - self._cpu.own)
+        others = max(0.0, end.cores_busy - self._cpu.cores_busy - own) / seconds
+        return MachineLoad(samples, cores, measured=min(float(cores), others), seconds=seconds, own_cpu=own)
 
 
 def load_sample() -> float:
