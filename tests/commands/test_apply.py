@@ -20,7 +20,7 @@ from tunecli.engine.job.spec import load_job
 from tunecli.engine.job.tasks import create_task
 from tunecli.engine.log.record import encode
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
-from tunecli.engine.measure.time_stats import TimeStats
+from tunecli.engine.measure.time_stats import TimeStats, time_stats
 
 from .conftest import TUNECLI, Invoke
 
@@ -218,7 +218,23 @@ def test_the_narrow_table_keeps_every_number_whole_when_numpy_is_slow(
     assert all(len(line) <= 80 for line in out.splitlines()) and "\u2026" not in out
     [row] = [line for line in out.splitlines() if line.lstrip().startswith("0 ")]
     cells = [cell.strip() for cell in row.split("\u2502")[2:]]
-    assert cells == ["0.0197", "106%", "1.86x", "0.0166", "0.84x", "38.28", "1941x"]
+    assert cells == ["0.02", "106%", "1.86x", "0.0166", "0.84x", "38.28", "1941x"]  # rounds 0.019..0.040 ms
+
+
+def test_a_time_shows_only_the_digits_its_rounds_support(capsys: pytest.CaptureFixture,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds of 0.2002, 0.2005 and 0.3457 ms (a busy machine) support '0.20', not '0.2005'; rounds
+    that agree to 0.3% keep four digits; GFLOPS follow the tuned time's digits."""
+    monkeypatch.setenv("COLUMNS", "250")
+    task = AppliedTask(index=0, label="dense.x86(256, 256, 256, float32)", flop=2 * 256**3, config="#69",
+                       fallback=False, checked_against="numpy", correct=True, max_error=0.0,
+                       tuned=2.005e-4, default=1.794e-4,
+                       tuned_stats=time_stats([2.002e-4, 2.005e-4, 3.457e-4]),
+                       default_stats=time_stats([1.790e-4, 1.794e-4, 1.801e-4]), log_time=1.7934e-4)
+    _print_report(App(), ApplyReport(job="q", log="q.log", target="llvm", runs_here=True, tasks=[task]))
+    [row] = [line for line in capsys.readouterr().out.splitlines() if "ok (numpy)" in line]
+    cells = [cell.strip() for cell in row.split("\u2502")]
+    assert cells[4:11] == ["0.20", "36%", "0.1793", "1.12x", "170", "0.1794", "0.89x"]
 
 
 def test_a_job_not_tuned_yet_is_a_usage_error_that_says_how_to_tune_it(

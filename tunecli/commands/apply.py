@@ -4,6 +4,7 @@ them."""
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
@@ -15,27 +16,39 @@ from tunecli.engine.actions.apply_kernels import AppliedTask, ApplyReport
 from tunecli.engine.actions.apply_network import NetworkApplyReport
 from tunecli.engine.actions.job_file import apply_job_file
 from tunecli.engine.codegen import kernel_cache
-from tunecli.engine.measure.time_stats import TimeStats
+from tunecli.engine.measure.time_stats import TimeStats, significant_digits
 from tunecli.errors import RecordError
 
 
-def _ms(seconds: float | None) -> str:
-    return f"{seconds * 1e3:.4f}" if seconds is not None else "-"
+def _fixed(value: float, digits: int, decimals: int) -> str:
+    """``value`` to ``digits`` significant digits, with at most ``decimals`` decimals."""
+    place = min(decimals, digits - 1 - math.floor(math.log10(abs(value)))) if value else decimals
+    return f"{value:.{place}f}" if place >= 0 else f"{round(value, place):.0f}"
+
+
+def _ms(seconds: float | None, stats: TimeStats | None = None) -> str:
+    """Milliseconds with 4 decimals, fewer where the rounds' spread (``stats``) supports fewer digits."""
+    if seconds is None:
+        return "-"
+    if stats is None:
+        return f"{seconds * 1e3:.4f}"
+    return _fixed(seconds * 1e3, significant_digits(stats), 4)
 
 
 def _ratio(num: float | None, den: float | None) -> str:
     return f"{num / den:.2f}x" if num and den else "-"
 
 
-def _few_digits(value: float, four_decimals: bool) -> str:
-    """``value`` in at most 6 characters below 10**6: fewer decimals the larger it is."""
+def _few_digits(value: float, four_decimals: bool, digits: int = 8) -> str:
+    """``value`` in at most 6 characters below 10**6: fewer decimals the larger it is, and at most
+    ``digits`` significant digits."""
     decimals = (4 if four_decimals else 2) if value < 10 else 2 if value < 100 else 1 if value < 1000 else 0
-    return f"{value:.{decimals}f}"
+    return _fixed(value, digits, decimals)
 
 
-def _short_ms(seconds: float | None) -> str:
+def _short_ms(seconds: float | None, stats: TimeStats | None = None) -> str:
     """``_ms`` for the narrow table: a slow time (numpy's on a busy machine) keeps its whole value."""
-    return _few_digits(seconds * 1e3, four_decimals=True) if seconds is not None else "-"
+    return _few_digits(seconds * 1e3, True, significant_digits(stats, 8)) if seconds is not None else "-"
 
 
 def _short_ratio(num: float | None, den: float | None) -> str:
@@ -75,17 +88,21 @@ def _print_report(app: App, report: ApplyReport) -> None:
     narrow = table(title, ("task", "check", *_SHORT), right=("task", *_SHORT), wrap=False)
     notes = []
     for t in report.tasks:
-        tuned, spread, vs_log = _ms(t.tuned), _spread(t.tuned_stats), _ratio(t.tuned, t.log_time)
-        default, speedup, numpy, vs_numpy = (_ms(t.default), _ratio(t.default, t.tuned), _ms(t.numpy),
-                                             _ratio(t.numpy, t.tuned))
+        tuned, spread = _ms(t.tuned, t.tuned_stats), _spread(t.tuned_stats)
+        vs_log = _ratio(t.tuned, t.log_time)
+        default, speedup, numpy, vs_numpy = (_ms(t.default, t.default_stats), _ratio(t.default, t.tuned),
+                                             _ms(t.numpy, t.numpy_stats), _ratio(t.numpy, t.tuned))
+        gflops = _fixed(t.gflops, significant_digits(t.tuned_stats, 8), 2) if t.gflops else "-"
         wide.add_row(str(t.index), t.label, _check(t), tuned, spread, _ms(t.log_time), vs_log,
-                     f"{t.gflops:.2f}" if t.gflops else "-", default, speedup, numpy, vs_numpy, t.config)
-        short = (_short_ms(t.tuned), spread, _short_ratio(t.tuned, t.log_time), _short_ms(t.default),
-                 _short_ratio(t.default, t.tuned), _short_ms(t.numpy), _short_ratio(t.numpy, t.tuned))
+                     gflops, default, speedup, numpy, vs_numpy, t.config)
+        short = (_short_ms(t.tuned, t.tuned_stats), spread, _short_ratio(t.tuned, t.log_time),
+                 _short_ms(t.default, t.default_stats), _short_ratio(t.default, t.tuned),
+                 _short_ms(t.numpy, t.numpy_stats), _short_ratio(t.numpy, t.tuned))
         narrow.add_row(str(t.index), _check(t).split(" ")[0], *short)
         notes.append(f"task {t.index}: {t.label}: {t.config}; check: {_check(t)}")
-    footer = ["times in ms, each the median of the timing rounds; spread: the rounds' interquartile range "
-              "over the median; vs log: the time over the log's time of the same config"]
+    footer = ["times in ms, each the median of the timing rounds, to the digits their spread supports; "
+              "spread: the rounds' interquartile range over the median; vs log: the time over the log's "
+              "time of the same config"]
     caption = _numpy_caption(report)
     footer += [caption] if caption else []
     print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer=footer)
@@ -97,8 +114,9 @@ def _print_network(app: App, report: NetworkApplyReport) -> None:
     columns = ("threads", "tuned ms", "spread", "untuned ms", "speedup", "ort ms", "vs ort")
     out = table(title, columns, right=columns, wrap=False)
     for lat in report.latencies:
-        out.add_row(str(lat.threads) if lat.threads else "device's", _ms(lat.tuned), _spread(lat.tuned_stats),
-                    _ms(lat.untuned), _ratio(lat.untuned, lat.tuned), _ms(lat.onnxruntime),
+        out.add_row(str(lat.threads) if lat.threads else "device's", _ms(lat.tuned, lat.tuned_stats),
+                    _spread(lat.tuned_stats), _ms(lat.untuned, lat.untuned_stats),
+                    _ratio(lat.untuned, lat.tuned), _ms(lat.onnxruntime, lat.onnxruntime_stats),
                     _ratio(lat.onnxruntime, lat.tuned))
     footer = [f"build: {report.summary}; {report.kernels} kernels; built in {report.build_seconds:.1f} s"
               + (f"; graph tuner's choice: {report.graph_log}" if report.graph_log else "")]

@@ -15,6 +15,7 @@ from tunecli.engine.measure.time_stats import (
     MachineLoad,
     compare_with_log,
     rounds_note,
+    significant_digits,
     slower_than_untuned,
     time_stats,
 )
@@ -126,3 +127,13 @@ def test_a_measured_window_decides_busy_whatever_the_load_average() -> None:
     assert busy.busy
     assert busy.note() == ("the machine was busy while timing: other work kept about 1.1 of 2 cores busy "
                            "beside apply's over 12 s (load average 0.20, 0.90): times may be inflated")
+
+
+def test_a_median_has_the_digits_down_to_its_rounds_spread() -> None:
+    """Quartiles 0.2004 and 0.2731 ms (36%) support one digit past the leading one; 0.3% supports four."""
+    assert significant_digits(time_stats([0.2002e-3, 0.2005e-3, 0.3457e-3])) == 2
+    assert significant_digits(time_stats([0.1790e-3, 0.1794e-3, 0.1801e-3])) == 4
+    assert significant_digits(time_stats([1.00e-3, 1.02e-3, 1.05e-3, 1.07e-3])) == 3
+    assert significant_digits(time_stats([0.45e-3, 7.36e-3, 20.0e-3])) == 1
+    assert significant_digits(time_stats([0.1794e-3])) == 4  # one round: no spread to go by
+    assert significant_digits(None, most=8) == 8

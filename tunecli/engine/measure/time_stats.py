@@ -19,6 +19,7 @@ samples.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -65,6 +66,15 @@ class TimeStats:
     def disagree(self) -> bool:
         """Whether the rounds spread more than ``DISAGREE`` of their median."""
         return self.spread > DISAGREE
+
+
+def significant_digits(stats: TimeStats | None, most: int = 4) -> int:
+    """How many significant digits of ``stats``' median its rounds support: up to the digit of their
+    interquartile range's first digit (at least 1), ``most`` when unknown (one round, no spread)."""
+    if stats is None or stats.rounds < 2 or stats.median <= 0 or stats.q3 <= stats.q1:
+        return most
+    digits = math.floor(math.log10(stats.median)) - math.floor(math.log10(stats.q3 - stats.q1)) + 1
+    return max(1, min(most, digits))
 
 
 def time_stats(costs: Sequence[float] | MeasureReply | None) -> TimeStats | None:
