@@ -160,7 +160,7 @@ class Module:
         ``Module.time_evaluator``: ``func_name`` must be :attr:`entry_name`, ``dev`` the module's
         device (``tunecli.cpu()`` for ``llvm`` targets), and the returned function gives a
         :class:`BenchmarkResult` with ``.mean``, ``.median``, ``.std``, ``.min``, ``.max`` and
-        ``.results``.
+        ``.results``; ``ctx=`` is the older name of ``dev``.
         """
         if (args and isinstance(args[0], str)) or "func_name" in kwargs:
             return self._tvm_time_evaluator(*args, **kwargs)
@@ -176,9 +176,13 @@ class Module:
     def _tvm_time_evaluator(self, func_name: str, dev: object = None, number: int = 10, repeat: int = 1,
                             min_repeat_ms: float = 0.0, limit_zero_time_iterations: int = 100,
                             cooldown_interval_ms: float = 0.0, repeats_to_cooldown: int = 1,
-                            cache_flush_bytes: int = 0, f_preproc: str = ""
+                            cache_flush_bytes: int = 0, f_preproc: str = "", ctx: object = None
                             ) -> Callable[..., BenchmarkResult]:
         where = f"time_evaluator of {self.entry_name!r}"
+        if ctx is not None:  # TVM's older name of dev
+            if dev is not None:
+                raise ArgumentError(f"{where}: give the device once, as dev (ctx is its older name)")
+            dev = ctx
         if func_name != self.entry_name:
             raise ArgumentError(f"{where}: no function named {func_name!r}; this module's function is "
                                 f"{self.entry_name!r} (use mod.entry_name)")

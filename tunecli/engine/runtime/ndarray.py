@@ -35,6 +35,11 @@ class NDArray(np.ndarray):
         """The device holding the array (replaces numpy's array-API ``device`` string)."""
         return self._device or cpu(0)
 
+    @property
+    def ctx(self) -> Device:
+        """Old name of :attr:`device` (TVM's ``NDArray.ctx``)."""
+        return self.device
+
     def numpy(self) -> np.ndarray:
         """A plain numpy copy of the data."""
         return np.array(self, copy=True, subok=False)
@@ -61,7 +66,8 @@ class NDArray(np.ndarray):
         return f"<tunecli.NDArray shape={self.shape}, {self.device!r}>\n{self.numpy()!r}"
 
 
-def array(arr: ArrayLike, device: Device | str | None = None, mem_scope: str | None = None) -> DeviceArray:
+def array(arr: ArrayLike, device: Device | str | None = None, mem_scope: str | None = None, *,
+          ctx: Device | str | None = None) -> DeviceArray:
     """Copy ``arr`` (a numpy array or anything ``numpy.asarray`` takes) into a new array on ``device``.
 
     Parameters
@@ -72,21 +78,24 @@ def array(arr: ArrayLike, device: Device | str | None = None, mem_scope: str | N
         Where the array lives (default ``cpu(0)``).
     mem_scope : str, optional
         TVM's memory scope; only the default (``None`` or ``"global"``) exists.
+    ctx : Device, optional
+        Older name of ``device`` (TVM's ``nd.array(x, ctx=tvm.gpu(0))``).
 
     Returns
     -------
     NDArray
         On the CPU; a device with its own memory returns its own array type.
     """
-    dev = as_device(device, "nd.array")
+    dev = as_device(_device_or_ctx(device, ctx, "nd.array"), "nd.array")
     _check_scope(mem_scope, "nd.array")
     return _on_device(dev.copy_in(np.asarray(arr)), dev)
 
 
 def empty(shape: int | Sequence[int], dtype: str = "float32", device: Device | str | None = None,
-          mem_scope: str | None = None) -> DeviceArray:
-    """A new array of ``shape`` and ``dtype`` on ``device`` (zero-filled, unlike TVM's uninitialised one)."""
-    dev = as_device(device, "nd.empty")
+          mem_scope: str | None = None, *, ctx: Device | str | None = None) -> DeviceArray:
+    """A new array of ``shape`` and ``dtype`` on ``device`` (zero-filled, unlike TVM's uninitialised
+    one); ``ctx`` is the older name of ``device``."""
+    dev = as_device(_device_or_ctx(device, ctx, "nd.empty"), "nd.empty")
     _check_scope(mem_scope, "nd.empty")
     shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
     return _on_device(dev.empty(shape, str(np.dtype(dtype))), dev)
@@ -99,6 +108,13 @@ def _on_device(data: DeviceArray, dev: Device) -> DeviceArray:
     out = data.view(NDArray)
     out._device = dev
     return out
+
+
+def _device_or_ctx(device: Device | str | None, ctx: Device | str | None, where: str) -> Device | str | None:
+    """The device given as ``device`` or by its older name ``ctx`` (not both)."""
+    if device is not None and ctx is not None:
+        raise ArgumentError(f"{where}: give the device once, as device= (ctx= is its older name)")
+    return ctx if device is None else device
 
 
 def _check_scope(mem_scope: str | None, where: str) -> None:
