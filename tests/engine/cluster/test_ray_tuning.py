@@ -8,6 +8,7 @@ clear error before anything is measured; the log stays the local format and resu
 from __future__ import annotations
 
 import logging
+import socket
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tunecli.engine.actions.job_file import tune_job
-from tunecli.engine.cluster import ClusterError, ClusterUnreachableError, ClusterVersionError
+from tunecli.engine.cluster import ClusterError, ClusterUnreachableError, ClusterVersionError, connection
 from tunecli.engine.cluster.connection import RayCluster
 from tunecli.engine.cluster.local_cluster import LocalRayCluster, free_port
 from tunecli.engine.cluster.node_info import software_versions
@@ -73,6 +74,22 @@ def test_a_head_that_cannot_be_reached_stops_the_tune_with_its_address(tmp_path:
     with pytest.raises(ClusterUnreachableError, match=rf"{address} cannot be reached"):
         tune_job(str(job))
     assert log.read_text() == ""
+
+
+@pytest.mark.timeout(60)
+def test_an_address_where_no_ray_head_answers_is_one_error_not_a_hang(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ray", reason="Ray is not installed (extra tunecli[ray])")
+    monkeypatch.setattr(connection, "CONNECT_TIMEOUT", 2.0)
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        job = write_job(tmp_path, address)
+        with pytest.raises(ClusterUnreachableError, match=rf"{address} accepts connections but does not "
+                           r"answer as a Ray head .*6379 by default.*ray://HOST:PORT"):
+            tune_job(str(job))
+    assert not (tmp_path / "on-ray.log").exists() or (tmp_path / "on-ray.log").read_text() == ""
 
 
 def test_no_node_offering_the_resource_is_one_error(ray_head: LocalRayCluster) -> None:

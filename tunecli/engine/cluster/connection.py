@@ -54,6 +54,9 @@ START_TIMEOUT = 120.0
 REPLACE_TIMEOUT = 30.0
 #: The port of a ``ray://`` address without one (Ray's client server).
 CLIENT_PORT = 10001
+#: The start of an HTTP/2 connection, the client's preface and an empty SETTINGS frame: a Ray
+#: head's GCS and client server speak gRPC and answer it with their own SETTINGS frame.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
 def check_address(text: str) -> str:
@@ -88,6 +91,21 @@ def head_reachable(head: tuple[str, int], timeout: float = CONNECT_TIMEOUT) -> s
     except OSError as err:
         return err.strerror or str(err)
     return ""
+
+
+def head_silent(head: tuple[str, int], timeout: float = CONNECT_TIMEOUT) -> bool:
+    """True when ``head`` accepts a connection but sends nothing back within ``timeout`` to the start
+    of a gRPC connection: no Ray head listens there (Ray's join would wait for it without end)."""
+    try:
+        with socket.create_connection(head, timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            sock.sendall(HTTP2_PREFACE)
+            sock.recv(1)
+    except TimeoutError:
+        return True
+    except OSError:  # refused, reset or closed: Ray's join reports it
+        return False
+    return False
 
 
 @dataclass
@@ -173,14 +191,19 @@ class RayCluster:
             if why:
                 raise ClusterUnreachableError(f"the head of the Ray cluster at {self.address} cannot be "
                                               f"reached: {why}")
+            if head_silent(self._head, CONNECT_TIMEOUT):
+                raise ClusterUnreachableError(
+                    f"{self.address} accepts connections but does not answer as a Ray head (nothing back "
+                    f"within {CONNECT_TIMEOUT:g} s): {_PORT_HINT}")
         if ray.is_initialized():
             return
         try:
             ray.init(address=self.address, logging_level=logging.ERROR, log_to_driver=False,
                      namespace="tunecli")
         except (ConnectionError, TimeoutError, RuntimeError) as err:
+            hint = f" ({_PORT_HINT})" if self._head is not None else ""
             raise ClusterUnreachableError(f"cannot join the Ray cluster at {self.address}: "
-                                          f"{_first_line(err)}") from None
+                                          f"{_first_line(err)}{hint}") from None
         self._owns_ray = True
         if self._head is None:  # auto: the head's GCS address, to tell later whether it is lost
             try:
@@ -331,6 +354,11 @@ class RayCluster:
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False
+
+
+#: Which port an address names, for the errors of an address where no Ray head answers.
+_PORT_HINT = ("HOST:PORT is the head's GCS port (`ray start --head --port`, 6379 by default); "
+              "ray://HOST:PORT is its client server's (10001 by default)")
 
 
 def _on_node(ray: ModuleType, node_id: str) -> NodeAffinitySchedulingStrategy:
