@@ -9,6 +9,7 @@ import pytest
 
 from tunecli.engine.job.cluster_spec import ClusterSpec
 from tunecli.engine.job.spec import load_job
+from tunecli.engine.job.tuning_spec import max_builders
 from tunecli.engine.target import host_cpu
 from tunecli.errors import JobError
 
@@ -93,3 +94,13 @@ def test_the_graph_tuner_of_a_cluster_job_must_run_on_a_machine_of_the_targets_c
     assert found == [f"5: cluster: the graph tuner times layout transforms on this machine, whose CPU is "
                      f"{host_cpu()}, not the target's {other}: tune the kernels on the cluster without "
                      "graph_tuner, then run the graph tuner on a machine of that CPU"]
+
+
+def test_a_cluster_jobs_builders_are_not_bounded_by_this_machines_cores(tmp_path: Path) -> None:
+    many = max_builders() * 4  # what a node with many more cores than the tuning machine builds at once
+    text = GOOD + f"measure: {{builder: {{n_parallel: {many}}}}}\n"
+    assert load(tmp_path, text).builder.n_parallel == many
+    without_cluster = text.replace(GOOD.splitlines()[2], "")
+    assert problems(tmp_path, without_cluster) == [
+        f"4: measure.builder.n_parallel: expected an integer between 1 and {max_builders()} "
+        f"(4 x the {max_builders() // 4} cores of this machine), got {many}"]

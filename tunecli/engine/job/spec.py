@@ -197,8 +197,8 @@ def load_job(path: str | Path) -> Job:
 
     readers: dict[str, Callable[[Node], object]] = {
         "name": _name, "target": _target, "log": Node.as_str, "tasks": _tasks, "tuner": read_tuner,
-        "measure": read_measure, "model": read_model, "ops": read_ops, "graph_tuner": read_graph_tuner,
-        "cluster": read_cluster}
+        "measure": lambda node: read_measure(node, on_cluster="cluster" in top), "model": read_model,
+        "ops": read_ops, "graph_tuner": read_graph_tuner, "cluster": read_cluster}
     # in the order of the file, so that the problems are listed in it
     values = {key: problems.collect(lambda key=key: readers[key](top[key]), None) for key in top}
     name, target, log = values.get("name"), values.get("target", as_target("llvm")), values.get("log")

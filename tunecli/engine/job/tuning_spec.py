@@ -134,13 +134,16 @@ def read_tuner(n: Node) -> TunerSpec:
                      if "rematch" in fields else False)
 
 
-def read_measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:
+def read_measure(n: Node, on_cluster: bool = False) -> tuple[BuilderSpec | None, RunnerSpec | None]:
     """Read a ``measure`` section: its builder and runner (None where one has problems).
 
     Parameters
     ----------
     n : Node
         The section's node.
+    on_cluster : bool
+        The job has a ``cluster`` section: its builds run on the nodes, so ``builder.n_parallel``
+        is not bounded by this machine's cores.
 
     Returns
     -------
@@ -148,8 +151,8 @@ def read_measure(n: Node) -> tuple[BuilderSpec | None, RunnerSpec | None]:
         The defaults for a subsection not given.
     """
     fields = n.items(("builder", "runner"))
-    builder = n.problems.collect(lambda: _builder(fields["builder"]), None) if "builder" in fields \
-        else BuilderSpec()
+    builder = n.problems.collect(lambda: _builder(fields["builder"], on_cluster), None) \
+        if "builder" in fields else BuilderSpec()
     runner = n.problems.collect(lambda: _runner(fields["runner"]), None) if "runner" in fields \
         else RunnerSpec()
     return builder, runner
@@ -181,21 +184,22 @@ def _options(settings: list[Option], fields: dict[str, Node]) -> OptionValues:
     return values
 
 
-def _builder(n: Node) -> BuilderSpec:
+def _builder(n: Node, on_cluster: bool) -> BuilderSpec:
     fields = n.items(("timeout", "n_parallel"))
     spec = BuilderSpec()
     if "timeout" in fields:
         timeout = n.problems.collect(lambda: _option(_BUILD_TIMEOUT, fields["timeout"]), spec.timeout)
         spec = replace(spec, timeout=timeout)
     if "n_parallel" in fields:
-        spec = replace(spec, n_parallel=n.problems.collect(lambda: _builders(fields["n_parallel"]), None))
+        count = fields["n_parallel"]
+        spec = replace(spec, n_parallel=n.problems.collect(lambda: _builders(count, on_cluster), None))
     return spec
 
 
-def _builders(n: Node) -> int:
+def _builders(n: Node, on_cluster: bool) -> int:
     limit = max_builders()
     count = n.as_int(minimum=1)
-    if count > limit:
+    if count > limit and not on_cluster:  # a cluster's nodes build: their cores are theirs
         raise n.error(f"expected an integer between 1 and {limit} (4 x the {limit // 4} cores of this "
                       f"machine), got {count}")
     return count
