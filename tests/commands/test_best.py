@@ -38,13 +38,13 @@ def test_top_k_table(invoke: Invoke, matmul_log: Path, monkeypatch) -> None:
     assert wide.exit_code == 0
     assert "3 records (1 errors) in" in wide.stdout
     rows = [line for line in wide.stdout.splitlines() if "#7 " in line or "#3 " in line]
-    assert len(rows) == 2 and "#7 " in rows[0] and "0.5000" in rows[0] and "1.0000" in rows[1]
+    assert len(rows) == 2 and "#7 " in rows[0] and "0.5000" in rows[0] and "1.000" in rows[1]
     monkeypatch.delenv("COLUMNS")
     narrow = invoke("best", str(matmul_log), "--top", "2")  # not a terminal: 80 columns
     lines = narrow.stdout.splitlines()
     assert max(map(len, lines)) <= 80
     assert [line.split() for line in lines if line.strip().startswith(("0 │", "│"))][:2] == [
-        ["0", "│", "1", "│", "0.02", "│", "0.5000"], ["│", "2", "│", "0.01", "│", "1.0000"]]
+        ["0", "│", "1", "│", "0.02", "│", "0.5000"], ["│", "2", "│", "0.01", "│", "1.000"]]
     assert lines[-3:] == ["[0] tutorial/matmul(16, 16, 16, float32) on llvm",
                           "[0] #1: #7 tile_y=[-1,4] tile_x=[-1,2]", "[0] #2: #3 tile_y=[-1,8] tile_x=[-1,1]"]
 
@@ -231,3 +231,19 @@ def test_best_says_when_a_mark_is_no_longer_the_untuned_config(invoke: Invoke, t
     assert max(len(line) for line in narrow.splitlines()) <= 80
     [workload] = json.loads(invoke("best", str(log), "--json").stdout)["workloads"]
     assert workload["chosen"] == 7 and workload["stale"].startswith("config 3, marked untuned (default)")
+
+
+def test_a_record_shows_four_significant_digits(invoke: Invoke, matmul_log: Path) -> None:
+    """One measurement on a shared machine is not good to seven digits: 187.1187 GFLOPS reads 187.1,
+    in best and in inspect, and its 4.378e-5 ms is not 0.0000; --json keeps the whole value."""
+    text = matmul_log.read_text().replace("0.0005", str(2 * 16**3 / 187.1187e9))
+    matmul_log.write_text(text)
+    best = invoke("best", str(matmul_log))
+    assert best.exit_code == 0, best.output
+    [row] = [line for line in best.stdout.splitlines() if line.strip().startswith("0 ")]
+    assert row.split()[-3:] == ["187.1", "│", "0.00004378"]
+    inspect = invoke("inspect", str(matmul_log))
+    assert inspect.exit_code == 0, inspect.output
+    assert "187.1 GFLOPS" in inspect.stdout and "187.11" not in inspect.stdout
+    [workload] = json.loads(invoke("best", str(matmul_log), "--json").stdout)["workloads"]
+    assert workload["best"][0]["gflops"] == pytest.approx(187.1187)

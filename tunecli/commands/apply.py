@@ -4,14 +4,13 @@ them."""
 from __future__ import annotations
 
 import json
-import math
 
 import click
 
 from tunecli.commands.app import EXIT_USAGE, App, fail, sigterm_interrupts
 from tunecli.commands.log_args import readable_logs
 from tunecli.commands.steps import StepView
-from tunecli.commands.tables import print_fitted, table
+from tunecli.commands.tables import fixed, print_fitted, table
 from tunecli.engine.actions.apply_kernels import AppliedTask, ApplyReport
 from tunecli.engine.actions.apply_network import NetworkApplyReport
 from tunecli.engine.actions.job_file import apply_job_file
@@ -20,19 +19,13 @@ from tunecli.engine.measure.time_stats import TimeStats, significant_digits
 from tunecli.errors import RecordError
 
 
-def _fixed(value: float, digits: int, decimals: int) -> str:
-    """``value`` to ``digits`` significant digits, with at most ``decimals`` decimals."""
-    place = min(decimals, digits - 1 - math.floor(math.log10(abs(value)))) if value else decimals
-    return f"{value:.{place}f}" if place >= 0 else f"{round(value, place):.0f}"
-
-
 def _ms(seconds: float | None, stats: TimeStats | None = None) -> str:
     """Milliseconds with 4 decimals, fewer where the rounds' spread (``stats``) supports fewer digits."""
     if seconds is None:
         return "-"
     if stats is None:
         return f"{seconds * 1e3:.4f}"
-    return _fixed(seconds * 1e3, significant_digits(stats), 4)
+    return fixed(seconds * 1e3, significant_digits(stats), 4)
 
 
 def _ratio(num: float | None, den: float | None) -> str:
@@ -43,7 +36,7 @@ def _few_digits(value: float, four_decimals: bool, digits: int = 8) -> str:
     """``value`` in at most 6 characters below 10**6: fewer decimals the larger it is, and at most
     ``digits`` significant digits."""
     decimals = (4 if four_decimals else 2) if value < 10 else 2 if value < 100 else 1 if value < 1000 else 0
-    return _fixed(value, digits, decimals)
+    return fixed(value, digits, decimals)
 
 
 def _short_ms(seconds: float | None, stats: TimeStats | None = None) -> str:
@@ -92,7 +85,7 @@ def _print_report(app: App, report: ApplyReport) -> None:
         vs_log = _ratio(t.tuned, t.log_time)
         default, speedup, numpy, vs_numpy = (_ms(t.default, t.default_stats), _ratio(t.default, t.tuned),
                                              _ms(t.numpy, t.numpy_stats), _ratio(t.numpy, t.tuned))
-        gflops = _fixed(t.gflops, significant_digits(t.tuned_stats, 8), 2) if t.gflops else "-"
+        gflops = fixed(t.gflops, significant_digits(t.tuned_stats, 8), 2) if t.gflops else "-"
         wide.add_row(str(t.index), t.label, _check(t), tuned, spread, _ms(t.log_time), vs_log,
                      gflops, default, speedup, numpy, vs_numpy, t.config)
         short = (_short_ms(t.tuned, t.tuned_stats), spread, _short_ratio(t.tuned, t.log_time),

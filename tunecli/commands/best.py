@@ -9,7 +9,7 @@ import click
 
 from tunecli.commands.app import App, option_hint
 from tunecli.commands.log_args import readable_logs
-from tunecli.commands.tables import print_fitted, table
+from tunecli.commands.tables import fixed, print_fitted, table
 from tunecli.engine.log.best_of_logs import BestReport, best_of_logs
 from tunecli.errors import LogInUseError
 
@@ -28,7 +28,8 @@ def _print_report(app: App, report: BestReport) -> None:
             narrow.add_row(str(i), "-", "-", "-")
             notes.append(f"[{i}] no valid record ({w.errors} errors)")
         for e in w.best:
-            numbers = (str(e.rank), f"{e.gflops:.2f}" if e.gflops is not None else "-", f"{e.cost * 1e3:.4f}")
+            gflops = fixed(e.gflops, decimals=2) if e.gflops is not None else "-"
+            numbers = (str(e.rank), gflops, fixed(e.cost * 1e3, decimals=8))
             first = e.rank == 1
             config = e.config + (" (untuned)" if e.untuned else "")
             wide.add_row(w.workload if first else "", w.target if first else "", *numbers, config)

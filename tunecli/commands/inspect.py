@@ -15,7 +15,7 @@ from tunecli.commands.app import App
 from tunecli.commands.log_args import is_job_file, readable_logs
 from tunecli.commands.plots import PlottingUnavailable, require, text_plot, write_png
 from tunecli.commands.steps import StepView
-from tunecli.commands.tables import label_lines, print_fitted, table, wrap_items
+from tunecli.commands.tables import fixed, label_lines, print_fitted, table, wrap_items
 from tunecli.engine.actions.inspect import NetworkBuildView, NetworkView, TaskView
 from tunecli.engine.actions.job_file import inspect_job_file
 from tunecli.engine.log.log_summary import LogView, inspect_log
@@ -118,8 +118,9 @@ def _render_log(app: App, view: LogView) -> None:
     notes = []
     for i, w in enumerate(view.workloads):
         best = w.best_so_far()[-1] if w.costs else None
+        shown = fixed(best, decimals=8 if w.unit == "ms" else 4) if best is not None else None
         numbers = (str(len(w.costs)), ", ".join(f"{k} {v}" for k, v in w.errors.most_common()) or "-",
-                   f"{best:.4f} {w.unit}" if best is not None else "-")
+                   f"{shown} {w.unit}" if shown is not None else "-")
         wide.add_row(w.label, w.target, *numbers)
         narrow.add_row(str(i), *numbers)
         notes.append(f"[{i}] {w.label} on {w.target}")

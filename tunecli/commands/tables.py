@@ -8,6 +8,7 @@ wrapped as prose.  ``print_fitted`` prints the first when it fits the console's 
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Callable, Sequence
 
@@ -16,6 +17,16 @@ from rich.measure import Measurement
 from rich.table import Table
 
 _UNBOUNDED = 100_000
+
+
+#: Significant digits of a measured number without a spread to go by (one record of a log).
+MEASURED_DIGITS = 4
+
+
+def fixed(value: float, digits: int = MEASURED_DIGITS, decimals: int = 4) -> str:
+    """``value`` to ``digits`` significant digits, with at most ``decimals`` decimals (no exponent)."""
+    place = min(decimals, digits - 1 - math.floor(math.log10(abs(value)))) if value else decimals
+    return f"{value:.{place}f}" if place >= 0 else f"{round(value, place):.0f}"
 
 
 def table(title: str | None, columns: Sequence[str], right: Sequence[str] = (), wrap: bool = True) -> Table:
