@@ -67,8 +67,9 @@ _TE_NAMES = ("placeholder", "compute", "create_schedule", "var", "const", "reduc
              "sigmoid", "tanh", "floor", "ceil", "round", "trunc", "abs", "power", "if_then_else", "all",
              "any", "erf", "cos", "sin", "log2", "log10", "exp2")
 _TIR_NAMES = ("floordiv", "floormod", "indexdiv", "indexmod", "truncdiv", "truncmod")
-# older names of whole faces: ``tvm.ndarray.array`` is ``tvm.nd.array``
-_FACE_ALIASES = {"ndarray": "nd"}
+# older names of whole faces: ``tvm.ndarray.array`` is ``tvm.nd.array``, ``tvm.module.load``
+# ``tvm.runtime.load``
+_FACE_ALIASES = {"ndarray": "nd", "module": "runtime"}
 
 
 def __getattr__(name: str) -> Any:  # a lazily imported face, or a name from one

@@ -88,6 +88,11 @@ class GraphLibrary:
             raise ArgumentError(f"graph library: no function {key!r}; use lib[{self.libmod_name!r}](dev)")
         return self.create
 
+    def get_function(self, name: str, query_imports: bool = False) -> Callable[..., GraphModule]:
+        """``lib.get_function("default")``: the same as ``lib["default"]``."""
+        del query_imports
+        return self[name]
+
     def __iter__(self) -> Iterator[object]:
         """TVM's older form of ``relay.build``'s result: ``graph, lib, params = relay.build(...)``
         gives the graph JSON, this library (for ``graph_executor.create(graph, lib, dev)`` or

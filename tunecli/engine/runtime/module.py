@@ -72,6 +72,44 @@ class Module:
             self._device = device_for_target(self.kernel.target)
         return self._device
 
+    # TVM's runtime.Module faces -----------------------------------------------------------------
+    @property
+    def type_key(self) -> str:
+        """The kind of module (TVM's ``type_key``): ``"llvm"``, the host module of every target."""
+        return "llvm"
+
+    @property
+    def imported_modules(self) -> list[DeviceCodeModule]:
+        """The device code of a GPU kernel (``[module]`` whose ``get_source()`` is the PTX, TVM's
+        ``fadd.imported_modules[0].get_source()``); empty for a CPU kernel."""
+        return [DeviceCodeModule(self)] if self.kernel.object_format == "ptx" else []
+
+    @property
+    def entry_func(self) -> Module:
+        """The module's function (TVM's ``entry_func``); a module is called like its function."""
+        return self
+
+    def get_function(self, name: str, query_imports: bool = False) -> Module:
+        """The function named ``name`` (TVM's ``get_function``): the kernel, callable on arrays of
+        its device; ``query_imports`` is accepted (a module imports no other functions).
+
+        Raises
+        ------
+        ArgumentError
+            When ``name`` is not :attr:`entry_name`.
+        """
+        del query_imports
+        if not isinstance(name, str):
+            raise ArgumentError(f"module {self.entry_name!r}: a function name must be a str, got {name!r}")
+        if name != self.entry_name:
+            raise ArgumentError(f"module {self.entry_name!r}: no function named {name!r}; its function is "
+                                f"{self.entry_name!r} (the name= given to build)")
+        return self
+
+    def __getitem__(self, name: str) -> Module:
+        """``mod[name]``: the same as :meth:`get_function`."""
+        return self.get_function(name)
+
     # the object and its sources --------------------------------------------------------------
     def object_bytes(self) -> bytes:
         """The relocatable object file (ELF for Linux targets)."""
@@ -214,6 +252,29 @@ class Module:
 
     def __repr__(self) -> str:
         return f"Module({self.entry_name!r}, target={str(self.target)!r}, args={len(self.kernel.arg_specs)})"
+
+
+class DeviceCodeModule:
+    """The device code a GPU kernel's module imports (TVM's ``imported_modules[0]``): its source."""
+
+    type_key = "cuda"
+
+    def __init__(self, host: Module):
+        self.host = host
+
+    @property
+    def imported_modules(self) -> list[DeviceCodeModule]:
+        """Device code imports nothing."""
+        return []
+
+    def get_source(self, fmt: str = "") -> str:
+        """The kernel's PTX (TVM's device module gives CUDA C for ``""`` and ``"cu"``; this
+        runtime compiles to PTX only, so every format gives the PTX)."""
+        del fmt
+        return self.host.kernel.obj.decode()
+
+    def __repr__(self) -> str:
+        return f"DeviceCodeModule({self.host.entry_name!r}, type_key='cuda')"
 
 
 class BenchmarkResult:
