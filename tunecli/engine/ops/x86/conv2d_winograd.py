@@ -52,10 +52,10 @@ FALLBACK_ACCUMULATORS = 12  # accumulator vectors of the fallback register tile 
 #: Uses per image of a transformed kernel element (one per tile) below which the fallback config
 #: counts a Winograd GEMM as bound by streaming its kernel from memory rather than by its
 #: multiply-adds, with 512-bit vectors and with narrower ones (:func:`tile_size_cost`).  A
-#: network's transformed kernels do not stay in cache from one run to the next, and with both
-#: cores of a two-core machine multiplying, 512-bit units do about 32 uses' multiply-adds in the
-#: time one element streams in; narrower units do half the multiply-adds per cycle, and F(2x2)'s
-#: transforms, 2.25x F(4x4)'s per output, weigh more beside them (benchmarks/README.md).
+#: network's transformed kernels do not stay in cache from one run to the next; with every core
+#: multiplying, 512-bit units do about 32 uses' multiply-adds in the time one element streams in
+#: from memory; narrower units do half the multiply-adds per cycle, and F(2x2)'s transforms,
+#: 2.25x F(4x4)'s per output, weigh more beside them (benchmarks/README.md).
 STREAMING_TILES = {512: 32, 256: 4}
 
 
