@@ -11,7 +11,9 @@ half of the round), ours and onnxruntime's alternately, each ``--number`` runs a
 Printed for 2 threads (and for 1, the baseline a contended 2-thread run can be read against):
 each side's quiet and busy median, its degradation (busy / quiet), the ratio of the two
 degradations (ours / onnxruntime's: ≤ 1 means ours degrades no more) and ours / onnxruntime on a
-quiet machine; then the load average and the peak memory.
+quiet machine; and the other users' work beside each condition (``measure.time_stats.LoadWindow``:
+CPU time of the cores less this process tree's, in cores; the spinning processes are this
+benchmark's own), which says whether "quiet" was quiet; then the load average and the peak memory.
 
 Usage::
 
@@ -37,6 +39,7 @@ from tunecli.engine.graph.build_module import build
 from tunecli.engine.graph.frontend.onnx_export import to_onnx
 from tunecli.engine.graph.passes import PassContext
 from tunecli.engine.job.network_models import MODELS
+from tunecli.engine.measure.time_stats import LoadWindow
 from tunecli.engine.runtime import set_num_threads
 
 DEFAULT_NETWORKS = ("mobilenet_v2", "resnet-18")
@@ -92,16 +95,22 @@ def runners(name: str, threads: int, cache: dict[str, Any]) -> tuple[Callable[[]
 def bench(name: str, threads: int, args: argparse.Namespace, cache: dict[str, Any]) -> None:
     ours, theirs = runners(name, threads, cache)
     times: dict[tuple[str, str], list[float]] = {(c, s): [] for c in CONDITIONS for s in SIDES}
+    others = {c: [0.0, 0.0] for c in CONDITIONS}  # other users' CPU seconds, wall seconds
     for _ in range(args.rounds):
         for condition in CONDITIONS:
             procs = start_busy(args.busy) if condition == "busy" else []
+            window = LoadWindow()
             try:
                 for side, fn in zip(SIDES, (ours, theirs), strict=True):
                     time.sleep(args.settle)
                     _common.warm_up(fn)
                     times[condition, side].append(_common.batch_seconds(fn, args.number)[0])
             finally:
+                load = window.finish()
                 stop_busy(procs)
+            if load.measured is not None:
+                others[condition][0] += load.measured * load.seconds
+                others[condition][1] += load.seconds
     med = {k: _common.median(v) for k, v in times.items()}
     degrade = {s: med["busy", s] / med["quiet", s] for s in SIDES}
     ms = {k: v * 1e3 for k, v in med.items()}
@@ -112,6 +121,9 @@ def bench(name: str, threads: int, args: argparse.Namespace, cache: dict[str, An
     quiet = ms["quiet", "ours"] / ms["quiet", "onnxruntime"]
     print(f"    degradation ours/onnxruntime {degrade['ours'] / degrade['onnxruntime']:5.2f} (<= 1: ours "
           f"degrades no more); quiet ours/onnxruntime {quiet:5.2f}x")
+    if all(wall for _, wall in others.values()):
+        print("    other users' work beside it: " + ", ".join(
+            f"{c} {cpu / wall:.1f} cores" for c, (cpu, wall) in others.items()))
 
 
 def main() -> None:
