@@ -22,7 +22,8 @@ from tunecli.engine.cluster.local_cluster import LocalRayCluster, free_port
 from tunecli.engine.cluster.node_info import software_versions
 from tunecli.engine.log.record import read_log
 from tunecli.engine.measure import TimingOptions
-from tunecli.engine.target import Target
+from tunecli.engine.runtime.threads import get_num_threads
+from tunecli.engine.target import Target, host_cpu
 
 from .conftest import RESOURCE, KillNode
 
@@ -108,6 +109,26 @@ def test_nodes_with_other_software_are_refused_before_measuring(ray_head: LocalR
     with pytest.raises(ClusterVersionError, match=rf"{package} {ours[package]} \(driver: 99\.0\)"):
         cluster.connect(Target("llvm"))
     assert cluster.slots == []
+
+
+@pytest.mark.slow
+def test_a_node_timing_with_other_threads_is_not_used(ray_head: LocalRayCluster,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    odd = ray_head.add_node("one-thread", {RESOURCE: 1}, env={"TUNECLI_NUM_THREADS": "1"})
+    try:
+        ray_head.wait_nodes(len(ray_head.nodes) - len(ray_head.killed))
+        cluster = RayCluster(ray_head.address, {RESOURCE: 1}, builders=1)
+        with caplog.at_level(logging.WARNING, logger="autotvm"):
+            cluster.connect(Target("llvm -mcpu=" + host_cpu()))
+        try:
+            threads = {slot.node.threads for slot in cluster.slots}
+        finally:
+            cluster.close()
+    finally:
+        ray_head.kill_node(odd)
+    assert threads == {get_num_threads()}  # the nodes that time as this machine
+    assert any("times kernels with 1 threads, not" in m and "not used" in m for m in caplog.messages), \
+        caplog.messages
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ from tunecli.engine.cluster.node_info import (
     default_resource,
     describe_node,
     software_versions,
+    unlike_nodes,
     version_problems,
     wanted_cpu,
 )
@@ -255,7 +256,13 @@ class RayCluster:
         if not matching:
             raise ClusterError(f"Ray cluster at {self.address}: no node offering {self.resources} has the "
                                f"target's CPU {cpu}")
-        return matching
+        unlike = unlike_nodes([info for info, _ in matching], target)
+        for info, _ in matching:
+            if info.node_id in unlike:
+                logger.warning("Ray node %s times kernels with %s: it is not used (its timings would not "
+                               "compare with the other nodes'; give such nodes a resource of their own and "
+                               "tune on them apart)", info.address, unlike[info.node_id])
+        return [(info, count) for info, count in matching if info.node_id not in unlike]
 
     def _start_workers(self, ray: ModuleType, nodes: list[tuple[NodeInfo, int]]) -> None:
         for info, count in nodes:
