@@ -10,7 +10,8 @@ from tunecli.engine.graph.passes import (
     Sequential,
     SimplifyInference,
 )
+from tunecli.engine.graph.passes.convert_layout import ConvertLayout
 from tunecli.engine.graph.passes.pass_infra import PassContext
 
-__all__ = ["AlterOpLayout", "DeadCodeElimination", "FoldConstant", "FoldScaleAxis", "FuseOps", "InferType",
-           "PassContext", "Sequential", "SimplifyInference"]
+__all__ = ["AlterOpLayout", "ConvertLayout", "DeadCodeElimination", "FoldConstant", "FoldScaleAxis",
+           "FuseOps", "InferType", "PassContext", "Sequential", "SimplifyInference"]
