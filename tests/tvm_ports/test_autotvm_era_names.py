@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tunecli as tvm
-from tunecli.errors import ArgumentError
+from tunecli.errors import ArgumentError, TargetError
 
 
 def test_the_vector_add_of_the_old_getting_started_tutorial():
@@ -81,3 +81,22 @@ def test_a_device_given_twice_or_unknown_is_one_clear_error():
     f = tvm.build(tvm.create_schedule(b.op), [a, b], "llvm", name="twice")
     with pytest.raises(ArgumentError, match="give the device once"):
         f.time_evaluator("twice", tvm.cpu(0), ctx=tvm.cpu(0))
+
+
+@pytest.mark.parametrize("board, machine, triple", [("rasp4b64", 183, "aarch64-linux-gnu"),
+                                                    ("rasp3b", 40, "armv7l-linux-gnueabihf")])
+def test_a_kernel_cross_compiled_for_a_board_named_as_arm_cpu_knows_it(board, machine, triple):
+    tgt = tvm.target.arm_cpu(board)
+    assert tgt.keys == ["arm_cpu", "cpu"] and tgt.mtriple == triple and "+neon" in tgt.mattr
+    a = tvm.placeholder((64,), name="a")
+    b = tvm.compute((64,), lambda i: a[i] * 2.0, name="b")
+    obj = tvm.build(tvm.create_schedule(b.op), [a, b], tgt, name="twice").object_bytes()
+    assert obj[:4] == b"\x7fELF" and int.from_bytes(obj[18:20], "little") == machine  # e_machine
+
+
+def test_arm_cpu_of_an_unknown_board_and_extra_options():
+    assert str(tvm.target.arm_cpu("myboard", "-mtriple=aarch64-linux-gnu")) == \
+        "llvm -device=arm_cpu -model=myboard -mtriple=aarch64-linux-gnu"
+    assert tvm.target.rasp(["-mcpu=cortex-a53"]).mcpu == "cortex-a53"
+    with pytest.raises(TargetError, match="options must be a string"):
+        tvm.target.arm_cpu("rasp3b", options=3)
