@@ -33,6 +33,14 @@ def nap(seconds: float) -> float:
     return seconds
 
 
+def spin(seconds: float) -> float:
+    """Keep a core busy for ``seconds`` (wall clock); return the CPU seconds this process spent."""
+    start, end = time.process_time(), time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+    return time.process_time() - start
+
+
 def unpicklable(_: object) -> object:
     """Return something that cannot be sent back."""
     return lambda: None

@@ -20,6 +20,7 @@ from tunecli.engine.measure.time_stats import (
     time_stats,
 )
 from tunecli.engine.measure.timing import MeasureReply
+from tunecli.engine.measure.worker import Worker
 
 
 def test_the_median_is_the_time_and_one_slow_round_does_not_move_it() -> None:
@@ -118,6 +119,19 @@ def test_apply_own_processes_are_not_other_work() -> None:
     assert load.measured is not None
     assert load.own_cpu >= spent - 0.05
     assert load.others <= load.cores - (spent - 0.05) / load.seconds + 0.05
+
+
+def test_a_measurement_worker_running_through_the_window_is_apply_own() -> None:
+    """The worker apply times kernels in lives before and after the window: its CPU time is apply's."""
+    worker = Worker(name="tunecli-test-spin")
+    try:
+        worker.call("tests.engine.measure.measure_helpers:pid", None, timeout=60)  # started and ready
+        window = LoadWindow()
+        outcome = worker.call("tests.engine.measure.measure_helpers:spin", 1.0, timeout=30)
+        load = window.finish()
+    finally:
+        worker.close()
+    assert load.own_cpu >= outcome.value - 0.05, (load, outcome.value)
 
 
 def test_a_measured_window_decides_busy_whatever_the_load_average() -> None:
