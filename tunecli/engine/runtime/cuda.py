@@ -166,18 +166,57 @@ class CUDADevice(Device):
             return False
         return True
 
-    @property
-    def compute_version(self) -> str:
-        """The GPU's compute capability, ``"9.0"`` (TVM's ``Device.compute_version``)."""
+    def _attribute(self, name: str) -> int:
+        """The driver's ``CU_DEVICE_ATTRIBUTE_<name>`` of this GPU (DeviceError if there is none)."""
         cu = driver()
         self.activate()
         dev = call("cuDeviceGet", cu.cuDeviceGet(self.device_id))
-        attr = cu.CUdevice_attribute
-        major = call("cuDeviceGetAttribute",
-                     cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
-        minor = call("cuDeviceGetAttribute",
-                     cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
-        return f"{major}.{minor}"
+        attr = getattr(cu.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+        return int(call("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(attr, dev)))
+
+    @property
+    def compute_version(self) -> str:
+        """The GPU's compute capability, ``"9.0"`` (TVM's ``Device.compute_version``)."""
+        return f"{self._attribute('COMPUTE_CAPABILITY_MAJOR')}.{self._attribute('COMPUTE_CAPABILITY_MINOR')}"
+
+    @property
+    def device_name(self) -> str:
+        """The GPU's name, ``"NVIDIA H100 80GB HBM3"`` (TVM's ``Device.device_name``)."""
+        cu = driver()
+        self.activate()
+        dev = call("cuDeviceGet", cu.cuDeviceGet(self.device_id))
+        return bytes(call("cuDeviceGetName", cu.cuDeviceGetName(256, dev))).split(b"\0")[0].decode()
+
+    @property
+    def max_threads_per_block(self) -> int:
+        """Most threads in a block (TVM's ``Device.max_threads_per_block``)."""
+        return self._attribute("MAX_THREADS_PER_BLOCK")
+
+    @property
+    def warp_size(self) -> int:
+        """Threads in a warp (TVM's ``Device.warp_size``)."""
+        return self._attribute("WARP_SIZE")
+
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        """Bytes of shared memory a block may use (TVM's ``Device.max_shared_memory_per_block``)."""
+        return self._attribute("MAX_SHARED_MEMORY_PER_BLOCK")
+
+    @property
+    def multi_processor_count(self) -> int:
+        """Streaming multiprocessors (TVM's ``Device.multi_processor_count``)."""
+        return self._attribute("MULTIPROCESSOR_COUNT")
+
+    @property
+    def max_clock_rate(self) -> int:
+        """Peak clock in kHz (TVM's ``Device.max_clock_rate``)."""
+        return self._attribute("CLOCK_RATE")
+
+    @property
+    def max_thread_dimensions(self) -> tuple[int, int, int]:
+        """Most threads of a block along x, y and z (TVM's ``Device.max_thread_dimensions``)."""
+        return (self._attribute("MAX_BLOCK_DIM_X"), self._attribute("MAX_BLOCK_DIM_Y"),
+                self._attribute("MAX_BLOCK_DIM_Z"))
 
     # memory ------------------------------------------------------------------------------------
     def empty(self, shape: Sequence[int], dtype: str, guarded: bool = False) -> CUDAArray:

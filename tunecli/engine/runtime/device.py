@@ -66,6 +66,47 @@ class Device(ABC):
         """Whether the device is present on this machine."""
         return True
 
+    # TVM's attributes of GPUs: None where the kind has none (the CPU), as in TVM
+    @property
+    def device_name(self) -> str | None:
+        """The device's name (GPUs)."""
+        return None
+
+    @property
+    def compute_version(self) -> str | None:
+        """The compute capability (GPUs)."""
+        return None
+
+    @property
+    def max_threads_per_block(self) -> int | None:
+        """Most threads in a block (GPUs)."""
+        return None
+
+    @property
+    def warp_size(self) -> int | None:
+        """Threads in a warp (GPUs)."""
+        return None
+
+    @property
+    def max_shared_memory_per_block(self) -> int | None:
+        """Bytes of shared memory a block may use (GPUs)."""
+        return None
+
+    @property
+    def multi_processor_count(self) -> int | None:
+        """Multiprocessors (GPUs)."""
+        return None
+
+    @property
+    def max_clock_rate(self) -> int | None:
+        """Peak clock in kHz (GPUs)."""
+        return None
+
+    @property
+    def max_thread_dimensions(self) -> tuple[int, int, int] | None:
+        """Most threads of a block along x, y and z (GPUs)."""
+        return None
+
     # memory ------------------------------------------------------------------------------------
     @abstractmethod
     def empty(self, shape: Sequence[int], dtype: str, guarded: bool = False) -> DeviceArray:
