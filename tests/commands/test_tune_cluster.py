@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 
 import pytest
 
 from tests.engine.cluster.conftest import ray_head  # noqa: F401  (the real cluster fixture)
 from tunecli.engine.cluster.local_cluster import LocalRayCluster, free_port
 
-from .conftest import Invoke
+from .conftest import TUNECLI, Invoke
 
 
 def test_a_cluster_whose_head_cannot_be_reached_is_one_error_naming_it(invoke: Invoke, tiny_job) -> None:
@@ -45,3 +48,32 @@ def test_tune_through_the_ray_client_address(invoke: Invoke, tiny_job, ray_head:
     result = invoke("tune", job, "--cluster", ray_head.client_address, "--json")
     assert result.exit_code == 0, result.output
     assert len(log.read_text().splitlines()) == 2
+
+
+@pytest.mark.slow
+def test_a_killed_cluster_tune_is_interrupted_and_keeps_every_measurement(
+        invoke: Invoke, tiny_job, ray_head: LocalRayCluster) -> None:  # noqa: F811
+    # kill (SIGTERM) after joining the cluster, whose Ray installs a handler of its own that ends the
+    # driver at once: the tune is interrupted as Ctrl-C interrupts it, exit code 130
+    job, log = tiny_job(n_trial=40, min_repeat_ms=50, n_parallel=1)
+    proc = subprocess.Popen([str(TUNECLI), "tune", job, "--cluster", ray_head.address, "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None and not (log.exists() and log.read_text()):
+            time.sleep(0.05)
+        assert proc.poll() is None, "tune ended before it could be killed"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.endswith("interrupted: the finished measurements are in the log; run the same command "
+                        "again to resume\n"), err
+    kept = [json.loads(line)["config"]["index"] for line in log.read_text().splitlines()]
+    assert 1 <= len(kept) < 40
+    result = invoke("tune", job, "--cluster", ray_head.address, "--n-trial", str(len(kept) + 1), "--json")
+    assert result.exit_code == 0, result.output
+    (task,) = json.loads(result.stdout)["tasks"]
+    assert (task["previous"], task["measured"]) == (len(kept), 1)

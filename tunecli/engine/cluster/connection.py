@@ -36,7 +36,7 @@ from tunecli.engine.cluster.node_info import (
     wanted_cpu,
 )
 from tunecli.engine.cluster.node_measurer import NodeMeasurer
-from tunecli.engine.cluster.ray_import import import_ray
+from tunecli.engine.cluster.ray_import import import_ray, keep_sigterm
 from tunecli.engine.measure.timing_options import TimingOptions
 from tunecli.engine.rpc.sockets import parse_host_port
 from tunecli.engine.target import Target
@@ -199,8 +199,9 @@ class RayCluster:
         if ray.is_initialized():
             return
         try:
-            ray.init(address=self.address, logging_level=logging.ERROR, log_to_driver=False,
-                     namespace="tunecli")
+            with keep_sigterm():
+                ray.init(address=self.address, logging_level=logging.ERROR, log_to_driver=False,
+                         namespace="tunecli")
         except (ConnectionError, TimeoutError, RuntimeError) as err:
             hint = f" ({_PORT_HINT})" if self._head is not None else ""
             raise ClusterUnreachableError(f"cannot join the Ray cluster at {self.address}: "
