@@ -94,3 +94,21 @@ def test_a_relay_library_function_by_name():
     gmod.set_input("x", data)
     gmod.run()
     np.testing.assert_allclose(gmod.get_output(0).numpy(), np.maximum(data, 0))
+
+
+def test_an_object_saved_then_linked_by_create_shared_loads_as_the_module(tmp_path: Path):
+    from tunecli.contrib import cc
+
+    mod = build_scale()
+    mod.save(str(tmp_path / "scale.o"))
+    assert (tmp_path / "scale.o").read_bytes() == mod.object_bytes()
+    cc.create_shared(str(tmp_path / "scale.so"), [str(tmp_path / "scale.o")])
+    loaded = tvm.runtime.load_module(str(tmp_path / "scale.so"))
+    assert loaded.entry_name == "scale" and loaded.arg_specs == mod.arg_specs
+    np.testing.assert_allclose(run(loaded), WANT)
+
+
+def test_a_gpu_kernels_device_code_saved_as_ptx(tmp_path: Path):
+    mod = build_scale("cuda", name="scale_ptx")
+    mod.imported_modules[0].save(str(tmp_path / "scale.ptx"))
+    assert (tmp_path / "scale.ptx").read_text() == mod.get_source("ptx")

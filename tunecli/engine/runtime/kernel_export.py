@@ -6,7 +6,8 @@ server loads itself, for any target (``cuda`` included).  Any other path gets on
 linked by :func:`.linker.link_library` with the blob of :func:`.graph_library.pack_blob`; it holds
 host objects only.  Both load back with ``runtime.load_module(path)`` (locally, or on a device
 server after ``remote.upload``): a network's as a graph library, a kernel module's as a
-:class:`~.module.Module`.
+:class:`~.module.Module`.  ``save_object`` writes a kernel's object with its blob beside it, which
+``cc.create_shared`` links in (:mod:`.linker`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tunecli.errors import GraphError
 
 from .graph_archive import write_graph_archive
 from .graph_library import pack_blob
-from .linker import CompileFunc, link_library
+from .linker import OBJECT_BLOB_SUFFIX, CompileFunc, link_library
 from .module import Module
 
 
@@ -50,6 +51,18 @@ def export_kernels(path: str | os.PathLike, graph_json: str, kernels: Mapping[st
     kernel_args = {n: len(k.arg_specs) for n, k in kernels.items()}
     blob = pack_blob(graph_json, kernel_args, params, str(target), module)
     link_library(out, [k.obj for k in kernels.values()], blob, target, fcompile, options)
+
+
+def save_object(module: Module, path: str | os.PathLike) -> None:
+    """Write the module's object to ``path`` and its blob beside it (``linker.OBJECT_BLOB_SUFFIX``),
+    so a shared library linked from the object by ``cc.create_shared`` loads as the module."""
+    kernel, obj = module.kernel, module.object_bytes()
+    out = os.fspath(path)
+    with open(out, "wb") as f:
+        f.write(obj)
+    kernel_args = {kernel.entry_name: len(kernel.arg_specs)}
+    with open(out + OBJECT_BLOB_SUFFIX, "wb") as f:
+        f.write(pack_blob("", kernel_args, {}, str(kernel.target), kernel))
 
 
 def export_module(module: Module, path: str | os.PathLike, fcompile: str | CompileFunc | None = None,

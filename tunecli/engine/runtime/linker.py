@@ -10,7 +10,9 @@ makes a compile function of a cross driver (``"aarch64-linux-gnu-gcc"``); :func:
 uses the driver named by ``TVM_NDK_CC`` (Android's NDK clang, or any cross driver);
 :func:`compiler_for` finds a driver for a target: the host's for this machine, else
 ``<triple>-gcc`` on the PATH.  The blob lies at the symbols ``tunecli_graph_blob`` /
-``tunecli_graph_blob_size``; the loader finds it there (:mod:`.graph_library`).
+``tunecli_graph_blob_size``; the loader finds it there (:mod:`.graph_library`).  A kernel object
+saved by ``Module.save("k.o")`` has its blob beside it (``k.o.tunecli_blob``), which
+:func:`create_shared` links in.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ from tunecli.errors import GraphError
 #: Symbols of the data blob of an exported library and of its size (a u64).
 BLOB_SYMBOL = "tunecli_graph_blob"
 BLOB_SIZE_SYMBOL = "tunecli_graph_blob_size"
+
+#: Suffix of the file ``Module.save("k.o")`` writes beside the object (``k.o.tunecli_blob``): the blob
+#: that :func:`create_shared` links in when it links that one object, so ``load_module`` of the
+#: library knows the kernel's arguments (TVM's tutorials: ``save``, ``cc.create_shared``, ``load_module``).
+OBJECT_BLOB_SUFFIX = ".tunecli_blob"
 
 #: The environment variable naming the NDK's compiler driver (TVM's).
 NDK_CC_ENV = "TVM_NDK_CC"
@@ -50,17 +57,32 @@ def create_shared(output: str | os.PathLike, objects: Sequence[str] | str,
     if driver is None:
         raise GraphError("create_shared: no C compiler (cc or gcc) on PATH to link the library")
     objs = [objects] if isinstance(objects, str) else [os.fspath(o) for o in objects]
-    cmd = [driver, "-shared", "-fPIC", "-o", os.fspath(output), *objs, *(options or [])]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd)
-    except OSError as err:
-        raise GraphError(f"create_shared: cannot run the compiler {driver!r}: {err}") from None
+    with tempfile.TemporaryDirectory(prefix="tunecli_link_") as tmp:
+        blob = _saved_blob(objs, cwd, tmp)
+        cmd = [driver, "-shared", "-fPIC", "-o", os.fspath(output), *objs, *blob, *(options or [])]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd)
+        except OSError as err:
+            raise GraphError(f"create_shared: cannot run the compiler {driver!r}: {err}") from None
     if done.returncode != 0:
         raise GraphError(f"create_shared: linking {os.fspath(output)!r} with {driver!r} failed: "
                          f"{done.stderr.strip()}")
 
 
 create_shared.output_format = "so"  # type: ignore[attr-defined]
+
+
+def _saved_blob(objects: Sequence[str], cwd: str | None, tmp: str) -> list[str]:
+    """The assembly of the blob saved beside the one object among ``objects`` that has one
+    (:data:`OBJECT_BLOB_SUFFIX`), written in ``tmp``; none when no object or several have one."""
+    found = [path for obj in objects
+             if os.path.isfile(path := os.path.join(cwd or "", obj) + OBJECT_BLOB_SUFFIX)]
+    if len(found) != 1:
+        return []
+    asm = os.path.join(tmp, "blob.S")
+    with open(asm, "w") as f:
+        f.write(_blob_assembly(os.path.abspath(found[0]), os.path.getsize(found[0])))
+    return [asm]
 
 
 def cross_compiler(compile_func: str | CompileFunc, options: Sequence[str] | None = None,

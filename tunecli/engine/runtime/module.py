@@ -134,8 +134,15 @@ class Module:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the object (``.o``; ``.ptx`` for a CUDA kernel), LLVM IR (``.ll``) or assembly
-        (``.s``) to ``path``."""
+        (``.s``) to ``path``; beside an ``.o`` goes ``<path>.tunecli_blob``, the kernel's arguments,
+        which ``cc.create_shared([path])`` links in so ``runtime.load_module`` of that library
+        gives this module back."""
         suffix = os.path.splitext(os.fspath(path))[1]
+        if suffix == ".o" and self.kernel.object_format != "ptx":
+            from .kernel_export import save_object  # the export formats build on this module
+
+            save_object(self, path)
+            return
         if suffix == ".o" or (suffix == ".ptx" and self.kernel.object_format == "ptx"):
             data: bytes = self.object_bytes()
         elif suffix in (".ll", ".s"):
@@ -272,6 +279,11 @@ class DeviceCodeModule:
         runtime compiles to PTX only, so every format gives the PTX)."""
         del fmt
         return self.host.kernel.obj.decode()
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the PTX to ``path`` (TVM's ``imported_modules[0].save("myadd.ptx")``)."""
+        with open(path, "wb") as f:
+            f.write(self.host.kernel.obj)
 
     def __repr__(self) -> str:
         return f"DeviceCodeModule({self.host.entry_name!r}, type_key='cuda')"
