@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine.measure.measure_helpers import spin_elsewhere
 from tunecli.commands.tune import _ProgressView
 from tunecli.engine.actions.tune import TuneEvent
 
@@ -285,3 +286,20 @@ def test_a_record_faster_than_any_machine_is_not_the_best_of_a_resumed_tune(invo
     assert task["previous"] == 4 and task["measured"] == 0  # its config counts as measured...
     assert task["best_index"] != 24 and task["best_flops"] < 1e12  # ...but it is nobody's best
     assert f"warning: {log}:4: skipping a record of " in result.stderr
+
+
+def test_a_tune_beside_other_work_says_the_machine_was_busy(invoke: Invoke, tiny_job) -> None:
+    """Two processes that are not tune's keep both cores busy while it measures: tune says so, on
+    stderr within 80 columns and in --json's notes, with what to do about it."""
+    job, _ = tiny_job(n_trial=4)
+    spin_elsewhere(8.0, 2)
+    result = invoke("tune", job, "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["load"]["measured"] > 0.5 and summary["load"]["own_cpu"] > 0
+    [note] = summary["notes"]
+    assert note.startswith("the machine was busy while tuning: other work kept about ")
+    assert "remeasure" in note
+    warning = result.stderr[result.stderr.index("warning: "):]  # the last lines, wrapped
+    assert " ".join(warning.split()) == f"warning: {note}"
+    assert all(len(line) <= 80 for line in result.stderr.splitlines())

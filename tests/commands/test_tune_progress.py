@@ -73,7 +73,7 @@ def test_a_model_job_s_extraction_is_a_step_of_its_own(invoke: Invoke, tmp_path:
                           extra=f"log: {tmp_path / 'net.log'}\n")
     result = invoke("tune", str(job))
     assert result.exit_code == 0, result.output
-    lines = result.stderr.splitlines()
+    lines = result.stderr.split("warning: the machine was busy")[0].splitlines()  # a busy machine: said last
     assert lines[0] == "tune: extracting the tunable tasks"
     assert lines[1].startswith("task 1/") and lines[-1].startswith("tune: done in ")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import textwrap
 import time
 from collections.abc import Callable
 
@@ -236,6 +237,10 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
         app.echo(json.dumps(summary.as_dict(), indent=2))
     elif not quiet:
         _print_summary(app, summary)
+    if not quiet:  # like the progress, within the width of stderr
+        for note in summary.notes:
+            click.echo("\n".join(textwrap.wrap(f"warning: {note}", app.err.width, subsequent_indent="  ")),
+                       err=True)
     if summary.graph is not None and summary.graph.error is not None:
         fail(f"graph tuner {summary.graph.kind}: {summary.graph.error} (the kernel tuning is in "
              f"{summary.log})")

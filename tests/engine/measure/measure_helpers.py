@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
+
+_SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass"
 
 
 def square(x: float) -> float:
@@ -39,6 +43,18 @@ def spin(seconds: float) -> float:
     while time.monotonic() < end:
         pass
     return time.process_time() - start
+
+
+def spin_elsewhere(seconds: float, count: int) -> None:
+    """Start ``count`` processes that keep a core busy for ``seconds`` and are not this process's
+    descendants (their parent exits at once): another user's work, as far as this process can tell."""
+    loops = " ".join(f"{sys.executable} -c '{_SPIN.format(s=seconds)}' &" for _ in range(count))
+    subprocess.run(["sh", "-c", loops], check=True)
+
+
+def spin_here(seconds: float) -> subprocess.Popen:
+    """A child process that keeps a core busy for ``seconds``."""
+    return subprocess.Popen([sys.executable, "-c", _SPIN.format(s=seconds)])
 
 
 def unpicklable(_: object) -> object:

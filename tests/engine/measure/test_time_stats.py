@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import resource
-import subprocess
-import sys
 import time
 
 import pytest
 
+from tests.engine.measure.measure_helpers import spin_elsewhere, spin_here
 from tunecli.engine.measure.time_stats import (
     BUSY_OTHERS,
     LoadWindow,
@@ -85,20 +84,11 @@ def test_the_machine_is_busy_when_other_work_ran_on_every_sample() -> None:
     assert not MachineLoad((2.5, 1.0), cores=2).busy  # a build before timing, not other work during it
 
 
-_SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass"
-
-
-def _spin_elsewhere(seconds: float, count: int) -> None:
-    """Start ``count`` busy processes that are not this process's descendants (another user's work)."""
-    loops = " ".join(f"{sys.executable} -c '{_SPIN.format(s=seconds)}' &" for _ in range(count))
-    subprocess.run(["sh", "-c", loops], check=True)
-
-
 def test_work_that_starts_mid_timing_makes_the_machine_busy() -> None:
     """The load average lags a minute behind; the window counts the CPU time other work takes in it."""
     window = LoadWindow()
     time.sleep(0.3)
-    _spin_elsewhere(1.5, 2)
+    spin_elsewhere(1.5, 2)
     time.sleep(1.7)
     load = window.finish()
     assert load.measured is not None and load.seconds >= 1.9
@@ -110,7 +100,7 @@ def test_apply_own_processes_are_not_other_work() -> None:
     """Workers on every core are apply's own: their CPU time is subtracted, whatever their threads."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     window = LoadWindow()
-    spinners = [subprocess.Popen([sys.executable, "-c", _SPIN.format(s=1.5)]) for _ in range(2)]
+    spinners = [spin_here(1.5) for _ in range(2)]
     for spinner in spinners:
         spinner.wait()
     load = window.finish()

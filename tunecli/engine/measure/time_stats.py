@@ -184,17 +184,17 @@ class MachineLoad:
         """Whether other work took more than ``BUSY_OTHERS`` of a core while timing."""
         return self.others > BUSY_OTHERS
 
-    def note(self) -> str | None:
-        """One line saying the machine was busy (None when it was not)."""
+    def note(self, who: str = "apply", doing: str = "timing") -> str | None:
+        """One line saying the machine was busy while ``who`` was ``doing`` (None when it was not)."""
         if not self.busy:
             return None
         shown = ", ".join(f"{s:.2f}" for s in self.samples)
         if self.measured is not None:
-            return (f"the machine was busy while timing: other work kept about {self.others:.1f} of "
-                    f"{self.cores} cores busy beside apply's over {self.seconds:.0f} s (load average "
+            return (f"the machine was busy while {doing}: other work kept about {self.others:.1f} of "
+                    f"{self.cores} cores busy beside {who}'s over {self.seconds:.0f} s (load average "
                     f"{shown}): times may be inflated")
-        return (f"the machine was busy while timing: load average {shown} on {self.cores} cores (about "
-                f"{self.others:.1f} other processes running beside apply's): times may be inflated")
+        return (f"the machine was busy while {doing}: load average {shown} on {self.cores} cores (about "
+                f"{self.others:.1f} other processes running beside {who}'s): times may be inflated")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 from tunecli.engine.job.model_spec import GraphTuning
 from tunecli.engine.log.record import JsonValue
+from tunecli.engine.measure.time_stats import MachineLoad
 from tunecli.engine.task.workload_args import WorkloadArg
 from tunecli.engine.tuner.alternatives import operator_groups, weighted_latency
 
@@ -108,6 +109,18 @@ class TuneSummary:
     graph: GraphTuning | None = None  #: what the graph tuner chose (model jobs with graph_tuner)
     #: groups of task indices that implement one operator (a build runs the fastest of each)
     alternatives: list[list[int]] = field(default_factory=list)
+    #: other work on this machine while it measured (None: nothing measured here)
+    load: MachineLoad | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """What makes the measured times doubtful: a busy machine (with what to do about it)."""
+        busy = self.load.note("tune", "tuning") if self.load is not None else None
+        if busy is None:
+            return []
+        hint = ("; `tuner: {remeasure: 8}` (or --remeasure 8) measures each task's best configs again "
+                "at its end" if not self.remeasure else "")
+        return [busy + hint]
 
     @property
     def ok(self) -> bool:
@@ -138,4 +151,5 @@ class TuneSummary:
             entry["ok"] = task.ok
         out["ok"] = self.ok
         out["weighted_latency"] = self.weighted_latency
+        out["notes"] = self.notes
         return out

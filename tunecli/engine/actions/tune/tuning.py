@@ -16,6 +16,7 @@ from tunecli.engine.log.record import Record, read_log
 from tunecli.engine.log.task_history import TaskHistory, task_histories
 from tunecli.engine.measure.batch import MeasureOption
 from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
+from tunecli.engine.measure.time_stats import LoadWindow
 from tunecli.engine.task.task import Task
 from tunecli.engine.task.text import config_text, task_label
 from tunecli.engine.tuner.callback import log_to_file
@@ -79,6 +80,7 @@ def tune_tasks(job: Job, found: JobTasks, measure_option: Callable[[], MeasureOp
                           job.tuner.budget, job.tuner.task_scheduler, job.tuner.remeasure,
                           alternatives=[list(group) for group in found.alternatives])
     emit = on_event or (lambda event: None)
+    window = LoadWindow()
     if job.tuner.budget is not None:
         summary.tasks.extend(_tune_scheduled(job, found, history, histories, measure_option, emit))
     else:
@@ -87,6 +89,8 @@ def tune_tasks(job: Job, found: JobTasks, measure_option: Callable[[], MeasureOp
             before = sum(t.previous + t.measured for t in summary.tasks)
             summary.tasks.append(_tune_task(job, index, len(tasks), task, weights[index], history,
                                             histories[index], measure_option, emit, (before, all_trials)))
+    if job.runner.kind == "local" and job.cluster is None and any(t.measured for t in summary.tasks):
+        summary.load = window.finish()  # timed on this machine
     return summary
 
 
