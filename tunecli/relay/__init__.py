@@ -23,6 +23,7 @@ from tunecli.relay.op import transform as _transform
 from tunecli.relay.op.reduce import *  # noqa: F403 - the operators, listed once in relay.op's modules
 from tunecli.relay.op.tensor import *  # noqa: F403
 from tunecli.relay.op.transform import *  # noqa: F403
+from tunecli.relay.transform import build_config
 
 __all__ = [
     "ExprMutator",
@@ -33,6 +34,7 @@ __all__ = [
     "analysis",
     "build",
     "build_module",
+    "build_config",
     "astext",
     "bind_params_by_name",
     "load_param_dict",
