@@ -67,6 +67,7 @@ _TE_NAMES = ("placeholder", "compute", "create_schedule", "var", "const", "reduc
              "sigmoid", "tanh", "floor", "ceil", "round", "trunc", "abs", "power", "if_then_else", "all",
              "any", "erf", "cos", "sin", "log2", "log10", "exp2")
 _TIR_NAMES = ("floordiv", "floormod", "indexdiv", "indexmod", "truncdiv", "truncmod")
+_RUNTIME_NAMES = ("convert",)
 # older names of whole faces: ``tvm.ndarray.array`` is ``tvm.nd.array``, ``tvm.module.load``
 # ``tvm.runtime.load``
 _FACE_ALIASES = {"ndarray": "nd", "module": "runtime"}
@@ -82,6 +83,8 @@ def __getattr__(name: str) -> Any:  # a lazily imported face, or a name from one
         return getattr(te, name)
     if name in _TIR_NAMES:
         return getattr(importlib.import_module("tunecli.tir"), name)
+    if name in _RUNTIME_NAMES:
+        return getattr(importlib.import_module("tunecli.runtime"), name)
     if name in _FACE_ALIASES:
         return importlib.import_module(f"tunecli.{_FACE_ALIASES[name]}")
     raise AttributeError(f"module 'tunecli' has no attribute {name!r}")
@@ -89,7 +92,7 @@ def __getattr__(name: str) -> Any:  # a lazily imported face, or a name from one
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_FACES) | set(_LAZY_NAMES) | set(_TE_NAMES) | set(_TIR_NAMES)
-                  | set(_FACE_ALIASES))
+                  | set(_RUNTIME_NAMES) | set(_FACE_ALIASES))
 
 
 __all__ = ["te", "build", "lower", "Target", "Device", "context", "cpu", "cuda", "device", "gpu",

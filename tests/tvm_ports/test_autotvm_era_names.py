@@ -100,3 +100,16 @@ def test_arm_cpu_of_an_unknown_board_and_extra_options():
     assert tvm.target.rasp(["-mcpu=cortex-a53"]).mcpu == "cortex-a53"
     with pytest.raises(TargetError, match="options must be a string"):
         tvm.target.arm_cpu("rasp3b", options=3)
+
+
+def test_the_cross_compilation_tutorials_convert_and_target_names():
+    n = tvm.convert(1024)
+    a = tvm.placeholder((n,), name="a")
+    b = tvm.compute((n,), lambda i: a[i] + 1.0, name="b")
+    f = tvm.build(tvm.create_schedule(b.op), [a, b], "llvm", name="add_one")
+    out = tvm.nd.empty((1024,))
+    f(tvm.nd.array(np.zeros(1024, "float32")), out)
+    assert (out.asnumpy() == 1.0).all()
+    tgt = tvm.target.arm_cpu("rasp3b")
+    assert tgt.target_name == "llvm" and tgt.device_name == "arm_cpu"
+    assert tvm.target.create("cuda").target_name == "cuda" and tvm.target.create("llvm").device_name == ""

@@ -204,6 +204,16 @@ class Target:
         return str(self._attrs.get("model", "unknown"))
 
     @property
+    def target_name(self) -> str:
+        """The kind's name (``"llvm"``; TVM's older ``Target.target_name``, now ``kind.name``)."""
+        return str(self.kind)
+
+    @property
+    def device_name(self) -> str:
+        """The ``-device=`` option (``"arm_cpu"``), ``""`` without one (TVM's ``Target.device_name``)."""
+        return str(self._attrs.get("device", ""))
+
+    @property
     def mcpu(self) -> str | None:
         value = self._attrs.get("mcpu")
         return None if value is None else str(value)
