@@ -1,7 +1,8 @@
 """``relay.transform.ConvertLayout`` as scripts of TensorFlow-style (NHWC) networks apply it:
 ``{"nn.conv2d": ["NCHW", "default"]}`` under ``PassContext(opt_level=3)``, then ``relay.build``.
 The converted network computes what the original one does (the interpreter runs the NHWC
-original), with one transform in and one out."""
+original), with one transform in and one out; pools and per-channel arithmetic follow the new
+layout."""
 
 from __future__ import annotations
 
@@ -53,6 +54,30 @@ def test_an_nhwc_network_converted_to_nchw_builds_and_computes_the_same():
     gmod.run()
     want = relay.create_executor("debug", mod=mod, target="llvm").evaluate()(*data.values())
     np.testing.assert_allclose(gmod.get_output(0).numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_pools_and_per_channel_arithmetic_follow_the_new_layout():
+    x = relay.var("x", shape=(1, 8, 8, 4), dtype="float32")
+    w = relay.var("w", shape=(3, 3, 4, 6), dtype="float32")
+    y = relay.nn.conv2d(x, w, padding=(1, 1), channels=6, kernel_size=(3, 3), data_layout="NHWC",
+                        kernel_layout="HWIO")
+    y = relay.nn.max_pool2d(y, pool_size=(2, 2), strides=(2, 2), layout="NHWC")
+    y = relay.multiply(y, relay.const(np.linspace(0.5, 1.5, 6, dtype="float32")))  # per channel, [C]
+    y = relay.add(y, relay.const(np.float32(0.25)))
+    y = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(y, layout="NHWC"))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
+    with tvm.transform.PassContext(opt_level=3):
+        converted = relay.transform.ConvertLayout(TO_NCHW)(mod)
+        lib = relay.build(converted, target="llvm")
+    text = str(converted)
+    assert ', layout="NHWC"' not in text  # both pools compute in NCHW
+    assert text.count('dst_layout="NHWC"') == 1  # back to NHWC only for batch_flatten
+    data = inputs()
+    gmod = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    gmod.set_input(x=data["x"], w=data["w1"])
+    gmod.run()
+    want = relay.create_executor("debug", mod=mod, target="llvm").evaluate()(data["x"], data["w1"])
+    np.testing.assert_allclose(gmod.get_output(0).numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_the_other_way_and_a_named_kernel_layout():

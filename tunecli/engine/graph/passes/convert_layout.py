@@ -4,8 +4,10 @@
 Each ``nn.conv2d`` whose data or kernel layout differs from the desired one reads its data and
 weight through ``layout_transform`` calls and computes in the desired layouts (``"default"``
 kernel: ``OIHW`` for ``NCHW`` data, ``HWIO`` for ``NHWC``, ``HWOI`` for a depthwise ``NHWC``
-convolution).  Its output stays in the new layout through the operators that do not care
-(one-input elementwise operators, ``nn.bias_add`` with its axis moved) and goes back to the
+convolution).  Its output stays in the new layout through the operators that can compute in it
+(one-input elementwise operators, ``nn.bias_add`` with its axis moved, the 2-D pools with their
+``layout`` changed, broadcasting arithmetic whose other operand is brought to the layout: a
+per-channel ``[C]`` constant of NHWC becomes ``[1, C, 1, 1]`` of NCHW) and goes back to the
 original layout before any other consumer and at the function's output; a transform of a
 transform composes into one, or into none where they cancel, so two converted convolutions in a
 row meet without a transform between them.  A network written in ``NHWC`` (which this compiler's
@@ -22,13 +24,16 @@ from tunecli.errors import GraphError
 from ..graph_expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from ..layout import parse_layout
 from ..op_registry import Op, OpPattern
-from ..ops.transform import layout_transform
+from ..ops.transform import layout_transform, reshape
 from ..traversal import post_order
 from ..type_infer import infer_types, tensor_type_of
 from .pass_infra import Pass, function_pass
 
 #: The operators whose layouts this pass converts.
 CONVERTIBLE = ("nn.conv2d",)
+_BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"})
+_POOLS = frozenset({"nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.global_max_pool2d",
+                    "nn.adaptive_avg_pool2d"})
 
 
 def _plain(layout: str, letters: str) -> bool:
@@ -134,9 +139,13 @@ def _in_layout(rw: _Rewrite, node: Expr, original_layout: str, wanted: str) -> E
 
 
 def _follow(rw: _Rewrite, call: Call) -> bool:
-    """Keep a moved input's layout through ``call`` when the operator does not care; False if not."""
+    """Keep a moved input's layout through ``call`` when the operator can compute in it; False if not."""
     op = call.op
-    if not isinstance(op, Op) or not call.args or call.args[0] not in rw.moved:
+    if not isinstance(op, Op) or not call.args:
+        return False
+    if op.name in _BINARY and len(call.args) == 2:
+        return _follow_binary(rw, call)
+    if call.args[0] not in rw.moved:
         return False
     now, was = rw.moved[call.args[0]]
     if len(call.args) == 1 and op.pattern == OpPattern.ELEMWISE:
@@ -145,8 +154,38 @@ def _follow(rw: _Rewrite, call: Call) -> bool:
         axis = call.attrs.axis % len(was)  # type: ignore[attr-defined]
         new_attrs = replace(call.attrs, axis=now.index(was[axis]))  # type: ignore[type-var]
         rw.new[call] = Call(op, [rw.new[call.args[0]], rw.new[call.args[1]]], new_attrs)
+    elif op.name in _POOLS and call.attrs.layout == was and call.attrs.out_layout in ("", was):  # type: ignore[attr-defined]
+        new_attrs = replace(call.attrs, layout=now, out_layout="")  # type: ignore[type-var]
+        rw.new[call] = Call(op, [rw.new[call.args[0]]], new_attrs)
     else:
         return False
+    rw.moved[call] = (now, was)
+    return True
+
+
+def _follow_binary(rw: _Rewrite, call: Call) -> bool:
+    """A broadcasting operator with a moved operand computes in its layout; the other operand, of
+    the same layout or of fewer dimensions (broadcast against the trailing axes), is brought to it."""
+    moved = [a for a in call.args if a in rw.moved]
+    if not moved:
+        return False
+    now, was = rw.moved[moved[0]]
+    if any(rw.moved[a] != (now, was) for a in moved) or len(tensor_type_of(call).shape) != len(was):
+        return False
+    args = []
+    for arg in call.args:
+        if arg in rw.moved:
+            args.append(rw.new[arg])
+            continue
+        shape = tuple(tensor_type_of(arg).shape)
+        if not all(isinstance(d, int) for d in shape):
+            return False
+        full = (1,) * (len(was) - len(shape)) + shape  # numpy's broadcasting: aligned to the last axes
+        new = rw.original(arg)
+        if len(shape) != len(was):
+            new = reshape(new, full) if shape else new
+        args.append(transform(new, was, now) if shape else new)
+    rw.new[call] = Call(call.op, args, call.attrs)
     rw.moved[call] = (now, was)
     return True
 
