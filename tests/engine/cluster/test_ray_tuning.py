@@ -25,7 +25,7 @@ from tunecli.engine.measure import TimingOptions
 from tunecli.engine.runtime.threads import get_num_threads
 from tunecli.engine.target import Target, host_cpu
 
-from .conftest import RESOURCE, KillNode
+from .conftest import HEAD_ONLY, RESOURCE, KillNode
 
 MATMUL = "[{template: tutorial/matmul, args: [16, 16, 16]}]"
 
@@ -98,6 +98,25 @@ def test_no_node_offering_the_resource_is_one_error(ray_head: LocalRayCluster) -
     with pytest.raises(ClusterError, match="no node .* offers .*tunecli-cpu-nosuchcpu"):
         cluster.connect(Target("llvm"))
     assert cluster.slots == []
+
+
+def test_workers_held_by_another_tune_are_waited_for_with_a_warning_then_one_error(
+        ray_head: LocalRayCluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(connection, "WAIT_NOTICE", 1.0)
+    monkeypatch.setattr(connection, "START_TIMEOUT", 4.0)
+    first = RayCluster(ray_head.address, {HEAD_ONLY: 1}, builders=1)  # a tune holding the head's worker
+    first.connect(Target("llvm"))
+    try:
+        second = RayCluster(ray_head.address, {HEAD_ONLY: 1}, builders=1)
+        refused = r"no measuring worker started within 4 s \(is another tune"
+        with caplog.at_level(logging.WARNING, logger="autotvm"), pytest.raises(ClusterError, match=refused):
+            second.connect(Target("llvm"))
+        assert second.slots == []
+    finally:
+        first.close()
+    waited = [m for m in caplog.messages if m.startswith("waiting up to 4 s for 1 measuring worker(s)")]
+    assert len(waited) == 1, caplog.messages
+    assert "held by other work on the cluster (another tune?)" in waited[0]
 
 
 @pytest.mark.parametrize("package", ["tunecli", "llvmlite"])

@@ -51,6 +51,8 @@ logger = logging.getLogger("autotvm")
 CONNECT_TIMEOUT = 10.0
 #: Seconds a node may take to answer the first task, or a measuring worker to start.
 START_TIMEOUT = 120.0
+#: Seconds of waiting for measuring workers to start before a warning says which are waited for.
+WAIT_NOTICE = 10.0
 #: Seconds a replacement for a lost worker may take to start (its node may be going too).
 REPLACE_TIMEOUT = 30.0
 #: The port of a ``ray://`` address without one (Ray's client server).
@@ -266,28 +268,40 @@ class RayCluster:
         return [(info, count) for info, count in matching if info.node_id not in unlike]
 
     def _start_workers(self, ray: ModuleType, nodes: list[tuple[NodeInfo, int]]) -> None:
-        for info, count in nodes:
-            for _ in range(count):
-                self._start_worker(ray, info)
+        launched = [(info, self._launch(ray, info)) for info, count in nodes for _ in range(count)]
+        self._await_workers(ray, launched, START_TIMEOUT)
         if not self.slots:
             raise ClusterError(f"Ray cluster at {self.address}: no measuring worker started within "
                                f"{START_TIMEOUT:g} s (is another tune holding {self.resources}?)")
 
-    def _start_worker(self, ray: ModuleType, info: NodeInfo, timeout: float = START_TIMEOUT) -> Slot | None:
-        """Start one measuring worker on ``info``'s node; None when it does not start in time."""
-        actor_class = ray.remote(NodeMeasurer)
-        actor = actor_class.options(num_cpus=0, resources=self.resources, max_restarts=0,
-                                    scheduling_strategy=_on_node(ray, info.node_id)).remote(
-            self.builders, self.build_timeout, self.timing)
-        try:
-            builders = ray.get(actor.ready.remote(), timeout=timeout)
-        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayActorError) as err:
-            logger.warning("no measuring worker started on Ray node %s: %s", info.address, _first_line(err))
-            ray.kill(actor)
-            return None
-        slot = Slot(actor, info, builders)
-        self.slots.append(slot)
-        return slot
+    def _launch(self, ray: ModuleType, info: NodeInfo) -> ActorHandle:
+        """A measuring worker asked for on ``info``'s node (it starts once the node has its resources)."""
+        actor = ray.remote(NodeMeasurer).options(num_cpus=0, resources=self.resources, max_restarts=0,
+                                                 scheduling_strategy=_on_node(ray, info.node_id))
+        return actor.remote(self.builders, self.build_timeout, self.timing)
+
+    def _await_workers(self, ray: ModuleType, launched: list[tuple[NodeInfo, ActorHandle]],
+                       timeout: float) -> None:
+        """Keep the workers of ``launched`` that start within ``timeout`` seconds (all waited for at once;
+        a warning after :data:`WAIT_NOTICE` seconds says which are still waited for), kill the others."""
+        refs = {actor.ready.remote(): (info, actor) for info, actor in launched}
+        end = time.monotonic() + timeout
+        _, waiting = ray.wait(list(refs), num_returns=len(refs), timeout=min(WAIT_NOTICE, timeout))
+        if waiting:
+            nodes = ", ".join(sorted({refs[ref][0].address for ref in waiting}))
+            logger.warning("waiting up to %g s for %d measuring worker(s) on Ray node(s) %s: still starting, "
+                           "or their %s is held by other work on the cluster (another tune?)", timeout,
+                           len(waiting), nodes, self.resources)
+            _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=max(0.0, end - time.monotonic()))
+        for ref, (info, actor) in refs.items():
+            try:
+                if ref in waiting:
+                    raise ray.exceptions.GetTimeoutError(f"not started within {timeout:g} s")
+                self.slots.append(Slot(actor, info, ray.get(ref)))
+            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayActorError) as err:
+                logger.warning("no measuring worker started on Ray node %s: %s", info.address,
+                               _first_line(err))
+                ray.kill(actor)
 
     # ------------------------------------------------------------------ running
     @property
@@ -337,7 +351,7 @@ class RayCluster:
         self._ray.kill(slot.actor)
         alive = {n["NodeID"] for n in self._ray.nodes() if n.get("Alive")}
         if slot.node.node_id in alive:
-            self._start_worker(self._ray, slot.node, REPLACE_TIMEOUT)
+            self._await_workers(self._ray, [(slot.node, self._launch(self._ray, slot.node))], REPLACE_TIMEOUT)
 
     def lost_head(self) -> str:
         """"" while the head answers, else why it is taken for lost (then :attr:`lost` is set: calls
