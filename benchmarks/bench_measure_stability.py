@@ -44,6 +44,7 @@ import _common
 import tunecli.engine.ops.registry  # noqa: F401  (registers the built-in templates)
 from tunecli.engine.measure import LocalBuilder, LocalRunner, create_measure_batch, measure_option
 from tunecli.engine.measure.result import MeasureInput
+from tunecli.engine.measure.time_stats import LoadWindow
 from tunecli.engine.task.scope import GLOBAL_SCOPE
 from tunecli.engine.task.task import create
 
@@ -97,6 +98,7 @@ def main() -> None:
     gflops: dict[str, dict[int, list[tuple[int, float]]]] = {name: defaultdict(list) for name in SETTINGS}
     wall = dict.fromkeys(SETTINGS, 0.0)
     GLOBAL_SCOPE.in_tuning = True
+    window = LoadWindow()  # the other users' work beside the measurements (this benchmark's are its own)
     try:
         for rnd in range(opts.rounds):
             order = configs[rnd % 2:] + configs[:rnd % 2]  # every config is first and second in a batch
@@ -129,9 +131,14 @@ def main() -> None:
     print("\n  two timings of one config differ by (|t1/t2 - 1|, every pair of a config's measurements):")
     for name in SETTINGS:
         gaps = sorted(_pair_gaps([[v for _, v in seen] for seen in gflops[name].values()]))
+        if not gaps:  # one round: no config measured twice
+            print(f"  {name:<8} no pairs (--rounds 2 or more)")
+            continue
         print(f"  {name:<8} median {_quantile(gaps, 0.5):.1%}, 90% {_quantile(gaps, 0.9):.1%}, "
               f"95% {_quantile(gaps, 0.95):.1%}, max {gaps[-1]:.1%} ({len(gaps)} pairs)")
-    print(f"\n{_common.peak_memory_line()}; {_common.load_line()}")
+    load = window.finish()
+    others = f"; other users' work beside it {load.measured:.1f} cores" if load.measured is not None else ""
+    print(f"\n{_common.peak_memory_line()}; {_common.load_line()}{others}")
 
 
 WINOGRAD_ARGS = (("TENSOR", (1, 512, 2, 2), "float32"), ("TENSOR", (512, 512, 3, 3), "float32"), (1, 1),
