@@ -41,7 +41,7 @@ def test_apply_best_config_checks_and_exports(invoke: Invoke, tiny_job, matmul_l
     stem = "tiny_task0_tutorial_matmul_" + hashlib.sha1(repr(("tutorial/matmul", 16, 16, 16, "float32"))
                                                          .encode()).hexdigest()[:8]
     names = sorted(p.name for p in export.iterdir())
-    assert names == [f"{stem}.ll", f"{stem}.o", f"{stem}.s"]
+    assert names == [f"{stem}.ll", f"{stem}.o", f"{stem}.o.tunecli_blob", f"{stem}.s"]
     assert (export / f"{stem}.o").read_bytes()[:4] == b"\x7fELF"
     assert f"define void @{stem}(" in (export / f"{stem}.ll").read_text()  # the symbol names the job too
 

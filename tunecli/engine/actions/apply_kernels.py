@@ -68,6 +68,7 @@ from tunecli.engine.ops.registry import baseline_of
 from tunecli.engine.ops.tolerance import matches_reference
 from tunecli.engine.runtime import Module
 from tunecli.engine.runtime.blas import single_blas_thread
+from tunecli.engine.runtime.linker import OBJECT_BLOB_SUFFIX
 from tunecli.engine.runtime.threads import get_num_threads
 from tunecli.engine.task.config_source import config_source
 from tunecli.engine.task.fallback_config import FallbackConfigEntity
@@ -345,9 +346,12 @@ def kernel_stem(job: str, index: int, task: Task) -> str:
 
 
 def _export(module: Module, export: ExportDirectory, stem: str) -> list[str]:
-    """Write the kernel's files into the export's temporary directory; return their final paths."""
+    """Write the kernel's files into the export's temporary directory (the object's blob beside it,
+    for ``cc.create_shared``); return their final paths."""
     files = []
     for suffix in (".o", ".ll", ".s"):
         module.save(export.folder / (stem + suffix))
         files.append(export.final(stem + suffix))
+        if (export.folder / (stem + suffix + OBJECT_BLOB_SUFFIX)).exists():
+            files.append(export.final(stem + suffix + OBJECT_BLOB_SUFFIX))
     return files
