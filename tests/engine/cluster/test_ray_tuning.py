@@ -114,6 +114,12 @@ def test_workers_held_by_another_tune_are_waited_for_with_a_warning_then_one_err
         assert second.slots == []
     finally:
         first.close()
+    third = RayCluster(ray_head.address, {HEAD_ONLY: 1}, builders=1)  # the worker waited for is gone
+    try:
+        third.connect(Target("llvm"))
+        assert len(third.slots) == 1
+    finally:
+        third.close()
     waited = [m for m in caplog.messages if m.startswith("waiting up to 4 s for 1 measuring worker(s)")]
     assert len(waited) == 1, caplog.messages
     assert "held by other work on the cluster (another tune?)" in waited[0]

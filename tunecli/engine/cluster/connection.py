@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import math
-import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -26,6 +25,14 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from tunecli.engine.cluster.cluster_errors import ClusterError, ClusterUnreachableError, ClusterVersionError
+from tunecli.engine.cluster.head_address import (
+    CONNECT_TIMEOUT,
+    PORT_HINT,
+    check_address,
+    head_of,
+    head_reachable,
+    head_silent,
+)
 from tunecli.engine.cluster.node_info import (
     NodeInfo,
     default_resource,
@@ -47,70 +54,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("autotvm")
 
-#: Seconds to open a TCP connection to the head before calling it unreachable.
-CONNECT_TIMEOUT = 10.0
 #: Seconds a node may take to answer the first task, or a measuring worker to start.
 START_TIMEOUT = 120.0
 #: Seconds of waiting for measuring workers to start before a warning says which are waited for.
 WAIT_NOTICE = 10.0
 #: Seconds a replacement for a lost worker may take to start (its node may be going too).
 REPLACE_TIMEOUT = 30.0
-#: The port of a ``ray://`` address without one (Ray's client server).
-CLIENT_PORT = 10001
-#: The start of an HTTP/2 connection, the client's preface and an empty SETTINGS frame: a Ray
-#: head's GCS and client server speak gRPC and answer it with their own SETTINGS frame.
-HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
-
-
-def check_address(text: str) -> str:
-    """Return ``text`` if it is a cluster address: ``auto``, ``ray://HOST[:PORT]`` or ``HOST:PORT``.
-
-    Raises
-    ------
-    ValueError
-        Saying which forms are accepted.
-    """
-    try:
-        head_of(text)
-    except ValueError:
-        raise ValueError(f"expected auto, ray://HOST:10001 or HOST:6379 (the head's GCS port), "
-                         f"got {text!r}") from None
-    return text
-
-
-def head_of(address: str) -> tuple[str, int] | None:
-    """``(host, port)`` of the head an address names (None for ``auto``: the cluster of this machine)."""
-    if address == "auto":
-        return None
-    if address.startswith("ray://"):
-        return parse_host_port(address[len("ray://"):], CLIENT_PORT)
-    return parse_host_port(address)
-
-
-def head_reachable(head: tuple[str, int], timeout: float = CONNECT_TIMEOUT) -> str:
-    """"" when a TCP connection to ``head`` opens, else why not."""
-    try:
-        socket.create_connection(head, timeout=timeout).close()
-    except OSError as err:
-        return err.strerror or str(err)
-    return ""
-
-
-def head_silent(head: tuple[str, int], timeout: float = CONNECT_TIMEOUT) -> bool:
-    """True when ``head`` accepts a connection but sends nothing back within ``timeout`` to the start
-    of a gRPC connection: no Ray head listens there (Ray's join would wait for it without end)."""
-    try:
-        with socket.create_connection(head, timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(HTTP2_PREFACE)
-            sock.recv(1)
-    except TimeoutError:
-        return True
-    except OSError:  # refused, reset or closed: Ray's join reports it
-        return False
-    return False
-
-
 @dataclass
 class Slot:
     """One measuring worker: its actor, its node, how many configs it builds at once."""
@@ -197,7 +146,7 @@ class RayCluster:
             if head_silent(self._head, CONNECT_TIMEOUT):
                 raise ClusterUnreachableError(
                     f"{self.address} accepts connections but does not answer as a Ray head (nothing back "
-                    f"within {CONNECT_TIMEOUT:g} s): {_PORT_HINT}")
+                    f"within {CONNECT_TIMEOUT:g} s): {PORT_HINT}")
         if ray.is_initialized():
             return
         try:
@@ -205,7 +154,7 @@ class RayCluster:
                 ray.init(address=self.address, logging_level=logging.ERROR, log_to_driver=False,
                          namespace="tunecli")
         except (ConnectionError, TimeoutError, RuntimeError) as err:
-            hint = f" ({_PORT_HINT})" if self._head is not None else ""
+            hint = f" ({PORT_HINT})" if self._head is not None else ""
             raise ClusterUnreachableError(f"cannot join the Ray cluster at {self.address}: "
                                           f"{_first_line(err)}{hint}") from None
         self._owns_ray = True
@@ -286,13 +235,19 @@ class RayCluster:
         a warning after :data:`WAIT_NOTICE` seconds says which are still waited for), kill the others."""
         refs = {actor.ready.remote(): (info, actor) for info, actor in launched}
         end = time.monotonic() + timeout
-        _, waiting = ray.wait(list(refs), num_returns=len(refs), timeout=min(WAIT_NOTICE, timeout))
-        if waiting:
-            nodes = ", ".join(sorted({refs[ref][0].address for ref in waiting}))
-            logger.warning("waiting up to %g s for %d measuring worker(s) on Ray node(s) %s: still starting, "
-                           "or their %s is held by other work on the cluster (another tune?)", timeout,
-                           len(waiting), nodes, self.resources)
-            _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=max(0.0, end - time.monotonic()))
+        try:
+            _, waiting = ray.wait(list(refs), num_returns=len(refs), timeout=min(WAIT_NOTICE, timeout))
+            if waiting:
+                nodes = ", ".join(sorted({refs[ref][0].address for ref in waiting}))
+                logger.warning("waiting up to %g s for %d measuring worker(s) on Ray node(s) %s: still "
+                               "starting, or their %s is held by other work on the cluster (another tune?)",
+                               timeout, len(waiting), nodes, self.resources)
+                left = max(0.0, end - time.monotonic())
+                _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=left)
+        except BaseException:  # interrupted: no worker is left to start later and hold its node
+            for _, actor in launched:
+                ray.kill(actor)
+            raise
         for ref, (info, actor) in refs.items():
             try:
                 if ref in waiting:
@@ -376,11 +331,6 @@ class RayCluster:
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False
-
-
-#: Which port an address names, for the errors of an address where no Ray head answers.
-_PORT_HINT = ("HOST:PORT is the head's GCS port (`ray start --head --port`, 6379 by default); "
-              "ray://HOST:PORT is its client server's (10001 by default)")
 
 
 def _on_node(ray: ModuleType, node_id: str) -> NodeAffinitySchedulingStrategy:
