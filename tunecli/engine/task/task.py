@@ -136,16 +136,23 @@ def template(task_name: str, func: None = None, *,
              ) -> Callable[[TemplateFunc], TemplateFunc]: ...
 
 
-def template(task_name: str, func: TemplateFunc | None = None, *,
+@overload
+def template(task_name: TemplateFunc, func: None = None, *,
+             reference: Callable[..., ReferenceFunc] | None = None) -> TemplateFunc: ...
+
+
+def template(task_name: str | TemplateFunc, func: TemplateFunc | None = None, *,
              reference: Callable[..., ReferenceFunc] | None = None
              ) -> TemplateFunc | Callable[[TemplateFunc], TemplateFunc]:
-    """Register a tunable template under ``task_name`` (usable as ``@template(name)``).
+    """Register a tunable template under ``task_name`` (usable as ``@template(name)``, or bare as
+    ``@template``, TVM 0.6's form, where the function's own name is the task name).
 
     Parameters
     ----------
-    task_name : str
+    task_name : str or callable
+        The task name; a function instead is the template itself, registered under its ``__name__``.
     func : callable, optional
-        The template; when omitted a decorator is returned.
+        The template; when omitted (and ``task_name`` is a name) a decorator is returned.
     reference : callable, optional
         ``reference(*args)`` gives the numpy function of a task's expected outputs (see
         ``Task.reference``).
@@ -153,24 +160,46 @@ def template(task_name: str, func: TemplateFunc | None = None, *,
     Returns
     -------
     callable
-        A wrapper that runs the template with the config of the current dispatch context.
+        A wrapper that runs the template with the config of the current dispatch context; its
+        ``func_name`` is the task name (``create`` accepts the wrapper in place of the name).
     """
+    if callable(task_name):
+        if func is not None:
+            raise TuneError("template(): give a task name and a function, or a function alone")
+        func = task_name
+        task_name = func.__name__
+    name: str = task_name
 
     def _decorate(f: TemplateFunc) -> TemplateFunc:
-        register_template(TaskTemplate(task_name, f, reference))
+        register_template(TaskTemplate(name, f, reference))
 
         @functools.wraps(f)
         def wrapper(*args: object, **kwargs: object) -> TemplateResult:
             if kwargs:
-                raise TuneError(f"template {task_name!r}: keyword arguments are not supported")
-            workload = args_to_workload(args, task_name)
+                raise TuneError(f"template {name!r}: keyword arguments are not supported")
+            workload = args_to_workload(args, name)
             cfg = DispatchContext.current.query(Target.current(), workload)
             with ApplyConfig(cfg):
                 return f(*args)
 
+        wrapper.func_name = name  # type: ignore[attr-defined]
         return wrapper
 
     return _decorate(func) if func is not None else _decorate
+
+
+def _template_name_of(func: TemplateFunc) -> str:
+    """The task name of a template given as a function (TVM 0.6's ``create(func, ...)``): the name
+    a ``@template`` wrapper was registered under, else the function's ``__name__``, under which a
+    plain function is registered here (an error if another function holds that name)."""
+    name = getattr(func, "func_name", None)
+    if isinstance(name, str) and dict.get(TASK_TABLE, name) is not None:
+        return name
+    name = getattr(func, "__name__", None)
+    if not isinstance(name, str) or name == "<lambda>":
+        raise TuneError(f"create(): the template {func!r} has no name; register it with @template(name)")
+    register_template(TaskTemplate(name, func))
+    return name
 
 
 def register_template(new: TaskTemplate) -> None:
@@ -310,8 +339,8 @@ class Task:
                 f"workload={self.workload})")
 
 
-def create(task_name: str, args: Sequence[object], target: Target | str,
-           target_host: Target | str | None = None) -> Task:
+def create(task_name: str | TemplateFunc, args: Sequence[object], target: Target | str,
+           target_host: Target | str | None = None, template_key: str | None = None) -> Task:
     """Create a tuning task: trace template ``task_name`` with ``args`` to collect its space.
 
     A template registered with a numpy reference (the built-in ones) gives the task its
@@ -319,23 +348,29 @@ def create(task_name: str, args: Sequence[object], target: Target | str,
 
     Parameters
     ----------
-    task_name : str
-        A name registered with ``@template``.
+    task_name : str or callable
+        A name registered with ``@template``, or the template function itself (TVM 0.6): a
+        ``@template`` wrapper, or a plain function, registered here under its ``__name__``.
     args : sequence
         Template arguments (tensors are serialized).
     target : str or Target
     target_host : str or Target, optional
+    template_key : str, optional
+        TVM 0.6's template variant (e.g. ``"direct"``); kept as ``config_space.template_key``.
 
     Returns
     -------
     Task
     """
+    if callable(task_name):
+        task_name = _template_name_of(task_name)
     args = serialize_args(args)
     task = Task(task_name, args)
     target = as_target(target)
     if target_host is not None:
         target_host = as_target(target_host)
     task.config_space = ConfigSpace()
+    task.config_space.template_key = template_key or ""  # type: ignore[attr-defined]
     with ApplyConfig(task.config_space), target:
         sch, _ = task.func(*args)
     task.config_space.code_hash = getattr(sch, "code_hash", None)
