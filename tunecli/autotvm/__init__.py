@@ -1,6 +1,6 @@
 """tunecli.autotvm: TVM's ``tvm.autotvm`` API (re-exports of ``tunecli.engine``)."""
 
-from tunecli.autotvm import callback, env, graph_tuner, measure, record, task, tophub, tuner
+from tunecli.autotvm import callback, env, graph_tuner, measure, record, task, tophub, tuner, util, utils
 from tunecli.engine.graph_tuner.graph_best import ApplyGraphBest, apply_graph_best
 from tunecli.engine.log.history_best import ApplyHistoryBest, apply_history_best
 from tunecli.engine.measure import (
@@ -25,5 +25,5 @@ __all__ = [
     "MeasureErrorNo", "MeasureInput", "MeasureResult", "RPCRunner", "Task", "apply_graph_best",
     "apply_history_best", "callback", "create", "env", "get_config", "graph_tuner", "measure",
     "measure_option", "record", "register_topi_compute", "register_topi_schedule", "task", "template",
-    "tophub", "tuner",
+    "tophub", "tuner", "util", "utils",
 ]
