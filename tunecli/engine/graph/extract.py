@@ -19,7 +19,7 @@ can run and how often the network calls it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from tunecli.engine.target import Target, as_target
@@ -35,13 +35,38 @@ from .op_strategy import Implementation, dense_pack_implementation, implementati
 from .ops.conv_winograd import CONV_OP as WINOGRAD_OP
 from .traversal import post_order
 
+#: An operator to extract: an ``Op``, its name, or its constructor function (``relay.op.nn.dense``).
+OpSpec = Op | str | Callable[..., object]
 
-def _op_names(ops: Iterable[Op | str] | None) -> set[str] | None:
+#: The package of the operator constructors (``relay.op.nn.conv2d`` and the like).
+_CONSTRUCTORS_PACKAGE = f"{__package__}.ops."
+
+
+def _constructor_op_name(constructor: Callable[..., object]) -> str:
+    """The operator a constructor function builds (TVM 0.6/0.7 scripts name the operators to extract
+    as ``relay.op.nn.conv2d``): ``nn.<name>`` or ``<name>``, whichever is registered, ignoring case
+    (``contrib_conv2d_nchwc`` builds ``nn.contrib_conv2d_NCHWc``)."""
+    name = getattr(constructor, "__name__", "")
+    if (getattr(constructor, "__module__", None) or "").startswith(_CONSTRUCTORS_PACKAGE):
+        by_lower = {registered.lower(): registered for registered in OPS.names()}
+        for candidate in (f"nn.{name}", name):
+            if candidate.lower() in by_lower:
+                return by_lower[candidate.lower()]
+    raise GraphError(f"extract_from_program: {constructor!r} in ops is not an operator constructor "
+                     "(name an operator as relay.op.get('nn.dense'), 'nn.dense' or relay.op.nn.dense)")
+
+
+def _op_names(ops: Iterable[OpSpec] | None) -> set[str] | None:
     if ops is None:
         return None
     names = set()
     for op in ops:
-        name = op.name if isinstance(op, Op) else str(op)
+        if isinstance(op, Op):
+            name = op.name
+        elif callable(op):
+            name = _constructor_op_name(op)
+        else:
+            name = str(op)
         if name not in OPS:
             raise GraphError(f"extract_from_program: unknown operator {name!r} in ops")
         names.add(name)
@@ -71,7 +96,7 @@ class TunableOperator:
 
 
 def _call_implementations(mod: IRModule | Function, params: Mapping[str, ArrayData] | None, target: Target,
-                          ops: Iterable[Op | str] | None) -> Iterator[tuple[Implementation, ...]]:
+                          ops: Iterable[OpSpec] | None) -> Iterator[tuple[Implementation, ...]]:
     """The requested implementations of each tunable call of the optimized network, in execution
     order (calls with none left out)."""
     wanted = _op_names(ops)
@@ -92,14 +117,14 @@ def _call_implementations(mod: IRModule | Function, params: Mapping[str, ArrayDa
 
 
 def tunable_calls(mod: IRModule | Function, params: Mapping[str, ArrayData] | None, target: Target,
-                  ops: Iterable[Op | str] | None = None) -> list[Implementation]:
+                  ops: Iterable[OpSpec] | None = None) -> list[Implementation]:
     """The implementation of every tunable call of the optimized network, in execution order
     (a call with alternatives gives each of them, in :class:`TunableOperator` order)."""
     return [impl for impls in _call_implementations(mod, params, target, ops) for impl in impls]
 
 
 def tunable_operators(mod: IRModule | Function, params: Mapping[str, ArrayData] | None, target: Target,
-                      ops: Iterable[Op | str] | None = None) -> list[TunableOperator]:
+                      ops: Iterable[OpSpec] | None = None) -> list[TunableOperator]:
     """The distinct tunable operators of a network, in the order it first calls them.
 
     Calls are the same operator when their implementations have the same workloads.
@@ -124,7 +149,7 @@ def tunable_operators(mod: IRModule | Function, params: Mapping[str, ArrayData] 
 
 def extract_from_program(mod: IRModule | Function, params: Mapping[str, ArrayData] | None,
                          target: str | Target | None, target_host: str | Target | None = None,
-                         ops: Iterable[Op | str] | None = None, mod_name: str = "default",
+                         ops: Iterable[OpSpec] | None = None, mod_name: str = "default",
                          include_simple_tasks: bool = False) -> list[Task]:
     """The distinct tunable tasks of a network.
 
@@ -136,8 +161,9 @@ def extract_from_program(mod: IRModule | Function, params: Mapping[str, ArrayDat
         Its weights (bound as constants, as ``relay.build`` does).
     target : str or Target
     target_host : optional
-    ops : iterable of Op or str, optional
-        Only calls of these operators (``relay.op.get("nn.conv2d")``); default every tunable one.
+    ops : iterable of Op, str or function, optional
+        Only calls of these operators (``relay.op.get("nn.conv2d")``, ``"nn.conv2d"``, or, as TVM
+        0.6/0.7 scripts give them, ``relay.op.nn.conv2d``); default every tunable one.
         ``nn.contrib_conv2d_NCHWc_winograd`` adds the Winograd tasks of the 3x3, stride-1
         convolutions (opt-in: TVM's x86 tasks have none).
     mod_name, include_simple_tasks
@@ -154,7 +180,7 @@ def extract_from_program(mod: IRModule | Function, params: Mapping[str, ArrayDat
 def extract_from_multiple_program(mods: Sequence[IRModule | Function],
                                   params: Sequence[Mapping[str, ArrayData] | None],
                                   target: str | Target | None, target_host: str | Target | None = None,
-                                  ops: Iterable[Op | str] | None = None) -> list[Task]:
+                                  ops: Iterable[OpSpec] | None = None) -> list[Task]:
     """The distinct tunable tasks of several networks (``mods[i]`` with weights ``params[i]``):
     each workload once, in the order the networks first call it."""
     if len(mods) != len(params):
@@ -191,7 +217,7 @@ def operator_tasks(operators: Iterable[TunableOperator], target: Target,
 
 def task_occurrences(mod: IRModule | Function, params: Mapping[str, ArrayData] | None,
                      target: str | Target | None,
-                     ops: Iterable[Op | str] | None = None) -> dict[Workload, int]:
+                     ops: Iterable[OpSpec] | None = None) -> dict[Workload, int]:
     """How many calls of the network use each task workload."""
     counts: dict[Workload, int] = {}
     for impl in tunable_calls(mod, params, as_target(target), ops):
