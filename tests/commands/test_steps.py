@@ -36,3 +36,14 @@ def test_a_command_without_long_steps_prints_nothing() -> None:
     with StepView(app, "apply", every=0.01):
         time.sleep(0.05)
     assert out.getvalue() == ""
+
+
+def test_a_step_ended_by_other_progress_is_not_repeated() -> None:
+    app, out = plain_app()
+    with StepView(app, "tune", every=0.05) as steps:
+        steps("extracting the tunable tasks")
+        steps.end_step()  # the tasks' progress lines follow
+        time.sleep(0.3)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "tune: extracting the tunable tasks" and lines[-1].startswith("tune: done in ")
+    assert not any("still" in line for line in lines), lines

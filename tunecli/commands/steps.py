@@ -37,6 +37,7 @@ class StepView:
     def __init__(self, app: App, command: str, every: float = STEP_EVERY_S) -> None:
         self.app, self.command, self.every = app, command, every
         self.step: str | None = None
+        self.running = False  #: a step runs: its "still" lines are due
         self.started = self.step_started = time.monotonic()
         self._status: Status | None = None
         self._stop = threading.Event()
@@ -54,17 +55,22 @@ class StepView:
 
     def __call__(self, step: str) -> None:
         with self._lock:
-            self.step, self.step_started = step, time.monotonic()
+            self.step, self.step_started, self.running = step, time.monotonic(), True
             if self._status is not None:
                 self._status.update(f"{self.command}: {step}")
                 self._status.start()
             else:
                 self._line(f"{self.command}: {step}")
 
+    def end_step(self) -> None:
+        """The running step is over (the tasks' own progress follows): no more "still" lines."""
+        with self._lock:
+            self.running = False
+
     def _tick(self) -> None:
         while not self._stop.wait(self.every):
             with self._lock:
-                if self.step is not None and time.monotonic() - self.step_started >= self.every:
+                if self.running and time.monotonic() - self.step_started >= self.every:
                     seconds = time.monotonic() - self.step_started
                     self._line(f"{self.command}: still {self.step}", f" ({seconds:.0f} s)")
 

@@ -217,8 +217,14 @@ def tune(app: App, job: str, n_trial: int | None, tuner: str | None, log: str | 
                                remeasure=remeasure, cluster=cluster)
         elif not app.err.is_terminal:
             with StepView(app, "tune") as steps:  # the graph tuner's step, with a line now and then
+                plain = _plain_progress(app)
+
+                def on_event(event: TuneEvent) -> None:
+                    steps.end_step()  # the extraction is over once a task reports
+                    plain(event)
+
                 summary = tune_job(job, n_trial=n_trial, tuner=tuner, log=log, seed=seed, remeasure=remeasure,
-                                   cluster=cluster, on_event=_plain_progress(app), on_step=steps)
+                                   cluster=cluster, on_event=on_event, on_step=steps)
         else:
             view = _ProgressView(app)
             with view.progress:
