@@ -1,6 +1,7 @@
 """TVM 0.6/0.7 scripts name the operators whose tasks they extract by their constructor functions,
 ``ops=(relay.op.nn.conv2d,)``, where later ones write ``relay.op.get("nn.conv2d")``: both pick the
-same tasks; a function that builds no operator is one clear error."""
+same tasks; a function that builds no operator is one clear error.  TVM 0.6's argument order,
+``(mod, params, ops, target[, target_host])``, is understood too."""
 
 from __future__ import annotations
 
@@ -43,3 +44,18 @@ def test_a_function_that_builds_no_operator_is_refused():
     mod, params = conv_then_dense()
     with pytest.raises(GraphError, match="not an operator constructor"):
         autotvm.task.extract_from_program(mod["main"], params, "llvm", ops=(topi.nn.dense,))
+
+
+def test_tvm_06_argument_order_ops_before_the_target():
+    mod, params = conv_then_dense()
+    now = autotvm.task.extract_from_program(mod["main"], params, "llvm", ops=(relay.op.nn.conv2d,))
+    old = autotvm.task.extract_from_program(mod["main"], params, (relay.op.nn.conv2d,), "llvm")
+    old_with_host = autotvm.task.extract_from_program(mod["main"], params, (relay.op.nn.conv2d,),
+                                                      "llvm", "llvm")
+    assert [t.workload for t in old] == [t.workload for t in old_with_host] == [t.workload for t in now]
+    assert str(old_with_host[0].target_host) == "llvm"
+    many = autotvm.task.extract_from_multiple_program([mod["main"]], [params], [relay.op.nn.dense], "llvm")
+    assert all("dense" in t.name for t in many) and many
+    with pytest.raises(GraphError, match="operators given twice"):
+        autotvm.task.extract_from_program(mod["main"], params, (relay.op.nn.conv2d,), "llvm",
+                                          ops=(relay.op.nn.dense,))

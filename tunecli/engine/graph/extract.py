@@ -147,6 +147,19 @@ def tunable_operators(mod: IRModule | Function, params: Mapping[str, ArrayData] 
     return [TunableOperator(impls, counts[key]) for key, impls in found.items()]
 
 
+def _tvm06_argument_order(target: object, target_host: object, ops: object
+                          ) -> tuple[str | Target | None, str | Target | None, Iterable[OpSpec] | None]:
+    """``(target, target_host, ops)`` of a call in TVM 0.6's argument order, ``(mod, params, ops,
+    target[, target_host])``: operators (a list or tuple) where the target goes are the ops, and
+    the two arguments after them the target and its host."""
+    if not isinstance(target, (list, tuple)):
+        return target, target_host, ops  # type: ignore[return-value]
+    if ops is not None and not isinstance(ops, (str, Target)):
+        raise GraphError(f"extract_from_program: operators given twice: {target!r} in place of the target "
+                         f"and ops={ops!r}")
+    return target_host, ops, target  # type: ignore[return-value]
+
+
 def extract_from_program(mod: IRModule | Function, params: Mapping[str, ArrayData] | None,
                          target: str | Target | None, target_host: str | Target | None = None,
                          ops: Iterable[OpSpec] | None = None, mod_name: str = "default",
@@ -169,10 +182,13 @@ def extract_from_program(mod: IRModule | Function, params: Mapping[str, ArrayDat
     mod_name, include_simple_tasks
         Accepted for TVM compatibility.
 
+    TVM 0.6's argument order, ``(mod, params, ops, target[, target_host])``, is understood too.
+
     Returns
     -------
     list of Task
     """
+    target, target_host, ops = _tvm06_argument_order(target, target_host, ops)
     t = as_target(target)
     return list(operator_tasks(tunable_operators(mod, params, t, ops), t, target_host).values())
 
@@ -182,7 +198,9 @@ def extract_from_multiple_program(mods: Sequence[IRModule | Function],
                                   target: str | Target | None, target_host: str | Target | None = None,
                                   ops: Iterable[OpSpec] | None = None) -> list[Task]:
     """The distinct tunable tasks of several networks (``mods[i]`` with weights ``params[i]``):
-    each workload once, in the order the networks first call it."""
+    each workload once, in the order the networks first call it (TVM 0.6's argument order
+    ``(mods, params, ops, target[, target_host])`` is understood too)."""
+    target, target_host, ops = _tvm06_argument_order(target, target_host, ops)
     if len(mods) != len(params):
         raise GraphError(f"extract_from_multiple_program: {len(mods)} networks and {len(params)} sets of "
                          "parameters")
