@@ -288,3 +288,16 @@ def test_a_kernel_job_s_apply_shows_each_task_as_it_starts(invoke: Invoke, matmu
     assert lines[:2] == ["apply: task 1/2 (tutorial/matmul): building, checking, timing",
                          "apply: task 2/2 (dense.x86): building, checking, timing"]
     assert lines[-1].startswith("apply: done in ") and len(lines) == 3
+
+
+def test_the_untuned_column_names_the_config_an_untuned_build_runs(
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    task = AppliedTask(index=0, label="dense.x86(256, 256, 256, float32)", flop=2 * 256**3, config="#69",
+                       fallback=False, checked_against="numpy", correct=True, tuned=1.87e-4, default=2.45e-4,
+                       default_source="nearest", default_config="#1920 tile_y=[-1,1,16]")
+    _print_report(App(), ApplyReport(job="q", log="q.log", target="llvm", runs_here=True, tasks=[task]))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "untuned ms" in out and "default ms" not in out
+    assert "untuned: the config a build without a log runs" in out
+    assert "task 0: nearest #1920 tile_y=[-1,1,16]" in out

@@ -62,9 +62,18 @@ def _numpy_caption(report: ApplyReport) -> str | None:
             "process of its own, timed in turn with the kernels; the float64 reference only checks answers")
 
 
-_NUMBERS = ("tuned ms", "spread", "log ms", "vs log", "GFLOPS", "default ms", "speedup", "numpy ms",
+_NUMBERS = ("tuned ms", "spread", "log ms", "vs log", "GFLOPS", "untuned ms", "speedup", "numpy ms",
             "vs numpy")
-_SHORT = ("tuned", "spread", "vs log", "default", "speedup", "numpy", "vs np")  # fits 80 columns
+_SHORT = ("tuned", "spread", "vs log", "untuned", "speedup", "numpy", "vs np")  # fits 80 columns
+
+
+def _untuned_caption(report: ApplyReport) -> str:
+    """What the untuned column timed: the config a build without a log runs, and where it is from."""
+    each = [f"task {t.index}: {t.default_source} {t.default_config}" for t in report.tasks
+            if t.default_source is not None]
+    return ("untuned: the config a build without a log runs (a package's record of the workload, else "
+            "the nearest package record's config, else the template's default)"
+            + (f"; {'; '.join(each)}" if each else ""))
 
 
 def _check(t: AppliedTask) -> str:
@@ -83,8 +92,8 @@ def _print_report(app: App, report: ApplyReport) -> None:
     for t in report.tasks:
         tuned, spread = _ms(t.tuned, t.tuned_stats), _spread(t.tuned_stats)
         vs_log = _ratio(t.tuned, t.log_time)
-        default, speedup, numpy, vs_numpy = (_ms(t.default, t.default_stats), _ratio(t.default, t.tuned),
-                                             _ms(t.numpy, t.numpy_stats), _ratio(t.numpy, t.tuned))
+        default, numpy = _ms(t.default, t.default_stats), _ms(t.numpy, t.numpy_stats)
+        speedup, vs_numpy = _ratio(t.default, t.tuned), _ratio(t.numpy, t.tuned)
         gflops = fixed(t.gflops, significant_digits(t.tuned_stats, 8), 2) if t.gflops else "-"
         wide.add_row(str(t.index), t.label, _check(t), tuned, spread, _ms(t.log_time), vs_log,
                      gflops, default, speedup, numpy, vs_numpy, t.config)
@@ -96,6 +105,7 @@ def _print_report(app: App, report: ApplyReport) -> None:
     footer = ["times in ms, each the median of the timing rounds, to the digits their spread supports; "
               "spread: the rounds' interquartile range over the median; vs log: the time over the log's "
               "time of the same config"]
+    footer.append(_untuned_caption(report))
     caption = _numpy_caption(report)
     footer += [caption] if caption else []
     print_fitted(app.console, wide, lambda: narrow, lambda: notes, footer=footer)
@@ -157,12 +167,14 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
     onnxruntime.
 
     Each kernel is checked against the numpy reference (built-in templates, in float64) or the
-    untuned default config, and timed next to the default config and numpy computing the same
-    operator in the kernel's dtype (float32 a @ w.T for dense) with the kernels' thread count, in
-    turn, in the worker process that tuning uses. Tasks without a record use the fallback config,
-    with a warning. A kernel that crashes or hangs is reported for its task and the other tasks
-    are still applied. Exit code 1 when a kernel gives a wrong answer, crashes, hangs or does not
-    build. Ctrl-C or kill (exit code 130) leaves no export and no temporary file.
+    untuned config, and timed next to the untuned config (what a build without a log runs: a
+    package's record, the nearest record's config, or the template's default) and numpy computing
+    the same operator in the kernel's dtype (float32 a @ w.T for dense) with the kernels' thread
+    count, in turn, in the worker process that tuning uses. Tasks without a record use the
+    fallback config, with a warning. A kernel that crashes or hangs is reported for its task and
+    the other tasks are still applied. Exit code 1 when a kernel gives a wrong answer, crashes,
+    hangs or does not build. Ctrl-C or kill (exit code 130) leaves no export and no temporary
+    file.
     """
     try:
         with sigterm_interrupts(), kernel_cache.bypassed(no_cache), StepView(app, "apply") as steps:

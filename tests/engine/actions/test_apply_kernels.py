@@ -1,13 +1,17 @@
-"""apply_kernels: kernel names, and a tuned kernel timed as the tuner timed it."""
+"""apply_kernels: kernel names, a tuned kernel timed as the tuner timed it, beside what an untuned build
+runs."""
 
 from __future__ import annotations
 
 import textwrap
+import time
 
 from tunecli.engine.actions.apply_kernels import kernel_stem
 from tunecli.engine.actions.job_file import apply_job_file, tune_job
-from tunecli.engine.log.record import load_from_file
+from tunecli.engine.log.record import encode, load_from_file
+from tunecli.engine.measure.result import MeasureErrorNo, MeasureInput, MeasureResult
 from tunecli.engine.task.task import create
+from tunecli.engine.tuner.untuned import untuned_config
 
 
 def test_kernel_names_carry_the_job_and_the_workload() -> None:
@@ -53,3 +57,37 @@ def test_apply_times_the_best_config_as_the_tuner_measured_it(tmp_path) -> None:
         if lows[-1] < 2.0 * best:
             break
     assert min(lows) < 2.0 * best, (lows, best)
+
+
+def _job_with_record(tmp_path, template: str, args: tuple, index: int, seconds: float) -> str:
+    """A job of one task and a log holding one record of it (config ``index``, ``seconds``)."""
+    task = create(template, (*args, "float32"), "llvm")
+    log = tmp_path / "one.log"
+    inp = MeasureInput(task.target, task, task.config_space.get(index))
+    log.write_text(encode(inp, MeasureResult((seconds,), MeasureErrorNo.NO_ERROR, 0.1, time.time())) + "\n")
+    job = tmp_path / "job.yaml"
+    job.write_text(textwrap.dedent(f"""\
+        name: one
+        log: {log}
+        tasks:
+          - template: {template}
+            args: {list(args)}
+        measure:
+          runner: {{number: 2, repeat: 3, min_repeat_ms: 0}}
+        """))
+    return str(job)
+
+
+def test_the_untuned_column_times_what_an_untuned_build_runs(tmp_path) -> None:
+    """dense.x86(256, 256, 256) has no package record: an untuned build runs the nearest package
+    record's config, which tune measures first and marks untuned; apply times that config, not the
+    template's fallback, and names where it comes from."""
+    job = _job_with_record(tmp_path, "dense.x86", (256, 256, 256), 5, 1e-3)
+    [applied] = apply_job_file(job, str(tmp_path / "one.log")).tasks
+    expected = untuned_config(create("dense.x86", (256, 256, 256, "float32"), "llvm"))
+    assert expected is not None and expected.source == "nearest"
+    assert applied.config.startswith("#5 ") and applied.correct and applied.error is None
+    assert applied.default_source == "nearest" and applied.default is not None
+    assert applied.default_config.split()[0] == f"#{expected.config.index}"
+    assert applied.default_config != "fallback"
+

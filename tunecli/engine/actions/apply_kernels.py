@@ -3,13 +3,15 @@
 For every task: the best config of the log is looked up as TVM's ``apply_history_best`` does
 (a task without a valid record gets the fallback config, with a warning); the kernel is built,
 its output checked against the task's numpy reference (float64: for the check only; or, without
-one, against the untuned default config), and timed next to the untuned default config (the
-fallback config: what a schedule gives without tuning) and numpy's way of computing the operator
-in the kernel's dtype (the strategy row's ``baseline``, ``ops.baseline``).  ``export`` writes
-``.o``, ``.ll`` and ``.s`` files of the tuned kernels, named after the job and the workload
-(``kernel_stem``): the destination is checked before anything is built, and the files are
-written into a temporary directory and moved into it at the end (``job.export_path``), so an
-apply that fails or is killed leaves no partial export.  Records of the log that are faster
+one, against the untuned config), and timed next to the untuned config (what a build without a
+log runs: a pre-tuned package's record of the workload, else the nearest package record's config,
+else the template's fallback config, ``history_best.untuned_answer``; its source is kept as
+``default_source``) and numpy's way of computing the operator in the kernel's dtype (the
+strategy row's ``baseline``, ``ops.baseline``).  ``export`` writes ``.o``, ``.ll`` and ``.s``
+files of the tuned kernels, named after the job and the workload (``kernel_stem``): the
+destination is checked before anything is built, and the files are written into a temporary
+directory and moved into it at the end (``job.export_path``), so an apply that fails or is
+killed leaves no partial export.  Records of the log that are faster
 than any machine (``log.plausibility``) are skipped, naming their line.
 
 Kernels run where tuning runs them (:mod:`tunecli.engine.job.apply_device`), with the job's
@@ -24,7 +26,7 @@ in turn (``measure.interleaved``: one round each, ``repeat`` times, a pause afte
 each time is the median of its rounds), so a slow moment of the machine is shared rather than
 charged to one of them; the rounds' statistics are kept (``measure.time_stats``), with a note
 when they disagree, when the tuned kernel is far slower than the log's time of the same config,
-when it is slower than the default config, and when the machine was busy while timing.  A
+when it is slower than the untuned config, and when the machine was busy while timing.  A
 kernel that crashes or hangs, or a config that does not build,
 becomes that task's ``error``; the other tasks are still built, checked and timed.
 """
@@ -43,7 +45,7 @@ from tunecli.engine.job.apply_device import ApplyDevice, open_apply_device
 from tunecli.engine.job.export_path import ExportDirectory, check_export
 from tunecli.engine.job.spec import Job
 from tunecli.engine.job.tasks import create_tasks
-from tunecli.engine.log.history_best import ApplyHistoryBest
+from tunecli.engine.log.history_best import ApplyHistoryBest, untuned_answer
 from tunecli.engine.log.log_files import check_log_file
 from tunecli.engine.log.plausibility import plausible
 from tunecli.engine.log.record import JsonValue, read_log
@@ -71,8 +73,7 @@ from tunecli.engine.runtime.blas import single_blas_thread
 from tunecli.engine.runtime.linker import OBJECT_BLOB_SUFFIX
 from tunecli.engine.runtime.threads import get_num_threads
 from tunecli.engine.task.config_source import config_source
-from tunecli.engine.task.fallback_config import FallbackConfigEntity
-from tunecli.engine.task.space import ConfigEntity
+from tunecli.engine.task.space import ConfigEntity, ConfigSpace
 from tunecli.engine.task.task import Task
 from tunecli.engine.task.text import config_text, task_label
 from tunecli.errors import RPCError
@@ -93,6 +94,7 @@ class AppliedTask:
     correct: bool | None = None
     max_error: float | None = None
     tuned: float | None = None
+    #: the untuned config's time: what a build without a log runs (``default_source`` says whence)
     default: float | None = None
     numpy: float | None = None
     numpy_baseline: str | None = None  #: what the numpy time is of ("float32 a @ w.T, 2 threads")
@@ -104,8 +106,12 @@ class AppliedTask:
     numpy_stats: TimeStats | None = None
     log_time: float | None = None  #: the log's time of the applied config (None: not from the log)
     #: what makes its times doubtful: rounds that disagree, a time far above the log's, a tuned
-    #: kernel slower than the default config (``measure.time_stats``)
+    #: kernel slower than the untuned config (``measure.time_stats``)
     notes: list[str] = field(default_factory=list)
+    #: where the untuned build takes its config from: ``"package"``, ``"nearest"`` or ``"default"``
+    #: (``ConfigSource.kind``; None when it was not built)
+    default_source: str | None = None
+    default_config: str | None = None  #: the untuned config (``config_text``)
 
     @property
     def vs_log(self) -> float | None:
@@ -237,7 +243,9 @@ def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, exp
         out.error = f"{MeasureErrorNo(tuned_run.error_no).name}: {tuned_run.error}"
         return out
     try:
-        default: Module | None = _build(task, FallbackConfigEntity(), stem + "_default")[0]
+        untuned = _untuned(task)
+        out.default_source, out.default_config = config_source(untuned).kind, config_text(untuned)
+        default: Module | None = _build(task, untuned, stem + "_default")[0]
         default_run = _measure(device, default, specs, outputs, check)
     except Exception as err:  # noqa: BLE001 - reported like a kernel that fails
         default = None
@@ -249,12 +257,12 @@ def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, exp
         expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
         out.checked_against = "numpy"
     elif default_run.error_no:
-        out.error = (f"the default config, the reference of the check, failed: "
+        out.error = (f"the untuned config, the reference of the check, failed: "
                      f"{MeasureErrorNo(default_run.error_no).name}: {default_run.error}")
         return out
     else:
         expected = _outputs(default_run, specs)
-        out.checked_against = "default config"
+        out.checked_against = "default config" if out.default_source == "default" else "untuned config"
     out.correct, out.max_error = matches_reference(_outputs(tuned_run, specs), expected)
     baseline = baseline_of(task)
     contenders: dict[str, Contender] = {
@@ -271,18 +279,26 @@ def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, exp
         out.error = f"{MeasureErrorNo(times['tuned'].error_no).name}: {times['tuned'].error}"
         return out
     out.tuned, out.default, out.numpy = (median_seconds(times.get(n)) for n in ("tuned", "default", "numpy"))
-    _judge(out, *(time_stats(times.get(n)) for n in ("tuned", "default", "numpy")))
+    tuned_from_log = config_source(config).kind == "log"  # else it is the untuned build's config itself
+    _judge(out, *(time_stats(times.get(n)) for n in ("tuned", "default", "numpy")), tuned_from_log)
     return out
 
 
+def _untuned(task: Task) -> ConfigSpace:
+    """The config an untuned build of ``task`` runs (its ``config_source`` says where it came from)."""
+    with task.target:
+        return untuned_answer(task.target, task.workload)
+
+
 def _judge(out: AppliedTask, tuned: TimeStats | None, default: TimeStats | None,
-           numpy: TimeStats | None) -> None:
+           numpy: TimeStats | None, tuned_from_log: bool = True) -> None:
     """Keep the rounds' statistics and note what makes the task's times doubtful."""
     out.tuned_stats, out.default_stats, out.numpy_stats = tuned, default, numpy
     name = f"task {out.index}"
-    notes = [rounds_note(name, {"tuned": tuned, "default config": default, "numpy": numpy}),
+    untuned = f"untuned config ({out.default_source})" if out.default_source else "untuned config"
+    notes = [rounds_note(name, {"tuned": tuned, untuned: default, "numpy": numpy}),
              compare_with_log(name, out.tuned, out.log_time),
-             None if out.fallback else slower_than_untuned(name, tuned, default, "default config")]
+             slower_than_untuned(name, tuned, default, "untuned") if tuned_from_log else None]
     out.notes = [note for note in notes if note]
 
 
