@@ -43,8 +43,8 @@ _CONSTRUCTORS_PACKAGE = f"{__package__}.ops."
 
 
 def _constructor_op_name(constructor: Callable[..., object]) -> str:
-    """The operator a constructor function builds (TVM 0.6/0.7 scripts name the operators to extract
-    as ``relay.op.nn.conv2d``): ``nn.<name>`` or ``<name>``, whichever is registered, ignoring case
+    """The operator a constructor function builds (TVM 0.6/0.7 scripts name operators as
+    ``relay.op.nn.conv2d``): ``nn.<name>`` or ``<name>``, whichever is registered, ignoring case
     (``contrib_conv2d_nchwc`` builds ``nn.contrib_conv2d_NCHWc``)."""
     name = getattr(constructor, "__name__", "")
     if (getattr(constructor, "__module__", None) or "").startswith(_CONSTRUCTORS_PACKAGE):
@@ -52,8 +52,18 @@ def _constructor_op_name(constructor: Callable[..., object]) -> str:
         for candidate in (f"nn.{name}", name):
             if candidate.lower() in by_lower:
                 return by_lower[candidate.lower()]
-    raise GraphError(f"extract_from_program: {constructor!r} in ops is not an operator constructor "
-                     "(name an operator as relay.op.get('nn.dense'), 'nn.dense' or relay.op.nn.dense)")
+    raise GraphError(f"{constructor!r} is not an operator constructor (name an operator as "
+                     "relay.op.get('nn.dense'), 'nn.dense' or relay.op.nn.dense)")
+
+
+def operator_name(op: OpSpec) -> str:
+    """The name of an operator given as an ``Op``, a name, or its constructor function (a
+    GraphError for a function that builds no operator; a name is not checked)."""
+    if isinstance(op, Op):
+        return op.name
+    if callable(op):
+        return _constructor_op_name(op)
+    return str(op)
 
 
 def _op_names(ops: Iterable[OpSpec] | None) -> set[str] | None:
@@ -61,12 +71,10 @@ def _op_names(ops: Iterable[OpSpec] | None) -> set[str] | None:
         return None
     names = set()
     for op in ops:
-        if isinstance(op, Op):
-            name = op.name
-        elif callable(op):
-            name = _constructor_op_name(op)
-        else:
-            name = str(op)
+        try:
+            name = operator_name(op)
+        except GraphError as err:
+            raise GraphError(f"extract_from_program: {err}") from None
         if name not in OPS:
             raise GraphError(f"extract_from_program: unknown operator {name!r} in ops")
         names.add(name)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tunecli.engine.graph.extract import OpSpec, operator_name
 from tunecli.engine.graph.graph_expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tunecli.engine.graph.ir_module import IRModule
 from tunecli.engine.graph.op_registry import Op
@@ -96,9 +97,10 @@ class ConvGraph:
     edges: tuple[LayoutEdge, ...]
 
 
-def op_names(target_ops: Sequence[Op | str]) -> frozenset[str]:
-    """Operator names of ``target_ops`` (``Op`` objects or names)."""
-    return frozenset(op.name if isinstance(op, Op) else str(op) for op in target_ops)
+def op_names(target_ops: Sequence[OpSpec]) -> frozenset[str]:
+    """Operator names of ``target_ops`` (``Op`` objects, names, or constructor functions such as
+    ``relay.nn.conv2d``, TVM 0.6's form)."""
+    return frozenset(operator_name(op) for op in target_ops)
 
 
 #: The tasks whose configs choose an NCHW[x]c layout, the graph tuner's choices.

@@ -24,7 +24,7 @@ from tunecli.engine.graph.op_registry import Op
 from tunecli.engine.graph.traversal import ExprMutator, post_order
 from tunecli.engine.graph.type_infer import infer_types
 from tunecli.engine.graph.types import Type
-from tunecli.engine.graph_tuner.conv_graph import conv_workload
+from tunecli.engine.graph_tuner.conv_graph import conv_workload, op_names
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.workload_args import Workload
 from tunecli.errors import GraphError
@@ -78,7 +78,7 @@ def expr2graph(expr: Function, target_ops: Sequence[Op | str], node_dict: dict[E
     """Append the nodes of ``expr`` to ``node_list`` (and their positions to ``node_dict``)."""
     infer_types(expr)
     target = as_target(tvm_target)
-    tuned = {op.name if isinstance(op, Op) else str(op) for op in target_ops}
+    tuned = op_names(target_ops)
     for node in post_order(expr, into_functions=False):
         if node is expr or node in node_dict or isinstance(node, Function):
             continue
@@ -140,7 +140,7 @@ def has_multiple_inputs(node_list: list[Node], node_idx: int, input_names: Seque
 
 
 def _is_tuned(node: Node, target_ops: Sequence[Op | str]) -> bool:
-    names = {op.name if isinstance(op, Op) else str(op) for op in target_ops}
+    names = op_names(target_ops)
     return _op_name(node) in names
 
 
