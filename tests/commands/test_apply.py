@@ -290,6 +290,42 @@ def test_a_kernel_job_s_apply_shows_each_task_as_it_starts(invoke: Invoke, matmu
     assert lines[-1].startswith("apply: done in ") and len(lines) == 3
 
 
+def _uncertain_task(uncertain: bool) -> AppliedTask:
+    """A task timed on a busy machine: median 0.69 ms, fastest round 0.54 ms (untuned: nearest #1920)."""
+    return AppliedTask(index=0, label="conv2d_NCHWc.x86(...)", flop=2e8, config="#3", fallback=False,
+                       checked_against="numpy", correct=True, max_error=0.0, tuned=6.93e-4, default=9.1e-4,
+                       tuned_stats=time_stats([5.44e-4, 6.5e-4, 6.93e-4, 8.8e-4, 9.0e-4]),
+                       default_stats=time_stats([8.0e-4, 8.6e-4, 9.1e-4, 9.4e-4, 1.2e-3]), log_time=5.497e-4,
+                       default_source="nearest", default_config="#1920 tile_y=[-1,1,16]", uncertain=uncertain)
+
+
+@pytest.mark.parametrize("columns", ["250", "80"])
+def test_an_uncertain_median_shows_the_fastest_round_beside_it(
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
+    """The machine was busy: each median is shown with its fastest round (what the kernel does
+    undisturbed); the untuned column names the config an untuned build runs and where it is from."""
+    monkeypatch.setenv("COLUMNS", columns)
+    _print_report(App(), ApplyReport(job="q", log="q.log", target="llvm", runs_here=True,
+                                     tasks=[_uncertain_task(True)]))
+    out = capsys.readouterr().out
+    assert all(len(line) <= int(columns) for line in out.splitlines())
+    [row] = [line for line in out.splitlines() if "0.7" in line and "\u2502" in line]
+    shown = " ".join(out.split()) if columns == "80" else row  # at 80 columns, in the task's line under it
+    assert "0.7 (fastest 0.54)" in shown and "0.91 (fastest 0.80)" in shown  # the median's digits, 2 or more
+    assert "\u2026" not in out
+    assert "the fastest round, shown where the machine was busy" in " ".join(out.split())
+    assert "task 0: nearest #1920 tile_y=[-1,1,16]" in " ".join(out.split())
+
+
+def test_a_certain_median_is_shown_alone(capsys: pytest.CaptureFixture,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    _print_report(App(), ApplyReport(job="q", log="q.log", target="llvm", runs_here=True,
+                                     tasks=[_uncertain_task(False)]))
+    out = capsys.readouterr().out
+    assert "fastest" not in out and "(0." not in out
+
+
 def test_the_untuned_column_names_the_config_an_untuned_build_runs(
         capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "250")

@@ -67,6 +67,14 @@ _NUMBERS = ("tuned ms", "spread", "log ms", "vs log", "GFLOPS", "untuned ms", "s
 _SHORT = ("tuned", "spread", "vs log", "untuned", "speedup", "numpy", "vs np")  # fits 80 columns
 
 
+def _with_fastest(text: str, t: AppliedTask, stats: TimeStats | None) -> str:
+    """``text`` (a median) with the fastest round beside it where the task's median is uncertain: to
+    the median's digits, at least two (the fastest round repeats better than a disturbed median)."""
+    if not t.uncertain or stats is None or stats.rounds < 2 or text == "-":
+        return text
+    return f"{text} (fastest {fixed(stats.low * 1e3, max(2, significant_digits(stats)), 4)})"
+
+
 def _untuned_caption(report: ApplyReport) -> str:
     """What the untuned column timed: the config a build without a log runs, and where it is from."""
     each = [f"task {t.index}: {t.default_source} {t.default_config}" for t in report.tasks
@@ -90,9 +98,10 @@ def _print_report(app: App, report: ApplyReport) -> None:
     narrow = table(title, ("task", "check", *_SHORT), right=("task", *_SHORT), wrap=False)
     notes = []
     for t in report.tasks:
-        tuned, spread = _ms(t.tuned, t.tuned_stats), _spread(t.tuned_stats)
-        vs_log = _ratio(t.tuned, t.log_time)
-        default, numpy = _ms(t.default, t.default_stats), _ms(t.numpy, t.numpy_stats)
+        tuned = _with_fastest(_ms(t.tuned, t.tuned_stats), t, t.tuned_stats)
+        spread, vs_log = _spread(t.tuned_stats), _ratio(t.tuned, t.log_time)
+        default = _with_fastest(_ms(t.default, t.default_stats), t, t.default_stats)
+        numpy = _with_fastest(_ms(t.numpy, t.numpy_stats), t, t.numpy_stats)
         speedup, vs_numpy = _ratio(t.default, t.tuned), _ratio(t.numpy, t.tuned)
         gflops = fixed(t.gflops, significant_digits(t.tuned_stats, 8), 2) if t.gflops else "-"
         wide.add_row(str(t.index), t.label, _check(t), tuned, spread, _ms(t.log_time), vs_log,
@@ -101,10 +110,16 @@ def _print_report(app: App, report: ApplyReport) -> None:
                  _short_ms(t.default, t.default_stats), _short_ratio(t.default, t.tuned),
                  _short_ms(t.numpy, t.numpy_stats), _short_ratio(t.numpy, t.tuned))
         narrow.add_row(str(t.index), _check(t).split(" ")[0], *short)
-        notes.append(f"task {t.index}: {t.label}: {t.config}; check: {_check(t)}")
+        timed = [f"{who} {text}" for who, text in (("tuned", tuned), ("untuned", default), ("numpy", numpy))
+                 if text != "-"]
+        fastest = f"; ms: {', '.join(timed)}" if t.uncertain and timed else ""
+        notes.append(f"task {t.index}: {t.label}: {t.config}; check: {_check(t)}{fastest}")
     footer = ["times in ms, each the median of the timing rounds, to the digits their spread supports; "
               "spread: the rounds' interquartile range over the median; vs log: the time over the log's "
               "time of the same config"]
+    if any(t.uncertain for t in report.tasks):
+        footer.append("(fastest x): the fastest round, shown where the machine was busy or the rounds "
+                      "disagree (the median is uncertain; the fastest is what the kernel does undisturbed)")
     footer.append(_untuned_caption(report))
     caption = _numpy_caption(report)
     footer += [caption] if caption else []
@@ -170,7 +185,8 @@ def apply(app: App, job: str, log: str | None, export: str | None, as_json: bool
     untuned config, and timed next to the untuned config (what a build without a log runs: a
     package's record, the nearest record's config, or the template's default) and numpy computing
     the same operator in the kernel's dtype (float32 a @ w.T for dense) with the kernels' thread
-    count, in turn, in the worker process that tuning uses. Tasks without a record use the
+    count, in turn, in the worker process that tuning uses. Where the machine was busy or the
+    rounds disagree, the fastest round is shown beside each median. Tasks without a record use the
     fallback config, with a warning. A kernel that crashes or hangs is reported for its task and
     the other tasks are still applied. Exit code 1 when a kernel gives a wrong answer, crashes,
     hangs or does not build. Ctrl-C or kill (exit code 130) leaves no export and no temporary

@@ -1,11 +1,12 @@
 """apply_kernels: kernel names, a tuned kernel timed as the tuner timed it, beside what an untuned build
-runs."""
+runs, with the fastest rounds where the machine was busy."""
 
 from __future__ import annotations
 
 import textwrap
 import time
 
+from tests.engine.measure.measure_helpers import spin_elsewhere
 from tunecli.engine.actions.apply_kernels import kernel_stem
 from tunecli.engine.actions.job_file import apply_job_file, tune_job
 from tunecli.engine.log.record import encode, load_from_file
@@ -91,3 +92,18 @@ def test_the_untuned_column_times_what_an_untuned_build_runs(tmp_path) -> None:
     assert applied.default_config.split()[0] == f"#{expected.config.index}"
     assert applied.default_config != "fallback"
 
+
+def test_a_busy_machine_marks_the_median_uncertain_and_carries_the_fastest_rounds(tmp_path) -> None:
+    """Two processes that are not apply's keep both cores busy while it times: the busy note, and
+    each contender's fastest round beside its median in the report and its JSON."""
+    job = _job_with_record(tmp_path, "tutorial/matmul", (16, 16, 16), 7, 5e-4)
+    spin_elsewhere(6.0, 2)
+    report = apply_job_file(job, str(tmp_path / "one.log"))
+    [applied] = report.tasks
+    assert report.load is not None and report.load.busy, report.load
+    assert any("the machine was busy" in note for note in report.notes)
+    assert applied.uncertain and applied.default_source == "default"
+    [task] = report.as_dict()["tasks"]
+    assert task["uncertain"] is True and task["default_source"] == "default"
+    assert task["tuned_fastest"] == applied.tuned_stats.low <= task["tuned"]
+    assert task["default_fastest"] == applied.default_stats.low <= task["default"]

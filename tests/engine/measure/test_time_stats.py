@@ -13,6 +13,7 @@ from tunecli.engine.measure.time_stats import (
     LoadWindow,
     MachineLoad,
     compare_with_log,
+    median_uncertain,
     rounds_note,
     significant_digits,
     slower_than_untuned,
@@ -141,3 +142,20 @@ def test_a_median_has_the_digits_down_to_its_rounds_spread() -> None:
     assert significant_digits(time_stats([0.45e-3, 7.36e-3, 20.0e-3])) == 1
     assert significant_digits(time_stats([0.1794e-3])) == 4  # one round: no spread to go by
     assert significant_digits(None, most=8) == 8
+
+
+def test_a_median_is_uncertain_on_a_busy_machine_or_when_its_rounds_disagree() -> None:
+    calm, wild = time_stats([1.0, 1.01, 1.02]), time_stats([0.54, 0.65, 0.69, 0.88, 0.90])
+    quiet = MachineLoad((0.2, 0.3), cores=2, measured=0.1, seconds=10.0)
+    busy = MachineLoad((6.0, 6.2), cores=2, measured=1.9, seconds=10.0)
+    assert not median_uncertain(quiet, calm, None) and not median_uncertain(None, calm)
+    assert median_uncertain(busy, calm) and median_uncertain(quiet, calm, wild)
+    assert not median_uncertain(busy, None, None)  # nothing timed
+
+
+def test_other_work_during_the_timing_makes_its_medians_uncertain() -> None:
+    """Two processes that are not this one's keep the cores busy while a contender is timed."""
+    window = LoadWindow()
+    spin_elsewhere(1.2, 2)
+    time.sleep(1.4)
+    assert median_uncertain(window.finish(), time_stats([1.0, 1.01, 1.02]))

@@ -26,7 +26,10 @@ in turn (``measure.interleaved``: one round each, ``repeat`` times, a pause afte
 each time is the median of its rounds), so a slow moment of the machine is shared rather than
 charged to one of them; the rounds' statistics are kept (``measure.time_stats``), with a note
 when they disagree, when the tuned kernel is far slower than the log's time of the same config,
-when it is slower than the untuned config, and when the machine was busy while timing.  A
+when it is slower than the untuned config, and when the machine was busy while timing.  Where
+the machine was busy or a task's rounds disagree, the median is uncertain: the task is marked
+``uncertain`` and each contender's fastest round (``*_fastest``, what the kernel can do when
+nothing runs beside it) is shown beside its median.  A
 kernel that crashes or hangs, or a config that does not build,
 becomes that task's ``error``; the other tasks are still built, checked and timed.
 """
@@ -59,6 +62,7 @@ from tunecli.engine.measure.time_stats import (
     MachineLoad,
     TimeStats,
     compare_with_log,
+    median_uncertain,
     rounds_note,
     slower_than_untuned,
     time_stats,
@@ -112,6 +116,23 @@ class AppliedTask:
     #: (``ConfigSource.kind``; None when it was not built)
     default_source: str | None = None
     default_config: str | None = None  #: the untuned config (``config_text``)
+    #: the median is uncertain (the machine was busy, or rounds disagree): the fastest rounds are shown
+    uncertain: bool = False
+
+    @property
+    def tuned_fastest(self) -> float | None:
+        """The tuned kernel's fastest round (seconds)."""
+        return self.tuned_stats.low if self.tuned_stats is not None else None
+
+    @property
+    def default_fastest(self) -> float | None:
+        """The untuned config's fastest round (seconds)."""
+        return self.default_stats.low if self.default_stats is not None else None
+
+    @property
+    def numpy_fastest(self) -> float | None:
+        """numpy's fastest round (seconds)."""
+        return self.numpy_stats.low if self.numpy_stats is not None else None
 
     @property
     def vs_log(self) -> float | None:
@@ -152,7 +173,9 @@ class ApplyReport:
         return {"job": self.job, "log": self.log, "target": self.target, "runs_here": self.runs_here,
                 "device": self.device, "ok": self.ok, "notes": self.notes,
                 "load": asdict(self.load) if self.load is not None else None,
-                "tasks": [dict(asdict(t), gflops=t.gflops, vs_log=t.vs_log) for t in self.tasks]}
+                "tasks": [dict(asdict(t), gflops=t.gflops, vs_log=t.vs_log, tuned_fastest=t.tuned_fastest,
+                               default_fastest=t.default_fastest, numpy_fastest=t.numpy_fastest)
+                          for t in self.tasks]}
 
 
 def apply_kernels(job: Job, log: str, export: str | None = None,
@@ -206,6 +229,9 @@ def apply_kernels(job: Job, log: str, export: str | None = None,
                 report.tasks.append(_apply_task(job, index, task, history, exported, device, numpy_worker))
             if device is not None and device.worker is not None:  # timed on this machine
                 report.load = window.finish()
+            for t in report.tasks:
+                t.uncertain = t.tuned_stats is not None and median_uncertain(
+                    report.load, t.tuned_stats, t.default_stats)
         if exported is not None:
             exported.finish()
     finally:

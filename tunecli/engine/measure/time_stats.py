@@ -1,20 +1,21 @@
 """What ``apply``'s times can be trusted for: robust statistics of rounds, and notes when they cannot.
 
-A contender timed in turn with others (``measure.interleaved``) has one time per round.  Its
-``TimeStats`` are the median (what tables show) and the spread of the rounds (quartiles,
-lowest and highest); rounds *disagree* when their interquartile range is more than
-``DISAGREE`` of the median.  ``compare_with_log`` flags a kernel ``apply`` timed more than
-``SLOWER_THAN_LOG`` times slower than the log's record of the same config (a busy machine, or a
-record that was lucky); ``slower_than_untuned`` a tuned build clearly slower than the untuned
-one.  ``MachineLoad`` says how much other work ran beside the timing: ``LoadWindow`` counts, over
-the timing's own wall-clock window, the CPU time of the cores this process may use (time stolen
+A contender timed in turn with others (``measure.interleaved``) has one time per round. Its
+``TimeStats`` are the median (what tables show) and the spread of the rounds (quartiles, lowest and
+highest); rounds *disagree* when their interquartile range is more than ``DISAGREE`` of the median.
+``compare_with_log`` flags a kernel ``apply`` timed more than ``SLOWER_THAN_LOG`` times slower than
+the log's record of the same config (a busy machine, or a record that was lucky);
+``slower_than_untuned`` a tuned build clearly slower than the untuned one; ``median_uncertain`` says
+when a median should not stand alone (the machine was busy, or the rounds disagree): the fastest
+round (``TimeStats.low``), what the kernel does when nothing disturbs it, repeats better from run to
+run then. ``MachineLoad`` says how much other work ran beside the timing: ``LoadWindow`` counts,
+over the timing's own wall-clock window, the CPU time of the cores this process may use (time stolen
 by a hypervisor included) less the CPU time of this process and its descendants (the measurement
-workers, on any number of threads), so load that starts or stops mid-run counts for the time it
-ran, and ``apply``'s own threads never do.  The machine was *busy* when that other work averaged
-more than ``BUSY_OTHERS`` of a core.  Where the system has no such counters, the one-minute load
-average before and after stands in (a lagging average that counts threads).  Each note is one line
-naming what it is about; the functions here only read numbers, so they say the same for the same
-samples.
+workers, on any number of threads), so load that starts or stops mid-run counts for the time it ran,
+and ``apply``'s own threads never do. The machine was *busy* when that other work averaged more than
+``BUSY_OTHERS`` of a core. Where the system has no such counters, the one-minute load average before
+and after stands in (a lagging average that counts threads). Each note is one line naming what it is
+about; the functions here only read numbers, so they say the same for the same samples.
 """
 
 from __future__ import annotations
@@ -143,6 +144,22 @@ def slower_than_untuned(name: str, tuned: TimeStats | None, untuned: TimeStats |
     return (f"{name}: the tuned build is slower than the {what} one ({tuned.median * 1e3:.4g} ms vs "
             f"{untuned.median * 1e3:.4g} ms, {untuned.median / tuned.median:.2f}x): tune longer, or keep "
             f"the {what} build")
+
+
+def median_uncertain(load: MachineLoad | None, *stats: TimeStats | None) -> bool:
+    """Whether medians timed under ``load`` are uncertain: the machine was busy (``MachineLoad.busy``)
+    or the rounds of any of ``stats`` disagree (``TimeStats.disagree``); False when nothing was timed.
+
+    Parameters
+    ----------
+    load : MachineLoad or None
+        The other work while timing (None: not measured).
+    *stats : TimeStats or None
+        The contenders' statistics.
+    """
+    if all(s is None for s in stats):
+        return False
+    return (load is not None and load.busy) or any(s is not None and s.disagree for s in stats)
 
 
 @dataclass(frozen=True)
