@@ -1,6 +1,8 @@
 """Module names of TVM 0.6/0.7 that later releases renamed: ``tvm.contrib.util`` (now
 ``contrib.utils``: ``util.tempdir()`` of the old getting-started tutorial's export) and
-``tvm.autotvm.util`` (now ``autotvm.utils``: ``get_const_tuple`` and friends)."""
+``tvm.autotvm.util`` (now ``autotvm.utils``: ``get_const_tuple`` and friends); and AutoTVM names
+imported by the module that defines them in TVM (``autotvm.task.dispatcher``,
+``autotvm.task.topi_integration``, ``autotvm.measure.measure_methods``)."""
 
 from __future__ import annotations
 
@@ -46,3 +48,27 @@ def test_autotvm_util_si_prefixes_and_empty_context():
     assert format_si_prefix(2.5e9, "G") == pytest.approx(2.5)
     with EmptyContext():
         pass
+
+
+def test_autotvm_names_by_their_module_paths():
+    from tunecli.autotvm.measure.measure_methods import LocalBuilder, LocalRunner, RPCRunner, request_remote
+    from tunecli.autotvm.task.dispatcher import (
+        ApplyConfig,
+        ApplyGraphBest,
+        ApplyHistoryBest,
+        DispatchContext,
+        FallbackContext,
+        clear_fallback_cache,
+    )
+    from tunecli.autotvm.task.topi_integration import register_topi_compute, register_topi_schedule
+
+    assert (LocalBuilder, LocalRunner, RPCRunner) == (autotvm.LocalBuilder, autotvm.LocalRunner,
+                                                      autotvm.RPCRunner)
+    assert request_remote is autotvm.measure.request_remote
+    assert (ApplyConfig, DispatchContext, FallbackContext) == (
+        autotvm.task.ApplyConfig, autotvm.task.DispatchContext, autotvm.task.FallbackContext)
+    assert ApplyHistoryBest is autotvm.apply_history_best and ApplyGraphBest is autotvm.apply_graph_best
+    assert clear_fallback_cache is autotvm.task.clear_fallback_cache
+    assert register_topi_compute is autotvm.register_topi_compute
+    assert register_topi_schedule is autotvm.register_topi_schedule
+    assert autotvm.task.dispatcher.ApplyHistoryBest is ApplyHistoryBest

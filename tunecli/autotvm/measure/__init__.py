@@ -1,5 +1,6 @@
 """``tunecli.autotvm.measure``: TVM's ``autotvm.measure`` names (re-exported from the engine)."""
 
+from tunecli.autotvm.measure import measure_methods
 from tunecli.engine.measure import (
     Builder,
     BuildResult,
@@ -24,6 +25,7 @@ __all__ = [
     "MeasureResult",
     "Runner",
     "create_measure_batch",
+    "measure_methods",
     "measure_option",
     "request_remote",
 ]

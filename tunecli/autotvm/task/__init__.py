@@ -1,6 +1,6 @@
 """tunecli.autotvm.task: tasks, config spaces and dispatch contexts (TVM's ``autotvm.task``)."""
 
-from tunecli.autotvm.task import space
+from tunecli.autotvm.task import dispatcher, space, topi_integration
 from tunecli.engine.graph.extract import extract_from_multiple_program, extract_from_program
 from tunecli.engine.log.history_best import ApplyHistoryBest
 from tunecli.engine.task.dispatcher import (
@@ -19,6 +19,6 @@ __all__ = [
     "TASK_TABLE", "ApplyConfig", "ApplyHistoryBest", "ConfigEntity", "ConfigSpace", "DispatchContext",
     "FallbackConfigEntity", "FallbackContext", "FlopCalculationError", "MissingTask", "Task",
     "args_to_workload", "clear_fallback_cache", "compute_flop", "create", "deserialize_args",
-    "extract_from_multiple_program", "extract_from_program", "get_config", "serialize_args", "space",
-    "template",
+    "dispatcher", "extract_from_multiple_program", "extract_from_program", "get_config", "serialize_args",
+    "space", "template", "topi_integration",
 ]
