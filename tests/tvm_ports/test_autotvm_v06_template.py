@@ -80,6 +80,12 @@ def test_create_registers_a_plain_function_under_its_name():
     assert autotvm.task.create("scale_v06", args=(32,), target="llvm").workload == ("scale_v06", 32)
 
 
+def test_a_template_variant_other_than_direct_is_refused():
+    # TVM 0.6's tune_relay_cuda tries create(name, args, target, target_host, "winograd") in a try block
+    with pytest.raises(TuneError, match="template_key 'winograd'"):
+        autotvm.task.create("scale_v06", (32,), "llvm", None, "winograd")
+
+
 def test_create_refuses_a_function_whose_name_another_template_holds():
     def matmul_v06(n):  # same name, another function
         raise AssertionError("never traced")

@@ -356,12 +356,17 @@ def create(task_name: str | TemplateFunc, args: Sequence[object], target: Target
     target : str or Target
     target_host : str or Target, optional
     template_key : str, optional
-        TVM 0.6's template variant (e.g. ``"direct"``); kept as ``config_space.template_key``.
+        TVM 0.6's template variant: ``"direct"`` (or empty), kept as ``config_space.template_key``;
+        another variant is a TuneError (a variant here is a task of its own name, e.g.
+        ``conv2d_nchw_winograd.cuda``).
 
     Returns
     -------
     Task
     """
+    if template_key not in (None, "", "direct"):
+        raise TuneError(f"create({task_name!r}): template_key {template_key!r}: a template has one variant, "
+                        "'direct'; another variant is a task of its own name")
     if callable(task_name):
         task_name = _template_name_of(task_name)
     args = serialize_args(args)
