@@ -93,6 +93,20 @@ def test_workers_are_recycled(matmul_task):
 
 
 def test_build_func_validation():
-    with pytest.raises(ValueError, match="Invalid build_func"):
+    with pytest.raises(ValueError, match="Invalid build_func 'ndk2': 'default', 'ndk' or a callable"):
         LocalBuilder(build_func="ndk2")
     assert LocalBuilder(n_parallel=None).n_parallel >= 1
+
+
+def test_ndk_build_func_builds_the_object_a_device_server_loads(matmul_task):
+    """TVM's Android scripts ask for build_func='ndk'; the object shipped is the default build's."""
+    built = {}
+    for name in ("default", "ndk"):
+        builder = LocalBuilder(n_parallel=1, build_func=name)
+        builder.set_task(matmul_task)
+        try:
+            [built[name]] = builder.build(inputs(matmul_task, [3]))
+        finally:
+            builder.close()
+    assert isinstance(built["ndk"], BuildResult)
+    assert built["ndk"].obj == built["default"].obj

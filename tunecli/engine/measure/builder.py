@@ -293,8 +293,10 @@ class LocalBuilder(Builder):
         Number of builder children; None means ``os.cpu_count()``.
     build_kwargs : dict, optional
         Keyword arguments for ``build_func``.
-    build_func : "default" or callable
-        ``"default"`` uses ``tunecli.engine.build.build``; a callable
+    build_func : "default", "ndk" or callable
+        ``"default"`` uses ``tunecli.engine.build.build``; ``"ndk"`` (TVM's Android export) is the
+        same, as a build reaches an RPC device as an object its server loads, so no NDK link is
+        needed; a callable
         ``f(sch, tensors, target, **build_kwargs) -> module`` must be importable by name.
     worker_max_jobs : int
         Builds per child before it is recycled.
@@ -305,8 +307,8 @@ class LocalBuilder(Builder):
                  worker_max_jobs: int = WORKER_MAX_JOBS) -> None:
         super().__init__(timeout, n_parallel, build_kwargs)
         if isinstance(build_func, str):
-            if build_func != "default":
-                raise ValueError("Invalid build_func" + build_func)
+            if build_func not in ("default", "ndk"):
+                raise ValueError(f"Invalid build_func {build_func!r}: 'default', 'ndk' or a callable")
             build_func = None
         elif not callable(build_func):
             raise ValueError(f"Invalid build_func {build_func!r}")
