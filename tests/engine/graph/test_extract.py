@@ -11,6 +11,7 @@ from tests.engine.autotvm_templates import tophub_dir
 from tunecli import relay
 from tunecli.engine.graph import op_strategy
 from tunecli.engine.graph.extract import (
+    extract_from_multiple_program,
     extract_from_program,
     task_occurrences,
     tunable_calls,
@@ -20,7 +21,7 @@ from tunecli.engine.graph.models import mobilenet, resnet
 from tunecli.engine.ops.registry import STRATEGIES
 from tunecli.engine.ops.strategy import OpCall, Strategy, StrategyTable
 from tunecli.engine.target import Target
-from tunecli.errors import GraphError
+from tunecli.errors import GraphError, TargetError
 
 from .test_op_strategy import first_row
 
@@ -145,3 +146,14 @@ def test_an_unknown_operator_is_named(resnet18: tuple) -> None:
     mod, params = resnet18
     with pytest.raises(GraphError, match="extract_from_program: unknown operator 'nn.conv4d'"):
         extract_from_program(mod, params, "llvm", ops=["nn.conv4d"])
+
+
+@pytest.mark.parametrize("target", ["opencl", "opencl -device=mali", "vulkan", "rocm"])
+def test_a_target_no_backend_compiles_is_refused_before_tasks_are_made(resnet18: tuple, target: str) -> None:
+    """tune_relay_mobile_gpu's targets: tasks for them would fail at every build, so none are made."""
+    mod, params = resnet18
+    with pytest.raises(TargetError, match=r"extract_from_program: .*no backend compiles for target "
+                                          rf"'{target}'; target kinds with one: \['cuda', 'llvm'"):
+        extract_from_program(mod, params, target)
+    with pytest.raises(TargetError, match="extract_from_multiple_program: "):
+        extract_from_multiple_program([mod], [params], target)

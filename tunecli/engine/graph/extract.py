@@ -22,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from tunecli.engine.codegen.backend_table import backend_for
 from tunecli.engine.target import Target, as_target
 from tunecli.engine.task.task import Task, create
 from tunecli.engine.task.workload_args import Workload
-from tunecli.errors import GraphError, TuneError
+from tunecli.errors import GraphError, TargetError, TuneError
 
 from .build_module import optimize
 from .graph_expr import ArrayData, Call, Function
@@ -197,8 +198,19 @@ def extract_from_program(mod: IRModule | Function, params: Mapping[str, ArrayDat
     list of Task
     """
     target, target_host, ops = _tvm06_argument_order(target, target_host, ops)
-    t = as_target(target)
+    t = compilable_target(target, "extract_from_program")
     return list(operator_tasks(tunable_operators(mod, params, t, ops), t, target_host).values())
+
+
+def compilable_target(target: str | Target | None, caller: str) -> Target:
+    """``target`` as a Target when a backend here compiles for it; otherwise one TargetError
+    naming ``caller`` (tasks for such a target would extract, then fail at every build)."""
+    t = as_target(target)
+    try:
+        backend_for(t)
+    except TargetError as err:
+        raise TargetError(f"{caller}: {err}") from None
+    return t
 
 
 def extract_from_multiple_program(mods: Sequence[IRModule | Function],
@@ -212,7 +224,8 @@ def extract_from_multiple_program(mods: Sequence[IRModule | Function],
     if len(mods) != len(params):
         raise GraphError(f"extract_from_multiple_program: {len(mods)} networks and {len(params)} sets of "
                          "parameters")
-    t, wanted = as_target(target), list(ops) if ops is not None else None
+    t = compilable_target(target, "extract_from_multiple_program")
+    wanted = list(ops) if ops is not None else None
     tasks: dict[Workload, Task] = {}
     for mod, weights in zip(mods, params, strict=True):
         for key, task in operator_tasks(tunable_operators(mod, weights, t, wanted), t, target_host).items():
