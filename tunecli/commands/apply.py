@@ -77,8 +77,9 @@ def _with_fastest(text: str, t: AppliedTask, stats: TimeStats | None) -> str:
 
 def _untuned_caption(report: ApplyReport) -> str:
     """What the untuned column timed: the config a build without a log runs, and where it is from."""
-    each = [f"task {t.index}: {t.default_source} {t.default_config}" for t in report.tasks
-            if t.default_source is not None]
+    each = [f"task {t.index}: {t.default_source} "
+            + ("(the tuned config: timed once)" if t.default_config == t.config else str(t.default_config))
+            for t in report.tasks if t.default_source is not None]
     return ("untuned: the config a build without a log runs (a package's record of the workload, else "
             "the nearest package record's config, else the template's default)"
             + (f"; {'; '.join(each)}" if each else ""))

@@ -107,3 +107,16 @@ def test_a_busy_machine_marks_the_median_uncertain_and_carries_the_fastest_round
     assert task["uncertain"] is True and task["default_source"] == "default"
     assert task["tuned_fastest"] == applied.tuned_stats.low <= task["tuned"]
     assert task["default_fastest"] == applied.default_stats.low <= task["default"]
+
+
+def test_a_tuned_config_that_is_the_untuned_one_is_timed_once(tmp_path) -> None:
+    """The log's best is the untuned build's own config: one kernel, timed once for both columns, so
+    noise between two timings of it is never read as a speedup or a regression."""
+    task = create("dense.x86", (256, 256, 256, "float32"), "llvm")
+    untuned = untuned_config(task)
+    assert untuned is not None
+    job = _job_with_record(tmp_path, "dense.x86", (256, 256, 256), untuned.config.index, 1e-3)
+    [applied] = apply_job_file(job, str(tmp_path / "one.log")).tasks
+    assert applied.config == applied.default_config and applied.correct
+    assert applied.default == applied.tuned and applied.default_stats == applied.tuned_stats
+    assert not any("slower than the untuned" in note for note in applied.notes)

@@ -1,37 +1,36 @@
 """``apply_kernels``: build each task of a job with its best logged config, check and benchmark it.
 
-For every task: the best config of the log is looked up as TVM's ``apply_history_best`` does
-(a task without a valid record gets the fallback config, with a warning); the kernel is built,
-its output checked against the task's numpy reference (float64: for the check only; or, without
-one, against the untuned config), and timed next to the untuned config (what a build without a
-log runs: a pre-tuned package's record of the workload, else the nearest package record's config,
-else the template's fallback config, ``history_best.untuned_answer``; its source is kept as
-``default_source``) and numpy's way of computing the operator in the kernel's dtype (the
-strategy row's ``baseline``, ``ops.baseline``).  ``export`` writes ``.o``, ``.ll`` and ``.s``
-files of the tuned kernels, named after the job and the workload (``kernel_stem``): the
-destination is checked before anything is built, and the files are written into a temporary
-directory and moved into it at the end (``job.export_path``), so an apply that fails or is
-killed leaves no partial export.  Records of the log that are faster
-than any machine (``log.plausibility``) are skipped, naming their line.
+For every task: the best config of the log is looked up as TVM's ``apply_history_best`` does (a task
+without a valid record gets the fallback config, with a warning); the kernel is built, its output
+checked against the task's numpy reference (float64: for the check only; or, without one, against the
+untuned config), and timed next to the untuned config (what a build without a log runs: a pre-tuned
+package's record of the workload, else the nearest package record's config, else the template's fallback
+config, ``history_best.untuned_answer``; its source is kept as ``default_source``) and numpy's way of
+computing the operator in the kernel's dtype (the strategy row's ``baseline``, ``ops.baseline``).
+``export`` writes ``.o``, ``.ll`` and ``.s`` files of the tuned kernels, named after the job and the
+workload (``kernel_stem``): the destination is checked before anything is built, and the files are
+written into a temporary directory and moved into it at the end (``job.export_path``), so an apply that
+fails or is killed leaves no partial export. Records of the log that are faster than any machine
+(``log.plausibility``) are skipped, naming their line.
 
-Kernels run where tuning runs them (:mod:`tunecli.engine.job.apply_device`), with the job's
-runner settings: in a measurement worker process on this machine, with the numpy baseline in a
-worker process of its own (``measure.baseline_timing``: numpy's BLAS on the kernels' thread
-count), while this process's BLAS keeps to one thread (``runtime.blas.single_blas_thread``: the
-spinning threads of a multi-threaded OpenBLAS slow the kernels timed beside them); or, for a job
-measured through RPC for a target this machine cannot run (an ARM board), on a device of the
-job's key, where numpy is not timed (its time on this machine compares with nothing).  A job for
-another machine without an RPC runner only builds and exports its kernels.  The three are timed
-in turn (``measure.interleaved``: one round each, ``repeat`` times, a pause after each round;
-each time is the median of its rounds), so a slow moment of the machine is shared rather than
-charged to one of them; the rounds' statistics are kept (``measure.time_stats``), with a note
-when they disagree, when the tuned kernel is far slower than the log's time of the same config,
-when it is slower than the untuned config, and when the machine was busy while timing.  Where
-the machine was busy or a task's rounds disagree, the median is uncertain: the task is marked
-``uncertain`` and each contender's fastest round (``*_fastest``, what the kernel can do when
-nothing runs beside it) is shown beside its median.  A
-kernel that crashes or hangs, or a config that does not build,
-becomes that task's ``error``; the other tasks are still built, checked and timed.
+Kernels run where tuning runs them (:mod:`tunecli.engine.job.apply_device`), with the job's runner
+settings: in a measurement worker process on this machine, with the numpy baseline in a worker process
+of its own (``measure.baseline_timing``: numpy's BLAS on the kernels' thread count), while this
+process's BLAS keeps to one thread (``runtime.blas.single_blas_thread``: the spinning threads of a
+multi-threaded OpenBLAS slow the kernels timed beside them); or, for a job measured through RPC for a
+target this machine cannot run (an ARM board), on a device of the job's key, where numpy is not timed
+(its time on this machine compares with nothing). A job for another machine without an RPC runner only
+builds and exports its kernels. The three are timed in turn (``measure.interleaved``: one round each,
+``repeat`` times, a pause after each round; each time is the median of its rounds), so a slow moment of
+the machine is shared rather than charged to one of them; the rounds' statistics are kept
+(``measure.time_stats``), with a note when they disagree, when the tuned kernel is far slower than the
+log's time of the same config, when it is slower than the untuned config, and when the machine was busy
+while timing. Where the machine was busy or a task's rounds disagree, the median is uncertain: the task
+is marked ``uncertain`` and each contender's fastest round (``*_fastest``, what the kernel can do when
+nothing runs beside it) is shown beside its median. A tuned config that is the untuned one (no record,
+or the log's best is it) is timed once for both: two timings of one kernel differ by noise. A kernel
+that crashes or hangs, or a config that does not build, becomes that task's ``error``; the other tasks
+are still built, checked and timed.
 """
 
 from __future__ import annotations
@@ -119,20 +118,11 @@ class AppliedTask:
     #: the median is uncertain (the machine was busy, or rounds disagree): the fastest rounds are shown
     uncertain: bool = False
 
-    @property
-    def tuned_fastest(self) -> float | None:
-        """The tuned kernel's fastest round (seconds)."""
-        return self.tuned_stats.low if self.tuned_stats is not None else None
-
-    @property
-    def default_fastest(self) -> float | None:
-        """The untuned config's fastest round (seconds)."""
-        return self.default_stats.low if self.default_stats is not None else None
-
-    @property
-    def numpy_fastest(self) -> float | None:
-        """numpy's fastest round (seconds)."""
-        return self.numpy_stats.low if self.numpy_stats is not None else None
+    def fastest(self) -> dict[str, float | None]:
+        """Each contender's fastest round in seconds, by JSON field (``tuned_fastest``, ...)."""
+        return {f"{who}_fastest": stats.low if stats is not None else None
+                for who, stats in (("tuned", self.tuned_stats), ("default", self.default_stats),
+                                   ("numpy", self.numpy_stats))}
 
     @property
     def vs_log(self) -> float | None:
@@ -173,8 +163,7 @@ class ApplyReport:
         return {"job": self.job, "log": self.log, "target": self.target, "runs_here": self.runs_here,
                 "device": self.device, "ok": self.ok, "notes": self.notes,
                 "load": asdict(self.load) if self.load is not None else None,
-                "tasks": [dict(asdict(t), gflops=t.gflops, vs_log=t.vs_log, tuned_fastest=t.tuned_fastest,
-                               default_fastest=t.default_fastest, numpy_fastest=t.numpy_fastest)
+                "tasks": [dict(asdict(t), gflops=t.gflops, vs_log=t.vs_log, **t.fastest())
                           for t in self.tasks]}
 
 
@@ -231,7 +220,7 @@ def apply_kernels(job: Job, log: str, export: str | None = None,
                 report.load = window.finish()
             for t in report.tasks:
                 t.uncertain = t.tuned_stats is not None and median_uncertain(
-                    report.load, t.tuned_stats, t.default_stats)
+                    report.load, t.tuned_stats, t.default_stats, t.numpy_stats)
         if exported is not None:
             exported.finish()
     finally:
@@ -293,7 +282,8 @@ def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, exp
     baseline = baseline_of(task)
     contenders: dict[str, Contender] = {
         "tuned": lambda timing: _measure(device, tuned, specs, outputs, timing)}
-    if default is not None and not default_run.error_no:
+    same = out.config == out.default_config or config_source(config).kind != "log"
+    if default is not None and not default_run.error_no and not same:
         contenders["default"] = lambda timing: _measure(device, default, specs, outputs, timing)
     worker = numpy_worker
     if baseline is not None and worker is not None:
@@ -304,9 +294,10 @@ def _apply_task(job: Job, index: int, task: Task, history: ApplyHistoryBest, exp
     if times["tuned"].error_no:
         out.error = f"{MeasureErrorNo(times['tuned'].error_no).name}: {times['tuned'].error}"
         return out
+    if same and default is not None and not default_run.error_no:
+        times["default"] = times["tuned"]
     out.tuned, out.default, out.numpy = (median_seconds(times.get(n)) for n in ("tuned", "default", "numpy"))
-    tuned_from_log = config_source(config).kind == "log"  # else it is the untuned build's config itself
-    _judge(out, *(time_stats(times.get(n)) for n in ("tuned", "default", "numpy")), tuned_from_log)
+    _judge(out, *(time_stats(times.get(n)) for n in ("tuned", "default", "numpy")), same)
     return out
 
 
@@ -317,14 +308,15 @@ def _untuned(task: Task) -> ConfigSpace:
 
 
 def _judge(out: AppliedTask, tuned: TimeStats | None, default: TimeStats | None,
-           numpy: TimeStats | None, tuned_from_log: bool = True) -> None:
-    """Keep the rounds' statistics and note what makes the task's times doubtful."""
+           numpy: TimeStats | None, same: bool = False) -> None:
+    """Keep the rounds' statistics and note what makes the task's times doubtful (``same``: the tuned
+    config is the untuned one, timed once)."""
     out.tuned_stats, out.default_stats, out.numpy_stats = tuned, default, numpy
     name = f"task {out.index}"
     untuned = f"untuned config ({out.default_source})" if out.default_source else "untuned config"
-    notes = [rounds_note(name, {"tuned": tuned, untuned: default, "numpy": numpy}),
+    notes = [rounds_note(name, {"tuned": tuned, untuned: None if same else default, "numpy": numpy}),
              compare_with_log(name, out.tuned, out.log_time),
-             slower_than_untuned(name, tuned, default, "untuned") if tuned_from_log else None]
+             None if same else slower_than_untuned(name, tuned, default, "untuned")]
     out.notes = [note for note in notes if note]
 
 
