@@ -1,35 +1,37 @@
 """Tuning tasks: a registered template plus its arguments and target.
 
-``@template("name")`` registers a function ``f(*args) -> (schedule, tensors)`` that reads its
-knobs from ``get_config()``.  ``create(name, args, target)`` traces it once with a fresh
+``create(name, args, target)`` traces a template (see ``template_registry``) once with a fresh
 ``ConfigSpace`` to collect the space and count FLOPs.  A task pickles by name: the receiving
 process imports ``task.template_module`` (or the template's source file) and looks the template
-up again, so templates need not be picklable.
-
-Registering a name twice is an error, as in TVM — except over a *built-in* template (one
-defined in ``tunecli.engine.ops``, e.g. ``tutorial/matmul``): a user template of the same name
-replaces it (whichever is imported first), so a port of TVM's tutorial runs unchanged.
+up again, so templates need not be picklable.  The registry's names are importable from here too.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import inspect
-import logging
 import pickle
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, TypeAlias, overload
+from collections.abc import Iterable, Sequence
 
 import cloudpickle
 
-from tunecli.engine import te
 from tunecli.engine.target import Target, as_target
-from tunecli.engine.task.dispatcher import ApplyConfig, DispatchContext
+from tunecli.engine.task.dispatcher import ApplyConfig
 from tunecli.engine.task.flop import compute_flop
 from tunecli.engine.task.space import ConfigSpace
-from tunecli.engine.task.template_file import is_template_file_module, load_template_file
-from tunecli.engine.task.template_table import TemplateTable
+from tunecli.engine.task.template_registry import (
+    BUILTIN_PACKAGE,
+    TASK_TABLE,
+    MissingTask,
+    ReferenceFunc,
+    TaskTemplate,
+    TemplateFunc,
+    TemplateResult,
+    _find_template,
+    _template_name_of,
+    get_config,
+    register,
+    register_template,
+    template,
+)
 from tunecli.engine.task.workload_args import (
     Workload,
     WorkloadArg,
@@ -37,225 +39,13 @@ from tunecli.engine.task.workload_args import (
     deserialize_args,
     serialize_args,
 )
-from tunecli.errors import InstantiationError, TuneError
+from tunecli.errors import TuneError
 
-if TYPE_CHECKING:
-    import numpy as np
-
-    from tunecli.engine.schedule import Schedule
-
-#: What a template returns: its schedule and the tensors of the kernel's arguments.
-TemplateResult: TypeAlias = "tuple[Schedule, list[te.Tensor]]"
-#: A template: ``func(*args) -> (schedule, tensors)``; its arguments are any values a workload holds.
-TemplateFunc: TypeAlias = "Callable[..., TemplateResult]"
-#: ``reference(*input_arrays)``: a kernel's expected output array (or a tuple of them) in numpy.
-ReferenceFunc: TypeAlias = "Callable[..., np.ndarray | tuple[np.ndarray, ...]]"
-
-logger = logging.getLogger("autotvm")
-
-#: Templates defined in modules under this package are tunecli's built-in templates.
-BUILTIN_PACKAGE = "tunecli.engine.ops."
-
-
-class TaskTemplate:
-    """A registered template function and where it came from.
-
-    Parameters
-    ----------
-    name : str
-    func : callable
-        ``func(*args) -> (schedule, tensors)``.
-    reference : callable, optional
-        ``reference(*args) -> f`` where ``f(*input_arrays)`` gives the kernel's expected outputs
-        (numpy); a picklable function (built-in templates: their strategy's reference).
-    """
-
-    def __init__(self, name: str, func: TemplateFunc,
-                 reference: Callable[..., ReferenceFunc] | None = None):
-        self.name = name
-        self.func = func
-        self.reference = reference
-        self.module = func.__module__
-        try:
-            self.source_file: str | None = inspect.getsourcefile(func)
-        except TypeError:
-            self.source_file = None
-
-    @property
-    def builtin(self) -> bool:
-        """True for tunecli's own templates (a user template of the same name replaces them)."""
-        return (self.module or "").startswith(BUILTIN_PACKAGE)
-
-    def __call__(self, *args: WorkloadArg, **kwargs: object) -> TemplateResult:
-        return self.func(*deserialize_args(args), **kwargs)
-
-
-class MissingTask:
-    """Stands in for a template whose name is not registered in this process.
-
-    Parameters
-    ----------
-    name : str
-    """
-
-    module = None
-    source_file = None
-    reference = None
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __call__(self, *args: object, **kwargs: object) -> TemplateResult:
-        raise InstantiationError(
-            f"Attempting to invoke a missing task {self.name}. It is possible that the function is "
-            "registered in a Python module that is not imported in this run, or the log is out-of-date.")
-
-
-TASK_TABLE = TemplateTable()
-
-
-def _same_function(old: TaskTemplate, f: TemplateFunc) -> bool:
-    """True when ``f`` is the registered template again (a module re-imported, maybe by path)."""
-    if old.func.__qualname__ != f.__qualname__:
-        return False
-    try:
-        source = inspect.getsourcefile(f)
-    except TypeError:
-        source = None
-    return old.module == f.__module__ or (source is not None and source == old.source_file)
-
-
-@overload
-def template(task_name: str, func: TemplateFunc, *,
-             reference: Callable[..., ReferenceFunc] | None = None) -> TemplateFunc: ...
-
-
-@overload
-def template(task_name: str, func: None = None, *,
-             reference: Callable[..., ReferenceFunc] | None = None
-             ) -> Callable[[TemplateFunc], TemplateFunc]: ...
-
-
-@overload
-def template(task_name: TemplateFunc, func: None = None, *,
-             reference: Callable[..., ReferenceFunc] | None = None) -> TemplateFunc: ...
-
-
-def template(task_name: str | TemplateFunc, func: TemplateFunc | None = None, *,
-             reference: Callable[..., ReferenceFunc] | None = None
-             ) -> TemplateFunc | Callable[[TemplateFunc], TemplateFunc]:
-    """Register a tunable template under ``task_name`` (usable as ``@template(name)``, or bare as
-    ``@template``, TVM 0.6's form, where the function's own name is the task name).
-
-    Parameters
-    ----------
-    task_name : str or callable
-        The task name; a function instead is the template itself, registered under its ``__name__``.
-    func : callable, optional
-        The template; when omitted (and ``task_name`` is a name) a decorator is returned.
-    reference : callable, optional
-        ``reference(*args)`` gives the numpy function of a task's expected outputs (see
-        ``Task.reference``).
-
-    Returns
-    -------
-    callable
-        A wrapper that runs the template with the config of the current dispatch context; its
-        ``func_name`` is the task name (``create`` accepts the wrapper in place of the name).
-    """
-    if callable(task_name):
-        if func is not None:
-            raise TuneError("template(): give a task name and a function, or a function alone")
-        func = task_name
-        task_name = func.__name__
-    name: str = task_name
-
-    def _decorate(f: TemplateFunc) -> TemplateFunc:
-        register_template(TaskTemplate(name, f, reference))
-
-        @functools.wraps(f)
-        def wrapper(*args: object, **kwargs: object) -> TemplateResult:
-            if kwargs:
-                raise TuneError(f"template {name!r}: keyword arguments are not supported")
-            workload = args_to_workload(args, name)
-            cfg = DispatchContext.current.query(Target.current(), workload)
-            with ApplyConfig(cfg):
-                return f(*args)
-
-        wrapper.func_name = name  # type: ignore[attr-defined]
-        return wrapper
-
-    return _decorate(func) if func is not None else _decorate
-
-
-def _template_name_of(func: TemplateFunc) -> str:
-    """The task name of a template given as a function (TVM 0.6's ``create(func, ...)``): the name
-    a ``@template`` wrapper was registered under, else the function's ``__name__``, under which a
-    plain function is registered here (an error if another function holds that name)."""
-    name = getattr(func, "func_name", None)
-    if isinstance(name, str) and dict.get(TASK_TABLE, name) is not None:
-        return name
-    name = getattr(func, "__name__", None)
-    if not isinstance(name, str) or name == "<lambda>":
-        raise TuneError(f"create(): the template {func!r} has no name; register it with @template(name)")
-    register_template(TaskTemplate(name, func))
-    return name
-
-
-def register_template(new: TaskTemplate) -> None:
-    """Put ``new`` in TASK_TABLE; a user template replaces a built-in one of the same name."""
-    old = dict.get(TASK_TABLE, new.name)  # registering loads nothing
-    if old is None or _same_function(old, new.func):
-        TASK_TABLE[new.name] = new
-    elif old.builtin and not new.builtin:
-        logger.debug("template %r of %s.%s replaces the built-in one", new.name, new.module,
-                     new.func.__qualname__)
-        TASK_TABLE[new.name] = new
-    elif new.builtin and not old.builtin:
-        logger.debug("built-in template %r not registered: %s.%s holds the name", new.name, old.module,
-                     old.func.__qualname__)
-    else:
-        raise TuneError(f"template {new.name!r} is already registered by {old.module}."
-                        f"{old.func.__qualname__}; cannot register {new.module}.{new.func.__qualname__}")
-
-
-def get_config() -> ConfigSpace:
-    """Return the config of the current dispatch context (inside a template).
-
-    Returns
-    -------
-    ConfigSpace
-        A ConfigSpace while collecting, a ConfigEntity when measuring, or a fallback config.
-    """
-    return DispatchContext.current.query(Target.current(), None)
-
-
-def _find_template(name: str, module: str | None, source_file: str | None) -> TaskTemplate | MissingTask:
-    """Look a template up by name, importing the module that registers it when needed (also when
-    only a built-in template of that name is registered here but the task's template is a user's).
-
-    A template file loaded by ``load_template_file`` (in the tuner) is loaded the same way here,
-    under the same module name; a module that cannot be imported by name but has a source file
-    is loaded from that file by the same loader.
-
-    Raises
-    ------
-    TemplateFileError
-        When the template's source file is gone or fails to import.
-    """
-
-    def missing() -> bool:
-        found = TASK_TABLE.get(name)
-        return found is None or (found.builtin and found.module != module)
-
-    if missing() and module and module != "__main__" and not is_template_file_module(module):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
-    if missing() and source_file:
-        load_template_file(source_file)
-    return TASK_TABLE.get(name) or MissingTask(name)
+__all__ = [
+    "BUILTIN_PACKAGE", "TASK_TABLE", "MissingTask", "ReferenceFunc", "Task", "TaskTemplate", "TemplateFunc",
+    "TemplateResult", "Workload", "WorkloadArg", "args_to_workload", "create", "deserialize_args",
+    "get_config", "register", "register_template", "serialize_args", "template",
+]
 
 
 class Task:

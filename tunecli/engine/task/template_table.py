@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from _collections_abc import dict_items, dict_keys, dict_values
 
-    from tunecli.engine.task.task import TaskTemplate
+    from tunecli.engine.task.template_registry import TaskTemplate
 
 #: The modules that define tunecli's built-in templates (``@template`` at their top level).
 BUILTIN_TEMPLATE_MODULES = ("tunecli.engine.ops.registry",)
