@@ -201,6 +201,8 @@ def test_a_node_killed_mid_tune_loses_no_config(ray_cluster: LocalRayCluster, tm
         (task,) = tune_job(str(job), on_event=kill).tasks
     assert kill.killed.is_set()
     assert any("was lost" in m and "sent to another worker" in m for m in caplog.messages), caplog.messages
+    told = [m for m in caplog.messages if "was lost" in m or "no measuring worker started" in m]
+    assert "was lost" in told[0], told  # the loss first, then any replacement that did not start
     log = tmp_path / "on-ray.log"
     counts = configs_in(log)
     assert task.measured == 12 and sum(counts.values()) == 12 and max(counts.values()) == 1

@@ -317,14 +317,14 @@ class _Dispatch:
     def _requeue(self, slot: Slot, chunk: list[int], why: str) -> None:
         """Send the configs of a lost worker again (once), record a second loss as an error."""
         self._check_head()  # a worker lost with the head: replacing it would wait on the head
-        if slot.alive:
+        again = [index for index in chunk if self.sends[index] < MAX_SENDS]
+        logger.warning("%s: %d config(s) sent to another worker, %d recorded as errors", why, len(again),
+                       len(chunk) - len(again))
+        if slot.alive:  # told after the loss: a replacement on a node going too does not start
             try:
                 self.cluster.retire(slot)
             except Exception as err:  # noqa: BLE001 - the cluster itself is going
                 raise self._lost(err) from None
-        again = [index for index in chunk if self.sends[index] < MAX_SENDS]
-        logger.warning("%s: %d config(s) sent to another worker, %d recorded as errors", why, len(again),
-                       len(chunk) - len(again))
         self.pending.extendleft(reversed(again))
         for index in chunk:
             if index not in again:
