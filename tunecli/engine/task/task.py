@@ -19,6 +19,7 @@ from tunecli.engine.task.flop import compute_flop
 from tunecli.engine.task.space import ConfigSpace
 from tunecli.engine.task.template_registry import (
     BUILTIN_PACKAGE,
+    OLD_TEMPLATE_NAMES,
     TASK_TABLE,
     MissingTask,
     ReferenceFunc,
@@ -42,9 +43,9 @@ from tunecli.engine.task.workload_args import (
 from tunecli.errors import TuneError
 
 __all__ = [
-    "BUILTIN_PACKAGE", "TASK_TABLE", "MissingTask", "ReferenceFunc", "Task", "TaskTemplate", "TemplateFunc",
-    "TemplateResult", "Workload", "WorkloadArg", "args_to_workload", "create", "deserialize_args",
-    "get_config", "register", "register_template", "serialize_args", "template",
+    "BUILTIN_PACKAGE", "OLD_TEMPLATE_NAMES", "TASK_TABLE", "MissingTask", "ReferenceFunc", "Task",
+    "TaskTemplate", "TemplateFunc", "TemplateResult", "Workload", "WorkloadArg", "args_to_workload", "create",
+    "deserialize_args", "get_config", "register", "register_template", "serialize_args", "template",
 ]
 
 
@@ -83,6 +84,15 @@ class Task:
     def workload(self) -> Workload:
         """The key of this task in dispatch contexts: ``(name,) + args``."""
         return args_to_workload(self.args, self.name)
+
+    @workload.setter
+    def workload(self, workload: Workload) -> None:
+        """TVM 0.6 scripts set a converted task's workload to the extracted task's
+        (``task.workload = tsk.workload``); here a task's workload is its name and arguments, so
+        only the same workload is accepted, and another is a TuneError naming both."""
+        if tuple(workload) != self.workload:
+            raise TuneError(f"task {self.name}: its workload is its name and arguments, "
+                            f"{self.workload}; it cannot be set to {tuple(workload)}")
 
     def instantiate(self, config: ConfigSpace) -> TemplateResult:
         """Run the template with ``config`` and return ``(schedule, tensors)``.
@@ -140,7 +150,9 @@ def create(task_name: str | TemplateFunc, args: Sequence[object], target: Target
     ----------
     task_name : str or callable
         A name registered with ``@template``, or the template function itself (TVM 0.6): a
-        ``@template`` wrapper, or a plain function, registered here under its ``__name__``.
+        ``@template`` wrapper, or a plain function, registered here under its ``__name__``.  An
+        old TVM template name of :data:`OLD_TEMPLATE_NAMES` that nothing registers here gives
+        the task of the current name (with the arguments the current name's tasks take).
     args : sequence
         Template arguments (tensors are serialized).
     target : str or Target
@@ -159,6 +171,8 @@ def create(task_name: str | TemplateFunc, args: Sequence[object], target: Target
                         "'direct'; another variant is a task of its own name")
     if callable(task_name):
         task_name = _template_name_of(task_name)
+    elif task_name in OLD_TEMPLATE_NAMES and task_name not in TASK_TABLE:
+        task_name = OLD_TEMPLATE_NAMES[task_name]
     args = serialize_args(args)
     task = Task(task_name, args)
     target = as_target(target)

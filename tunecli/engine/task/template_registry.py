@@ -41,6 +41,13 @@ ReferenceFunc: TypeAlias = "Callable[..., np.ndarray | tuple[np.ndarray, ...]]"
 
 logger = logging.getLogger("autotvm")
 
+#: TVM 0.6's names of x86 templates that tune_relay_x86 converts extracted tasks to, and the tunecli
+#: templates (which extraction already gives, with the same arguments) they stand for.
+OLD_TEMPLATE_NAMES = {
+    "topi_x86_conv2d_NCHWc": "conv2d_NCHWc.x86",
+    "topi_x86_depthwise_conv2d_NCHWc_from_nchw": "depthwise_conv2d_NCHWc.x86",
+}
+
 #: Templates defined in modules under this package are tunecli's built-in templates.
 BUILTIN_PACKAGE = "tunecli.engine.ops."
 
