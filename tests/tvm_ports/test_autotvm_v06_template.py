@@ -15,20 +15,22 @@ from tunecli.errors import TuneError
 
 @autotvm.template
 def matmul_v06(N, L, M, dtype):
-    A = tvm.te.placeholder((N, L), name="A", dtype=dtype)
-    B = tvm.te.placeholder((L, M), name="B", dtype=dtype)
-    k = tvm.te.reduce_axis((0, L), name="k")
-    C = tvm.te.compute((N, M), lambda i, j: tvm.te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = tvm.te.create_schedule(C.op)
-    y, x = s[C].op.axis
-    k = s[C].op.reduce_axis[0]
-    cfg = autotvm.get_config()
-    cfg.define_split("tile_y", y, num_outputs=2)
-    cfg.define_split("tile_x", x, num_outputs=2)
-    yo, yi = cfg["tile_y"].apply(s, C, y)
-    xo, xi = cfg["tile_x"].apply(s, C, x)
-    s[C].reorder(yo, xo, k, yi, xi)
-    return s, [A, B, C]
+    lhs = tvm.te.placeholder((N, L), name="lhs", dtype=dtype)
+    rhs = tvm.te.placeholder((L, M), name="rhs", dtype=dtype)
+    red = tvm.te.reduce_axis((0, L), name="red")
+    out = tvm.te.compute((N, M), lambda r, c: tvm.te.sum(lhs[r, red] * rhs[red, c], axis=red), name="out")
+    sch = tvm.te.create_schedule(out.op)
+    rows, cols = sch[out].op.axis
+    conf = autotvm.get_config()
+    conf.define_split("rows", rows, num_outputs=2)
+    conf.define_split("cols", cols, num_outputs=2)
+    conf.define_knob("unroll_inner", [0, 1])
+    row_outer, row_inner = conf["rows"].apply(sch, out, rows)
+    col_outer, col_inner = conf["cols"].apply(sch, out, cols)
+    sch[out].reorder(row_outer, col_outer, sch[out].op.reduce_axis[0], row_inner, col_inner)
+    if conf["unroll_inner"].val:
+        sch[out].unroll(row_inner)
+    return sch, [lhs, rhs, out]
 
 
 def scale_v06(n):
@@ -48,7 +50,7 @@ def test_the_bare_decorator_names_the_task_after_the_function_and_tunes_and_appl
     task = autotvm.task.create(matmul_v06, args=(N, L, M, "float32"), target="llvm")
     assert task.name == "matmul_v06" == matmul_v06.func_name
     assert task.workload == ("matmul_v06", N, L, M, "float32")
-    assert len(task.config_space) == 5 * 5
+    assert len(task.config_space) == 5 * 5 * 2
     assert task.config_space.template_key == ""
 
     log = str(tmp_path / "matmul.log")
