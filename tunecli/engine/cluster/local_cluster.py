@@ -38,6 +38,43 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """The processes below ``pid`` now (its children, theirs, ...) as ``(pid, start time)``, as
+    ``/proc`` lists them."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            fields = _stat_fields(int(entry))
+            children.setdefault(int(fields[1]), []).append((int(entry), fields[19]))
+        except (OSError, ValueError, IndexError):
+            continue
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child[0])
+    return found
+
+
+def kill_processes(processes: list[tuple[int, str]]) -> None:
+    """SIGKILL each ``(pid, start time)`` of :func:`descendants` still running (not a later process
+    given the same pid)."""
+    for pid, started in processes:
+        try:
+            if _stat_fields(pid)[19] == started:
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, IndexError):
+            pass
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name (state, parent, ..., start time at 19)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()
+
+
 def ray_cli() -> str:
     """The ``ray`` command next to this Python, else the one on PATH."""
     beside = Path(sys.executable).with_name("ray")
@@ -154,18 +191,22 @@ class LocalRayCluster:
         raise ClusterError(f"{count} Ray nodes did not join within {JOIN_TIMEOUT:g} s")
 
     def kill_node(self, proc: subprocess.Popen) -> None:
-        """Kill a node at once, as a machine that is lost (every process of its group)."""
+        """Kill a node at once, as a machine that is lost: every process of its group and every
+        process below it (Ray starts each worker in a group of its own)."""
         self.killed.add(proc.pid)
+        below = descendants(proc.pid)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        kill_processes(below)
         proc.wait(30)
 
     def stop(self) -> None:
         """Stop every node (worker nodes first, then the head) and remove the temporary files; without
         a head the nodes are killed (they would wait for it)."""
         headless = bool(self.nodes) and self.nodes[0].poll() is not None
+        below = {proc.pid: descendants(proc.pid) for proc in self.nodes}
         for proc in reversed(self.nodes):
             if proc.poll() is None:
                 if headless:
@@ -181,6 +222,7 @@ class LocalRayCluster:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+            kill_processes(below[proc.pid])  # and its workers, each in a group of its own
         self.nodes, self.names, self.killed = [], [], set()
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
