@@ -253,7 +253,7 @@ class RayCluster:
                 if ref in waiting:
                     raise ray.exceptions.GetTimeoutError(f"not started within {timeout:g} s")
                 self.slots.append(Slot(actor, info, ray.get(ref)))
-            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayActorError) as err:
+            except ray.exceptions.RayError as err:  # died, timed out, or its node is gone
                 logger.warning("no measuring worker started on Ray node %s: %s", info.address,
                                _first_line(err))
                 ray.kill(actor)
