@@ -197,6 +197,7 @@ def _apply_model_job_on_the_board(invoke, tmp_path: Path, job: str, log: Path) -
     return report
 
 
+@pytest.mark.slow
 def test_apply_runs_a_model_job_on_the_board_and_checks_it_against_onnxruntime(arm_board, arm_tracker, invoke,
                                                                                 tmp_path):
     pytest.importorskip("onnxruntime")

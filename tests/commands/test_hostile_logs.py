@@ -118,6 +118,7 @@ def test_places_that_are_not_logs_are_usage_errors(invoke: Invoke, matmul_log: P
     assert not (tmp_path / "logdir.lock").exists() and not fifo.with_name("fifo.log.lock").exists()
 
 
+@pytest.mark.slow
 def test_two_tunes_on_one_log_the_second_is_refused_and_the_first_finishes(tiny_job, tmp_path: Path) -> None:
     job, log = tiny_job(n_trial=8, min_repeat_ms=400, n_parallel=1)
     link = tmp_path / "alias.log"

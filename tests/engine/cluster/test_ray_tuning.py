@@ -100,6 +100,7 @@ def test_no_node_offering_the_resource_is_one_error(ray_head: LocalRayCluster) -
     assert cluster.slots == []
 
 
+@pytest.mark.slow
 def test_workers_held_by_another_tune_are_waited_for_with_a_warning_then_one_error(
         ray_head: LocalRayCluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(connection, "WAIT_NOTICE", 1.0)

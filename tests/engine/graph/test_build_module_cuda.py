@@ -85,7 +85,7 @@ def _ptxas(tmp_path: Path, name: str, ptx: bytes, arch: str) -> None:
 
 
 @pytest.mark.skipif(ptxas_path() is None, reason="ptxas (CUDA toolkit or nvidia-cuda-nvcc) is not installed")
-@pytest.mark.parametrize("network", ["resnet-18", "mobilenet"])
+@pytest.mark.parametrize("network", [pytest.param("resnet-18", marks=pytest.mark.slow), "mobilenet"])
 def test_every_kernel_of_a_network_fits_the_gpu_and_passes_ptxas(tmp_path: Path, network: str) -> None:
     """Every kernel of the build for sm_80 fits and passes ptxas, and so do the same loop nests compiled
     for sm_90 (as a build for sm_90 compiles them: the architecture changes the PTX, not the lowering)."""

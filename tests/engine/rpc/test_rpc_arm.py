@@ -89,6 +89,7 @@ def test_a_job_target_for_another_machine_is_one_clear_error_before_any_measurem
     assert reported == []
 
 
+@pytest.mark.slow
 def test_crash_and_hang_on_the_board_become_error_results_and_the_server_recovers(arm_board, arm_tracker):
     objs = {name: compile_ir(ir, TRIPLE) for name, ir in (("vadd", VADD), ("crash", CRASH), ("hang", HANG))}
     order = ("vadd", "crash", "hang", "vadd")

@@ -128,6 +128,7 @@ def test_graph_executor_create_and_outputs_into_remote_arrays(server, tracker, h
     remote.close()
 
 
+@pytest.mark.slow
 def test_a_remote_call_may_run_longer_than_the_idle_limit_not_past_the_session(tracker, host_lib, tmp_path):
     """Timing a network many times on a slow board: the call runs as long as it needs (the idle
     limit is about a silent client), up to the session's own time limit when it has one."""

@@ -211,6 +211,7 @@ def test_rpc_runner_is_a_runner_made_from_tvm_keywords_or_timing_options():
         RPCRunner("key", "127.0.0.1", 9190, warmup_ms=-1)
 
 
+@pytest.mark.slow
 def test_a_tracker_that_died_is_named_as_gone_not_as_missing_devices(procs, tracker):
     start_servers(procs, tracker, "orphan", 1)
     runner = RPCRunner("orphan", "127.0.0.1", tracker.port, timeout=2, tracker_grace=1.0)
